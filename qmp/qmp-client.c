@@ -1,0 +1,500 @@
+#define G_LOG_DOMAIN "vmr-qmp"
+
+#include "qmp-client.h"
+
+#include "qmp-stream.h"
+#include "vmr-error.h"
+
+struct _VmrQmpClient {
+    GObject parent_instance;
+
+    VmrQmpStream *stream;
+    GMainContext *context; /* where replies, events and timeouts run */
+    JsonObject *greeting;  /* the "QMP" member, NULL until received */
+    GTask *connect_task;   /* while the greeting and capabilities are pending */
+    GHashTable *pending;   /* id -> GTask *, owned */
+    guint64 next_id;
+    GError *disconnect_error; /* set once the peer is gone */
+    GSource *connect_timeout; /* while the greeting is pending */
+};
+
+enum { SIGNAL_EVENT, SIGNAL_DISCONNECTED, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+G_DEFINE_TYPE (VmrQmpClient, vmr_qmp_client, G_TYPE_OBJECT)
+
+typedef struct {
+    gchar *command;
+    gchar *id;
+    GSource *timeout_source;
+} PendingCommand;
+
+static void
+pending_command_free (PendingCommand *cmd)
+{
+    if (cmd->timeout_source != NULL) {
+        g_source_destroy (cmd->timeout_source);
+        g_source_unref (cmd->timeout_source);
+    }
+    g_free (cmd->command);
+    g_free (cmd->id);
+    g_free (cmd);
+}
+
+static void
+fail_all_pending (VmrQmpClient *self, const GError *error)
+{
+    g_autoptr (GList) tasks = NULL;
+
+    tasks = g_hash_table_get_values (self->pending);
+    g_hash_table_steal_all (self->pending);
+    for (GList *l = tasks; l != NULL; l = l->next) {
+        g_autoptr (GTask) task = l->data;
+        PendingCommand *cmd = g_task_get_task_data (task);
+
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                 "%s (while waiting for the reply to '%s')", error->message,
+                                 cmd->command);
+    }
+}
+
+static GError *
+error_from_qmp (JsonObject *error_obj)
+{
+    const gchar *class_name = NULL;
+    const gchar *desc = NULL;
+
+    if (json_object_has_member (error_obj, "class"))
+        class_name = json_object_get_string_member_with_default (error_obj, "class", NULL);
+    desc = json_object_get_string_member_with_default (error_obj, "desc", NULL);
+    return g_error_new_literal (VMR_ERROR, vmr_error_code_from_class (class_name),
+                                desc != NULL ? desc : "unknown error");
+}
+
+static void
+handle_reply (VmrQmpClient *self, JsonObject *msg)
+{
+    g_autoptr (GTask) task = NULL;
+    JsonNode *id_node = json_object_get_member (msg, "id");
+    const gchar *id;
+    PendingCommand *cmd;
+
+    if (id_node == NULL || json_node_get_value_type (id_node) != G_TYPE_STRING) {
+        g_debug ("dropping a reply without a known id");
+        return;
+    }
+    id = json_node_get_string (id_node);
+    if (!g_hash_table_steal_extended (self->pending, id, NULL, (gpointer *) &task)) {
+        g_debug ("dropping a reply to '%s', which is no longer pending", id);
+        return;
+    }
+    cmd = g_task_get_task_data (task);
+    if (json_object_has_member (msg, "error")) {
+        JsonNode *err = json_object_get_member (msg, "error");
+
+        if (!JSON_NODE_HOLDS_OBJECT (err)) {
+            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                                     "malformed error reply to '%s'", cmd->command);
+            return;
+        }
+        g_task_return_error (task, error_from_qmp (json_node_get_object (err)));
+        return;
+    }
+    g_task_return_pointer (task, json_node_copy (json_object_get_member (msg, "return")),
+                           (GDestroyNotify) json_node_unref);
+}
+
+static void
+handle_greeting (VmrQmpClient *self, JsonObject *msg)
+{
+    JsonNode *qmp = json_object_get_member (msg, "QMP");
+
+    if (!JSON_NODE_HOLDS_OBJECT (qmp)) {
+        g_autoptr (GTask) task = g_steal_pointer (&self->connect_task);
+
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_PROTOCOL, "malformed QMP greeting");
+        return;
+    }
+    self->greeting = json_object_ref (json_node_get_object (qmp));
+}
+
+static void
+capabilities_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    VmrQmpClient *self = VMR_QMP_CLIENT (source);
+    g_autoptr (GTask) task = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+
+    reply = vmr_qmp_client_execute_finish (self, res, &error);
+    if (reply == NULL) {
+        g_prefix_error (&error, "QMP capabilities negotiation failed: ");
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    g_task_return_pointer (task, g_object_ref (self), g_object_unref);
+}
+
+static void
+stream_message_cb (VmrQmpStream *stream, JsonObject *msg, gpointer user_data)
+{
+    VmrQmpClient *self = user_data;
+
+    if (json_object_has_member (msg, "return") || json_object_has_member (msg, "error")) {
+        handle_reply (self, msg);
+        return;
+    }
+    if (json_object_has_member (msg, "event")) {
+        const gchar *name = json_object_get_string_member_with_default (msg, "event", NULL);
+        g_autoptr (JsonObject) data = NULL;
+        JsonNode *data_node = json_object_get_member (msg, "data");
+        JsonNode *ts_node = json_object_get_member (msg, "timestamp");
+        gint64 timestamp_us = 0;
+
+        if (name == NULL) {
+            g_debug ("dropping an event without a name");
+            return;
+        }
+        if (data_node != NULL && JSON_NODE_HOLDS_OBJECT (data_node))
+            data = json_object_ref (json_node_get_object (data_node));
+        else
+            data = json_object_new ();
+        if (ts_node != NULL && JSON_NODE_HOLDS_OBJECT (ts_node)) {
+            JsonObject *ts = json_node_get_object (ts_node);
+
+            timestamp_us = json_object_get_int_member_with_default (ts, "seconds", 0) *
+                               G_USEC_PER_SEC +
+                           json_object_get_int_member_with_default (ts, "microseconds", 0);
+        }
+        g_signal_emit (self, signals[SIGNAL_EVENT], 0, name, data, timestamp_us);
+        return;
+    }
+    if (json_object_has_member (msg, "QMP") && self->connect_task != NULL) {
+        GTask *task;
+
+        if (self->connect_timeout != NULL) {
+            g_source_destroy (self->connect_timeout);
+            g_clear_pointer (&self->connect_timeout, g_source_unref);
+        }
+
+        handle_greeting (self, msg);
+        if (self->connect_task == NULL)
+            return;
+        task = g_steal_pointer (&self->connect_task);
+        vmr_qmp_client_execute_async (self, "qmp_capabilities", NULL, 0,
+                                      g_task_get_cancellable (task), capabilities_cb, task);
+        return;
+    }
+    g_debug ("dropping a message that is neither a reply nor an event");
+}
+
+static void
+stream_malformed_cb (VmrQmpStream *stream, const gchar *line, const gchar *reason,
+                     gpointer user_data)
+{
+    VmrQmpClient *self = user_data;
+    g_autoptr (GError) error = NULL;
+
+    /* a peer that sends garbage cannot be trusted to match replies any more */
+    g_debug ("malformed line from peer: %s", line);
+    error = g_error_new (VMR_ERROR, VMR_ERROR_PROTOCOL, "malformed message from peer: %s",
+                         reason);
+    if (self->disconnect_error == NULL)
+        self->disconnect_error = g_error_copy (error);
+    vmr_qmp_stream_close (stream);
+}
+
+static void
+stream_closed_cb (VmrQmpStream *stream, GError *error, gpointer user_data)
+{
+    VmrQmpClient *self = user_data;
+
+    g_object_ref (self);
+    if (self->disconnect_error == NULL) {
+        if (error != NULL)
+            self->disconnect_error = g_error_new (VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                                  "connection lost: %s", error->message);
+        else
+            self->disconnect_error = g_error_new_literal (VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                                          "connection closed by peer");
+    }
+    if (self->connect_task != NULL) {
+        g_autoptr (GTask) task = g_steal_pointer (&self->connect_task);
+
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                                 "no QMP greeting: %s", self->disconnect_error->message);
+    }
+    fail_all_pending (self, self->disconnect_error);
+    g_signal_emit (self, signals[SIGNAL_DISCONNECTED], 0, self->disconnect_error);
+    g_object_unref (self);
+}
+
+static gboolean
+connect_timeout_cb (gpointer user_data)
+{
+    VmrQmpClient *self = user_data;
+
+    g_clear_pointer (&self->connect_timeout, g_source_unref);
+    if (self->connect_task != NULL) {
+        g_autoptr (GTask) task = g_steal_pointer (&self->connect_task);
+
+        g_signal_handlers_disconnect_by_data (self->stream, self);
+        vmr_qmp_stream_close (self->stream);
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_TIMEOUT,
+                                 "no QMP greeting in time: is this a QEMU monitor socket?");
+    }
+    return G_SOURCE_REMOVE;
+}
+
+static void
+start_on_stream (GIOStream *stream, guint timeout_ms, GTask *task)
+{
+    g_autoptr (VmrQmpClient) self = g_object_new (VMR_TYPE_QMP_CLIENT, NULL);
+    self->context = g_main_context_ref_thread_default ();
+    self->stream = vmr_qmp_stream_new (stream);
+    g_signal_connect (self->stream, "message", G_CALLBACK (stream_message_cb), self);
+    g_signal_connect (self->stream, "malformed", G_CALLBACK (stream_malformed_cb), self);
+    g_signal_connect (self->stream, "closed", G_CALLBACK (stream_closed_cb), self);
+    self->connect_task = task;
+
+    /* the task keeps the client alive until the greeting is handled */
+    g_task_set_task_data (task, g_object_ref (self), g_object_unref);
+    self->connect_timeout =
+        g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
+    g_source_set_callback (self->connect_timeout, connect_timeout_cb, self, NULL);
+    g_source_attach (self->connect_timeout, self->context);
+    vmr_qmp_stream_start (self->stream);
+}
+
+void
+vmr_qmp_client_new_for_stream_async (GIOStream *stream, guint timeout_ms,
+                                     GCancellable *cancellable, GAsyncReadyCallback callback,
+                                     gpointer user_data)
+{
+    GTask *task = g_task_new (NULL, cancellable, callback, user_data);
+
+    g_task_set_source_tag (task, vmr_qmp_client_connect_async);
+    start_on_stream (stream, timeout_ms, task);
+}
+
+typedef struct {
+    gchar *path;
+    guint timeout_ms;
+} ConnectData;
+
+static void
+connect_data_free (ConnectData *data)
+{
+    g_free (data->path);
+    g_free (data);
+}
+
+static void
+socket_connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GSocketConnection) conn = NULL;
+    ConnectData *data = g_object_get_data (G_OBJECT (task), "vmr-connect");
+
+    conn = g_socket_client_connect_finish (G_SOCKET_CLIENT (source), res, &error);
+    if (conn == NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED, "cannot connect to %s: %s",
+                                 data->path, error->message);
+        return;
+    }
+    start_on_stream (G_IO_STREAM (conn), data->timeout_ms, g_steal_pointer (&task));
+}
+
+void
+vmr_qmp_client_connect_async (const gchar *path, guint timeout_ms, GCancellable *cancellable,
+                              GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr (GSocketClient) client = g_socket_client_new ();
+    g_autoptr (GSocketAddress) address = g_unix_socket_address_new (path);
+    GTask *task = g_task_new (NULL, cancellable, callback, user_data);
+    ConnectData *data = g_new0 (ConnectData, 1);
+
+    g_task_set_source_tag (task, vmr_qmp_client_connect_async);
+    data->path = g_strdup (path);
+    data->timeout_ms = timeout_ms;
+    g_object_set_data_full (G_OBJECT (task), "vmr-connect", data,
+                            (GDestroyNotify) connect_data_free);
+    g_socket_client_connect_async (client, G_SOCKET_CONNECTABLE (address), cancellable,
+                                   socket_connect_cb, task);
+}
+
+VmrQmpClient *
+vmr_qmp_client_connect_finish (GAsyncResult *res, GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (res, NULL), NULL);
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
+
+static void
+sync_result_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GAsyncResult **out = user_data;
+
+    *out = g_object_ref (res);
+}
+
+VmrQmpClient *
+vmr_qmp_client_connect_sync (const gchar *path, guint timeout_ms, GError **error)
+{
+    g_autoptr (GAsyncResult) res = NULL;
+    GMainContext *context = g_main_context_get_thread_default ();
+
+    vmr_qmp_client_connect_async (path, timeout_ms, NULL, sync_result_cb, &res);
+    while (res == NULL)
+        g_main_context_iteration (context, TRUE);
+    return vmr_qmp_client_connect_finish (res, error);
+}
+
+static gboolean
+command_timeout_cb (gpointer user_data)
+{
+    GTask *task = user_data;
+    VmrQmpClient *self = g_task_get_source_object (task);
+    PendingCommand *cmd = g_task_get_task_data (task);
+    g_autoptr (GTask) owned = NULL;
+
+    if (!g_hash_table_steal_extended (self->pending, cmd->id, NULL, (gpointer *) &owned))
+        return G_SOURCE_REMOVE;
+    g_clear_pointer (&cmd->timeout_source, g_source_unref);
+    g_task_return_new_error (owned, VMR_ERROR, VMR_ERROR_TIMEOUT,
+                             "no reply to '%s' in time", cmd->command);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, JsonObject *arguments,
+                              guint timeout_ms, GCancellable *cancellable,
+                              GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr (GTask) task = NULL;
+    g_autoptr (JsonObject) msg = json_object_new ();
+    PendingCommand *cmd;
+
+    g_return_if_fail (VMR_IS_QMP_CLIENT (self));
+    g_return_if_fail (command != NULL);
+
+    task = g_task_new (self, cancellable, callback, user_data);
+    g_task_set_source_tag (task, vmr_qmp_client_execute_async);
+    if (self->disconnect_error != NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                 "cannot run '%s': %s", command,
+                                 self->disconnect_error->message);
+        return;
+    }
+    cmd = g_new0 (PendingCommand, 1);
+    cmd->command = g_strdup (command);
+    cmd->id = g_strdup_printf ("vmr-%" G_GUINT64_FORMAT, ++self->next_id);
+    g_task_set_task_data (task, cmd, (GDestroyNotify) pending_command_free);
+
+    cmd->timeout_source =
+        g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
+    g_source_set_callback (cmd->timeout_source, command_timeout_cb, task, NULL);
+    g_source_attach (cmd->timeout_source, self->context);
+
+    json_object_set_string_member (msg, "execute", command);
+    if (arguments != NULL)
+        json_object_set_object_member (msg, "arguments", json_object_ref (arguments));
+    json_object_set_string_member (msg, "id", cmd->id);
+    g_hash_table_insert (self->pending, g_strdup (cmd->id), g_object_ref (task));
+    vmr_qmp_stream_send (self->stream, msg);
+}
+
+JsonNode *
+vmr_qmp_client_execute_finish (VmrQmpClient *self, GAsyncResult *res, GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (res, self), NULL);
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
+
+JsonNode *
+vmr_qmp_client_execute_sync (VmrQmpClient *self, const gchar *command, JsonObject *arguments,
+                             guint timeout_ms, GError **error)
+{
+    g_autoptr (GAsyncResult) res = NULL;
+
+    vmr_qmp_client_execute_async (self, command, arguments, timeout_ms, NULL, sync_result_cb,
+                                  &res);
+    while (res == NULL)
+        g_main_context_iteration (self->context, TRUE);
+    return vmr_qmp_client_execute_finish (self, res, error);
+}
+
+JsonObject *
+vmr_qmp_client_get_greeting (VmrQmpClient *self)
+{
+    g_return_val_if_fail (VMR_IS_QMP_CLIENT (self), NULL);
+    return self->greeting;
+}
+
+gboolean
+vmr_qmp_client_is_connected (VmrQmpClient *self)
+{
+    g_return_val_if_fail (VMR_IS_QMP_CLIENT (self), FALSE);
+    return self->disconnect_error == NULL;
+}
+
+void
+vmr_qmp_client_close (VmrQmpClient *self)
+{
+    g_return_if_fail (VMR_IS_QMP_CLIENT (self));
+    if (self->disconnect_error == NULL)
+        self->disconnect_error =
+            g_error_new_literal (VMR_ERROR, VMR_ERROR_DISCONNECTED, "connection closed");
+    vmr_qmp_stream_close (self->stream);
+}
+
+static void
+vmr_qmp_client_dispose (GObject *object)
+{
+    VmrQmpClient *self = VMR_QMP_CLIENT (object);
+
+    if (self->connect_timeout != NULL) {
+        g_source_destroy (self->connect_timeout);
+        g_clear_pointer (&self->connect_timeout, g_source_unref);
+    }
+    if (self->stream != NULL) {
+        g_signal_handlers_disconnect_by_data (self->stream, self);
+        vmr_qmp_stream_close (self->stream);
+        g_clear_object (&self->stream);
+    }
+    G_OBJECT_CLASS (vmr_qmp_client_parent_class)->dispose (object);
+}
+
+static void
+vmr_qmp_client_finalize (GObject *object)
+{
+    VmrQmpClient *self = VMR_QMP_CLIENT (object);
+
+    g_hash_table_unref (self->pending);
+    g_clear_pointer (&self->greeting, json_object_unref);
+    g_clear_pointer (&self->context, g_main_context_unref);
+    g_clear_error (&self->disconnect_error);
+    G_OBJECT_CLASS (vmr_qmp_client_parent_class)->finalize (object);
+}
+
+static void
+vmr_qmp_client_init (VmrQmpClient *self)
+{
+    self->pending = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+}
+
+static void
+vmr_qmp_client_class_init (VmrQmpClientClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+    object_class->dispose = vmr_qmp_client_dispose;
+    object_class->finalize = vmr_qmp_client_finalize;
+    signals[SIGNAL_EVENT] = g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                          0, NULL, NULL, NULL, G_TYPE_NONE, 3, G_TYPE_STRING,
+                                          JSON_TYPE_OBJECT, G_TYPE_INT64);
+    signals[SIGNAL_DISCONNECTED] = g_signal_new ("disconnected", G_TYPE_FROM_CLASS (klass),
+                                                 G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                                 G_TYPE_NONE, 1, G_TYPE_ERROR);
+}

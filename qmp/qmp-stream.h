@@ -1,0 +1,50 @@
+/*
+ * JSON-lines framing shared by QMP and the daemon's control socket: one JSON
+ * object per line in each direction.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+#define VMR_TYPE_QMP_STREAM (vmr_qmp_stream_get_type ())
+G_DECLARE_FINAL_TYPE (VmrQmpStream, vmr_qmp_stream, VMR, QMP_STREAM, GObject)
+
+/* the longest line accepted from a peer; QEMU's schema reply is ~200 KiB */
+#define VMR_QMP_STREAM_MAX_LINE (16 * 1024 * 1024)
+
+/*
+ * Wraps @stream (a reference is taken). Nothing is read until
+ * vmr_qmp_stream_start(). Signals, emitted in the thread-default main context
+ * of the caller of vmr_qmp_stream_start():
+ *   "message"   (JsonObject *msg)              one well-formed object
+ *   "malformed" (const gchar *line, const gchar *reason)   a line that is not
+ *               a JSON object; the stream goes on reading
+ *   "closed"    (GError *error)                end of stream (error NULL) or
+ *               a read failure; emitted once, nothing is read afterwards
+ */
+VmrQmpStream *vmr_qmp_stream_new (GIOStream *stream);
+
+void vmr_qmp_stream_start (VmrQmpStream *self);
+
+/* queues @msg (not consumed) for writing; writes keep their order */
+void vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg);
+
+/* stops reading and writing and closes the underlying stream; emits "closed"
+ * if it was not emitted yet */
+void vmr_qmp_stream_close (VmrQmpStream *self);
+
+gboolean vmr_qmp_stream_is_closed (VmrQmpStream *self);
+
+/* the credentials of a UNIX socket peer, or -1 when not known */
+gint vmr_qmp_stream_get_peer_uid (VmrQmpStream *self);
+
+/* parses one line into an object; NULL with @error for anything else */
+JsonObject *vmr_qmp_parse_line (const gchar *line, gsize len, GError **error);
+
+/* serializes @msg into one line terminated by '\n' */
+gchar *vmr_qmp_serialize (JsonObject *msg);
+
+G_END_DECLS
