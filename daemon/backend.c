@@ -1,0 +1,130 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+#include "backend.h"
+
+enum { SIGNAL_JOB_READY, SIGNAL_JOB_FINISHED, SIGNAL_DISCONNECTED, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+G_DEFINE_ABSTRACT_TYPE (VmrBackend, vmr_backend, G_TYPE_OBJECT)
+
+void
+vmr_backend_progress_free (VmrBackendProgress *self)
+{
+    if (self == NULL)
+        return;
+    g_free (self->job_id);
+    g_free (self);
+}
+
+const gchar *
+vmr_backend_get_kind (VmrBackend *self)
+{
+    return VMR_BACKEND_GET_CLASS (self)->get_kind (self);
+}
+
+JsonObject *
+vmr_backend_describe (VmrBackend *self)
+{
+    return VMR_BACKEND_GET_CLASS (self)->describe (self);
+}
+
+void
+vmr_backend_query_disks_async (VmrBackend *self, GCancellable *cancellable,
+                               GAsyncReadyCallback callback, gpointer user_data)
+{
+    VMR_BACKEND_GET_CLASS (self)->query_disks_async (self, cancellable, callback, user_data);
+}
+
+GPtrArray *
+vmr_backend_query_disks_finish (VmrBackend *self, GAsyncResult *res, GError **error)
+{
+    return VMR_BACKEND_GET_CLASS (self)->query_disks_finish (self, res, error);
+}
+
+void
+vmr_backend_start_copy_async (VmrBackend *self, VmrJob *job, const VmrDisk *disk,
+                              GCancellable *cancellable, GAsyncReadyCallback callback,
+                              gpointer user_data)
+{
+    VMR_BACKEND_GET_CLASS (self)->start_copy_async (self, job, disk, cancellable, callback,
+                                                    user_data);
+}
+
+gboolean
+vmr_backend_start_copy_finish (VmrBackend *self, GAsyncResult *res, GError **error)
+{
+    return VMR_BACKEND_GET_CLASS (self)->start_copy_finish (self, res, error);
+}
+
+void
+vmr_backend_job_command_async (VmrBackend *self, VmrJob *job, VmrBackendCommand command,
+                               guint64 speed, GCancellable *cancellable,
+                               GAsyncReadyCallback callback, gpointer user_data)
+{
+    VMR_BACKEND_GET_CLASS (self)->job_command_async (self, job, command, speed, cancellable,
+                                                     callback, user_data);
+}
+
+gboolean
+vmr_backend_job_command_finish (VmrBackend *self, GAsyncResult *res, GError **error)
+{
+    return VMR_BACKEND_GET_CLASS (self)->job_command_finish (self, res, error);
+}
+
+void
+vmr_backend_query_progress_async (VmrBackend *self, GCancellable *cancellable,
+                                  GAsyncReadyCallback callback, gpointer user_data)
+{
+    VMR_BACKEND_GET_CLASS (self)->query_progress_async (self, cancellable, callback, user_data);
+}
+
+GPtrArray *
+vmr_backend_query_progress_finish (VmrBackend *self, GAsyncResult *res, GError **error)
+{
+    return VMR_BACKEND_GET_CLASS (self)->query_progress_finish (self, res, error);
+}
+
+void
+vmr_backend_close (VmrBackend *self)
+{
+    VMR_BACKEND_GET_CLASS (self)->close (self);
+}
+
+void
+vmr_backend_emit_job_ready (VmrBackend *self, const gchar *job_id)
+{
+    g_signal_emit (self, signals[SIGNAL_JOB_READY], 0, job_id);
+}
+
+void
+vmr_backend_emit_job_finished (VmrBackend *self, const gchar *job_id, VmrBackendOutcome outcome,
+                               const gchar *reason)
+{
+    g_signal_emit (self, signals[SIGNAL_JOB_FINISHED], 0, job_id, (gint) outcome, reason);
+}
+
+void
+vmr_backend_emit_disconnected (VmrBackend *self, const GError *error)
+{
+    g_signal_emit (self, signals[SIGNAL_DISCONNECTED], 0, error);
+}
+
+static void
+vmr_backend_init (VmrBackend *self)
+{
+}
+
+static void
+vmr_backend_class_init (VmrBackendClass *klass)
+{
+    signals[SIGNAL_JOB_READY] = g_signal_new ("job-ready", G_TYPE_FROM_CLASS (klass),
+                                              G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                              G_TYPE_NONE, 1, G_TYPE_STRING);
+    signals[SIGNAL_JOB_FINISHED] = g_signal_new ("job-finished", G_TYPE_FROM_CLASS (klass),
+                                                 G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                                 G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_INT,
+                                                 G_TYPE_STRING);
+    signals[SIGNAL_DISCONNECTED] = g_signal_new ("disconnected", G_TYPE_FROM_CLASS (klass),
+                                                 G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                                 G_TYPE_NONE, 1, G_TYPE_ERROR);
+}

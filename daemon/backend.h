@@ -1,0 +1,115 @@
+/*
+ * The interface between the daemon's core and one domain's hypervisor
+ * connection. The QMP backend talks to a QEMU monitor socket; the libvirt
+ * backend talks to libvirtd. The core never sees either protocol.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "disk.h"
+#include "job.h"
+
+G_BEGIN_DECLS
+
+#define VMR_TYPE_BACKEND (vmr_backend_get_type ())
+G_DECLARE_DERIVABLE_TYPE (VmrBackend, vmr_backend, VMR, BACKEND, GObject)
+
+typedef enum {
+    VMR_BACKEND_OUTCOME_COMPLETED, /* pivoted: the VM runs on the destination */
+    VMR_BACKEND_OUTCOME_CANCELLED, /* stopped on request: the VM runs on the source */
+    VMR_BACKEND_OUTCOME_FAILED,    /* stopped by an error: the VM runs on the source */
+} VmrBackendOutcome;
+
+typedef enum {
+    VMR_BACKEND_COMMAND_PAUSE,
+    VMR_BACKEND_COMMAND_RESUME,
+    VMR_BACKEND_COMMAND_CANCEL,
+    VMR_BACKEND_COMMAND_PIVOT,
+    VMR_BACKEND_COMMAND_SET_SPEED,
+} VmrBackendCommand;
+
+/* one copy job as the hypervisor reports it */
+typedef struct {
+    gchar *job_id;
+    guint64 total_bytes;
+    guint64 done_bytes;
+    guint64 speed;
+    gboolean paused;
+    gboolean ready;
+} VmrBackendProgress;
+
+void vmr_backend_progress_free (VmrBackendProgress *self);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrBackendProgress, vmr_backend_progress_free)
+
+/*
+ * Signals:
+ *   "job-ready"    (const gchar *job_id)   the copy is in sync (QEMU READY)
+ *   "job-finished" (const gchar *job_id, VmrBackendOutcome outcome, const gchar *reason)
+ *                  the job is over and cleaned up in the hypervisor: for
+ *                  completed the old source is released, otherwise the
+ *                  destination is closed again
+ *   "disconnected" (GError *error)          the hypervisor connection is gone
+ */
+struct _VmrBackendClass {
+    GObjectClass parent_class;
+
+    const gchar *(*get_kind) (VmrBackend *self);
+    JsonObject *(*describe) (VmrBackend *self);
+
+    void (*query_disks_async) (VmrBackend *self, GCancellable *cancellable,
+                               GAsyncReadyCallback callback, gpointer user_data);
+    GPtrArray *(*query_disks_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
+
+    /* opens the destination (creating it when job->created_destination is set)
+     * and starts the copy of @disk described by @job */
+    void (*start_copy_async) (VmrBackend *self, VmrJob *job, const VmrDisk *disk,
+                              GCancellable *cancellable, GAsyncReadyCallback callback,
+                              gpointer user_data);
+    gboolean (*start_copy_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
+
+    void (*job_command_async) (VmrBackend *self, VmrJob *job, VmrBackendCommand command,
+                               guint64 speed, GCancellable *cancellable,
+                               GAsyncReadyCallback callback, gpointer user_data);
+    gboolean (*job_command_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
+
+    /* a GPtrArray of VmrBackendProgress for the jobs the hypervisor runs */
+    void (*query_progress_async) (VmrBackend *self, GCancellable *cancellable,
+                                  GAsyncReadyCallback callback, gpointer user_data);
+    GPtrArray *(*query_progress_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
+
+    void (*close) (VmrBackend *self);
+};
+
+const gchar *vmr_backend_get_kind (VmrBackend *self);
+JsonObject *vmr_backend_describe (VmrBackend *self);
+
+void vmr_backend_query_disks_async (VmrBackend *self, GCancellable *cancellable,
+                                    GAsyncReadyCallback callback, gpointer user_data);
+GPtrArray *vmr_backend_query_disks_finish (VmrBackend *self, GAsyncResult *res,
+                                           GError **error);
+
+void vmr_backend_start_copy_async (VmrBackend *self, VmrJob *job, const VmrDisk *disk,
+                                   GCancellable *cancellable, GAsyncReadyCallback callback,
+                                   gpointer user_data);
+gboolean vmr_backend_start_copy_finish (VmrBackend *self, GAsyncResult *res, GError **error);
+
+void vmr_backend_job_command_async (VmrBackend *self, VmrJob *job, VmrBackendCommand command,
+                                    guint64 speed, GCancellable *cancellable,
+                                    GAsyncReadyCallback callback, gpointer user_data);
+gboolean vmr_backend_job_command_finish (VmrBackend *self, GAsyncResult *res, GError **error);
+
+void vmr_backend_query_progress_async (VmrBackend *self, GCancellable *cancellable,
+                                       GAsyncReadyCallback callback, gpointer user_data);
+GPtrArray *vmr_backend_query_progress_finish (VmrBackend *self, GAsyncResult *res,
+                                              GError **error);
+
+void vmr_backend_close (VmrBackend *self);
+
+/* for implementations */
+void vmr_backend_emit_job_ready (VmrBackend *self, const gchar *job_id);
+void vmr_backend_emit_job_finished (VmrBackend *self, const gchar *job_id,
+                                    VmrBackendOutcome outcome, const gchar *reason);
+void vmr_backend_emit_disconnected (VmrBackend *self, const GError *error);
+
+G_END_DECLS

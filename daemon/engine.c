@@ -1,0 +1,1036 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+#include "engine.h"
+
+#include "backend-qmp.h"
+#include "destination.h"
+#include "vmr-error.h"
+
+/* how often a running copy's progress is read from QEMU */
+#define PROGRESS_INTERVAL_MS 500
+
+typedef struct {
+    VmrEngine *engine; /* not a reference: the engine owns the entry */
+    gchar *name;
+    VmrBackend *backend;
+    GPtrArray *disks; /* of VmrDisk *, as last discovered */
+    gboolean connected;
+    guint progress_source;
+    gboolean progress_in_flight;
+} DomainEntry;
+
+struct _VmrEngine {
+    GObject parent_instance;
+
+    gchar *state_dir;
+    GHashTable *domains; /* name -> DomainEntry *, owned */
+    GHashTable *jobs;    /* id -> VmrJob *, owned */
+    GPtrArray *job_order; /* of VmrJob *, owned, oldest first */
+    GHashTable *waiters; /* job id -> GPtrArray of GTask * waiting for the end */
+    guint last_job_number;
+};
+
+enum { SIGNAL_JOB_CHANGED, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+G_DEFINE_TYPE (VmrEngine, vmr_engine, G_TYPE_OBJECT)
+
+static void update_progress_timer (VmrEngine *self, DomainEntry *entry);
+
+static void
+domain_entry_free (DomainEntry *entry)
+{
+    if (entry->progress_source != 0)
+        g_source_remove (entry->progress_source);
+    if (entry->backend != NULL) {
+        g_signal_handlers_disconnect_by_data (entry->backend, entry);
+        vmr_backend_close (entry->backend);
+        g_object_unref (entry->backend);
+    }
+    g_clear_pointer (&entry->disks, g_ptr_array_unref);
+    g_free (entry->name);
+    g_free (entry);
+}
+
+static gboolean
+job_is_active (VmrJob *job)
+{
+    return !vmr_job_state_is_final (job->state);
+}
+
+static VmrJob *
+active_job_for_disk (VmrEngine *self, const gchar *domain, const gchar *disk)
+{
+    for (guint i = 0; i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+
+        if (job_is_active (job) && g_strcmp0 (job->domain, domain) == 0 &&
+            g_strcmp0 (job->disk, disk) == 0)
+            return job;
+    }
+    return NULL;
+}
+
+static VmrJob *
+active_job_for_destination (VmrEngine *self, const gchar *destination)
+{
+    for (guint i = 0; i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+
+        if (job_is_active (job) && g_strcmp0 (job->destination, destination) == 0)
+            return job;
+    }
+    return NULL;
+}
+
+static void
+complete_waiters (VmrEngine *self, VmrJob *job)
+{
+    g_autoptr (GPtrArray) tasks = NULL;
+
+    if (!g_hash_table_steal_extended (self->waiters, job->id, NULL, (gpointer *) &tasks))
+        return;
+    for (guint i = 0; i < tasks->len; i++) {
+        GTask *task = g_ptr_array_index (tasks, i);
+
+        g_task_return_pointer (task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
+    }
+}
+
+/* moves @job to @state: logs it, saves the record and tells the watchers */
+static gboolean
+set_state (VmrEngine *self, VmrJob *job, VmrJobState state, const gchar *reason)
+{
+    VmrJobState previous = job->state;
+    g_autoptr (GError) error = NULL;
+    DomainEntry *entry;
+
+    if (!vmr_job_set_state (job, state, reason, g_get_real_time ())) {
+        g_debug ("job %s: ignoring %s -> %s", job->id, vmr_job_state_to_string (previous),
+                 vmr_job_state_to_string (state));
+        return FALSE;
+    }
+    if (reason != NULL)
+        g_message ("job %s (%s %s -> %s): %s -> %s: %s", job->id, job->domain, job->disk,
+                   job->destination, vmr_job_state_to_string (previous),
+                   vmr_job_state_to_string (state), reason);
+    else
+        g_message ("job %s (%s %s -> %s): %s -> %s", job->id, job->domain, job->disk,
+                   job->destination, vmr_job_state_to_string (previous),
+                   vmr_job_state_to_string (state));
+    if (!vmr_job_save (job, self->state_dir, &error))
+        g_warning ("%s", error->message);
+    g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) previous);
+    if (vmr_job_state_is_final (state))
+        complete_waiters (self, job);
+    entry = g_hash_table_lookup (self->domains, job->domain);
+    if (entry != NULL)
+        update_progress_timer (self, entry);
+    return TRUE;
+}
+
+/* ---- progress ---- */
+
+static void
+progress_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autofree gchar *domain_name = user_data;
+    VmrBackend *backend = VMR_BACKEND (source);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) progress = NULL;
+    VmrEngine *self = g_object_get_data (G_OBJECT (backend), "vmr-engine");
+    DomainEntry *entry;
+
+    progress = vmr_backend_query_progress_finish (backend, res, &error);
+    if (self == NULL)
+        return;
+    entry = g_hash_table_lookup (self->domains, domain_name);
+    if (entry == NULL || entry->backend != backend)
+        return;
+    entry->progress_in_flight = FALSE;
+    if (progress == NULL) {
+        g_debug ("progress of %s: %s", domain_name, error->message);
+        return;
+    }
+    for (guint i = 0; i < progress->len; i++) {
+        VmrBackendProgress *p = g_ptr_array_index (progress, i);
+        VmrJob *job = g_hash_table_lookup (self->jobs, p->job_id);
+
+        if (job == NULL || !job_is_active (job))
+            continue;
+        vmr_job_update_progress (job, p->total_bytes, p->done_bytes, g_get_monotonic_time ());
+        job->speed = p->speed;
+    }
+}
+
+static gboolean
+progress_tick_cb (gpointer user_data)
+{
+    DomainEntry *entry = user_data;
+
+    if (entry->progress_in_flight || !entry->connected)
+        return G_SOURCE_CONTINUE;
+    entry->progress_in_flight = TRUE;
+    vmr_backend_query_progress_async (entry->backend, NULL, progress_cb, g_strdup (entry->name));
+    return G_SOURCE_CONTINUE;
+}
+
+static void
+update_progress_timer (VmrEngine *self, DomainEntry *entry)
+{
+    gboolean wanted = FALSE;
+
+    for (guint i = 0; entry->connected && i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+
+        if (job_is_active (job) && g_strcmp0 (job->domain, entry->name) == 0)
+            wanted = TRUE;
+    }
+    if (wanted && entry->progress_source == 0)
+        entry->progress_source = g_timeout_add (PROGRESS_INTERVAL_MS, progress_tick_cb, entry);
+    else if (!wanted && entry->progress_source != 0)
+        g_clear_handle_id (&entry->progress_source, g_source_remove);
+}
+
+/* ---- reacting to the backend ---- */
+
+static void pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+static void
+backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_data)
+{
+    DomainEntry *entry = user_data;
+    VmrEngine *self = entry->engine;
+    VmrJob *job = g_hash_table_lookup (self->jobs, job_id);
+
+    if (job == NULL || !job_is_active (job))
+        return;
+    job->ready = TRUE;
+    /* the copy may be in sync before the reply to blockdev-mirror is read */
+    if (job->state == VMR_JOB_STATE_QUEUED)
+        set_state (self, job, VMR_JOB_STATE_COPYING, NULL);
+    if (job->state != VMR_JOB_STATE_COPYING)
+        return;
+    set_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
+    if (!job->manual_pivot)
+        pivot_job (self, entry, job, NULL);
+}
+
+static void
+backend_job_finished_cb (VmrBackend *backend, const gchar *job_id, gint outcome,
+                         const gchar *reason, gpointer user_data)
+{
+    DomainEntry *entry = user_data;
+    VmrEngine *self = entry->engine;
+    VmrJob *job = g_hash_table_lookup (self->jobs, job_id);
+
+    if (job == NULL || !job_is_active (job))
+        return;
+    switch ((VmrBackendOutcome) outcome) {
+        case VMR_BACKEND_OUTCOME_COMPLETED:
+            /* a pivot made outside virt-mirror still is a pivot */
+            if (job->state != VMR_JOB_STATE_PIVOTING) {
+                if (job->state == VMR_JOB_STATE_PAUSED || job->state == VMR_JOB_STATE_COPYING)
+                    set_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
+                set_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
+            }
+            job->done_bytes = job->total_bytes;
+            set_state (self, job, VMR_JOB_STATE_COMPLETED, NULL);
+            break;
+        case VMR_BACKEND_OUTCOME_CANCELLED:
+            set_state (self, job, VMR_JOB_STATE_CANCELLED, reason);
+            break;
+        case VMR_BACKEND_OUTCOME_FAILED:
+        default:
+            set_state (self, job, VMR_JOB_STATE_FAILED, reason);
+            break;
+    }
+}
+
+static void
+backend_disconnected_cb (VmrBackend *backend, GError *error, gpointer user_data)
+{
+    DomainEntry *entry = user_data;
+    VmrEngine *self = entry->engine;
+
+    entry->connected = FALSE;
+    for (guint i = 0; i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+        g_autofree gchar *reason = NULL;
+
+        if (!job_is_active (job) || g_strcmp0 (job->domain, entry->name) != 0)
+            continue;
+        if (job->state == VMR_JOB_STATE_PIVOTING) {
+            /* QEMU may have switched to the destination already: keep both */
+            reason = g_strdup_printf ("QEMU monitor connection lost during the pivot (%s); "
+                                      "check which of %s and %s the VM uses",
+                                      error->message, job->source, job->destination);
+        } else {
+            reason = g_strdup_printf ("QEMU monitor connection lost (%s); the source %s "
+                                      "was not changed",
+                                      error->message, job->source);
+            if (job->created_destination)
+                vmr_destination_remove (job->destination);
+        }
+        set_state (self, job, VMR_JOB_STATE_FAILED, reason);
+    }
+    update_progress_timer (self, entry);
+}
+
+/* ---- attach and detach ---- */
+
+typedef struct {
+    gchar *name;
+    VmrBackend *backend;
+} AttachData;
+
+static void
+attach_data_free (AttachData *data)
+{
+    g_free (data->name);
+    g_clear_object (&data->backend);
+    g_free (data);
+}
+
+static JsonObject *
+domain_to_json (VmrEngine *self, DomainEntry *entry)
+{
+    JsonObject *obj = vmr_backend_describe (entry->backend);
+    JsonArray *disks = json_array_new ();
+
+    json_object_set_string_member (obj, "name", entry->name);
+    json_object_set_string_member (obj, "backend", vmr_backend_get_kind (entry->backend));
+    json_object_set_boolean_member (obj, "connected", entry->connected);
+    for (guint i = 0; entry->disks != NULL && i < entry->disks->len; i++) {
+        VmrDisk *disk = g_ptr_array_index (entry->disks, i);
+        VmrJob *job = active_job_for_disk (self, entry->name, disk->id);
+
+        json_array_add_object_element (disks,
+                                       vmr_disk_to_json (disk, job != NULL ? job->id : NULL));
+    }
+    json_object_set_array_member (obj, "disks", disks);
+    return obj;
+}
+
+static void
+attach_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrEngine *self = g_task_get_source_object (task);
+    AttachData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) disks = NULL;
+    DomainEntry *entry;
+
+    disks = vmr_backend_query_disks_finish (VMR_BACKEND (source), res, &error);
+    if (disks == NULL) {
+        vmr_backend_close (data->backend);
+        g_prefix_error (&error, "cannot list the disks of %s: ", data->name);
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    if (g_hash_table_contains (self->domains, data->name)) {
+        vmr_backend_close (data->backend);
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "a domain named %s is attached already", data->name);
+        return;
+    }
+    entry = g_new0 (DomainEntry, 1);
+    entry->engine = self;
+    entry->name = g_strdup (data->name);
+    entry->backend = g_steal_pointer (&data->backend);
+    entry->disks = g_steal_pointer (&disks);
+    entry->connected = TRUE;
+    g_object_set_data (G_OBJECT (entry->backend), "vmr-engine", self);
+    g_signal_connect (entry->backend, "job-ready", G_CALLBACK (backend_job_ready_cb), entry);
+    g_signal_connect (entry->backend, "job-finished", G_CALLBACK (backend_job_finished_cb),
+                      entry);
+    g_signal_connect (entry->backend, "disconnected", G_CALLBACK (backend_disconnected_cb),
+                      entry);
+    g_hash_table_insert (self->domains, g_strdup (entry->name), entry);
+    g_message ("domain %s attached (%u disks)", entry->name, entry->disks->len);
+    g_task_return_pointer (task, domain_to_json (self, entry), (GDestroyNotify) json_object_unref);
+}
+
+static void
+attach_connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    AttachData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+
+    data->backend = vmr_backend_qmp_connect_finish (res, &error);
+    if (data->backend == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    vmr_backend_query_disks_async (data->backend, g_task_get_cancellable (task), attach_disks_cb,
+                                   g_object_ref (task));
+}
+
+void
+vmr_engine_attach_async (VmrEngine *self, const gchar *name, const gchar *monitor_path,
+                         GCancellable *cancellable, GAsyncReadyCallback callback,
+                         gpointer user_data)
+{
+    g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
+    AttachData *data = g_new0 (AttachData, 1);
+
+    data->name = g_strdup (name);
+    g_task_set_task_data (task, data, (GDestroyNotify) attach_data_free);
+    if (name == NULL || *name == '\0') {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "a domain needs a name");
+        return;
+    }
+    if (g_hash_table_contains (self->domains, name)) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "a domain named %s is attached already", name);
+        return;
+    }
+    if (monitor_path == NULL || !g_path_is_absolute (monitor_path)) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "the monitor socket must be an absolute path");
+        return;
+    }
+    if (!g_file_test (monitor_path, G_FILE_TEST_EXISTS)) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "monitor socket %s does not exist", monitor_path);
+        return;
+    }
+    vmr_backend_qmp_connect_async (monitor_path, cancellable, attach_connect_cb,
+                                   g_steal_pointer (&task));
+}
+
+JsonObject *
+vmr_engine_attach_finish (VmrEngine *self, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
+
+static DomainEntry *
+lookup_domain (VmrEngine *self, const gchar *name, GError **error)
+{
+    DomainEntry *entry = name != NULL ? g_hash_table_lookup (self->domains, name) : NULL;
+
+    if (entry == NULL)
+        g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "unknown domain '%s'",
+                     name != NULL ? name : "");
+    return entry;
+}
+
+gboolean
+vmr_engine_detach (VmrEngine *self, const gchar *name, GError **error)
+{
+    DomainEntry *entry = lookup_domain (self, name, error);
+
+    if (entry == NULL)
+        return FALSE;
+    for (guint i = 0; i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+
+        if (job_is_active (job) && g_strcmp0 (job->domain, name) == 0) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
+                         "domain %s has a migration running (job %s); cancel it first", name,
+                         job->id);
+            return FALSE;
+        }
+    }
+    g_message ("domain %s detached", name);
+    g_hash_table_remove (self->domains, name);
+    return TRUE;
+}
+
+/* ---- listing domains ---- */
+
+typedef struct {
+    JsonArray *result;
+    guint pending;
+} QueryDomainsData;
+
+static void
+query_domains_data_free (QueryDomainsData *data)
+{
+    json_array_unref (data->result);
+    g_free (data);
+}
+
+static void
+query_domains_finish_one (GTask *task)
+{
+    VmrEngine *self = g_task_get_source_object (task);
+    QueryDomainsData *data = g_task_get_task_data (task);
+    g_autoptr (GList) names = NULL;
+
+    if (--data->pending > 0)
+        return;
+    names = g_list_sort (g_hash_table_get_keys (self->domains), (GCompareFunc) g_strcmp0);
+    for (GList *l = names; l != NULL; l = l->next) {
+        DomainEntry *entry = g_hash_table_lookup (self->domains, l->data);
+
+        json_array_add_object_element (data->result, domain_to_json (self, entry));
+    }
+    g_task_return_pointer (task, json_array_ref (data->result), (GDestroyNotify) json_array_unref);
+}
+
+static void
+query_domains_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrEngine *self = g_task_get_source_object (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) disks = NULL;
+
+    disks = vmr_backend_query_disks_finish (VMR_BACKEND (source), res, &error);
+    if (disks != NULL) {
+        GHashTableIter iter;
+        DomainEntry *entry;
+
+        /* the domain may have been detached meanwhile */
+        g_hash_table_iter_init (&iter, self->domains);
+        while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
+            if (entry->backend == VMR_BACKEND (source)) {
+                g_ptr_array_unref (entry->disks);
+                entry->disks = g_steal_pointer (&disks);
+                break;
+            }
+        }
+    } else {
+        g_debug ("cannot refresh the disks: %s", error->message);
+    }
+    query_domains_finish_one (task);
+}
+
+void
+vmr_engine_query_domains_async (VmrEngine *self, GCancellable *cancellable,
+                                GAsyncReadyCallback callback, gpointer user_data)
+{
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    QueryDomainsData *data = g_new0 (QueryDomainsData, 1);
+    GHashTableIter iter;
+    DomainEntry *entry;
+
+    data->result = json_array_new ();
+    data->pending = 1;
+    g_task_set_task_data (task, data, (GDestroyNotify) query_domains_data_free);
+    g_hash_table_iter_init (&iter, self->domains);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
+        if (!entry->connected)
+            continue;
+        data->pending++;
+        vmr_backend_query_disks_async (entry->backend, cancellable, query_domains_disks_cb,
+                                       g_object_ref (task));
+    }
+    query_domains_finish_one (task);
+    g_object_unref (task);
+}
+
+JsonArray *
+vmr_engine_query_domains_finish (VmrEngine *self, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
+
+/* ---- migrate ---- */
+
+typedef struct {
+    gchar *domain;
+    gchar *disk;
+    gchar *destination;
+    gchar *format;
+    gboolean reuse;
+    guint64 speed;
+    gboolean manual_pivot;
+    VmrJob *job;
+} MigrateData;
+
+static void
+migrate_data_free (MigrateData *data)
+{
+    g_free (data->domain);
+    g_free (data->disk);
+    g_free (data->destination);
+    g_free (data->format);
+    if (data->job != NULL)
+        vmr_job_unref (data->job);
+    g_free (data);
+}
+
+static void
+migrate_started_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrEngine *self = g_task_get_source_object (task);
+    MigrateData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_backend_start_copy_finish (VMR_BACKEND (source), res, &error)) {
+        set_state (self, data->job, VMR_JOB_STATE_FAILED, error->message);
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    if (data->job->state == VMR_JOB_STATE_QUEUED)
+        set_state (self, data->job, VMR_JOB_STATE_COPYING, NULL);
+    g_task_return_pointer (task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
+}
+
+static void
+migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrEngine *self = g_task_get_source_object (task);
+    MigrateData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) disks = NULL;
+    g_autoptr (GPtrArray) in_use = g_ptr_array_new ();
+    g_autoptr (GString) names = g_string_new (NULL);
+    g_autofree gchar *job_id = NULL;
+    VmrDestinationCheck check = { 0 };
+    DomainEntry *entry;
+    VmrDisk *disk;
+    VmrJob *busy;
+    VmrJob *job;
+    guint64 existing_size = 0;
+
+    disks = vmr_backend_query_disks_finish (VMR_BACKEND (source), res, &error);
+    entry = g_hash_table_lookup (self->domains, data->domain);
+    if (disks == NULL || entry == NULL || entry->backend != VMR_BACKEND (source)) {
+        if (error == NULL)
+            error = g_error_new (VMR_ERROR, VMR_ERROR_NOT_FOUND, "domain %s went away",
+                                 data->domain);
+        g_prefix_error (&error, "cannot list the disks of %s: ", data->domain);
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    g_ptr_array_unref (entry->disks);
+    entry->disks = g_steal_pointer (&disks);
+
+    disk = vmr_disk_lookup (entry->disks, data->disk);
+    for (guint i = 0; i < entry->disks->len; i++) {
+        VmrDisk *d = g_ptr_array_index (entry->disks, i);
+
+        g_string_append_printf (names, "%s%s", i > 0 ? ", " : "", d->id);
+        g_ptr_array_add (in_use, d->path);
+    }
+    g_ptr_array_add (in_use, NULL);
+    if (disk == NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_NOT_FOUND,
+                                 "domain %s has no disk '%s' (its disks: %s)", data->domain,
+                                 data->disk, names->len > 0 ? names->str : "none");
+        return;
+    }
+    busy = active_job_for_disk (self, entry->name, disk->id);
+    if (busy != NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_BUSY,
+                                 "%s of %s is already migrating (job %s)", disk->id,
+                                 entry->name, busy->id);
+        return;
+    }
+    busy = active_job_for_destination (self, data->destination);
+    if (busy != NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_BUSY,
+                                 "destination %s is in use by job %s", data->destination,
+                                 busy->id);
+        return;
+    }
+    if (disk->read_only) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "%s of %s is read-only; there is nothing to migrate live",
+                                 disk->id, entry->name);
+        return;
+    }
+    check.path = data->destination;
+    check.format = data->format;
+    check.reuse = data->reuse;
+    check.source_size = disk->size;
+    check.in_use = (const gchar *const *) in_use->pdata;
+    if (!vmr_destination_check (&check, &existing_size, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+
+    job_id = g_strdup_printf ("vmr-%u", ++self->last_job_number);
+    job = vmr_job_new (job_id, entry->name, disk->id, g_get_real_time ());
+    job->source = g_strdup (disk->path);
+    job->source_format = g_strdup (disk->format);
+    job->source_node = g_strdup (disk->node);
+    job->source_file_node = g_strdup (disk->file_node);
+    job->destination = g_strdup (data->destination);
+    g_free (job->format);
+    job->format = g_strdup (data->format);
+    job->created_destination = !data->reuse;
+    job->speed = data->speed;
+    job->manual_pivot = data->manual_pivot;
+    job->total_bytes = disk->size;
+    g_hash_table_insert (self->jobs, g_strdup (job->id), job);
+    g_ptr_array_add (self->job_order, vmr_job_ref (job));
+    data->job = vmr_job_ref (job);
+    g_message ("job %s (%s %s -> %s): queued", job->id, job->domain, job->disk,
+               job->destination);
+    {
+        g_autoptr (GError) save_error = NULL;
+
+        if (!vmr_job_save (job, self->state_dir, &save_error))
+            g_warning ("%s", save_error->message);
+    }
+    g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) VMR_JOB_STATE_QUEUED);
+    update_progress_timer (self, entry);
+    vmr_backend_start_copy_async (entry->backend, job, disk, NULL, migrate_started_cb,
+                                  g_steal_pointer (&task));
+}
+
+void
+vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
+                          GCancellable *cancellable, GAsyncReadyCallback callback,
+                          gpointer user_data)
+{
+    g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
+    MigrateData *data = g_new0 (MigrateData, 1);
+    g_autoptr (GError) error = NULL;
+    DomainEntry *entry;
+
+    data->domain = g_strdup (request->domain);
+    data->disk = g_strdup (request->disk);
+    data->destination = g_strdup (request->destination);
+    data->format = g_strdup (request->format != NULL ? request->format : "raw");
+    data->reuse = request->reuse;
+    data->speed = request->speed;
+    data->manual_pivot = request->manual_pivot;
+    g_task_set_task_data (task, data, (GDestroyNotify) migrate_data_free);
+
+    entry = lookup_domain (self, request->domain, &error);
+    if (entry == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    if (!entry->connected) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                 "the QEMU monitor of %s is gone; detach and attach it again",
+                                 entry->name);
+        return;
+    }
+    if (g_strcmp0 (data->format, "raw") != 0 && g_strcmp0 (data->format, "qcow2") != 0) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "unsupported destination format '%s' (use raw or qcow2)",
+                                 data->format);
+        return;
+    }
+    /* the disk list may have changed since the last look: read it again */
+    vmr_backend_query_disks_async (entry->backend, cancellable, migrate_disks_cb,
+                                   g_steal_pointer (&task));
+}
+
+VmrJob *
+vmr_engine_migrate_finish (VmrEngine *self, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
+
+/* ---- jobs ---- */
+
+JsonArray *
+vmr_engine_list_jobs (VmrEngine *self)
+{
+    JsonArray *result = json_array_new ();
+
+    for (guint i = 0; i < self->job_order->len; i++)
+        json_array_add_object_element (result,
+                                       vmr_job_to_json (g_ptr_array_index (self->job_order, i)));
+    return result;
+}
+
+VmrJob *
+vmr_engine_lookup_job (VmrEngine *self, const gchar *id, GError **error)
+{
+    VmrJob *job = id != NULL ? g_hash_table_lookup (self->jobs, id) : NULL;
+
+    if (job == NULL)
+        g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "unknown job '%s'",
+                     id != NULL ? id : "");
+    return job;
+}
+
+typedef struct {
+    VmrJob *job;
+    VmrBackendCommand command;
+    guint64 speed;
+    gboolean pivot_after_resume;
+} CommandData;
+
+static void
+command_data_free (CommandData *data)
+{
+    vmr_job_unref (data->job);
+    g_free (data);
+}
+
+static void
+add_waiter (VmrEngine *self, VmrJob *job, GTask *task)
+{
+    GPtrArray *tasks = g_hash_table_lookup (self->waiters, job->id);
+
+    if (tasks == NULL) {
+        tasks = g_ptr_array_new_with_free_func (g_object_unref);
+        g_hash_table_insert (self->waiters, g_strdup (job->id), tasks);
+    }
+    g_ptr_array_add (tasks, task);
+}
+
+typedef struct {
+    VmrEngine *engine;
+    VmrJob *job;
+    GTask *task; /* NULL for an automatic pivot */
+} PivotData;
+
+static void
+pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    PivotData *data = user_data;
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
+        g_message ("job %s: pivot refused: %s", data->job->id, error->message);
+        if (data->job->state == VMR_JOB_STATE_PIVOTING)
+            set_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
+        if (data->task != NULL)
+            g_task_return_error (data->task, g_steal_pointer (&error));
+    } else if (data->task != NULL) {
+        g_task_return_pointer (data->task, vmr_job_ref (data->job),
+                               (GDestroyNotify) vmr_job_unref);
+    }
+    g_clear_object (&data->task);
+    g_object_unref (data->engine);
+    vmr_job_unref (data->job);
+    g_free (data);
+}
+
+/*
+ * Cuts @job over: job-complete, then the backend's "job-finished" moves it on
+ * to completed. @task (consumed), if not NULL, completes when QEMU accepted.
+ */
+static void
+pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
+{
+    PivotData *data = g_new0 (PivotData, 1);
+
+    data->engine = g_object_ref (self);
+    data->job = vmr_job_ref (job);
+    data->task = task;
+    set_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
+    vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_PIVOT, 0, NULL,
+                                   pivot_cb, data);
+}
+
+static void
+command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrEngine *self = g_task_get_source_object (task);
+    CommandData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    DomainEntry *entry;
+
+    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    switch (data->command) {
+        case VMR_BACKEND_COMMAND_PAUSE:
+            set_state (self, data->job, VMR_JOB_STATE_PAUSED, NULL);
+            break;
+        case VMR_BACKEND_COMMAND_RESUME:
+            set_state (self, data->job,
+                       data->job->ready ? VMR_JOB_STATE_SYNCED : VMR_JOB_STATE_COPYING, NULL);
+            entry = g_hash_table_lookup (self->domains, data->job->domain);
+            if (data->pivot_after_resume && entry != NULL) {
+                pivot_job (self, entry, data->job, g_steal_pointer (&task));
+                return;
+            }
+            /* a copy that became ready while paused pivots now unless told not to */
+            if (data->job->ready && !data->job->manual_pivot && entry != NULL)
+                pivot_job (self, entry, data->job, NULL);
+            break;
+        case VMR_BACKEND_COMMAND_SET_SPEED:
+            data->job->speed = data->speed;
+            g_message ("job %s: speed set to %" G_GUINT64_FORMAT " bytes/s", data->job->id,
+                       data->speed);
+            break;
+        case VMR_BACKEND_COMMAND_CANCEL:
+            /* the reply waits for the end of the job */
+            if (job_is_active (data->job)) {
+                add_waiter (self, data->job, g_steal_pointer (&task));
+                return;
+            }
+            break;
+        case VMR_BACKEND_COMMAND_PIVOT:
+        default:
+            break;
+    }
+    g_task_return_pointer (task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
+}
+
+static gboolean
+check_command (VmrJob *job, VmrBackendCommand command, GError **error)
+{
+    const gchar *state = vmr_job_state_to_string (job->state);
+
+    if (vmr_job_state_is_final (job->state)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "job %s is %s already",
+                     job->id, state);
+        return FALSE;
+    }
+    if (job->state == VMR_JOB_STATE_QUEUED) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is still starting; try again",
+                     job->id);
+        return FALSE;
+    }
+    switch (command) {
+        case VMR_BACKEND_COMMAND_PAUSE:
+            if (job->state == VMR_JOB_STATE_PAUSED) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "job %s is paused already", job->id);
+                return FALSE;
+            }
+            if (job->state == VMR_JOB_STATE_PIVOTING) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
+                             "job %s is pivoting and cannot pause", job->id);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_BACKEND_COMMAND_RESUME:
+            if (job->state != VMR_JOB_STATE_PAUSED) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "job %s is %s, not paused", job->id, state);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_BACKEND_COMMAND_CANCEL:
+            if (job->state == VMR_JOB_STATE_PIVOTING) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
+                             "job %s is pivoting; it can no longer be cancelled", job->id);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_BACKEND_COMMAND_PIVOT:
+            if (job->state == VMR_JOB_STATE_PIVOTING) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is pivoting already",
+                             job->id);
+                return FALSE;
+            }
+            if (!job->ready) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "job %s is %s; it can pivot once it is synced", job->id, state);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_BACKEND_COMMAND_SET_SPEED:
+            if (job->state == VMR_JOB_STATE_PIVOTING) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is pivoting", job->id);
+                return FALSE;
+            }
+            return TRUE;
+        default:
+            return FALSE;
+    }
+}
+
+void
+vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendCommand command,
+                              guint64 speed, GCancellable *cancellable,
+                              GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
+    g_autoptr (GError) error = NULL;
+    VmrJob *job = vmr_engine_lookup_job (self, id, &error);
+    DomainEntry *entry;
+    CommandData *data;
+
+    if (job == NULL || !check_command (job, command, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    entry = g_hash_table_lookup (self->domains, job->domain);
+    if (entry == NULL || !entry->connected) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                 "the QEMU monitor of %s is gone", job->domain);
+        return;
+    }
+    data = g_new0 (CommandData, 1);
+    data->job = vmr_job_ref (job);
+    data->command = command;
+    data->speed = speed;
+    g_task_set_task_data (task, data, (GDestroyNotify) command_data_free);
+
+    if (command == VMR_BACKEND_COMMAND_PIVOT) {
+        /* a paused job is resumed before the pivot */
+        if (job->state == VMR_JOB_STATE_PAUSED) {
+            data->command = VMR_BACKEND_COMMAND_RESUME;
+            data->pivot_after_resume = TRUE;
+            vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_RESUME, 0,
+                                           NULL, command_cb, g_steal_pointer (&task));
+            return;
+        }
+        pivot_job (self, entry, job, g_steal_pointer (&task));
+        return;
+    }
+    vmr_backend_job_command_async (entry->backend, job, command, speed, NULL, command_cb,
+                                   g_steal_pointer (&task));
+}
+
+VmrJob *
+vmr_engine_job_command_finish (VmrEngine *self, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
+
+void
+vmr_engine_shutdown (VmrEngine *self)
+{
+    g_hash_table_remove_all (self->domains);
+}
+
+VmrEngine *
+vmr_engine_new (const gchar *state_dir)
+{
+    VmrEngine *self = g_object_new (VMR_TYPE_ENGINE, NULL);
+
+    self->state_dir = g_strdup (state_dir);
+    self->last_job_number = vmr_job_scan_last_number (state_dir);
+    return self;
+}
+
+static void
+vmr_engine_finalize (GObject *object)
+{
+    VmrEngine *self = VMR_ENGINE (object);
+
+    g_hash_table_unref (self->domains);
+    g_hash_table_unref (self->waiters);
+    g_hash_table_unref (self->jobs);
+    g_ptr_array_unref (self->job_order);
+    g_free (self->state_dir);
+    G_OBJECT_CLASS (vmr_engine_parent_class)->finalize (object);
+}
+
+static void
+vmr_engine_init (VmrEngine *self)
+{
+    self->domains = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                           (GDestroyNotify) domain_entry_free);
+    self->jobs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                        (GDestroyNotify) vmr_job_unref);
+    self->job_order = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
+    self->waiters = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                           (GDestroyNotify) g_ptr_array_unref);
+}
+
+static void
+vmr_engine_class_init (VmrEngineClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+    object_class->finalize = vmr_engine_finalize;
+    signals[SIGNAL_JOB_CHANGED] = g_signal_new ("job-changed", G_TYPE_FROM_CLASS (klass),
+                                                G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                                G_TYPE_NONE, 2, G_TYPE_POINTER, G_TYPE_INT);
+}

@@ -1,0 +1,71 @@
+/*
+ * The daemon's core: the domains it knows, their backends, and the jobs that
+ * move their disks. It knows no transport; the control server calls it.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+#include "backend.h"
+#include "job.h"
+
+G_BEGIN_DECLS
+
+#define VMR_TYPE_ENGINE (vmr_engine_get_type ())
+G_DECLARE_FINAL_TYPE (VmrEngine, vmr_engine, VMR, ENGINE, GObject)
+
+typedef struct {
+    const gchar *domain;
+    const gchar *disk;        /* qdev id or node name */
+    const gchar *destination; /* absolute path */
+    const gchar *format;      /* "raw" or "qcow2"; NULL = raw */
+    gboolean reuse;
+    guint64 speed; /* bytes/s, 0 = unlimited */
+    gboolean manual_pivot;
+} VmrMigrateRequest;
+
+/*
+ * Signals:
+ *   "job-changed" (gpointer job, gint previous_state)   after every transition;
+ *                 @job is a VmrJob *, valid during the emission
+ */
+VmrEngine *vmr_engine_new (const gchar *state_dir);
+
+/* closes every backend; jobs inside QEMU keep running */
+void vmr_engine_shutdown (VmrEngine *self);
+
+void vmr_engine_attach_async (VmrEngine *self, const gchar *name, const gchar *monitor_path,
+                              GCancellable *cancellable, GAsyncReadyCallback callback,
+                              gpointer user_data);
+/* the new domain's protocol object */
+JsonObject *vmr_engine_attach_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+gboolean vmr_engine_detach (VmrEngine *self, const gchar *name, GError **error);
+
+void vmr_engine_query_domains_async (VmrEngine *self, GCancellable *cancellable,
+                                     GAsyncReadyCallback callback, gpointer user_data);
+JsonArray *vmr_engine_query_domains_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+/* validates the request, creates the job and starts the copy */
+void vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
+                               GCancellable *cancellable, GAsyncReadyCallback callback,
+                               gpointer user_data);
+VmrJob *vmr_engine_migrate_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+/* every job, oldest first */
+JsonArray *vmr_engine_list_jobs (VmrEngine *self);
+
+/* the job @id (transfer none), or NULL with VMR_ERROR_NOT_FOUND */
+VmrJob *vmr_engine_lookup_job (VmrEngine *self, const gchar *id, GError **error);
+
+/*
+ * Pauses, resumes, cancels, pivots or sets the speed of job @id. A cancel
+ * finishes when the job has ended; the others when QEMU accepted them.
+ */
+void vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendCommand command,
+                                   guint64 speed, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data);
+VmrJob *vmr_engine_job_command_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+G_END_DECLS

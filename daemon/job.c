@@ -1,0 +1,256 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+#include "job.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+
+#include "vmr-error.h"
+
+static const gchar *const state_names[] = {
+    [VMR_JOB_STATE_QUEUED] = "queued",       [VMR_JOB_STATE_COPYING] = "copying",
+    [VMR_JOB_STATE_PAUSED] = "paused",       [VMR_JOB_STATE_SYNCED] = "synced",
+    [VMR_JOB_STATE_PIVOTING] = "pivoting",   [VMR_JOB_STATE_COMPLETED] = "completed",
+    [VMR_JOB_STATE_FAILED] = "failed",       [VMR_JOB_STATE_CANCELLED] = "cancelled",
+};
+
+/*
+ * allowed[from] is the set of states a job may move to. A paused job resumes
+ * to copying or, if QEMU became ready meanwhile, to synced; QEMU's READY never
+ * goes back, so synced never returns to copying; a pivot that QEMU refuses
+ * leaves the job synced. Every state before
+ * completed may fail or be cancelled; the source stays authoritative until
+ * the pivot.
+ */
+#define S(x) (1u << VMR_JOB_STATE_##x)
+static const guint allowed[VMR_JOB_STATE_LAST] = {
+    [VMR_JOB_STATE_QUEUED] = S (COPYING) | S (FAILED) | S (CANCELLED),
+    [VMR_JOB_STATE_COPYING] = S (PAUSED) | S (SYNCED) | S (FAILED) | S (CANCELLED),
+    [VMR_JOB_STATE_PAUSED] = S (COPYING) | S (SYNCED) | S (FAILED) | S (CANCELLED),
+    [VMR_JOB_STATE_SYNCED] = S (PAUSED) | S (PIVOTING) | S (FAILED) | S (CANCELLED),
+    [VMR_JOB_STATE_PIVOTING] = S (SYNCED) | S (COMPLETED) | S (FAILED) | S (CANCELLED),
+    [VMR_JOB_STATE_COMPLETED] = 0,
+    [VMR_JOB_STATE_FAILED] = 0,
+    [VMR_JOB_STATE_CANCELLED] = 0,
+};
+#undef S
+
+const gchar *
+vmr_job_state_to_string (VmrJobState state)
+{
+    if (state >= VMR_JOB_STATE_LAST)
+        return "unknown";
+    return state_names[state];
+}
+
+VmrJobState
+vmr_job_state_from_string (const gchar *name)
+{
+    for (guint i = 0; i < VMR_JOB_STATE_LAST; i++) {
+        if (g_strcmp0 (state_names[i], name) == 0)
+            return (VmrJobState) i;
+    }
+    return VMR_JOB_STATE_LAST;
+}
+
+gboolean
+vmr_job_state_is_final (VmrJobState state)
+{
+    return state == VMR_JOB_STATE_COMPLETED || state == VMR_JOB_STATE_FAILED ||
+           state == VMR_JOB_STATE_CANCELLED;
+}
+
+gboolean
+vmr_job_state_can_transition (VmrJobState from, VmrJobState to)
+{
+    if (from >= VMR_JOB_STATE_LAST || to >= VMR_JOB_STATE_LAST)
+        return FALSE;
+    return (allowed[from] & (1u << to)) != 0;
+}
+
+VmrJob *
+vmr_job_new (const gchar *id, const gchar *domain, const gchar *disk, gint64 now_us)
+{
+    VmrJob *self = g_new0 (VmrJob, 1);
+    VmrJobTransition first = { VMR_JOB_STATE_QUEUED, now_us };
+
+    self->ref_count = 1;
+    self->id = g_strdup (id);
+    self->domain = g_strdup (domain);
+    self->disk = g_strdup (disk);
+    self->format = g_strdup ("raw");
+    self->state = VMR_JOB_STATE_QUEUED;
+    self->created_us = now_us;
+    self->updated_us = now_us;
+    self->history = g_array_new (FALSE, FALSE, sizeof (VmrJobTransition));
+    g_array_append_val (self->history, first);
+    return self;
+}
+
+VmrJob *
+vmr_job_ref (VmrJob *self)
+{
+    g_atomic_int_inc (&self->ref_count);
+    return self;
+}
+
+void
+vmr_job_unref (VmrJob *self)
+{
+    if (!g_atomic_int_dec_and_test (&self->ref_count))
+        return;
+    g_free (self->id);
+    g_free (self->domain);
+    g_free (self->disk);
+    g_free (self->source);
+    g_free (self->source_format);
+    g_free (self->source_node);
+    g_free (self->source_file_node);
+    g_free (self->destination);
+    g_free (self->format);
+    g_free (self->reason);
+    g_array_unref (self->history);
+    g_free (self);
+}
+
+gboolean
+vmr_job_set_state (VmrJob *self, VmrJobState state, const gchar *reason, gint64 now_us)
+{
+    VmrJobTransition transition = { state, now_us };
+
+    if (!vmr_job_state_can_transition (self->state, state))
+        return FALSE;
+    self->state = state;
+    if (reason != NULL) {
+        g_free (self->reason);
+        self->reason = g_strdup (reason);
+    }
+    self->updated_us = now_us;
+    g_array_append_val (self->history, transition);
+    return TRUE;
+}
+
+void
+vmr_job_update_progress (VmrJob *self, guint64 total_bytes, guint64 done_bytes, gint64 mono_us)
+{
+    if (self->progress_time_us != 0 && mono_us > self->progress_time_us &&
+        done_bytes >= self->done_bytes) {
+        gdouble seconds = (gdouble) (mono_us - self->progress_time_us) / G_USEC_PER_SEC;
+        gdouble sample = (gdouble) (done_bytes - self->done_bytes) / seconds;
+
+        /* smooth over a few samples so that the ETA does not jump about */
+        self->rate = self->rate == 0 ? sample : 0.5 * self->rate + 0.5 * sample;
+    }
+    self->total_bytes = total_bytes;
+    self->done_bytes = done_bytes;
+    self->progress_time_us = mono_us;
+}
+
+static void
+set_nullable_string (JsonObject *obj, const gchar *name, const gchar *value)
+{
+    if (value != NULL)
+        json_object_set_string_member (obj, name, value);
+    else
+        json_object_set_null_member (obj, name);
+}
+
+JsonObject *
+vmr_job_to_json (VmrJob *self)
+{
+    JsonObject *obj = json_object_new ();
+    JsonObject *progress = json_object_new ();
+    JsonArray *history = json_array_new ();
+    guint64 backlog = self->total_bytes > self->done_bytes ? self->total_bytes - self->done_bytes
+                                                           : 0;
+
+    json_object_set_string_member (obj, "id", self->id);
+    json_object_set_string_member (obj, "domain", self->domain);
+    json_object_set_string_member (obj, "disk", self->disk);
+    set_nullable_string (obj, "source", self->source);
+    set_nullable_string (obj, "source-format", self->source_format);
+    set_nullable_string (obj, "source-node", self->source_node);
+    set_nullable_string (obj, "source-file-node", self->source_file_node);
+    set_nullable_string (obj, "destination", self->destination);
+    set_nullable_string (obj, "format", self->format);
+    json_object_set_boolean_member (obj, "created-destination", self->created_destination);
+    json_object_set_string_member (obj, "state", vmr_job_state_to_string (self->state));
+    set_nullable_string (obj, "reason", self->reason);
+    json_object_set_int_member (obj, "speed", (gint64) self->speed);
+    json_object_set_boolean_member (obj, "manual-pivot", self->manual_pivot);
+
+    json_object_set_int_member (progress, "total", (gint64) self->total_bytes);
+    json_object_set_int_member (progress, "done", (gint64) self->done_bytes);
+    json_object_set_int_member (progress, "backlog", (gint64) backlog);
+    json_object_set_int_member (progress, "rate", (gint64) self->rate);
+    if (self->rate > 0 && !vmr_job_state_is_final (self->state))
+        json_object_set_double_member (progress, "eta", (gdouble) backlog / self->rate);
+    else
+        json_object_set_null_member (progress, "eta");
+    json_object_set_object_member (obj, "progress", progress);
+
+    json_object_set_int_member (obj, "created", self->created_us);
+    json_object_set_int_member (obj, "updated", self->updated_us);
+    for (guint i = 0; i < self->history->len; i++) {
+        VmrJobTransition *t = &g_array_index (self->history, VmrJobTransition, i);
+        JsonObject *entry = json_object_new ();
+
+        json_object_set_string_member (entry, "state", vmr_job_state_to_string (t->state));
+        json_object_set_int_member (entry, "time", t->time_us);
+        json_array_add_object_element (history, entry);
+    }
+    json_object_set_array_member (obj, "history", history);
+    return obj;
+}
+
+gboolean
+vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error)
+{
+    g_autofree gchar *dir = g_build_filename (state_dir, "jobs", NULL);
+    g_autofree gchar *basename = g_strconcat (self->id, ".json", NULL);
+    g_autofree gchar *path = g_build_filename (dir, basename, NULL);
+    g_autoptr (JsonObject) obj = vmr_job_to_json (self);
+    g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+    g_autofree gchar *text = NULL;
+    g_autoptr (GError) local_error = NULL;
+
+    if (g_mkdir_with_parents (dir, 0700) < 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", dir,
+                     g_strerror (errno));
+        return FALSE;
+    }
+    json_node_set_object (node, obj);
+    text = json_to_string (node, TRUE);
+    /* g_file_set_contents writes a temporary file and renames it over */
+    if (!g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600,
+                                   &local_error)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot save job %s: %s", self->id,
+                     local_error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+guint
+vmr_job_scan_last_number (const gchar *state_dir)
+{
+    g_autofree gchar *dir_path = g_build_filename (state_dir, "jobs", NULL);
+    g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
+    const gchar *name;
+    guint last = 0;
+
+    if (dir == NULL)
+        return 0;
+    while ((name = g_dir_read_name (dir)) != NULL) {
+        guint64 number;
+        gchar *end = NULL;
+
+        if (!g_str_has_prefix (name, "vmr-"))
+            continue;
+        number = g_ascii_strtoull (name + 4, &end, 10);
+        if (end == name + 4 || g_strcmp0 (end, ".json") != 0 || number > G_MAXUINT)
+            continue;
+        last = MAX (last, (guint) number);
+    }
+    return last;
+}

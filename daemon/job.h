@@ -1,0 +1,98 @@
+/*
+ * A migration job: the plain record of one disk moving from its source to its
+ * destination, and the state machine it follows.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+    VMR_JOB_STATE_QUEUED,
+    VMR_JOB_STATE_COPYING,
+    VMR_JOB_STATE_PAUSED,
+    VMR_JOB_STATE_SYNCED,
+    VMR_JOB_STATE_PIVOTING,
+    VMR_JOB_STATE_COMPLETED,
+    VMR_JOB_STATE_FAILED,
+    VMR_JOB_STATE_CANCELLED,
+    VMR_JOB_STATE_LAST,
+} VmrJobState;
+
+typedef struct {
+    VmrJobState state;
+    gint64 time_us; /* wall clock, microseconds since the epoch */
+} VmrJobTransition;
+
+typedef struct {
+    gint ref_count;
+
+    gchar *id;     /* ours, also QEMU's job id, e.g. "vmr-3" */
+    gchar *domain; /* domain name */
+    gchar *disk;   /* qdev id of the guest device */
+
+    gchar *source;        /* image path before the pivot */
+    gchar *source_format; /* "raw", "qcow2", ... */
+    gchar *source_node;   /* top node QEMU used before the pivot */
+    gchar *source_file_node; /* its protocol child, NULL if none */
+    gchar *destination;   /* absolute path */
+    gchar *format;        /* destination format */
+    gboolean created_destination; /* we created the file: remove it on failure */
+    gboolean manual_pivot;
+    gboolean ready; /* QEMU reported the copy in sync; it stays so until the end */
+
+    VmrJobState state;
+    gchar *reason; /* why it failed or was cancelled, NULL otherwise */
+    guint64 speed; /* bytes/s, 0 = unlimited */
+
+    guint64 total_bytes; /* QEMU's len */
+    guint64 done_bytes;  /* QEMU's offset */
+    gdouble rate;        /* bytes/s, smoothed; 0 when unknown */
+    gint64 progress_time_us; /* monotonic time of the last progress sample, 0 = none */
+
+    gint64 created_us; /* wall clock */
+    gint64 updated_us; /* wall clock of the last transition */
+    GArray *history;   /* of VmrJobTransition */
+} VmrJob;
+
+/* a new job in state queued; @now_us is the wall clock */
+VmrJob *vmr_job_new (const gchar *id, const gchar *domain, const gchar *disk, gint64 now_us);
+VmrJob *vmr_job_ref (VmrJob *self);
+void vmr_job_unref (VmrJob *self);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrJob, vmr_job_unref)
+
+/* "copying"; never NULL */
+const gchar *vmr_job_state_to_string (VmrJobState state);
+
+/* VMR_JOB_STATE_LAST for an unknown name */
+VmrJobState vmr_job_state_from_string (const gchar *name);
+
+/* TRUE for completed, failed and cancelled */
+gboolean vmr_job_state_is_final (VmrJobState state);
+
+/* whether the state machine allows @from -> @to */
+gboolean vmr_job_state_can_transition (VmrJobState from, VmrJobState to);
+
+/*
+ * Moves the job to @state, recording @reason (for failed and cancelled) and
+ * the time. Returns FALSE and changes nothing if the transition is not
+ * allowed.
+ */
+gboolean vmr_job_set_state (VmrJob *self, VmrJobState state, const gchar *reason, gint64 now_us);
+
+/* records a progress sample; @mono_us is the monotonic clock */
+void vmr_job_update_progress (VmrJob *self, guint64 total_bytes, guint64 done_bytes,
+                              gint64 mono_us);
+
+/* the protocol's job object (docs/protocol.md) */
+JsonObject *vmr_job_to_json (VmrJob *self);
+
+/* writes DIR/jobs/ID.json atomically */
+gboolean vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error);
+
+/* the highest N of the records DIR/jobs/vmr-N.json, 0 when there are none */
+guint vmr_job_scan_last_number (const gchar *state_dir);
+
+G_END_DECLS

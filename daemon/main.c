@@ -1,0 +1,122 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+#include <errno.h>
+#include <glib-unix.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "control-server.h"
+#include "engine.h"
+#include "vmr-config.h"
+
+static gboolean
+quit_cb (gpointer user_data)
+{
+    g_message ("shutting down");
+    g_main_loop_quit (user_data);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+hangup_cb (gpointer user_data)
+{
+    g_message ("SIGHUP: nothing to reload");
+    return G_SOURCE_CONTINUE;
+}
+
+/* option, then environment, then the built-in default */
+static const gchar *
+pick (const gchar *option, const gchar *env_name, const gchar *fallback)
+{
+    const gchar *env = g_getenv (env_name);
+
+    if (option != NULL)
+        return option;
+    if (env != NULL && *env != '\0')
+        return env;
+    return fallback;
+}
+
+int
+main (int argc, char **argv)
+{
+    g_autofree gchar *socket_opt = NULL;
+    g_autofree gchar *state_dir_opt = NULL;
+    g_autofree gchar *socket_path = NULL;
+    g_autofree gchar *state_dir = NULL;
+    gboolean foreground = FALSE;
+    gboolean no_libvirt = FALSE;
+    gboolean verbose = FALSE;
+    gboolean version = FALSE;
+    const GOptionEntry entries[] = {
+        { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socket_opt,
+          "Control socket (env VIRT_MIRROR_SOCKET, default " VMR_DEFAULT_SOCKET ")", "PATH" },
+        { "state-dir", 'd', 0, G_OPTION_ARG_FILENAME, &state_dir_opt,
+          "Job records (env VIRT_MIRROR_STATE_DIR, default " VMR_DEFAULT_STATE_DIR ")", "DIR" },
+        { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach", NULL },
+        { "no-libvirt", 0, 0, G_OPTION_ARG_NONE, &no_libvirt,
+          "Do not connect to libvirt; serve QEMU processes attached by hand", NULL },
+        { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
+        { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
+        { NULL },
+    };
+    g_autoptr (GOptionContext) context = g_option_context_new ("- move the disks of running VMs");
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GMainLoop) loop = NULL;
+    g_autoptr (VmrEngine) engine = NULL;
+    g_autoptr (VmrControlServer) server = NULL;
+
+    g_option_context_add_main_entries (context, entries, NULL);
+    if (!g_option_context_parse (context, &argc, &argv, &error)) {
+        g_printerr ("virt-mirrord: %s\n", error->message);
+        return 2;
+    }
+    if (argc > 1) {
+        g_printerr ("virt-mirrord: unexpected argument '%s'\n", argv[1]);
+        return 2;
+    }
+    if (version) {
+        g_print ("virt-mirrord %s\n", VMR_VERSION);
+        return 0;
+    }
+    if (verbose)
+        g_log_set_debug_enabled (TRUE);
+
+    socket_path = g_canonicalize_filename (
+        pick (socket_opt, "VIRT_MIRROR_SOCKET", VMR_DEFAULT_SOCKET), NULL);
+    state_dir = g_canonicalize_filename (
+        pick (state_dir_opt, "VIRT_MIRROR_STATE_DIR", VMR_DEFAULT_STATE_DIR), NULL);
+    if (g_mkdir_with_parents (state_dir, 0700) < 0 || access (state_dir, W_OK) < 0) {
+        g_printerr ("virt-mirrord: state directory %s is not usable: %s\n", state_dir,
+                    g_strerror (errno));
+        return 1;
+    }
+
+    engine = vmr_engine_new (state_dir);
+    server = vmr_control_server_new (engine);
+    if (!vmr_control_server_listen (server, socket_path, &error)) {
+        g_printerr ("virt-mirrord: %s\n", error->message);
+        return 1;
+    }
+    if (!foreground) {
+        /* nothing has started a thread yet, so forking is safe here */
+        if (daemon (0, 0) < 0) {
+            g_printerr ("virt-mirrord: cannot detach: %s\n", g_strerror (errno));
+            vmr_control_server_stop (server);
+            return 1;
+        }
+        g_log_set_writer_func (g_log_writer_journald, NULL, NULL);
+    }
+
+    loop = g_main_loop_new (NULL, FALSE);
+    g_unix_signal_add (SIGTERM, quit_cb, loop);
+    g_unix_signal_add (SIGINT, quit_cb, loop);
+    g_unix_signal_add (SIGHUP, hangup_cb, NULL);
+    g_message ("virt-mirrord %s listening on %s (state in %s%s)", VMR_VERSION, socket_path,
+               state_dir, no_libvirt ? ", libvirt off" : "");
+    g_main_loop_run (loop);
+
+    vmr_control_server_stop (server);
+    vmr_engine_shutdown (engine);
+    return 0;
+}
