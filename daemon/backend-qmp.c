@@ -135,6 +135,33 @@ query_disks_data_free (QueryDisksData *data)
     g_free (data);
 }
 
+/*
+ * QEMU names an image "json:{...}" when it was opened with options beyond a
+ * plain file name; the file name then sits in the innermost "file" object.
+ */
+static gchar *
+plain_filename (const gchar *name)
+{
+    g_autoptr (JsonParser) parser = NULL;
+    JsonObject *obj;
+
+    if (name == NULL || !g_str_has_prefix (name, "json:"))
+        return g_strdup (name);
+    parser = json_parser_new ();
+    if (!json_parser_load_from_data (parser, name + 5, -1, NULL) ||
+        !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        return g_strdup (name);
+    obj = json_node_get_object (json_parser_get_root (parser));
+    while (obj != NULL) {
+        const gchar *filename = member_string (obj, "filename");
+
+        if (filename != NULL)
+            return g_strdup (filename);
+        obj = member_object (obj, "file");
+    }
+    return g_strdup (name);
+}
+
 /* "/machine/peripheral/disk0/virtio-backend" -> "disk0" */
 static gchar *
 qdev_id_from_path (const gchar *qdev, const gchar *device, const gchar *node)
@@ -219,8 +246,10 @@ named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             const gchar *drv = member_string (node, "drv");
             JsonObject *cache = member_object (node, "cache");
 
+            g_autofree gchar *filename = plain_filename (member_string (node, "file"));
+
             if (g_strcmp0 (member_string (node, "node-name"), disk->node) == 0 ||
-                g_strcmp0 (member_string (node, "file"), disk->path) != 0)
+                g_strcmp0 (filename, disk->path) != 0)
                 continue;
             if (g_strcmp0 (drv, "file") != 0 && g_strcmp0 (drv, "host_device") != 0)
                 continue;
@@ -284,9 +313,9 @@ query_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         disk->id = qdev_id_from_path (member_string (dev, "qdev"), member_string (dev, "device"),
                                       disk->node);
         disk->format = g_strdup (member_string (inserted, "drv"));
-        disk->path = g_strdup (image != NULL && member_string (image, "filename") != NULL
-                                   ? member_string (image, "filename")
-                                   : member_string (inserted, "file"));
+        disk->path = plain_filename (image != NULL && member_string (image, "filename") != NULL
+                                         ? member_string (image, "filename")
+                                         : member_string (inserted, "file"));
         disk->size = (guint64) member_int (image, "virtual-size");
         disk->cache_direct = member_bool (cache, "direct");
         disk->cache_no_flush = member_bool (cache, "no-flush");
@@ -518,8 +547,13 @@ add_destination (GTask *task)
                                                  data->disk->cache_no_flush));
     json_object_set_string_member (args, "discard", "unmap");
     /* a larger raw file or device is used for its first bytes only */
-    if (g_strcmp0 (data->job->format, "raw") == 0)
-        json_object_set_int_member (args, "size", (gint64) data->disk->size);
+    if (g_strcmp0 (data->job->format, "raw") == 0 && !data->job->created_destination) {
+        guint64 dest_size = 0;
+
+        if (vmr_destination_get_size (data->job->destination, &dest_size, NULL) &&
+            dest_size > data->disk->size)
+            json_object_set_int_member (args, "size", (gint64) data->disk->size);
+    }
     vmr_qmp_client_execute_async (self->client, "blockdev-add", args, 0,
                                   g_task_get_cancellable (task), blockdev_add_cb, task);
 }
@@ -801,6 +835,16 @@ vmr_backend_qmp_job_command_async (VmrBackend *backend, VmrJob *job, VmrBackendC
                 track->cancel_requested = TRUE;
             break;
         case VMR_BACKEND_COMMAND_PIVOT:
+            /* a rate-limited job sleeps between chunks; lifting the limit
+             * wakes it so that the pivot does not wait for the next chunk */
+            if (job->speed > 0) {
+                g_autoptr (JsonObject) speed_args = args_device ("device", job->id);
+
+                json_object_set_int_member (speed_args, "speed", 0);
+                vmr_qmp_client_execute_async (self->client, "block-job-set-speed", speed_args, 0,
+                                              NULL, best_effort_cb,
+                                              g_strdup_printf ("unthrottling %s", job->id));
+            }
             qmp_command = "job-complete";
             json_object_remove_member (args, "device");
             json_object_set_string_member (args, "id", job->id);

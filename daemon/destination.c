@@ -140,6 +140,19 @@ vmr_destination_check (const VmrDestinationCheck *check, guint64 *out_size, GErr
 }
 
 gboolean
+vmr_destination_get_size (const gchar *path, guint64 *out_size, GError **error)
+{
+    GStatBuf st;
+
+    if (g_stat (path, &st) < 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "cannot use %s: %s", path,
+                     g_strerror (errno));
+        return FALSE;
+    }
+    return file_size (path, &st, out_size, error);
+}
+
+gboolean
 vmr_destination_is_block_device (const gchar *path)
 {
     GStatBuf st;

@@ -40,6 +40,9 @@ gboolean vmr_destination_create_finish (GAsyncResult *res, GError **error);
 /* removes a file that we created; logs instead of failing */
 void vmr_destination_remove (const gchar *path);
 
+/* the size in bytes of a file or block device */
+gboolean vmr_destination_get_size (const gchar *path, guint64 *out_size, GError **error);
+
 /* TRUE if @path is a block device */
 gboolean vmr_destination_is_block_device (const gchar *path);
 

@@ -348,7 +348,8 @@ attach_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_signal_connect (entry->backend, "disconnected", G_CALLBACK (backend_disconnected_cb),
                       entry);
     g_hash_table_insert (self->domains, g_strdup (entry->name), entry);
-    g_message ("domain %s attached (%u disks)", entry->name, entry->disks->len);
+    g_message ("domain %s attached (%u disk%s)", entry->name, entry->disks->len,
+               entry->disks->len == 1 ? "" : "s");
     g_task_return_pointer (task, domain_to_json (self, entry), (GDestroyNotify) json_object_unref);
 }
 

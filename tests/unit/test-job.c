@@ -1,0 +1,169 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+#include <glib/gstdio.h>
+
+#include "job.h"
+
+#define S(x) VMR_JOB_STATE_##x
+
+typedef struct {
+    VmrJobState from;
+    VmrJobState to;
+    gboolean allowed;
+} TransitionCase;
+
+static const TransitionCase transition_cases[] = {
+    /* the normal path */
+    { S (QUEUED), S (COPYING), TRUE },
+    { S (COPYING), S (SYNCED), TRUE },
+    { S (SYNCED), S (PIVOTING), TRUE },
+    { S (PIVOTING), S (COMPLETED), TRUE },
+    /* pause and resume, before and after READY */
+    { S (COPYING), S (PAUSED), TRUE },
+    { S (PAUSED), S (COPYING), TRUE },
+    { S (PAUSED), S (SYNCED), TRUE },
+    { S (SYNCED), S (PAUSED), TRUE },
+    /* a refused pivot leaves the job in sync */
+    { S (PIVOTING), S (SYNCED), TRUE },
+    /* every state before completed may fail or be cancelled */
+    { S (QUEUED), S (FAILED), TRUE },
+    { S (QUEUED), S (CANCELLED), TRUE },
+    { S (COPYING), S (FAILED), TRUE },
+    { S (COPYING), S (CANCELLED), TRUE },
+    { S (PAUSED), S (CANCELLED), TRUE },
+    { S (SYNCED), S (CANCELLED), TRUE },
+    { S (PIVOTING), S (FAILED), TRUE },
+    /* READY never goes back */
+    { S (SYNCED), S (COPYING), FALSE },
+    /* no shortcuts to the end */
+    { S (QUEUED), S (SYNCED), FALSE },
+    { S (QUEUED), S (COMPLETED), FALSE },
+    { S (COPYING), S (COMPLETED), FALSE },
+    { S (SYNCED), S (COMPLETED), FALSE },
+    { S (COPYING), S (PIVOTING), FALSE },
+    { S (PAUSED), S (PIVOTING), FALSE },
+    /* final states are final */
+    { S (COMPLETED), S (FAILED), FALSE },
+    { S (COMPLETED), S (COPYING), FALSE },
+    { S (FAILED), S (COPYING), FALSE },
+    { S (FAILED), S (CANCELLED), FALSE },
+    { S (CANCELLED), S (QUEUED), FALSE },
+    /* staying put is not a transition */
+    { S (COPYING), S (COPYING), FALSE },
+    { S (PAUSED), S (PAUSED), FALSE },
+};
+
+static void
+test_job_transitions (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (transition_cases); i++) {
+        const TransitionCase *c = &transition_cases[i];
+
+        g_test_message ("%s -> %s", vmr_job_state_to_string (c->from),
+                        vmr_job_state_to_string (c->to));
+        g_assert_cmpint (vmr_job_state_can_transition (c->from, c->to), ==, c->allowed);
+    }
+}
+
+static void
+test_job_state_names (void)
+{
+    for (guint state = 0; state < VMR_JOB_STATE_LAST; state++) {
+        const gchar *name = vmr_job_state_to_string (state);
+
+        g_assert_nonnull (name);
+        g_assert_cmpint (vmr_job_state_from_string (name), ==, state);
+    }
+    g_assert_cmpint (vmr_job_state_from_string ("bogus"), ==, VMR_JOB_STATE_LAST);
+    g_assert_true (vmr_job_state_is_final (S (COMPLETED)));
+    g_assert_true (vmr_job_state_is_final (S (FAILED)));
+    g_assert_true (vmr_job_state_is_final (S (CANCELLED)));
+    g_assert_false (vmr_job_state_is_final (S (SYNCED)));
+}
+
+static void
+test_job_set_state_history (void)
+{
+    g_autoptr (VmrJob) job = vmr_job_new ("vmr-1", "web01", "disk0", 1000);
+
+    g_assert_cmpint (job->state, ==, S (QUEUED));
+    g_assert_true (vmr_job_set_state (job, S (COPYING), NULL, 2000));
+    /* a refused transition changes nothing */
+    g_assert_false (vmr_job_set_state (job, S (COMPLETED), NULL, 3000));
+    g_assert_cmpint (job->state, ==, S (COPYING));
+    g_assert_cmpint (job->updated_us, ==, 2000);
+    g_assert_true (vmr_job_set_state (job, S (FAILED), "disk full", 4000));
+    g_assert_cmpstr (job->reason, ==, "disk full");
+    g_assert_cmpuint (job->history->len, ==, 3);
+    g_assert_cmpint (g_array_index (job->history, VmrJobTransition, 2).state, ==, S (FAILED));
+    g_assert_cmpint (g_array_index (job->history, VmrJobTransition, 2).time_us, ==, 4000);
+}
+
+static void
+test_job_progress (void)
+{
+    g_autoptr (VmrJob) job = vmr_job_new ("vmr-2", "web01", "disk0", 0);
+    g_autoptr (JsonObject) obj = NULL;
+    JsonObject *progress;
+
+    vmr_job_set_state (job, S (COPYING), NULL, 1);
+    vmr_job_update_progress (job, 1000, 0, 1 * G_USEC_PER_SEC);
+    g_assert_cmpfloat (job->rate, ==, 0);
+    vmr_job_update_progress (job, 1000, 100, 2 * G_USEC_PER_SEC);
+    g_assert_cmpfloat_with_epsilon (job->rate, 100.0, 0.001);
+    vmr_job_update_progress (job, 1000, 400, 3 * G_USEC_PER_SEC);
+    /* smoothed: half the old rate and half the new sample */
+    g_assert_cmpfloat_with_epsilon (job->rate, 200.0, 0.001);
+
+    obj = vmr_job_to_json (job);
+    progress = json_object_get_object_member (obj, "progress");
+    g_assert_cmpint (json_object_get_int_member (progress, "total"), ==, 1000);
+    g_assert_cmpint (json_object_get_int_member (progress, "done"), ==, 400);
+    g_assert_cmpint (json_object_get_int_member (progress, "backlog"), ==, 600);
+    g_assert_cmpfloat_with_epsilon (json_object_get_double_member (progress, "eta"), 3.0, 0.001);
+    g_assert_cmpstr (json_object_get_string_member (obj, "state"), ==, "copying");
+}
+
+static void
+test_job_save (void)
+{
+    g_autofree gchar *dir = g_dir_make_tmp ("vmr-test-job-XXXXXX", NULL);
+    g_autoptr (VmrJob) job = vmr_job_new ("vmr-41", "web01", "disk0", 5);
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *path = g_build_filename (dir, "jobs", "vmr-41.json", NULL);
+    g_autofree gchar *text = NULL;
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonObject *obj;
+
+    g_assert_nonnull (dir);
+    g_assert_cmpuint (vmr_job_scan_last_number (dir), ==, 0);
+    job->destination = g_strdup ("/new/web01.raw");
+    g_assert_true (vmr_job_save (job, dir, &error));
+    g_assert_no_error (error);
+    g_assert_true (vmr_job_set_state (job, S (COPYING), NULL, 6));
+    g_assert_true (vmr_job_save (job, dir, &error));
+
+    g_assert_true (g_file_get_contents (path, &text, NULL, &error));
+    g_assert_true (json_parser_load_from_data (parser, text, -1, &error));
+    obj = json_node_get_object (json_parser_get_root (parser));
+    g_assert_cmpstr (json_object_get_string_member (obj, "state"), ==, "copying");
+    g_assert_cmpstr (json_object_get_string_member (obj, "destination"), ==, "/new/web01.raw");
+    g_assert_cmpuint (vmr_job_scan_last_number (dir), ==, 41);
+
+    g_assert_cmpint (g_unlink (path), ==, 0);
+    g_autofree gchar *jobs_dir = g_build_filename (dir, "jobs", NULL);
+    g_assert_cmpint (g_rmdir (jobs_dir), ==, 0);
+    g_assert_cmpint (g_rmdir (dir), ==, 0);
+}
+
+int
+main (int argc, char **argv)
+{
+    g_test_init (&argc, &argv, NULL);
+    g_test_add_func ("/job/transitions", test_job_transitions);
+    g_test_add_func ("/job/state-names", test_job_state_names);
+    g_test_add_func ("/job/set-state-history", test_job_set_state_history);
+    g_test_add_func ("/job/progress", test_job_progress);
+    g_test_add_func ("/job/save", test_job_save);
+    return g_test_run ();
+}
