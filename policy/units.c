@@ -29,13 +29,14 @@ static const UnitSuffix byte_suffixes[] = {
     { "", 1.0 },
 };
 
+/* factors are microseconds per unit */
 static const UnitSuffix duration_suffixes[] = {
-    { "ms", 1000.0 },
-    { "us", 1.0 },
-    { "s", 1000000.0 },
-    { "m", 60 * 1000000.0 },
-    { "h", 3600 * 1000000.0 },
-    { "", 1000000.0 },
+    { "ms", 1000.0 },          /* milliseconds */
+    { "us", 1.0 },             /* microseconds */
+    { "s", 1000000.0 },        /* seconds */
+    { "m", 60 * 1000000.0 },   /* minutes */
+    { "h", 3600 * 1000000.0 }, /* hours */
+    { "", 1000000.0 },         /* a bare number is seconds */
 };
 
 static gboolean
@@ -43,6 +44,7 @@ parse_with_suffixes (const gchar *text, const UnitSuffix *suffixes, gsize n_suff
                      gdouble *out_value, const gchar *what, GError **error)
 {
     g_autofree gchar *lower = NULL;
+    const gchar *digits_end;
     gchar *end = NULL;
     gdouble number;
 
@@ -52,17 +54,31 @@ parse_with_suffixes (const gchar *text, const UnitSuffix *suffixes, gsize n_suff
     }
     lower = g_ascii_strdown (text, -1);
     g_strstrip (lower);
-    if (g_str_has_suffix (lower, "/s") && suffixes == byte_suffixes)
+    if (g_str_has_suffix (lower, "/s") && suffixes == byte_suffixes) {
         lower[strlen (lower) - 2] = '\0';
-    if (!g_ascii_isdigit (lower[0])) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "invalid %s '%s'", what,
-                     text);
+        g_strchomp (lower);
+    }
+
+    /* only plain decimals: strtod would also take "0x10", "1e3" or "inf" */
+    digits_end = lower;
+    while (g_ascii_isdigit (*digits_end))
+        digits_end++;
+    if (digits_end != lower && *digits_end == '.' && g_ascii_isdigit (digits_end[1])) {
+        digits_end++;
+        while (g_ascii_isdigit (*digits_end))
+            digits_end++;
+    }
+    if (digits_end == lower) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "invalid %s '%s'", what, text);
         return FALSE;
     }
     number = g_ascii_strtod (lower, &end);
-    if (end == lower || !isfinite (number) || number < 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "invalid %s '%s'", what,
-                     text);
+    if (end != digits_end) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "invalid %s '%s'", what, text);
+        return FALSE;
+    }
+    if (!isfinite (number)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "'%s' is too large", text);
         return FALSE;
     }
     while (*end == ' ')
@@ -86,11 +102,12 @@ vmr_units_parse_bytes (const gchar *text, guint64 *out_bytes, GError **error)
     if (!parse_with_suffixes (text, byte_suffixes, G_N_ELEMENTS (byte_suffixes), &value,
                               "size or rate", error))
         return FALSE;
-    if (value >= 18446744073709551615.0) {
+    /* 2^64: llround() would overflow from 2^63 on, so round in double */
+    if (value >= 18446744073709551616.0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "'%s' is too large", text);
         return FALSE;
     }
-    *out_bytes = (guint64) llround (value);
+    *out_bytes = (guint64) round (value);
     return TRUE;
 }
 
@@ -117,27 +134,39 @@ vmr_units_format_bytes (guint64 bytes)
     gdouble value = (gdouble) bytes;
     gsize i = 0;
 
-    while (value >= 1024.0 && i + 1 < G_N_ELEMENTS (names)) {
+    /* 1023.5 and up would print as "1024 KiB" rather than "1 MiB" */
+    while (value >= 1023.5 && i + 1 < G_N_ELEMENTS (names)) {
         value /= 1024.0;
         i++;
     }
     if (i == 0)
         return g_strdup_printf ("%" G_GUINT64_FORMAT " B", bytes);
-    if (value >= 100 || fabs (value - round (value)) < 0.05)
+    if (value >= 99.95 || llround (value * 10) % 10 == 0)
         return g_strdup_printf ("%.0f %s", value, names[i]);
     return g_strdup_printf ("%.1f %s", value, names[i]);
+}
+
+/* @n / @d rounded half up, for n >= 0, without overflowing near G_MAXINT64 */
+static gint64
+div_round (gint64 n, gint64 d)
+{
+    return n / d + (n % d >= d / 2 ? 1 : 0);
 }
 
 gchar *
 vmr_units_format_duration (gint64 usec)
 {
+    gint64 tenths;
     gint64 secs;
 
     if (usec < 0)
         usec = 0;
-    if (usec < 10 * G_USEC_PER_SEC)
-        return g_strdup_printf ("%.1fs", (gdouble) usec / G_USEC_PER_SEC);
-    secs = (usec + G_USEC_PER_SEC / 2) / G_USEC_PER_SEC;
+    /* below 10 s tenths matter, but a whole number prints as "7s", not "7.0s" */
+    tenths = div_round (usec, G_USEC_PER_SEC / 10);
+    if (tenths < 100 && tenths % 10 != 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT "s", tenths / 10,
+                                tenths % 10);
+    secs = div_round (usec, G_USEC_PER_SEC);
     if (secs < 60)
         return g_strdup_printf ("%" G_GINT64_FORMAT "s", secs);
     if (secs < 3600)

@@ -1,0 +1,188 @@
+#define G_LOG_DOMAIN "vmr-cli"
+
+#include "cli-commands.h"
+
+#include "cli-domain-commands.h"
+#include "cli-job-commands.h"
+#include "cli-output.h"
+#include "units.h"
+
+static const VmrCliCommand commands[] = {
+    { "attach", "NAME", "NAME --qmp PATH",
+      "Register a QEMU not run by libvirt, by its QMP monitor socket",
+      "NAME is the name virt-mirror will know the VM by. PATH is the QEMU monitor's\n"
+      "UNIX socket (-qmp unix:PATH,server=on,wait=off); a relative PATH is taken\n"
+      "from the current directory.\n"
+      "\n"
+      "Example:\n"
+      "  virt-mirror attach web01 --qmp /run/qemu/web01.qmp",
+      vmr_cli_cmd_attach },
+    { "detach", "NAME", "NAME", "Forget a domain; refused while it has unfinished jobs", NULL,
+      vmr_cli_cmd_detach },
+    { "domains", "", "", "List the domains and their disks", NULL, vmr_cli_cmd_domains },
+    { "migrate", "DOMAIN DISK DEST", "DOMAIN DISK DEST",
+      "Copy a disk to new storage and switch the VM over to it",
+      "DISK is the guest device's qdev id (see 'virt-mirror domains') or a block\n"
+      "node name. DEST is the new image; it is created unless --reuse is given, and a\n"
+      "relative DEST is taken from the current directory. RATE is in bytes/s with\n"
+      "optional K, M, G suffixes (1024-based), e.g. 100M; 0 means unlimited.\n"
+      "\n"
+      "Examples:\n"
+      "  virt-mirror migrate web01 disk0 /srv/fast/web01.raw --wait\n"
+      "  virt-mirror migrate web01 disk1 /srv/fast/data.qcow2 --format qcow2 --speed 100M",
+      vmr_cli_cmd_migrate },
+    { "jobs", "", "", "List the migration jobs", NULL, vmr_cli_cmd_jobs },
+    { "job", "ID", "ID", "Show everything about a job, with its history", NULL, vmr_cli_cmd_job },
+    { "pause", "ID", "ID", "Pause the copy of a job", NULL, vmr_cli_cmd_pause },
+    { "resume", "ID", "ID", "Resume a paused job", NULL, vmr_cli_cmd_resume },
+    { "cancel", "ID", "ID", "Stop a job before its pivot; the VM stays on its source", NULL,
+      vmr_cli_cmd_cancel },
+    { "pivot", "ID", "ID", "Switch a synced --manual-pivot job over to its destination", NULL,
+      vmr_cli_cmd_pivot },
+    { "set-speed", "ID RATE", "ID RATE", "Limit the copy rate of a job (0 = unlimited)",
+      "RATE is in bytes/s with optional K, M, G suffixes (1024-based); 0 removes\n"
+      "the limit.\n"
+      "\n"
+      "Example:\n"
+      "  virt-mirror set-speed vmr-3 50M",
+      vmr_cli_cmd_set_speed },
+    { "version", "", "", "Print the versions of virt-mirror and virt-mirrord", NULL,
+      vmr_cli_cmd_version },
+};
+
+const VmrCliCommand *
+vmr_cli_command_lookup (const gchar *name)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (commands); i++) {
+        if (g_str_equal (commands[i].name, name))
+            return &commands[i];
+    }
+    return NULL;
+}
+
+gchar *
+vmr_cli_command_list_help (void)
+{
+    g_autoptr (GString) text = g_string_new ("Commands:\n");
+    gsize width = 0;
+
+    for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+        width = MAX (width, strlen (commands[i].name) + 1 + strlen (commands[i].synopsis));
+    for (gsize i = 0; i < G_N_ELEMENTS (commands); i++) {
+        g_autofree gchar *usage = g_strjoin (" ", commands[i].name, commands[i].synopsis, NULL);
+
+        g_string_append_printf (text, "  %-*s  %s\n", (gint) width, usage, commands[i].summary);
+    }
+    return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+void
+vmr_cli_command_set_usage_error (GError **error, const VmrCliCommand *cmd, const gchar *format, ...)
+{
+    g_autofree gchar *message = NULL;
+    va_list args;
+
+    va_start (args, format);
+    message = g_strdup_vprintf (format, args);
+    va_end (args);
+    g_set_error (error, VMR_CLI_USAGE_ERROR, 0, "%s: %s (see virt-mirror %s --help)", cmd->name,
+                 message, cmd->name);
+}
+
+static GOptionContext *
+new_option_context (const VmrCliCommand *cmd, const GOptionEntry *entries,
+                    const GOptionEntry *common_entries)
+{
+    g_autofree gchar *parameter = g_strjoin (" ", cmd->name, cmd->args, NULL);
+    GOptionContext *context = g_option_context_new (g_strstrip (parameter));
+
+    /* our own --help, so that printing it is not an exit() inside GLib */
+    g_option_context_set_help_enabled (context, FALSE);
+    g_option_context_set_summary (context, cmd->summary);
+    if (cmd->description != NULL)
+        g_option_context_set_description (context, cmd->description);
+    if (entries != NULL)
+        g_option_context_add_main_entries (context, entries, NULL);
+    g_option_context_add_main_entries (context, common_entries, NULL);
+    return context;
+}
+
+gboolean
+vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session,
+                       const GOptionEntry *entries, gchar **argv, gchar ***out_args, GError **error)
+{
+    g_autofree gchar *connect = NULL;
+    gboolean json = FALSE;
+    gboolean help = FALSE;
+    g_auto (GStrv) positional = NULL;
+    g_auto (GStrv) remaining = g_strdupv (argv);
+    g_auto (GStrv) wanted = g_strsplit (cmd->args, " ", -1);
+    g_autoptr (GOptionContext) context = NULL;
+    g_autoptr (GError) local_error = NULL;
+    guint n_positional;
+    guint n_wanted = 0;
+    const GOptionEntry common_entries[] = {
+        { "connect", 'c', G_OPTION_FLAG_NONE, G_OPTION_ARG_FILENAME, &connect,
+          "Control socket of virt-mirrord", "SOCKET" },
+        { "json", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &json,
+          "Print results and errors as JSON on stdout", NULL },
+        { "help", 'h', G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &help, "Show this help", NULL },
+        /* positional arguments may be file names, which need not be UTF-8 */
+        { G_OPTION_REMAINING, 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_FILENAME_ARRAY, &positional, NULL,
+          NULL },
+        G_OPTION_ENTRY_NULL,
+    };
+
+    *out_args = NULL;
+    context = new_option_context (cmd, entries, common_entries);
+    if (!g_option_context_parse_strv (context, &remaining, &local_error)) {
+        g_autofree gchar *message = g_strdup (local_error->message);
+
+        /* GLib's messages start upper-case; ours continue a sentence */
+        message[0] = g_ascii_tolower (message[0]);
+        vmr_cli_command_set_usage_error (error, cmd, "%s", message);
+        return FALSE;
+    }
+    if (connect != NULL)
+        vmr_cli_session_set_socket (session, connect);
+    if (json)
+        session->json = TRUE;
+    if (help) {
+        g_autofree gchar *text = g_option_context_get_help (context, TRUE, NULL);
+
+        g_print ("%s", text);
+        return TRUE;
+    }
+
+    n_positional = positional != NULL ? g_strv_length (positional) : 0;
+    while (wanted[n_wanted] != NULL && *wanted[n_wanted] != '\0')
+        n_wanted++;
+    if (n_positional < n_wanted) {
+        vmr_cli_command_set_usage_error (error, cmd, "missing %s", wanted[n_positional]);
+        return FALSE;
+    }
+    if (n_positional > n_wanted) {
+        vmr_cli_command_set_usage_error (error, cmd, "unexpected argument '%s'",
+                                         positional[n_wanted]);
+        return FALSE;
+    }
+    *out_args = positional != NULL ? g_steal_pointer (&positional) : g_new0 (gchar *, 1);
+    return TRUE;
+}
+
+gboolean
+vmr_cli_command_parse_rate (const VmrCliCommand *cmd, const gchar *text,
+                            guint64 *out_bytes_per_second, GError **error)
+{
+    guint64 bytes = 0;
+
+    /* JSON integers are signed 64-bit */
+    if (!vmr_units_parse_bytes (text, &bytes, NULL) || bytes > G_MAXINT64) {
+        vmr_cli_command_set_usage_error (
+            error, cmd,
+            "invalid RATE '%s': use bytes/s with an optional K, M or G suffix, e.g. 100M", text);
+        return FALSE;
+    }
+    *out_bytes_per_second = bytes;
+    return TRUE;
+}

@@ -1,0 +1,163 @@
+#define G_LOG_DOMAIN "vmr-cli"
+
+#include "cli-job.h"
+
+#include <math.h>
+
+#include "cli-json.h"
+#include "units.h"
+#include "vmr-error.h"
+
+static guint64
+get_size (JsonObject *obj, const gchar *name)
+{
+    gdouble value = 0;
+
+    if (!vmr_cli_json_get_double (obj, name, &value) || !isfinite (value) || value < 0)
+        return 0;
+    return (guint64) value;
+}
+
+VmrCliJob *
+vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
+{
+    g_autoptr (VmrCliJob) self = g_new0 (VmrCliJob, 1);
+    JsonObject *obj = vmr_cli_json_expect_object (node, command, error);
+    JsonObject *progress;
+
+    if (obj == NULL)
+        return NULL;
+    self->node = json_node_ref (node);
+    self->id = vmr_cli_json_get_string (obj, "id");
+    self->state = vmr_cli_json_get_string (obj, "state");
+    if (self->id == NULL || self->state == NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                     "unexpected reply to '%s' from virt-mirrord: a job without id or state",
+                     command);
+        return NULL;
+    }
+    self->domain = vmr_cli_json_get_string (obj, "domain");
+    self->disk = vmr_cli_json_get_string (obj, "disk");
+    self->reason = vmr_cli_json_get_string (obj, "reason");
+    self->source = vmr_cli_json_get_string (obj, "source");
+    self->source_format = vmr_cli_json_get_string (obj, "source-format");
+    self->destination = vmr_cli_json_get_string (obj, "destination");
+    self->format = vmr_cli_json_get_string (obj, "format");
+    self->created_destination = vmr_cli_json_get_boolean (obj, "created-destination", FALSE);
+    self->manual_pivot = vmr_cli_json_get_boolean (obj, "manual-pivot", FALSE);
+    self->speed = get_size (obj, "speed");
+    self->eta = -1;
+    progress = vmr_cli_json_get_object (obj, "progress");
+    if (progress != NULL) {
+        self->has_progress = TRUE;
+        self->total = get_size (progress, "total");
+        self->done = MIN (get_size (progress, "done"), self->total);
+        if (json_object_has_member (progress, "backlog"))
+            self->backlog = get_size (progress, "backlog");
+        else
+            self->backlog = self->total - self->done;
+        self->rate = get_size (progress, "rate");
+        if (!vmr_cli_json_get_double (progress, "eta", &self->eta) || !isfinite (self->eta))
+            self->eta = -1;
+    }
+    vmr_cli_json_get_int (obj, "created", &self->created);
+    vmr_cli_json_get_int (obj, "updated", &self->updated);
+    return g_steal_pointer (&self);
+}
+
+void
+vmr_cli_job_free (VmrCliJob *self)
+{
+    if (self == NULL)
+        return;
+    g_clear_pointer (&self->node, json_node_unref);
+    g_free (self);
+}
+
+gboolean
+vmr_cli_job_is_finished (const VmrCliJob *self)
+{
+    return g_str_equal (self->state, "completed") || g_str_equal (self->state, "failed")
+           || g_str_equal (self->state, "cancelled");
+}
+
+/* a paused or waiting job keeps its last rate, which no longer means anything */
+static gboolean
+is_copying (const VmrCliJob *self)
+{
+    static const gchar *const idle_states[] = { "queued", "delayed", "paused", NULL };
+
+    return !vmr_cli_job_is_finished (self) && !g_strv_contains (idle_states, self->state);
+}
+
+gchar *
+vmr_cli_job_format_percent (const VmrCliJob *self)
+{
+    gdouble percent;
+
+    if (g_str_equal (self->state, "completed"))
+        return g_strdup ("100%");
+    if (!self->has_progress || self->total == 0)
+        return NULL;
+    /* round down, so that 100% means every byte is there */
+    percent = floor ((gdouble) self->done * 1000.0 / (gdouble) self->total) / 10.0;
+    return g_strdup_printf ("%.1f%%", percent);
+}
+
+gchar *
+vmr_cli_job_format_rate (const VmrCliJob *self)
+{
+    g_autofree gchar *bytes = NULL;
+
+    if (!self->has_progress || self->rate == 0 || !is_copying (self))
+        return NULL;
+    bytes = vmr_units_format_bytes (self->rate);
+    return g_strdup_printf ("%s/s", bytes);
+}
+
+gchar *
+vmr_cli_job_format_eta (const VmrCliJob *self)
+{
+    if (!self->has_progress || self->eta < 0 || !is_copying (self))
+        return NULL;
+    return vmr_units_format_duration ((gint64) (self->eta * G_USEC_PER_SEC));
+}
+
+gchar *
+vmr_cli_job_format_amount (const VmrCliJob *self)
+{
+    g_autofree gchar *done = NULL;
+    g_autofree gchar *total = NULL;
+
+    if (!self->has_progress || self->total == 0)
+        return NULL;
+    done = vmr_units_format_bytes (self->done);
+    total = vmr_units_format_bytes (self->total);
+    return g_strdup_printf ("%s/%s", done, total);
+}
+
+gchar *
+vmr_cli_format_speed (guint64 bytes_per_second)
+{
+    g_autofree gchar *bytes = NULL;
+
+    if (bytes_per_second == 0)
+        return g_strdup ("unlimited");
+    bytes = vmr_units_format_bytes (bytes_per_second);
+    return g_strdup_printf ("%s/s", bytes);
+}
+
+gchar *
+vmr_cli_format_time (gint64 usec_since_epoch)
+{
+    g_autoptr (GDateTime) seconds = NULL;
+    g_autofree gchar *text = NULL;
+
+    if (usec_since_epoch <= 0)
+        return g_strdup ("?");
+    seconds = g_date_time_new_from_unix_local (usec_since_epoch / G_USEC_PER_SEC);
+    if (seconds == NULL)
+        return g_strdup ("?");
+    text = g_date_time_format (seconds, "%Y-%m-%d %H:%M:%S");
+    return g_strdup_printf ("%s.%03d", text, (gint) (usec_since_epoch % G_USEC_PER_SEC / 1000));
+}

@@ -1,0 +1,67 @@
+/*
+ * A migration job as virt-mirrord reports it (see docs/protocol.md), read
+ * once from the reply so that printing code need not check types.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+    JsonNode *node;      /* the job object as received, owned */
+    const gchar *id;     /* never NULL */
+    const gchar *state;  /* never NULL */
+    const gchar *domain; /* NULL when absent, as are the strings below */
+    const gchar *disk;   /* qdev id of the disk */
+    const gchar *reason; /* why it failed or was cancelled */
+    const gchar *source; /* image path */
+    const gchar *source_format;
+    const gchar *destination; /* image path */
+    const gchar *format;      /* format of the destination */
+    gboolean created_destination;
+    gboolean manual_pivot;
+    guint64 speed; /* bytes/s, 0 = unlimited */
+    gboolean has_progress;
+    guint64 total;   /* bytes to copy, QEMU's len */
+    guint64 done;    /* bytes copied, QEMU's offset */
+    guint64 backlog; /* bytes, total - done */
+    guint64 rate;    /* bytes/s, recent */
+    gdouble eta;     /* seconds left, < 0 when unknown */
+    gint64 created;  /* microseconds since the epoch, 0 when unknown */
+    gint64 updated;  /* microseconds since the epoch, 0 when unknown */
+} VmrCliJob;
+
+/*
+ * Reads the reply @node of @command (a reference is taken). Sets
+ * VMR_ERROR_PROTOCOL when it is not an object with an id and a state.
+ */
+VmrCliJob *vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error);
+
+void vmr_cli_job_free (VmrCliJob *self);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrCliJob, vmr_cli_job_free)
+
+/* whether the job has ended: completed, failed or cancelled */
+gboolean vmr_cli_job_is_finished (const VmrCliJob *self);
+
+/* "42.5%", or NULL when the size is not known yet; free with g_free() */
+gchar *vmr_cli_job_format_percent (const VmrCliJob *self);
+
+/* "700 MiB/s", or NULL when nothing is moving; free with g_free() */
+gchar *vmr_cli_job_format_rate (const VmrCliJob *self);
+
+/* "2m05s", or NULL when not known; free with g_free() */
+gchar *vmr_cli_job_format_eta (const VmrCliJob *self);
+
+/* "1.0 GiB/2.0 GiB", or NULL when the size is not known yet; free with g_free() */
+gchar *vmr_cli_job_format_amount (const VmrCliJob *self);
+
+/* "100 MiB/s" or "unlimited"; free with g_free() */
+gchar *vmr_cli_format_speed (guint64 bytes_per_second);
+
+/* a local time with milliseconds, "2026-11-29 19:10:02.218"; free with g_free() */
+gchar *vmr_cli_format_time (gint64 usec_since_epoch);
+
+G_END_DECLS

@@ -1,0 +1,275 @@
+#define G_LOG_DOMAIN "vmr-cli"
+
+#include "cli-output.h"
+
+#include "cli-json.h"
+#include "cli-table.h"
+#include "units.h"
+#include "vmr-error.h"
+
+GQuark
+vmr_cli_usage_error_quark (void)
+{
+    return g_quark_from_static_string ("vmr-cli-usage-error-quark");
+}
+
+/* job members that vmr_cli_output_job() shows under their own label */
+static const gchar *const shown_job_members[] = {
+    "id",
+    "domain",
+    "disk",
+    "state",
+    "reason",
+    "source",
+    "source-format",
+    "destination",
+    "format",
+    "created-destination",
+    "speed",
+    "manual-pivot",
+    "progress",
+    "created",
+    "updated",
+    "history",
+    NULL,
+};
+
+gint
+vmr_cli_output_error (const GError *error, gboolean json)
+{
+    const gchar *class_name;
+
+    if (error->domain == VMR_CLI_USAGE_ERROR) {
+        g_printerr ("virt-mirror: %s\n", error->message);
+        return VMR_CLI_EXIT_USAGE;
+    }
+    g_debug ("error %s %d: %s", g_quark_to_string (error->domain), error->code, error->message);
+    if (json) {
+        class_name = error->domain == VMR_ERROR ? vmr_error_class_name (error->code) : "Failed";
+        vmr_cli_json_print_error (class_name, error->message);
+    }
+    g_printerr ("virt-mirror: error: %s\n", error->message);
+    return VMR_CLI_EXIT_FAILED;
+}
+
+static void
+add_disk_row (VmrCliTable *table, JsonObject *disk)
+{
+    g_autofree gchar *size = NULL;
+    gdouble size_bytes = 0;
+
+    if (vmr_cli_json_get_double (disk, "size", &size_bytes) && size_bytes >= 0)
+        size = vmr_units_format_bytes ((guint64) size_bytes);
+    vmr_cli_table_add_row (
+        table, vmr_cli_json_get_string (disk, "id"), vmr_cli_json_get_string (disk, "node"),
+        vmr_cli_json_get_string (disk, "format"), size, vmr_cli_json_get_string (disk, "iothread"),
+        vmr_cli_json_get_string (disk, "job"), vmr_cli_json_get_string (disk, "path"), NULL);
+}
+
+static void
+print_domain (JsonObject *domain)
+{
+    const gchar *name = vmr_cli_json_get_string (domain, "name");
+    const gchar *backend = vmr_cli_json_get_string (domain, "backend");
+    const gchar *monitor = vmr_cli_json_get_string (domain, "monitor");
+    gboolean connected = vmr_cli_json_get_boolean (domain, "connected", FALSE);
+    JsonArray *disks = vmr_cli_json_get_array (domain, "disks");
+    g_autoptr (VmrCliTable) table = NULL;
+    g_autofree gchar *text = NULL;
+
+    g_print ("%s  (%s%s%s, %s)\n", name != NULL ? name : "?", backend != NULL ? backend : "?",
+             monitor != NULL ? " " : "", monitor != NULL ? monitor : "",
+             connected ? "connected" : "disconnected");
+    if (disks == NULL || json_array_get_length (disks) == 0) {
+        g_print ("  no disks\n");
+        return;
+    }
+    table = vmr_cli_table_new ("DISK", "NODE", "FORMAT", "SIZE", "IOTHREAD", "JOB", "PATH", NULL);
+    for (guint i = 0; i < json_array_get_length (disks); i++) {
+        JsonNode *disk = json_array_get_element (disks, i);
+
+        if (JSON_NODE_HOLDS_OBJECT (disk))
+            add_disk_row (table, json_node_get_object (disk));
+    }
+    text = vmr_cli_table_to_string (table, "  ");
+    g_print ("%s", text);
+}
+
+gboolean
+vmr_cli_output_domains (JsonNode *reply, GError **error)
+{
+    JsonArray *domains = vmr_cli_json_expect_array (reply, "query-domains", error);
+
+    if (domains == NULL)
+        return FALSE;
+    if (json_array_get_length (domains) == 0) {
+        g_print ("No domains attached.\n");
+        return TRUE;
+    }
+    for (guint i = 0; i < json_array_get_length (domains); i++) {
+        JsonNode *domain = json_array_get_element (domains, i);
+
+        if (!JSON_NODE_HOLDS_OBJECT (domain)) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                         "unexpected reply to 'query-domains' from virt-mirrord: "
+                         "a domain that is not an object");
+            return FALSE;
+        }
+        if (i > 0)
+            g_print ("\n");
+        print_domain (json_node_get_object (domain));
+    }
+    return TRUE;
+}
+
+gboolean
+vmr_cli_output_jobs (JsonNode *reply, GError **error)
+{
+    JsonArray *jobs = vmr_cli_json_expect_array (reply, "query-jobs", error);
+    g_autoptr (VmrCliTable) table = NULL;
+    g_autofree gchar *text = NULL;
+
+    if (jobs == NULL)
+        return FALSE;
+    if (json_array_get_length (jobs) == 0) {
+        g_print ("No jobs.\n");
+        return TRUE;
+    }
+    table = vmr_cli_table_new ("ID", "DOMAIN", "DISK", "STATE", "PROGRESS", "RATE", "ETA",
+                               "DESTINATION", NULL);
+    for (guint i = 0; i < json_array_get_length (jobs); i++) {
+        g_autoptr (VmrCliJob) job = NULL;
+        g_autofree gchar *percent = NULL;
+        g_autofree gchar *rate = NULL;
+        g_autofree gchar *eta = NULL;
+
+        job = vmr_cli_job_new (json_array_get_element (jobs, i), "query-jobs", error);
+        if (job == NULL)
+            return FALSE;
+        percent = vmr_cli_job_format_percent (job);
+        rate = vmr_cli_job_format_rate (job);
+        eta = vmr_cli_job_format_eta (job);
+        vmr_cli_table_add_row (table, job->id, job->domain, job->disk, job->state, percent, rate,
+                               eta, job->destination, NULL);
+    }
+    text = vmr_cli_table_to_string (table, "");
+    g_print ("%s", text);
+    return TRUE;
+}
+
+static void
+print_field (const gchar *label, const gchar *value)
+{
+    g_autofree gchar *label_colon = g_strconcat (label, ":", NULL);
+
+    g_print ("%-14s %s\n", label_colon, value != NULL && *value != '\0' ? value : "-");
+}
+
+static gchar *
+describe_image (const gchar *path, const gchar *format, gboolean created)
+{
+    g_autoptr (GString) text = g_string_new (path != NULL ? path : "?");
+
+    if (format != NULL || created) {
+        g_string_append (text, " (");
+        if (format != NULL)
+            g_string_append (text, format);
+        if (format != NULL && created)
+            g_string_append (text, ", ");
+        if (created)
+            g_string_append (text, "created by virt-mirror");
+        g_string_append (text, ")");
+    }
+    return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+static gchar *
+describe_progress (const VmrCliJob *job)
+{
+    g_autofree gchar *percent = vmr_cli_job_format_percent (job);
+    g_autofree gchar *amount = vmr_cli_job_format_amount (job);
+    g_autofree gchar *backlog = NULL;
+
+    if (percent == NULL || amount == NULL)
+        return percent != NULL ? g_steal_pointer (&percent) : NULL;
+    backlog = vmr_units_format_bytes (job->backlog);
+    return g_strdup_printf ("%s (%s, backlog %s)", percent, amount, backlog);
+}
+
+static void
+print_history (JsonArray *history)
+{
+    g_print ("History:\n");
+    for (guint i = 0; i < json_array_get_length (history); i++) {
+        JsonNode *node = json_array_get_element (history, i);
+        JsonObject *entry = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+        const gchar *state = vmr_cli_json_get_string (entry, "state");
+        const gchar *reason = vmr_cli_json_get_string (entry, "reason");
+        gint64 time_us = 0;
+        g_autofree gchar *time_text = NULL;
+
+        vmr_cli_json_get_int (entry, "time", &time_us);
+        time_text = vmr_cli_format_time (time_us);
+        g_print ("  %s  %s%s%s%s\n", time_text, state != NULL ? state : "?",
+                 reason != NULL ? " (" : "", reason != NULL ? reason : "",
+                 reason != NULL ? ")" : "");
+    }
+}
+
+static void
+print_other_members (JsonObject *obj)
+{
+    g_autoptr (GList) names = json_object_get_members (obj);
+
+    /* fields added to the protocol after this CLI still get shown */
+    for (GList *l = names; l != NULL; l = l->next) {
+        const gchar *name = l->data;
+        g_autofree gchar *value = NULL;
+
+        if (g_strv_contains (shown_job_members, name))
+            continue;
+        value = vmr_cli_json_to_string (json_object_get_member (obj, name), FALSE);
+        print_field (name, value);
+    }
+}
+
+void
+vmr_cli_output_job (const VmrCliJob *job)
+{
+    JsonObject *obj = json_node_get_object (job->node);
+    JsonArray *history = vmr_cli_json_get_array (obj, "history");
+    g_autofree gchar *source = describe_image (job->source, job->source_format, FALSE);
+    g_autofree gchar *destination
+        = describe_image (job->destination, job->format, job->created_destination);
+    g_autofree gchar *speed = vmr_cli_format_speed (job->speed);
+    g_autofree gchar *progress = describe_progress (job);
+    g_autofree gchar *rate = vmr_cli_job_format_rate (job);
+    g_autofree gchar *eta = vmr_cli_job_format_eta (job);
+    g_autofree gchar *created = job->created > 0 ? vmr_cli_format_time (job->created) : NULL;
+    g_autofree gchar *updated = job->updated > 0 ? vmr_cli_format_time (job->updated) : NULL;
+
+    print_field ("Job", job->id);
+    print_field ("Domain", job->domain);
+    print_field ("Disk", job->disk);
+    print_field ("State", job->state);
+    print_field ("Reason", job->reason);
+    print_field ("Source", source);
+    print_field ("Destination", destination);
+    print_field ("Speed limit", speed);
+    print_field ("Manual pivot", job->manual_pivot ? "yes" : "no");
+    print_field ("Progress", progress);
+    print_field ("Rate", rate);
+    print_field ("ETA", eta);
+    print_field ("Created", created);
+    print_field ("Updated", updated);
+    print_other_members (obj);
+    if (history != NULL)
+        print_history (history);
+}
+
+gchar *
+vmr_cli_output_describe_disk (const VmrCliJob *job)
+{
+    return g_strdup_printf ("%s of %s", job->disk != NULL ? job->disk : "?",
+                            job->domain != NULL ? job->domain : "?");
+}

@@ -1,0 +1,656 @@
+#define G_LOG_DOMAIN "vmr-policy"
+
+#include "policy.h"
+
+#include <stdio.h>
+
+#include "units.h"
+#include "vmr-error.h"
+
+#define BUILT_IN "built-in"
+
+typedef struct {
+    gchar *name;        /* as written between the brackets */
+    gchar *domain_glob; /* NULL for [defaults] */
+    gchar *disk_glob;   /* NULL unless a disk section */
+    guint specificity;  /* 0 defaults, 1 domain, 2 domain and disk */
+    guint order;        /* position in the file */
+    gboolean set[VMR_POLICY_KEY_LAST];
+    VmrPolicyRule values; /* only the keys in set[] mean anything */
+} PolicySection;
+
+struct _VmrPolicy {
+    gint ref_count;
+    gchar *source;
+    GPtrArray *sections; /* of PolicySection *, in file order */
+};
+
+static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
+    [VMR_POLICY_KEY_SAMPLE_INTERVAL] = "sample-interval",
+    [VMR_POLICY_KEY_SPEED] = "speed",
+    [VMR_POLICY_KEY_IOPS_THROTTLE] = "iops-throttle",
+    [VMR_POLICY_KEY_THROTTLE_SPEED] = "throttle-speed",
+    [VMR_POLICY_KEY_IOPS_DELAY] = "iops-delay",
+    [VMR_POLICY_KEY_RESUME_BELOW] = "resume-below",
+    [VMR_POLICY_KEY_HOLD] = "hold",
+    [VMR_POLICY_KEY_WINDOW] = "window",
+    [VMR_POLICY_KEY_MAX_DELAY] = "max-delay",
+    [VMR_POLICY_KEY_ON_MAX_DELAY] = "on-max-delay",
+};
+
+const gchar *
+vmr_policy_key_name (VmrPolicyKey key)
+{
+    return key < VMR_POLICY_KEY_LAST ? key_names[key] : "unknown";
+}
+
+static void
+set_built_in (VmrPolicyRule *rule)
+{
+    rule->sample_interval_us = G_USEC_PER_SEC;
+    rule->speed = 0;
+    rule->iops_throttle = 0;
+    rule->throttle_speed = 32 * 1024 * 1024;
+    rule->iops_delay = 0;
+    rule->resume_below = 80;
+    rule->hold_us = G_GINT64_CONSTANT (30) * G_USEC_PER_SEC;
+    rule->windows = g_array_new (FALSE, FALSE, sizeof (VmrWindow));
+    rule->max_delay_us = 0;
+    rule->on_max_delay = VMR_ON_MAX_DELAY_PROCEED;
+}
+
+static void
+rule_clear (VmrPolicyRule *rule)
+{
+    g_clear_pointer (&rule->windows, g_array_unref);
+    for (guint i = 0; i < VMR_POLICY_KEY_LAST; i++)
+        g_clear_pointer (&rule->origin[i], g_free);
+}
+
+void
+vmr_policy_rule_free (VmrPolicyRule *rule)
+{
+    if (rule == NULL)
+        return;
+    rule_clear (rule);
+    g_free (rule);
+}
+
+static void
+section_free (PolicySection *section)
+{
+    g_free (section->name);
+    g_free (section->domain_glob);
+    g_free (section->disk_glob);
+    rule_clear (&section->values);
+    g_free (section);
+}
+
+/* copies the value of @key from @from to @to */
+static void
+copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPolicyKey key)
+{
+    switch (key) {
+        case VMR_POLICY_KEY_SAMPLE_INTERVAL:
+            to->sample_interval_us = from->sample_interval_us;
+            break;
+        case VMR_POLICY_KEY_SPEED:
+            to->speed = from->speed;
+            break;
+        case VMR_POLICY_KEY_IOPS_THROTTLE:
+            to->iops_throttle = from->iops_throttle;
+            break;
+        case VMR_POLICY_KEY_THROTTLE_SPEED:
+            to->throttle_speed = from->throttle_speed;
+            break;
+        case VMR_POLICY_KEY_IOPS_DELAY:
+            to->iops_delay = from->iops_delay;
+            break;
+        case VMR_POLICY_KEY_RESUME_BELOW:
+            to->resume_below = from->resume_below;
+            break;
+        case VMR_POLICY_KEY_HOLD:
+            to->hold_us = from->hold_us;
+            break;
+        case VMR_POLICY_KEY_WINDOW:
+            g_array_set_size (to->windows, 0);
+            g_array_append_vals (to->windows, from->windows->data, from->windows->len);
+            break;
+        case VMR_POLICY_KEY_MAX_DELAY:
+            to->max_delay_us = from->max_delay_us;
+            break;
+        case VMR_POLICY_KEY_ON_MAX_DELAY:
+            to->on_max_delay = from->on_max_delay;
+            break;
+        case VMR_POLICY_KEY_LAST:
+        default:
+            g_assert_not_reached ();
+    }
+}
+
+/* ---- values ---- */
+
+static gboolean
+parse_clock (const gchar *text, gint *out_seconds)
+{
+    guint hours, minutes;
+    gchar extra;
+
+    if (sscanf (text, "%2u:%2u%c", &hours, &minutes, &extra) != 2)
+        return FALSE;
+    if (hours > 24 || minutes > 59 || (hours == 24 && minutes != 0))
+        return FALSE;
+    *out_seconds = (gint) (hours * 3600 + minutes * 60);
+    return TRUE;
+}
+
+static gboolean
+parse_windows (const gchar *text, GArray *windows, GError **error)
+{
+    g_auto (GStrv) parts = g_strsplit_set (text, ", ", -1);
+
+    for (guint i = 0; parts[i] != NULL; i++) {
+        g_auto (GStrv) ends = NULL;
+        VmrWindow window;
+
+        if (*parts[i] == '\0')
+            continue;
+        ends = g_strsplit (parts[i], "-", -1);
+        if (g_strv_length (ends) != 2 || !parse_clock (ends[0], &window.start) ||
+            !parse_clock (ends[1], &window.end)) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "'%s' is not a time range like 22:00-06:00", parts[i]);
+            return FALSE;
+        }
+        if (window.end == 24 * 3600)
+            window.end = 0;
+        if (window.start == window.end) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "'%s' is empty (use no window for any time)", parts[i]);
+            return FALSE;
+        }
+        g_array_append_val (windows, window);
+    }
+    if (windows->len == 0) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "no time range given (leave the key out for any time)");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+parse_count (const gchar *text, guint64 *out, GError **error)
+{
+    if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT32, out, NULL)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is not a whole number of IOPS", text);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text, GError **error)
+{
+    g_autoptr (GError) local_error = NULL;
+    guint64 number = 0;
+    gint64 usec = 0;
+
+    switch (key) {
+        case VMR_POLICY_KEY_SAMPLE_INTERVAL:
+            if (!vmr_units_parse_duration (text, &usec, error))
+                return FALSE;
+            if (usec < 100 * 1000 || usec > G_GINT64_CONSTANT (60) * G_USEC_PER_SEC) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is out of range (100ms to 60s)", text);
+                return FALSE;
+            }
+            rule->sample_interval_us = usec;
+            return TRUE;
+        case VMR_POLICY_KEY_SPEED:
+            return vmr_units_parse_bytes (text, &rule->speed, error);
+        case VMR_POLICY_KEY_THROTTLE_SPEED:
+            return vmr_units_parse_bytes (text, &rule->throttle_speed, error);
+        case VMR_POLICY_KEY_IOPS_THROTTLE:
+            return parse_count (text, &rule->iops_throttle, error);
+        case VMR_POLICY_KEY_IOPS_DELAY:
+            return parse_count (text, &rule->iops_delay, error);
+        case VMR_POLICY_KEY_RESUME_BELOW: {
+            g_autofree gchar *digits = g_strdup (text);
+
+            if (g_str_has_suffix (digits, "%"))
+                digits[strlen (digits) - 1] = '\0';
+            if (!g_ascii_string_to_unsigned (digits, 10, 1, 99, &number, NULL)) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is not a percentage from 1 to 99", text);
+                return FALSE;
+            }
+            rule->resume_below = (guint) number;
+            return TRUE;
+        }
+        case VMR_POLICY_KEY_HOLD:
+            return vmr_units_parse_duration (text, &rule->hold_us, error);
+        case VMR_POLICY_KEY_MAX_DELAY:
+            return vmr_units_parse_duration (text, &rule->max_delay_us, error);
+        case VMR_POLICY_KEY_WINDOW:
+            g_array_set_size (rule->windows, 0);
+            return parse_windows (text, rule->windows, error);
+        case VMR_POLICY_KEY_ON_MAX_DELAY:
+            if (g_strcmp0 (text, "proceed") == 0) {
+                rule->on_max_delay = VMR_ON_MAX_DELAY_PROCEED;
+                return TRUE;
+            }
+            if (g_strcmp0 (text, "fail") == 0) {
+                rule->on_max_delay = VMR_ON_MAX_DELAY_FAIL;
+                return TRUE;
+            }
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "'%s' is neither proceed nor fail", text);
+            return FALSE;
+        case VMR_POLICY_KEY_LAST:
+        default:
+            g_assert_not_reached ();
+    }
+}
+
+/* ---- the file ---- */
+
+typedef struct {
+    const gchar *name;
+    GString *errors;
+    GHashTable *lines; /* "group" or "group\nkey" -> line number */
+} Loader;
+
+static guint
+line_of (Loader *loader, const gchar *group, const gchar *key)
+{
+    g_autofree gchar *id = key != NULL ? g_strconcat (group, "\n", key, NULL) : g_strdup (group);
+
+    return GPOINTER_TO_UINT (g_hash_table_lookup (loader->lines, id));
+}
+
+G_GNUC_PRINTF (5, 6)
+static void
+add_error (Loader *loader, const gchar *group, const gchar *key, guint line, const gchar *format,
+           ...)
+{
+    g_autofree gchar *message = NULL;
+    va_list args;
+
+    va_start (args, format);
+    message = g_strdup_vprintf (format, args);
+    va_end (args);
+    if (line == 0 && group != NULL)
+        line = line_of (loader, group, key);
+    g_string_append_printf (loader->errors, "%s%s:%u: ", loader->errors->len > 0 ? "\n" : "",
+                            loader->name, line);
+    if (group != NULL)
+        g_string_append_printf (loader->errors, "[%s] ", group);
+    if (key != NULL)
+        g_string_append_printf (loader->errors, "%s: ", key);
+    g_string_append (loader->errors, message);
+}
+
+/*
+ * GKeyFile does the parsing but knows no line numbers, so the text is read
+ * once more to find where each group and key stands, and to report lines
+ * that are not a group, a key or a comment.
+ */
+static void
+index_lines (Loader *loader, const gchar *text)
+{
+    g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+    g_autofree gchar *group = NULL;
+
+    for (guint i = 0; lines[i] != NULL; i++) {
+        g_autofree gchar *line = g_strstrip (g_strdup (lines[i]));
+        gchar *eq;
+
+        if (*line == '\0' || *line == '#')
+            continue;
+        if (*line == '[') {
+            gchar *end = strchr (line, ']');
+
+            if (end == NULL || end[1] != '\0') {
+                add_error (loader, NULL, NULL, i + 1, "'%s' is not a section header", line);
+                continue;
+            }
+            g_free (group);
+            group = g_strndup (line + 1, (gsize) (end - line - 1));
+            if (!g_hash_table_contains (loader->lines, group))
+                g_hash_table_insert (loader->lines, g_strdup (group), GUINT_TO_POINTER (i + 1));
+            continue;
+        }
+        eq = strchr (line, '=');
+        if (eq == NULL) {
+            add_error (loader, NULL, NULL, i + 1, "'%s' is not a 'key = value' line", line);
+            continue;
+        }
+        if (group == NULL) {
+            add_error (loader, NULL, NULL, i + 1, "a key before the first section");
+            continue;
+        }
+        *eq = '\0';
+        g_strstrip (line);
+        g_hash_table_insert (loader->lines, g_strconcat (group, "\n", line, NULL),
+                             GUINT_TO_POINTER (i + 1));
+    }
+}
+
+static PolicySection *
+parse_section_name (Loader *loader, const gchar *group, guint order)
+{
+    g_auto (GStrv) words = g_strsplit_set (group, " \t", -1);
+    g_autoptr (GPtrArray) tokens = g_ptr_array_new ();
+    PolicySection *section;
+
+    for (guint i = 0; words[i] != NULL; i++) {
+        if (*words[i] != '\0')
+            g_ptr_array_add (tokens, words[i]);
+    }
+    section = g_new0 (PolicySection, 1);
+    section->name = g_strdup (group);
+    section->order = order;
+    set_built_in (&section->values);
+    if (tokens->len == 1 && g_strcmp0 (tokens->pdata[0], "defaults") == 0)
+        return section;
+    if (tokens->len == 2 && g_strcmp0 (tokens->pdata[0], "domain") == 0) {
+        section->domain_glob = g_strdup (tokens->pdata[1]);
+        section->specificity = 1;
+        return section;
+    }
+    if (tokens->len == 4 && g_strcmp0 (tokens->pdata[0], "domain") == 0 &&
+        g_strcmp0 (tokens->pdata[2], "disk") == 0) {
+        section->domain_glob = g_strdup (tokens->pdata[1]);
+        section->disk_glob = g_strdup (tokens->pdata[3]);
+        section->specificity = 2;
+        return section;
+    }
+    add_error (loader, group, NULL, 0,
+               "unknown section (expected [defaults], [domain GLOB] or [domain GLOB disk NAME])");
+    section_free (section);
+    return NULL;
+}
+
+/* the thresholds of @section, over [defaults] where it is silent, must make sense */
+static void
+check_combination (Loader *loader, PolicySection *section, PolicySection *defaults)
+{
+    VmrPolicyRule rule = { 0 };
+    PolicySection *layers[] = { defaults, section };
+
+    set_built_in (&rule);
+    for (guint l = 0; l < G_N_ELEMENTS (layers); l++) {
+        for (guint k = 0; layers[l] != NULL && k < VMR_POLICY_KEY_LAST; k++) {
+            if (layers[l]->set[k])
+                copy_value (&rule, &layers[l]->values, k);
+        }
+    }
+    /* report at a key this section sets, so the line points at the culprit */
+#define AT(k1, k2) (section->set[k1] ? key_names[k1] : key_names[k2])
+    if (rule.iops_throttle > 0 && rule.iops_delay > 0 && rule.iops_throttle >= rule.iops_delay &&
+        (section->set[VMR_POLICY_KEY_IOPS_THROTTLE] || section->set[VMR_POLICY_KEY_IOPS_DELAY]))
+        add_error (loader, section->name,
+                   AT (VMR_POLICY_KEY_IOPS_THROTTLE, VMR_POLICY_KEY_IOPS_DELAY), 0,
+                   "iops-throttle (%" G_GUINT64_FORMAT ") must be below iops-delay (%" G_GUINT64_FORMAT
+                   "): a copy slows down before it stops",
+                   rule.iops_throttle, rule.iops_delay);
+    if (rule.iops_throttle > 0 && rule.throttle_speed == 0 &&
+        (section->set[VMR_POLICY_KEY_IOPS_THROTTLE] || section->set[VMR_POLICY_KEY_THROTTLE_SPEED]))
+        add_error (loader, section->name,
+                   AT (VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_IOPS_THROTTLE), 0,
+                   "throttle-speed must be above 0 when iops-throttle is set");
+    if (rule.iops_throttle > 0 && rule.speed > 0 && rule.throttle_speed >= rule.speed &&
+        (section->set[VMR_POLICY_KEY_SPEED] || section->set[VMR_POLICY_KEY_THROTTLE_SPEED]))
+        add_error (loader, section->name, AT (VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_SPEED),
+                   0, "throttle-speed must be below speed");
+#undef AT
+    rule_clear (&rule);
+}
+
+VmrPolicy *
+vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
+{
+    g_autoptr (GKeyFile) keyfile = g_key_file_new ();
+    g_autoptr (GError) local_error = NULL;
+    g_autoptr (GHashTable) lines = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr (GString) errors = g_string_new (NULL);
+    g_auto (GStrv) groups = NULL;
+    Loader loader = { name, errors, lines };
+    VmrPolicy *self;
+    PolicySection *defaults = NULL;
+
+    index_lines (&loader, text);
+    if (errors->len > 0) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, errors->str);
+        return NULL;
+    }
+    if (!g_key_file_load_from_data (keyfile, text, (gsize) -1, G_KEY_FILE_NONE, &local_error)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "%s: %s", name,
+                     local_error->message);
+        return NULL;
+    }
+
+    self = g_new0 (VmrPolicy, 1);
+    self->ref_count = 1;
+    self->source = g_strdup (name);
+    self->sections = g_ptr_array_new_with_free_func ((GDestroyNotify) section_free);
+    groups = g_key_file_get_groups (keyfile, NULL);
+    for (guint g = 0; groups[g] != NULL; g++) {
+        g_auto (GStrv) keys = g_key_file_get_keys (keyfile, groups[g], NULL, NULL);
+        PolicySection *section = parse_section_name (&loader, groups[g], g);
+
+        if (section == NULL)
+            continue;
+        for (guint k = 0; keys != NULL && keys[k] != NULL; k++) {
+            g_autofree gchar *value = g_key_file_get_value (keyfile, groups[g], keys[k], NULL);
+            g_autoptr (GError) value_error = NULL;
+            gint key = -1;
+
+            for (guint i = 0; i < VMR_POLICY_KEY_LAST; i++) {
+                if (g_strcmp0 (key_names[i], keys[k]) == 0)
+                    key = (gint) i;
+            }
+            if (key < 0) {
+                add_error (&loader, groups[g], keys[k], 0, "unknown key");
+                continue;
+            }
+            g_strstrip (value);
+            if (!parse_value (&section->values, key, value, &value_error)) {
+                add_error (&loader, groups[g], keys[k], 0, "%s", value_error->message);
+                continue;
+            }
+            section->set[key] = TRUE;
+        }
+        if (section->specificity == 0)
+            defaults = section;
+        g_ptr_array_add (self->sections, section);
+    }
+    for (guint i = 0; i < self->sections->len; i++)
+        check_combination (&loader, g_ptr_array_index (self->sections, i),
+                           g_ptr_array_index (self->sections, i) == defaults ? NULL : defaults);
+    if (errors->len > 0) {
+        vmr_policy_unref (self);
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, errors->str);
+        return NULL;
+    }
+    return self;
+}
+
+VmrPolicy *
+vmr_policy_load (const gchar *path, GError **error)
+{
+    g_autofree gchar *text = NULL;
+    g_autoptr (GError) local_error = NULL;
+
+    if (!g_file_get_contents (path, &text, NULL, &local_error)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "cannot read policy %s: %s",
+                     path, local_error->message);
+        return NULL;
+    }
+    return vmr_policy_load_from_data (path, text, error);
+}
+
+VmrPolicy *
+vmr_policy_new_default (void)
+{
+    VmrPolicy *self = g_new0 (VmrPolicy, 1);
+
+    self->ref_count = 1;
+    self->source = g_strdup (BUILT_IN);
+    self->sections = g_ptr_array_new_with_free_func ((GDestroyNotify) section_free);
+    return self;
+}
+
+VmrPolicy *
+vmr_policy_ref (VmrPolicy *self)
+{
+    g_atomic_int_inc (&self->ref_count);
+    return self;
+}
+
+void
+vmr_policy_unref (VmrPolicy *self)
+{
+    if (self == NULL || !g_atomic_int_dec_and_test (&self->ref_count))
+        return;
+    g_ptr_array_unref (self->sections);
+    g_free (self->source);
+    g_free (self);
+}
+
+const gchar *
+vmr_policy_get_source (VmrPolicy *self)
+{
+    return self->source;
+}
+
+static gboolean
+section_matches (const PolicySection *section, const gchar *domain, const gchar *disk)
+{
+    if (section->domain_glob != NULL &&
+        (domain == NULL || !g_pattern_match_simple (section->domain_glob, domain)))
+        return FALSE;
+    if (section->disk_glob != NULL &&
+        (disk == NULL || !g_pattern_match_simple (section->disk_glob, disk)))
+        return FALSE;
+    return TRUE;
+}
+
+VmrPolicyRule *
+vmr_policy_lookup (VmrPolicy *self, const gchar *domain, const gchar *disk)
+{
+    VmrPolicyRule *rule = g_new0 (VmrPolicyRule, 1);
+
+    set_built_in (rule);
+    for (guint k = 0; k < VMR_POLICY_KEY_LAST; k++) {
+        PolicySection *best = NULL;
+
+        for (guint i = 0; i < self->sections->len; i++) {
+            PolicySection *section = g_ptr_array_index (self->sections, i);
+
+            if (!section->set[k] || !section_matches (section, domain, disk))
+                continue;
+            /* more specific wins; among equals the later one */
+            if (best == NULL || section->specificity >= best->specificity)
+                best = section;
+        }
+        if (best != NULL)
+            copy_value (rule, &best->values, k);
+        rule->origin[k] = g_strdup (best != NULL ? best->name : BUILT_IN);
+    }
+    return rule;
+}
+
+gboolean
+vmr_policy_rule_in_window (const VmrPolicyRule *rule, gint seconds_of_day)
+{
+    if (rule->windows->len == 0)
+        return TRUE;
+    for (guint i = 0; i < rule->windows->len; i++) {
+        const VmrWindow *w = &g_array_index (rule->windows, VmrWindow, i);
+
+        if (w->start < w->end && seconds_of_day >= w->start && seconds_of_day < w->end)
+            return TRUE;
+        /* a range that crosses midnight */
+        if (w->start > w->end && (seconds_of_day >= w->start || seconds_of_day < w->end))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+gchar *
+vmr_policy_rule_format_windows (const VmrPolicyRule *rule)
+{
+    g_autoptr (GString) text = g_string_new (NULL);
+
+    if (rule->windows->len == 0)
+        return g_strdup ("any time");
+    for (guint i = 0; i < rule->windows->len; i++) {
+        const VmrWindow *w = &g_array_index (rule->windows, VmrWindow, i);
+
+        g_string_append_printf (text, "%s%02d:%02d-%02d:%02d", i > 0 ? ", " : "", w->start / 3600,
+                                (w->start / 60) % 60, w->end / 3600, (w->end / 60) % 60);
+    }
+    return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+static gchar *
+format_rate (guint64 bytes)
+{
+    static const gchar *const suffixes[] = { "", "K", "M", "G", "T" };
+    guint i = 0;
+
+    if (bytes == 0)
+        return g_strdup ("0");
+    while (i + 1 < G_N_ELEMENTS (suffixes) && bytes % 1024 == 0) {
+        bytes /= 1024;
+        i++;
+    }
+    return g_strdup_printf ("%" G_GUINT64_FORMAT "%s", bytes, suffixes[i]);
+}
+
+static gchar *
+format_duration (gint64 usec)
+{
+    if (usec == 0)
+        return g_strdup ("0");
+    if (usec % (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC) == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "h", usec / (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC));
+    if (usec % (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC) == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "m", usec / (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC));
+    if (usec % G_USEC_PER_SEC == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "s", usec / G_USEC_PER_SEC);
+    return g_strdup_printf ("%" G_GINT64_FORMAT "ms", usec / 1000);
+}
+
+gchar *
+vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
+{
+    switch (key) {
+        case VMR_POLICY_KEY_SAMPLE_INTERVAL:
+            return format_duration (rule->sample_interval_us);
+        case VMR_POLICY_KEY_SPEED:
+            return format_rate (rule->speed);
+        case VMR_POLICY_KEY_IOPS_THROTTLE:
+            return g_strdup_printf ("%" G_GUINT64_FORMAT, rule->iops_throttle);
+        case VMR_POLICY_KEY_THROTTLE_SPEED:
+            return format_rate (rule->throttle_speed);
+        case VMR_POLICY_KEY_IOPS_DELAY:
+            return g_strdup_printf ("%" G_GUINT64_FORMAT, rule->iops_delay);
+        case VMR_POLICY_KEY_RESUME_BELOW:
+            return g_strdup_printf ("%u%%", rule->resume_below);
+        case VMR_POLICY_KEY_HOLD:
+            return format_duration (rule->hold_us);
+        case VMR_POLICY_KEY_WINDOW:
+            return vmr_policy_rule_format_windows (rule);
+        case VMR_POLICY_KEY_MAX_DELAY:
+            return format_duration (rule->max_delay_us);
+        case VMR_POLICY_KEY_ON_MAX_DELAY:
+            return g_strdup (rule->on_max_delay == VMR_ON_MAX_DELAY_FAIL ? "fail" : "proceed");
+        case VMR_POLICY_KEY_LAST:
+        default:
+            return g_strdup ("");
+    }
+}

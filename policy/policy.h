@@ -1,0 +1,96 @@
+/*
+ * The policy file: a GKeyFile INI file owned by config management. It holds
+ * [defaults] and selector sections ([domain GLOB], [domain GLOB disk NAME]);
+ * for a given domain and disk the most specific section that sets a key wins,
+ * key by key, and among equally specific sections the later one in the file.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+    VMR_ON_MAX_DELAY_PROCEED,
+    VMR_ON_MAX_DELAY_FAIL,
+} VmrOnMaxDelay;
+
+/* a daily time range, in seconds since local midnight; end < start crosses midnight */
+typedef struct {
+    gint start;
+    gint end;
+} VmrWindow;
+
+typedef enum {
+    VMR_POLICY_KEY_SAMPLE_INTERVAL,
+    VMR_POLICY_KEY_SPEED,
+    VMR_POLICY_KEY_IOPS_THROTTLE,
+    VMR_POLICY_KEY_THROTTLE_SPEED,
+    VMR_POLICY_KEY_IOPS_DELAY,
+    VMR_POLICY_KEY_RESUME_BELOW,
+    VMR_POLICY_KEY_HOLD,
+    VMR_POLICY_KEY_WINDOW,
+    VMR_POLICY_KEY_MAX_DELAY,
+    VMR_POLICY_KEY_ON_MAX_DELAY,
+    VMR_POLICY_KEY_LAST,
+} VmrPolicyKey;
+
+/* the effective values for one disk */
+typedef struct {
+    gint64 sample_interval_us; /* how often guest load is sampled */
+    guint64 speed;             /* bytes/s of a copy at full speed, 0 = unlimited */
+    guint64 iops_throttle;     /* guest IOPS above which a copy slows down, 0 = never */
+    guint64 throttle_speed;    /* bytes/s of a slowed copy */
+    guint64 iops_delay;        /* guest IOPS above which a copy must not run, 0 = never */
+    guint resume_below;        /* percent of a threshold the load must fall under */
+    gint64 hold_us;            /* ... and stay under, before the copy speeds up again */
+    GArray *windows;           /* of VmrWindow; empty = any time */
+    gint64 max_delay_us;       /* longest time a copy may be held back, 0 = no limit */
+    VmrOnMaxDelay on_max_delay;
+
+    /* the section each value came from, e.g. "defaults", "domain web*", or
+     * "built-in" for a key no section sets */
+    gchar *origin[VMR_POLICY_KEY_LAST];
+} VmrPolicyRule;
+
+typedef struct _VmrPolicy VmrPolicy;
+
+/* the built-in policy, used when no file exists */
+VmrPolicy *vmr_policy_new_default (void);
+
+/*
+ * Loads and validates @path. Every problem is reported, one per line, as
+ * "FILE:LINE: [SECTION] KEY: what is wrong", in @error
+ * (VMR_ERROR_INVALID_ARGUMENT).
+ */
+VmrPolicy *vmr_policy_load (const gchar *path, GError **error);
+
+/* the same from text; @name is used in messages */
+VmrPolicy *vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error);
+
+VmrPolicy *vmr_policy_ref (VmrPolicy *self);
+void vmr_policy_unref (VmrPolicy *self);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrPolicy, vmr_policy_unref)
+
+/* where the policy came from: a path, or "built-in" */
+const gchar *vmr_policy_get_source (VmrPolicy *self);
+
+/* the effective values for @disk of @domain (@disk may be NULL) */
+VmrPolicyRule *vmr_policy_lookup (VmrPolicy *self, const gchar *domain, const gchar *disk);
+
+void vmr_policy_rule_free (VmrPolicyRule *rule);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrPolicyRule, vmr_policy_rule_free)
+
+/* the key's name in the file, e.g. "iops-delay" */
+const gchar *vmr_policy_key_name (VmrPolicyKey key);
+
+/* the value of @key in @rule as the file would spell it, e.g. "10s" */
+gchar *vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key);
+
+/* TRUE if @seconds_of_day (local time) lies in one of the rule's windows */
+gboolean vmr_policy_rule_in_window (const VmrPolicyRule *rule, gint seconds_of_day);
+
+/* "22:00-06:00, 12:00-13:00" or "any time" */
+gchar *vmr_policy_rule_format_windows (const VmrPolicyRule *rule);
+
+G_END_DECLS
