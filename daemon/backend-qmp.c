@@ -122,7 +122,7 @@ best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 /* ---- disk discovery ---- */
 
 typedef struct {
-    GPtrArray *disks;   /* of VmrDisk * */
+    GPtrArray *disks;      /* of VmrDisk * */
     GPtrArray *qdev_paths; /* QOM path per disk, for the iothread look-up */
     guint pending;
 } QueryDisksData;
@@ -148,8 +148,8 @@ plain_filename (const gchar *name)
     if (name == NULL || !g_str_has_prefix (name, "json:"))
         return g_strdup (name);
     parser = json_parser_new ();
-    if (!json_parser_load_from_data (parser, name + 5, -1, NULL) ||
-        !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    if (!json_parser_load_from_data (parser, name + 5, -1, NULL)
+        || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
         return g_strdup (name);
     obj = json_node_get_object (json_parser_get_root (parser));
     while (obj != NULL) {
@@ -248,8 +248,8 @@ named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
             g_autofree gchar *filename = plain_filename (member_string (node, "file"));
 
-            if (g_strcmp0 (member_string (node, "node-name"), disk->node) == 0 ||
-                g_strcmp0 (filename, disk->path) != 0)
+            if (g_strcmp0 (member_string (node, "node-name"), disk->node) == 0
+                || g_strcmp0 (filename, disk->path) != 0)
                 continue;
             if (g_strcmp0 (drv, "file") != 0 && g_strcmp0 (drv, "host_device") != 0)
                 continue;
@@ -340,8 +340,8 @@ vmr_backend_qmp_query_disks_async (VmrBackend *backend, GCancellable *cancellabl
     data->disks = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_disk_free);
     data->qdev_paths = g_ptr_array_new_with_free_func (g_free);
     g_task_set_task_data (task, data, (GDestroyNotify) query_disks_data_free);
-    vmr_qmp_client_execute_async (self->client, "query-block", NULL, 0, cancellable,
-                                  query_block_cb, task);
+    vmr_qmp_client_execute_async (self->client, "query-block", NULL, 0, cancellable, query_block_cb,
+                                  task);
 }
 
 static GPtrArray *
@@ -354,7 +354,7 @@ vmr_backend_qmp_query_disks_finish (VmrBackend *backend, GAsyncResult *res, GErr
 
 typedef struct {
     VmrJob *job;
-    VmrDisk *disk; /* a copy of what the caller gave */
+    VmrDisk *disk;      /* a copy of what the caller gave */
     MirrorTrack *track; /* owned until handed to self->tracks, then NULL */
     gchar *dest_node;
     gboolean dest_added;
@@ -409,8 +409,7 @@ start_fail (GTask *task, GError *error)
     if (data->dest_added) {
         g_autoptr (JsonObject) args = args_device ("node-name", data->dest_node);
 
-        vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL,
-                                      best_effort_cb,
+        vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL, best_effort_cb,
                                       g_strdup_printf ("releasing %s", data->job->destination));
     }
     if (data->job->created_destination)
@@ -529,29 +528,27 @@ add_destination (GTask *task)
     JsonObject *file = json_object_new ();
     g_autofree gchar *file_node = g_strdup_printf ("%s-dst-file", data->job->id);
 
-    json_object_set_string_member (file, "driver",
-                                   vmr_destination_is_block_device (data->job->destination)
-                                       ? "host_device"
-                                       : "file");
+    json_object_set_string_member (
+        file, "driver",
+        vmr_destination_is_block_device (data->job->destination) ? "host_device" : "file");
     json_object_set_string_member (file, "filename", data->job->destination);
     json_object_set_string_member (file, "node-name", file_node);
-    json_object_set_object_member (file, "cache",
-                                   cache_object (data->disk->file_cache_direct,
-                                                 data->disk->file_cache_no_flush));
+    json_object_set_object_member (
+        file, "cache",
+        cache_object (data->disk->file_cache_direct, data->disk->file_cache_no_flush));
 
     json_object_set_string_member (args, "driver", data->job->format);
     json_object_set_string_member (args, "node-name", data->dest_node);
     json_object_set_object_member (args, "file", file);
-    json_object_set_object_member (args, "cache",
-                                   cache_object (data->disk->cache_direct,
-                                                 data->disk->cache_no_flush));
+    json_object_set_object_member (
+        args, "cache", cache_object (data->disk->cache_direct, data->disk->cache_no_flush));
     json_object_set_string_member (args, "discard", "unmap");
     /* a larger raw file or device is used for its first bytes only */
     if (g_strcmp0 (data->job->format, "raw") == 0 && !data->job->created_destination) {
         guint64 dest_size = 0;
 
-        if (vmr_destination_get_size (data->job->destination, &dest_size, NULL) &&
-            dest_size > data->disk->size)
+        if (vmr_destination_get_size (data->job->destination, &dest_size, NULL)
+            && dest_size > data->disk->size)
             json_object_set_int_member (args, "size", (gint64) data->disk->size);
     }
     vmr_qmp_client_execute_async (self->client, "blockdev-add", args, 0,
@@ -776,17 +773,16 @@ client_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *event_data
     } else if (g_strcmp0 (name, "BLOCK_JOB_CANCELLED") == 0) {
         track->cancelled = TRUE;
     } else if (g_strcmp0 (name, "BLOCK_JOB_ERROR") == 0) {
-        g_message ("job %s: I/O error during %s", job_id,
-                   member_string (event_data, "operation"));
-    } else if (g_strcmp0 (name, "BLOCK_JOB_READY") == 0 ||
-               (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0 &&
-                g_strcmp0 (member_string (event_data, "status"), "ready") == 0)) {
+        g_message ("job %s: I/O error during %s", job_id, member_string (event_data, "operation"));
+    } else if (g_strcmp0 (name, "BLOCK_JOB_READY") == 0
+               || (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0
+                   && g_strcmp0 (member_string (event_data, "status"), "ready") == 0)) {
         if (!track->ready) {
             track->ready = TRUE;
             vmr_backend_emit_job_ready (VMR_BACKEND (self), job_id);
         }
-    } else if (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0 &&
-               g_strcmp0 (member_string (event_data, "status"), "concluded") == 0) {
+    } else if (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0
+               && g_strcmp0 (member_string (event_data, "status"), "concluded") == 0) {
         finish_track (self, track);
     }
 }
@@ -922,6 +918,64 @@ vmr_backend_qmp_query_progress_finish (VmrBackend *backend, GAsyncResult *res, G
     return g_task_propagate_pointer (G_TASK (res), error);
 }
 
+/* ---- guest load ---- */
+
+static void
+blockstats_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GHashTable) result = NULL;
+    JsonArray *entries;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    entries = reply != NULL ? reply_array (reply, "query-blockstats", &error) : NULL;
+    if (entries == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    result = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+    for (guint i = 0; i < json_array_get_length (entries); i++) {
+        JsonObject *entry = json_array_get_object_element (entries, i);
+        JsonObject *stats = member_object (entry, "stats");
+        const gchar *qdev = member_string (entry, "qdev");
+        VmrIoCounters *counters;
+
+        /* keyed by the device: its node changes at the pivot and a mirror
+         * filter sits on top while copying, but the device stays */
+        if (stats == NULL || qdev == NULL || *qdev == '\0')
+            continue;
+        counters = g_new0 (VmrIoCounters, 1);
+        counters->read_ops = (guint64) member_int (stats, "rd_operations");
+        counters->write_ops = (guint64) member_int (stats, "wr_operations");
+        counters->read_time_ns = (guint64) member_int (stats, "rd_total_time_ns");
+        counters->write_time_ns = (guint64) member_int (stats, "wr_total_time_ns");
+        g_hash_table_insert (result,
+                             qdev_id_from_path (qdev, member_string (entry, "device"),
+                                                member_string (entry, "node-name")),
+                             counters);
+    }
+    g_task_return_pointer (task, g_steal_pointer (&result), (GDestroyNotify) g_hash_table_unref);
+}
+
+static void
+vmr_backend_qmp_query_load_async (VmrBackend *backend, GCancellable *cancellable,
+                                  GAsyncReadyCallback callback, gpointer user_data)
+{
+    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+
+    vmr_qmp_client_execute_async (self->client, "query-blockstats", NULL, 0, cancellable,
+                                  blockstats_cb, task);
+}
+
+static GHashTable *
+vmr_backend_qmp_query_load_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
+
 /* ---- connection ---- */
 
 static void
@@ -974,8 +1028,7 @@ vmr_backend_qmp_connect_async (const gchar *monitor_path, GCancellable *cancella
     GTask *task = g_task_new (NULL, cancellable, callback, user_data);
 
     g_task_set_task_data (task, g_strdup (monitor_path), g_free);
-    vmr_qmp_client_connect_async (monitor_path, GREETING_TIMEOUT_MS, cancellable, connect_cb,
-                                  task);
+    vmr_qmp_client_connect_async (monitor_path, GREETING_TIMEOUT_MS, cancellable, connect_cb, task);
 }
 
 VmrBackend *
@@ -1048,5 +1101,7 @@ vmr_backend_qmp_class_init (VmrBackendQmpClass *klass)
     backend_class->job_command_finish = vmr_backend_qmp_job_command_finish;
     backend_class->query_progress_async = vmr_backend_qmp_query_progress_async;
     backend_class->query_progress_finish = vmr_backend_qmp_query_progress_finish;
+    backend_class->query_load_async = vmr_backend_qmp_query_load_async;
+    backend_class->query_load_finish = vmr_backend_qmp_query_load_finish;
     backend_class->close = vmr_backend_qmp_close;
 }

@@ -85,6 +85,19 @@ vmr_backend_query_progress_finish (VmrBackend *self, GAsyncResult *res, GError *
 }
 
 void
+vmr_backend_query_load_async (VmrBackend *self, GCancellable *cancellable,
+                              GAsyncReadyCallback callback, gpointer user_data)
+{
+    VMR_BACKEND_GET_CLASS (self)->query_load_async (self, cancellable, callback, user_data);
+}
+
+GHashTable *
+vmr_backend_query_load_finish (VmrBackend *self, GAsyncResult *res, GError **error)
+{
+    return VMR_BACKEND_GET_CLASS (self)->query_load_finish (self, res, error);
+}
+
+void
 vmr_backend_close (VmrBackend *self)
 {
     VMR_BACKEND_GET_CLASS (self)->close (self);
@@ -117,14 +130,13 @@ vmr_backend_init (VmrBackend *self)
 static void
 vmr_backend_class_init (VmrBackendClass *klass)
 {
-    signals[SIGNAL_JOB_READY] = g_signal_new ("job-ready", G_TYPE_FROM_CLASS (klass),
-                                              G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                              G_TYPE_NONE, 1, G_TYPE_STRING);
-    signals[SIGNAL_JOB_FINISHED] = g_signal_new ("job-finished", G_TYPE_FROM_CLASS (klass),
-                                                 G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                                 G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_INT,
-                                                 G_TYPE_STRING);
-    signals[SIGNAL_DISCONNECTED] = g_signal_new ("disconnected", G_TYPE_FROM_CLASS (klass),
-                                                 G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                                 G_TYPE_NONE, 1, G_TYPE_ERROR);
+    signals[SIGNAL_JOB_READY]
+        = g_signal_new ("job-ready", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                        NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+    signals[SIGNAL_JOB_FINISHED]
+        = g_signal_new ("job-finished", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                        NULL, G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_INT, G_TYPE_STRING);
+    signals[SIGNAL_DISCONNECTED]
+        = g_signal_new ("disconnected", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                        NULL, G_TYPE_NONE, 1, G_TYPE_ERROR);
 }

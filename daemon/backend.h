@@ -9,6 +9,7 @@
 
 #include "disk.h"
 #include "job.h"
+#include "load-history.h"
 
 G_BEGIN_DECLS
 
@@ -78,6 +79,11 @@ struct _VmrBackendClass {
                                   GAsyncReadyCallback callback, gpointer user_data);
     GPtrArray *(*query_progress_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
 
+    /* guest I/O counters per disk: a GHashTable of disk id -> VmrIoCounters * */
+    void (*query_load_async) (VmrBackend *self, GCancellable *cancellable,
+                              GAsyncReadyCallback callback, gpointer user_data);
+    GHashTable *(*query_load_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
+
     void (*close) (VmrBackend *self);
 };
 
@@ -86,8 +92,7 @@ JsonObject *vmr_backend_describe (VmrBackend *self);
 
 void vmr_backend_query_disks_async (VmrBackend *self, GCancellable *cancellable,
                                     GAsyncReadyCallback callback, gpointer user_data);
-GPtrArray *vmr_backend_query_disks_finish (VmrBackend *self, GAsyncResult *res,
-                                           GError **error);
+GPtrArray *vmr_backend_query_disks_finish (VmrBackend *self, GAsyncResult *res, GError **error);
 
 void vmr_backend_start_copy_async (VmrBackend *self, VmrJob *job, const VmrDisk *disk,
                                    GCancellable *cancellable, GAsyncReadyCallback callback,
@@ -101,8 +106,15 @@ gboolean vmr_backend_job_command_finish (VmrBackend *self, GAsyncResult *res, GE
 
 void vmr_backend_query_progress_async (VmrBackend *self, GCancellable *cancellable,
                                        GAsyncReadyCallback callback, gpointer user_data);
-GPtrArray *vmr_backend_query_progress_finish (VmrBackend *self, GAsyncResult *res,
-                                              GError **error);
+GPtrArray *vmr_backend_query_progress_finish (VmrBackend *self, GAsyncResult *res, GError **error);
+
+/*
+ * The guest's own I/O counters of each disk, keyed by disk id. They count
+ * what the guest device submits, never the copy's traffic.
+ */
+void vmr_backend_query_load_async (VmrBackend *self, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data);
+GHashTable *vmr_backend_query_load_finish (VmrBackend *self, GAsyncResult *res, GError **error);
 
 void vmr_backend_close (VmrBackend *self);
 

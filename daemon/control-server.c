@@ -132,11 +132,12 @@ check_args (JsonObject *args, const ArgSpec *spec, GError **error)
             continue;
         }
         value_type = JSON_NODE_HOLDS_VALUE (node) ? json_node_get_value_type (node) : G_TYPE_NONE;
-        if ((s->type == ARG_STRING && value_type != G_TYPE_STRING) ||
-            (s->type == ARG_BOOL && value_type != G_TYPE_BOOLEAN) ||
-            (s->type == ARG_UINT && (value_type != G_TYPE_INT64 || json_node_get_int (node) < 0))) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "parameter '%s' must be %s", s->name,
+        if ((s->type == ARG_STRING && value_type != G_TYPE_STRING)
+            || (s->type == ARG_BOOL && value_type != G_TYPE_BOOLEAN)
+            || (s->type == ARG_UINT
+                && (value_type != G_TYPE_INT64 || json_node_get_int (node) < 0))) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "parameter '%s' must be %s",
+                         s->name,
                          s->type == ARG_STRING ? "a string"
                          : s->type == ARG_BOOL ? "a boolean"
                                                : "a non-negative integer");
@@ -255,7 +256,7 @@ job_reply_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         request_error (req, error);
         return;
     }
-    request_return_object (req, vmr_job_to_json (job));
+    request_return_object (req, vmr_engine_job_to_json (req->server->engine, job));
 }
 
 static void
@@ -268,6 +269,8 @@ handle_migrate (Request *req, JsonObject *args)
         .format = arg_string (args, "format"),
         .reuse = arg_bool (args, "reuse"),
         .speed = arg_uint (args, "speed"),
+        .speed_given = json_object_has_member (args, "speed")
+                       && !JSON_NODE_HOLDS_NULL (json_object_get_member (args, "speed")),
         .manual_pivot = arg_bool (args, "manual-pivot"),
     };
 
@@ -290,7 +293,7 @@ handle_query_job (Request *req, JsonObject *args)
         request_error (req, error);
         return;
     }
-    request_return_object (req, vmr_job_to_json (job));
+    request_return_object (req, vmr_engine_job_to_json (req->server->engine, job));
 }
 
 static void
@@ -330,20 +333,48 @@ handle_job_set_speed (Request *req, JsonObject *args)
     job_command (req, args, VMR_BACKEND_COMMAND_SET_SPEED);
 }
 
+static void
+handle_reload (Request *req, JsonObject *args)
+{
+    g_autoptr (GError) error = NULL;
+    JsonObject *obj;
+
+    if (!vmr_engine_reload_policy (req->server->engine, &error)) {
+        request_error (req, error);
+        return;
+    }
+    obj = vmr_engine_show_policy (req->server->engine, NULL, NULL, NULL);
+    request_return_object (req, obj);
+}
+
+static void
+handle_query_policy (Request *req, JsonObject *args)
+{
+    g_autoptr (GError) error = NULL;
+    JsonObject *obj = vmr_engine_show_policy (req->server->engine, arg_string (args, "domain"),
+                                              arg_string (args, "disk"), &error);
+
+    if (obj == NULL) {
+        request_error (req, error);
+        return;
+    }
+    request_return_object (req, obj);
+}
+
 static const ArgSpec no_args[] = { { NULL } };
-static const ArgSpec attach_args[] = { { "name", ARG_STRING, TRUE },
-                                       { "qmp", ARG_STRING, TRUE },
-                                       { NULL } };
+static const ArgSpec policy_args[]
+    = { { "domain", ARG_STRING, FALSE }, { "disk", ARG_STRING, FALSE }, { NULL } };
+static const ArgSpec attach_args[]
+    = { { "name", ARG_STRING, TRUE }, { "qmp", ARG_STRING, TRUE }, { NULL } };
 static const ArgSpec name_args[] = { { "name", ARG_STRING, TRUE }, { NULL } };
 static const ArgSpec id_args[] = { { "id", ARG_STRING, TRUE }, { NULL } };
-static const ArgSpec speed_args[] = { { "id", ARG_STRING, TRUE },
-                                      { "speed", ARG_UINT, TRUE },
-                                      { NULL } };
+static const ArgSpec speed_args[]
+    = { { "id", ARG_STRING, TRUE }, { "speed", ARG_UINT, TRUE }, { NULL } };
 static const ArgSpec migrate_args[] = {
-    { "domain", ARG_STRING, TRUE },       { "disk", ARG_STRING, TRUE },
-    { "destination", ARG_STRING, TRUE },  { "format", ARG_STRING, FALSE },
-    { "reuse", ARG_BOOL, FALSE },         { "speed", ARG_UINT, FALSE },
-    { "manual-pivot", ARG_BOOL, FALSE },  { NULL },
+    { "domain", ARG_STRING, TRUE },      { "disk", ARG_STRING, TRUE },
+    { "destination", ARG_STRING, TRUE }, { "format", ARG_STRING, FALSE },
+    { "reuse", ARG_BOOL, FALSE },        { "speed", ARG_UINT, FALSE },
+    { "manual-pivot", ARG_BOOL, FALSE }, { NULL },
 };
 
 static const struct {
@@ -364,6 +395,8 @@ static const struct {
     { "job-cancel", id_args, handle_job_cancel },
     { "job-pivot", id_args, handle_job_pivot },
     { "job-set-speed", speed_args, handle_job_set_speed },
+    { "reload", no_args, handle_reload },
+    { "query-policy", policy_args, handle_query_policy },
 };
 
 static void
@@ -387,8 +420,8 @@ dispatch (VmrControlServer *self, VmrQmpStream *stream, JsonObject *msg)
         return;
     }
     req->command = g_strdup (json_node_get_string (execute));
-    if (args_node != NULL && !JSON_NODE_HOLDS_OBJECT (args_node) &&
-        !JSON_NODE_HOLDS_NULL (args_node)) {
+    if (args_node != NULL && !JSON_NODE_HOLDS_OBJECT (args_node)
+        && !JSON_NODE_HOLDS_NULL (args_node)) {
         error = g_error_new_literal (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                      "'arguments' must be an object");
         request_error (req, error);
@@ -409,8 +442,8 @@ dispatch (VmrControlServer *self, VmrQmpStream *stream, JsonObject *msg)
         commands[i].handler (req, args);
         return;
     }
-    error = g_error_new (VMR_ERROR, VMR_ERROR_COMMAND_NOT_FOUND, "the command %s has not been found",
-                         req->command);
+    error = g_error_new (VMR_ERROR, VMR_ERROR_COMMAND_NOT_FOUND,
+                         "the command %s has not been found", req->command);
     request_error (req, error);
 }
 
@@ -535,8 +568,8 @@ vmr_control_server_listen (VmrControlServer *self, const gchar *path, GError **e
     /* the socket is born with mode 0600: only root may drive the daemon */
     old_umask = umask (0177);
     ok = g_socket_listener_add_address (G_SOCKET_LISTENER (self->service), address,
-                                        G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, NULL,
-                                        NULL, &local_error);
+                                        G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, NULL, NULL,
+                                        &local_error);
     umask (old_umask);
     if (!ok) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot listen on %s: %s", path,
@@ -575,8 +608,8 @@ vmr_control_server_new (VmrEngine *engine)
     VmrControlServer *self = g_object_new (VMR_TYPE_CONTROL_SERVER, NULL);
 
     self->engine = g_object_ref (engine);
-    self->job_changed_id =
-        g_signal_connect (engine, "job-changed", G_CALLBACK (job_changed_cb), self);
+    self->job_changed_id
+        = g_signal_connect (engine, "job-changed", G_CALLBACK (job_changed_cb), self);
     return self;
 }
 

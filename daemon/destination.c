@@ -98,8 +98,7 @@ vmr_destination_check (const VmrDestinationCheck *check, guint64 *out_size, GErr
         /* access() also reports a read-only or immutable directory for root */
         if (access (dir, W_OK | X_OK) < 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "destination directory %s is not writable: %s", dir,
-                         g_strerror (errno));
+                         "destination directory %s is not writable: %s", dir, g_strerror (errno));
             return FALSE;
         }
         return TRUE;
@@ -202,9 +201,9 @@ qemu_img_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         return;
     }
     if (!g_subprocess_get_successful (G_SUBPROCESS (source))) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s",
-                                 data->path,
-                                 stderr_text != NULL ? g_strstrip (stderr_text) : "qemu-img failed");
+        g_task_return_new_error (
+            task, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", data->path,
+            stderr_text != NULL ? g_strstrip (stderr_text) : "qemu-img failed");
         vmr_destination_remove (data->path);
         return;
     }
@@ -235,8 +234,8 @@ vmr_destination_create_async (const gchar *path, const gchar *format, guint64 si
             return;
         }
         proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE,
-                                 &error, "qemu-img", "create", "-q", "-f", "qcow2", path,
-                                 size_arg, NULL);
+                                 &error, "qemu-img", "create", "-q", "-f", "qcow2", path, size_arg,
+                                 NULL);
         if (proc == NULL) {
             g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
                                      "cannot create %s: cannot run qemu-img: %s", path,

@@ -9,11 +9,11 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    const gchar *path;            /* absolute */
-    const gchar *format;          /* "raw" or "qcow2" */
-    gboolean reuse;               /* the file must exist and is used as it is */
-    guint64 source_size;          /* virtual size of the source, bytes */
-    const gchar *const *in_use;   /* paths of every disk of the domain, NULL-terminated */
+    const gchar *path;          /* absolute */
+    const gchar *format;        /* "raw" or "qcow2" */
+    gboolean reuse;             /* the file must exist and is used as it is */
+    guint64 source_size;        /* virtual size of the source, bytes */
+    const gchar *const *in_use; /* paths of every disk of the domain, NULL-terminated */
 } VmrDestinationCheck;
 
 /*

@@ -2,40 +2,16 @@
 
 #include "engine.h"
 
+#include "engine-private.h"
+
 #include "backend-qmp.h"
 #include "destination.h"
 #include "vmr-error.h"
-
-/* how often a running copy's progress is read from QEMU */
-#define PROGRESS_INTERVAL_MS 500
-
-typedef struct {
-    VmrEngine *engine; /* not a reference: the engine owns the entry */
-    gchar *name;
-    VmrBackend *backend;
-    GPtrArray *disks; /* of VmrDisk *, as last discovered */
-    gboolean connected;
-    guint progress_source;
-    gboolean progress_in_flight;
-} DomainEntry;
-
-struct _VmrEngine {
-    GObject parent_instance;
-
-    gchar *state_dir;
-    GHashTable *domains; /* name -> DomainEntry *, owned */
-    GHashTable *jobs;    /* id -> VmrJob *, owned */
-    GPtrArray *job_order; /* of VmrJob *, owned, oldest first */
-    GHashTable *waiters; /* job id -> GPtrArray of GTask * waiting for the end */
-    guint last_job_number;
-};
 
 enum { SIGNAL_JOB_CHANGED, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 G_DEFINE_TYPE (VmrEngine, vmr_engine, G_TYPE_OBJECT)
-
-static void update_progress_timer (VmrEngine *self, DomainEntry *entry);
 
 static void
 domain_entry_free (DomainEntry *entry)
@@ -47,13 +23,14 @@ domain_entry_free (DomainEntry *entry)
         vmr_backend_close (entry->backend);
         g_object_unref (entry->backend);
     }
+    vmr_engine_policy_forget (entry);
     g_clear_pointer (&entry->disks, g_ptr_array_unref);
     g_free (entry->name);
     g_free (entry);
 }
 
-static gboolean
-job_is_active (VmrJob *job)
+gboolean
+vmr_engine_job_is_active (VmrJob *job)
 {
     return !vmr_job_state_is_final (job->state);
 }
@@ -64,8 +41,8 @@ active_job_for_disk (VmrEngine *self, const gchar *domain, const gchar *disk)
     for (guint i = 0; i < self->job_order->len; i++) {
         VmrJob *job = g_ptr_array_index (self->job_order, i);
 
-        if (job_is_active (job) && g_strcmp0 (job->domain, domain) == 0 &&
-            g_strcmp0 (job->disk, disk) == 0)
+        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->domain, domain) == 0
+            && g_strcmp0 (job->disk, disk) == 0)
             return job;
     }
     return NULL;
@@ -77,7 +54,7 @@ active_job_for_destination (VmrEngine *self, const gchar *destination)
     for (guint i = 0; i < self->job_order->len; i++) {
         VmrJob *job = g_ptr_array_index (self->job_order, i);
 
-        if (job_is_active (job) && g_strcmp0 (job->destination, destination) == 0)
+        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->destination, destination) == 0)
             return job;
     }
     return NULL;
@@ -98,8 +75,8 @@ complete_waiters (VmrEngine *self, VmrJob *job)
 }
 
 /* moves @job to @state: logs it, saves the record and tells the watchers */
-static gboolean
-set_state (VmrEngine *self, VmrJob *job, VmrJobState state, const gchar *reason)
+gboolean
+vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state, const gchar *reason)
 {
     VmrJobState previous = job->state;
     g_autoptr (GError) error = NULL;
@@ -118,6 +95,7 @@ set_state (VmrEngine *self, VmrJob *job, VmrJobState state, const gchar *reason)
         g_message ("job %s (%s %s -> %s): %s -> %s", job->id, job->domain, job->disk,
                    job->destination, vmr_job_state_to_string (previous),
                    vmr_job_state_to_string (state));
+    vmr_engine_policy_job_changed (self, job, previous);
     if (!vmr_job_save (job, self->state_dir, &error))
         g_warning ("%s", error->message);
     g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) previous);
@@ -125,7 +103,7 @@ set_state (VmrEngine *self, VmrJob *job, VmrJobState state, const gchar *reason)
         complete_waiters (self, job);
     entry = g_hash_table_lookup (self->domains, job->domain);
     if (entry != NULL)
-        update_progress_timer (self, entry);
+        vmr_engine_update_timers (self, entry);
     return TRUE;
 }
 
@@ -156,7 +134,7 @@ progress_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         VmrBackendProgress *p = g_ptr_array_index (progress, i);
         VmrJob *job = g_hash_table_lookup (self->jobs, p->job_id);
 
-        if (job == NULL || !job_is_active (job))
+        if (job == NULL || !vmr_engine_job_is_active (job))
             continue;
         vmr_job_update_progress (job, p->total_bytes, p->done_bytes, g_get_monotonic_time ());
         job->speed = p->speed;
@@ -175,15 +153,15 @@ progress_tick_cb (gpointer user_data)
     return G_SOURCE_CONTINUE;
 }
 
-static void
-update_progress_timer (VmrEngine *self, DomainEntry *entry)
+void
+vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry)
 {
     gboolean wanted = FALSE;
 
     for (guint i = 0; entry->connected && i < self->job_order->len; i++) {
         VmrJob *job = g_ptr_array_index (self->job_order, i);
 
-        if (job_is_active (job) && g_strcmp0 (job->domain, entry->name) == 0)
+        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->domain, entry->name) == 0)
             wanted = TRUE;
     }
     if (wanted && entry->progress_source == 0)
@@ -194,8 +172,6 @@ update_progress_timer (VmrEngine *self, DomainEntry *entry)
 
 /* ---- reacting to the backend ---- */
 
-static void pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
-
 static void
 backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_data)
 {
@@ -203,17 +179,17 @@ backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_da
     VmrEngine *self = entry->engine;
     VmrJob *job = g_hash_table_lookup (self->jobs, job_id);
 
-    if (job == NULL || !job_is_active (job))
+    if (job == NULL || !vmr_engine_job_is_active (job))
         return;
     job->ready = TRUE;
     /* the copy may be in sync before the reply to blockdev-mirror is read */
     if (job->state == VMR_JOB_STATE_QUEUED)
-        set_state (self, job, VMR_JOB_STATE_COPYING, NULL);
-    if (job->state != VMR_JOB_STATE_COPYING)
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COPYING, NULL);
+    if (job->state != VMR_JOB_STATE_COPYING && job->state != VMR_JOB_STATE_THROTTLED)
         return;
-    set_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
+    vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
     if (!job->manual_pivot)
-        pivot_job (self, entry, job, NULL);
+        vmr_engine_pivot_job (self, entry, job, NULL);
 }
 
 static void
@@ -224,25 +200,30 @@ backend_job_finished_cb (VmrBackend *backend, const gchar *job_id, gint outcome,
     VmrEngine *self = entry->engine;
     VmrJob *job = g_hash_table_lookup (self->jobs, job_id);
 
-    if (job == NULL || !job_is_active (job))
+    if (job == NULL || !vmr_engine_job_is_active (job))
         return;
     switch ((VmrBackendOutcome) outcome) {
         case VMR_BACKEND_OUTCOME_COMPLETED:
             /* a pivot made outside virt-mirror still is a pivot */
             if (job->state != VMR_JOB_STATE_PIVOTING) {
-                if (job->state == VMR_JOB_STATE_PAUSED || job->state == VMR_JOB_STATE_COPYING)
-                    set_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
-                set_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
+                if (job->state == VMR_JOB_STATE_PAUSED || job->state == VMR_JOB_STATE_COPYING
+                    || job->state == VMR_JOB_STATE_THROTTLED)
+                    vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
+                vmr_engine_set_job_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
             }
             job->done_bytes = job->total_bytes;
-            set_state (self, job, VMR_JOB_STATE_COMPLETED, NULL);
+            vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COMPLETED, NULL);
             break;
         case VMR_BACKEND_OUTCOME_CANCELLED:
-            set_state (self, job, VMR_JOB_STATE_CANCELLED, reason);
+            /* the policy cancels a copy it gave up on: that is a failure */
+            if (job->pending_failure != NULL)
+                vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, job->pending_failure);
+            else
+                vmr_engine_set_job_state (self, job, VMR_JOB_STATE_CANCELLED, reason);
             break;
         case VMR_BACKEND_OUTCOME_FAILED:
         default:
-            set_state (self, job, VMR_JOB_STATE_FAILED, reason);
+            vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
             break;
     }
 }
@@ -258,7 +239,7 @@ backend_disconnected_cb (VmrBackend *backend, GError *error, gpointer user_data)
         VmrJob *job = g_ptr_array_index (self->job_order, i);
         g_autofree gchar *reason = NULL;
 
-        if (!job_is_active (job) || g_strcmp0 (job->domain, entry->name) != 0)
+        if (!vmr_engine_job_is_active (job) || g_strcmp0 (job->domain, entry->name) != 0)
             continue;
         if (job->state == VMR_JOB_STATE_PIVOTING) {
             /* QEMU may have switched to the destination already: keep both */
@@ -269,12 +250,15 @@ backend_disconnected_cb (VmrBackend *backend, GError *error, gpointer user_data)
             reason = g_strdup_printf ("QEMU monitor connection lost (%s); the source %s "
                                       "was not changed",
                                       error->message, job->source);
-            if (job->created_destination)
+            /* a copy that never started made no file; a start in flight
+             * cleans up after itself */
+            if (job->created_destination && job->state != VMR_JOB_STATE_QUEUED
+                && job->state != VMR_JOB_STATE_DELAYED)
                 vmr_destination_remove (job->destination);
         }
-        set_state (self, job, VMR_JOB_STATE_FAILED, reason);
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
     }
-    update_progress_timer (self, entry);
+    vmr_engine_update_timers (self, entry);
 }
 
 /* ---- attach and detach ---- */
@@ -343,13 +327,12 @@ attach_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     entry->connected = TRUE;
     g_object_set_data (G_OBJECT (entry->backend), "vmr-engine", self);
     g_signal_connect (entry->backend, "job-ready", G_CALLBACK (backend_job_ready_cb), entry);
-    g_signal_connect (entry->backend, "job-finished", G_CALLBACK (backend_job_finished_cb),
-                      entry);
-    g_signal_connect (entry->backend, "disconnected", G_CALLBACK (backend_disconnected_cb),
-                      entry);
+    g_signal_connect (entry->backend, "job-finished", G_CALLBACK (backend_job_finished_cb), entry);
+    g_signal_connect (entry->backend, "disconnected", G_CALLBACK (backend_disconnected_cb), entry);
     g_hash_table_insert (self->domains, g_strdup (entry->name), entry);
     g_message ("domain %s attached (%u disk%s)", entry->name, entry->disks->len,
                entry->disks->len == 1 ? "" : "s");
+    vmr_engine_policy_watch (self, entry);
     g_task_return_pointer (task, domain_to_json (self, entry), (GDestroyNotify) json_object_unref);
 }
 
@@ -430,7 +413,7 @@ vmr_engine_detach (VmrEngine *self, const gchar *name, GError **error)
     for (guint i = 0; i < self->job_order->len; i++) {
         VmrJob *job = g_ptr_array_index (self->job_order, i);
 
-        if (job_is_active (job) && g_strcmp0 (job->domain, name) == 0) {
+        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->domain, name) == 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
                          "domain %s has a migration running (job %s); cancel it first", name,
                          job->id);
@@ -541,6 +524,7 @@ typedef struct {
     gchar *format;
     gboolean reuse;
     guint64 speed;
+    gboolean speed_given;
     gboolean manual_pivot;
     VmrJob *job;
 } MigrateData;
@@ -557,22 +541,63 @@ migrate_data_free (MigrateData *data)
     g_free (data);
 }
 
+typedef struct {
+    VmrEngine *engine;
+    VmrJob *job;
+    VmrJobState state; /* copying or throttled */
+    GTask *task;       /* may be NULL */
+} StartData;
+
 static void
-migrate_started_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+copy_started_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
-    g_autoptr (GTask) task = user_data;
-    VmrEngine *self = g_task_get_source_object (task);
-    MigrateData *data = g_task_get_task_data (task);
+    StartData *data = user_data;
     g_autoptr (GError) error = NULL;
 
+    data->job->policy_busy = FALSE;
     if (!vmr_backend_start_copy_finish (VMR_BACKEND (source), res, &error)) {
-        set_state (self, data->job, VMR_JOB_STATE_FAILED, error->message);
-        g_task_return_error (task, g_steal_pointer (&error));
+        vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_FAILED, error->message);
+        if (data->task != NULL)
+            g_task_return_error (data->task, g_steal_pointer (&error));
+    } else {
+        if (data->job->state == VMR_JOB_STATE_QUEUED || data->job->state == VMR_JOB_STATE_DELAYED)
+            vmr_engine_set_job_state (data->engine, data->job, data->state, NULL);
+        if (data->task != NULL)
+            g_task_return_pointer (data->task, vmr_job_ref (data->job),
+                                   (GDestroyNotify) vmr_job_unref);
+    }
+    g_clear_object (&data->task);
+    g_object_unref (data->engine);
+    vmr_job_unref (data->job);
+    g_free (data);
+}
+
+void
+vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, guint64 speed,
+                       VmrJobState state, GTask *task)
+{
+    VmrDisk *disk = vmr_disk_lookup (entry->disks, job->disk);
+    StartData *data;
+
+    if (disk == NULL) {
+        g_autofree gchar *reason
+            = g_strdup_printf ("disk %s of %s is gone", job->disk, job->domain);
+
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
+        if (task != NULL) {
+            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_NOT_FOUND, "%s", reason);
+            g_object_unref (task);
+        }
         return;
     }
-    if (data->job->state == VMR_JOB_STATE_QUEUED)
-        set_state (self, data->job, VMR_JOB_STATE_COPYING, NULL);
-    g_task_return_pointer (task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
+    data = g_new0 (StartData, 1);
+    data->engine = g_object_ref (self);
+    data->job = vmr_job_ref (job);
+    data->state = state;
+    data->task = task;
+    job->speed = speed;
+    job->policy_busy = TRUE;
+    vmr_backend_start_copy_async (entry->backend, job, disk, NULL, copy_started_cb, data);
 }
 
 static void
@@ -597,8 +622,8 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     entry = g_hash_table_lookup (self->domains, data->domain);
     if (disks == NULL || entry == NULL || entry->backend != VMR_BACKEND (source)) {
         if (error == NULL)
-            error = g_error_new (VMR_ERROR, VMR_ERROR_NOT_FOUND, "domain %s went away",
-                                 data->domain);
+            error
+                = g_error_new (VMR_ERROR, VMR_ERROR_NOT_FOUND, "domain %s went away", data->domain);
         g_prefix_error (&error, "cannot list the disks of %s: ", data->domain);
         g_task_return_error (task, g_steal_pointer (&error));
         return;
@@ -623,15 +648,14 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     busy = active_job_for_disk (self, entry->name, disk->id);
     if (busy != NULL) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_BUSY,
-                                 "%s of %s is already migrating (job %s)", disk->id,
-                                 entry->name, busy->id);
+                                 "%s of %s is already migrating (job %s)", disk->id, entry->name,
+                                 busy->id);
         return;
     }
     busy = active_job_for_destination (self, data->destination);
     if (busy != NULL) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_BUSY,
-                                 "destination %s is in use by job %s", data->destination,
-                                 busy->id);
+                                 "destination %s is in use by job %s", data->destination, busy->id);
         return;
     }
     if (disk->read_only) {
@@ -661,13 +685,14 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     job->format = g_strdup (data->format);
     job->created_destination = !data->reuse;
     job->speed = data->speed;
+    job->base_speed = data->speed;
+    job->speed_from_user = data->speed_given;
     job->manual_pivot = data->manual_pivot;
     job->total_bytes = disk->size;
     g_hash_table_insert (self->jobs, g_strdup (job->id), job);
     g_ptr_array_add (self->job_order, vmr_job_ref (job));
     data->job = vmr_job_ref (job);
-    g_message ("job %s (%s %s -> %s): queued", job->id, job->domain, job->disk,
-               job->destination);
+    g_message ("job %s (%s %s -> %s): queued", job->id, job->domain, job->disk, job->destination);
     {
         g_autoptr (GError) save_error = NULL;
 
@@ -675,9 +700,8 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             g_warning ("%s", save_error->message);
     }
     g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) VMR_JOB_STATE_QUEUED);
-    update_progress_timer (self, entry);
-    vmr_backend_start_copy_async (entry->backend, job, disk, NULL, migrate_started_cb,
-                                  g_steal_pointer (&task));
+    vmr_engine_update_timers (self, entry);
+    vmr_engine_policy_admit (self, entry, job, g_steal_pointer (&task));
 }
 
 void
@@ -696,6 +720,7 @@ vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
     data->format = g_strdup (request->format != NULL ? request->format : "raw");
     data->reuse = request->reuse;
     data->speed = request->speed;
+    data->speed_given = request->speed_given;
     data->manual_pivot = request->manual_pivot;
     g_task_set_task_data (task, data, (GDestroyNotify) migrate_data_free);
 
@@ -729,14 +754,23 @@ vmr_engine_migrate_finish (VmrEngine *self, GAsyncResult *res, GError **error)
 
 /* ---- jobs ---- */
 
+JsonObject *
+vmr_engine_job_to_json (VmrEngine *self, VmrJob *job)
+{
+    JsonObject *obj = vmr_job_to_json (job);
+
+    json_object_set_object_member (obj, "policy", vmr_engine_policy_describe_job (self, job));
+    return obj;
+}
+
 JsonArray *
 vmr_engine_list_jobs (VmrEngine *self)
 {
     JsonArray *result = json_array_new ();
 
     for (guint i = 0; i < self->job_order->len; i++)
-        json_array_add_object_element (result,
-                                       vmr_job_to_json (g_ptr_array_index (self->job_order, i)));
+        json_array_add_object_element (
+            result, vmr_engine_job_to_json (self, g_ptr_array_index (self->job_order, i)));
     return result;
 }
 
@@ -749,239 +783,6 @@ vmr_engine_lookup_job (VmrEngine *self, const gchar *id, GError **error)
         g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "unknown job '%s'",
                      id != NULL ? id : "");
     return job;
-}
-
-typedef struct {
-    VmrJob *job;
-    VmrBackendCommand command;
-    guint64 speed;
-    gboolean pivot_after_resume;
-} CommandData;
-
-static void
-command_data_free (CommandData *data)
-{
-    vmr_job_unref (data->job);
-    g_free (data);
-}
-
-static void
-add_waiter (VmrEngine *self, VmrJob *job, GTask *task)
-{
-    GPtrArray *tasks = g_hash_table_lookup (self->waiters, job->id);
-
-    if (tasks == NULL) {
-        tasks = g_ptr_array_new_with_free_func (g_object_unref);
-        g_hash_table_insert (self->waiters, g_strdup (job->id), tasks);
-    }
-    g_ptr_array_add (tasks, task);
-}
-
-typedef struct {
-    VmrEngine *engine;
-    VmrJob *job;
-    GTask *task; /* NULL for an automatic pivot */
-} PivotData;
-
-static void
-pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    PivotData *data = user_data;
-    g_autoptr (GError) error = NULL;
-
-    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
-        g_message ("job %s: pivot refused: %s", data->job->id, error->message);
-        if (data->job->state == VMR_JOB_STATE_PIVOTING)
-            set_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
-        if (data->task != NULL)
-            g_task_return_error (data->task, g_steal_pointer (&error));
-    } else if (data->task != NULL) {
-        g_task_return_pointer (data->task, vmr_job_ref (data->job),
-                               (GDestroyNotify) vmr_job_unref);
-    }
-    g_clear_object (&data->task);
-    g_object_unref (data->engine);
-    vmr_job_unref (data->job);
-    g_free (data);
-}
-
-/*
- * Cuts @job over: job-complete, then the backend's "job-finished" moves it on
- * to completed. @task (consumed), if not NULL, completes when QEMU accepted.
- */
-static void
-pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
-{
-    PivotData *data = g_new0 (PivotData, 1);
-
-    data->engine = g_object_ref (self);
-    data->job = vmr_job_ref (job);
-    data->task = task;
-    set_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
-    vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_PIVOT, 0, NULL,
-                                   pivot_cb, data);
-}
-
-static void
-command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    VmrEngine *self = g_task_get_source_object (task);
-    CommandData *data = g_task_get_task_data (task);
-    g_autoptr (GError) error = NULL;
-    DomainEntry *entry;
-
-    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    switch (data->command) {
-        case VMR_BACKEND_COMMAND_PAUSE:
-            set_state (self, data->job, VMR_JOB_STATE_PAUSED, NULL);
-            break;
-        case VMR_BACKEND_COMMAND_RESUME:
-            set_state (self, data->job,
-                       data->job->ready ? VMR_JOB_STATE_SYNCED : VMR_JOB_STATE_COPYING, NULL);
-            entry = g_hash_table_lookup (self->domains, data->job->domain);
-            if (data->pivot_after_resume && entry != NULL) {
-                pivot_job (self, entry, data->job, g_steal_pointer (&task));
-                return;
-            }
-            /* a copy that became ready while paused pivots now unless told not to */
-            if (data->job->ready && !data->job->manual_pivot && entry != NULL)
-                pivot_job (self, entry, data->job, NULL);
-            break;
-        case VMR_BACKEND_COMMAND_SET_SPEED:
-            data->job->speed = data->speed;
-            g_message ("job %s: speed set to %" G_GUINT64_FORMAT " bytes/s", data->job->id,
-                       data->speed);
-            break;
-        case VMR_BACKEND_COMMAND_CANCEL:
-            /* the reply waits for the end of the job */
-            if (job_is_active (data->job)) {
-                add_waiter (self, data->job, g_steal_pointer (&task));
-                return;
-            }
-            break;
-        case VMR_BACKEND_COMMAND_PIVOT:
-        default:
-            break;
-    }
-    g_task_return_pointer (task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
-}
-
-static gboolean
-check_command (VmrJob *job, VmrBackendCommand command, GError **error)
-{
-    const gchar *state = vmr_job_state_to_string (job->state);
-
-    if (vmr_job_state_is_final (job->state)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "job %s is %s already",
-                     job->id, state);
-        return FALSE;
-    }
-    if (job->state == VMR_JOB_STATE_QUEUED) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is still starting; try again",
-                     job->id);
-        return FALSE;
-    }
-    switch (command) {
-        case VMR_BACKEND_COMMAND_PAUSE:
-            if (job->state == VMR_JOB_STATE_PAUSED) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "job %s is paused already", job->id);
-                return FALSE;
-            }
-            if (job->state == VMR_JOB_STATE_PIVOTING) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
-                             "job %s is pivoting and cannot pause", job->id);
-                return FALSE;
-            }
-            return TRUE;
-        case VMR_BACKEND_COMMAND_RESUME:
-            if (job->state != VMR_JOB_STATE_PAUSED) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "job %s is %s, not paused", job->id, state);
-                return FALSE;
-            }
-            return TRUE;
-        case VMR_BACKEND_COMMAND_CANCEL:
-            if (job->state == VMR_JOB_STATE_PIVOTING) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
-                             "job %s is pivoting; it can no longer be cancelled", job->id);
-                return FALSE;
-            }
-            return TRUE;
-        case VMR_BACKEND_COMMAND_PIVOT:
-            if (job->state == VMR_JOB_STATE_PIVOTING) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is pivoting already",
-                             job->id);
-                return FALSE;
-            }
-            if (!job->ready) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "job %s is %s; it can pivot once it is synced", job->id, state);
-                return FALSE;
-            }
-            return TRUE;
-        case VMR_BACKEND_COMMAND_SET_SPEED:
-            if (job->state == VMR_JOB_STATE_PIVOTING) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is pivoting", job->id);
-                return FALSE;
-            }
-            return TRUE;
-        default:
-            return FALSE;
-    }
-}
-
-void
-vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendCommand command,
-                              guint64 speed, GCancellable *cancellable,
-                              GAsyncReadyCallback callback, gpointer user_data)
-{
-    g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
-    g_autoptr (GError) error = NULL;
-    VmrJob *job = vmr_engine_lookup_job (self, id, &error);
-    DomainEntry *entry;
-    CommandData *data;
-
-    if (job == NULL || !check_command (job, command, &error)) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    entry = g_hash_table_lookup (self->domains, job->domain);
-    if (entry == NULL || !entry->connected) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
-                                 "the QEMU monitor of %s is gone", job->domain);
-        return;
-    }
-    data = g_new0 (CommandData, 1);
-    data->job = vmr_job_ref (job);
-    data->command = command;
-    data->speed = speed;
-    g_task_set_task_data (task, data, (GDestroyNotify) command_data_free);
-
-    if (command == VMR_BACKEND_COMMAND_PIVOT) {
-        /* a paused job is resumed before the pivot */
-        if (job->state == VMR_JOB_STATE_PAUSED) {
-            data->command = VMR_BACKEND_COMMAND_RESUME;
-            data->pivot_after_resume = TRUE;
-            vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_RESUME, 0,
-                                           NULL, command_cb, g_steal_pointer (&task));
-            return;
-        }
-        pivot_job (self, entry, job, g_steal_pointer (&task));
-        return;
-    }
-    vmr_backend_job_command_async (entry->backend, job, command, speed, NULL, command_cb,
-                                   g_steal_pointer (&task));
-}
-
-VmrJob *
-vmr_engine_job_command_finish (VmrEngine *self, GAsyncResult *res, GError **error)
-{
-    return g_task_propagate_pointer (G_TASK (res), error);
 }
 
 void
@@ -997,6 +798,7 @@ vmr_engine_new (const gchar *state_dir)
 
     self->state_dir = g_strdup (state_dir);
     self->last_job_number = vmr_job_scan_last_number (state_dir);
+    self->policy = vmr_policy_new_default ();
     return self;
 }
 
@@ -1009,6 +811,8 @@ vmr_engine_finalize (GObject *object)
     g_hash_table_unref (self->waiters);
     g_hash_table_unref (self->jobs);
     g_ptr_array_unref (self->job_order);
+    g_clear_pointer (&self->policy, vmr_policy_unref);
+    g_free (self->policy_path);
     g_free (self->state_dir);
     G_OBJECT_CLASS (vmr_engine_parent_class)->finalize (object);
 }
@@ -1018,8 +822,8 @@ vmr_engine_init (VmrEngine *self)
 {
     self->domains = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify) domain_entry_free);
-    self->jobs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                        (GDestroyNotify) vmr_job_unref);
+    self->jobs
+        = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vmr_job_unref);
     self->job_order = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
     self->waiters = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify) g_ptr_array_unref);
@@ -1031,7 +835,7 @@ vmr_engine_class_init (VmrEngineClass *klass)
     GObjectClass *object_class = G_OBJECT_CLASS (klass);
 
     object_class->finalize = vmr_engine_finalize;
-    signals[SIGNAL_JOB_CHANGED] = g_signal_new ("job-changed", G_TYPE_FROM_CLASS (klass),
-                                                G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                                G_TYPE_NONE, 2, G_TYPE_POINTER, G_TYPE_INT);
+    signals[SIGNAL_JOB_CHANGED]
+        = g_signal_new ("job-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                        NULL, G_TYPE_NONE, 2, G_TYPE_POINTER, G_TYPE_INT);
 }

@@ -21,7 +21,8 @@ typedef struct {
     const gchar *destination; /* absolute path */
     const gchar *format;      /* "raw" or "qcow2"; NULL = raw */
     gboolean reuse;
-    guint64 speed; /* bytes/s, 0 = unlimited */
+    guint64 speed;        /* bytes/s, 0 = unlimited */
+    gboolean speed_given; /* FALSE: the policy's speed applies */
     gboolean manual_pivot;
 } VmrMigrateRequest;
 
@@ -31,6 +32,23 @@ typedef struct {
  *                 @job is a VmrJob *, valid during the emission
  */
 VmrEngine *vmr_engine_new (const gchar *state_dir);
+
+/*
+ * Loads the policy file @path. When @required is FALSE a missing file means
+ * the built-in values. An invalid file is an error naming every problem.
+ */
+gboolean vmr_engine_load_policy (VmrEngine *self, const gchar *path, gboolean required,
+                                 GError **error);
+
+/* loads the policy file again; an invalid file keeps the current policy */
+gboolean vmr_engine_reload_policy (VmrEngine *self, GError **error);
+
+/* the effective policy of @domain's @disk (may be NULL), key by key with origins */
+JsonObject *vmr_engine_show_policy (VmrEngine *self, const gchar *domain, const gchar *disk,
+                                    GError **error);
+
+/* the protocol's job object, with the policy's view of it */
+JsonObject *vmr_engine_job_to_json (VmrEngine *self, VmrJob *job);
 
 /* closes every backend; jobs inside QEMU keep running */
 void vmr_engine_shutdown (VmrEngine *self);

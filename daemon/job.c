@@ -8,31 +8,37 @@
 #include "vmr-error.h"
 
 static const gchar *const state_names[] = {
-    [VMR_JOB_STATE_QUEUED] = "queued",       [VMR_JOB_STATE_COPYING] = "copying",
-    [VMR_JOB_STATE_PAUSED] = "paused",       [VMR_JOB_STATE_SYNCED] = "synced",
-    [VMR_JOB_STATE_PIVOTING] = "pivoting",   [VMR_JOB_STATE_COMPLETED] = "completed",
-    [VMR_JOB_STATE_FAILED] = "failed",       [VMR_JOB_STATE_CANCELLED] = "cancelled",
+    [VMR_JOB_STATE_QUEUED] = "queued",     [VMR_JOB_STATE_DELAYED] = "delayed",
+    [VMR_JOB_STATE_COPYING] = "copying",   [VMR_JOB_STATE_THROTTLED] = "throttled",
+    [VMR_JOB_STATE_PAUSED] = "paused",     [VMR_JOB_STATE_SYNCED] = "synced",
+    [VMR_JOB_STATE_PIVOTING] = "pivoting", [VMR_JOB_STATE_COMPLETED] = "completed",
+    [VMR_JOB_STATE_FAILED] = "failed",     [VMR_JOB_STATE_CANCELLED] = "cancelled",
 };
 
 /*
- * allowed[from] is the set of states a job may move to. A paused job resumes
- * to copying or, if QEMU became ready meanwhile, to synced; QEMU's READY never
- * goes back, so synced never returns to copying; a pivot that QEMU refuses
- * leaves the job synced. Every state before
+ * allowed[from] is the set of states a job may move to. The policy moves a
+ * job between queued, delayed, copying, throttled and paused. A paused job
+ * resumes to copying or throttled or, if QEMU became ready meanwhile, to
+ * synced; QEMU's READY never goes back, so synced never returns to copying; a
+ * pivot that QEMU refuses leaves the job synced. Every state before
  * completed may fail or be cancelled; the source stays authoritative until
  * the pivot.
  */
 #define S(x) (1u << VMR_JOB_STATE_##x)
+#define ENDS (S (FAILED) | S (CANCELLED))
 static const guint allowed[VMR_JOB_STATE_LAST] = {
-    [VMR_JOB_STATE_QUEUED] = S (COPYING) | S (FAILED) | S (CANCELLED),
-    [VMR_JOB_STATE_COPYING] = S (PAUSED) | S (SYNCED) | S (FAILED) | S (CANCELLED),
-    [VMR_JOB_STATE_PAUSED] = S (COPYING) | S (SYNCED) | S (FAILED) | S (CANCELLED),
-    [VMR_JOB_STATE_SYNCED] = S (PAUSED) | S (PIVOTING) | S (FAILED) | S (CANCELLED),
-    [VMR_JOB_STATE_PIVOTING] = S (SYNCED) | S (COMPLETED) | S (FAILED) | S (CANCELLED),
+    [VMR_JOB_STATE_QUEUED] = S (DELAYED) | S (COPYING) | S (THROTTLED) | ENDS,
+    [VMR_JOB_STATE_DELAYED] = S (COPYING) | S (THROTTLED) | ENDS,
+    [VMR_JOB_STATE_COPYING] = S (THROTTLED) | S (PAUSED) | S (SYNCED) | ENDS,
+    [VMR_JOB_STATE_THROTTLED] = S (COPYING) | S (PAUSED) | S (SYNCED) | ENDS,
+    [VMR_JOB_STATE_PAUSED] = S (COPYING) | S (THROTTLED) | S (SYNCED) | ENDS,
+    [VMR_JOB_STATE_SYNCED] = S (PAUSED) | S (PIVOTING) | ENDS,
+    [VMR_JOB_STATE_PIVOTING] = S (SYNCED) | S (COMPLETED) | ENDS,
     [VMR_JOB_STATE_COMPLETED] = 0,
     [VMR_JOB_STATE_FAILED] = 0,
     [VMR_JOB_STATE_CANCELLED] = 0,
 };
+#undef ENDS
 #undef S
 
 const gchar *
@@ -56,8 +62,8 @@ vmr_job_state_from_string (const gchar *name)
 gboolean
 vmr_job_state_is_final (VmrJobState state)
 {
-    return state == VMR_JOB_STATE_COMPLETED || state == VMR_JOB_STATE_FAILED ||
-           state == VMR_JOB_STATE_CANCELLED;
+    return state == VMR_JOB_STATE_COMPLETED || state == VMR_JOB_STATE_FAILED
+           || state == VMR_JOB_STATE_CANCELLED;
 }
 
 gboolean
@@ -109,6 +115,9 @@ vmr_job_unref (VmrJob *self)
     g_free (self->destination);
     g_free (self->format);
     g_free (self->reason);
+    g_free (self->decision);
+    g_free (self->decision_reason);
+    g_free (self->pending_failure);
     g_array_unref (self->history);
     g_free (self);
 }
@@ -133,8 +142,8 @@ vmr_job_set_state (VmrJob *self, VmrJobState state, const gchar *reason, gint64 
 void
 vmr_job_update_progress (VmrJob *self, guint64 total_bytes, guint64 done_bytes, gint64 mono_us)
 {
-    if (self->progress_time_us != 0 && mono_us > self->progress_time_us &&
-        done_bytes >= self->done_bytes) {
+    if (self->progress_time_us != 0 && mono_us > self->progress_time_us
+        && done_bytes >= self->done_bytes) {
         gdouble seconds = (gdouble) (mono_us - self->progress_time_us) / G_USEC_PER_SEC;
         gdouble sample = (gdouble) (done_bytes - self->done_bytes) / seconds;
 
@@ -161,8 +170,8 @@ vmr_job_to_json (VmrJob *self)
     JsonObject *obj = json_object_new ();
     JsonObject *progress = json_object_new ();
     JsonArray *history = json_array_new ();
-    guint64 backlog = self->total_bytes > self->done_bytes ? self->total_bytes - self->done_bytes
-                                                           : 0;
+    guint64 backlog
+        = self->total_bytes > self->done_bytes ? self->total_bytes - self->done_bytes : 0;
 
     json_object_set_string_member (obj, "id", self->id);
     json_object_set_string_member (obj, "domain", self->domain);

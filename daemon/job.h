@@ -11,7 +11,9 @@ G_BEGIN_DECLS
 
 typedef enum {
     VMR_JOB_STATE_QUEUED,
+    VMR_JOB_STATE_DELAYED, /* the policy holds the copy back before it starts */
     VMR_JOB_STATE_COPYING,
+    VMR_JOB_STATE_THROTTLED, /* copying at the policy's throttle-speed */
     VMR_JOB_STATE_PAUSED,
     VMR_JOB_STATE_SYNCED,
     VMR_JOB_STATE_PIVOTING,
@@ -33,23 +35,35 @@ typedef struct {
     gchar *domain; /* domain name */
     gchar *disk;   /* qdev id of the guest device */
 
-    gchar *source;        /* image path before the pivot */
-    gchar *source_format; /* "raw", "qcow2", ... */
-    gchar *source_node;   /* top node QEMU used before the pivot */
-    gchar *source_file_node; /* its protocol child, NULL if none */
-    gchar *destination;   /* absolute path */
-    gchar *format;        /* destination format */
+    gchar *source;                /* image path before the pivot */
+    gchar *source_format;         /* "raw", "qcow2", ... */
+    gchar *source_node;           /* top node QEMU used before the pivot */
+    gchar *source_file_node;      /* its protocol child, NULL if none */
+    gchar *destination;           /* absolute path */
+    gchar *format;                /* destination format */
     gboolean created_destination; /* we created the file: remove it on failure */
     gboolean manual_pivot;
     gboolean ready; /* QEMU reported the copy in sync; it stays so until the end */
+
+    /* what the policy did and why */
+    guint64 base_speed;       /* bytes/s when not throttled, 0 = unlimited */
+    gboolean speed_from_user; /* base_speed was asked for, not taken from the policy */
+    gboolean user_paused;     /* paused by a user: the policy leaves it alone */
+    gboolean policy_released; /* max-delay passed with proceed */
+    gint64 held_since_us;     /* monotonic; when the policy began holding it back, 0 = not */
+    gint64 held_total_us;     /* time held back before held_since_us */
+    gchar *decision;          /* the last policy action, e.g. "throttle" */
+    gchar *decision_reason;   /* and why */
+    gboolean policy_busy;     /* a policy action is on its way to QEMU */
+    gchar *pending_failure;   /* the reason to report when a cancel we made ends */
 
     VmrJobState state;
     gchar *reason; /* why it failed or was cancelled, NULL otherwise */
     guint64 speed; /* bytes/s, 0 = unlimited */
 
-    guint64 total_bytes; /* QEMU's len */
-    guint64 done_bytes;  /* QEMU's offset */
-    gdouble rate;        /* bytes/s, smoothed; 0 when unknown */
+    guint64 total_bytes;     /* QEMU's len */
+    guint64 done_bytes;      /* QEMU's offset */
+    gdouble rate;            /* bytes/s, smoothed; 0 when unknown */
     gint64 progress_time_us; /* monotonic time of the last progress sample, 0 = none */
 
     gint64 created_us; /* wall clock */

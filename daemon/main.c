@@ -20,7 +20,11 @@ quit_cb (gpointer user_data)
 static gboolean
 hangup_cb (gpointer user_data)
 {
-    g_message ("SIGHUP: nothing to reload");
+    g_autoptr (GError) error = NULL;
+
+    /* an invalid file keeps the current policy; the engine logs why */
+    if (!vmr_engine_reload_policy (VMR_ENGINE (user_data), &error))
+        g_debug ("SIGHUP: %s", error->message);
     return G_SOURCE_CONTINUE;
 }
 
@@ -42,6 +46,9 @@ main (int argc, char **argv)
 {
     g_autofree gchar *socket_opt = NULL;
     g_autofree gchar *state_dir_opt = NULL;
+    g_autofree gchar *policy_opt = NULL;
+    g_autofree gchar *policy_path = NULL;
+    gboolean policy_required;
     g_autofree gchar *socket_path = NULL;
     g_autofree gchar *state_dir = NULL;
     gboolean foreground = FALSE;
@@ -53,6 +60,8 @@ main (int argc, char **argv)
           "Control socket (env VIRT_MIRROR_SOCKET, default " VMR_DEFAULT_SOCKET ")", "PATH" },
         { "state-dir", 'd', 0, G_OPTION_ARG_FILENAME, &state_dir_opt,
           "Job records (env VIRT_MIRROR_STATE_DIR, default " VMR_DEFAULT_STATE_DIR ")", "DIR" },
+        { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
+          "Policy file (env VIRT_MIRROR_POLICY, default " VMR_DEFAULT_POLICY ")", "FILE" },
         { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach", NULL },
         { "no-libvirt", 0, 0, G_OPTION_ARG_NONE, &no_libvirt,
           "Do not connect to libvirt; serve QEMU processes attached by hand", NULL },
@@ -93,6 +102,16 @@ main (int argc, char **argv)
     }
 
     engine = vmr_engine_new (state_dir);
+    /* the default file may be absent (built-in values); a named one must exist */
+    policy_required
+        = policy_opt != NULL
+          || (g_getenv ("VIRT_MIRROR_POLICY") != NULL && *g_getenv ("VIRT_MIRROR_POLICY") != '\0');
+    policy_path = g_canonicalize_filename (
+        pick (policy_opt, "VIRT_MIRROR_POLICY", VMR_DEFAULT_POLICY), NULL);
+    if (!vmr_engine_load_policy (engine, policy_path, policy_required, &error)) {
+        g_printerr ("virt-mirrord: invalid policy, not starting:\n%s\n", error->message);
+        return 1;
+    }
     server = vmr_control_server_new (engine);
     if (!vmr_control_server_listen (server, socket_path, &error)) {
         g_printerr ("virt-mirrord: %s\n", error->message);
@@ -111,7 +130,7 @@ main (int argc, char **argv)
     loop = g_main_loop_new (NULL, FALSE);
     g_unix_signal_add (SIGTERM, quit_cb, loop);
     g_unix_signal_add (SIGINT, quit_cb, loop);
-    g_unix_signal_add (SIGHUP, hangup_cb, NULL);
+    g_unix_signal_add (SIGHUP, hangup_cb, engine);
     g_message ("virt-mirrord %s listening on %s (state in %s%s)", VMR_VERSION, socket_path,
                state_dir, no_libvirt ? ", libvirt off" : "");
     g_main_loop_run (loop);

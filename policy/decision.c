@@ -19,9 +19,9 @@ static const gchar *const action_names[] = {
 };
 
 static const gchar *const phase_names[] = {
-    [VMR_POLICY_PHASE_QUEUED] = "queued",       [VMR_POLICY_PHASE_DELAYED] = "delayed",
-    [VMR_POLICY_PHASE_RUNNING] = "running",     [VMR_POLICY_PHASE_THROTTLED] = "throttled",
-    [VMR_POLICY_PHASE_PAUSED] = "paused",       [VMR_POLICY_PHASE_RELEASED] = "released",
+    [VMR_POLICY_PHASE_QUEUED] = "queued",   [VMR_POLICY_PHASE_DELAYED] = "delayed",
+    [VMR_POLICY_PHASE_RUNNING] = "running", [VMR_POLICY_PHASE_THROTTLED] = "throttled",
+    [VMR_POLICY_PHASE_PAUSED] = "paused",   [VMR_POLICY_PHASE_RELEASED] = "released",
 };
 
 const gchar *
@@ -67,8 +67,8 @@ resume_level (const VmrPolicyRule *rule, guint64 threshold)
  * the last sample at or above it, or from the start of the first sample.
  */
 static gint64
-quiet_for (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint n_samples,
-           gdouble level, gint64 now_us)
+quiet_for (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint n_samples, gdouble level,
+           gint64 now_us)
 {
     gint64 since;
     guint i = n_samples;
@@ -106,18 +106,17 @@ vmr_policy_decide (const VmrPolicyRule *rule, const VmrLoadSample *samples, guin
     }
 
     /* held back too long: the operator said what to do then */
-    if ((phase == VMR_POLICY_PHASE_QUEUED || phase == VMR_POLICY_PHASE_DELAYED ||
-         phase == VMR_POLICY_PHASE_PAUSED) &&
-        rule->max_delay_us > 0 && held_us >= rule->max_delay_us &&
-        (!in_window || over_delay || phase != VMR_POLICY_PHASE_QUEUED)) {
+    if ((phase == VMR_POLICY_PHASE_QUEUED || phase == VMR_POLICY_PHASE_DELAYED
+         || phase == VMR_POLICY_PHASE_PAUSED)
+        && rule->max_delay_us > 0 && held_us >= rule->max_delay_us
+        && (!in_window || over_delay || phase != VMR_POLICY_PHASE_QUEUED)) {
         g_autofree gchar *held = vmr_units_format_duration (held_us);
 
         if (rule->on_max_delay == VMR_ON_MAX_DELAY_FAIL)
             decide (out, VMR_POLICY_ACTION_FAIL, "held back for %s, longer than max-delay", held);
         else
             decide (out, VMR_POLICY_ACTION_PROCEED,
-                    "held back for %s, longer than max-delay: proceeding regardless of load",
-                    held);
+                    "held back for %s, longer than max-delay: proceeding regardless of load", held);
         return;
     }
 

@@ -13,8 +13,8 @@ G_BEGIN_DECLS
 
 /* the guest's load over one sample interval */
 typedef struct {
-    gint64 time_us;  /* monotonic time at the end of the interval */
-    gdouble iops;    /* guest reads + writes per second */
+    gint64 time_us;     /* monotonic time at the end of the interval */
+    gdouble iops;       /* guest reads + writes per second */
     gdouble latency_us; /* mean guest I/O latency, 0 when there was no I/O */
 } VmrLoadSample;
 
@@ -29,17 +29,17 @@ typedef enum {
 } VmrPolicyPhase;
 
 typedef enum {
-    VMR_POLICY_ACTION_KEEP,        /* nothing changes */
-    VMR_POLICY_ACTION_START,       /* start the copy at full speed */
-    VMR_POLICY_ACTION_START_THROTTLED, /* start it at throttle-speed */
-    VMR_POLICY_ACTION_DELAY,       /* do not start yet */
-    VMR_POLICY_ACTION_PAUSE,       /* pause the running copy */
-    VMR_POLICY_ACTION_RESUME,      /* resume at full speed */
+    VMR_POLICY_ACTION_KEEP,             /* nothing changes */
+    VMR_POLICY_ACTION_START,            /* start the copy at full speed */
+    VMR_POLICY_ACTION_START_THROTTLED,  /* start it at throttle-speed */
+    VMR_POLICY_ACTION_DELAY,            /* do not start yet */
+    VMR_POLICY_ACTION_PAUSE,            /* pause the running copy */
+    VMR_POLICY_ACTION_RESUME,           /* resume at full speed */
     VMR_POLICY_ACTION_RESUME_THROTTLED, /* resume at throttle-speed */
-    VMR_POLICY_ACTION_THROTTLE,    /* slow the copy to throttle-speed */
-    VMR_POLICY_ACTION_UNTHROTTLE,  /* back to full speed */
-    VMR_POLICY_ACTION_PROCEED,     /* max-delay passed: run regardless of load and window */
-    VMR_POLICY_ACTION_FAIL,        /* max-delay passed: give up */
+    VMR_POLICY_ACTION_THROTTLE,         /* slow the copy to throttle-speed */
+    VMR_POLICY_ACTION_UNTHROTTLE,       /* back to full speed */
+    VMR_POLICY_ACTION_PROCEED,          /* max-delay passed: run regardless of load and window */
+    VMR_POLICY_ACTION_FAIL,             /* max-delay passed: give up */
 } VmrPolicyAction;
 
 typedef struct {
@@ -58,9 +58,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrPolicyDecision, vmr_policy_decision_clear)
  * @now_us: monotonic time, on the same clock as the samples;
  * @seconds_of_day: local wall-clock time of day, for windows.
  */
-void vmr_policy_decide (const VmrPolicyRule *rule, const VmrLoadSample *samples,
-                        guint n_samples, VmrPolicyPhase phase, gint64 held_us, gint64 now_us,
-                        gint seconds_of_day, VmrPolicyDecision *out);
+void vmr_policy_decide (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint n_samples,
+                        VmrPolicyPhase phase, gint64 held_us, gint64 now_us, gint seconds_of_day,
+                        VmrPolicyDecision *out);
 
 const gchar *vmr_policy_action_to_string (VmrPolicyAction action);
 const gchar *vmr_policy_phase_to_string (VmrPolicyPhase phase);

@@ -156,8 +156,8 @@ parse_windows (const gchar *text, GArray *windows, GError **error)
         if (*parts[i] == '\0')
             continue;
         ends = g_strsplit (parts[i], "-", -1);
-        if (g_strv_length (ends) != 2 || !parse_clock (ends[0], &window.start) ||
-            !parse_clock (ends[1], &window.end)) {
+        if (g_strv_length (ends) != 2 || !parse_clock (ends[0], &window.start)
+            || !parse_clock (ends[1], &window.end)) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                          "'%s' is not a time range like 22:00-06:00", parts[i]);
             return FALSE;
@@ -360,8 +360,8 @@ parse_section_name (Loader *loader, const gchar *group, guint order)
         section->specificity = 1;
         return section;
     }
-    if (tokens->len == 4 && g_strcmp0 (tokens->pdata[0], "domain") == 0 &&
-        g_strcmp0 (tokens->pdata[2], "disk") == 0) {
+    if (tokens->len == 4 && g_strcmp0 (tokens->pdata[0], "domain") == 0
+        && g_strcmp0 (tokens->pdata[2], "disk") == 0) {
         section->domain_glob = g_strdup (tokens->pdata[1]);
         section->disk_glob = g_strdup (tokens->pdata[3]);
         section->specificity = 2;
@@ -389,20 +389,21 @@ check_combination (Loader *loader, PolicySection *section, PolicySection *defaul
     }
     /* report at a key this section sets, so the line points at the culprit */
 #define AT(k1, k2) (section->set[k1] ? key_names[k1] : key_names[k2])
-    if (rule.iops_throttle > 0 && rule.iops_delay > 0 && rule.iops_throttle >= rule.iops_delay &&
-        (section->set[VMR_POLICY_KEY_IOPS_THROTTLE] || section->set[VMR_POLICY_KEY_IOPS_DELAY]))
-        add_error (loader, section->name,
-                   AT (VMR_POLICY_KEY_IOPS_THROTTLE, VMR_POLICY_KEY_IOPS_DELAY), 0,
-                   "iops-throttle (%" G_GUINT64_FORMAT ") must be below iops-delay (%" G_GUINT64_FORMAT
-                   "): a copy slows down before it stops",
-                   rule.iops_throttle, rule.iops_delay);
-    if (rule.iops_throttle > 0 && rule.throttle_speed == 0 &&
-        (section->set[VMR_POLICY_KEY_IOPS_THROTTLE] || section->set[VMR_POLICY_KEY_THROTTLE_SPEED]))
+    if (rule.iops_throttle > 0 && rule.iops_delay > 0 && rule.iops_throttle >= rule.iops_delay
+        && (section->set[VMR_POLICY_KEY_IOPS_THROTTLE] || section->set[VMR_POLICY_KEY_IOPS_DELAY]))
+        add_error (
+            loader, section->name, AT (VMR_POLICY_KEY_IOPS_THROTTLE, VMR_POLICY_KEY_IOPS_DELAY), 0,
+            "iops-throttle (%" G_GUINT64_FORMAT ") must be below iops-delay (%" G_GUINT64_FORMAT
+            "): a copy slows down before it stops",
+            rule.iops_throttle, rule.iops_delay);
+    if (rule.iops_throttle > 0 && rule.throttle_speed == 0
+        && (section->set[VMR_POLICY_KEY_IOPS_THROTTLE]
+            || section->set[VMR_POLICY_KEY_THROTTLE_SPEED]))
         add_error (loader, section->name,
                    AT (VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_IOPS_THROTTLE), 0,
                    "throttle-speed must be above 0 when iops-throttle is set");
-    if (rule.iops_throttle > 0 && rule.speed > 0 && rule.throttle_speed >= rule.speed &&
-        (section->set[VMR_POLICY_KEY_SPEED] || section->set[VMR_POLICY_KEY_THROTTLE_SPEED]))
+    if (rule.iops_throttle > 0 && rule.speed > 0 && rule.throttle_speed >= rule.speed
+        && (section->set[VMR_POLICY_KEY_SPEED] || section->set[VMR_POLICY_KEY_THROTTLE_SPEED]))
         add_error (loader, section->name, AT (VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_SPEED),
                    0, "throttle-speed must be below speed");
 #undef AT
@@ -529,11 +530,11 @@ vmr_policy_get_source (VmrPolicy *self)
 static gboolean
 section_matches (const PolicySection *section, const gchar *domain, const gchar *disk)
 {
-    if (section->domain_glob != NULL &&
-        (domain == NULL || !g_pattern_match_simple (section->domain_glob, domain)))
+    if (section->domain_glob != NULL
+        && (domain == NULL || !g_pattern_match_simple (section->domain_glob, domain)))
         return FALSE;
-    if (section->disk_glob != NULL &&
-        (disk == NULL || !g_pattern_match_simple (section->disk_glob, disk)))
+    if (section->disk_glob != NULL
+        && (disk == NULL || !g_pattern_match_simple (section->disk_glob, disk)))
         return FALSE;
     return TRUE;
 }
@@ -617,9 +618,11 @@ format_duration (gint64 usec)
     if (usec == 0)
         return g_strdup ("0");
     if (usec % (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC) == 0)
-        return g_strdup_printf ("%" G_GINT64_FORMAT "h", usec / (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC));
+        return g_strdup_printf ("%" G_GINT64_FORMAT "h",
+                                usec / (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC));
     if (usec % (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC) == 0)
-        return g_strdup_printf ("%" G_GINT64_FORMAT "m", usec / (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC));
+        return g_strdup_printf ("%" G_GINT64_FORMAT "m",
+                                usec / (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC));
     if (usec % G_USEC_PER_SEC == 0)
         return g_strdup_printf ("%" G_GINT64_FORMAT "s", usec / G_USEC_PER_SEC);
     return g_strdup_printf ("%" G_GINT64_FORMAT "ms", usec / 1000);

@@ -12,10 +12,12 @@ struct _VmrQmpClient {
     GMainContext *context; /* where replies, events and timeouts run */
     JsonObject *greeting;  /* the "QMP" member, NULL until received */
     GTask *connect_task;   /* while the greeting and capabilities are pending */
-    GHashTable *pending;   /* id -> GTask *, owned */
+    GHashTable *pending;   /* PendingCommand id -> GTask *, owned */
     guint64 next_id;
     GError *disconnect_error; /* set once the peer is gone */
     GSource *connect_timeout; /* while the greeting is pending */
+    GSource *connect_cancel;  /* while the greeting is pending, with a cancellable */
+    guint connect_timeout_ms; /* also bounds the capabilities negotiation */
 };
 
 enum { SIGNAL_EVENT, SIGNAL_DISCONNECTED, N_SIGNALS };
@@ -27,15 +29,23 @@ typedef struct {
     gchar *command;
     gchar *id;
     GSource *timeout_source;
+    GSource *cancel_source; /* NULL without a cancellable */
 } PendingCommand;
+
+static void
+clear_source (GSource **source)
+{
+    if (*source == NULL)
+        return;
+    g_source_destroy (*source);
+    g_clear_pointer (source, g_source_unref);
+}
 
 static void
 pending_command_free (PendingCommand *cmd)
 {
-    if (cmd->timeout_source != NULL) {
-        g_source_destroy (cmd->timeout_source);
-        g_source_unref (cmd->timeout_source);
-    }
+    clear_source (&cmd->timeout_source);
+    clear_source (&cmd->cancel_source);
     g_free (cmd->command);
     g_free (cmd->id);
     g_free (cmd);
@@ -58,15 +68,36 @@ fail_all_pending (VmrQmpClient *self, const GError *error)
     }
 }
 
+/*
+ * json-glib's typed getters raise a critical when a member has another type;
+ * what the peer sends must never do that, so these check the type first
+ */
+static const gchar *
+get_string_member (JsonObject *obj, const gchar *name)
+{
+    JsonNode *node = json_object_get_member (obj, name);
+
+    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
+        return NULL;
+    return json_node_get_string (node);
+}
+
+static gint64
+get_int_member (JsonObject *obj, const gchar *name)
+{
+    JsonNode *node = json_object_get_member (obj, name);
+
+    if (node == NULL || json_node_get_value_type (node) != G_TYPE_INT64)
+        return 0;
+    return json_node_get_int (node);
+}
+
 static GError *
 error_from_qmp (JsonObject *error_obj)
 {
-    const gchar *class_name = NULL;
-    const gchar *desc = NULL;
+    const gchar *class_name = get_string_member (error_obj, "class");
+    const gchar *desc = get_string_member (error_obj, "desc");
 
-    if (json_object_has_member (error_obj, "class"))
-        class_name = json_object_get_string_member_with_default (error_obj, "class", NULL);
-    desc = json_object_get_string_member_with_default (error_obj, "desc", NULL);
     return g_error_new_literal (VMR_ERROR, vmr_error_code_from_class (class_name),
                                 desc != NULL ? desc : "unknown error");
 }
@@ -138,14 +169,15 @@ capabilities_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 static void
 stream_message_cb (VmrQmpStream *stream, JsonObject *msg, gpointer user_data)
 {
-    VmrQmpClient *self = user_data;
+    /* returning a task may drop the last other reference to the client */
+    g_autoptr (VmrQmpClient) self = g_object_ref (user_data);
 
     if (json_object_has_member (msg, "return") || json_object_has_member (msg, "error")) {
         handle_reply (self, msg);
         return;
     }
     if (json_object_has_member (msg, "event")) {
-        const gchar *name = json_object_get_string_member_with_default (msg, "event", NULL);
+        const gchar *name = get_string_member (msg, "event");
         g_autoptr (JsonObject) data = NULL;
         JsonNode *data_node = json_object_get_member (msg, "data");
         JsonNode *ts_node = json_object_get_member (msg, "timestamp");
@@ -162,9 +194,8 @@ stream_message_cb (VmrQmpStream *stream, JsonObject *msg, gpointer user_data)
         if (ts_node != NULL && JSON_NODE_HOLDS_OBJECT (ts_node)) {
             JsonObject *ts = json_node_get_object (ts_node);
 
-            timestamp_us = json_object_get_int_member_with_default (ts, "seconds", 0) *
-                               G_USEC_PER_SEC +
-                           json_object_get_int_member_with_default (ts, "microseconds", 0);
+            timestamp_us = get_int_member (ts, "seconds") * G_USEC_PER_SEC
+                           + get_int_member (ts, "microseconds");
         }
         g_signal_emit (self, signals[SIGNAL_EVENT], 0, name, data, timestamp_us);
         return;
@@ -172,16 +203,14 @@ stream_message_cb (VmrQmpStream *stream, JsonObject *msg, gpointer user_data)
     if (json_object_has_member (msg, "QMP") && self->connect_task != NULL) {
         GTask *task;
 
-        if (self->connect_timeout != NULL) {
-            g_source_destroy (self->connect_timeout);
-            g_clear_pointer (&self->connect_timeout, g_source_unref);
-        }
+        clear_source (&self->connect_timeout);
+        clear_source (&self->connect_cancel);
 
         handle_greeting (self, msg);
         if (self->connect_task == NULL)
             return;
         task = g_steal_pointer (&self->connect_task);
-        vmr_qmp_client_execute_async (self, "qmp_capabilities", NULL, 0,
+        vmr_qmp_client_execute_async (self, "qmp_capabilities", NULL, self->connect_timeout_ms,
                                       g_task_get_cancellable (task), capabilities_cb, task);
         return;
     }
@@ -197,8 +226,7 @@ stream_malformed_cb (VmrQmpStream *stream, const gchar *line, const gchar *reaso
 
     /* a peer that sends garbage cannot be trusted to match replies any more */
     g_debug ("malformed line from peer: %s", line);
-    error = g_error_new (VMR_ERROR, VMR_ERROR_PROTOCOL, "malformed message from peer: %s",
-                         reason);
+    error = g_error_new (VMR_ERROR, VMR_ERROR_PROTOCOL, "malformed message from peer: %s", reason);
     if (self->disconnect_error == NULL)
         self->disconnect_error = g_error_copy (error);
     vmr_qmp_stream_close (stream);
@@ -221,12 +249,24 @@ stream_closed_cb (VmrQmpStream *stream, GError *error, gpointer user_data)
     if (self->connect_task != NULL) {
         g_autoptr (GTask) task = g_steal_pointer (&self->connect_task);
 
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_PROTOCOL,
-                                 "no QMP greeting: %s", self->disconnect_error->message);
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_PROTOCOL, "no QMP greeting: %s",
+                                 self->disconnect_error->message);
     }
     fail_all_pending (self, self->disconnect_error);
     g_signal_emit (self, signals[SIGNAL_DISCONNECTED], 0, self->disconnect_error);
     g_object_unref (self);
+}
+
+static void
+abort_connect (VmrQmpClient *self, GError *error)
+{
+    g_autoptr (GTask) task = g_steal_pointer (&self->connect_task);
+
+    clear_source (&self->connect_timeout);
+    clear_source (&self->connect_cancel);
+    g_signal_handlers_disconnect_by_data (self->stream, self);
+    vmr_qmp_stream_close (self->stream);
+    g_task_return_error (task, error);
 }
 
 static gboolean
@@ -234,14 +274,22 @@ connect_timeout_cb (gpointer user_data)
 {
     VmrQmpClient *self = user_data;
 
-    g_clear_pointer (&self->connect_timeout, g_source_unref);
-    if (self->connect_task != NULL) {
-        g_autoptr (GTask) task = g_steal_pointer (&self->connect_task);
+    if (self->connect_task != NULL)
+        abort_connect (self, g_error_new_literal (VMR_ERROR, VMR_ERROR_TIMEOUT,
+                                                  "no QMP greeting in time: is this a QEMU "
+                                                  "monitor socket?"));
+    return G_SOURCE_REMOVE;
+}
 
-        g_signal_handlers_disconnect_by_data (self->stream, self);
-        vmr_qmp_stream_close (self->stream);
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_TIMEOUT,
-                                 "no QMP greeting in time: is this a QEMU monitor socket?");
+static gboolean
+connect_cancelled_cb (GCancellable *cancellable, gpointer user_data)
+{
+    VmrQmpClient *self = user_data;
+    GError *error = NULL;
+
+    if (self->connect_task != NULL) {
+        g_cancellable_set_error_if_cancelled (cancellable, &error);
+        abort_connect (self, error);
     }
     return G_SOURCE_REMOVE;
 }
@@ -250,26 +298,34 @@ static void
 start_on_stream (GIOStream *stream, guint timeout_ms, GTask *task)
 {
     g_autoptr (VmrQmpClient) self = g_object_new (VMR_TYPE_QMP_CLIENT, NULL);
+    GCancellable *cancellable = g_task_get_cancellable (task);
+
     self->context = g_main_context_ref_thread_default ();
     self->stream = vmr_qmp_stream_new (stream);
     g_signal_connect (self->stream, "message", G_CALLBACK (stream_message_cb), self);
     g_signal_connect (self->stream, "malformed", G_CALLBACK (stream_malformed_cb), self);
     g_signal_connect (self->stream, "closed", G_CALLBACK (stream_closed_cb), self);
     self->connect_task = task;
+    self->connect_timeout_ms = timeout_ms;
 
     /* the task keeps the client alive until the greeting is handled */
     g_task_set_task_data (task, g_object_ref (self), g_object_unref);
-    self->connect_timeout =
-        g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
+    self->connect_timeout
+        = g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
     g_source_set_callback (self->connect_timeout, connect_timeout_cb, self, NULL);
     g_source_attach (self->connect_timeout, self->context);
+    if (cancellable != NULL) {
+        self->connect_cancel = g_cancellable_source_new (cancellable);
+        g_source_set_callback (self->connect_cancel, G_SOURCE_FUNC (connect_cancelled_cb), self,
+                               NULL);
+        g_source_attach (self->connect_cancel, self->context);
+    }
     vmr_qmp_stream_start (self->stream);
 }
 
 void
-vmr_qmp_client_new_for_stream_async (GIOStream *stream, guint timeout_ms,
-                                     GCancellable *cancellable, GAsyncReadyCallback callback,
-                                     gpointer user_data)
+vmr_qmp_client_new_for_stream_async (GIOStream *stream, guint timeout_ms, GCancellable *cancellable,
+                                     GAsyncReadyCallback callback, gpointer user_data)
 {
     GTask *task = g_task_new (NULL, cancellable, callback, user_data);
 
@@ -299,8 +355,8 @@ socket_connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     conn = g_socket_client_connect_finish (G_SOCKET_CLIENT (source), res, &error);
     if (conn == NULL) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED, "cannot connect to %s: %s",
-                                 data->path, error->message);
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                 "cannot connect to %s: %s", data->path, error->message);
         return;
     }
     start_on_stream (G_IO_STREAM (conn), data->timeout_ms, g_steal_pointer (&task));
@@ -361,9 +417,26 @@ command_timeout_cb (gpointer user_data)
 
     if (!g_hash_table_steal_extended (self->pending, cmd->id, NULL, (gpointer *) &owned))
         return G_SOURCE_REMOVE;
+    /* a late reply is dropped as no longer pending */
     g_clear_pointer (&cmd->timeout_source, g_source_unref);
-    g_task_return_new_error (owned, VMR_ERROR, VMR_ERROR_TIMEOUT,
-                             "no reply to '%s' in time", cmd->command);
+    g_task_return_new_error (owned, VMR_ERROR, VMR_ERROR_TIMEOUT, "no reply to '%s' in time",
+                             cmd->command);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean
+command_cancelled_cb (GCancellable *cancellable, gpointer user_data)
+{
+    GTask *task = user_data;
+    VmrQmpClient *self = g_task_get_source_object (task);
+    PendingCommand *cmd = g_task_get_task_data (task);
+    g_autoptr (GTask) owned = NULL;
+
+    if (!g_hash_table_steal_extended (self->pending, cmd->id, NULL, (gpointer *) &owned))
+        return G_SOURCE_REMOVE;
+    /* QEMU may still run the command; its reply is dropped like a late one */
+    g_clear_pointer (&cmd->cancel_source, g_source_unref);
+    g_task_return_error_if_cancelled (owned);
     return G_SOURCE_REMOVE;
 }
 
@@ -381,10 +454,11 @@ vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, JsonObje
 
     task = g_task_new (self, cancellable, callback, user_data);
     g_task_set_source_tag (task, vmr_qmp_client_execute_async);
+    if (g_task_return_error_if_cancelled (task))
+        return;
     if (self->disconnect_error != NULL) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
-                                 "cannot run '%s': %s", command,
-                                 self->disconnect_error->message);
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED, "cannot run '%s': %s",
+                                 command, self->disconnect_error->message);
         return;
     }
     cmd = g_new0 (PendingCommand, 1);
@@ -392,16 +466,22 @@ vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, JsonObje
     cmd->id = g_strdup_printf ("vmr-%" G_GUINT64_FORMAT, ++self->next_id);
     g_task_set_task_data (task, cmd, (GDestroyNotify) pending_command_free);
 
-    cmd->timeout_source =
-        g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
+    cmd->timeout_source
+        = g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
     g_source_set_callback (cmd->timeout_source, command_timeout_cb, task, NULL);
     g_source_attach (cmd->timeout_source, self->context);
+    if (cancellable != NULL) {
+        cmd->cancel_source = g_cancellable_source_new (cancellable);
+        g_source_set_callback (cmd->cancel_source, G_SOURCE_FUNC (command_cancelled_cb), task,
+                               NULL);
+        g_source_attach (cmd->cancel_source, self->context);
+    }
 
     json_object_set_string_member (msg, "execute", command);
     if (arguments != NULL)
         json_object_set_object_member (msg, "arguments", json_object_ref (arguments));
     json_object_set_string_member (msg, "id", cmd->id);
-    g_hash_table_insert (self->pending, g_strdup (cmd->id), g_object_ref (task));
+    g_hash_table_insert (self->pending, cmd->id, g_object_ref (task));
     vmr_qmp_stream_send (self->stream, msg);
 }
 
@@ -418,8 +498,7 @@ vmr_qmp_client_execute_sync (VmrQmpClient *self, const gchar *command, JsonObjec
 {
     g_autoptr (GAsyncResult) res = NULL;
 
-    vmr_qmp_client_execute_async (self, command, arguments, timeout_ms, NULL, sync_result_cb,
-                                  &res);
+    vmr_qmp_client_execute_async (self, command, arguments, timeout_ms, NULL, sync_result_cb, &res);
     while (res == NULL)
         g_main_context_iteration (self->context, TRUE);
     return vmr_qmp_client_execute_finish (self, res, error);
@@ -444,8 +523,8 @@ vmr_qmp_client_close (VmrQmpClient *self)
 {
     g_return_if_fail (VMR_IS_QMP_CLIENT (self));
     if (self->disconnect_error == NULL)
-        self->disconnect_error =
-            g_error_new_literal (VMR_ERROR, VMR_ERROR_DISCONNECTED, "connection closed");
+        self->disconnect_error
+            = g_error_new_literal (VMR_ERROR, VMR_ERROR_DISCONNECTED, "connection closed");
     vmr_qmp_stream_close (self->stream);
 }
 
@@ -454,10 +533,8 @@ vmr_qmp_client_dispose (GObject *object)
 {
     VmrQmpClient *self = VMR_QMP_CLIENT (object);
 
-    if (self->connect_timeout != NULL) {
-        g_source_destroy (self->connect_timeout);
-        g_clear_pointer (&self->connect_timeout, g_source_unref);
-    }
+    clear_source (&self->connect_timeout);
+    clear_source (&self->connect_cancel);
     if (self->stream != NULL) {
         g_signal_handlers_disconnect_by_data (self->stream, self);
         vmr_qmp_stream_close (self->stream);
@@ -481,7 +558,8 @@ vmr_qmp_client_finalize (GObject *object)
 static void
 vmr_qmp_client_init (VmrQmpClient *self)
 {
-    self->pending = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+    /* keys are the ids in the tasks' data: stealing an entry frees nothing */
+    self->pending = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_object_unref);
 }
 
 static void
@@ -491,10 +569,10 @@ vmr_qmp_client_class_init (VmrQmpClientClass *klass)
 
     object_class->dispose = vmr_qmp_client_dispose;
     object_class->finalize = vmr_qmp_client_finalize;
-    signals[SIGNAL_EVENT] = g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
-                                          0, NULL, NULL, NULL, G_TYPE_NONE, 3, G_TYPE_STRING,
-                                          JSON_TYPE_OBJECT, G_TYPE_INT64);
-    signals[SIGNAL_DISCONNECTED] = g_signal_new ("disconnected", G_TYPE_FROM_CLASS (klass),
-                                                 G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                                 G_TYPE_NONE, 1, G_TYPE_ERROR);
+    signals[SIGNAL_EVENT]
+        = g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                        G_TYPE_NONE, 3, G_TYPE_STRING, JSON_TYPE_OBJECT, G_TYPE_INT64);
+    signals[SIGNAL_DISCONNECTED]
+        = g_signal_new ("disconnected", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                        NULL, G_TYPE_NONE, 1, G_TYPE_ERROR);
 }

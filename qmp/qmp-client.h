@@ -26,39 +26,38 @@ G_DECLARE_FINAL_TYPE (VmrQmpClient, vmr_qmp_client, VMR, QMP_CLIENT, GObject)
 
 /*
  * Connects to the UNIX socket @path, reads the greeting and negotiates
- * capabilities. On success the result is a ready client.
+ * capabilities. On success the result is a ready client. @timeout_ms (0: the
+ * default) bounds the greeting and the negotiation: VMR_ERROR_TIMEOUT.
+ * Cancelling @cancellable ends the attempt at once (G_IO_ERROR_CANCELLED).
  */
-void vmr_qmp_client_connect_async (const gchar *path, guint timeout_ms,
-                                   GCancellable *cancellable, GAsyncReadyCallback callback,
-                                   gpointer user_data);
+void vmr_qmp_client_connect_async (const gchar *path, guint timeout_ms, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data);
 VmrQmpClient *vmr_qmp_client_connect_finish (GAsyncResult *res, GError **error);
 
 /* the same on an already connected stream; a reference is taken */
 void vmr_qmp_client_new_for_stream_async (GIOStream *stream, guint timeout_ms,
-                                          GCancellable *cancellable,
-                                          GAsyncReadyCallback callback, gpointer user_data);
+                                          GCancellable *cancellable, GAsyncReadyCallback callback,
+                                          gpointer user_data);
 
 /* blocking wrapper: iterates the thread-default main context */
-VmrQmpClient *vmr_qmp_client_connect_sync (const gchar *path, guint timeout_ms,
-                                           GError **error);
+VmrQmpClient *vmr_qmp_client_connect_sync (const gchar *path, guint timeout_ms, GError **error);
 
 /*
  * Runs @command with @arguments (nullable, not consumed). Several commands may
  * be in flight; replies are matched by id. @timeout_ms 0 means the default.
  * The result is the "return" member. A QMP error becomes a VMR_ERROR whose
- * code carries the class and whose message is QEMU's desc.
+ * code carries the class and whose message is QEMU's desc. No reply in time
+ * is VMR_ERROR_TIMEOUT; cancelling @cancellable completes the call at once
+ * with G_IO_ERROR_CANCELLED. Either way a reply that comes later is dropped.
  */
-void vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command,
-                                   JsonObject *arguments, guint timeout_ms,
-                                   GCancellable *cancellable, GAsyncReadyCallback callback,
-                                   gpointer user_data);
-JsonNode *vmr_qmp_client_execute_finish (VmrQmpClient *self, GAsyncResult *res,
-                                         GError **error);
+void vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, JsonObject *arguments,
+                                   guint timeout_ms, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data);
+JsonNode *vmr_qmp_client_execute_finish (VmrQmpClient *self, GAsyncResult *res, GError **error);
 
 /* blocking wrapper: iterates the thread-default main context */
 JsonNode *vmr_qmp_client_execute_sync (VmrQmpClient *self, const gchar *command,
-                                       JsonObject *arguments, guint timeout_ms,
-                                       GError **error);
+                                       JsonObject *arguments, guint timeout_ms, GError **error);
 
 /* the "QMP" member of the greeting (version, capabilities); owned by @self */
 JsonObject *vmr_qmp_client_get_greeting (VmrQmpClient *self);

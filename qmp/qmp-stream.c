@@ -20,6 +20,12 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_TYPE (VmrQmpStream, vmr_qmp_stream, G_TYPE_OBJECT)
 
+/*
+ * longer messages are cut short in the debug log: journald and TAP readers
+ * split long lines, and QEMU's schema alone is some 200 KiB
+ */
+#define DEBUG_LINE_MAX 16384
+
 static void read_next_line (VmrQmpStream *self);
 static void write_next (VmrQmpStream *self);
 
@@ -37,8 +43,7 @@ vmr_qmp_parse_line (const gchar *line, gsize len, GError **error)
     }
     root = json_parser_get_root (parser);
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)) {
-        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
-                             "expected a JSON object");
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "expected a JSON object");
         return NULL;
     }
     return json_object_ref (json_node_get_object (root));
@@ -66,6 +71,15 @@ emit_closed (VmrQmpStream *self, const GError *error)
 }
 
 static void
+debug_line (const gchar *direction, const gchar *line, gsize len)
+{
+    if (len <= DEBUG_LINE_MAX)
+        g_debug ("%s %.*s", direction, (int) len, line);
+    else
+        g_debug ("%s %.*s... (%" G_GSIZE_FORMAT " bytes)", direction, DEBUG_LINE_MAX, line, len);
+}
+
+static void
 handle_line (VmrQmpStream *self, gchar *line, gsize len)
 {
     g_autoptr (GError) error = NULL;
@@ -80,7 +94,7 @@ handle_line (VmrQmpStream *self, gchar *line, gsize len)
         g_signal_emit (self, signals[SIGNAL_MALFORMED], 0, "", "line too long");
         return;
     }
-    g_debug ("<- %s", line);
+    debug_line ("<-", line, len);
     msg = vmr_qmp_parse_line (line, len, &error);
     if (msg == NULL) {
         g_signal_emit (self, signals[SIGNAL_MALFORMED], 0, line, error->message);
@@ -96,19 +110,38 @@ read_line_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
     g_autofree gchar *line = NULL;
     gsize len = 0;
+    gsize buffered;
 
-    line = g_data_input_stream_read_line_finish (G_DATA_INPUT_STREAM (source), res, &len,
-                                                 &error);
+    line = g_data_input_stream_read_upto_finish (G_DATA_INPUT_STREAM (source), res, &len, &error);
     if (self->closed)
         return;
-    if (line == NULL) {
+    if (error != NULL) {
         /* a cancelled read means somebody closed us on purpose */
-        if (error != NULL && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
             g_clear_error (&error);
         emit_closed (self, error);
         return;
     }
-    handle_line (self, line, len);
+    /*
+     * the '\n' that ended the line is still buffered; when it is not, the
+     * peer closed the stream in the middle of a message, which must not be
+     * taken for a complete one. NULL without an error is an empty line, or
+     * the end of the stream when nothing is left.
+     */
+    buffered = g_buffered_input_stream_get_available (G_BUFFERED_INPUT_STREAM (self->input));
+    if (buffered == 0) {
+        if (line != NULL)
+            error = g_error_new_literal (G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT,
+                                         "connection closed in the middle of a message");
+        emit_closed (self, error);
+        return;
+    }
+    if (!g_input_stream_skip (G_INPUT_STREAM (self->input), 1, NULL, &error)) {
+        emit_closed (self, error);
+        return;
+    }
+    if (line != NULL)
+        handle_line (self, line, len);
     /* a "message" handler may have closed the stream */
     if (!self->closed)
         read_next_line (self);
@@ -117,8 +150,8 @@ read_line_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 static void
 read_next_line (VmrQmpStream *self)
 {
-    g_data_input_stream_read_line_async (self->input, G_PRIORITY_DEFAULT, self->cancellable,
-                                         read_line_cb, g_object_ref (self));
+    g_data_input_stream_read_upto_async (self->input, "\n", 1, G_PRIORITY_DEFAULT,
+                                         self->cancellable, read_line_cb, g_object_ref (self));
 }
 
 void
@@ -171,7 +204,7 @@ vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg)
         return;
     line = vmr_qmp_serialize (msg);
     len = strlen (line);
-    g_debug ("-> %.*s", (int) len - 1, line);
+    debug_line ("->", line, len - 1);
     g_queue_push_tail (&self->write_queue, g_bytes_new_take (g_steal_pointer (&line), len));
     if (g_queue_get_length (&self->write_queue) == 1)
         write_next (self);
@@ -216,7 +249,6 @@ vmr_qmp_stream_new (GIOStream *stream)
 
     self->stream = g_object_ref (stream);
     self->input = g_data_input_stream_new (g_io_stream_get_input_stream (stream));
-    g_data_input_stream_set_newline_type (self->input, G_DATA_STREAM_NEWLINE_TYPE_LF);
     g_filter_input_stream_set_close_base_stream (G_FILTER_INPUT_STREAM (self->input), FALSE);
     return self;
 }
@@ -249,13 +281,11 @@ vmr_qmp_stream_class_init (VmrQmpStreamClass *klass)
     GObjectClass *object_class = G_OBJECT_CLASS (klass);
 
     object_class->finalize = vmr_qmp_stream_finalize;
-    signals[SIGNAL_MESSAGE] = g_signal_new ("message", G_TYPE_FROM_CLASS (klass),
-                                            G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                            G_TYPE_NONE, 1, JSON_TYPE_OBJECT);
-    signals[SIGNAL_MALFORMED] = g_signal_new ("malformed", G_TYPE_FROM_CLASS (klass),
-                                              G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                              G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRING);
-    signals[SIGNAL_CLOSED] = g_signal_new ("closed", G_TYPE_FROM_CLASS (klass),
-                                           G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE,
-                                           1, G_TYPE_ERROR);
+    signals[SIGNAL_MESSAGE] = g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                            0, NULL, NULL, NULL, G_TYPE_NONE, 1, JSON_TYPE_OBJECT);
+    signals[SIGNAL_MALFORMED]
+        = g_signal_new ("malformed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                        NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRING);
+    signals[SIGNAL_CLOSED] = g_signal_new ("closed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                           0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_ERROR);
 }

@@ -23,7 +23,9 @@ G_DECLARE_FINAL_TYPE (VmrQmpStream, vmr_qmp_stream, VMR, QMP_STREAM, GObject)
  *   "malformed" (const gchar *line, const gchar *reason)   a line that is not
  *               a JSON object; the stream goes on reading
  *   "closed"    (GError *error)                end of stream (error NULL) or
- *               a read failure; emitted once, nothing is read afterwards
+ *               a read failure; G_IO_ERROR_PARTIAL_INPUT when the stream
+ *               ended inside a line, which is not taken for a message;
+ *               emitted once, nothing is read afterwards
  */
 VmrQmpStream *vmr_qmp_stream_new (GIOStream *stream);
 

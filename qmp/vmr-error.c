@@ -2,7 +2,10 @@
 
 #include "vmr-error.h"
 
+/* the quark's string is the macro's first argument, spaces and all */
+/* clang-format off */
 G_DEFINE_QUARK (vmr-error-quark, vmr_error)
+/* clang-format on */
 
 static const gchar *const class_names[] = {
     [VMR_ERROR_GENERIC] = "GenericError",

@@ -104,7 +104,11 @@ test_destination_check (void)
         }
     }
     /* the check changed nothing */
-    g_assert_false (g_file_test (g_build_filename (dir, "new.raw", NULL), G_FILE_TEST_EXISTS));
+    {
+        g_autofree gchar *new_path = g_build_filename (dir, "new.raw", NULL);
+
+        g_assert_false (g_file_test (new_path, G_FILE_TEST_EXISTS));
+    }
 
     for (gsize i = 0; i < G_N_ELEMENTS (names); i++) {
         g_autofree gchar *path = g_build_filename (dir, names[i], NULL);

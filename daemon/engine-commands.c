@@ -1,0 +1,267 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+#include "engine-private.h"
+
+#include "vmr-error.h"
+
+typedef struct {
+    VmrJob *job;
+    VmrBackendCommand command;
+    guint64 speed;
+    gboolean pivot_after_resume;
+} CommandData;
+
+static void
+command_data_free (CommandData *data)
+{
+    vmr_job_unref (data->job);
+    g_free (data);
+}
+
+void
+vmr_engine_add_waiter (VmrEngine *self, VmrJob *job, GTask *task)
+{
+    GPtrArray *tasks = g_hash_table_lookup (self->waiters, job->id);
+
+    if (tasks == NULL) {
+        tasks = g_ptr_array_new_with_free_func (g_object_unref);
+        g_hash_table_insert (self->waiters, g_strdup (job->id), tasks);
+    }
+    g_ptr_array_add (tasks, task);
+}
+
+typedef struct {
+    VmrEngine *engine;
+    VmrJob *job;
+    GTask *task; /* NULL for an automatic pivot */
+} PivotData;
+
+static void
+pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    PivotData *data = user_data;
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
+        g_message ("job %s: pivot refused: %s", data->job->id, error->message);
+        if (data->job->state == VMR_JOB_STATE_PIVOTING)
+            vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
+        if (data->task != NULL)
+            g_task_return_error (data->task, g_steal_pointer (&error));
+    } else if (data->task != NULL) {
+        g_task_return_pointer (data->task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
+    }
+    g_clear_object (&data->task);
+    g_object_unref (data->engine);
+    vmr_job_unref (data->job);
+    g_free (data);
+}
+
+/*
+ * Cuts @job over: job-complete, then the backend's "job-finished" moves it on
+ * to completed. @task (consumed), if not NULL, completes when QEMU accepted.
+ */
+void
+vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
+{
+    PivotData *data = g_new0 (PivotData, 1);
+
+    data->engine = g_object_ref (self);
+    data->job = vmr_job_ref (job);
+    data->task = task;
+    vmr_engine_set_job_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
+    vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_PIVOT, 0, NULL,
+                                   pivot_cb, data);
+}
+
+static void
+command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrEngine *self = g_task_get_source_object (task);
+    CommandData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    DomainEntry *entry;
+
+    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    switch (data->command) {
+        case VMR_BACKEND_COMMAND_PAUSE:
+            /* the policy leaves a job that a user paused alone */
+            data->job->user_paused = TRUE;
+            vmr_engine_set_job_state (self, data->job, VMR_JOB_STATE_PAUSED, NULL);
+            break;
+        case VMR_BACKEND_COMMAND_RESUME:
+            data->job->user_paused = FALSE;
+            vmr_engine_set_job_state (
+                self, data->job, data->job->ready ? VMR_JOB_STATE_SYNCED : VMR_JOB_STATE_COPYING,
+                NULL);
+            entry = g_hash_table_lookup (self->domains, data->job->domain);
+            if (data->pivot_after_resume && entry != NULL) {
+                vmr_engine_pivot_job (self, entry, data->job, g_steal_pointer (&task));
+                return;
+            }
+            /* a copy that became ready while paused pivots now unless told not to */
+            if (data->job->ready && !data->job->manual_pivot && entry != NULL)
+                vmr_engine_pivot_job (self, entry, data->job, NULL);
+            break;
+        case VMR_BACKEND_COMMAND_SET_SPEED:
+            /* the user's speed replaces the policy's, throttle included */
+            data->job->speed = data->speed;
+            data->job->base_speed = data->speed;
+            data->job->speed_from_user = TRUE;
+            if (data->job->state == VMR_JOB_STATE_THROTTLED)
+                vmr_engine_set_job_state (self, data->job, VMR_JOB_STATE_COPYING,
+                                          "speed set by a user");
+            g_message ("job %s: speed set to %" G_GUINT64_FORMAT " bytes/s", data->job->id,
+                       data->speed);
+            break;
+        case VMR_BACKEND_COMMAND_CANCEL:
+            /* the reply waits for the end of the job */
+            if (vmr_engine_job_is_active (data->job)) {
+                vmr_engine_add_waiter (self, data->job, g_steal_pointer (&task));
+                return;
+            }
+            break;
+        case VMR_BACKEND_COMMAND_PIVOT:
+        default:
+            break;
+    }
+    g_task_return_pointer (task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
+}
+
+static gboolean
+check_command (VmrJob *job, VmrBackendCommand command, GError **error)
+{
+    const gchar *state = vmr_job_state_to_string (job->state);
+
+    if (vmr_job_state_is_final (job->state)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "job %s is %s already", job->id,
+                     state);
+        return FALSE;
+    }
+    if (job->policy_busy
+        && (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is starting; try again", job->id);
+        return FALSE;
+    }
+    if (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED) {
+        if (command == VMR_BACKEND_COMMAND_CANCEL || command == VMR_BACKEND_COMMAND_SET_SPEED)
+            return TRUE;
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "job %s is %s: its copy has not started", job->id, state);
+        return FALSE;
+    }
+    switch (command) {
+        case VMR_BACKEND_COMMAND_PAUSE:
+            if (job->state == VMR_JOB_STATE_PAUSED) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "job %s is paused already", job->id);
+                return FALSE;
+            }
+            if (job->state == VMR_JOB_STATE_PIVOTING) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
+                             "job %s is pivoting and cannot pause", job->id);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_BACKEND_COMMAND_RESUME:
+            if (job->state != VMR_JOB_STATE_PAUSED) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "job %s is %s, not paused", job->id, state);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_BACKEND_COMMAND_CANCEL:
+            if (job->state == VMR_JOB_STATE_PIVOTING) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
+                             "job %s is pivoting; it can no longer be cancelled", job->id);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_BACKEND_COMMAND_PIVOT:
+            if (job->state == VMR_JOB_STATE_PIVOTING) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is pivoting already",
+                             job->id);
+                return FALSE;
+            }
+            if (!job->ready) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "job %s is %s; it can pivot once it is synced", job->id, state);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_BACKEND_COMMAND_SET_SPEED:
+            if (job->state == VMR_JOB_STATE_PIVOTING) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is pivoting", job->id);
+                return FALSE;
+            }
+            return TRUE;
+        default:
+            return FALSE;
+    }
+}
+
+void
+vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendCommand command,
+                              guint64 speed, GCancellable *cancellable,
+                              GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
+    g_autoptr (GError) error = NULL;
+    VmrJob *job = vmr_engine_lookup_job (self, id, &error);
+    DomainEntry *entry;
+    CommandData *data;
+
+    if (job == NULL || !check_command (job, command, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    /* a copy that has not started has nothing in QEMU to talk to */
+    if (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED) {
+        if (command == VMR_BACKEND_COMMAND_CANCEL) {
+            vmr_engine_set_job_state (self, job, VMR_JOB_STATE_CANCELLED,
+                                      "cancelled on request before the copy started");
+        } else {
+            job->base_speed = speed;
+            job->speed = speed;
+            job->speed_from_user = TRUE;
+        }
+        g_task_return_pointer (task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
+        return;
+    }
+    entry = g_hash_table_lookup (self->domains, job->domain);
+    if (entry == NULL || !entry->connected) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                 "the QEMU monitor of %s is gone", job->domain);
+        return;
+    }
+    data = g_new0 (CommandData, 1);
+    data->job = vmr_job_ref (job);
+    data->command = command;
+    data->speed = speed;
+    g_task_set_task_data (task, data, (GDestroyNotify) command_data_free);
+
+    if (command == VMR_BACKEND_COMMAND_PIVOT) {
+        /* a paused job is resumed before the pivot */
+        if (job->state == VMR_JOB_STATE_PAUSED) {
+            data->command = VMR_BACKEND_COMMAND_RESUME;
+            data->pivot_after_resume = TRUE;
+            vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_RESUME, 0, NULL,
+                                           command_cb, g_steal_pointer (&task));
+            return;
+        }
+        vmr_engine_pivot_job (self, entry, job, g_steal_pointer (&task));
+        return;
+    }
+    vmr_backend_job_command_async (entry->backend, job, command, speed, NULL, command_cb,
+                                   g_steal_pointer (&task));
+}
+
+VmrJob *
+vmr_engine_job_command_finish (VmrEngine *self, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}

@@ -1,0 +1,566 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+#include "engine-private.h"
+
+#include <errno.h>
+
+#include "decision.h"
+#include "units.h"
+#include "vmr-error.h"
+
+/* load samples kept beyond the longest hold, for `virt-mirror job` */
+#define HISTORY_MARGIN_US (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC)
+/* how many of the newest samples a job object shows */
+#define SHOWN_SAMPLES 10
+
+static void schedule_sampling (VmrEngine *self, DomainEntry *entry);
+
+/* ---- the policy file ---- */
+
+gboolean
+vmr_engine_load_policy (VmrEngine *self, const gchar *path, gboolean required, GError **error)
+{
+    VmrPolicy *policy;
+
+    if (path != NULL && !required && !g_file_test (path, G_FILE_TEST_EXISTS)) {
+        g_message ("no policy file at %s: using the built-in values", path);
+        g_free (self->policy_path);
+        self->policy_path = g_strdup (path);
+        return TRUE;
+    }
+    policy = path != NULL ? vmr_policy_load (path, error) : vmr_policy_new_default ();
+    if (policy == NULL)
+        return FALSE;
+    g_clear_pointer (&self->policy, vmr_policy_unref);
+    self->policy = policy;
+    if (path != self->policy_path) {
+        g_free (self->policy_path);
+        self->policy_path = g_strdup (path);
+    }
+    g_message ("policy loaded from %s", vmr_policy_get_source (policy));
+    return TRUE;
+}
+
+gboolean
+vmr_engine_reload_policy (VmrEngine *self, GError **error)
+{
+    g_autoptr (GError) local_error = NULL;
+    GHashTableIter iter;
+    DomainEntry *entry;
+
+    if (self->policy_path == NULL) {
+        g_message ("reload: no policy file configured; keeping the built-in values");
+        return TRUE;
+    }
+    if (!g_file_test (self->policy_path, G_FILE_TEST_EXISTS)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "policy file %s does not exist; keeping the current policy",
+                     self->policy_path);
+        g_message ("reload refused: %s does not exist", self->policy_path);
+        return FALSE;
+    }
+    if (!vmr_engine_load_policy (self, self->policy_path, TRUE, &local_error)) {
+        g_message ("reload refused, keeping the current policy:\n%s", local_error->message);
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "%s\nthe policy is unchanged",
+                     local_error->message);
+        return FALSE;
+    }
+    /* the sampling interval may have changed */
+    g_hash_table_iter_init (&iter, self->domains);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry))
+        schedule_sampling (self, entry);
+    return TRUE;
+}
+
+JsonObject *
+vmr_engine_show_policy (VmrEngine *self, const gchar *domain, const gchar *disk, GError **error)
+{
+    g_autoptr (VmrPolicyRule) rule = NULL;
+    JsonObject *obj = json_object_new ();
+    JsonArray *values = json_array_new ();
+
+    if (disk != NULL && domain == NULL) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "a disk needs a domain");
+        json_object_unref (obj);
+        json_array_unref (values);
+        return NULL;
+    }
+    rule = vmr_policy_lookup (self->policy, domain, disk);
+    json_object_set_string_member (obj, "source", vmr_policy_get_source (self->policy));
+    if (domain != NULL)
+        json_object_set_string_member (obj, "domain", domain);
+    if (disk != NULL)
+        json_object_set_string_member (obj, "disk", disk);
+    for (guint k = 0; k < VMR_POLICY_KEY_LAST; k++) {
+        JsonObject *value = json_object_new ();
+        g_autofree gchar *text = vmr_policy_rule_format_value (rule, k);
+
+        json_object_set_string_member (value, "key", vmr_policy_key_name (k));
+        json_object_set_string_member (value, "value", text);
+        json_object_set_string_member (value, "from", rule->origin[k]);
+        json_array_add_object_element (values, value);
+    }
+    json_object_set_array_member (obj, "values", values);
+    return obj;
+}
+
+/* ---- what the policy knows of a job ---- */
+
+static gint64
+held_for (VmrJob *job, gint64 now_us)
+{
+    return job->held_total_us + (job->held_since_us != 0 ? now_us - job->held_since_us : 0);
+}
+
+void
+vmr_engine_policy_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous)
+{
+    gint64 now = g_get_monotonic_time ();
+    gboolean held = job->state == VMR_JOB_STATE_DELAYED
+                    || (job->state == VMR_JOB_STATE_PAUSED && !job->user_paused);
+
+    if (held && job->held_since_us == 0)
+        job->held_since_us = now;
+    if (!held && job->held_since_us != 0) {
+        job->held_total_us += now - job->held_since_us;
+        job->held_since_us = 0;
+    }
+}
+
+static VmrLoadHistory *
+history_for (DomainEntry *entry, const gchar *disk)
+{
+    return entry != NULL && entry->load != NULL ? g_hash_table_lookup (entry->load, disk) : NULL;
+}
+
+JsonObject *
+vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job)
+{
+    JsonObject *obj = json_object_new ();
+    JsonArray *iops = json_array_new ();
+    DomainEntry *entry = g_hash_table_lookup (self->domains, job->domain);
+    VmrLoadHistory *history = history_for (entry, job->disk);
+
+    if (job->decision != NULL)
+        json_object_set_string_member (obj, "decision", job->decision);
+    else
+        json_object_set_null_member (obj, "decision");
+    if (job->decision_reason != NULL)
+        json_object_set_string_member (obj, "reason", job->decision_reason);
+    else
+        json_object_set_null_member (obj, "reason");
+    json_object_set_double_member (
+        obj, "held", (gdouble) held_for (job, g_get_monotonic_time ()) / G_USEC_PER_SEC);
+    json_object_set_int_member (obj, "base-speed", (gint64) job->base_speed);
+    json_object_set_boolean_member (obj, "user-paused", job->user_paused);
+    if (history != NULL) {
+        guint n = 0;
+        const VmrLoadSample *samples = vmr_load_history_get_samples (history, &n);
+
+        for (guint i = n > SHOWN_SAMPLES ? n - SHOWN_SAMPLES : 0; i < n; i++)
+            json_array_add_int_element (iops, (gint64) (samples[i].iops + 0.5));
+        if (n > 0)
+            json_object_set_double_member (obj, "guest-latency-us", samples[n - 1].latency_us);
+    }
+    /* the guest's IOPS over the last samples, oldest first */
+    json_object_set_array_member (obj, "guest-iops", iops);
+    return obj;
+}
+
+/* ---- decisions ---- */
+
+static VmrPolicyPhase
+phase_of (VmrJob *job, gboolean *out_managed)
+{
+    *out_managed = TRUE;
+    switch (job->state) {
+        case VMR_JOB_STATE_QUEUED:
+            return VMR_POLICY_PHASE_QUEUED;
+        case VMR_JOB_STATE_DELAYED:
+            return VMR_POLICY_PHASE_DELAYED;
+        case VMR_JOB_STATE_COPYING:
+            return job->policy_released ? VMR_POLICY_PHASE_RELEASED : VMR_POLICY_PHASE_RUNNING;
+        case VMR_JOB_STATE_THROTTLED:
+            return VMR_POLICY_PHASE_THROTTLED;
+        case VMR_JOB_STATE_PAUSED:
+            if (!job->user_paused && !job->ready)
+                return VMR_POLICY_PHASE_PAUSED;
+            break;
+        default:
+            break;
+    }
+    /* user-paused, in sync, pivoting or over: not the policy's business */
+    *out_managed = FALSE;
+    return VMR_POLICY_PHASE_RUNNING;
+}
+
+static gint
+seconds_of_day_now (void)
+{
+    g_autoptr (GDateTime) now = g_date_time_new_now_local ();
+
+    return g_date_time_get_hour (now) * 3600 + g_date_time_get_minute (now) * 60
+           + g_date_time_get_second (now);
+}
+
+/* records the decision; logs it when the action changes */
+static void
+note_decision (VmrJob *job, const VmrPolicyDecision *decision)
+{
+    const gchar *action = vmr_policy_action_to_string (decision->action);
+
+    if (g_strcmp0 (job->decision, action) != 0 && decision->action != VMR_POLICY_ACTION_KEEP)
+        g_message ("job %s (%s %s): policy: %s: %s", job->id, job->domain, job->disk, action,
+                   decision->reason);
+    if (decision->action != VMR_POLICY_ACTION_KEEP || job->decision == NULL) {
+        g_free (job->decision);
+        job->decision = g_strdup (action);
+    }
+    g_free (job->decision_reason);
+    job->decision_reason = g_strdup (decision->reason);
+}
+
+typedef struct {
+    VmrEngine *engine;
+    VmrJob *job;
+    VmrJobState next_state; /* after the command */
+    guint64 speed;          /* for a set-speed that follows a resume, 0 = none */
+    gboolean resume_after_speed;
+    gchar *reason;
+} ActionData;
+
+static void
+action_data_free (ActionData *data)
+{
+    data->job->policy_busy = FALSE;
+    g_object_unref (data->engine);
+    vmr_job_unref (data->job);
+    g_free (data->reason);
+    g_free (data);
+}
+
+static void action_step (ActionData *data, VmrBackendCommand command, guint64 speed);
+
+static void
+action_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    ActionData *data = user_data;
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
+        g_message ("job %s: policy action refused: %s", data->job->id, error->message);
+        action_data_free (data);
+        return;
+    }
+    if (data->resume_after_speed) {
+        data->resume_after_speed = FALSE;
+        action_step (data, VMR_BACKEND_COMMAND_RESUME, 0);
+        return;
+    }
+    if (vmr_engine_job_is_active (data->job) && data->job->state != data->next_state) {
+        /* a copy that became ready while paused resumes in sync */
+        if (data->job->ready && data->job->state == VMR_JOB_STATE_PAUSED) {
+            DomainEntry *entry = g_hash_table_lookup (data->engine->domains, data->job->domain);
+
+            vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
+            if (!data->job->manual_pivot && entry != NULL)
+                vmr_engine_pivot_job (data->engine, entry, data->job, NULL);
+        } else {
+            vmr_engine_set_job_state (data->engine, data->job, data->next_state, NULL);
+        }
+    }
+    action_data_free (data);
+}
+
+static void
+action_step (ActionData *data, VmrBackendCommand command, guint64 speed)
+{
+    DomainEntry *entry = g_hash_table_lookup (data->engine->domains, data->job->domain);
+
+    if (entry == NULL || !entry->connected) {
+        action_data_free (data);
+        return;
+    }
+    if (command == VMR_BACKEND_COMMAND_SET_SPEED)
+        data->job->speed = speed;
+    vmr_backend_job_command_async (entry->backend, data->job, command, speed, NULL, action_cb,
+                                   data);
+}
+
+static ActionData *
+action_new (VmrEngine *self, VmrJob *job, VmrJobState next_state)
+{
+    ActionData *data = g_new0 (ActionData, 1);
+
+    data->engine = g_object_ref (self);
+    data->job = vmr_job_ref (job);
+    data->next_state = next_state;
+    job->policy_busy = TRUE;
+    return data;
+}
+
+/* the speed of a copy that is not throttled */
+static guint64
+full_speed (VmrJob *job, const VmrPolicyRule *rule)
+{
+    return job->speed_from_user ? job->base_speed : rule->speed;
+}
+
+/* the speed of a throttled copy: never faster than full speed */
+static guint64
+slow_speed (VmrJob *job, const VmrPolicyRule *rule)
+{
+    guint64 full = full_speed (job, rule);
+
+    return full > 0 && full < rule->throttle_speed ? full : rule->throttle_speed;
+}
+
+static void
+apply_decision (VmrEngine *self, DomainEntry *entry, VmrJob *job, VmrPolicyPhase phase,
+                const VmrPolicyRule *rule, const VmrPolicyDecision *decision, GTask *task)
+{
+    ActionData *data;
+
+    switch (decision->action) {
+        case VMR_POLICY_ACTION_START:
+            job->base_speed = full_speed (job, rule);
+            vmr_engine_start_copy (self, entry, job, job->base_speed, VMR_JOB_STATE_COPYING, task);
+            return;
+        case VMR_POLICY_ACTION_START_THROTTLED:
+            job->base_speed = full_speed (job, rule);
+            vmr_engine_start_copy (self, entry, job, slow_speed (job, rule),
+                                   VMR_JOB_STATE_THROTTLED, task);
+            return;
+        case VMR_POLICY_ACTION_DELAY:
+            if (job->state == VMR_JOB_STATE_QUEUED)
+                vmr_engine_set_job_state (self, job, VMR_JOB_STATE_DELAYED, decision->reason);
+            break;
+        case VMR_POLICY_ACTION_PROCEED:
+            job->policy_released = TRUE;
+            job->base_speed = full_speed (job, rule);
+            if (phase == VMR_POLICY_PHASE_QUEUED || phase == VMR_POLICY_PHASE_DELAYED) {
+                vmr_engine_start_copy (self, entry, job, job->base_speed, VMR_JOB_STATE_COPYING,
+                                       task);
+                return;
+            }
+            data = action_new (self, job, VMR_JOB_STATE_COPYING);
+            if (phase == VMR_POLICY_PHASE_PAUSED) {
+                data->resume_after_speed = TRUE;
+                action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, job->base_speed);
+            } else {
+                action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, job->base_speed);
+            }
+            break;
+        case VMR_POLICY_ACTION_FAIL:
+            if (phase == VMR_POLICY_PHASE_QUEUED || phase == VMR_POLICY_PHASE_DELAYED) {
+                vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, decision->reason);
+            } else {
+                /* the copy ends as a failure once QEMU has cancelled it */
+                g_free (job->pending_failure);
+                job->pending_failure = g_strdup (decision->reason);
+                data = action_new (self, job, job->state);
+                action_step (data, VMR_BACKEND_COMMAND_CANCEL, 0);
+            }
+            break;
+        case VMR_POLICY_ACTION_PAUSE:
+            data = action_new (self, job, VMR_JOB_STATE_PAUSED);
+            action_step (data, VMR_BACKEND_COMMAND_PAUSE, 0);
+            break;
+        case VMR_POLICY_ACTION_RESUME:
+        case VMR_POLICY_ACTION_RESUME_THROTTLED: {
+            gboolean slow = decision->action == VMR_POLICY_ACTION_RESUME_THROTTLED;
+            guint64 speed = slow ? slow_speed (job, rule) : full_speed (job, rule);
+
+            data = action_new (self, job, slow ? VMR_JOB_STATE_THROTTLED : VMR_JOB_STATE_COPYING);
+            if (speed != job->speed) {
+                data->resume_after_speed = TRUE;
+                action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, speed);
+            } else {
+                action_step (data, VMR_BACKEND_COMMAND_RESUME, 0);
+            }
+            break;
+        }
+        case VMR_POLICY_ACTION_THROTTLE:
+            data = action_new (self, job, VMR_JOB_STATE_THROTTLED);
+            action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, slow_speed (job, rule));
+            break;
+        case VMR_POLICY_ACTION_UNTHROTTLE:
+            data = action_new (self, job, VMR_JOB_STATE_COPYING);
+            action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, full_speed (job, rule));
+            break;
+        case VMR_POLICY_ACTION_KEEP:
+        default:
+            /* a reloaded policy may have changed the full speed */
+            if (job->state == VMR_JOB_STATE_COPYING && !job->speed_from_user
+                && job->speed != rule->speed) {
+                job->base_speed = rule->speed;
+                data = action_new (self, job, VMR_JOB_STATE_COPYING);
+                action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, rule->speed);
+            }
+            break;
+    }
+    if (task != NULL) {
+        g_task_return_pointer (task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
+        g_object_unref (task);
+    }
+}
+
+/* decides and acts for @job; @task (consumed, may be NULL) as in admit */
+static void
+evaluate_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
+{
+    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, job->domain, job->disk);
+    g_auto (VmrPolicyDecision) decision = { 0 };
+    VmrLoadHistory *history = history_for (entry, job->disk);
+    const VmrLoadSample *samples = NULL;
+    gint64 now = g_get_monotonic_time ();
+    gboolean managed;
+    VmrPolicyPhase phase = phase_of (job, &managed);
+    guint n = 0;
+
+    if (!managed || job->policy_busy) {
+        if (task != NULL) {
+            g_task_return_pointer (task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
+            g_object_unref (task);
+        }
+        return;
+    }
+    if (history != NULL)
+        samples = vmr_load_history_get_samples (history, &n);
+    vmr_policy_decide (rule, samples, n, phase, held_for (job, now), now, seconds_of_day_now (),
+                       &decision);
+    note_decision (job, &decision);
+    apply_decision (self, entry, job, phase, rule, &decision, task);
+}
+
+void
+vmr_engine_policy_admit (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
+{
+    evaluate_job (self, entry, job, task);
+}
+
+/* ---- sampling ---- */
+
+static gint64
+keep_for (VmrEngine *self, DomainEntry *entry)
+{
+    gint64 keep = 0;
+
+    for (guint i = 0; entry->disks != NULL && i < entry->disks->len; i++) {
+        VmrDisk *disk = g_ptr_array_index (entry->disks, i);
+        g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, entry->name, disk->id);
+
+        keep = MAX (keep, rule->hold_us);
+    }
+    return keep + HISTORY_MARGIN_US;
+}
+
+static void
+load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (VmrEngine) self = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GHashTable) load = NULL;
+    g_autoptr (GPtrArray) jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
+    DomainEntry *entry = NULL;
+    GHashTableIter iter;
+    DomainEntry *candidate;
+    const gchar *disk_id;
+    VmrIoCounters *counters;
+    gint64 now = g_get_monotonic_time ();
+    gint64 keep;
+
+    load = vmr_backend_query_load_finish (VMR_BACKEND (source), res, &error);
+    g_hash_table_iter_init (&iter, self->domains);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &candidate)) {
+        if (candidate->backend == VMR_BACKEND (source))
+            entry = candidate;
+    }
+    if (entry == NULL)
+        return;
+    entry->sample_in_flight = FALSE;
+    if (load == NULL) {
+        g_debug ("load of %s: %s", entry->name, error->message);
+        return;
+    }
+    keep = keep_for (self, entry);
+    g_hash_table_iter_init (&iter, load);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &disk_id, (gpointer *) &counters)) {
+        VmrLoadHistory *history = g_hash_table_lookup (entry->load, disk_id);
+
+        if (history == NULL) {
+            history = vmr_load_history_new ();
+            g_hash_table_insert (entry->load, g_strdup (disk_id), history);
+        }
+        vmr_load_history_add (history, counters, now, keep);
+    }
+    /* a decision may end a job: work on a copy of the list */
+    for (guint i = 0; i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+
+        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->domain, entry->name) == 0)
+            g_ptr_array_add (jobs, vmr_job_ref (job));
+    }
+    for (guint i = 0; i < jobs->len; i++)
+        evaluate_job (self, entry, g_ptr_array_index (jobs, i), NULL);
+}
+
+static gboolean
+sample_tick_cb (gpointer user_data)
+{
+    DomainEntry *entry = user_data;
+
+    if (entry->sample_in_flight || !entry->connected)
+        return G_SOURCE_CONTINUE;
+    entry->sample_in_flight = TRUE;
+    vmr_backend_query_load_async (entry->backend, NULL, load_cb, g_object_ref (entry->engine));
+    return G_SOURCE_CONTINUE;
+}
+
+/* the smallest sample-interval among the domain's disks */
+static gint64
+sample_interval (VmrEngine *self, DomainEntry *entry)
+{
+    g_autoptr (VmrPolicyRule) domain_rule = vmr_policy_lookup (self->policy, entry->name, NULL);
+    gint64 interval = domain_rule->sample_interval_us;
+
+    for (guint i = 0; entry->disks != NULL && i < entry->disks->len; i++) {
+        VmrDisk *disk = g_ptr_array_index (entry->disks, i);
+        g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, entry->name, disk->id);
+
+        interval = MIN (interval, rule->sample_interval_us);
+    }
+    return interval;
+}
+
+static void
+schedule_sampling (VmrEngine *self, DomainEntry *entry)
+{
+    gint64 interval = sample_interval (self, entry);
+
+    if (entry->sample_source != 0 && entry->sample_interval_us == interval)
+        return;
+    if (entry->sample_source != 0)
+        g_clear_handle_id (&entry->sample_source, g_source_remove);
+    entry->sample_interval_us = interval;
+    entry->sample_source = g_timeout_add ((guint) (interval / 1000), sample_tick_cb, entry);
+}
+
+void
+vmr_engine_policy_watch (VmrEngine *self, DomainEntry *entry)
+{
+    if (entry->load == NULL)
+        entry->load = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                             (GDestroyNotify) vmr_load_history_free);
+    schedule_sampling (self, entry);
+    /* a first reading now, so that the first sample comes one interval later */
+    sample_tick_cb (entry);
+}
+
+void
+vmr_engine_policy_forget (DomainEntry *entry)
+{
+    if (entry->sample_source != 0)
+        g_clear_handle_id (&entry->sample_source, g_source_remove);
+    g_clear_pointer (&entry->load, g_hash_table_unref);
+}

@@ -1,0 +1,89 @@
+/*
+ * What the parts of the engine share: engine.c (domains, migrations, backend
+ * events), engine-commands.c (commands on jobs) and engine-policy.c (load
+ * sampling and the policy's decisions).
+ */
+#pragma once
+
+#include "engine.h"
+#include "load-history.h"
+#include "policy.h"
+
+G_BEGIN_DECLS
+
+/* how often a running copy's progress is read from QEMU */
+#define PROGRESS_INTERVAL_MS 500
+
+typedef struct {
+    VmrEngine *engine; /* not a reference: the engine owns the entry */
+    gchar *name;
+    VmrBackend *backend;
+    GPtrArray *disks; /* of VmrDisk *, as last discovered */
+    gboolean connected;
+    guint progress_source;
+    gboolean progress_in_flight;
+
+    GHashTable *load; /* disk id -> VmrLoadHistory *, the guest's recent I/O */
+    guint sample_source;
+    gint64 sample_interval_us; /* of the running sample timer */
+    gboolean sample_in_flight;
+} DomainEntry;
+
+struct _VmrEngine {
+    GObject parent_instance;
+
+    gchar *state_dir;
+    GHashTable *domains;  /* name -> DomainEntry *, owned */
+    GHashTable *jobs;     /* id -> VmrJob *, owned */
+    GPtrArray *job_order; /* of VmrJob *, owned, oldest first */
+    GHashTable *waiters;  /* job id -> GPtrArray of GTask * waiting for the end */
+    guint last_job_number;
+
+    VmrPolicy *policy;
+    gchar *policy_path; /* NULL: built-in values only */
+};
+
+/* moves @job to @state: logs it, saves the record and tells the watchers */
+gboolean vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state,
+                                   const gchar *reason);
+
+gboolean vmr_engine_job_is_active (VmrJob *job);
+
+/* starts or stops the domain's progress timer as its jobs need */
+void vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry);
+
+/* cuts @job over; @task (consumed, may be NULL) completes when QEMU accepted */
+void vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* completes @task (consumed) with the job once it has ended */
+void vmr_engine_add_waiter (VmrEngine *self, VmrJob *job, GTask *task);
+
+/*
+ * Starts the copy of a queued or delayed @job at @speed (bytes/s, 0 =
+ * unlimited) into @state (copying or throttled). @task (consumed, may be
+ * NULL) completes with the job once QEMU runs the mirror.
+ */
+void vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, guint64 speed,
+                            VmrJobState state, GTask *task);
+
+/* engine-policy.c */
+
+/* starts sampling the guest load of a newly attached domain */
+void vmr_engine_policy_watch (VmrEngine *self, DomainEntry *entry);
+
+/* frees what the policy keeps of a domain */
+void vmr_engine_policy_forget (DomainEntry *entry);
+
+/*
+ * The first decision on a new job: starts its copy (completing @task, consumed,
+ * when it runs) or holds it back (completing @task at once).
+ */
+void vmr_engine_policy_admit (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* the "policy" member of a job object: decision, reason, guest load */
+JsonObject *vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job);
+
+/* tells the policy that a job's state changed on its own (held time) */
+void vmr_engine_policy_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
+
+G_END_DECLS
