@@ -40,7 +40,7 @@ vmr_cli_output_error (const GError *error, gboolean json)
     const gchar *class_name;
 
     if (error->domain == VMR_CLI_USAGE_ERROR) {
-        g_printerr ("virt-mirror: %s\n", error->message);
+        g_printerr ("virt-mirror: error: %s\n", error->message);
         return VMR_CLI_EXIT_USAGE;
     }
     g_debug ("error %s %d: %s", g_quark_to_string (error->domain), error->code, error->message);

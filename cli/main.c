@@ -70,7 +70,7 @@ run (gchar **argv)
 
     if (!g_option_context_parse_strv (context, &args, &error)) {
         error->message[0] = g_ascii_tolower (error->message[0]);
-        g_printerr ("virt-mirror: %s (see virt-mirror --help)\n", error->message);
+        g_printerr ("virt-mirror: error: %s (see virt-mirror --help)\n", error->message);
         return VMR_CLI_EXIT_USAGE;
     }
     if (help) {
@@ -80,12 +80,12 @@ run (gchar **argv)
         return VMR_CLI_EXIT_OK;
     }
     if (args[1] == NULL) {
-        g_printerr ("virt-mirror: missing command (see virt-mirror --help)\n");
+        g_printerr ("virt-mirror: error: missing command (see virt-mirror --help)\n");
         return VMR_CLI_EXIT_USAGE;
     }
     cmd = vmr_cli_command_lookup (args[1]);
     if (cmd == NULL) {
-        g_printerr ("virt-mirror: unknown command '%s' (see virt-mirror --help)\n", args[1]);
+        g_printerr ("virt-mirror: error: unknown command '%s' (see virt-mirror --help)\n", args[1]);
         return VMR_CLI_EXIT_USAGE;
     }
 

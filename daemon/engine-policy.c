@@ -56,11 +56,9 @@ vmr_engine_reload_policy (VmrEngine *self, GError **error)
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                      "policy file %s does not exist; keeping the current policy",
                      self->policy_path);
-        g_message ("reload refused: %s does not exist", self->policy_path);
         return FALSE;
     }
     if (!vmr_engine_load_policy (self, self->policy_path, TRUE, &local_error)) {
-        g_message ("reload refused, keeping the current policy:\n%s", local_error->message);
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "%s\nthe policy is unchanged",
                      local_error->message);
         return FALSE;

@@ -24,7 +24,7 @@ hangup_cb (gpointer user_data)
 
     /* an invalid file keeps the current policy; the engine logs why */
     if (!vmr_engine_reload_policy (VMR_ENGINE (user_data), &error))
-        g_debug ("SIGHUP: %s", error->message);
+        g_message ("SIGHUP: reload refused:\n%s", error->message);
     return G_SOURCE_CONTINUE;
 }
 

@@ -1,0 +1,213 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * Images filled with a deterministic pattern, and the comparisons that
+ * prove a destination holds the source's guest-visible bytes.
+ */
+
+#include "harness-private.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+/* xorshift64*: a fixed, seedable stream, so that any byte can be checked */
+static void
+fill_pattern (guint8 *buf, gsize len, guint64 *state)
+{
+    for (gsize i = 0; i < len; i += sizeof (guint64)) {
+        guint64 word;
+
+        *state ^= *state >> 12;
+        *state ^= *state << 25;
+        *state ^= *state >> 27;
+        word = *state * G_GUINT64_CONSTANT (2685821657736338717);
+        memcpy (buf + i, &word, MIN (sizeof (word), len - i));
+    }
+}
+
+static void
+write_file_or_die (FILE *file, const guint8 *buf, gsize len, const gchar *path)
+{
+    if (fwrite (buf, 1, len, file) != len)
+        vmr_fail ("writing %s: %s", path, g_strerror (errno));
+}
+
+gchar *
+vmr_harness_expected_path (const gchar *image_path)
+{
+    return g_strconcat (image_path, ".expected.raw", NULL);
+}
+
+void
+vmr_harness_qemu_img (const gchar *first_arg, ...)
+{
+    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+    g_autoptr (GError) error = NULL;
+    gint status = 0;
+    va_list ap;
+
+    g_ptr_array_add (argv, "qemu-img");
+    va_start (ap, first_arg);
+    for (const gchar *arg = first_arg; arg != NULL; arg = va_arg (ap, const gchar *))
+        g_ptr_array_add (argv, (gpointer) arg);
+    va_end (ap);
+    g_ptr_array_add (argv, NULL);
+    g_spawn_sync (NULL, (gchar **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
+                  &status, &error);
+    g_assert_no_error (error);
+    if (!g_spawn_check_wait_status (status, &error)) {
+        g_autofree gchar *cmdline = g_strjoinv (" ", (gchar **) argv->pdata);
+        g_autofree gchar *out_line = vmr_harness_one_line (out);
+        g_autofree gchar *err_line = vmr_harness_one_line (err);
+
+        vmr_fail ("%s: %s; stdout: %s; stderr: %s", cmdline, error->message, out_line, err_line);
+    }
+}
+
+gchar *
+vmr_harness_create_image (VmrHarness *h, const gchar *name, const gchar *format, gsize size,
+                          guint64 seed)
+{
+    g_autofree gchar *path = vmr_harness_path (h, name);
+    g_autofree gchar *expected = vmr_harness_expected_path (path);
+    g_autofree guint8 *buf = g_malloc (VMR_HARNESS_CHUNK_SIZE);
+    gboolean is_raw = g_strcmp0 (format, "raw") == 0;
+    guint64 state = seed != 0 ? seed : 1;
+    FILE *expected_file = fopen (expected, "wb");
+    FILE *image_file = is_raw ? fopen (path, "wb") : NULL;
+
+    g_assert_nonnull (expected_file);
+    g_assert_true (!is_raw || image_file != NULL);
+    for (gsize done = 0; done < size; done += VMR_HARNESS_CHUNK_SIZE) {
+        gsize len = MIN (VMR_HARNESS_CHUNK_SIZE, size - done);
+
+        fill_pattern (buf, len, &state);
+        write_file_or_die (expected_file, buf, len, expected);
+        if (image_file != NULL)
+            write_file_or_die (image_file, buf, len, path);
+    }
+    g_assert_cmpint (fclose (expected_file), ==, 0);
+    if (image_file != NULL)
+        g_assert_cmpint (fclose (image_file), ==, 0);
+    if (!is_raw)
+        vmr_harness_qemu_img ("convert", "-f", "raw", "-O", format, expected, path, NULL);
+    return g_steal_pointer (&path);
+}
+
+gchar *
+vmr_harness_create_file (VmrHarness *h, const gchar *name, gsize size, guchar fill)
+{
+    g_autofree gchar *path = vmr_harness_path (h, name);
+    g_autofree guint8 *buf = g_malloc (VMR_HARNESS_CHUNK_SIZE);
+    FILE *file = fopen (path, "wb");
+
+    g_assert_nonnull (file);
+    memset (buf, fill, VMR_HARNESS_CHUNK_SIZE);
+    for (gsize done = 0; done < size; done += VMR_HARNESS_CHUNK_SIZE)
+        write_file_or_die (file, buf, MIN (VMR_HARNESS_CHUNK_SIZE, size - done), path);
+    g_assert_cmpint (fclose (file), ==, 0);
+    return g_steal_pointer (&path);
+}
+
+static gboolean
+raw_equals (const gchar *path, const gchar *expected, GError **error)
+{
+    g_autofree guint8 *got_buf = g_malloc (VMR_HARNESS_CHUNK_SIZE);
+    g_autofree guint8 *want_buf = g_malloc (VMR_HARNESS_CHUNK_SIZE);
+    g_autoptr (GFile) got_file = g_file_new_for_path (path);
+    g_autoptr (GFile) want_file = g_file_new_for_path (expected);
+    g_autoptr (GFileInputStream) got = NULL;
+    g_autoptr (GFileInputStream) want = NULL;
+    GStatBuf got_st, want_st;
+    guint64 offset = 0;
+
+    if (g_stat (path, &got_st) != 0 || g_stat (expected, &want_st) != 0) {
+        g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "cannot stat %s or %s", path,
+                     expected);
+        return FALSE;
+    }
+    if (got_st.st_size != want_st.st_size) {
+        g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                     "%s is %" G_GINT64_FORMAT " bytes, expected %" G_GINT64_FORMAT, path,
+                     (gint64) got_st.st_size, (gint64) want_st.st_size);
+        return FALSE;
+    }
+    got = g_file_read (got_file, NULL, error);
+    if (got == NULL)
+        return FALSE;
+    want = g_file_read (want_file, NULL, error);
+    if (want == NULL)
+        return FALSE;
+    while (TRUE) {
+        gsize got_len = 0;
+        gsize want_len = 0;
+
+        if (!g_input_stream_read_all (G_INPUT_STREAM (got), got_buf, VMR_HARNESS_CHUNK_SIZE,
+                                      &got_len, NULL, error)
+            || !g_input_stream_read_all (G_INPUT_STREAM (want), want_buf, VMR_HARNESS_CHUNK_SIZE,
+                                         &want_len, NULL, error))
+            return FALSE;
+        if (got_len != want_len) {
+            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s changed size while read",
+                         path);
+            return FALSE;
+        }
+        if (want_len == 0)
+            return TRUE;
+        if (memcmp (got_buf, want_buf, want_len) != 0) {
+            gsize i = 0;
+
+            while (got_buf[i] == want_buf[i])
+                i++;
+            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                         "%s differs from %s at byte %" G_GUINT64_FORMAT, path, expected,
+                         offset + i);
+            return FALSE;
+        }
+        offset += want_len;
+    }
+}
+
+gboolean
+vmr_harness_image_equals (const gchar *path, const gchar *format, const gchar *expected,
+                          GError **error)
+{
+    const gchar *argv[]
+        = { "qemu-img", "compare", "-f", "raw", "-F", format, expected, path, NULL };
+    g_autofree gchar *out = NULL;
+    gint status = 0;
+
+    if (!g_file_test (path, G_FILE_TEST_IS_REGULAR)) {
+        g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "%s is not a regular file", path);
+        return FALSE;
+    }
+    if (g_strcmp0 (format, "raw") == 0)
+        return raw_equals (path, expected, error);
+    /* qemu-img compare reads guest-visible bytes: 0 same, 1 different, 2 error */
+    if (!g_spawn_sync (NULL, (gchar **) argv, NULL,
+                       G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL,
+                       &status, error))
+        return FALSE;
+    if (!g_spawn_check_wait_status (status, NULL)) {
+        g_autofree gchar *out_line = vmr_harness_one_line (g_strstrip (out));
+
+        g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s (%s) differs from %s: %s", path,
+                     format, expected, out_line);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+vmr_harness_assert_image_equals (const gchar *path, const gchar *format, const gchar *expected)
+{
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_harness_image_equals (path, format, expected, &error))
+        vmr_fail ("%s", error->message);
+}

@@ -1,0 +1,284 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * QEMU for the tests: started with two monitors, quit or killed, and the
+ * checks made over the test's own monitor.
+ */
+
+#ifndef _GNU_SOURCE
+/* S_ISSOCK under -std=c17 */
+#define _GNU_SOURCE
+#endif
+
+#include "harness-private.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <glib/gstdio.h>
+
+#include "vmr-error.h"
+
+static gchar *
+json_arg (JsonObject *object)
+{
+    g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), object);
+
+    return json_to_string (node, FALSE);
+}
+
+void
+vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disks)
+{
+    g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr (GHashTable) iothreads = g_hash_table_new (g_str_hash, g_str_equal);
+    gint64 deadline
+        = g_get_monotonic_time () + VMR_HARNESS_START_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+    GStatBuf st;
+    const gchar *fixed[] = { "qemu-system-x86_64", "-machine", "pc",  "-accel", "tcg", "-S",
+                             "-nodefaults",        "-display", "none" };
+
+    g_assert_null (h->qemu);
+    for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
+        g_ptr_array_add (argv, g_strdup (fixed[i]));
+    for (guint i = 0; i < n_disks; i++) {
+        const gchar *io = disks[i].iothread;
+
+        if (io != NULL && !g_hash_table_contains (iothreads, io)) {
+            g_hash_table_add (iothreads, (gpointer) io);
+            g_ptr_array_add (argv, g_strdup ("-object"));
+            g_ptr_array_add (argv, g_strdup_printf ("iothread,id=%s", io));
+        }
+    }
+    for (guint i = 0; i < n_disks; i++) {
+        g_autoptr (JsonObject) file = json_object_new ();
+        g_autoptr (JsonObject) fmt = json_object_new ();
+        g_autofree gchar *file_node = g_strdup_printf ("test-file%u", i);
+        g_autofree gchar *fmt_node = g_strdup_printf ("test-fmt%u", i);
+        g_autofree gchar *device = NULL;
+
+        /* the daemon and the checks compare paths: they must be absolute */
+        g_assert_true (g_path_is_absolute (disks[i].path));
+        json_object_set_string_member (file, "driver", "file");
+        json_object_set_string_member (file, "filename", disks[i].path);
+        json_object_set_string_member (file, "node-name", file_node);
+        json_object_set_string_member (fmt, "driver", disks[i].format);
+        json_object_set_string_member (fmt, "file", file_node);
+        json_object_set_string_member (fmt, "node-name", fmt_node);
+        device = g_strdup_printf ("virtio-blk-pci,drive=%s,id=%s", fmt_node, disks[i].id);
+        if (disks[i].iothread != NULL) {
+            g_autofree gchar *plain = g_steal_pointer (&device);
+
+            device = g_strdup_printf ("%s,iothread=%s", plain, disks[i].iothread);
+        }
+        g_ptr_array_add (argv, g_strdup ("-blockdev"));
+        g_ptr_array_add (argv, json_arg (file));
+        g_ptr_array_add (argv, g_strdup ("-blockdev"));
+        g_ptr_array_add (argv, json_arg (fmt));
+        g_ptr_array_add (argv, g_strdup ("-device"));
+        g_ptr_array_add (argv, g_steal_pointer (&device));
+    }
+    g_ptr_array_add (argv, g_strdup ("-qmp"));
+    g_ptr_array_add (argv, g_strdup_printf ("unix:%s,server=on,wait=off", h->qemu_monitor));
+    g_ptr_array_add (argv, g_strdup ("-qmp"));
+    g_ptr_array_add (argv, g_strdup_printf ("unix:%s,server=on,wait=off", h->test_monitor));
+    g_ptr_array_add (argv, NULL);
+    h->qemu = vmr_harness_spawn (h, (const gchar *const *) argv->pdata, G_SUBPROCESS_FLAGS_NONE,
+                                 &h->qemu_pid);
+
+    while (h->mon == NULL) {
+        g_autoptr (GError) error = NULL;
+        g_autofree gchar *id = g_strdup (g_subprocess_get_identifier (h->qemu));
+
+        if (id == NULL) {
+            g_autofree gchar *how = NULL;
+
+            g_subprocess_wait (h->qemu, NULL, NULL);
+            how = vmr_harness_describe_exit (h->qemu);
+            vmr_harness_untrack_pid (h->qemu_pid);
+            g_clear_object (&h->qemu);
+            vmr_fail ("QEMU exited at start: %s", how);
+        }
+        if (g_file_test (h->test_monitor, G_FILE_TEST_EXISTS))
+            h->mon = vmr_qmp_client_connect_sync (h->test_monitor, VMR_HARNESS_START_TIMEOUT_MS,
+                                                  &error);
+        if (h->mon == NULL) {
+            g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+            g_usleep (20 * 1000);
+        }
+    }
+    /* QEMU opens both listeners before its main loop, so this one is ready too */
+    g_assert_cmpint (g_stat (h->qemu_monitor, &st), ==, 0);
+    g_assert_true (S_ISSOCK (st.st_mode));
+}
+
+void
+vmr_harness_kill_qemu (VmrHarness *h)
+{
+    g_assert_nonnull (h->qemu);
+    vmr_harness_kill_process (&h->qemu, h->qemu_pid);
+    if (h->mon != NULL)
+        vmr_qmp_client_close (h->mon);
+    g_clear_object (&h->mon);
+}
+
+void
+vmr_harness_quit_qemu (VmrHarness *h)
+{
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GError) error = NULL;
+    pid_t pid = h->qemu_pid;
+
+    g_assert_nonnull (h->qemu);
+    g_assert_nonnull (h->mon);
+    reply = vmr_qmp_client_execute_sync (h->mon, "quit", NULL, 0, &error);
+    /* QEMU may close the monitor before its reply arrives */
+    if (error != NULL && !g_error_matches (error, VMR_ERROR, VMR_ERROR_DISCONNECTED))
+        g_assert_no_error (error);
+    vmr_qmp_client_close (h->mon);
+    g_clear_object (&h->mon);
+    if (!vmr_harness_wait_exit (h->qemu, VMR_HARNESS_STOP_TIMEOUT_MS)) {
+        vmr_harness_kill_process (&h->qemu, pid);
+        vmr_fail ("QEMU did not exit on quit");
+    }
+    vmr_harness_untrack_pid (pid);
+    g_assert_true (g_subprocess_get_if_exited (h->qemu));
+    g_assert_cmpint (g_subprocess_get_exit_status (h->qemu), ==, 0);
+    g_clear_object (&h->qemu);
+}
+
+JsonNode *
+vmr_harness_qmp (VmrHarness *h, const gchar *command, JsonObject *arguments)
+{
+    g_autoptr (GError) error = NULL;
+    JsonNode *reply;
+
+    g_assert_nonnull (h->mon);
+    reply = vmr_qmp_client_execute_sync (h->mon, command, arguments, 0, &error);
+    if (error != NULL)
+        vmr_fail ("QMP %s on the test monitor: %s", command, error->message);
+    return reply;
+}
+
+/* ---- checks on the test monitor ---- */
+
+JsonObject *
+vmr_harness_get_block_job (VmrHarness *h)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
+    JsonArray *array = json_node_get_array (jobs);
+
+    g_assert_nonnull (array);
+    g_assert_cmpuint (json_array_get_length (array), ==, 1);
+    return json_object_ref (json_array_get_object_element (array, 0));
+}
+
+void
+vmr_harness_assert_no_block_jobs (VmrHarness *h)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
+
+    g_assert_true (JSON_NODE_HOLDS_ARRAY (jobs));
+    if (json_array_get_length (json_node_get_array (jobs)) != 0) {
+        g_autofree gchar *text = json_to_string (jobs, FALSE);
+
+        vmr_fail ("block jobs left in QEMU: %s", text);
+    }
+}
+
+/* the query-block entry of the virtio-blk device @qdev_id */
+static JsonObject *
+find_block_device (JsonNode *blocks, const gchar *qdev_id)
+{
+    g_autofree gchar *prefix = g_strdup_printf ("/machine/peripheral/%s/", qdev_id);
+    JsonArray *array = json_node_get_array (blocks);
+
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *entry = json_array_get_object_element (array, i);
+        const gchar *qdev = json_object_get_string_member_with_default (entry, "qdev", "");
+
+        if (g_strcmp0 (qdev, qdev_id) == 0 || g_str_has_prefix (qdev, prefix))
+            return entry;
+    }
+    return NULL;
+}
+
+void
+vmr_harness_assert_disk_on (VmrHarness *h, const gchar *qdev_id, const gchar *path)
+{
+    g_autoptr (JsonNode) blocks = vmr_harness_qmp (h, "query-block", NULL);
+    JsonObject *entry = find_block_device (blocks, qdev_id);
+    JsonObject *inserted;
+    JsonObject *image;
+
+    if (entry == NULL)
+        vmr_fail ("query-block has no device %s", qdev_id);
+    inserted = vmr_json_get_object (entry, "inserted");
+    g_assert_cmpstr (vmr_json_get_string (inserted, "file"), ==, path);
+    image = vmr_json_get_object (inserted, "image");
+    g_assert_cmpstr (vmr_json_get_string (image, "filename"), ==, path);
+}
+
+void
+vmr_harness_assert_node_released (VmrHarness *h, const gchar *path)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonNode) nodes = NULL;
+    JsonArray *array;
+
+    json_object_set_boolean_member (args, "flat", TRUE);
+    nodes = vmr_harness_qmp (h, "query-named-block-nodes", args);
+    array = json_node_get_array (nodes);
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *node = json_array_get_object_element (array, i);
+
+        if (g_strcmp0 (json_object_get_string_member_with_default (node, "file", ""), path) == 0)
+            vmr_fail ("block node %s still has %s open",
+                      json_object_get_string_member_with_default (node, "node-name", "?"), path);
+    }
+}
+
+void
+vmr_harness_assert_job_record (VmrHarness *h, const gchar *id, const gchar *state)
+{
+    g_autofree gchar *name = g_strdup_printf ("%s.json", id);
+    g_autofree gchar *path = g_build_filename (h->state_dir, "jobs", name, NULL);
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    g_autoptr (GError) error = NULL;
+    JsonNode *root;
+
+    if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
+        vmr_fail ("no job record %s", path);
+    json_parser_load_from_file (parser, path, &error);
+    g_assert_no_error (error);
+    root = json_parser_get_root (parser);
+    g_assert_true (root != NULL && JSON_NODE_HOLDS_OBJECT (root));
+    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (root), "id"), ==, id);
+    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (root), "state"), ==, state);
+}
+
+void
+vmr_harness_assert_migrated (VmrHarness *h, const gchar *job_id, const gchar *qdev_id,
+                             const gchar *source, const gchar *dest, const gchar *dest_format,
+                             const gchar *expected)
+{
+    vmr_harness_assert_disk_on (h, qdev_id, dest);
+    vmr_harness_assert_node_released (h, source);
+    vmr_harness_assert_no_block_jobs (h);
+    vmr_harness_assert_job_record (h, job_id, "completed");
+    /* quitting flushes everything QEMU wrote to the destination */
+    vmr_harness_quit_qemu (h);
+    vmr_harness_assert_image_equals (dest, dest_format, expected);
+}
+
+void
+vmr_harness_assert_stays_on_source (VmrHarness *h, const gchar *qdev_id, const gchar *source,
+                                    const gchar *source_format, const gchar *expected)
+{
+    vmr_harness_assert_disk_on (h, qdev_id, source);
+    vmr_harness_assert_no_block_jobs (h);
+    vmr_harness_quit_qemu (h);
+    vmr_harness_assert_image_equals (source, source_format, expected);
+}

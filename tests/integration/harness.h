@@ -1,0 +1,259 @@
+/*
+ * The integration test harness: a fresh temporary directory per test, the
+ * real virt-mirrord and virt-mirror, a real QEMU with two QMP monitors (one
+ * for the daemon, one for the test's own checks) and images filled with a
+ * deterministic pattern whose bytes are checked after every migration.
+ *
+ * Tests use the fixture with g_test_add() through VMR_HARNESS_ADD(), and
+ * start with `if (vmr_harness_skipped (h)) return;` because GTest runs the
+ * test body even when the setup skipped.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+#include "qmp-client.h"
+
+G_BEGIN_DECLS
+
+/* generous: TCG QEMU on a loaded two-core machine */
+#define VMR_HARNESS_JOB_TIMEOUT_S 60
+
+/* copies run at this rate when a test needs them to still be running */
+#define VMR_HARNESS_SLOW_SPEED "1M"
+
+/* one guest disk of a QEMU started by vmr_harness_start_qemu() */
+typedef struct {
+    const gchar *id;       /* qdev id of the virtio-blk device, e.g. "disk0" */
+    const gchar *path;     /* absolute path of the image */
+    const gchar *format;   /* "raw" or "qcow2" */
+    const gchar *iothread; /* iothread serving the device, NULL for the main loop */
+} VmrHarnessDisk;
+
+typedef struct {
+    gchar *dir;          /* fresh temporary directory, removed in teardown */
+    gchar *socket;       /* the daemon's control socket */
+    gchar *state_dir;    /* the daemon's state dir */
+    gchar *qemu_monitor; /* QMP socket handed to the daemon */
+    gchar *test_monitor; /* QMP socket for the test's own checks */
+    GSubprocess *daemon; /* NULL when not running */
+    GSubprocess *qemu;   /* NULL when not running */
+    GPid daemon_pid;     /* kept after the process is reaped */
+    GPid qemu_pid;
+    VmrQmpClient *mon;        /* connection to test_monitor */
+    VmrQmpClient *control;    /* connection to the daemon, for polling jobs */
+    GSocket *silent_listener; /* a listener that never answers, see below */
+    gchar *immutable_dir;     /* a directory with the immutable flag, undone in teardown */
+    gboolean skipped;         /* a prerequisite is missing: the test body returns */
+} VmrHarness;
+
+/* fails the test with a printf-style message, like a failed assertion */
+#define vmr_fail(...) vmr_fail_at (__FILE__, __LINE__, G_STRFUNC, __VA_ARGS__)
+G_GNUC_NORETURN G_GNUC_PRINTF (4, 5) void vmr_fail_at (const char *file, int line, const char *func,
+                                                       const char *format, ...);
+
+/* the result of one CLI run */
+typedef struct {
+    gchar *cmdline; /* for messages */
+    gint status;    /* exit status, or -signal when killed */
+    gchar *out;     /* stdout */
+    gchar *err;     /* stderr */
+} VmrCliResult;
+
+void vmr_cli_result_free (VmrCliResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrCliResult, vmr_cli_result_free)
+
+/*
+ * Fixture functions. The setup makes the directory and starts the daemon;
+ * the _qemu_only variant starts no daemon (for the harness's own tests).
+ * The user data is the test's own.
+ */
+void vmr_harness_setup (VmrHarness *h, gconstpointer user_data);
+void vmr_harness_setup_qemu_only (VmrHarness *h, gconstpointer user_data);
+void vmr_harness_teardown (VmrHarness *h, gconstpointer user_data);
+
+#define VMR_HARNESS_ADD(path, data, func)                                                          \
+    g_test_add ((path), VmrHarness, (data), vmr_harness_setup, (func), vmr_harness_teardown)
+
+/*
+ * Calls g_test_init() and sets what every integration test program needs.
+ * Environment: VMR_TEST_VERBOSE=1 for QMP transcripts and a verbose daemon,
+ * VMR_TEST_KEEP_DIR=1 to keep each test's directory.
+ */
+void vmr_harness_init (int *argc, char ***argv);
+
+/* TRUE when the setup skipped the test (the body must return at once) */
+gboolean vmr_harness_skipped (VmrHarness *h);
+
+/*
+ * Skips the test with @reason, or fails it when REQUIRE_INTEGRATION=1.
+ * Sets h->skipped.
+ */
+void vmr_harness_skip (VmrHarness *h, const gchar *reason);
+
+/*
+ * Checks that every program named (NULL-terminated) is in PATH; skips (or
+ * fails, see vmr_harness_skip()) naming the first missing one. Returns FALSE
+ * when one is missing.
+ */
+gboolean vmr_harness_require (VmrHarness *h, const gchar *first_program,
+                              ...) G_GNUC_NULL_TERMINATED;
+
+/* the absolute path of @name in the test's directory; free with g_free() */
+gchar *vmr_harness_path (VmrHarness *h, const gchar *name);
+
+/*
+ * Creates the image @name (in the test's directory) of @size bytes filled
+ * with the pattern of @seed, in @format ("raw" or "qcow2"), and its pristine
+ * raw copy, see vmr_harness_expected_path(). Returns the image's absolute
+ * path; free with g_free().
+ */
+gchar *vmr_harness_create_image (VmrHarness *h, const gchar *name, const gchar *format, gsize size,
+                                 guint64 seed);
+
+/* the pristine raw copy of an image made by vmr_harness_create_image() */
+gchar *vmr_harness_expected_path (const gchar *image_path);
+
+/* creates @name with @size bytes of @fill; returns its absolute path */
+gchar *vmr_harness_create_file (VmrHarness *h, const gchar *name, gsize size, guchar fill);
+
+/* runs qemu-img with the NULL-terminated arguments and asserts success */
+void vmr_harness_qemu_img (const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
+
+/*
+ * Starts QEMU paused (-S) with @disks, both monitors, and connects h->mon.
+ * Asserts on failure.
+ */
+void vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disks);
+
+/* SIGTERMs the daemon and asserts exit status 0 and its socket removed */
+void vmr_harness_stop_daemon (VmrHarness *h);
+
+/* SIGKILLs QEMU by its pid and reaps it */
+void vmr_harness_kill_qemu (VmrHarness *h);
+
+/* "quit" over the test monitor, waits for QEMU to exit and asserts status 0 */
+void vmr_harness_quit_qemu (VmrHarness *h);
+
+/* runs a QMP command on the test monitor and asserts it succeeded */
+JsonNode *vmr_harness_qmp (VmrHarness *h, const gchar *command, JsonObject *arguments);
+
+/* a CLI run in the background */
+typedef struct _VmrCliRun VmrCliRun;
+
+/*
+ * Starts the CLI with `-c SOCKET` and @args (NULL-terminated) without
+ * waiting; vmr_harness_cli_wait() collects it and frees @run.
+ */
+VmrCliRun *vmr_harness_cli_spawnv (VmrHarness *h, const gchar *const *args);
+VmrCliRun *vmr_harness_cli_spawn (VmrHarness *h, const gchar *first_arg,
+                                  ...) G_GNUC_NULL_TERMINATED;
+VmrCliResult *vmr_harness_cli_wait (VmrCliRun *run);
+
+/* runs the CLI with `-c SOCKET` and the NULL-terminated arguments */
+VmrCliResult *vmr_harness_cli (VmrHarness *h, const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
+VmrCliResult *vmr_harness_cliv (VmrHarness *h, const gchar *const *args);
+
+/* as vmr_harness_cli() with --json; asserts exit 0 and returns the parsed stdout */
+JsonNode *vmr_harness_cli_json (VmrHarness *h, const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
+
+/* asserts exit status 0 */
+void vmr_cli_result_assert_ok (VmrCliResult *result);
+
+/*
+ * Asserts exit status @status and exactly one line on stderr, starting with
+ * "virt-mirror: error: ".
+ */
+void vmr_cli_result_assert_error (VmrCliResult *result, gint status);
+
+/* parses stdout as JSON; asserts it parses */
+JsonNode *vmr_cli_result_parse_json (VmrCliResult *result);
+
+/* `attach NAME --qmp QEMU_MONITOR` through the CLI; asserts success */
+void vmr_harness_attach (VmrHarness *h, const gchar *name);
+
+/*
+ * `migrate DOMAIN DISK DEST --json [extra...]` through the CLI; asserts
+ * success and returns the job's id. @extra is NULL-terminated.
+ */
+gchar *vmr_harness_migrate (VmrHarness *h, const gchar *domain, const gchar *disk,
+                            const gchar *dest, ...) G_GNUC_NULL_TERMINATED;
+gchar *vmr_harness_migratev (VmrHarness *h, const gchar *domain, const gchar *disk,
+                             const gchar *dest, const gchar *const *extra);
+
+/* the job object @id, read over the daemon's control socket */
+JsonObject *vmr_harness_get_job (VmrHarness *h, const gchar *id);
+
+/*
+ * Polls the job until it is in @state, for at most @timeout_s seconds.
+ * Fails at once when the job ends in another state, or moved past @state.
+ * Returns the job object.
+ */
+JsonObject *vmr_harness_wait_job (VmrHarness *h, const gchar *id, const gchar *state,
+                                  guint timeout_s);
+
+/* the only entry of query-block-jobs on the test monitor; asserts there is one */
+JsonObject *vmr_harness_get_block_job (VmrHarness *h);
+
+/* asserts that query-block-jobs is empty */
+void vmr_harness_assert_no_block_jobs (VmrHarness *h);
+
+/* asserts that the device @qdev_id reads and writes @path (query-block) */
+void vmr_harness_assert_disk_on (VmrHarness *h, const gchar *qdev_id, const gchar *path);
+
+/* asserts that no block node has @path open (query-named-block-nodes) */
+void vmr_harness_assert_node_released (VmrHarness *h, const gchar *path);
+
+/* TRUE when the guest-visible bytes of @path in @format equal @expected */
+gboolean vmr_harness_image_equals (const gchar *path, const gchar *format, const gchar *expected,
+                                   GError **error);
+
+/* asserts that the guest-visible bytes of @path in @format equal @expected */
+void vmr_harness_assert_image_equals (const gchar *path, const gchar *format,
+                                      const gchar *expected);
+
+/* asserts that the job record of @id in the state dir says @state */
+void vmr_harness_assert_job_record (VmrHarness *h, const gchar *id, const gchar *state);
+
+/*
+ * After a completed migration: the device uses @dest, the old source node
+ * is released, the job record says completed; then quits QEMU and checks
+ * that @dest (in @dest_format) holds the bytes of @expected.
+ */
+void vmr_harness_assert_migrated (VmrHarness *h, const gchar *job_id, const gchar *qdev_id,
+                                  const gchar *source, const gchar *dest, const gchar *dest_format,
+                                  const gchar *expected);
+
+/*
+ * The VM stayed on its source: the device uses @source, no block job is
+ * left; then quits QEMU and checks that @source still holds @expected.
+ */
+void vmr_harness_assert_stays_on_source (VmrHarness *h, const gchar *qdev_id, const gchar *source,
+                                         const gchar *source_format, const gchar *expected);
+
+/* asserts that `version` and `jobs` still succeed */
+void vmr_harness_assert_daemon_serving (VmrHarness *h);
+
+/* the number of jobs the daemon knows (`jobs --json`) */
+guint vmr_harness_count_jobs (VmrHarness *h);
+
+/*
+ * A UNIX socket in the test's directory that accepts connections (kernel
+ * backlog) but never sends anything. Returns its path.
+ */
+gchar *vmr_harness_silent_listener (VmrHarness *h);
+
+/*
+ * A directory that root cannot create files in; NULL (and the test skipped)
+ * when this machine offers none. Free with g_free().
+ */
+gchar *vmr_harness_unwritable_dir (VmrHarness *h);
+
+/* member helpers that assert the member exists with the right type */
+const gchar *vmr_json_get_string (JsonObject *object, const gchar *member);
+gint64 vmr_json_get_int (JsonObject *object, const gchar *member);
+gboolean vmr_json_get_bool (JsonObject *object, const gchar *member);
+JsonObject *vmr_json_get_object (JsonObject *object, const gchar *member);
+
+G_END_DECLS

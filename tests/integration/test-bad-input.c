@@ -1,0 +1,447 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * Bad input is refused with one line on stderr and exit status 1 (refused)
+ * or 2 (bad command line), and changes nothing: the VM stays on its
+ * sources with their bytes intact, no destination appears, no job is
+ * recorded, and the daemon keeps serving.
+ */
+
+#include <string.h>
+
+#include "harness.h"
+
+#define IMAGE_SIZE (16 * 1024 * 1024)
+
+/* a VM "vm" with two raw disks, disk0 and disk1, attached to the daemon */
+typedef struct {
+    gchar *source0;
+    gchar *source1;
+    gchar *expected0;
+    gchar *expected1;
+} Vm;
+
+static void
+vm_clear (Vm *vm)
+{
+    g_clear_pointer (&vm->source0, g_free);
+    g_clear_pointer (&vm->source1, g_free);
+    g_clear_pointer (&vm->expected0, g_free);
+    g_clear_pointer (&vm->expected1, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Vm, vm_clear)
+
+static void
+vm_start (VmrHarness *h, Vm *vm)
+{
+    VmrHarnessDisk disks[] = {
+        { "disk0", NULL, "raw", NULL },
+        { "disk1", NULL, "raw", NULL },
+    };
+
+    vm->source0 = vmr_harness_create_image (h, "source0.raw", "raw", IMAGE_SIZE, 10);
+    vm->source1 = vmr_harness_create_image (h, "source1.raw", "raw", IMAGE_SIZE, 11);
+    vm->expected0 = vmr_harness_expected_path (vm->source0);
+    vm->expected1 = vmr_harness_expected_path (vm->source1);
+    disks[0].path = vm->source0;
+    disks[1].path = vm->source1;
+    vmr_harness_start_qemu (h, disks, G_N_ELEMENTS (disks));
+    vmr_harness_attach (h, "vm");
+}
+
+/* the names of the domains the daemon knows, sorted, comma-separated */
+static gchar *
+domain_names (VmrHarness *h)
+{
+    g_autoptr (JsonNode) domains = vmr_harness_cli_json (h, "domains", NULL);
+    JsonArray *array = json_node_get_array (domains);
+    g_autoptr (GPtrArray) names = g_ptr_array_new ();
+
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++)
+        g_ptr_array_add (names, (gpointer) vmr_json_get_string (
+                                    json_array_get_object_element (array, i), "name"));
+    g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
+    g_ptr_array_add (names, NULL);
+    return g_strjoinv (",", (gchar **) names->pdata);
+}
+
+/*
+ * Nothing changed: both disks on their sources, no block job in QEMU,
+ * @n_jobs jobs known to the daemon, the daemon serving; then QEMU quits
+ * and both sources hold their original bytes.
+ */
+static void
+assert_unchanged (VmrHarness *h, Vm *vm, guint n_jobs)
+{
+    g_autofree gchar *names = domain_names (h);
+
+    g_assert_cmpstr (names, ==, "vm");
+    vmr_harness_assert_disk_on (h, "disk0", vm->source0);
+    vmr_harness_assert_disk_on (h, "disk1", vm->source1);
+    vmr_harness_assert_no_block_jobs (h);
+    g_assert_cmpuint (vmr_harness_count_jobs (h), ==, n_jobs);
+    vmr_harness_assert_daemon_serving (h);
+    vmr_harness_quit_qemu (h);
+    vmr_harness_assert_image_equals (vm->source0, "raw", vm->expected0);
+    vmr_harness_assert_image_equals (vm->source1, "raw", vm->expected1);
+}
+
+/* `migrate vm DISK DEST extra...` fails with @status and leaves everything as it was */
+static void assert_migrate_refused (VmrHarness *h, Vm *vm, gint status, const gchar *domain,
+                                    const gchar *disk, const gchar *dest,
+                                    ...) G_GNUC_NULL_TERMINATED;
+
+static void
+assert_migrate_refused (VmrHarness *h, Vm *vm, gint status, const gchar *domain, const gchar *disk,
+                        const gchar *dest, ...)
+{
+    g_autoptr (GPtrArray) args = g_ptr_array_new ();
+    g_autoptr (VmrCliResult) result = NULL;
+    gboolean existed = g_file_test (dest, G_FILE_TEST_EXISTS);
+    va_list ap;
+
+    g_ptr_array_add (args, "migrate");
+    g_ptr_array_add (args, (gpointer) domain);
+    g_ptr_array_add (args, (gpointer) disk);
+    g_ptr_array_add (args, (gpointer) dest);
+    va_start (ap, dest);
+    for (const gchar *arg = va_arg (ap, const gchar *); arg != NULL;
+         arg = va_arg (ap, const gchar *))
+        g_ptr_array_add (args, (gpointer) arg);
+    va_end (ap);
+    g_ptr_array_add (args, NULL);
+    result = vmr_harness_cliv (h, (const gchar *const *) args->pdata);
+    vmr_cli_result_assert_error (result, status);
+    g_assert_cmpint (g_file_test (dest, G_FILE_TEST_EXISTS), ==, existed);
+    assert_unchanged (h, vm, 0);
+}
+
+static void
+test_unknown_domain (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dest = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    dest = vmr_harness_path (h, "dest.raw");
+    assert_migrate_refused (h, &vm, 1, "nosuch", "disk0", dest, NULL);
+}
+
+static void
+test_unknown_disk (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dest = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    dest = vmr_harness_path (h, "dest.raw");
+    assert_migrate_refused (h, &vm, 1, "vm", "nosuch", dest, NULL);
+}
+
+/* a second migration of a disk that is migrating is refused; the first goes on */
+static void
+test_already_migrating (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *dest2 = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (VmrCliResult) result = NULL;
+    g_autoptr (VmrCliResult) cancel = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) cancelled = NULL;
+    g_autoptr (JsonObject) block_job = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    dest = vmr_harness_path (h, "dest.raw");
+    dest2 = vmr_harness_path (h, "dest2.raw");
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
+    job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+
+    result = vmr_harness_cli (h, "migrate", "vm", "disk0", dest2, NULL);
+    vmr_cli_result_assert_error (result, 1);
+    g_assert_false (g_file_test (dest2, G_FILE_TEST_EXISTS));
+    g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 1);
+    g_clear_pointer (&job, json_object_unref);
+    job = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "copying");
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "running");
+    vmr_harness_assert_node_released (h, dest2);
+
+    /* end the first one so that the rest can be checked as unchanged */
+    cancel = vmr_harness_cli (h, "cancel", id, NULL);
+    vmr_cli_result_assert_ok (cancel);
+    cancelled = vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_unchanged (h, &vm, 1);
+}
+
+/* an existing file is never overwritten without --reuse */
+static void
+test_dest_exists (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *pristine = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    dest = vmr_harness_create_file (h, "dest.raw", IMAGE_SIZE, 0xaa);
+    pristine = vmr_harness_create_file (h, "dest.pristine", IMAGE_SIZE, 0xaa);
+    assert_migrate_refused (h, &vm, 1, "vm", "disk0", dest, NULL);
+    vmr_harness_assert_image_equals (dest, "raw", pristine);
+}
+
+/* --reuse onto a file smaller than the disk */
+static void
+test_reuse_smaller (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *pristine = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    dest = vmr_harness_create_file (h, "dest.raw", IMAGE_SIZE / 2, 0xaa);
+    pristine = vmr_harness_create_file (h, "dest.pristine", IMAGE_SIZE / 2, 0xaa);
+    assert_migrate_refused (h, &vm, 1, "vm", "disk0", dest, "--reuse", NULL);
+    vmr_harness_assert_image_equals (dest, "raw", pristine);
+}
+
+/* --reuse of the disk's own source: the size fits, the path must not */
+static void
+test_dest_is_source (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *source = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    source = g_strdup (vm.source0);
+    assert_migrate_refused (h, &vm, 1, "vm", "disk0", source, "--reuse", NULL);
+}
+
+/* --reuse of another disk of the same VM: copying there would destroy it */
+static void
+test_dest_is_other_disk (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *other = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    other = g_strdup (vm.source1);
+    assert_migrate_refused (h, &vm, 1, "vm", "disk0", other, "--reuse", NULL);
+}
+
+static void
+test_dest_dir_missing (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dir = NULL;
+    g_autofree gchar *dest = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    dir = vmr_harness_path (h, "nosuch");
+    dest = g_build_filename (dir, "dest.raw", NULL);
+    assert_migrate_refused (h, &vm, 1, "vm", "disk0", dest, NULL);
+    g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+}
+
+/* see vmr_harness_unwritable_dir() for a directory that stops root */
+static void
+test_dest_dir_unwritable (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dir = NULL;
+    g_autofree gchar *dest = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    dir = vmr_harness_unwritable_dir (h);
+    if (dir == NULL)
+        return;
+    vm_start (h, &vm);
+    dest = g_build_filename (dir, "dest.raw", NULL);
+    assert_migrate_refused (h, &vm, 1, "vm", "disk0", dest, NULL);
+}
+
+/*
+ * QEMU refuses: --reuse --format qcow2 onto a file that is no qcow2 image.
+ * The daemon's checks pass (the file exists and is large enough); QEMU's
+ * own words must reach the user. The file is the user's: it stays.
+ */
+static void
+test_qemu_refuses (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *pristine = NULL;
+    g_autoptr (VmrCliResult) result = NULL;
+    g_autoptr (JsonNode) jobs = NULL;
+    JsonArray *array;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    dest = vmr_harness_create_file (h, "dest.qcow2", IMAGE_SIZE, 0);
+    pristine = vmr_harness_create_file (h, "dest.pristine", IMAGE_SIZE, 0);
+    result
+        = vmr_harness_cli (h, "migrate", "vm", "disk0", dest, "--format", "qcow2", "--reuse", NULL);
+    vmr_cli_result_assert_error (result, 1);
+    /* QEMU's desc: "Image is not in qcow2 format" */
+    if (strstr (result->err, "not in qcow2 format") == NULL)
+        vmr_fail ("QEMU's reason is missing from: %s", result->err);
+    vmr_harness_assert_image_equals (dest, "raw", pristine);
+    vmr_harness_assert_node_released (h, dest);
+
+    /* a job may have been recorded as failed; none may be left running */
+    jobs = vmr_harness_cli_json (h, "jobs", NULL);
+    array = json_node_get_array (jobs);
+    for (guint i = 0; i < json_array_get_length (array); i++)
+        g_assert_cmpstr (vmr_json_get_string (json_array_get_object_element (array, i), "state"),
+                         ==, "failed");
+    assert_unchanged (h, &vm, json_array_get_length (array));
+}
+
+/* a plain file, a socket that never greets, a path that does not exist */
+static void
+assert_attach_refused (VmrHarness *h, Vm *vm, const gchar *qmp_path)
+{
+    g_autoptr (VmrCliResult) result = NULL;
+    gint64 started = g_get_monotonic_time ();
+
+    result = vmr_harness_cli (h, "attach", "other", "--qmp", qmp_path, NULL);
+    g_test_message ("attach took %.1f s",
+                    (gdouble) (g_get_monotonic_time () - started) / G_USEC_PER_SEC);
+    vmr_cli_result_assert_error (result, 1);
+    assert_unchanged (h, vm, 0);
+}
+
+static void
+test_attach_plain_file (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *path = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    path = vmr_harness_create_file (h, "not-a-monitor", 4096, 'x');
+    assert_attach_refused (h, &vm, path);
+}
+
+static void
+test_attach_silent (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *path = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    path = vmr_harness_silent_listener (h);
+    assert_attach_refused (h, &vm, path);
+}
+
+static void
+test_attach_missing (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *path = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    path = vmr_harness_path (h, "nosuch.sock");
+    assert_attach_refused (h, &vm, path);
+}
+
+/* a peer that speaks QMP but is no QEMU: the daemon's own control socket */
+static void
+test_attach_not_qemu (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    assert_attach_refused (h, &vm, h->socket);
+}
+
+/* the command line itself is wrong: exit status 2, the daemon is not involved */
+static void
+test_unknown_command (VmrHarness *h, gconstpointer user_data)
+{
+    g_autoptr (VmrCliResult) result = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    result = vmr_harness_cli (h, "frobnicate", "vm", NULL);
+    vmr_cli_result_assert_error (result, 2);
+    g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
+    vmr_harness_assert_daemon_serving (h);
+}
+
+static void
+test_unknown_option (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dest = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    dest = vmr_harness_path (h, "dest.raw");
+    assert_migrate_refused (h, &vm, 2, "vm", "disk0", dest, "--frobnicate", NULL);
+}
+
+static void
+test_bad_rate (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *dest = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    dest = vmr_harness_path (h, "dest.raw");
+    assert_migrate_refused (h, &vm, 2, "vm", "disk0", dest, "--speed", "fast", NULL);
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_harness_init (&argc, &argv);
+    VMR_HARNESS_ADD ("/bad-input/unknown-domain", NULL, test_unknown_domain);
+    VMR_HARNESS_ADD ("/bad-input/unknown-disk", NULL, test_unknown_disk);
+    VMR_HARNESS_ADD ("/bad-input/already-migrating", NULL, test_already_migrating);
+    VMR_HARNESS_ADD ("/bad-input/dest-exists", NULL, test_dest_exists);
+    VMR_HARNESS_ADD ("/bad-input/reuse-smaller", NULL, test_reuse_smaller);
+    VMR_HARNESS_ADD ("/bad-input/dest-is-source", NULL, test_dest_is_source);
+    VMR_HARNESS_ADD ("/bad-input/dest-is-other-disk", NULL, test_dest_is_other_disk);
+    VMR_HARNESS_ADD ("/bad-input/dest-dir-missing", NULL, test_dest_dir_missing);
+    VMR_HARNESS_ADD ("/bad-input/dest-dir-unwritable", NULL, test_dest_dir_unwritable);
+    VMR_HARNESS_ADD ("/bad-input/qemu-refuses", NULL, test_qemu_refuses);
+    VMR_HARNESS_ADD ("/bad-input/attach-plain-file", NULL, test_attach_plain_file);
+    VMR_HARNESS_ADD ("/bad-input/attach-silent", NULL, test_attach_silent);
+    VMR_HARNESS_ADD ("/bad-input/attach-missing", NULL, test_attach_missing);
+    VMR_HARNESS_ADD ("/bad-input/attach-not-qemu", NULL, test_attach_not_qemu);
+    VMR_HARNESS_ADD ("/bad-input/unknown-command", NULL, test_unknown_command);
+    VMR_HARNESS_ADD ("/bad-input/unknown-option", NULL, test_unknown_option);
+    VMR_HARNESS_ADD ("/bad-input/bad-rate", NULL, test_bad_rate);
+    return g_test_run ();
+}

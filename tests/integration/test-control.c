@@ -1,0 +1,374 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * Controlling running jobs: cancel, manual pivot, pause/resume, speed
+ * changes, detach while busy, QEMU dying under a copy, `migrate --wait` of
+ * a job that is cancelled, and SIGTERM to the daemon mid-copy. The copies that
+ * must still be running are rate-limited (QEMU's mirror copies its first
+ * buffer at once and then keeps to the limit, so a 32 MiB disk at 1 MiB/s
+ * stays in `copying` for about 16 s).
+ */
+
+#include "harness.h"
+
+#define IMAGE_SIZE (32 * 1024 * 1024)
+#define MIB        (1024 * 1024)
+
+typedef struct {
+    gchar *source;
+    gchar *expected;
+    gchar *dest;
+} Vm;
+
+static void
+vm_clear (Vm *vm)
+{
+    g_clear_pointer (&vm->source, g_free);
+    g_clear_pointer (&vm->expected, g_free);
+    g_clear_pointer (&vm->dest, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Vm, vm_clear)
+
+/* a VM "vm" with one raw disk "disk0", attached to the daemon */
+static void
+vm_start (VmrHarness *h, Vm *vm)
+{
+    VmrHarnessDisk disk = { "disk0", NULL, "raw", NULL };
+
+    vm->source = vmr_harness_create_image (h, "source.raw", "raw", IMAGE_SIZE, 0xc0de);
+    vm->expected = vmr_harness_expected_path (vm->source);
+    vm->dest = vmr_harness_path (h, "dest.raw");
+    disk.path = vm->source;
+    vmr_harness_start_qemu (h, &disk, 1);
+    vmr_harness_attach (h, "vm");
+}
+
+/* starts a rate-limited migration of disk0 and waits until it copies */
+static gchar *
+start_slow_migration (VmrHarness *h, Vm *vm, const gchar *extra)
+{
+    g_autofree gchar *id = vmr_harness_migrate (h, "vm", "disk0", vm->dest, "--speed",
+                                                VMR_HARNESS_SLOW_SPEED, extra, NULL);
+    g_autoptr (JsonObject) job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+
+    return g_steal_pointer (&id);
+}
+
+/* runs a job command (pause, resume, ...) with --json; returns the job it prints */
+static JsonObject *
+job_command (VmrHarness *h, const gchar *command, const gchar *id, const gchar *arg)
+{
+    g_autoptr (JsonNode) node = vmr_harness_cli_json (h, command, id, arg, NULL);
+
+    if (!JSON_NODE_HOLDS_OBJECT (node))
+        vmr_fail ("`%s %s` printed no job object", command, id);
+    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (node), "id"), ==, id);
+    return json_object_ref (json_node_get_object (node));
+}
+
+static const gchar *
+job_reason (JsonObject *job)
+{
+    JsonNode *reason = json_object_get_member (job, "reason");
+
+    if (reason == NULL || JSON_NODE_HOLDS_NULL (reason))
+        return NULL;
+    return vmr_json_get_string (job, "reason");
+}
+
+/* cancel before READY: the VM stays on its source, the new file goes away */
+static void
+test_cancel (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) cancelled = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm, NULL);
+    job = vmr_harness_get_job (h, id);
+    g_assert_true (vmr_json_get_bool (job, "created-destination"));
+    g_assert_true (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
+
+    g_clear_pointer (&job, json_object_unref);
+    job = job_command (h, "cancel", id, NULL);
+    cancelled = vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_nonnull (job_reason (cancelled));
+    g_assert_cmpstr (job_reason (cancelled), !=, "");
+    vmr_harness_assert_job_record (h, id, "cancelled");
+    /* the daemon created the destination, so it removes it, and QEMU let go of it */
+    g_assert_false (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
+    vmr_harness_assert_node_released (h, vm.dest);
+    vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
+}
+
+/* --manual-pivot: the job waits in synced until `pivot ID` */
+static void
+test_manual_pivot (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) synced = NULL;
+    g_autoptr (JsonObject) still = NULL;
+    g_autoptr (JsonObject) block_job = NULL;
+    g_autoptr (JsonObject) pivoted = NULL;
+    g_autoptr (JsonObject) completed = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, "--manual-pivot", NULL);
+    synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_true (vmr_json_get_bool (synced, "manual-pivot"));
+
+    /* nothing happens by itself: still synced, QEMU's job ready, the VM on its source */
+    g_usleep (2 * G_USEC_PER_SEC);
+    still = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (vmr_json_get_string (still, "state"), ==, "synced");
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+    vmr_harness_assert_disk_on (h, "disk0", vm.source);
+
+    pivoted = job_command (h, "pivot", id, NULL);
+    completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
+}
+
+/* pause shows in the job and in QEMU; resume lets the job complete */
+static void
+test_pause_resume (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) pause_reply = NULL;
+    g_autoptr (JsonObject) paused = NULL;
+    g_autoptr (JsonObject) block_job = NULL;
+    g_autoptr (JsonObject) later = NULL;
+    g_autoptr (JsonObject) resume_reply = NULL;
+    g_autoptr (JsonObject) resumed_block_job = NULL;
+    g_autoptr (JsonObject) completed = NULL;
+    JsonObject *progress;
+    gint64 offset;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm, NULL);
+
+    pause_reply = job_command (h, "pause", id, NULL);
+    paused = vmr_harness_wait_job (h, id, "paused", VMR_HARNESS_JOB_TIMEOUT_S);
+    /* QEMU flags the pause at once; its status follows at the job's next pause point */
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_true (vmr_json_get_bool (block_job, "paused"));
+
+    /* a paused job stays paused, and copies nothing */
+    g_usleep (2 * G_USEC_PER_SEC);
+    later = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (vmr_json_get_string (later, "state"), ==, "paused");
+    g_clear_pointer (&block_job, json_object_unref);
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_true (vmr_json_get_bool (block_job, "paused"));
+    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "paused");
+    offset = vmr_json_get_int (block_job, "offset");
+    g_assert_cmpint (offset, <, IMAGE_SIZE);
+    g_usleep (G_USEC_PER_SEC);
+    g_clear_pointer (&block_job, json_object_unref);
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_cmpint (vmr_json_get_int (block_job, "offset"), ==, offset);
+    vmr_harness_assert_disk_on (h, "disk0", vm.source);
+    /* progress is QEMU's len and offset, which hold still while paused */
+    progress = vmr_json_get_object (later, "progress");
+    g_assert_cmpint (vmr_json_get_int (progress, "total"), ==, IMAGE_SIZE);
+    g_assert_cmpint (vmr_json_get_int (progress, "done"), ==, offset);
+    g_assert_cmpint (vmr_json_get_int (progress, "backlog"), ==, IMAGE_SIZE - offset);
+
+    resume_reply = job_command (h, "resume", id, NULL);
+    g_assert_cmpstr (vmr_json_get_string (resume_reply, "state"), !=, "paused");
+    resumed_block_job = vmr_harness_get_block_job (h);
+    g_assert_false (vmr_json_get_bool (resumed_block_job, "paused"));
+    completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
+}
+
+/* set-speed reaches QEMU's job; 0 lifts the limit and the copy finishes */
+static void
+test_set_speed (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) block_job = NULL;
+    g_autoptr (JsonObject) reply = NULL;
+    g_autoptr (JsonObject) unlimited = NULL;
+    g_autoptr (JsonObject) completed = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm, NULL);
+    job = vmr_harness_get_job (h, id);
+    g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 1 * MIB);
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 1 * MIB);
+
+    reply = job_command (h, "set-speed", id, "2M");
+    g_assert_cmpint (vmr_json_get_int (reply, "speed"), ==, 2 * MIB);
+    g_clear_pointer (&job, json_object_unref);
+    job = vmr_harness_get_job (h, id);
+    g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 2 * MIB);
+    g_clear_pointer (&block_job, json_object_unref);
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 2 * MIB);
+
+    unlimited = job_command (h, "set-speed", id, "0");
+    g_assert_cmpint (vmr_json_get_int (unlimited, "speed"), ==, 0);
+    g_clear_pointer (&block_job, json_object_unref);
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 0);
+    completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
+}
+
+/* detach is refused while a job runs, and works once it ended */
+static void
+test_detach_busy (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (VmrCliResult) refused = NULL;
+    g_autoptr (VmrCliResult) detached = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) cancelled = NULL;
+    g_autoptr (JsonNode) domains = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm, NULL);
+    refused = vmr_harness_cli (h, "detach", "vm", NULL);
+    vmr_cli_result_assert_error (refused, 1);
+    job = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "copying");
+    domains = vmr_harness_cli_json (h, "domains", NULL);
+    g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 1);
+
+    g_clear_pointer (&job, json_object_unref);
+    job = job_command (h, "cancel", id, NULL);
+    cancelled = vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
+    detached = vmr_harness_cli (h, "detach", "vm", NULL);
+    vmr_cli_result_assert_ok (detached);
+    g_clear_pointer (&domains, json_node_unref);
+    domains = vmr_harness_cli_json (h, "domains", NULL);
+    g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 0);
+    vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
+}
+
+/* QEMU dies mid-copy: the job fails with a reason, the daemon keeps serving */
+static void
+test_qemu_killed (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) failed = NULL;
+    g_autoptr (JsonNode) domains = NULL;
+    JsonObject *domain;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm, NULL);
+    vmr_harness_kill_qemu (h);
+
+    failed = vmr_harness_wait_job (h, id, "failed", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_nonnull (job_reason (failed));
+    g_assert_cmpstr (job_reason (failed), !=, "");
+    vmr_harness_assert_job_record (h, id, "failed");
+    vmr_harness_assert_daemon_serving (h);
+    domains = vmr_harness_cli_json (h, "domains", NULL);
+    g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 1);
+    domain = json_array_get_object_element (json_node_get_array (domains), 0);
+    g_assert_false (vmr_json_get_bool (domain, "connected"));
+    /* the source was authoritative until the end: its bytes are intact */
+    vmr_harness_assert_image_equals (vm.source, "raw", vm.expected);
+}
+
+/* `migrate --wait` exits 1 when its job ends without completing */
+static void
+test_wait_cancelled (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (VmrCliResult) waited = NULL;
+    g_autoptr (VmrCliResult) cancel = NULL;
+    g_autoptr (JsonObject) cancelled = NULL;
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_TIME_SPAN_SECOND;
+    VmrCliRun *run;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", vm.dest, "--speed",
+                                 VMR_HARNESS_SLOW_SPEED, "--wait", NULL);
+    /* the job shows up while that CLI waits */
+    while (id == NULL) {
+        g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
+        JsonArray *array = json_node_get_array (jobs);
+
+        if (json_array_get_length (array) > 0) {
+            JsonObject *job = json_array_get_object_element (array, 0);
+
+            if (g_strcmp0 (vmr_json_get_string (job, "state"), "copying") == 0)
+                id = g_strdup (vmr_json_get_string (job, "id"));
+        }
+        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+    }
+    cancel = vmr_harness_cli (h, "cancel", id, NULL);
+    vmr_cli_result_assert_ok (cancel);
+    cancelled = vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
+    waited = vmr_harness_cli_wait (run);
+    vmr_cli_result_assert_error (waited, 1);
+    vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
+}
+
+/*
+ * SIGTERM while a copy runs: the daemon still exits 0 and removes its
+ * socket; the guest stays on its source and the job's record is kept
+ */
+static void
+test_sigterm_while_copying (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *record_name = NULL;
+    g_autofree gchar *record = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm, NULL);
+    vmr_harness_stop_daemon (h);
+    record_name = g_strdup_printf ("%s.json", id);
+    record = g_build_filename (h->state_dir, "jobs", record_name, NULL);
+    g_assert_true (g_file_test (record, G_FILE_TEST_IS_REGULAR));
+    vmr_harness_assert_disk_on (h, "disk0", vm.source);
+    vmr_harness_quit_qemu (h);
+    vmr_harness_assert_image_equals (vm.source, "raw", vm.expected);
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_harness_init (&argc, &argv);
+    VMR_HARNESS_ADD ("/control/cancel", NULL, test_cancel);
+    VMR_HARNESS_ADD ("/control/manual-pivot", NULL, test_manual_pivot);
+    VMR_HARNESS_ADD ("/control/pause-resume", NULL, test_pause_resume);
+    VMR_HARNESS_ADD ("/control/set-speed", NULL, test_set_speed);
+    VMR_HARNESS_ADD ("/control/detach-busy", NULL, test_detach_busy);
+    VMR_HARNESS_ADD ("/control/qemu-killed", NULL, test_qemu_killed);
+    VMR_HARNESS_ADD ("/control/wait-cancelled", NULL, test_wait_cancelled);
+    VMR_HARNESS_ADD ("/control/sigterm-while-copying", NULL, test_sigterm_while_copying);
+    return g_test_run ();
+}

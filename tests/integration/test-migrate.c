@@ -1,0 +1,244 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * Migrations that must succeed: every pair of formats, a disk served by an
+ * iothread, an existing destination (--reuse), a disk named by its node,
+ * and one disk of two. Each
+ * proves the guest uses the destination, the old image is released, the
+ * job record is final and the destination holds the source's bytes.
+ */
+
+#include "harness.h"
+
+#define IMAGE_SIZE (32 * 1024 * 1024)
+
+typedef struct {
+    const gchar *source_format; /* "raw" or "qcow2" */
+    const gchar *dest_format;   /* "raw" or "qcow2" */
+    const gchar *iothread;      /* NULL: the main loop serves the disk */
+    gboolean reuse;             /* the destination exists beforehand */
+    gboolean wait;              /* migrate --wait rather than polling */
+    gboolean by_node;           /* name the disk by its node name, not its qdev id */
+} MigrateCase;
+
+static const MigrateCase raw_to_raw = { "raw", "raw", NULL, FALSE, TRUE };
+static const MigrateCase qcow2_to_raw = { "qcow2", "raw", NULL, FALSE, FALSE };
+static const MigrateCase raw_to_qcow2 = { "raw", "qcow2", NULL, FALSE, FALSE };
+static const MigrateCase qcow2_to_qcow2 = { "qcow2", "qcow2", NULL, FALSE, TRUE };
+static const MigrateCase iothread = { "raw", "raw", "io0", FALSE, FALSE };
+static const MigrateCase reuse_raw = { "raw", "raw", NULL, TRUE, FALSE };
+static const MigrateCase reuse_qcow2 = { "raw", "qcow2", NULL, TRUE, TRUE };
+static const MigrateCase by_node = { "raw", "raw", NULL, FALSE, FALSE, TRUE };
+
+/* the disk @disk_id of @domain in `domains --json` */
+static JsonObject *
+find_domain_disk (VmrHarness *h, const gchar *domain, const gchar *disk_id)
+{
+    g_autoptr (JsonNode) domains = vmr_harness_cli_json (h, "domains", NULL);
+    JsonArray *array = json_node_get_array (domains);
+
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *entry = json_array_get_object_element (array, i);
+        JsonArray *disks;
+
+        if (g_strcmp0 (vmr_json_get_string (entry, "name"), domain) != 0)
+            continue;
+        disks = json_object_get_array_member (entry, "disks");
+        g_assert_nonnull (disks);
+        for (guint j = 0; j < json_array_get_length (disks); j++) {
+            JsonObject *disk = json_array_get_object_element (disks, j);
+
+            if (g_strcmp0 (vmr_json_get_string (disk, "id"), disk_id) == 0)
+                return json_object_ref (disk);
+        }
+    }
+    vmr_fail ("`domains` has no disk %s in %s", disk_id, domain);
+}
+
+/* what the daemon reports for a disk matches what QEMU was started with */
+static void
+assert_domain_disk (VmrHarness *h, const gchar *disk_id, const gchar *path, const gchar *format,
+                    const gchar *iothread_id)
+{
+    g_autoptr (JsonObject) disk = find_domain_disk (h, "vm", disk_id);
+    JsonNode *io = json_object_get_member (disk, "iothread");
+
+    g_assert_cmpstr (vmr_json_get_string (disk, "path"), ==, path);
+    g_assert_cmpstr (vmr_json_get_string (disk, "format"), ==, format);
+    g_assert_cmpint (vmr_json_get_int (disk, "size"), ==, IMAGE_SIZE);
+    g_assert_nonnull (io);
+    if (iothread_id == NULL)
+        g_assert_true (JSON_NODE_HOLDS_NULL (io));
+    else
+        g_assert_cmpstr (vmr_json_get_string (disk, "iothread"), ==, iothread_id);
+}
+
+/* the job went copying -> synced -> pivoting -> completed, in that order */
+static void
+assert_history (JsonObject *job)
+{
+    static const gchar *const wanted[] = { "copying", "synced", "pivoting", "completed" };
+    JsonArray *history = json_object_get_array_member (job, "history");
+    guint next = 0;
+
+    g_assert_nonnull (history);
+    for (guint i = 0; i < json_array_get_length (history) && next < G_N_ELEMENTS (wanted); i++) {
+        JsonObject *entry = json_array_get_object_element (history, i);
+
+        if (g_strcmp0 (vmr_json_get_string (entry, "state"), wanted[next]) == 0)
+            next++;
+    }
+    if (next != G_N_ELEMENTS (wanted)) {
+        g_autoptr (JsonNode) node = json_node_init_array (json_node_alloc (), history);
+        g_autofree gchar *text = json_to_string (node, FALSE);
+
+        vmr_fail ("history lacks '%s' in order: %s", wanted[next], text);
+    }
+}
+
+/* `job ID --json` after the end: the CLI shows the final, complete record */
+static void
+assert_completed_job (VmrHarness *h, const gchar *id, const MigrateCase *c, const gchar *source)
+{
+    g_autoptr (JsonNode) node = vmr_harness_cli_json (h, "job", id, NULL);
+    JsonObject *job = json_node_get_object (node);
+    JsonObject *progress;
+    const gchar *disk;
+
+    g_assert_nonnull (job);
+    g_assert_cmpstr (vmr_json_get_string (job, "id"), ==, id);
+    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
+    disk = vmr_json_get_string (job, "disk");
+    /* a disk named by its node may be reported by either name */
+    if (g_strcmp0 (disk, "disk0") != 0 && !(c->by_node && g_strcmp0 (disk, "test-fmt0") == 0))
+        vmr_fail ("job %s is for disk '%s', expected disk0", id, disk);
+    g_assert_cmpstr (vmr_json_get_string (job, "source"), ==, source);
+    g_assert_cmpstr (vmr_json_get_string (job, "source-format"), ==, c->source_format);
+    g_assert_cmpstr (vmr_json_get_string (job, "format"), ==, c->dest_format);
+    g_assert_cmpint (vmr_json_get_bool (job, "created-destination"), ==, !c->reuse);
+    progress = vmr_json_get_object (job, "progress");
+    g_assert_cmpint (vmr_json_get_int (progress, "total"), ==, IMAGE_SIZE);
+    g_assert_cmpint (vmr_json_get_int (progress, "done"), ==, IMAGE_SIZE);
+    g_assert_cmpint (vmr_json_get_int (progress, "backlog"), ==, 0);
+    assert_history (job);
+}
+
+static void
+test_migrate (VmrHarness *h, gconstpointer user_data)
+{
+    const MigrateCase *c = user_data;
+    g_autofree gchar *source_name = NULL;
+    g_autofree gchar *dest_name = NULL;
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) disk = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (GPtrArray) extra = g_ptr_array_new ();
+    VmrHarnessDisk vm_disk = { "disk0", NULL, c->source_format, c->iothread };
+
+    if (vmr_harness_skipped (h))
+        return;
+    source_name = g_strdup_printf ("source.%s", c->source_format);
+    dest_name = g_strdup_printf ("dest.%s", c->dest_format);
+    source = vmr_harness_create_image (h, source_name, c->source_format, IMAGE_SIZE, 0x5eed);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (h, dest_name);
+    if (c->reuse && g_strcmp0 (c->dest_format, "raw") == 0) {
+        g_free (vmr_harness_create_file (h, dest_name, IMAGE_SIZE, 0));
+    } else if (c->reuse) {
+        g_autofree gchar *size = g_strdup_printf ("%d", IMAGE_SIZE);
+
+        vmr_harness_qemu_img ("create", "-q", "-f", c->dest_format, dest, size, NULL);
+    }
+    vm_disk.path = source;
+    vmr_harness_start_qemu (h, &vm_disk, 1);
+    vmr_harness_attach (h, "vm");
+    assert_domain_disk (h, "disk0", source, c->source_format, c->iothread);
+
+    g_ptr_array_add (extra, "--format");
+    g_ptr_array_add (extra, (gpointer) c->dest_format);
+    if (c->reuse)
+        g_ptr_array_add (extra, "--reuse");
+    if (c->wait)
+        g_ptr_array_add (extra, "--wait");
+    g_ptr_array_add (extra, NULL);
+    /* the harness names the format node of the first disk test-fmt0 */
+    id = vmr_harness_migratev (h, "vm", c->by_node ? "test-fmt0" : "disk0", dest,
+                               (const gchar *const *) extra->pdata);
+    /* with --wait, exit status 0 means the job is completed already */
+    job = c->wait ? vmr_harness_get_job (h, id)
+                  : vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
+    assert_completed_job (h, id, c, source);
+    /* the daemon's view follows the pivot, and the disk is free again */
+    assert_domain_disk (h, "disk0", dest, c->dest_format, c->iothread);
+    disk = find_domain_disk (h, "vm", "disk0");
+    g_assert_false (json_object_has_member (disk, "job")
+                    && !JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "job")));
+
+    vmr_harness_assert_migrated (h, id, "disk0", source, dest, c->dest_format, expected);
+    /* the source is left as it was, for the operator to remove */
+    vmr_harness_assert_image_equals (source, c->source_format, expected);
+}
+
+/* of two disks, only the one named moves; the other is not touched */
+static void
+test_second_disk (VmrHarness *h, gconstpointer user_data)
+{
+    g_autofree gchar *source0 = NULL;
+    g_autofree gchar *source1 = NULL;
+    g_autofree gchar *expected0 = NULL;
+    g_autofree gchar *expected1 = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    VmrHarnessDisk disks[] = {
+        { "disk0", NULL, "raw", "io0" },
+        { "disk1", NULL, "qcow2", "io0" },
+    };
+
+    if (vmr_harness_skipped (h))
+        return;
+    source0 = vmr_harness_create_image (h, "source0.raw", "raw", IMAGE_SIZE, 100);
+    source1 = vmr_harness_create_image (h, "source1.qcow2", "qcow2", IMAGE_SIZE, 101);
+    expected0 = vmr_harness_expected_path (source0);
+    expected1 = vmr_harness_expected_path (source1);
+    dest = vmr_harness_path (h, "dest1.raw");
+    disks[0].path = source0;
+    disks[1].path = source1;
+    vmr_harness_start_qemu (h, disks, G_N_ELEMENTS (disks));
+    vmr_harness_attach (h, "vm");
+
+    id = vmr_harness_migrate (h, "vm", "disk1", dest, "--wait", NULL);
+    g_clear_pointer (&id, g_free);
+    {
+        g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
+        JsonObject *job = json_array_get_object_element (json_node_get_array (jobs), 0);
+
+        g_assert_cmpuint (json_array_get_length (json_node_get_array (jobs)), ==, 1);
+        g_assert_cmpstr (vmr_json_get_string (job, "disk"), ==, "disk1");
+        g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
+        id = g_strdup (vmr_json_get_string (job, "id"));
+    }
+    vmr_harness_assert_disk_on (h, "disk0", source0);
+    vmr_harness_assert_migrated (h, id, "disk1", source1, dest, "raw", expected1);
+    vmr_harness_assert_image_equals (source0, "raw", expected0);
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_harness_init (&argc, &argv);
+    VMR_HARNESS_ADD ("/migrate/raw-to-raw", &raw_to_raw, test_migrate);
+    VMR_HARNESS_ADD ("/migrate/qcow2-to-raw", &qcow2_to_raw, test_migrate);
+    VMR_HARNESS_ADD ("/migrate/raw-to-qcow2", &raw_to_qcow2, test_migrate);
+    VMR_HARNESS_ADD ("/migrate/qcow2-to-qcow2", &qcow2_to_qcow2, test_migrate);
+    VMR_HARNESS_ADD ("/migrate/iothread", &iothread, test_migrate);
+    VMR_HARNESS_ADD ("/migrate/reuse-raw", &reuse_raw, test_migrate);
+    VMR_HARNESS_ADD ("/migrate/reuse-qcow2", &reuse_qcow2, test_migrate);
+    VMR_HARNESS_ADD ("/migrate/by-node-name", &by_node, test_migrate);
+    VMR_HARNESS_ADD ("/migrate/second-disk", NULL, test_second_disk);
+    return g_test_run ();
+}
