@@ -5,6 +5,7 @@
 #include "cli-domain-commands.h"
 #include "cli-job-commands.h"
 #include "cli-output.h"
+#include "cli-policy-commands.h"
 #include "units.h"
 
 static const VmrCliCommand commands[] = {
@@ -46,17 +47,63 @@ static const VmrCliCommand commands[] = {
       "Example:\n"
       "  virt-mirror set-speed vmr-3 50M",
       vmr_cli_cmd_set_speed },
+    { "reload", "", "", "Make virt-mirrord read its policy file again",
+      "A file with an error is refused as a whole: virt-mirrord keeps the policy it\n"
+      "had and the problems are printed, one per line. The same as sending SIGHUP.",
+      vmr_cli_cmd_reload },
+    { "policy check", "[FILE]", "[FILE]", "Validate a policy file; needs no daemon",
+      "FILE defaults to $VIRT_MIRROR_POLICY, else the daemon's default policy file.\n"
+      "Prints 'FILE: OK' and exits 0 when the file is valid; otherwise prints every\n"
+      "problem as FILE:LINE: [SECTION] KEY: message on stderr and exits 1.\n"
+      "\n"
+      "Example:\n"
+      "  virt-mirror policy check /etc/virt-mirror/policy.conf",
+      vmr_cli_cmd_policy_check },
+    { "policy show", "[DOMAIN [DISK]]", "[DOMAIN [DISK]]",
+      "Show the policy values in effect, and the section each comes from",
+      "Without DOMAIN, the values of [defaults]; with DOMAIN, those for the whole\n"
+      "domain; with DOMAIN and DISK (a qdev id), those that govern the disk's copy.\n"
+      "Neither needs to exist: the values are worked out from the names.\n"
+      "\n"
+      "Example:\n"
+      "  virt-mirror policy show web01 disk0",
+      vmr_cli_cmd_policy_show },
     { "version", "", "", "Print the versions of virt-mirror and virt-mirrord", NULL,
       vmr_cli_cmd_version },
 };
 
 const VmrCliCommand *
-vmr_cli_command_lookup (const gchar *name)
+vmr_cli_command_find (gchar **argv, guint *out_n_words, GError **error)
 {
+    g_autoptr (GString) group_commands = g_string_new (NULL);
+
     for (gsize i = 0; i < G_N_ELEMENTS (commands); i++) {
-        if (g_str_equal (commands[i].name, name))
+        g_auto (GStrv) words = g_strsplit (commands[i].name, " ", 2);
+
+        if (!g_str_equal (words[0], argv[0]))
+            continue;
+        if (words[1] == NULL) {
+            *out_n_words = 1;
             return &commands[i];
+        }
+        if (argv[1] != NULL && g_str_equal (words[1], argv[1])) {
+            *out_n_words = 2;
+            return &commands[i];
+        }
+        g_string_append_printf (group_commands, "%s%s", group_commands->len > 0 ? " or " : "",
+                                words[1]);
     }
+    if (group_commands->len == 0)
+        g_set_error (error, VMR_CLI_USAGE_ERROR, 0, "unknown command '%s' (see virt-mirror --help)",
+                     argv[0]);
+    else if (argv[1] == NULL)
+        g_set_error (error, VMR_CLI_USAGE_ERROR, 0,
+                     "%s: missing command: %s (see virt-mirror --help)", argv[0],
+                     group_commands->str);
+    else
+        g_set_error (error, VMR_CLI_USAGE_ERROR, 0,
+                     "%s: unknown command '%s': use %s (see virt-mirror --help)", argv[0], argv[1],
+                     group_commands->str);
     return NULL;
 }
 
@@ -89,6 +136,27 @@ vmr_cli_command_set_usage_error (GError **error, const VmrCliCommand *cmd, const
                  message, cmd->name);
 }
 
+/* the names in @args without their brackets; the first *@out_n_required are required */
+static GStrv
+argument_names (const gchar *args, guint *out_n_required)
+{
+    g_auto (GStrv) words = g_strsplit (args, " ", -1);
+    g_autoptr (GStrvBuilder) names = g_strv_builder_new ();
+    gboolean optional = FALSE;
+
+    *out_n_required = 0;
+    for (guint i = 0; words[i] != NULL; i++) {
+        if (*words[i] == '\0')
+            continue;
+        optional |= *words[i] == '[';
+        if (!optional)
+            (*out_n_required)++;
+        g_strdelimit (words[i], "[]", ' ');
+        g_strv_builder_add (names, g_strstrip (words[i]));
+    }
+    return g_strv_builder_end (names);
+}
+
 static GOptionContext *
 new_option_context (const VmrCliCommand *cmd, const GOptionEntry *entries,
                     const GOptionEntry *common_entries)
@@ -116,11 +184,12 @@ vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session,
     gboolean help = FALSE;
     g_auto (GStrv) positional = NULL;
     g_auto (GStrv) remaining = g_strdupv (argv);
-    g_auto (GStrv) wanted = g_strsplit (cmd->args, " ", -1);
+    g_auto (GStrv) wanted = NULL;
     g_autoptr (GOptionContext) context = NULL;
     g_autoptr (GError) local_error = NULL;
     guint n_positional;
-    guint n_wanted = 0;
+    guint n_required = 0;
+    guint n_wanted;
     const GOptionEntry common_entries[] = {
         { "connect", 'c', G_OPTION_FLAG_NONE, G_OPTION_ARG_FILENAME, &connect,
           "Control socket of virt-mirrord", "SOCKET" },
@@ -155,9 +224,9 @@ vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session,
     }
 
     n_positional = positional != NULL ? g_strv_length (positional) : 0;
-    while (wanted[n_wanted] != NULL && *wanted[n_wanted] != '\0')
-        n_wanted++;
-    if (n_positional < n_wanted) {
+    wanted = argument_names (cmd->args, &n_required);
+    n_wanted = g_strv_length (wanted);
+    if (n_positional < n_required) {
         vmr_cli_command_set_usage_error (error, cmd, "missing %s", wanted[n_positional]);
         return FALSE;
     }

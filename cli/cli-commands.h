@@ -13,24 +13,31 @@ G_BEGIN_DECLS
 typedef struct _VmrCliCommand VmrCliCommand;
 
 /*
- * Runs a command. @argv is NULL-terminated and starts with the command name.
- * Returns FALSE with @error set on failure; a VMR_CLI_USAGE_ERROR means a bad
- * command line.
+ * Runs a command. @argv is NULL-terminated and starts with the last word of
+ * the command name ("check" of "policy check"). Returns FALSE with @error set
+ * on failure; a VMR_CLI_USAGE_ERROR means a bad command line, a
+ * VMR_CLI_REPORTED_ERROR a failure the command has printed itself.
  */
 typedef gboolean (*VmrCliCommandFunc) (const VmrCliCommand *cmd, VmrCliSession *session,
                                        gchar **argv, GError **error);
 
 struct _VmrCliCommand {
-    const gchar *name;
-    const gchar *args;        /* the positional arguments, all required: "DOMAIN DISK DEST" */
+    const gchar *name;        /* one word, or two for a command of a group: "policy check" */
+    const gchar *args;        /* the positional arguments: "DOMAIN DISK DEST"; optional ones
+                               * last and in brackets: "[DOMAIN [DISK]]" */
     const gchar *synopsis;    /* args and required options, for the command list */
     const gchar *summary;     /* one line, for the command list */
     const gchar *description; /* more help and examples, or NULL */
     VmrCliCommandFunc run;
 };
 
-/* the command called @name, or NULL */
-const VmrCliCommand *vmr_cli_command_lookup (const gchar *name);
+/*
+ * The command that @argv (the command line after the global options) names:
+ * one word, or a group and a command ("policy check"). Sets *@out_n_words to
+ * the number of words of its name. Sets a VMR_CLI_USAGE_ERROR for an unknown
+ * command, or a group without a known command.
+ */
+const VmrCliCommand *vmr_cli_command_find (gchar **argv, guint *out_n_words, GError **error);
 
 /* the list of commands for `virt-mirror --help`; free with g_free() */
 gchar *vmr_cli_command_list_help (void);
@@ -41,9 +48,10 @@ gchar *vmr_cli_command_list_help (void);
  * -h/--help. Options may come before, between or after the positional
  * arguments; "--" ends the options.
  *
- * On success *@out_args holds exactly the positional arguments named in
- * cmd->args (free with g_strfreev), or is NULL when --help was given and the
- * help printed. Sets VMR_CLI_USAGE_ERROR on a bad command line.
+ * On success *@out_args holds the positional arguments given, every required
+ * one of cmd->args and any of its optional ones (free with g_strfreev), or is
+ * NULL when --help was given and the help printed. Sets VMR_CLI_USAGE_ERROR
+ * on a bad command line.
  */
 gboolean vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session,
                                 const GOptionEntry *entries, gchar **argv, gchar ***out_args,

@@ -18,12 +18,47 @@ get_size (JsonObject *obj, const gchar *name)
     return (guint64) value;
 }
 
+/* the "policy" member: absent from a daemon without a policy engine */
+static void
+read_policy (VmrCliJob *self, JsonObject *policy)
+{
+    JsonArray *iops = vmr_cli_json_get_array (policy, "guest-iops");
+    gdouble base_speed = 0;
+
+    self->has_policy = TRUE;
+    self->decision = vmr_cli_json_get_string (policy, "decision");
+    self->decision_reason = vmr_cli_json_get_string (policy, "reason");
+    if (!vmr_cli_json_get_double (policy, "held", &self->held) || !isfinite (self->held)
+        || self->held < 0)
+        self->held = 0;
+    if (vmr_cli_json_get_double (policy, "base-speed", &base_speed) && isfinite (base_speed)
+        && base_speed >= 0) {
+        self->has_base_speed = TRUE;
+        self->base_speed = (guint64) base_speed;
+    }
+    self->user_paused = vmr_cli_json_get_boolean (policy, "user-paused", FALSE);
+    self->guest_iops = g_array_new (FALSE, FALSE, sizeof (gint64));
+    for (guint i = 0; iops != NULL && i < json_array_get_length (iops); i++) {
+        JsonNode *element = json_array_get_element (iops, i);
+        gint64 value;
+
+        if (!JSON_NODE_HOLDS_VALUE (element))
+            continue;
+        value = json_node_get_int (element);
+        g_array_append_val (self->guest_iops, value);
+    }
+    if (!vmr_cli_json_get_double (policy, "guest-latency-us", &self->guest_latency_us)
+        || !isfinite (self->guest_latency_us))
+        self->guest_latency_us = -1;
+}
+
 VmrCliJob *
 vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
 {
     g_autoptr (VmrCliJob) self = g_new0 (VmrCliJob, 1);
     JsonObject *obj = vmr_cli_json_expect_object (node, command, error);
     JsonObject *progress;
+    JsonObject *policy;
 
     if (obj == NULL)
         return NULL;
@@ -62,6 +97,10 @@ vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
     }
     vmr_cli_json_get_int (obj, "created", &self->created);
     vmr_cli_json_get_int (obj, "updated", &self->updated);
+    self->guest_latency_us = -1;
+    policy = vmr_cli_json_get_object (obj, "policy");
+    if (policy != NULL)
+        read_policy (self, policy);
     return g_steal_pointer (&self);
 }
 
@@ -71,6 +110,7 @@ vmr_cli_job_free (VmrCliJob *self)
     if (self == NULL)
         return;
     g_clear_pointer (&self->node, json_node_unref);
+    g_clear_pointer (&self->guest_iops, g_array_unref);
     g_free (self);
 }
 
@@ -121,6 +161,45 @@ vmr_cli_job_format_eta (const VmrCliJob *self)
     if (!self->has_progress || self->eta < 0 || !is_copying (self))
         return NULL;
     return vmr_units_format_duration ((gint64) (self->eta * G_USEC_PER_SEC));
+}
+
+gchar *
+vmr_cli_job_format_decision (const VmrCliJob *self)
+{
+    if (self->decision == NULL)
+        return NULL;
+    if (self->decision_reason == NULL)
+        return g_strdup (self->decision);
+    return g_strdup_printf ("%s (%s)", self->decision, self->decision_reason);
+}
+
+gchar *
+vmr_cli_job_format_guest_iops (const VmrCliJob *self)
+{
+    g_autoptr (GString) text = NULL;
+
+    if (self->guest_iops == NULL || self->guest_iops->len == 0)
+        return NULL;
+    text = g_string_new (NULL);
+    for (guint i = 0; i < self->guest_iops->len; i++)
+        g_string_append_printf (text, "%s%" G_GINT64_FORMAT, i > 0 ? " " : "",
+                                g_array_index (self->guest_iops, gint64, i));
+    return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+gchar *
+vmr_cli_job_format_guest_latency (const VmrCliJob *self)
+{
+    if (self->guest_latency_us < 0)
+        return NULL;
+    /* the daemon's 0 means there was no I/O to time */
+    if (self->guest_latency_us == 0)
+        return g_strdup ("- (no guest I/O)");
+    if (self->guest_latency_us < 1000)
+        return g_strdup_printf ("%.0f us", self->guest_latency_us);
+    if (self->guest_latency_us < 10000)
+        return g_strdup_printf ("%.2f ms", self->guest_latency_us / 1000);
+    return g_strdup_printf ("%.1f ms", self->guest_latency_us / 1000);
 }
 
 gchar *

@@ -31,6 +31,17 @@ typedef struct {
     gdouble eta;     /* seconds left, < 0 when unknown */
     gint64 created;  /* microseconds since the epoch, 0 when unknown */
     gint64 updated;  /* microseconds since the epoch, 0 when unknown */
+
+    /* what the policy does with the job: its "policy" member */
+    gboolean has_policy;
+    const gchar *decision;        /* the last action, e.g. "throttle"; NULL when none yet */
+    const gchar *decision_reason; /* why, or NULL */
+    gdouble held;                 /* seconds the policy has held the copy back, in all */
+    gboolean has_base_speed;
+    guint64 base_speed;       /* bytes/s of the copy when not throttled, 0 = unlimited */
+    gboolean user_paused;     /* paused by a user: the policy leaves it alone */
+    GArray *guest_iops;       /* of gint64: the guest's recent IOPS, oldest first; owned */
+    gdouble guest_latency_us; /* mean guest I/O latency of the newest sample, < 0 = unknown */
 } VmrCliJob;
 
 /*
@@ -54,6 +65,15 @@ gchar *vmr_cli_job_format_rate (const VmrCliJob *self);
 
 /* "2m05s", or NULL when not known; free with g_free() */
 gchar *vmr_cli_job_format_eta (const VmrCliJob *self);
+
+/* "throttle (guest busy: ...)", or NULL when there is no decision; free with g_free() */
+gchar *vmr_cli_job_format_decision (const VmrCliJob *self);
+
+/* "1402 1398 1410", or NULL when there are no samples; free with g_free() */
+gchar *vmr_cli_job_format_guest_iops (const VmrCliJob *self);
+
+/* "800 us", "1.25 ms" or "- (no guest I/O)", or NULL when not known; free with g_free() */
+gchar *vmr_cli_job_format_guest_latency (const VmrCliJob *self);
 
 /* "1.0 GiB/2.0 GiB", or NULL when the size is not known yet; free with g_free() */
 gchar *vmr_cli_job_format_amount (const VmrCliJob *self);

@@ -13,25 +13,18 @@ vmr_cli_usage_error_quark (void)
     return g_quark_from_static_string ("vmr-cli-usage-error-quark");
 }
 
+GQuark
+vmr_cli_reported_error_quark (void)
+{
+    return g_quark_from_static_string ("vmr-cli-reported-error-quark");
+}
+
 /* job members that vmr_cli_output_job() shows under their own label */
 static const gchar *const shown_job_members[] = {
-    "id",
-    "domain",
-    "disk",
-    "state",
-    "reason",
-    "source",
-    "source-format",
-    "destination",
-    "format",
-    "created-destination",
-    "speed",
-    "manual-pivot",
-    "progress",
-    "created",
-    "updated",
-    "history",
-    NULL,
+    "id",      "domain",        "disk",        "state",   "reason",
+    "source",  "source-format", "destination", "format",  "created-destination",
+    "speed",   "manual-pivot",  "progress",    "created", "updated",
+    "history", "policy",        NULL,
 };
 
 gint
@@ -39,6 +32,8 @@ vmr_cli_output_error (const GError *error, gboolean json)
 {
     const gchar *class_name;
 
+    if (error->domain == VMR_CLI_REPORTED_ERROR)
+        return VMR_CLI_EXIT_FAILED;
     if (error->domain == VMR_CLI_USAGE_ERROR) {
         g_printerr ("virt-mirror: error: %s\n", error->message);
         return VMR_CLI_EXIT_USAGE;
@@ -233,6 +228,39 @@ print_other_members (JsonObject *obj)
     }
 }
 
+/* the speed limit, and while throttled the speed the copy goes back to */
+static gchar *
+describe_speed (const VmrCliJob *job)
+{
+    g_autofree gchar *speed = vmr_cli_format_speed (job->speed);
+    g_autofree gchar *full = NULL;
+
+    if (!job->has_base_speed || !g_str_equal (job->state, "throttled"))
+        return g_steal_pointer (&speed);
+    full = vmr_cli_format_speed (job->base_speed);
+    return g_strdup_printf ("%s (throttled; full speed %s)", speed, full);
+}
+
+static void
+print_policy (const VmrCliJob *job)
+{
+    g_autofree gchar *decision = vmr_cli_job_format_decision (job);
+    g_autofree gchar *iops = vmr_cli_job_format_guest_iops (job);
+    g_autofree gchar *latency = vmr_cli_job_format_guest_latency (job);
+
+    if (job->user_paused)
+        print_field ("Decision", "none: paused by a user, the policy leaves the job alone");
+    else
+        print_field ("Decision", decision);
+    if (job->held > 0) {
+        g_autofree gchar *held = vmr_units_format_duration ((gint64) (job->held * G_USEC_PER_SEC));
+
+        print_field ("Held back", held);
+    }
+    print_field ("Guest IOPS", iops);
+    print_field ("Guest latency", latency);
+}
+
 void
 vmr_cli_output_job (const VmrCliJob *job)
 {
@@ -241,7 +269,7 @@ vmr_cli_output_job (const VmrCliJob *job)
     g_autofree gchar *source = describe_image (job->source, job->source_format, FALSE);
     g_autofree gchar *destination
         = describe_image (job->destination, job->format, job->created_destination);
-    g_autofree gchar *speed = vmr_cli_format_speed (job->speed);
+    g_autofree gchar *speed = describe_speed (job);
     g_autofree gchar *progress = describe_progress (job);
     g_autofree gchar *rate = vmr_cli_job_format_rate (job);
     g_autofree gchar *eta = vmr_cli_job_format_eta (job);
@@ -260,6 +288,8 @@ vmr_cli_output_job (const VmrCliJob *job)
     print_field ("Progress", progress);
     print_field ("Rate", rate);
     print_field ("ETA", eta);
+    if (job->has_policy)
+        print_policy (job);
     print_field ("Created", created);
     print_field ("Updated", updated);
     print_other_members (obj);

@@ -23,9 +23,18 @@ G_BEGIN_DECLS
 GQuark vmr_cli_usage_error_quark (void);
 
 /*
- * Reports @error: one line on stderr and, when @json is set and the error is
- * not a usage error, {"error": {"class", "desc"}} on stdout. Returns the exit
- * code for it.
+ * A failure the command has already printed in its own form (`policy check`
+ * prints the problems of a file as they are): nothing more is printed and the
+ * program exits with VMR_CLI_EXIT_FAILED.
+ */
+#define VMR_CLI_REPORTED_ERROR (vmr_cli_reported_error_quark ())
+GQuark vmr_cli_reported_error_quark (void);
+
+/*
+ * Reports @error: one line on stderr (one per line of the message, the first
+ * prefixed) and, when @json is set and the error is not a usage error,
+ * {"error": {"class", "desc"}} on stdout; nothing for a
+ * VMR_CLI_REPORTED_ERROR. Returns the exit code for it.
  */
 gint vmr_cli_output_error (const GError *error, gboolean json);
 

@@ -25,10 +25,11 @@ new_main_option_context (const GOptionEntry *entries)
         "\n"
         "Environment:\n"
         "  VIRT_MIRROR_SOCKET   control socket of virt-mirrord (default %s)\n"
+        "  VIRT_MIRROR_POLICY   policy file for 'policy check' (default %s)\n"
         "\n"
         "Exit status: 0 on success, 1 when the operation failed or was refused,\n"
         "2 on a bad command line.",
-        command_list, VMR_DEFAULT_SOCKET);
+        command_list, VMR_DEFAULT_SOCKET, VMR_DEFAULT_POLICY);
     /* our own --help, so that printing it is not an exit() inside GLib */
     g_option_context_set_help_enabled (context, FALSE);
     /* stop at the command: what follows is the command's to parse */
@@ -67,6 +68,7 @@ run (gchar **argv)
     g_autoptr (GError) error = NULL;
     g_autoptr (VmrCliSession) session = NULL;
     const VmrCliCommand *cmd;
+    guint n_words = 0;
 
     if (!g_option_context_parse_strv (context, &args, &error)) {
         error->message[0] = g_ascii_tolower (error->message[0]);
@@ -83,14 +85,13 @@ run (gchar **argv)
         g_printerr ("virt-mirror: error: missing command (see virt-mirror --help)\n");
         return VMR_CLI_EXIT_USAGE;
     }
-    cmd = vmr_cli_command_lookup (args[1]);
-    if (cmd == NULL) {
-        g_printerr ("virt-mirror: error: unknown command '%s' (see virt-mirror --help)\n", args[1]);
-        return VMR_CLI_EXIT_USAGE;
-    }
+    cmd = vmr_cli_command_find (&args[1], &n_words, &error);
+    if (cmd == NULL)
+        return vmr_cli_output_error (error, FALSE);
 
     session = vmr_cli_session_new (connect != NULL ? connect : default_socket (), json);
-    if (!cmd->run (cmd, session, &args[1], &error))
+    /* the command sees its argv from the last word of its name on */
+    if (!cmd->run (cmd, session, &args[n_words], &error))
         return vmr_cli_output_error (error, session->json);
     return VMR_CLI_EXIT_OK;
 }

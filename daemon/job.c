@@ -130,7 +130,8 @@ vmr_job_set_state (VmrJob *self, VmrJobState state, const gchar *reason, gint64 
     if (!vmr_job_state_can_transition (self->state, state))
         return FALSE;
     self->state = state;
-    if (reason != NULL) {
+    /* a reason stays with a job that ended; other reasons are only logged */
+    if (reason != NULL && vmr_job_state_is_final (state)) {
         g_free (self->reason);
         self->reason = g_strdup (reason);
     }

@@ -51,12 +51,15 @@ void vmr_policy_decision_clear (VmrPolicyDecision *decision);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrPolicyDecision, vmr_policy_decision_clear)
 
 /*
- * Decides what to do with a job in @phase.
+ * Decides what to do with a job in @phase; @out->reason is always set (free
+ * it with vmr_policy_decision_clear(); @out may be reused).
  * @samples: the guest's recent load, oldest first (may be empty);
  * @held_us: how long the policy has held this job back so far (delayed or
- *   paused), for max-delay;
+ *   paused), for max-delay, which applies only when the job would still be
+ *   held back: a job the load and window let go starts or resumes as usual;
  * @now_us: monotonic time, on the same clock as the samples;
  * @seconds_of_day: local wall-clock time of day, for windows.
+ * docs/policy.md describes the rules in full.
  */
 void vmr_policy_decide (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint n_samples,
                         VmrPolicyPhase phase, gint64 held_us, gint64 now_us, gint seconds_of_day,

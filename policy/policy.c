@@ -2,7 +2,7 @@
 
 #include "policy.h"
 
-#include <stdio.h>
+#include <string.h>
 
 #include "units.h"
 #include "vmr-error.h"
@@ -130,14 +130,55 @@ copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPolicyKey key)
 
 /* ---- values ---- */
 
+static gchar *
+format_rate (guint64 bytes)
+{
+    static const gchar *const suffixes[] = { "", "K", "M", "G", "T" };
+    guint i = 0;
+
+    if (bytes == 0)
+        return g_strdup ("0");
+    while (i + 1 < G_N_ELEMENTS (suffixes) && bytes % 1024 == 0) {
+        bytes /= 1024;
+        i++;
+    }
+    return g_strdup_printf ("%" G_GUINT64_FORMAT "%s", bytes, suffixes[i]);
+}
+
+static gchar *
+format_duration (gint64 usec)
+{
+    if (usec == 0)
+        return g_strdup ("0");
+    if (usec % (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC) == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "h",
+                                usec / (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC));
+    if (usec % (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC) == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "m",
+                                usec / (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC));
+    if (usec % G_USEC_PER_SEC == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "s", usec / G_USEC_PER_SEC);
+    if (usec % 1000 == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "ms", usec / 1000);
+    /* the file may say "1500us": keep every digit, so that the value reads back the same */
+    return g_strdup_printf ("%" G_GINT64_FORMAT "us", usec);
+}
+
+/* "H:MM" or "HH:MM", 00:00 to 24:00; sscanf alone would take "+9:5" */
 static gboolean
 parse_clock (const gchar *text, gint *out_seconds)
 {
+    gsize len = strlen (text);
     guint hours, minutes;
-    gchar extra;
 
-    if (sscanf (text, "%2u:%2u%c", &hours, &minutes, &extra) != 2)
+    if ((len != 4 && len != 5) || text[len - 3] != ':')
         return FALSE;
+    for (gsize i = 0; i < len; i++) {
+        if (i != len - 3 && !g_ascii_isdigit (text[i]))
+            return FALSE;
+    }
+    hours = (guint) g_ascii_strtoull (text, NULL, 10);
+    minutes = (guint) g_ascii_strtoull (text + len - 2, NULL, 10);
     if (hours > 24 || minutes > 59 || (hours == 24 && minutes != 0))
         return FALSE;
     *out_seconds = (gint) (hours * 3600 + minutes * 60);
@@ -162,8 +203,12 @@ parse_windows (const gchar *text, GArray *windows, GError **error)
                          "'%s' is not a time range like 22:00-06:00", parts[i]);
             return FALSE;
         }
-        if (window.end == 24 * 3600)
-            window.end = 0;
+        /*
+         * 24:00 ends the day, so 00:00-24:00 is all of it and 22:00-24:00
+         * needs no crossing; as a start it is the same as 00:00
+         */
+        if (window.start == 24 * 3600)
+            window.start = 0;
         if (window.start == window.end) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                          "'%s' is empty (use no window for any time)", parts[i]);
@@ -193,7 +238,6 @@ parse_count (const gchar *text, guint64 *out, GError **error)
 static gboolean
 parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text, GError **error)
 {
-    g_autoptr (GError) local_error = NULL;
     guint64 number = 0;
     gint64 usec = 0;
 
@@ -257,8 +301,20 @@ parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text, GError **
 /* ---- the file ---- */
 
 typedef struct {
+    guint line; /* 0 when not known */
+    gchar *text;
+} LoadError;
+
+static void
+load_error_free (LoadError *load_error)
+{
+    g_free (load_error->text);
+    g_free (load_error);
+}
+
+typedef struct {
     const gchar *name;
-    GString *errors;
+    GPtrArray *errors; /* of LoadError *, sorted by line at the end */
     GHashTable *lines; /* "group" or "group\nkey" -> line number */
 } Loader;
 
@@ -275,7 +331,9 @@ static void
 add_error (Loader *loader, const gchar *group, const gchar *key, guint line, const gchar *format,
            ...)
 {
+    g_autoptr (GString) text = g_string_new (NULL);
     g_autofree gchar *message = NULL;
+    LoadError *load_error;
     va_list args;
 
     va_start (args, format);
@@ -283,59 +341,127 @@ add_error (Loader *loader, const gchar *group, const gchar *key, guint line, con
     va_end (args);
     if (line == 0 && group != NULL)
         line = line_of (loader, group, key);
-    g_string_append_printf (loader->errors, "%s%s:%u: ", loader->errors->len > 0 ? "\n" : "",
-                            loader->name, line);
+    if (line > 0)
+        g_string_append_printf (text, "%s:%u: ", loader->name, line);
+    else
+        g_string_append_printf (text, "%s: ", loader->name);
     if (group != NULL)
-        g_string_append_printf (loader->errors, "[%s] ", group);
+        g_string_append_printf (text, "[%s] ", group);
     if (key != NULL)
-        g_string_append_printf (loader->errors, "%s: ", key);
-    g_string_append (loader->errors, message);
+        g_string_append_printf (text, "%s: ", key);
+    g_string_append (text, message);
+    load_error = g_new0 (LoadError, 1);
+    load_error->line = line;
+    load_error->text = g_string_free (g_steal_pointer (&text), FALSE);
+    g_ptr_array_add (loader->errors, load_error);
+}
+
+static gint
+compare_errors (gconstpointer a, gconstpointer b)
+{
+    const LoadError *first = *(const LoadError *const *) a;
+    const LoadError *second = *(const LoadError *const *) b;
+
+    return first->line < second->line ? -1 : first->line > second->line ? 1 : 0;
+}
+
+/* sets @error to every error of @loader, one per line, in the order of the file */
+static void
+set_load_errors (Loader *loader, GError **error)
+{
+    g_autoptr (GString) text = g_string_new (NULL);
+
+    /* a stable sort: errors of one line keep the order they were found in */
+    g_ptr_array_sort (loader->errors, compare_errors);
+    for (guint i = 0; i < loader->errors->len; i++) {
+        const LoadError *load_error = g_ptr_array_index (loader->errors, i);
+
+        g_string_append_printf (text, "%s%s", i > 0 ? "\n" : "", load_error->text);
+    }
+    g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, text->str);
 }
 
 /*
  * GKeyFile does the parsing but knows no line numbers, so the text is read
  * once more to find where each group and key stands, and to report lines
- * that are not a group, a key or a comment.
+ * that are not a group, a key or a comment, repeated sections and keys set
+ * twice. Returns the text with the lines in error blanked, so that GKeyFile
+ * can read the rest and every other problem is reported in the same pass.
  */
-static void
+static gchar *
 index_lines (Loader *loader, const gchar *text)
 {
     g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+    g_autoptr (GHashTable) keys_here
+        = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
     g_autofree gchar *group = NULL;
+    gboolean bad_header = FALSE; /* the keys that follow have been reported with it */
 
     for (guint i = 0; lines[i] != NULL; i++) {
         g_autofree gchar *line = g_strstrip (g_strdup (lines[i]));
+        guint number = i + 1;
         gchar *eq;
 
         if (*line == '\0' || *line == '#')
             continue;
         if (*line == '[') {
             gchar *end = strchr (line, ']');
+            guint first;
 
             if (end == NULL || end[1] != '\0') {
-                add_error (loader, NULL, NULL, i + 1, "'%s' is not a section header", line);
+                add_error (loader, NULL, NULL, number, "'%s' is not a section header", line);
+                *lines[i] = '\0';
+                /* its keys would land in the section before: skip them too */
+                bad_header = TRUE;
                 continue;
             }
+            bad_header = FALSE;
             g_free (group);
             group = g_strndup (line + 1, (gsize) (end - line - 1));
-            if (!g_hash_table_contains (loader->lines, group))
-                g_hash_table_insert (loader->lines, g_strdup (group), GUINT_TO_POINTER (i + 1));
+            g_hash_table_remove_all (keys_here);
+            first = line_of (loader, group, NULL);
+            if (first != 0) {
+                /*
+                 * GKeyFile would merge the two where the first stands, which
+                 * upsets "the later section wins" between equals
+                 */
+                add_error (loader, group, NULL, number,
+                           "section repeated (first at line %u): merge the two", first);
+                continue;
+            }
+            g_hash_table_insert (loader->lines, g_strdup (group), GUINT_TO_POINTER (number));
             continue;
         }
         eq = strchr (line, '=');
         if (eq == NULL) {
-            add_error (loader, NULL, NULL, i + 1, "'%s' is not a 'key = value' line", line);
+            add_error (loader, NULL, NULL, number, "'%s' is not a 'key = value' line", line);
+            *lines[i] = '\0';
             continue;
         }
-        if (group == NULL) {
-            add_error (loader, NULL, NULL, i + 1, "a key before the first section");
+        if (bad_header || group == NULL) {
+            if (!bad_header)
+                add_error (loader, NULL, NULL, number, "a key before the first section");
+            *lines[i] = '\0';
             continue;
         }
         *eq = '\0';
         g_strstrip (line);
+        if (*line == '\0') {
+            add_error (loader, NULL, NULL, number, "a value without a key");
+            *lines[i] = '\0';
+            continue;
+        }
+        if (g_hash_table_contains (keys_here, line)) {
+            add_error (loader, group, line, number, "set twice in this section (first at line %u)",
+                       line_of (loader, group, line));
+            *lines[i] = '\0';
+            continue;
+        }
+        g_hash_table_add (keys_here, g_strdup (line));
         g_hash_table_insert (loader->lines, g_strconcat (group, "\n", line, NULL),
-                             GUINT_TO_POINTER (i + 1));
+                             GUINT_TO_POINTER (number));
     }
+    return g_strjoinv ("\n", lines);
 }
 
 static PolicySection *
@@ -373,40 +499,80 @@ parse_section_name (Loader *loader, const gchar *group, guint order)
     return NULL;
 }
 
-/* the thresholds of @section, over [defaults] where it is silent, must make sense */
+/* the name of the first of the keys (up to 3, the last may be repeated) that @section sets */
+static const gchar *
+first_set (const PolicySection *section, VmrPolicyKey k1, VmrPolicyKey k2, VmrPolicyKey k3)
+{
+    if (section->set[k1])
+        return key_names[k1];
+    if (section->set[k2])
+        return key_names[k2];
+    return key_names[k3];
+}
+
+/*
+ * The thresholds of @section must make sense over what it inherits: the
+ * [defaults] section and, for a disk section, the sections of the same
+ * domain glob. Which other globs match a domain is only known at lookup,
+ * so a problem between, say, [domain web*] and [domain * disk vda] is not
+ * seen here; the decision still behaves (the pause wins over the throttle).
+ */
 static void
-check_combination (Loader *loader, PolicySection *section, PolicySection *defaults)
+check_combination (Loader *loader, GPtrArray *sections, PolicySection *section,
+                   PolicySection *defaults)
 {
     VmrPolicyRule rule = { 0 };
-    PolicySection *layers[] = { defaults, section };
+    g_autoptr (GPtrArray) layers = g_ptr_array_new ();
+    gboolean sets_throttle = section->set[VMR_POLICY_KEY_IOPS_THROTTLE];
+    gboolean sets_delay = section->set[VMR_POLICY_KEY_IOPS_DELAY];
+    gboolean sets_speed = section->set[VMR_POLICY_KEY_SPEED];
+    gboolean sets_slow_speed = section->set[VMR_POLICY_KEY_THROTTLE_SPEED];
+
+    if (defaults != NULL && defaults != section)
+        g_ptr_array_add (layers, defaults);
+    for (guint i = 0; section->disk_glob != NULL && i < sections->len; i++) {
+        PolicySection *other = g_ptr_array_index (sections, i);
+
+        if (other->specificity == 1 && g_str_equal (other->domain_glob, section->domain_glob))
+            g_ptr_array_add (layers, other);
+    }
+    g_ptr_array_add (layers, section);
 
     set_built_in (&rule);
-    for (guint l = 0; l < G_N_ELEMENTS (layers); l++) {
-        for (guint k = 0; layers[l] != NULL && k < VMR_POLICY_KEY_LAST; k++) {
-            if (layers[l]->set[k])
-                copy_value (&rule, &layers[l]->values, k);
+    for (guint l = 0; l < layers->len; l++) {
+        PolicySection *layer = g_ptr_array_index (layers, l);
+
+        for (guint k = 0; k < VMR_POLICY_KEY_LAST; k++) {
+            if (layer->set[k])
+                copy_value (&rule, &layer->values, k);
         }
     }
-    /* report at a key this section sets, so the line points at the culprit */
-#define AT(k1, k2) (section->set[k1] ? key_names[k1] : key_names[k2])
+
+    /* report at a key this section sets, so that the line points at the culprit */
     if (rule.iops_throttle > 0 && rule.iops_delay > 0 && rule.iops_throttle >= rule.iops_delay
-        && (section->set[VMR_POLICY_KEY_IOPS_THROTTLE] || section->set[VMR_POLICY_KEY_IOPS_DELAY]))
-        add_error (
-            loader, section->name, AT (VMR_POLICY_KEY_IOPS_THROTTLE, VMR_POLICY_KEY_IOPS_DELAY), 0,
-            "iops-throttle (%" G_GUINT64_FORMAT ") must be below iops-delay (%" G_GUINT64_FORMAT
-            "): a copy slows down before it stops",
-            rule.iops_throttle, rule.iops_delay);
-    if (rule.iops_throttle > 0 && rule.throttle_speed == 0
-        && (section->set[VMR_POLICY_KEY_IOPS_THROTTLE]
-            || section->set[VMR_POLICY_KEY_THROTTLE_SPEED]))
+        && (sets_throttle || sets_delay))
         add_error (loader, section->name,
-                   AT (VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_IOPS_THROTTLE), 0,
-                   "throttle-speed must be above 0 when iops-throttle is set");
+                   first_set (section, VMR_POLICY_KEY_IOPS_THROTTLE, VMR_POLICY_KEY_IOPS_DELAY,
+                              VMR_POLICY_KEY_IOPS_DELAY),
+                   0,
+                   "iops-throttle (%" G_GUINT64_FORMAT ") must be below iops-delay "
+                   "(%" G_GUINT64_FORMAT "): a copy slows down before it stops",
+                   rule.iops_throttle, rule.iops_delay);
+    if (rule.iops_throttle > 0 && rule.throttle_speed == 0 && (sets_throttle || sets_slow_speed))
+        add_error (loader, section->name,
+                   first_set (section, VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_IOPS_THROTTLE,
+                              VMR_POLICY_KEY_IOPS_THROTTLE),
+                   0, "throttle-speed must be above 0 when iops-throttle is set (0 is unlimited)");
     if (rule.iops_throttle > 0 && rule.speed > 0 && rule.throttle_speed >= rule.speed
-        && (section->set[VMR_POLICY_KEY_SPEED] || section->set[VMR_POLICY_KEY_THROTTLE_SPEED]))
-        add_error (loader, section->name, AT (VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_SPEED),
-                   0, "throttle-speed must be below speed");
-#undef AT
+        && (sets_throttle || sets_speed || sets_slow_speed)) {
+        g_autofree gchar *slow = format_rate (rule.throttle_speed);
+        g_autofree gchar *full = format_rate (rule.speed);
+
+        add_error (loader, section->name,
+                   first_set (section, VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_SPEED,
+                              VMR_POLICY_KEY_IOPS_THROTTLE),
+                   0, "throttle-speed (%s) must be below speed (%s)", slow, full);
+    }
     rule_clear (&rule);
 }
 
@@ -416,20 +582,19 @@ vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
     g_autoptr (GKeyFile) keyfile = g_key_file_new ();
     g_autoptr (GError) local_error = NULL;
     g_autoptr (GHashTable) lines = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-    g_autoptr (GString) errors = g_string_new (NULL);
+    g_autoptr (GPtrArray) errors
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) load_error_free);
+    g_autofree gchar *readable = NULL;
     g_auto (GStrv) groups = NULL;
+    g_autoptr (VmrPolicy) self = NULL;
     Loader loader = { name, errors, lines };
-    VmrPolicy *self;
     PolicySection *defaults = NULL;
 
-    index_lines (&loader, text);
-    if (errors->len > 0) {
-        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, errors->str);
-        return NULL;
-    }
-    if (!g_key_file_load_from_data (keyfile, text, (gsize) -1, G_KEY_FILE_NONE, &local_error)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "%s: %s", name,
-                     local_error->message);
+    readable = index_lines (&loader, text);
+    if (!g_key_file_load_from_data (keyfile, readable, (gsize) -1, G_KEY_FILE_NONE, &local_error)) {
+        /* what the line check let through and GKeyFile still refuses, e.g. bad UTF-8 */
+        add_error (&loader, NULL, NULL, 0, "%s", local_error->message);
+        set_load_errors (&loader, error);
         return NULL;
     }
 
@@ -469,14 +634,13 @@ vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
         g_ptr_array_add (self->sections, section);
     }
     for (guint i = 0; i < self->sections->len; i++)
-        check_combination (&loader, g_ptr_array_index (self->sections, i),
-                           g_ptr_array_index (self->sections, i) == defaults ? NULL : defaults);
+        check_combination (&loader, self->sections, g_ptr_array_index (self->sections, i),
+                           defaults);
     if (errors->len > 0) {
-        vmr_policy_unref (self);
-        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, errors->str);
+        set_load_errors (&loader, error);
         return NULL;
     }
-    return self;
+    return g_steal_pointer (&self);
 }
 
 VmrPolicy *
@@ -595,37 +759,6 @@ vmr_policy_rule_format_windows (const VmrPolicyRule *rule)
                                 (w->start / 60) % 60, w->end / 3600, (w->end / 60) % 60);
     }
     return g_string_free (g_steal_pointer (&text), FALSE);
-}
-
-static gchar *
-format_rate (guint64 bytes)
-{
-    static const gchar *const suffixes[] = { "", "K", "M", "G", "T" };
-    guint i = 0;
-
-    if (bytes == 0)
-        return g_strdup ("0");
-    while (i + 1 < G_N_ELEMENTS (suffixes) && bytes % 1024 == 0) {
-        bytes /= 1024;
-        i++;
-    }
-    return g_strdup_printf ("%" G_GUINT64_FORMAT "%s", bytes, suffixes[i]);
-}
-
-static gchar *
-format_duration (gint64 usec)
-{
-    if (usec == 0)
-        return g_strdup ("0");
-    if (usec % (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC) == 0)
-        return g_strdup_printf ("%" G_GINT64_FORMAT "h",
-                                usec / (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC));
-    if (usec % (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC) == 0)
-        return g_strdup_printf ("%" G_GINT64_FORMAT "m",
-                                usec / (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC));
-    if (usec % G_USEC_PER_SEC == 0)
-        return g_strdup_printf ("%" G_GINT64_FORMAT "s", usec / G_USEC_PER_SEC);
-    return g_strdup_printf ("%" G_GINT64_FORMAT "ms", usec / 1000);
 }
 
 gchar *

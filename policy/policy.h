@@ -17,8 +17,8 @@ typedef enum {
 
 /* a daily time range, in seconds since local midnight; end < start crosses midnight */
 typedef struct {
-    gint start;
-    gint end;
+    gint start; /* 0 to 86399 */
+    gint end;   /* 0 to 86400 (24:00), never equal to start */
 } VmrWindow;
 
 typedef enum {
@@ -59,9 +59,10 @@ typedef struct _VmrPolicy VmrPolicy;
 VmrPolicy *vmr_policy_new_default (void);
 
 /*
- * Loads and validates @path. Every problem is reported, one per line, as
- * "FILE:LINE: [SECTION] KEY: what is wrong", in @error
- * (VMR_ERROR_INVALID_ARGUMENT).
+ * Loads and validates @path. Every problem is reported, one per line and in
+ * the order of the file, as "FILE:LINE: [SECTION] KEY: what is wrong" (the
+ * section and key when there is one), in @error (VMR_ERROR_INVALID_ARGUMENT).
+ * A file that cannot be read is one line without a line number.
  */
 VmrPolicy *vmr_policy_load (const gchar *path, GError **error);
 
@@ -84,7 +85,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrPolicyRule, vmr_policy_rule_free)
 /* the key's name in the file, e.g. "iops-delay" */
 const gchar *vmr_policy_key_name (VmrPolicyKey key);
 
-/* the value of @key in @rule as the file would spell it, e.g. "10s" */
+/*
+ * The value of @key in @rule as the file would spell it, e.g. "10s"; it
+ * reads back to the same value, except a window of "any time", which the
+ * file spells by leaving the key out. Free with g_free().
+ */
 gchar *vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key);
 
 /* TRUE if @seconds_of_day (local time) lies in one of the rule's windows */

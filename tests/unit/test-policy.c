@@ -1,0 +1,709 @@
+/*
+ * The policy file: values, validation with file:line errors, precedence of
+ * sections, lookups and the formatting of values.
+ */
+#define G_LOG_DOMAIN "vmr-test"
+
+#include <glib/gstdio.h>
+
+#include "policy.h"
+#include "vmr-error.h"
+
+#define NAME "test.conf"
+
+static VmrPolicy *
+load (const gchar *text, GError **error)
+{
+    return vmr_policy_load_from_data (NAME, text, error);
+}
+
+/* ---- valid values ---- */
+
+/* marks the test failed and goes on, so that one run lists every failing case */
+G_GNUC_PRINTF (1, 2)
+static void
+report_failure (const gchar *format, ...)
+{
+    g_autofree gchar *message = NULL;
+    va_list args;
+
+    va_start (args, format);
+    message = g_strdup_vprintf (format, args);
+    va_end (args);
+    g_test_message ("FAILED: %s", message);
+    g_test_fail_printf ("%s", message);
+}
+
+typedef struct {
+    const gchar *line;     /* a line of [defaults] */
+    VmrPolicyKey key;      /* the key it sets */
+    const gchar *expected; /* the value as vmr_policy_rule_format_value() spells it */
+} ValueCase;
+
+static const ValueCase value_cases[] = {
+    { "sample-interval = 500ms", VMR_POLICY_KEY_SAMPLE_INTERVAL, "500ms" },
+    { "sample-interval = 100ms", VMR_POLICY_KEY_SAMPLE_INTERVAL, "100ms" },
+    { "sample-interval = 2s", VMR_POLICY_KEY_SAMPLE_INTERVAL, "2s" },
+    { "sample-interval = 0.5", VMR_POLICY_KEY_SAMPLE_INTERVAL, "500ms" }, /* bare = seconds */
+    { "sample-interval = 1m", VMR_POLICY_KEY_SAMPLE_INTERVAL, "1m" },
+    { "sample-interval = 60s", VMR_POLICY_KEY_SAMPLE_INTERVAL, "1m" },
+    { "speed = 100M", VMR_POLICY_KEY_SPEED, "100M" },
+    { "speed = 100m", VMR_POLICY_KEY_SPEED, "100M" },
+    { "speed = 512K", VMR_POLICY_KEY_SPEED, "512K" },
+    { "speed = 1G", VMR_POLICY_KEY_SPEED, "1G" },
+    { "speed = 1.5G", VMR_POLICY_KEY_SPEED, "1536M" },
+    { "speed = 2T", VMR_POLICY_KEY_SPEED, "2T" },
+    { "speed = 100MiB/s", VMR_POLICY_KEY_SPEED, "100M" },
+    { "speed = 4096", VMR_POLICY_KEY_SPEED, "4K" },
+    { "speed = 1000", VMR_POLICY_KEY_SPEED, "1000" },
+    { "speed = 0", VMR_POLICY_KEY_SPEED, "0" },
+    { "speed=64M", VMR_POLICY_KEY_SPEED, "64M" },
+    { "  speed   =   64M  ", VMR_POLICY_KEY_SPEED, "64M" },
+    { "throttle-speed = 16M", VMR_POLICY_KEY_THROTTLE_SPEED, "16M" },
+    { "throttle-speed = 0", VMR_POLICY_KEY_THROTTLE_SPEED, "0" },
+    { "iops-throttle = 1800", VMR_POLICY_KEY_IOPS_THROTTLE, "1800" },
+    { "iops-throttle = 0", VMR_POLICY_KEY_IOPS_THROTTLE, "0" },
+    { "iops-delay = 3000", VMR_POLICY_KEY_IOPS_DELAY, "3000" },
+    { "iops-delay = 4294967295", VMR_POLICY_KEY_IOPS_DELAY, "4294967295" },
+    { "resume-below = 70", VMR_POLICY_KEY_RESUME_BELOW, "70%" },
+    { "resume-below = 70%", VMR_POLICY_KEY_RESUME_BELOW, "70%" },
+    { "resume-below = 1", VMR_POLICY_KEY_RESUME_BELOW, "1%" },
+    { "resume-below = 99%", VMR_POLICY_KEY_RESUME_BELOW, "99%" },
+    { "hold = 45s", VMR_POLICY_KEY_HOLD, "45s" },
+    { "hold = 2m", VMR_POLICY_KEY_HOLD, "2m" },
+    { "hold = 1h", VMR_POLICY_KEY_HOLD, "1h" },
+    { "hold = 90s", VMR_POLICY_KEY_HOLD, "90s" },
+    { "hold = 120s", VMR_POLICY_KEY_HOLD, "2m" },
+    { "hold = 1500ms", VMR_POLICY_KEY_HOLD, "1500ms" },
+    { "hold = 1500us", VMR_POLICY_KEY_HOLD, "1500us" },
+    { "hold = 0", VMR_POLICY_KEY_HOLD, "0" },
+    { "max-delay = 4h", VMR_POLICY_KEY_MAX_DELAY, "4h" },
+    { "max-delay = 90m", VMR_POLICY_KEY_MAX_DELAY, "90m" },
+    { "max-delay = 0", VMR_POLICY_KEY_MAX_DELAY, "0" },
+    { "on-max-delay = proceed", VMR_POLICY_KEY_ON_MAX_DELAY, "proceed" },
+    { "on-max-delay = fail", VMR_POLICY_KEY_ON_MAX_DELAY, "fail" },
+    { "window = 01:00-05:00", VMR_POLICY_KEY_WINDOW, "01:00-05:00" },
+    { "window = 9:30-17:00", VMR_POLICY_KEY_WINDOW, "09:30-17:00" },
+    { "window = 22:00-06:00", VMR_POLICY_KEY_WINDOW, "22:00-06:00" },
+    { "window = 22:00-24:00", VMR_POLICY_KEY_WINDOW, "22:00-24:00" },
+    { "window = 00:00-24:00", VMR_POLICY_KEY_WINDOW, "00:00-24:00" },
+    { "window = 24:00-06:00", VMR_POLICY_KEY_WINDOW, "00:00-06:00" },
+    { "window = 22:00-06:00, 12:00-13:00", VMR_POLICY_KEY_WINDOW, "22:00-06:00, 12:00-13:00" },
+    { "window = 22:00-06:00,12:00-13:00", VMR_POLICY_KEY_WINDOW, "22:00-06:00, 12:00-13:00" },
+    { "window = 01:00-02:00 03:00-04:00", VMR_POLICY_KEY_WINDOW, "01:00-02:00, 03:00-04:00" },
+};
+
+static void
+test_policy_values (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (value_cases); i++) {
+        const ValueCase *c = &value_cases[i];
+        g_autofree gchar *text = g_strdup_printf ("[defaults]\n%s\n", c->line);
+        g_autoptr (GError) error = NULL;
+        g_autoptr (VmrPolicy) policy = load (text, &error);
+        g_autoptr (VmrPolicyRule) rule = NULL;
+        g_autofree gchar *value = NULL;
+
+        g_test_message ("%s", c->line);
+        g_assert_no_error (error);
+        g_assert_nonnull (policy);
+        g_assert_cmpstr (vmr_policy_get_source (policy), ==, NAME);
+        rule = vmr_policy_lookup (policy, "web01", "vda");
+        value = vmr_policy_rule_format_value (rule, c->key);
+        g_assert_cmpstr (value, ==, c->expected);
+        g_assert_cmpstr (rule->origin[c->key], ==, "defaults");
+    }
+}
+
+/* the raw fields behind a few of the formatted values */
+static void
+test_policy_fields (void)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (VmrPolicy) policy = load ("# a comment\n"
+                                         "\n"
+                                         "[defaults]\n"
+                                         "sample-interval = 250ms\n"
+                                         "speed = 1.5G\n"
+                                         "iops-throttle = 1800\n"
+                                         "throttle-speed = 512K\n"
+                                         "iops-delay = 3000\n"
+                                         "resume-below = 75%\n"
+                                         "hold = 2m\n"
+                                         "window = 23:00-02:00, 12:00-13:30\n"
+                                         "max-delay = 4h\n"
+                                         "on-max-delay = fail\n",
+                                         &error);
+    g_autoptr (VmrPolicyRule) rule = NULL;
+    const VmrWindow *w;
+
+    g_assert_no_error (error);
+    rule = vmr_policy_lookup (policy, NULL, NULL);
+    g_assert_cmpint (rule->sample_interval_us, ==, 250 * 1000);
+    g_assert_cmpuint (rule->speed, ==, G_GUINT64_CONSTANT (1536) * 1024 * 1024);
+    g_assert_cmpuint (rule->iops_throttle, ==, 1800);
+    g_assert_cmpuint (rule->throttle_speed, ==, 512 * 1024);
+    g_assert_cmpuint (rule->iops_delay, ==, 3000);
+    g_assert_cmpuint (rule->resume_below, ==, 75);
+    g_assert_cmpint (rule->hold_us, ==, 120 * G_USEC_PER_SEC);
+    g_assert_cmpint (rule->max_delay_us, ==, G_GINT64_CONSTANT (4) * 3600 * G_USEC_PER_SEC);
+    g_assert_cmpint (rule->on_max_delay, ==, VMR_ON_MAX_DELAY_FAIL);
+    g_assert_cmpuint (rule->windows->len, ==, 2);
+    w = &g_array_index (rule->windows, VmrWindow, 0);
+    g_assert_cmpint (w->start, ==, 23 * 3600);
+    g_assert_cmpint (w->end, ==, 2 * 3600);
+    w = &g_array_index (rule->windows, VmrWindow, 1);
+    g_assert_cmpint (w->start, ==, 12 * 3600);
+    g_assert_cmpint (w->end, ==, 13 * 3600 + 30 * 60);
+    for (guint k = 0; k < VMR_POLICY_KEY_LAST; k++)
+        g_assert_cmpstr (rule->origin[k], ==, "defaults");
+}
+
+/* ---- the built-in values ---- */
+
+static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
+    [VMR_POLICY_KEY_SAMPLE_INTERVAL] = "1s", [VMR_POLICY_KEY_SPEED] = "0",
+    [VMR_POLICY_KEY_IOPS_THROTTLE] = "0",    [VMR_POLICY_KEY_THROTTLE_SPEED] = "32M",
+    [VMR_POLICY_KEY_IOPS_DELAY] = "0",       [VMR_POLICY_KEY_RESUME_BELOW] = "80%",
+    [VMR_POLICY_KEY_HOLD] = "30s",           [VMR_POLICY_KEY_WINDOW] = "any time",
+    [VMR_POLICY_KEY_MAX_DELAY] = "0",        [VMR_POLICY_KEY_ON_MAX_DELAY] = "proceed",
+};
+
+static void
+test_policy_built_in (void)
+{
+    g_autoptr (VmrPolicy) built_in = vmr_policy_new_default ();
+    g_autoptr (GError) error = NULL;
+    /* a file that sets nothing is the same */
+    g_autoptr (VmrPolicy) empty = load ("# nothing\n[defaults]\n", &error);
+    VmrPolicy *policies[] = { built_in, empty };
+
+    g_assert_no_error (error);
+    g_assert_cmpstr (vmr_policy_get_source (built_in), ==, "built-in");
+    for (gsize p = 0; p < G_N_ELEMENTS (policies); p++) {
+        g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (policies[p], "web01", "vda");
+
+        for (guint k = 0; k < VMR_POLICY_KEY_LAST; k++) {
+            g_autofree gchar *value = vmr_policy_rule_format_value (rule, k);
+
+            g_assert_cmpstr (value, ==, built_in_values[k]);
+            g_assert_cmpstr (rule->origin[k], ==, "built-in");
+        }
+    }
+    g_assert_cmpstr (vmr_policy_key_name (VMR_POLICY_KEY_IOPS_DELAY), ==, "iops-delay");
+    g_assert_cmpstr (vmr_policy_key_name (VMR_POLICY_KEY_LAST), ==, "unknown");
+}
+
+/* ---- invalid files ---- */
+
+typedef struct {
+    guint line;
+    const gchar *prefix;   /* what follows "test.conf:LINE: " */
+    const gchar *fragment; /* a part of the message */
+} ExpectedError;
+
+typedef struct {
+    const gchar *name;
+    const gchar *text;
+    ExpectedError errors[6]; /* in the order reported, up to the first with line 0 */
+} InvalidCase;
+
+static const InvalidCase invalid_cases[] = {
+    /* lines that are no part of a key file */
+    { "key before any section",
+      "speed = 100M\n[defaults]\n",
+      { { 1, "", "a key before the first section" } } },
+    { "not key = value",
+      "[defaults]\nspeed 100M\n",
+      { { 2, "", "'speed 100M' is not a 'key = value' line" } } },
+    { "broken section header",
+      "[defaults\nspeed = 1M\n",
+      { { 1, "", "'[defaults' is not a section header" } } },
+    { "text after a header", "[defaults] # fast\n", { { 1, "", "is not a section header" } } },
+    { "no key", "[defaults]\n= 100M\n", { { 2, "", "a value without a key" } } },
+    { "comment after a value",
+      "[defaults]\nspeed = 100M # fast\n",
+      { { 2, "[defaults] speed: ", "unknown unit" } } },
+
+    /* sections */
+    { "unknown section",
+      "[default]\nspeed = 1M\n",
+      { { 1, "[default] ", "unknown section (expected [defaults]" } } },
+    { "domain without a glob", "[domain]\n", { { 1, "[domain] ", "unknown section" } } },
+    { "disk without a name",
+      "[domain web* disk]\n",
+      { { 1, "[domain web* disk] ", "unknown section" } } },
+    { "disk without a domain", "[disk vda]\n", { { 1, "[disk vda] ", "unknown section" } } },
+    { "section names are case-sensitive",
+      "[Defaults]\n",
+      { { 1, "[Defaults] ", "unknown section" } } },
+    { "repeated section",
+      "[defaults]\nspeed = 1M\n[domain a]\nhold = 1s\n[defaults]\nhold = 2s\n",
+      { { 5, "[defaults] ", "section repeated (first at line 1)" } } },
+    { "key set twice",
+      "[defaults]\nhold = 1s\n\nhold = 2s\n",
+      { { 4, "[defaults] hold: ", "set twice in this section (first at line 2)" } } },
+
+    /* keys */
+    { "unknown key",
+      "[defaults]\nspeed = 1M\nspeeed = 2M\n",
+      { { 3, "[defaults] speeed: ", "unknown key" } } },
+    { "unknown key in a domain section",
+      "[domain web*]\n\n  max_delay = 1h\n",
+      { { 3, "[domain web*] max_delay: ", "unknown key" } } },
+
+    /* a bad value for each key */
+    { "sample-interval not a duration",
+      "[defaults]\nsample-interval = fast\n",
+      { { 2, "[defaults] sample-interval: ", "invalid duration 'fast'" } } },
+    { "sample-interval too short",
+      "[defaults]\nsample-interval = 50ms\n",
+      { { 2, "[defaults] sample-interval: ", "out of range (100ms to 60s)" } } },
+    { "sample-interval too long",
+      "[defaults]\nsample-interval = 2m\n",
+      { { 2, "[defaults] sample-interval: ", "out of range" } } },
+    { "speed not a rate",
+      "[defaults]\nspeed = fast\n",
+      { { 2, "[defaults] speed: ", "invalid size or rate 'fast'" } } },
+    { "speed negative",
+      "[defaults]\nspeed = -1M\n",
+      { { 2, "[defaults] speed: ", "invalid size or rate" } } },
+    { "speed unknown unit",
+      "[defaults]\nspeed = 10X\n",
+      { { 2, "[defaults] speed: ", "unknown unit 'x'" } } },
+    { "speed empty", "[defaults]\nspeed =\n", { { 2, "[defaults] speed: ", "empty" } } },
+    { "throttle-speed not a rate",
+      "[defaults]\nthrottle-speed = slow\n",
+      { { 2, "[defaults] throttle-speed: ", "invalid size or rate" } } },
+    { "iops-throttle not a number",
+      "[defaults]\niops-throttle = many\n",
+      { { 2, "[defaults] iops-throttle: ", "'many' is not a whole number of IOPS" } } },
+    { "iops-throttle fraction",
+      "[defaults]\niops-throttle = 1.5\n",
+      { { 2, "[defaults] iops-throttle: ", "not a whole number" } } },
+    { "iops-throttle negative",
+      "[defaults]\niops-throttle = -5\n",
+      { { 2, "[defaults] iops-throttle: ", "not a whole number" } } },
+    { "iops-throttle with a unit",
+      "[defaults]\niops-throttle = 2K\n",
+      { { 2, "[defaults] iops-throttle: ", "not a whole number" } } },
+    { "iops-delay too large",
+      "[defaults]\niops-delay = 4294967296\n",
+      { { 2, "[defaults] iops-delay: ", "not a whole number" } } },
+    { "resume-below 0",
+      "[defaults]\nresume-below = 0\n",
+      { { 2, "[defaults] resume-below: ", "'0' is not a percentage from 1 to 99" } } },
+    { "resume-below 100%",
+      "[defaults]\nresume-below = 100%\n",
+      { { 2, "[defaults] resume-below: ", "not a percentage from 1 to 99" } } },
+    { "resume-below space before %",
+      "[defaults]\nresume-below = 80 %\n",
+      { { 2, "[defaults] resume-below: ", "not a percentage" } } },
+    { "resume-below only %",
+      "[defaults]\nresume-below = %\n",
+      { { 2, "[defaults] resume-below: ", "not a percentage" } } },
+    { "resume-below fraction",
+      "[defaults]\nresume-below = 0.8\n",
+      { { 2, "[defaults] resume-below: ", "not a percentage" } } },
+    { "hold not a duration",
+      "[defaults]\nhold = forever\n",
+      { { 2, "[defaults] hold: ", "invalid duration 'forever'" } } },
+    { "hold negative", "[defaults]\nhold = -1s\n", { { 2, "[defaults] hold: ", "invalid" } } },
+    { "max-delay in days",
+      "[defaults]\nmax-delay = 1d\n",
+      { { 2, "[defaults] max-delay: ", "unknown unit 'd'" } } },
+    { "on-max-delay",
+      "[defaults]\non-max-delay = abort\n",
+      { { 2, "[defaults] on-max-delay: ", "'abort' is neither proceed nor fail" } } },
+    { "window hours only",
+      "[defaults]\nwindow = 22-06\n",
+      { { 2, "[defaults] window: ", "'22-06' is not a time range like 22:00-06:00" } } },
+    { "window hour 25",
+      "[defaults]\nwindow = 25:00-06:00\n",
+      { { 2, "[defaults] window: ", "not a time range" } } },
+    { "window minute 60",
+      "[defaults]\nwindow = 22:60-23:00\n",
+      { { 2, "[defaults] window: ", "not a time range" } } },
+    { "window past 24:00",
+      "[defaults]\nwindow = 22:00-24:30\n",
+      { { 2, "[defaults] window: ", "not a time range" } } },
+    { "window one-digit minutes",
+      "[defaults]\nwindow = 9:5-10:00\n",
+      { { 2, "[defaults] window: ", "not a time range" } } },
+    { "window with a sign",
+      "[defaults]\nwindow = +9:00-10:00\n",
+      { { 2, "[defaults] window: ", "not a time range" } } },
+    { "window three ends",
+      "[defaults]\nwindow = 22:00-06:00-07:00\n",
+      { { 2, "[defaults] window: ", "not a time range" } } },
+    { "window spaces around the dash",
+      "[defaults]\nwindow = 22:00 - 06:00\n",
+      { { 2, "[defaults] window: ", "'22:00' is not a time range" } } },
+    { "window empty range",
+      "[defaults]\nwindow = 06:00-06:00\n",
+      { { 2, "[defaults] window: ", "'06:00-06:00' is empty" } } },
+    { "window 24:00-00:00",
+      "[defaults]\nwindow = 24:00-00:00\n",
+      { { 2, "[defaults] window: ", "is empty" } } },
+    { "window no value",
+      "[defaults]\nwindow =\n",
+      { { 2, "[defaults] window: ", "no time range given" } } },
+    { "window only commas",
+      "[defaults]\nwindow = , ,\n",
+      { { 2, "[defaults] window: ", "no time range given" } } },
+
+    /* combinations */
+    { "iops-throttle above iops-delay",
+      "[defaults]\niops-throttle = 3000\niops-delay = 2000\n",
+      { { 2, "[defaults] iops-throttle: ",
+          "iops-throttle (3000) must be below iops-delay (2000): a copy slows down before it "
+          "stops" } } },
+    { "iops-throttle equal to iops-delay",
+      "[defaults]\niops-delay = 2000\niops-throttle = 2000\n",
+      { { 3, "[defaults] iops-throttle: ", "must be below iops-delay" } } },
+    { "iops-throttle in a section over iops-delay in [defaults]",
+      "[defaults]\niops-delay = 2000\n[domain web*]\niops-throttle = 2500\n",
+      { { 4, "[domain web*] iops-throttle: ",
+          "iops-throttle (2500) must be below iops-delay (2000)" } } },
+    { "iops-delay in a section under iops-throttle in [defaults]",
+      "[defaults]\niops-throttle = 2000\n[domain db*]\niops-delay = 1500\n",
+      { { 4,
+          "[domain db*] iops-delay: ", "iops-throttle (2000) must be below iops-delay (1500)" } } },
+    { "a disk section under its domain section",
+      "[domain web*]\niops-delay = 1000\n[domain web* disk vda]\niops-throttle = 1200\n",
+      { { 4, "[domain web* disk vda] iops-throttle: ", "must be below iops-delay (1000)" } } },
+    { "throttle-speed above speed",
+      "[defaults]\nspeed = 100M\niops-throttle = 1000\nthrottle-speed = 200M\n",
+      { { 4,
+          "[defaults] throttle-speed: ", "throttle-speed (200M) must be below speed (100M)" } } },
+    { "throttle-speed equal to speed",
+      "[defaults]\nthrottle-speed = 64M\nspeed = 64M\niops-throttle = 1000\n",
+      { { 2, "[defaults] throttle-speed: ", "must be below speed" } } },
+    { "built-in throttle-speed above a section's speed",
+      "[domain web*]\nspeed = 16M\niops-throttle = 1000\n",
+      { { 2, "[domain web*] speed: ", "throttle-speed (32M) must be below speed (16M)" } } },
+    { "iops-throttle in a section over a slow speed in [defaults]",
+      "[defaults]\nspeed = 16M\n[domain web*]\niops-throttle = 1000\n",
+      { { 4,
+          "[domain web*] iops-throttle: ", "throttle-speed (32M) must be below speed (16M)" } } },
+    { "throttle-speed 0 with iops-throttle",
+      "[defaults]\niops-throttle = 1000\nthrottle-speed = 0\n",
+      { { 3,
+          "[defaults] throttle-speed: ", "throttle-speed must be above 0 when iops-throttle" } } },
+    { "iops-throttle in a section over throttle-speed 0",
+      "[defaults]\nthrottle-speed = 0\n[domain a]\niops-throttle = 1000\n",
+      { { 4, "[domain a] iops-throttle: ", "throttle-speed must be above 0" } } },
+
+    /* several problems, reported together in the order of the file */
+    { "several errors",
+      "[defaults]\n"
+      "speed = fast\n"
+      "hold = never\n"
+      "[bogus]\n"
+      "whatever = 1\n"
+      "[domain web*]\n"
+      "foo = 1\n"
+      "garbage line\n"
+      "iops-throttle = 5000\n"
+      "iops-delay = 4000\n",
+      { { 2, "[defaults] speed: ", "invalid size or rate" },
+        { 3, "[defaults] hold: ", "invalid duration" },
+        { 4, "[bogus] ", "unknown section" },
+        { 7, "[domain web*] foo: ", "unknown key" },
+        { 8, "", "'garbage line' is not a 'key = value' line" },
+        { 9, "[domain web*] iops-throttle: ", "must be below iops-delay" } } },
+};
+
+static void
+test_policy_invalid (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (invalid_cases); i++) {
+        const InvalidCase *c = &invalid_cases[i];
+        g_autoptr (GError) error = NULL;
+        g_autoptr (VmrPolicy) policy = NULL;
+        g_auto (GStrv) lines = NULL;
+        guint n_expected = 0;
+
+        g_test_message ("%s", c->name);
+        policy = load (c->text, &error);
+        g_assert_null (policy);
+        g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
+        lines = g_strsplit (error->message, "\n", -1);
+        while (n_expected < G_N_ELEMENTS (c->errors) && c->errors[n_expected].line > 0)
+            n_expected++;
+        if (g_strv_length (lines) != n_expected) {
+            report_failure ("%s: %u errors, expected %u:\n%s", c->name, g_strv_length (lines),
+                            n_expected, error->message);
+            continue;
+        }
+        for (guint e = 0; e < n_expected; e++) {
+            const ExpectedError *x = &c->errors[e];
+            g_autofree gchar *prefix = g_strdup_printf (NAME ":%u: %s", x->line, x->prefix);
+
+            if (!g_str_has_prefix (lines[e], prefix) || strstr (lines[e], x->fragment) == NULL)
+                report_failure ("%s: error %u is '%s', expected '%s...%s...'", c->name, e, lines[e],
+                                prefix, x->fragment);
+        }
+    }
+}
+
+/* ---- precedence ---- */
+
+static const gchar precedence_text[] = "[defaults]\n"              /* 1 */
+                                       "speed = 100M\n"            /* 2 */
+                                       "hold = 30s\n"              /* 3 */
+                                       "iops-throttle = 1800\n"    /* 4 */
+                                       "\n"                        /* 5 */
+                                       "[domain web*]\n"           /* 6 */
+                                       "speed = 200M\n"            /* 7 */
+                                       "iops-delay = 4000\n"       /* 8 */
+                                       "\n"                        /* 9 */
+                                       "[domain web01 disk vda]\n" /* 10 */
+                                       "speed = 50M\n"             /* 11 */
+                                       "\n"                        /* 12 */
+                                       "[domain w*]\n"             /* 13 */
+                                       "hold = 1m\n"               /* 14 */
+                                       "\n"                        /* 15 */
+                                       "[domain *01]\n"            /* 16 */
+                                       "speed = 300M\n"            /* 17 */
+                                       "\n"                        /* 18 */
+                                       "[domain * disk vd?]\n"     /* 19 */
+                                       "max-delay = 2h\n"          /* 20 */
+                                       "[domain web0? disk vd?]\n" /* 21 */
+                                       "max-delay = 3h\n"          /* 22 */
+                                       "[domain * disk sda]\n"     /* 23 */
+                                       "on-max-delay = fail\n"     /* 24 */
+                                       "[defaults]";               /* 25: repeated */
+
+typedef struct {
+    const gchar *domain; /* nullable */
+    const gchar *disk;   /* nullable */
+    VmrPolicyKey key;
+    const gchar *value;
+    const gchar *from;
+} LookupCase;
+
+static const LookupCase lookup_cases[] = {
+    /* domain and disk beat domain, which beats defaults */
+    { "web01", "vda", VMR_POLICY_KEY_SPEED, "50M", "domain web01 disk vda" },
+    { "web02", "vda", VMR_POLICY_KEY_SPEED, "200M", "domain web*" },
+    { "db02", "vda", VMR_POLICY_KEY_SPEED, "100M", "defaults" },
+    /* among equals the later one: [domain *01] comes after [domain web*] */
+    { "web01", "vdb", VMR_POLICY_KEY_SPEED, "300M", "domain *01" },
+    { "db01", "vda", VMR_POLICY_KEY_SPEED, "300M", "domain *01" },
+    /* key by key: each from the most specific section that sets it */
+    { "web01", "vda", VMR_POLICY_KEY_HOLD, "1m", "domain w*" },
+    { "web01", "vda", VMR_POLICY_KEY_IOPS_DELAY, "4000", "domain web*" },
+    { "web01", "vda", VMR_POLICY_KEY_IOPS_THROTTLE, "1800", "defaults" },
+    { "web01", "vda", VMR_POLICY_KEY_RESUME_BELOW, "80%", "built-in" },
+    { "db02", "vda", VMR_POLICY_KEY_HOLD, "30s", "defaults" },
+    /* disk globs, and later among equals again */
+    { "web01", "vda", VMR_POLICY_KEY_MAX_DELAY, "3h", "domain web0? disk vd?" },
+    { "web10", "vda", VMR_POLICY_KEY_MAX_DELAY, "2h", "domain * disk vd?" },
+    { "web01", "vdaa", VMR_POLICY_KEY_MAX_DELAY, "0", "built-in" },
+    { "db02", "sda", VMR_POLICY_KEY_ON_MAX_DELAY, "fail", "domain * disk sda" },
+    { "db02", "vda", VMR_POLICY_KEY_ON_MAX_DELAY, "proceed", "built-in" },
+    /* no disk: disk sections do not apply */
+    { "web01", NULL, VMR_POLICY_KEY_SPEED, "300M", "domain *01" },
+    { "web02", NULL, VMR_POLICY_KEY_SPEED, "200M", "domain web*" },
+    { "web01", NULL, VMR_POLICY_KEY_MAX_DELAY, "0", "built-in" },
+    /* no domain: only [defaults] */
+    { NULL, NULL, VMR_POLICY_KEY_SPEED, "100M", "defaults" },
+    { NULL, NULL, VMR_POLICY_KEY_IOPS_DELAY, "0", "built-in" },
+    { NULL, "vda", VMR_POLICY_KEY_MAX_DELAY, "0", "built-in" },
+};
+
+static void
+test_policy_precedence (void)
+{
+    g_autoptr (GError) error = NULL;
+    /* the file ends with a repeated [defaults]: drop that line for the valid policy */
+    g_autofree gchar *text = g_strndup (precedence_text, strlen (precedence_text) - 10);
+    g_autoptr (VmrPolicy) policy = load (text, &error);
+
+    g_assert_no_error (error);
+    for (gsize i = 0; i < G_N_ELEMENTS (lookup_cases); i++) {
+        const LookupCase *c = &lookup_cases[i];
+        g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (policy, c->domain, c->disk);
+        g_autofree gchar *value = vmr_policy_rule_format_value (rule, c->key);
+
+        g_test_message ("%s %s %s", c->domain, c->disk, vmr_policy_key_name (c->key));
+        g_assert_cmpstr (value, ==, c->value);
+        g_assert_cmpstr (rule->origin[c->key], ==, c->from);
+    }
+
+    /* the same [defaults] twice would be merged by GKeyFile: refused */
+    g_clear_pointer (&policy, vmr_policy_unref);
+    policy = load (precedence_text, &error);
+    g_assert_null (policy);
+    g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
+    g_assert_cmpstr (error->message, ==,
+                     NAME ":25: [defaults] section repeated (first at line 1): merge the two");
+}
+
+/* ---- windows ---- */
+
+typedef struct {
+    const gchar *window; /* NULL: no window key */
+    gint hour, minute, second;
+    gboolean inside;
+} WindowCase;
+
+static const WindowCase window_cases[] = {
+    { NULL, 12, 0, 0, TRUE },
+    { "01:00-05:00", 0, 59, 59, FALSE },
+    { "01:00-05:00", 1, 0, 0, TRUE },
+    { "01:00-05:00", 4, 59, 59, TRUE },
+    { "01:00-05:00", 5, 0, 0, FALSE }, /* the end is not in the window */
+    /* crossing midnight */
+    { "23:00-02:00", 1, 0, 0, TRUE },
+    { "23:00-02:00", 3, 0, 0, FALSE },
+    { "23:00-02:00", 23, 0, 0, TRUE },
+    { "23:00-02:00", 22, 59, 59, FALSE },
+    { "23:00-02:00", 0, 0, 0, TRUE },
+    { "23:00-02:00", 2, 0, 0, FALSE },
+    { "23:00-02:00", 12, 0, 0, FALSE },
+    /* 24:00 */
+    { "22:00-24:00", 23, 59, 59, TRUE },
+    { "22:00-24:00", 0, 0, 0, FALSE },
+    { "22:00-24:00", 21, 59, 59, FALSE },
+    { "00:00-24:00", 0, 0, 0, TRUE },
+    { "00:00-24:00", 23, 59, 59, TRUE },
+    { "00:00-24:00", 12, 0, 0, TRUE },
+    /* several */
+    { "01:00-02:00, 12:00-13:00", 12, 30, 0, TRUE },
+    { "01:00-02:00, 12:00-13:00", 1, 30, 0, TRUE },
+    { "01:00-02:00, 12:00-13:00", 3, 0, 0, FALSE },
+    { "22:00-02:00, 12:00-13:00", 23, 0, 0, TRUE },
+};
+
+static void
+test_policy_windows (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (window_cases); i++) {
+        const WindowCase *c = &window_cases[i];
+        g_autofree gchar *text = g_strdup_printf (
+            "[defaults]\n%s%s\n", c->window ? "window = " : "", c->window ? c->window : "");
+        g_autoptr (GError) error = NULL;
+        g_autoptr (VmrPolicy) policy = load (text, &error);
+        g_autoptr (VmrPolicyRule) rule = NULL;
+        gint seconds = c->hour * 3600 + c->minute * 60 + c->second;
+
+        g_test_message ("%s at %02d:%02d:%02d", c->window, c->hour, c->minute, c->second);
+        g_assert_no_error (error);
+        rule = vmr_policy_lookup (policy, "web01", "vda");
+        g_assert_cmpint (vmr_policy_rule_in_window (rule, seconds), ==, c->inside);
+    }
+}
+
+/* ---- formatting ---- */
+
+/* every value formats to text that reads back to the same value */
+static void
+test_policy_round_trip (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (value_cases); i++) {
+        const ValueCase *c = &value_cases[i];
+        g_autofree gchar *text = g_strdup_printf ("[defaults]\n%s\n", c->line);
+        g_autoptr (GError) error = NULL;
+        g_autoptr (VmrPolicy) policy = load (text, &error);
+        g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (policy, NULL, NULL);
+        g_autoptr (GString) again = g_string_new ("[defaults]\n");
+        g_autoptr (VmrPolicy) reread = NULL;
+        g_autoptr (VmrPolicyRule) reread_rule = NULL;
+
+        g_assert_no_error (error);
+        for (guint k = 0; k < VMR_POLICY_KEY_LAST; k++) {
+            g_autofree gchar *value = vmr_policy_rule_format_value (rule, k);
+
+            if (k == VMR_POLICY_KEY_WINDOW && rule->windows->len == 0)
+                continue;
+            g_string_append_printf (again, "%s = %s\n", vmr_policy_key_name (k), value);
+        }
+        g_test_message ("%s", again->str);
+        reread = load (again->str, &error);
+        g_assert_no_error (error);
+        reread_rule = vmr_policy_lookup (reread, NULL, NULL);
+        g_assert_cmpint (reread_rule->sample_interval_us, ==, rule->sample_interval_us);
+        g_assert_cmpuint (reread_rule->speed, ==, rule->speed);
+        g_assert_cmpuint (reread_rule->iops_throttle, ==, rule->iops_throttle);
+        g_assert_cmpuint (reread_rule->throttle_speed, ==, rule->throttle_speed);
+        g_assert_cmpuint (reread_rule->iops_delay, ==, rule->iops_delay);
+        g_assert_cmpuint (reread_rule->resume_below, ==, rule->resume_below);
+        g_assert_cmpint (reread_rule->hold_us, ==, rule->hold_us);
+        g_assert_cmpint (reread_rule->max_delay_us, ==, rule->max_delay_us);
+        g_assert_cmpint (reread_rule->on_max_delay, ==, rule->on_max_delay);
+        g_assert_cmpuint (reread_rule->windows->len, ==, rule->windows->len);
+        for (guint w = 0; w < rule->windows->len; w++) {
+            const VmrWindow *a = &g_array_index (rule->windows, VmrWindow, w);
+            const VmrWindow *b = &g_array_index (reread_rule->windows, VmrWindow, w);
+
+            g_assert_cmpint (a->start, ==, b->start);
+            g_assert_cmpint (a->end, ==, b->end);
+        }
+    }
+}
+
+/* ---- files ---- */
+
+static void
+test_policy_files (void)
+{
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *dir = g_dir_make_tmp ("vmr-policy-XXXXXX", &error);
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *missing = NULL;
+    g_autofree gchar *example = NULL;
+    g_autoptr (VmrPolicy) policy = NULL;
+
+    g_assert_no_error (error);
+    path = g_build_filename (dir, "policy.conf", NULL);
+    missing = g_build_filename (dir, "absent.conf", NULL);
+
+    /* errors name the file as given */
+    g_assert_true (g_file_set_contents (path, "[defaults]\nhold = soon\n", -1, &error));
+    policy = vmr_policy_load (path, &error);
+    g_assert_null (policy);
+    g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
+    g_assert_true (g_str_has_prefix (error->message, path));
+    g_assert_nonnull (strstr (error->message, ":2: [defaults] hold: "));
+    g_clear_error (&error);
+
+    g_assert_true (g_file_set_contents (path, "[defaults]\nhold = 1m\n", -1, &error));
+    policy = vmr_policy_load (path, &error);
+    g_assert_no_error (error);
+    g_assert_cmpstr (vmr_policy_get_source (policy), ==, path);
+    g_clear_pointer (&policy, vmr_policy_unref);
+
+    /* a missing file is one line that names it */
+    policy = vmr_policy_load (missing, &error);
+    g_assert_null (policy);
+    g_assert_nonnull (error);
+    g_assert_nonnull (strstr (error->message, missing));
+    g_assert_null (strchr (error->message, '\n'));
+    g_clear_error (&error);
+
+    /* the example shipped in data/ is valid */
+    example = g_test_build_filename (G_TEST_DIST, "..", "..", "data", "policy.conf", NULL);
+    policy = vmr_policy_load (example, &error);
+    g_assert_no_error (error);
+    g_assert_nonnull (policy);
+
+    g_assert_cmpint (g_unlink (path), ==, 0);
+    g_assert_cmpint (g_rmdir (dir), ==, 0);
+}
+
+int
+main (int argc, char **argv)
+{
+    g_test_init (&argc, &argv, NULL);
+    g_test_add_func ("/policy/values", test_policy_values);
+    g_test_add_func ("/policy/fields", test_policy_fields);
+    g_test_add_func ("/policy/built-in", test_policy_built_in);
+    g_test_add_func ("/policy/invalid", test_policy_invalid);
+    g_test_add_func ("/policy/precedence", test_policy_precedence);
+    g_test_add_func ("/policy/windows", test_policy_windows);
+    g_test_add_func ("/policy/round-trip", test_policy_round_trip);
+    g_test_add_func ("/policy/files", test_policy_files);
+    return g_test_run ();
+}
