@@ -33,6 +33,23 @@ static const TransitionCase transition_cases[] = {
     { S (PAUSED), S (CANCELLED), TRUE },
     { S (SYNCED), S (CANCELLED), TRUE },
     { S (PIVOTING), S (FAILED), TRUE },
+    /* the policy's states */
+    { S (QUEUED), S (DELAYED), TRUE },
+    { S (DELAYED), S (COPYING), TRUE },
+    { S (DELAYED), S (THROTTLED), TRUE },
+    { S (DELAYED), S (CANCELLED), TRUE },
+    { S (QUEUED), S (THROTTLED), TRUE },
+    { S (COPYING), S (THROTTLED), TRUE },
+    { S (THROTTLED), S (COPYING), TRUE },
+    { S (THROTTLED), S (PAUSED), TRUE },
+    { S (PAUSED), S (THROTTLED), TRUE },
+    { S (THROTTLED), S (SYNCED), TRUE },
+    { S (THROTTLED), S (FAILED), TRUE },
+    { S (DELAYED), S (PAUSED), FALSE },
+    { S (DELAYED), S (SYNCED), FALSE },
+    { S (DELAYED), S (QUEUED), FALSE },
+    { S (SYNCED), S (THROTTLED), FALSE },
+    { S (THROTTLED), S (PIVOTING), FALSE },
     /* READY never goes back */
     { S (SYNCED), S (COPYING), FALSE },
     /* no shortcuts to the end */
@@ -92,11 +109,14 @@ test_job_set_state_history (void)
     g_assert_false (vmr_job_set_state (job, S (COMPLETED), NULL, 3000));
     g_assert_cmpint (job->state, ==, S (COPYING));
     g_assert_cmpint (job->updated_us, ==, 2000);
+    /* only an ended job keeps a reason */
+    g_assert_true (vmr_job_set_state (job, S (THROTTLED), "guest busy", 3500));
+    g_assert_null (job->reason);
     g_assert_true (vmr_job_set_state (job, S (FAILED), "disk full", 4000));
     g_assert_cmpstr (job->reason, ==, "disk full");
-    g_assert_cmpuint (job->history->len, ==, 3);
-    g_assert_cmpint (g_array_index (job->history, VmrJobTransition, 2).state, ==, S (FAILED));
-    g_assert_cmpint (g_array_index (job->history, VmrJobTransition, 2).time_us, ==, 4000);
+    g_assert_cmpuint (job->history->len, ==, 4);
+    g_assert_cmpint (g_array_index (job->history, VmrJobTransition, 3).state, ==, S (FAILED));
+    g_assert_cmpint (g_array_index (job->history, VmrJobTransition, 3).time_us, ==, 4000);
 }
 
 static void
