@@ -69,9 +69,12 @@ vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *t
     data->engine = g_object_ref (self);
     data->job = vmr_job_ref (job);
     data->task = task;
-    vmr_engine_set_job_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
+    /* QEMU first: saving the records costs fsyncs the pivot need not wait for */
     vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_PIVOT, 0, NULL,
                                    pivot_cb, data);
+    if (job->state != VMR_JOB_STATE_SYNCED)
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
+    vmr_engine_set_job_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
 }
 
 static void

@@ -187,8 +187,9 @@ backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_da
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COPYING, NULL);
     if (job->state != VMR_JOB_STATE_COPYING && job->state != VMR_JOB_STATE_THROTTLED)
         return;
-    vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
-    if (!job->manual_pivot)
+    if (job->manual_pivot)
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
+    else
         vmr_engine_pivot_job (self, entry, job, NULL);
 }
 
