@@ -1,0 +1,128 @@
+#define G_LOG_DOMAIN "vmr-bench"
+
+#include "bench-image.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vmr-error.h"
+
+static gboolean
+write_all (int fd, const guint8 *buf, gsize len)
+{
+    while (len > 0) {
+        ssize_t n = write (fd, buf, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return FALSE;
+        buf += n;
+        len -= (gsize) n;
+    }
+    return TRUE;
+}
+
+static gboolean
+read_all (int fd, guint8 *buf, gsize len)
+{
+    while (len > 0) {
+        ssize_t n = read (fd, buf, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return FALSE;
+        buf += n;
+        len -= (gsize) n;
+    }
+    return TRUE;
+}
+
+gboolean
+vmr_bench_image_create_source (const gchar *path, guint64 size, guint32 seed, GError **error)
+{
+    g_autofree guint8 *block = g_malloc (VMR_BENCH_BLOCK_SIZE);
+    g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
+    gboolean written = TRUE;
+    int saved_errno = 0;
+    int fd;
+
+    /* random, so that QEMU can neither skip zeroes nor detect a pattern */
+    for (gsize i = 0; i < VMR_BENCH_BLOCK_SIZE; i += sizeof (guint32)) {
+        guint32 word = g_rand_int (rand);
+
+        memcpy (block + i, &word, sizeof (word));
+    }
+    fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", path,
+                     g_strerror (errno));
+        return FALSE;
+    }
+    for (guint64 done = 0; written && done < size; done += VMR_BENCH_BLOCK_SIZE)
+        written = write_all (fd, block, MIN (VMR_BENCH_BLOCK_SIZE, size - done));
+    /* no writeback of the source may run during the measurements */
+    if (!written || fdatasync (fd) < 0)
+        saved_errno = errno != 0 ? errno : EIO;
+    if (close (fd) < 0 && saved_errno == 0)
+        saved_errno = errno;
+    if (saved_errno != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot write %s: %s", path,
+                     g_strerror (saved_errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+vmr_bench_image_create_destination (const gchar *path, guint64 size, GError **error)
+{
+    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int saved_errno = 0;
+
+    if (fd < 0 || ftruncate (fd, (off_t) size) < 0)
+        saved_errno = errno;
+    if (fd >= 0)
+        close (fd);
+    if (saved_errno != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", path,
+                     g_strerror (saved_errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+vmr_bench_image_compare (const gchar *source, const gchar *dest, guint64 size, GError **error)
+{
+    g_autofree guint8 *want = g_malloc (VMR_BENCH_BLOCK_SIZE);
+    g_autofree guint8 *have = g_malloc (VMR_BENCH_BLOCK_SIZE);
+    int source_fd = open (source, O_RDONLY | O_CLOEXEC);
+    int dest_fd = open (dest, O_RDONLY | O_CLOEXEC);
+    gboolean equal = source_fd >= 0 && dest_fd >= 0;
+    guint64 offset = 0;
+
+    while (equal && offset < size) {
+        gsize len = MIN (VMR_BENCH_BLOCK_SIZE, size - offset);
+
+        equal = read_all (source_fd, want, len) && read_all (dest_fd, have, len)
+                && memcmp (want, have, len) == 0;
+        if (equal)
+            offset += len;
+    }
+    if (source_fd >= 0)
+        close (source_fd);
+    if (dest_fd >= 0)
+        close (dest_fd);
+    if (!equal) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
+                     "data check failed: %s differs from %s (or cannot be read) in the MiB at "
+                     "offset %" G_GUINT64_FORMAT,
+                     dest, source, offset);
+        return FALSE;
+    }
+    return TRUE;
+}

@@ -1,0 +1,861 @@
+/*
+ * bench-mirror: what virt-mirror costs on top of QEMU's own mirror.
+ *
+ * Side by side in one process, alternating the two variants round after
+ * round so that page cache and noise hit both alike:
+ *   bare  the bench itself creates the destination, sends blockdev-add and
+ *         blockdev-mirror to QEMU and job-complete at READY;
+ *   vmr   the bench asks virt-mirrord to attach the VM and to migrate the
+ *         disk, and waits until the daemon reports the job completed.
+ * Part one times the copy of an idle disk filled with data; part two times
+ * the orchestration around a small disk with QEMU's own event timestamps,
+ * read on a second monitor that belongs to the bench.
+ *
+ * Every QEMU runs paused (-S) under TCG, a fresh one per run. The first run
+ * of each variant in each part checks that the destination holds the
+ * source's bytes once QEMU has quit; a failed check exits with status 1.
+ *
+ * Run it with `ninja -C BUILDDIR bench-mirror`, or run
+ * BUILDDIR/tests/bench/bench-mirror directly for the options (--help).
+ */
+#define G_LOG_DOMAIN "vmr-bench"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include <gio/gio.h>
+#include <glib-unix.h>
+#include <glib/gstdio.h>
+
+#include "bench-image.h"
+#include "bench-process.h"
+#include "bench-series.h"
+#include "qmp-client.h"
+#include "vmr-error.h"
+
+#ifndef VMR_BENCH_DAEMON
+#define VMR_BENCH_DAEMON "virt-mirrord"
+#endif
+
+#define MIB                (1024 * 1024)
+#define START_TIMEOUT_S    30
+#define JOB_TIMEOUT_S      900
+#define STOP_TIMEOUT_S     30
+#define COPY_RATIO_TARGET  1.05
+#define OVERHEAD_TARGET_MS 50.0
+
+/* what one run saw; QEMU's stamps are its wall clock, microseconds, 0 = not seen */
+typedef struct {
+    VmrBenchVariant variant;
+    gchar *domain;          /* the daemon's name for this VM (vmr only) */
+    gint64 running_us;      /* JOB_STATUS_CHANGE "running" */
+    gint64 ready_us;        /* BLOCK_JOB_READY */
+    gint64 concluded_us;    /* JOB_STATUS_CHANGE "concluded" */
+    gint64 concluded_mono;  /* when the bench read "concluded", monotonic */
+    gboolean ready_handled; /* the bare variant sent job-complete */
+    gchar *job_error;       /* QEMU's or the daemon's reason the job did not complete */
+    gint64 vmr_final_mono;  /* when the daemon's final state arrived, monotonic */
+} RunEvents;
+
+/* the figures of one run */
+typedef struct {
+    gdouble copy_s;    /* start of the orchestration to the job's end */
+    gdouble start_ms;  /* first command sent to QEMU's "running" */
+    gdouble mirror_s;  /* "running" to BLOCK_JOB_READY: QEMU's copy and flush */
+    gdouble pivot_ms;  /* BLOCK_JOB_READY to "concluded" */
+    gdouble finish_ms; /* "concluded" to the daemon's "completed" (vmr only) */
+} RunResult;
+
+typedef struct {
+    /* options */
+    gchar *daemon_path;
+    gchar *daemon_log; /* NULL: a quiet daemon whose log is thrown away */
+    gchar *qemu_path;
+    /* places */
+    gchar *run_dir;   /* sockets, daemon state, logs; removed at the end */
+    gchar *image_dir; /* images; removed at the end */
+    gchar *control_socket;
+    gchar *qemu_monitor; /* the daemon's monitor, or the bare variant's */
+    gchar *bench_monitor;
+    /* processes and connections */
+    GSubprocess *daemon;
+    VmrQmpClient *control;
+    GSubprocess *qemu;
+    VmrQmpClient *qemu_cmd;   /* the bare variant's commands, on qemu_monitor */
+    VmrQmpClient *qemu_watch; /* events and "quit", on bench_monitor */
+    gchar *qemu_version;
+    gchar *daemon_version;
+    RunEvents ev;
+    guint run_number;
+    gboolean interrupted;
+} Bench;
+
+static void
+run_events_clear (RunEvents *ev)
+{
+    g_free (ev->domain);
+    g_free (ev->job_error);
+    memset (ev, 0, sizeof (*ev));
+}
+
+static const gchar *
+member_string (JsonObject *obj, const gchar *name)
+{
+    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
+
+    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
+        return NULL;
+    return json_node_get_string (node);
+}
+
+/*
+ * Iterates the main loop until *@stamp is set, a deadline, an interruption
+ * or the end of QEMU, whichever comes first.
+ */
+static gboolean
+wait_for (Bench *self, const gint64 *stamp, guint timeout_s, const gchar *what, GError **error)
+{
+    gint64 deadline = g_get_monotonic_time () + timeout_s * G_USEC_PER_SEC;
+    /* a blocking loop that still wakes up now and then for the checks below */
+    g_autoptr (VmrBenchTick) tick = vmr_bench_tick_new ();
+
+    while (*stamp == 0) {
+        if (self->interrupted) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "interrupted waiting for %s", what);
+            return FALSE;
+        }
+        if (self->qemu != NULL && !vmr_bench_is_running (self->qemu)) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "QEMU exited waiting for %s", what);
+            return FALSE;
+        }
+        if (g_get_monotonic_time () > deadline) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "no %s within %u s", what, timeout_s);
+            return FALSE;
+        }
+        g_main_context_iteration (NULL, TRUE);
+    }
+    return TRUE;
+}
+
+/* ---- events ---- */
+
+static void
+complete_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Bench *self = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL && self->ev.job_error == NULL)
+        self->ev.job_error = g_strdup_printf ("job-complete: %s", error->message);
+}
+
+/* the bare variant pivots at the first sign of READY, as the daemon does */
+static void
+job_ready (Bench *self, const gchar *job_id)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+
+    if (self->ev.variant != VMR_BENCH_BARE || self->ev.ready_handled || self->qemu_cmd == NULL)
+        return;
+    self->ev.ready_handled = TRUE;
+    json_object_set_string_member (args, "id", job_id);
+    vmr_qmp_client_execute_async (self->qemu_cmd, "job-complete", args, 0, NULL, complete_cb, self);
+}
+
+static void
+qemu_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
+               gpointer user_data)
+{
+    Bench *self = user_data;
+    RunEvents *ev = &self->ev;
+    const gchar *status = member_string (data, "status");
+
+    /* each run has a QEMU of its own: every job event is about the run's job */
+    if (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0) {
+        if (g_strcmp0 (status, "running") == 0 && ev->running_us == 0) {
+            ev->running_us = timestamp_us;
+        } else if (g_strcmp0 (status, "ready") == 0) {
+            job_ready (self, member_string (data, "id"));
+        } else if (g_strcmp0 (status, "concluded") == 0 && ev->concluded_mono == 0) {
+            ev->concluded_us = timestamp_us;
+            ev->concluded_mono = g_get_monotonic_time ();
+        }
+    } else if (g_strcmp0 (name, "BLOCK_JOB_READY") == 0) {
+        if (ev->ready_us == 0)
+            ev->ready_us = timestamp_us;
+        job_ready (self, member_string (data, "device"));
+    } else if (g_strcmp0 (name, "BLOCK_JOB_COMPLETED") == 0 && member_string (data, "error") != NULL
+               && ev->job_error == NULL) {
+        ev->job_error = g_strdup (member_string (data, "error"));
+    } else if (g_strcmp0 (name, "BLOCK_JOB_CANCELLED") == 0 && ev->job_error == NULL) {
+        ev->job_error = g_strdup ("QEMU cancelled the job");
+    }
+}
+
+static void
+control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
+                  gpointer user_data)
+{
+    Bench *self = user_data;
+    RunEvents *ev = &self->ev;
+    const gchar *state = member_string (data, "state");
+
+    if (g_strcmp0 (name, "JOB_STATE_CHANGED") != 0 || ev->domain == NULL
+        || g_strcmp0 (member_string (data, "domain"), ev->domain) != 0 || state == NULL)
+        return;
+    if (g_strcmp0 (state, "completed") == 0 || g_strcmp0 (state, "failed") == 0
+        || g_strcmp0 (state, "cancelled") == 0) {
+        ev->vmr_final_mono = g_get_monotonic_time ();
+        if (g_strcmp0 (state, "completed") != 0 && ev->job_error == NULL)
+            ev->job_error = g_strdup_printf ("the daemon reports %s: %s", state,
+                                             member_string (data, "reason"));
+    }
+}
+
+/* ---- the daemon ---- */
+
+static gboolean
+start_daemon (Bench *self, GError **error)
+{
+    g_autofree gchar *state_dir = g_build_filename (self->run_dir, "state", NULL);
+    g_autofree gchar *quiet_log = g_build_filename (self->run_dir, "virt-mirrord.log", NULL);
+    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+    g_autoptr (JsonNode) version = NULL;
+
+    g_ptr_array_add (argv, self->daemon_path);
+    g_ptr_array_add (argv, "--foreground");
+    g_ptr_array_add (argv, "--no-libvirt");
+    g_ptr_array_add (argv, "--socket");
+    g_ptr_array_add (argv, self->control_socket);
+    g_ptr_array_add (argv, "--state-dir");
+    g_ptr_array_add (argv, state_dir);
+    if (self->daemon_log != NULL)
+        g_ptr_array_add (argv, "--verbose");
+    g_ptr_array_add (argv, NULL);
+    self->daemon = vmr_bench_spawn ((const gchar *const *) argv->pdata, self->run_dir,
+                                    self->daemon_log != NULL ? self->daemon_log : quiet_log, error);
+    if (self->daemon == NULL) {
+        g_prefix_error (error, "cannot start %s: ", self->daemon_path);
+        return FALSE;
+    }
+    self->control = vmr_bench_connect (self->daemon, self->control_socket, "virt-mirrord",
+                                       START_TIMEOUT_S, error);
+    if (self->control == NULL)
+        return FALSE;
+    g_signal_connect (self->control, "event", G_CALLBACK (control_event_cb), self);
+    version = vmr_qmp_client_execute_sync (self->control, "query-version", NULL, 0, error);
+    if (version == NULL || !JSON_NODE_HOLDS_OBJECT (version))
+        return FALSE;
+    self->daemon_version = g_strdup (member_string (json_node_get_object (version), "version"));
+    return TRUE;
+}
+
+static void
+stop_daemon (Bench *self)
+{
+    vmr_bench_close (&self->control, self);
+    if (!vmr_bench_is_running (self->daemon)) {
+        g_clear_object (&self->daemon);
+        return;
+    }
+    /* SIGTERM first, so that it removes its socket */
+    g_subprocess_send_signal (self->daemon, SIGTERM);
+    if (vmr_bench_wait_exit (self->daemon, STOP_TIMEOUT_S))
+        g_clear_object (&self->daemon);
+    else
+        vmr_bench_kill (&self->daemon);
+}
+
+/* ---- QEMU ---- */
+
+static gboolean
+start_qemu (Bench *self, const gchar *image, GError **error)
+{
+    g_autofree gchar *log = g_strdup_printf ("%s/qemu-%u.log", self->run_dir, self->run_number);
+    g_autofree gchar *file_arg = g_strdup_printf ("driver=file,filename=%s,node-name=f0", image);
+    g_autofree gchar *qmp_arg = g_strdup_printf ("unix:%s,server=on,wait=off", self->qemu_monitor);
+    g_autofree gchar *bench_arg
+        = g_strdup_printf ("unix:%s,server=on,wait=off", self->bench_monitor);
+    const gchar *argv[] = { self->qemu_path,
+                            "-machine",
+                            "pc",
+                            "-accel",
+                            "tcg",
+                            "-S",
+                            "-nodefaults",
+                            "-display",
+                            "none",
+                            "-blockdev",
+                            file_arg,
+                            "-blockdev",
+                            "driver=raw,file=f0,node-name=d0",
+                            "-device",
+                            "virtio-blk-pci,drive=d0,id=disk0",
+                            "-qmp",
+                            qmp_arg,
+                            "-qmp",
+                            bench_arg,
+                            NULL };
+    JsonObject *version;
+
+    self->qemu = vmr_bench_spawn (argv, self->run_dir, log, error);
+    if (self->qemu == NULL) {
+        g_prefix_error (error, "cannot start %s: ", self->qemu_path);
+        return FALSE;
+    }
+    self->qemu_watch
+        = vmr_bench_connect (self->qemu, self->bench_monitor, "QEMU", START_TIMEOUT_S, error);
+    if (self->qemu_watch == NULL)
+        return FALSE;
+    g_signal_connect (self->qemu_watch, "event", G_CALLBACK (qemu_event_cb), self);
+    version
+        = json_object_get_object_member (vmr_qmp_client_get_greeting (self->qemu_watch), "version");
+    if (self->qemu_version == NULL && version != NULL && json_object_has_member (version, "qemu")) {
+        JsonObject *qemu = json_object_get_object_member (version, "qemu");
+
+        self->qemu_version = g_strdup_printf (
+            "%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
+            json_object_get_int_member (qemu, "major"), json_object_get_int_member (qemu, "minor"),
+            json_object_get_int_member (qemu, "micro"));
+    }
+    return TRUE;
+}
+
+/* "quit" on the bench's monitor, so that QEMU flushes and closes the images */
+static gboolean
+quit_qemu (Bench *self, GError **error)
+{
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GError) quit_error = NULL;
+
+    vmr_bench_close (&self->qemu_cmd, self);
+    /* QEMU may close the monitor before its reply arrives */
+    reply = vmr_qmp_client_execute_sync (self->qemu_watch, "quit", NULL, 0, &quit_error);
+    vmr_bench_close (&self->qemu_watch, self);
+    if (!vmr_bench_wait_exit (self->qemu, STOP_TIMEOUT_S)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "QEMU did not quit within %d s",
+                     STOP_TIMEOUT_S);
+        return FALSE;
+    }
+    if (!g_subprocess_get_if_exited (self->qemu)
+        || g_subprocess_get_exit_status (self->qemu) != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "QEMU did not exit cleanly on quit");
+        return FALSE;
+    }
+    g_clear_object (&self->qemu);
+    return TRUE;
+}
+
+/* ---- the two variants ---- */
+
+static JsonObject *
+cache_object (void)
+{
+    JsonObject *cache = json_object_new ();
+
+    /* what QEMU gives -blockdev driver=file by default, which the daemon copies */
+    json_object_set_boolean_member (cache, "direct", FALSE);
+    json_object_set_boolean_member (cache, "no-flush", FALSE);
+    return cache;
+}
+
+/* the commands the daemon sends for a raw destination, without the daemon */
+static gboolean
+run_bare (Bench *self, const gchar *dest, guint64 size, RunResult *result, GError **error)
+{
+    g_autoptr (JsonObject) add = json_object_new ();
+    g_autoptr (JsonObject) mirror = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+    JsonObject *file = json_object_new ();
+    gint64 start_mono, start_real;
+
+    json_object_set_string_member (file, "driver", "file");
+    json_object_set_string_member (file, "filename", dest);
+    json_object_set_string_member (file, "node-name", "bare-dst-file");
+    json_object_set_object_member (file, "cache", cache_object ());
+    json_object_set_string_member (add, "driver", "raw");
+    json_object_set_string_member (add, "node-name", "bare-dst");
+    json_object_set_object_member (add, "file", file);
+    json_object_set_object_member (add, "cache", cache_object ());
+    json_object_set_string_member (add, "discard", "unmap");
+    json_object_set_int_member (add, "size", (gint64) size);
+    json_object_set_string_member (mirror, "job-id", "bare");
+    json_object_set_string_member (mirror, "device", "d0");
+    json_object_set_string_member (mirror, "target", "bare-dst");
+    json_object_set_string_member (mirror, "sync", "full");
+    json_object_set_boolean_member (mirror, "auto-dismiss", FALSE);
+    json_object_set_string_member (mirror, "filter-node-name", "bare-mirror");
+
+    self->qemu_cmd
+        = vmr_bench_connect (self->qemu, self->qemu_monitor, "QEMU", START_TIMEOUT_S, error);
+    if (self->qemu_cmd == NULL)
+        return FALSE;
+    start_mono = g_get_monotonic_time ();
+    start_real = g_get_real_time ();
+    if (!vmr_bench_image_create_destination (dest, size, error))
+        return FALSE;
+    reply = vmr_qmp_client_execute_sync (self->qemu_cmd, "blockdev-add", add, 0, error);
+    if (reply == NULL)
+        return FALSE;
+    g_clear_pointer (&reply, json_node_unref);
+    reply = vmr_qmp_client_execute_sync (self->qemu_cmd, "blockdev-mirror", mirror, 0, error);
+    if (reply == NULL)
+        return FALSE;
+    /* job-complete goes out from qemu_event_cb() at READY */
+    if (!wait_for (self, &self->ev.concluded_mono, JOB_TIMEOUT_S, "end of the mirror", error))
+        return FALSE;
+    if (self->ev.job_error != NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s", self->ev.job_error);
+        return FALSE;
+    }
+    result->copy_s = (gdouble) (self->ev.concluded_mono - start_mono) / G_USEC_PER_SEC;
+    result->start_ms = (gdouble) (self->ev.running_us - start_real) / 1000.0;
+    return TRUE;
+}
+
+static gboolean
+run_vmr (Bench *self, const gchar *dest, RunResult *result, GError **error)
+{
+    g_autoptr (JsonObject) attach = json_object_new ();
+    g_autoptr (JsonObject) migrate = json_object_new ();
+    g_autoptr (JsonObject) detach = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+    gint64 start_mono, migrate_real;
+
+    self->ev.domain = g_strdup_printf ("bench-%u", self->run_number);
+    json_object_set_string_member (attach, "name", self->ev.domain);
+    json_object_set_string_member (attach, "qmp", self->qemu_monitor);
+    json_object_set_string_member (migrate, "domain", self->ev.domain);
+    json_object_set_string_member (migrate, "disk", "disk0");
+    json_object_set_string_member (migrate, "destination", dest);
+    json_object_set_string_member (detach, "name", self->ev.domain);
+
+    start_mono = g_get_monotonic_time ();
+    reply = vmr_qmp_client_execute_sync (self->control, "attach", attach, 0, error);
+    if (reply == NULL)
+        return FALSE;
+    g_clear_pointer (&reply, json_node_unref);
+    migrate_real = g_get_real_time ();
+    reply = vmr_qmp_client_execute_sync (self->control, "migrate", migrate, 0, error);
+    if (reply == NULL)
+        return FALSE;
+    g_clear_pointer (&reply, json_node_unref);
+    if (!wait_for (self, &self->ev.vmr_final_mono, JOB_TIMEOUT_S, "end of the migration", error))
+        return FALSE;
+    if (self->ev.job_error != NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s", self->ev.job_error);
+        return FALSE;
+    }
+    result->copy_s = (gdouble) (self->ev.vmr_final_mono - start_mono) / G_USEC_PER_SEC;
+    result->start_ms = (gdouble) (self->ev.running_us - migrate_real) / 1000.0;
+    reply = vmr_qmp_client_execute_sync (self->control, "detach", detach, 0, error);
+    return reply != NULL;
+}
+
+/*
+ * One run on a fresh QEMU: start it, migrate @source to a new file, quit
+ * QEMU, check the bytes if asked, remove the destination.
+ */
+static gboolean
+bench_run (Bench *self, VmrBenchVariant variant, const gchar *source, guint64 size, gboolean verify,
+           RunResult *result, GError **error)
+{
+    g_autofree gchar *dest = NULL;
+    gboolean ok;
+
+    self->run_number++;
+    dest = g_strdup_printf ("%s/dest-%u.raw", self->image_dir, self->run_number);
+    run_events_clear (&self->ev);
+    self->ev.variant = variant;
+    memset (result, 0, sizeof (*result));
+
+    ok = start_qemu (self, source, error);
+    if (ok && variant == VMR_BENCH_BARE)
+        ok = run_bare (self, dest, size, result, error);
+    else if (ok)
+        ok = run_vmr (self, dest, result, error);
+    if (ok && (self->ev.running_us == 0 || self->ev.ready_us == 0 || self->ev.concluded_us == 0)) {
+        /* the daemon reports completed after "concluded": it must have arrived */
+        ok = wait_for (self, &self->ev.concluded_mono, STOP_TIMEOUT_S, "QEMU's job events", error);
+        if (ok && (self->ev.running_us == 0 || self->ev.ready_us == 0)) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                         "QEMU sent no running or no READY event for the job");
+            ok = FALSE;
+        }
+    }
+    if (ok) {
+        result->mirror_s = (gdouble) (self->ev.ready_us - self->ev.running_us) / G_USEC_PER_SEC;
+        result->pivot_ms = (gdouble) (self->ev.concluded_us - self->ev.ready_us) / 1000.0;
+        if (variant == VMR_BENCH_VMR)
+            result->finish_ms
+                = (gdouble) (self->ev.vmr_final_mono - self->ev.concluded_mono) / 1000.0;
+    }
+    if (ok)
+        ok = quit_qemu (self, error);
+    if (ok && verify)
+        ok = vmr_bench_image_compare (source, dest, size, error);
+
+    vmr_bench_close (&self->qemu_cmd, self);
+    vmr_bench_close (&self->qemu_watch, self);
+    vmr_bench_kill (&self->qemu);
+    if (g_unlink (dest) < 0 && errno != ENOENT)
+        g_warning ("cannot remove %s: %s", dest, g_strerror (errno));
+    if (!ok)
+        g_prefix_error (error, "run %u (%s): ", self->run_number, vmr_bench_variant_name (variant));
+    return ok;
+}
+
+/* ---- figures ---- */
+
+/* every measure of a part */
+typedef struct {
+    VmrBenchSeries copy_s;
+    VmrBenchSeries mirror_s;
+    VmrBenchSeries outside_ms; /* copy time minus QEMU's running -> READY */
+    VmrBenchSeries start_ms;
+    VmrBenchSeries pivot_ms;
+    VmrBenchSeries finish_ms;
+} Figures;
+
+static void
+figures_init (Figures *figures)
+{
+    vmr_bench_series_init (&figures->copy_s);
+    vmr_bench_series_init (&figures->mirror_s);
+    vmr_bench_series_init (&figures->outside_ms);
+    vmr_bench_series_init (&figures->start_ms);
+    vmr_bench_series_init (&figures->pivot_ms);
+    vmr_bench_series_init (&figures->finish_ms);
+}
+
+static void
+figures_clear (Figures *figures)
+{
+    vmr_bench_series_clear (&figures->copy_s);
+    vmr_bench_series_clear (&figures->mirror_s);
+    vmr_bench_series_clear (&figures->outside_ms);
+    vmr_bench_series_clear (&figures->start_ms);
+    vmr_bench_series_clear (&figures->pivot_ms);
+    vmr_bench_series_clear (&figures->finish_ms);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Figures, figures_clear)
+
+static void
+figures_add (Figures *figures, VmrBenchVariant variant, const RunResult *result)
+{
+    vmr_bench_series_add (&figures->copy_s, variant, result->copy_s);
+    vmr_bench_series_add (&figures->mirror_s, variant, result->mirror_s);
+    vmr_bench_series_add (&figures->outside_ms, variant,
+                          (result->copy_s - result->mirror_s) * 1000.0);
+    vmr_bench_series_add (&figures->start_ms, variant, result->start_ms);
+    vmr_bench_series_add (&figures->pivot_ms, variant, result->pivot_ms);
+    vmr_bench_series_add (&figures->finish_ms, variant, result->finish_ms);
+}
+
+/* one line per run on stderr, so that a slow run can be told from a slow variant */
+static void
+print_run (const gchar *name, VmrBenchVariant variant, const RunResult *result, gboolean checked)
+{
+    g_autofree gchar *finish = variant == VMR_BENCH_VMR
+                                   ? g_strdup_printf (", finish %.1f ms", result->finish_ms)
+                                   : g_strdup ("");
+
+    g_printerr ("  %-16s %-11s copy %.3f s (QEMU %.3f s), start %.1f ms, pivot %.1f ms%s%s\n", name,
+                vmr_bench_variant_name (variant), result->copy_s, result->mirror_s,
+                result->start_ms, result->pivot_ms, finish, checked ? ", bytes checked" : "");
+}
+
+/*
+ * @warmup uncounted rounds, then @rounds rounds, each bare then vmr on
+ * @source; the first run of each variant checks the bytes. A run that fails
+ * ends the part.
+ */
+static gboolean
+run_rounds (Bench *self, const gchar *label, const gchar *source, guint64 size, guint warmup,
+            guint rounds, Figures *figures, GError **error)
+{
+    for (guint round = 0; round < warmup + rounds; round++) {
+        g_autofree gchar *name
+            = round < warmup ? g_strdup_printf ("%s warm-up", label)
+                             : g_strdup_printf ("%s %u/%u", label, round - warmup + 1, rounds);
+
+        for (VmrBenchVariant v = 0; v < VMR_BENCH_N_VARIANTS; v++) {
+            RunResult result;
+
+            if (!bench_run (self, v, source, size, round == 0, &result, error))
+                return FALSE;
+            print_run (name, v, &result, round == 0);
+            if (round < warmup)
+                continue;
+            figures_add (figures, v, &result);
+        }
+    }
+    return TRUE;
+}
+
+static void
+report_copy (const Figures *figures, guint64 size, guint rounds)
+{
+    gdouble bare = vmr_bench_series_median (&figures->copy_s, VMR_BENCH_BARE);
+    gdouble vmr = vmr_bench_series_median (&figures->copy_s, VMR_BENCH_VMR);
+    gdouble mib = (gdouble) size / MIB;
+
+    g_print ("\ncopy of an idle %" G_GUINT64_FORMAT " MiB raw disk, %u rounds\n", size / MIB,
+             rounds);
+    vmr_bench_print_header ();
+    vmr_bench_series_print_row (&figures->copy_s, "copy time (s)", 3, "<= 1.05",
+                                vmr <= COPY_RATIO_TARGET * bare);
+    vmr_bench_series_print_rounds (&figures->copy_s, 3);
+    g_print ("  %-27s %10.0f %12.0f\n", "copy rate (MiB/s)", mib / bare, mib / vmr);
+    g_print ("  %-27s %33.3f\n", "per-round ratio, median",
+             vmr_bench_series_paired_ratio (&figures->copy_s));
+    /* QEMU's part alone, and the rest: noise in the first is not orchestration */
+    g_print ("  %-27s %10.3f %12.3f %9.3f\n", "QEMU running -> READY (s)",
+             vmr_bench_series_median (&figures->mirror_s, VMR_BENCH_BARE),
+             vmr_bench_series_median (&figures->mirror_s, VMR_BENCH_VMR),
+             vmr_bench_series_median (&figures->mirror_s, VMR_BENCH_VMR)
+                 / vmr_bench_series_median (&figures->mirror_s, VMR_BENCH_BARE));
+    g_print ("  %-27s %10.1f %12.1f\n", "copy time minus that (ms)",
+             vmr_bench_series_median (&figures->outside_ms, VMR_BENCH_BARE),
+             vmr_bench_series_median (&figures->outside_ms, VMR_BENCH_VMR));
+}
+
+static void
+report_overhead (const Figures *figures, guint64 size, guint rounds)
+{
+    g_print ("\norchestration around a %" G_GUINT64_FORMAT
+             " MiB disk, %u rounds, from QEMU's event timestamps\n",
+             size / MIB, rounds);
+    vmr_bench_print_header ();
+    vmr_bench_series_print_row (&figures->start_ms, "start -> running (ms)", 1, "< 50 ms",
+                                vmr_bench_series_median (&figures->start_ms, VMR_BENCH_VMR)
+                                    < OVERHEAD_TARGET_MS);
+    vmr_bench_series_print_rounds (&figures->start_ms, 1);
+    vmr_bench_series_print_row (&figures->pivot_ms, "READY -> concluded (ms)", 1, "< 50 ms",
+                                vmr_bench_series_median (&figures->pivot_ms, VMR_BENCH_VMR)
+                                    < OVERHEAD_TARGET_MS);
+    vmr_bench_series_print_rounds (&figures->pivot_ms, 1);
+    /* job-dismiss, releasing the old nodes, the record: until a user sees "completed" */
+    g_print ("  %-27s %10s %12.1f\n", "concluded -> completed (ms)", "-",
+             vmr_bench_series_median (&figures->finish_ms, VMR_BENCH_VMR));
+}
+
+/* ---- set-up and tear-down ---- */
+
+static void
+bench_free (Bench *self)
+{
+    vmr_bench_close (&self->qemu_cmd, self);
+    vmr_bench_close (&self->qemu_watch, self);
+    vmr_bench_kill (&self->qemu);
+    stop_daemon (self);
+    if (self->image_dir != NULL && g_strcmp0 (self->image_dir, self->run_dir) != 0)
+        vmr_bench_remove_tree (self->image_dir);
+    vmr_bench_remove_tree (self->run_dir);
+    run_events_clear (&self->ev);
+    g_free (self->daemon_path);
+    g_free (self->daemon_log);
+    g_free (self->qemu_path);
+    g_free (self->run_dir);
+    g_free (self->image_dir);
+    g_free (self->control_socket);
+    g_free (self->qemu_monitor);
+    g_free (self->bench_monitor);
+    g_free (self->qemu_version);
+    g_free (self->daemon_version);
+    g_free (self);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Bench, bench_free)
+
+static gboolean
+interrupt_cb (gpointer user_data)
+{
+    Bench *self = user_data;
+
+    self->interrupted = TRUE;
+    return G_SOURCE_CONTINUE;
+}
+
+/* the 1-minute load average, or "?"; other work on the machine skews the figures */
+static gchar *
+load_average (void)
+{
+    g_autofree gchar *text = NULL;
+    g_auto (GStrv) fields = NULL;
+
+    if (!g_file_get_contents ("/proc/loadavg", &text, NULL, NULL))
+        return g_strdup ("?");
+    fields = g_strsplit (text, " ", 2);
+    return g_strdup (fields[0] != NULL ? fields[0] : "?");
+}
+
+/*
+ * A program: option, then environment, then the built-in default. The
+ * children run in the bench's directory, so a relative path is made
+ * absolute; a bare name is looked up in PATH.
+ */
+static gchar *
+pick_program (const gchar *option, const gchar *env_name, const gchar *fallback)
+{
+    const gchar *env = g_getenv (env_name);
+    const gchar *name = fallback;
+
+    if (option != NULL)
+        name = option;
+    else if (env != NULL && *env != '\0')
+        name = env;
+    if (strchr (name, '/') == NULL)
+        return g_strdup (name);
+    return g_canonicalize_filename (name, NULL);
+}
+
+static gboolean
+make_dirs (Bench *self, const gchar *image_parent, GError **error)
+{
+    /* sockets stay in a short path: UNIX socket names are limited to 107 bytes */
+    self->run_dir = g_dir_make_tmp ("vmr-bench-XXXXXX", error);
+    if (self->run_dir == NULL)
+        return FALSE;
+    self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
+    self->qemu_monitor = g_build_filename (self->run_dir, "qmp.sock", NULL);
+    self->bench_monitor = g_build_filename (self->run_dir, "bench.sock", NULL);
+    if (image_parent == NULL) {
+        self->image_dir = g_strdup (self->run_dir);
+        return TRUE;
+    }
+    /* QEMU and the daemon are handed absolute paths */
+    {
+        g_autofree gchar *parent = g_canonicalize_filename (image_parent, NULL);
+        g_autofree gchar *template = g_build_filename (parent, "vmr-bench-XXXXXX", NULL);
+
+        if (g_mkdtemp (template) == NULL) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot make a directory in %s: %s",
+                         parent, g_strerror (errno));
+            return FALSE;
+        }
+        self->image_dir = g_steal_pointer (&template);
+    }
+    return TRUE;
+}
+
+static gboolean
+run_part (Bench *self, const gchar *label, guint64 size, guint32 seed, guint warmup, guint rounds,
+          Figures *figures, GError **error)
+{
+    g_autofree gchar *name = g_strdup_printf ("source-%s.raw", label);
+    g_autofree gchar *source = g_build_filename (self->image_dir, name, NULL);
+    gint64 start = g_get_monotonic_time ();
+
+    g_printerr ("writing a %" G_GUINT64_FORMAT " MiB source image...", size / MIB);
+    if (!vmr_bench_image_create_source (source, size, seed, error))
+        return FALSE;
+    g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
+    if (!run_rounds (self, label, source, size, warmup, rounds, figures, error))
+        return FALSE;
+    if (g_unlink (source) < 0)
+        g_warning ("cannot remove %s: %s", source, g_strerror (errno));
+    return TRUE;
+}
+
+int
+main (int argc, char **argv)
+{
+    g_autofree gchar *daemon_opt = NULL;
+    g_autofree gchar *daemon_log = NULL;
+    g_autofree gchar *qemu_opt = NULL;
+    g_autofree gchar *dir_opt = NULL;
+    gint warmup = 1;
+    gint rounds = 3;
+    gint overhead_rounds = 15;
+    gint copy_mib = 2048;
+    gint small_mib = 64;
+    const GOptionEntry entries[] = {
+        { "warmup", 'w', 0, G_OPTION_ARG_INT, &warmup,
+          "Uncounted rounds before each part (default 1)", "N" },
+        { "rounds", 'r', 0, G_OPTION_ARG_INT, &rounds,
+          "Rounds of the copy-time part (default 3; 0 skips it)", "N" },
+        { "overhead-rounds", 'o', 0, G_OPTION_ARG_INT, &overhead_rounds,
+          "Rounds of the orchestration part (default 15; 0 skips it)", "N" },
+        { "copy-size", 0, 0, G_OPTION_ARG_INT, &copy_mib,
+          "Disk size for the copy time, MiB (default 2048)", "MIB" },
+        { "small-size", 0, 0, G_OPTION_ARG_INT, &small_mib,
+          "Disk size for the orchestration, MiB (default 64)", "MIB" },
+        { "dir", 'd', 0, G_OPTION_ARG_FILENAME, &dir_opt,
+          "Put the images in a new directory under DIR (default: the temporary directory)", "DIR" },
+        { "daemon", 0, 0, G_OPTION_ARG_FILENAME, &daemon_opt,
+          "virt-mirrord to run (env VMR_DAEMON, default: the one built with the bench)", "PATH" },
+        { "qemu", 0, 0, G_OPTION_ARG_FILENAME, &qemu_opt,
+          "QEMU binary (env VMR_QEMU, default qemu-system-x86_64)", "PATH" },
+        { "daemon-log", 0, 0, G_OPTION_ARG_FILENAME, &daemon_log,
+          "Run the daemon with --verbose and keep its log in FILE", "FILE" },
+        { NULL },
+    };
+    g_autoptr (GOptionContext) context = g_option_context_new ("[VIRT-MIRRORD]");
+    g_autoptr (GError) error = NULL;
+    g_autoptr (Bench) self = g_new0 (Bench, 1);
+    g_autofree gchar *load_at_start = NULL;
+    g_auto (Figures) copy_figures = { { { NULL } } };
+    g_auto (Figures) overhead_figures = { { { NULL } } };
+    gboolean ok;
+
+    g_option_context_set_summary (context,
+                                  "Compares virt-mirror with a bare QEMU blockdev-mirror: copy "
+                                  "time and orchestration overhead.");
+    g_option_context_add_main_entries (context, entries, NULL);
+    if (!g_option_context_parse (context, &argc, &argv, &error)) {
+        g_printerr ("bench-mirror: %s\n", error->message);
+        return 2;
+    }
+    if (argc > 2 || warmup < 0 || rounds < 0 || overhead_rounds < 0 || copy_mib <= 0
+        || small_mib <= 0) {
+        g_printerr ("bench-mirror: bad arguments; see --help\n");
+        return 2;
+    }
+    self->daemon_path
+        = pick_program (argc == 2 ? argv[1] : daemon_opt, "VMR_DAEMON", VMR_BENCH_DAEMON);
+    self->qemu_path = pick_program (qemu_opt, "VMR_QEMU", "qemu-system-x86_64");
+    if (daemon_log != NULL)
+        self->daemon_log = g_canonicalize_filename (daemon_log, NULL);
+
+    g_unix_signal_add (SIGINT, interrupt_cb, self);
+    g_unix_signal_add (SIGTERM, interrupt_cb, self);
+    g_unix_signal_add (SIGHUP, interrupt_cb, self);
+    figures_init (&copy_figures);
+    figures_init (&overhead_figures);
+
+    load_at_start = load_average ();
+    ok = make_dirs (self, dir_opt, &error) && start_daemon (self, &error);
+    if (ok && rounds > 0)
+        ok = run_part (self, "copy", (guint64) copy_mib * MIB, 1, (guint) warmup, (guint) rounds,
+                       &copy_figures, &error);
+    if (ok && overhead_rounds > 0)
+        ok = run_part (self, "overhead", (guint64) small_mib * MIB, 2, (guint) warmup,
+                       (guint) overhead_rounds, &overhead_figures, &error);
+    if (ok) {
+        g_autofree gchar *load_at_end = load_average ();
+
+        g_print ("virt-mirror storage migration benchmark\n");
+        g_print ("  virt-mirrord %s%s, QEMU %s (TCG, guest paused), %u CPUs, images under %s\n",
+                 self->daemon_version, self->daemon_log != NULL ? " (--verbose)" : "",
+                 self->qemu_version != NULL ? self->qemu_version : "?", g_get_num_processors (),
+                 dir_opt != NULL ? dir_opt : g_get_tmp_dir ());
+        g_print ("  load average %s at the start, %s at the end\n", load_at_start, load_at_end);
+        g_print ("  %d warm-up round(s) per part not counted; variants alternate bare, vmr, "
+                 "bare, ...\n",
+                 warmup);
+        if (rounds > 0)
+            report_copy (&copy_figures, (guint64) copy_mib * MIB, (guint) rounds);
+        if (overhead_rounds > 0)
+            report_overhead (&overhead_figures, (guint64) small_mib * MIB, (guint) overhead_rounds);
+        g_print ("\ndata check: the first run of each variant in each part; destination equals "
+                 "source: yes\n");
+    } else {
+        g_printerr ("bench-mirror: %s\n", error->message);
+    }
+    return ok ? 0 : 1;
+}

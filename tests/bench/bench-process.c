@@ -1,0 +1,170 @@
+#define G_LOG_DOMAIN "vmr-bench"
+
+#include "bench-process.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
+#include <glib/gstdio.h>
+
+#include "vmr-error.h"
+
+static void
+child_setup_cb (gpointer user_data)
+{
+    /* a bench killed outright takes its QEMU and daemon with it */
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+struct _VmrBenchTick {
+    guint source_id;
+};
+
+static gboolean
+tick_cb (gpointer user_data)
+{
+    return G_SOURCE_CONTINUE;
+}
+
+VmrBenchTick *
+vmr_bench_tick_new (void)
+{
+    VmrBenchTick *tick = g_new0 (VmrBenchTick, 1);
+
+    tick->source_id = g_timeout_add (VMR_BENCH_TICK_MS, tick_cb, NULL);
+    return tick;
+}
+
+void
+vmr_bench_tick_free (VmrBenchTick *tick)
+{
+    g_source_remove (tick->source_id);
+    g_free (tick);
+}
+
+GSubprocess *
+vmr_bench_spawn (const gchar *const *argv, const gchar *cwd, const gchar *log_path, GError **error)
+{
+    /* stdin is /dev/null; one file for both outputs, so that the log keeps their order */
+    g_autoptr (GSubprocessLauncher) launcher
+        = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDERR_MERGE);
+
+    g_subprocess_launcher_set_cwd (launcher, cwd);
+    g_subprocess_launcher_set_child_setup (launcher, child_setup_cb, NULL, NULL);
+    g_subprocess_launcher_set_stdout_file_path (launcher, log_path);
+    return g_subprocess_launcher_spawnv (launcher, argv, error);
+}
+
+gboolean
+vmr_bench_is_running (GSubprocess *proc)
+{
+    return proc != NULL && g_subprocess_get_identifier (proc) != NULL;
+}
+
+typedef struct {
+    gboolean done;   /* the wait finished, one way or the other */
+    gboolean exited; /* ... because the process exited */
+} ExitWait;
+
+static void
+exited_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    ExitWait *wait = user_data;
+
+    wait->exited = g_subprocess_wait_finish (G_SUBPROCESS (source), res, NULL);
+    wait->done = TRUE;
+}
+
+gboolean
+vmr_bench_wait_exit (GSubprocess *proc, guint timeout_s)
+{
+    gint64 deadline = g_get_monotonic_time () + timeout_s * G_USEC_PER_SEC;
+    g_autoptr (GCancellable) cancellable = g_cancellable_new ();
+    g_autoptr (VmrBenchTick) tick = vmr_bench_tick_new ();
+    ExitWait wait = { FALSE, FALSE };
+
+    g_subprocess_wait_async (proc, cancellable, exited_cb, &wait);
+    while (!wait.done && g_get_monotonic_time () < deadline)
+        g_main_context_iteration (NULL, TRUE);
+    /* the callback points into this frame: it must run before we return */
+    g_cancellable_cancel (cancellable);
+    while (!wait.done)
+        g_main_context_iteration (NULL, TRUE);
+    return wait.exited;
+}
+
+void
+vmr_bench_kill (GSubprocess **proc)
+{
+    if (*proc == NULL)
+        return;
+    if (vmr_bench_is_running (*proc)) {
+        /* g_subprocess_force_exit() is kill (pid, SIGKILL) */
+        g_subprocess_force_exit (*proc);
+        if (!vmr_bench_wait_exit (*proc, 30))
+            g_warning ("process %s survived SIGKILL", g_subprocess_get_identifier (*proc));
+    }
+    g_clear_object (proc);
+}
+
+VmrQmpClient *
+vmr_bench_connect (GSubprocess *proc, const gchar *path, const gchar *what, guint timeout_s,
+                   GError **error)
+{
+    gint64 deadline = g_get_monotonic_time () + timeout_s * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autoptr (GError) local_error = NULL;
+        VmrQmpClient *client = NULL;
+
+        if (!vmr_bench_is_running (proc)) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s exited at start", what);
+            return NULL;
+        }
+        if (g_file_test (path, G_FILE_TEST_EXISTS))
+            client = vmr_qmp_client_connect_sync (path, timeout_s * 1000, &local_error);
+        if (client != NULL)
+            return client;
+        if (g_get_monotonic_time () > deadline) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "%s did not listen on %s: %s", what,
+                         path, local_error != NULL ? local_error->message : "no socket");
+            return NULL;
+        }
+        g_usleep (10 * 1000);
+    }
+}
+
+void
+vmr_bench_close (VmrQmpClient **client, gpointer handler_data)
+{
+    if (*client == NULL)
+        return;
+    g_signal_handlers_disconnect_by_data (*client, handler_data);
+    vmr_qmp_client_close (*client);
+    g_clear_object (client);
+}
+
+void
+vmr_bench_remove_tree (const gchar *path)
+{
+    GStatBuf st;
+
+    if (path == NULL || g_lstat (path, &st) != 0)
+        return;
+    if (S_ISDIR (st.st_mode)) {
+        g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+        const gchar *name;
+
+        while (dir != NULL && (name = g_dir_read_name (dir)) != NULL) {
+            g_autofree gchar *child = g_build_filename (path, name, NULL);
+
+            vmr_bench_remove_tree (child);
+        }
+        if (g_rmdir (path) != 0)
+            g_warning ("cannot remove %s: %s", path, g_strerror (errno));
+    } else if (g_unlink (path) != 0) {
+        g_warning ("cannot remove %s: %s", path, g_strerror (errno));
+    }
+}

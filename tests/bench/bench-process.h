@@ -1,0 +1,57 @@
+/*
+ * Child processes for the benchmarks: each one dies with the bench
+ * (PR_SET_PDEATHSIG), is killed by its own pid, and is waited for while the
+ * main loop keeps carrying the QMP traffic.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "qmp-client.h"
+
+G_BEGIN_DECLS
+
+/* how often a wait wakes up to look at its deadline */
+#define VMR_BENCH_TICK_MS 50
+
+/*
+ * A timer on the default main context that fires every VMR_BENCH_TICK_MS,
+ * so that a blocking g_main_context_iteration() returns in time to check a
+ * deadline. Freeing it removes the timer.
+ */
+typedef struct _VmrBenchTick VmrBenchTick;
+
+VmrBenchTick *vmr_bench_tick_new (void);
+void vmr_bench_tick_free (VmrBenchTick *tick);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrBenchTick, vmr_bench_tick_free)
+
+/*
+ * Starts @argv in @cwd with stdout and stderr appended to @log_path.
+ * Returns the process, or NULL with @error set.
+ */
+GSubprocess *vmr_bench_spawn (const gchar *const *argv, const gchar *cwd, const gchar *log_path,
+                              GError **error);
+
+/* TRUE while @proc has not exited */
+gboolean vmr_bench_is_running (GSubprocess *proc);
+
+/* iterates the default main context until @proc exited; FALSE after @timeout_s */
+gboolean vmr_bench_wait_exit (GSubprocess *proc, guint timeout_s);
+
+/* SIGKILL by pid, reap, and clear *@proc; nothing when it is NULL */
+void vmr_bench_kill (GSubprocess **proc);
+
+/*
+ * Connects to the QMP socket @path once @proc listens on it, for at most
+ * @timeout_s. @what names @proc in errors. Returns a ready client.
+ */
+VmrQmpClient *vmr_bench_connect (GSubprocess *proc, const gchar *path, const gchar *what,
+                                 guint timeout_s, GError **error);
+
+/* drops the handlers connected with @handler_data, closes and clears *@client */
+void vmr_bench_close (VmrQmpClient **client, gpointer handler_data);
+
+/* removes @path and everything below it; warns about what stays */
+void vmr_bench_remove_tree (const gchar *path);
+
+G_END_DECLS

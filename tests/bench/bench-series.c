@@ -1,0 +1,108 @@
+#define G_LOG_DOMAIN "vmr-bench"
+
+#include "bench-series.h"
+
+static const gchar *const variant_names[VMR_BENCH_N_VARIANTS] = { "bare QMP", "virt-mirror" };
+
+const gchar *
+vmr_bench_variant_name (VmrBenchVariant variant)
+{
+    return variant_names[variant];
+}
+
+void
+vmr_bench_series_init (VmrBenchSeries *series)
+{
+    for (guint v = 0; v < VMR_BENCH_N_VARIANTS; v++)
+        series->values[v] = g_array_new (FALSE, FALSE, sizeof (gdouble));
+}
+
+void
+vmr_bench_series_clear (VmrBenchSeries *series)
+{
+    for (guint v = 0; v < VMR_BENCH_N_VARIANTS; v++)
+        g_clear_pointer (&series->values[v], g_array_unref);
+}
+
+void
+vmr_bench_series_add (VmrBenchSeries *series, VmrBenchVariant variant, gdouble value)
+{
+    g_array_append_val (series->values[variant], value);
+}
+
+static gint
+compare_doubles (gconstpointer a, gconstpointer b)
+{
+    gdouble x = *(const gdouble *) a;
+    gdouble y = *(const gdouble *) b;
+
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static gdouble
+median (GArray *values)
+{
+    g_autoptr (GArray) sorted = g_array_copy (values);
+    guint n = sorted->len;
+
+    if (n == 0)
+        return 0.0;
+    g_array_sort (sorted, compare_doubles);
+    if (n % 2 == 1)
+        return g_array_index (sorted, gdouble, n / 2);
+    return (g_array_index (sorted, gdouble, n / 2 - 1) + g_array_index (sorted, gdouble, n / 2))
+           / 2.0;
+}
+
+gdouble
+vmr_bench_series_median (const VmrBenchSeries *series, VmrBenchVariant variant)
+{
+    return median (series->values[variant]);
+}
+
+gdouble
+vmr_bench_series_paired_ratio (const VmrBenchSeries *series)
+{
+    GArray *bare = series->values[VMR_BENCH_BARE];
+    GArray *vmr = series->values[VMR_BENCH_VMR];
+    g_autoptr (GArray) ratios = g_array_new (FALSE, FALSE, sizeof (gdouble));
+
+    for (guint i = 0; i < bare->len && i < vmr->len; i++) {
+        gdouble ratio = g_array_index (vmr, gdouble, i) / g_array_index (bare, gdouble, i);
+
+        g_array_append_val (ratios, ratio);
+    }
+    return median (ratios);
+}
+
+void
+vmr_bench_print_header (void)
+{
+    g_print ("  %-27s %10s %12s %9s   target\n", "median", variant_names[VMR_BENCH_BARE],
+             variant_names[VMR_BENCH_VMR], "vmr/bare");
+}
+
+void
+vmr_bench_series_print_row (const VmrBenchSeries *series, const gchar *what, gint decimals,
+                            const gchar *target, gboolean met)
+{
+    gdouble bare = vmr_bench_series_median (series, VMR_BENCH_BARE);
+    gdouble vmr = vmr_bench_series_median (series, VMR_BENCH_VMR);
+    g_autofree gchar *ratio = bare > 0.0 ? g_strdup_printf ("%.3f", vmr / bare) : g_strdup ("-");
+
+    g_print ("  %-27s %10.*f %12.*f %9s   %-9s %s\n", what, decimals, bare, decimals, vmr, ratio,
+             target, met ? "PASS" : "MISS");
+}
+
+void
+vmr_bench_series_print_rounds (const VmrBenchSeries *series, gint decimals)
+{
+    for (guint v = 0; v < VMR_BENCH_N_VARIANTS; v++) {
+        g_autoptr (GString) line = g_string_new (NULL);
+
+        for (guint i = 0; i < series->values[v]->len; i++)
+            g_string_append_printf (line, " %.*f", decimals,
+                                    g_array_index (series->values[v], gdouble, i));
+        g_print ("    %-11s rounds:%s\n", variant_names[v], line->str);
+    }
+}
