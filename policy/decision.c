@@ -132,8 +132,11 @@ decide_for_phase (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint
                         rule->iops_throttle);
                 return;
             }
-            if (have_load)
+            if (have_load && phase == VMR_POLICY_PHASE_DELAYED)
                 decide (out, VMR_POLICY_ACTION_START, "guest quiet: %.0f IOPS", iops);
+            else if (have_load)
+                decide (out, VMR_POLICY_ACTION_START, "guest load %.0f IOPS is within the limits",
+                        iops);
             else if (rule->iops_throttle > 0)
                 decide (out, VMR_POLICY_ACTION_START, "no load sample yet");
             else
@@ -158,7 +161,8 @@ decide_for_phase (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint
                             "guest busy: %.0f IOPS above iops-throttle %" G_GUINT64_FORMAT, iops,
                             rule->iops_throttle);
                 else if (have_load)
-                    decide (out, VMR_POLICY_ACTION_KEEP, "guest quiet: %.0f IOPS", iops);
+                    decide (out, VMR_POLICY_ACTION_KEEP,
+                            "guest load %.0f IOPS is within the limits", iops);
                 else
                     decide (out, VMR_POLICY_ACTION_KEEP, "no load sample yet");
                 return;
