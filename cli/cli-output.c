@@ -66,7 +66,10 @@ print_domain (JsonObject *domain)
 {
     const gchar *name = vmr_cli_json_get_string (domain, "name");
     const gchar *backend = vmr_cli_json_get_string (domain, "backend");
-    const gchar *monitor = vmr_cli_json_get_string (domain, "monitor");
+    /* where the daemon reaches it: a QMP socket, or libvirt's URI */
+    const gchar *monitor = vmr_cli_json_get_string (domain, "monitor") != NULL
+                               ? vmr_cli_json_get_string (domain, "monitor")
+                               : vmr_cli_json_get_string (domain, "uri");
     gboolean connected = vmr_cli_json_get_boolean (domain, "connected", FALSE);
     JsonArray *disks = vmr_cli_json_get_array (domain, "disks");
     g_autoptr (VmrCliTable) table = NULL;

@@ -361,6 +361,23 @@ handle_query_policy (Request *req, JsonObject *args)
     request_return_object (req, obj);
 }
 
+/*
+ * The libvirt hook, while libvirtd waits for it: the answer goes out first,
+ * whatever follows (libvirt calls included) happens afterwards.
+ */
+static void
+handle_hook_event (Request *req, JsonObject *args)
+{
+    g_autoptr (VmrEngine) engine = g_object_ref (req->server->engine);
+    g_autofree gchar *domain = g_strdup (arg_string (args, "domain"));
+    g_autofree gchar *op = g_strdup (arg_string (args, "op"));
+    g_autofree gchar *subop = g_strdup (arg_string (args, "subop"));
+    g_autofree gchar *uuid = g_strdup (arg_string (args, "uuid"));
+
+    request_return_object (req, json_object_new ());
+    vmr_engine_hook_event (engine, domain, op, subop, uuid);
+}
+
 static const ArgSpec no_args[] = { { NULL } };
 static const ArgSpec policy_args[]
     = { { "domain", ARG_STRING, FALSE }, { "disk", ARG_STRING, FALSE }, { NULL } };
@@ -370,6 +387,10 @@ static const ArgSpec name_args[] = { { "name", ARG_STRING, TRUE }, { NULL } };
 static const ArgSpec id_args[] = { { "id", ARG_STRING, TRUE }, { NULL } };
 static const ArgSpec speed_args[]
     = { { "id", ARG_STRING, TRUE }, { "speed", ARG_UINT, TRUE }, { NULL } };
+static const ArgSpec hook_args[] = {
+    { "domain", ARG_STRING, TRUE }, { "op", ARG_STRING, TRUE },    { "subop", ARG_STRING, FALSE },
+    { "extra", ARG_STRING, FALSE }, { "uuid", ARG_STRING, FALSE }, { NULL },
+};
 static const ArgSpec migrate_args[] = {
     { "domain", ARG_STRING, TRUE },      { "disk", ARG_STRING, TRUE },
     { "destination", ARG_STRING, TRUE }, { "format", ARG_STRING, FALSE },
@@ -397,6 +418,7 @@ static const struct {
     { "job-set-speed", speed_args, handle_job_set_speed },
     { "reload", no_args, handle_reload },
     { "query-policy", policy_args, handle_query_policy },
+    { "hook-event", hook_args, handle_hook_event },
 };
 
 static void

@@ -1,7 +1,8 @@
 /*
- * What the parts of the engine share: engine.c (domains, migrations, backend
- * events), engine-commands.c (commands on jobs) and engine-policy.c (load
- * sampling and the policy's decisions).
+ * What the parts of the engine share: engine.c (jobs and migrations),
+ * engine-domains.c (domains and their backends' events), engine-commands.c
+ * (commands on jobs) and engine-policy.c (load sampling and the policy's
+ * decisions).
  */
 #pragma once
 
@@ -48,6 +49,12 @@ gboolean vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState sta
                                    const gchar *reason);
 
 gboolean vmr_engine_job_is_active (VmrJob *job);
+
+/* the unfinished job on @disk of @domain, or NULL */
+VmrJob *vmr_engine_active_job_for_disk (VmrEngine *self, const gchar *domain, const gchar *disk);
+
+/* the domain @name, or NULL with VMR_ERROR_NOT_FOUND */
+DomainEntry *vmr_engine_lookup_domain (VmrEngine *self, const gchar *name, GError **error);
 
 /* starts or stops the domain's progress timer as its jobs need */
 void vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry);

@@ -4,11 +4,10 @@
 
 #include "engine-private.h"
 
-#include "backend-qmp.h"
 #include "destination.h"
 #include "vmr-error.h"
 
-enum { SIGNAL_JOB_CHANGED, N_SIGNALS };
+enum { SIGNAL_JOB_CHANGED, SIGNAL_HOOK_EVENT, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 G_DEFINE_TYPE (VmrEngine, vmr_engine, G_TYPE_OBJECT)
@@ -35,8 +34,8 @@ vmr_engine_job_is_active (VmrJob *job)
     return !vmr_job_state_is_final (job->state);
 }
 
-static VmrJob *
-active_job_for_disk (VmrEngine *self, const gchar *domain, const gchar *disk)
+VmrJob *
+vmr_engine_active_job_for_disk (VmrEngine *self, const gchar *domain, const gchar *disk)
 {
     for (guint i = 0; i < self->job_order->len; i++) {
         VmrJob *job = g_ptr_array_index (self->job_order, i);
@@ -170,231 +169,8 @@ vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry)
         g_clear_handle_id (&entry->progress_source, g_source_remove);
 }
 
-/* ---- reacting to the backend ---- */
-
-static void
-backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_data)
-{
-    DomainEntry *entry = user_data;
-    VmrEngine *self = entry->engine;
-    VmrJob *job = g_hash_table_lookup (self->jobs, job_id);
-
-    if (job == NULL || !vmr_engine_job_is_active (job))
-        return;
-    job->ready = TRUE;
-    /* the copy may be in sync before the reply to blockdev-mirror is read */
-    if (job->state == VMR_JOB_STATE_QUEUED)
-        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COPYING, NULL);
-    if (job->state != VMR_JOB_STATE_COPYING && job->state != VMR_JOB_STATE_THROTTLED)
-        return;
-    if (job->manual_pivot)
-        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
-    else
-        vmr_engine_pivot_job (self, entry, job, NULL);
-}
-
-static void
-backend_job_finished_cb (VmrBackend *backend, const gchar *job_id, gint outcome,
-                         const gchar *reason, gpointer user_data)
-{
-    DomainEntry *entry = user_data;
-    VmrEngine *self = entry->engine;
-    VmrJob *job = g_hash_table_lookup (self->jobs, job_id);
-
-    if (job == NULL || !vmr_engine_job_is_active (job))
-        return;
-    switch ((VmrBackendOutcome) outcome) {
-        case VMR_BACKEND_OUTCOME_COMPLETED:
-            /* a pivot made outside virt-mirror still is a pivot */
-            if (job->state != VMR_JOB_STATE_PIVOTING) {
-                if (job->state == VMR_JOB_STATE_PAUSED || job->state == VMR_JOB_STATE_COPYING
-                    || job->state == VMR_JOB_STATE_THROTTLED)
-                    vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
-                vmr_engine_set_job_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
-            }
-            job->done_bytes = job->total_bytes;
-            vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COMPLETED, NULL);
-            break;
-        case VMR_BACKEND_OUTCOME_CANCELLED:
-            /* the policy cancels a copy it gave up on: that is a failure */
-            if (job->pending_failure != NULL)
-                vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, job->pending_failure);
-            else
-                vmr_engine_set_job_state (self, job, VMR_JOB_STATE_CANCELLED, reason);
-            break;
-        case VMR_BACKEND_OUTCOME_FAILED:
-        default:
-            vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
-            break;
-    }
-}
-
-static void
-backend_disconnected_cb (VmrBackend *backend, GError *error, gpointer user_data)
-{
-    DomainEntry *entry = user_data;
-    VmrEngine *self = entry->engine;
-
-    entry->connected = FALSE;
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *job = g_ptr_array_index (self->job_order, i);
-        g_autofree gchar *reason = NULL;
-
-        if (!vmr_engine_job_is_active (job) || g_strcmp0 (job->domain, entry->name) != 0)
-            continue;
-        if (job->state == VMR_JOB_STATE_PIVOTING) {
-            /* QEMU may have switched to the destination already: keep both */
-            reason = g_strdup_printf ("QEMU monitor connection lost during the pivot (%s); "
-                                      "check which of %s and %s the VM uses",
-                                      error->message, job->source, job->destination);
-        } else {
-            reason = g_strdup_printf ("QEMU monitor connection lost (%s); the source %s "
-                                      "was not changed",
-                                      error->message, job->source);
-            /* a copy that never started made no file; a start in flight
-             * cleans up after itself */
-            if (job->created_destination && job->state != VMR_JOB_STATE_QUEUED
-                && job->state != VMR_JOB_STATE_DELAYED)
-                vmr_destination_remove (job->destination);
-        }
-        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
-    }
-    vmr_engine_update_timers (self, entry);
-}
-
-/* ---- attach and detach ---- */
-
-typedef struct {
-    gchar *name;
-    VmrBackend *backend;
-} AttachData;
-
-static void
-attach_data_free (AttachData *data)
-{
-    g_free (data->name);
-    g_clear_object (&data->backend);
-    g_free (data);
-}
-
-static JsonObject *
-domain_to_json (VmrEngine *self, DomainEntry *entry)
-{
-    JsonObject *obj = vmr_backend_describe (entry->backend);
-    JsonArray *disks = json_array_new ();
-
-    json_object_set_string_member (obj, "name", entry->name);
-    json_object_set_string_member (obj, "backend", vmr_backend_get_kind (entry->backend));
-    json_object_set_boolean_member (obj, "connected", entry->connected);
-    for (guint i = 0; entry->disks != NULL && i < entry->disks->len; i++) {
-        VmrDisk *disk = g_ptr_array_index (entry->disks, i);
-        VmrJob *job = active_job_for_disk (self, entry->name, disk->id);
-
-        json_array_add_object_element (disks,
-                                       vmr_disk_to_json (disk, job != NULL ? job->id : NULL));
-    }
-    json_object_set_array_member (obj, "disks", disks);
-    return obj;
-}
-
-static void
-attach_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    VmrEngine *self = g_task_get_source_object (task);
-    AttachData *data = g_task_get_task_data (task);
-    g_autoptr (GError) error = NULL;
-    g_autoptr (GPtrArray) disks = NULL;
-    DomainEntry *entry;
-
-    disks = vmr_backend_query_disks_finish (VMR_BACKEND (source), res, &error);
-    if (disks == NULL) {
-        vmr_backend_close (data->backend);
-        g_prefix_error (&error, "cannot list the disks of %s: ", data->name);
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    if (g_hash_table_contains (self->domains, data->name)) {
-        vmr_backend_close (data->backend);
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "a domain named %s is attached already", data->name);
-        return;
-    }
-    entry = g_new0 (DomainEntry, 1);
-    entry->engine = self;
-    entry->name = g_strdup (data->name);
-    entry->backend = g_steal_pointer (&data->backend);
-    entry->disks = g_steal_pointer (&disks);
-    entry->connected = TRUE;
-    g_object_set_data (G_OBJECT (entry->backend), "vmr-engine", self);
-    g_signal_connect (entry->backend, "job-ready", G_CALLBACK (backend_job_ready_cb), entry);
-    g_signal_connect (entry->backend, "job-finished", G_CALLBACK (backend_job_finished_cb), entry);
-    g_signal_connect (entry->backend, "disconnected", G_CALLBACK (backend_disconnected_cb), entry);
-    g_hash_table_insert (self->domains, g_strdup (entry->name), entry);
-    g_message ("domain %s attached (%u disk%s)", entry->name, entry->disks->len,
-               entry->disks->len == 1 ? "" : "s");
-    vmr_engine_policy_watch (self, entry);
-    g_task_return_pointer (task, domain_to_json (self, entry), (GDestroyNotify) json_object_unref);
-}
-
-static void
-attach_connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    AttachData *data = g_task_get_task_data (task);
-    g_autoptr (GError) error = NULL;
-
-    data->backend = vmr_backend_qmp_connect_finish (res, &error);
-    if (data->backend == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    vmr_backend_query_disks_async (data->backend, g_task_get_cancellable (task), attach_disks_cb,
-                                   g_object_ref (task));
-}
-
-void
-vmr_engine_attach_async (VmrEngine *self, const gchar *name, const gchar *monitor_path,
-                         GCancellable *cancellable, GAsyncReadyCallback callback,
-                         gpointer user_data)
-{
-    g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
-    AttachData *data = g_new0 (AttachData, 1);
-
-    data->name = g_strdup (name);
-    g_task_set_task_data (task, data, (GDestroyNotify) attach_data_free);
-    if (name == NULL || *name == '\0') {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "a domain needs a name");
-        return;
-    }
-    if (g_hash_table_contains (self->domains, name)) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "a domain named %s is attached already", name);
-        return;
-    }
-    if (monitor_path == NULL || !g_path_is_absolute (monitor_path)) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "the monitor socket must be an absolute path");
-        return;
-    }
-    if (!g_file_test (monitor_path, G_FILE_TEST_EXISTS)) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "monitor socket %s does not exist", monitor_path);
-        return;
-    }
-    vmr_backend_qmp_connect_async (monitor_path, cancellable, attach_connect_cb,
-                                   g_steal_pointer (&task));
-}
-
-JsonObject *
-vmr_engine_attach_finish (VmrEngine *self, GAsyncResult *res, GError **error)
-{
-    return g_task_propagate_pointer (G_TASK (res), error);
-}
-
-static DomainEntry *
-lookup_domain (VmrEngine *self, const gchar *name, GError **error)
+DomainEntry *
+vmr_engine_lookup_domain (VmrEngine *self, const gchar *name, GError **error)
 {
     DomainEntry *entry = name != NULL ? g_hash_table_lookup (self->domains, name) : NULL;
 
@@ -404,116 +180,12 @@ lookup_domain (VmrEngine *self, const gchar *name, GError **error)
     return entry;
 }
 
-gboolean
-vmr_engine_detach (VmrEngine *self, const gchar *name, GError **error)
-{
-    DomainEntry *entry = lookup_domain (self, name, error);
-
-    if (entry == NULL)
-        return FALSE;
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *job = g_ptr_array_index (self->job_order, i);
-
-        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->domain, name) == 0) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
-                         "domain %s has a migration running (job %s); cancel it first", name,
-                         job->id);
-            return FALSE;
-        }
-    }
-    g_message ("domain %s detached", name);
-    g_hash_table_remove (self->domains, name);
-    return TRUE;
-}
-
-/* ---- listing domains ---- */
-
-typedef struct {
-    JsonArray *result;
-    guint pending;
-} QueryDomainsData;
-
-static void
-query_domains_data_free (QueryDomainsData *data)
-{
-    json_array_unref (data->result);
-    g_free (data);
-}
-
-static void
-query_domains_finish_one (GTask *task)
-{
-    VmrEngine *self = g_task_get_source_object (task);
-    QueryDomainsData *data = g_task_get_task_data (task);
-    g_autoptr (GList) names = NULL;
-
-    if (--data->pending > 0)
-        return;
-    names = g_list_sort (g_hash_table_get_keys (self->domains), (GCompareFunc) g_strcmp0);
-    for (GList *l = names; l != NULL; l = l->next) {
-        DomainEntry *entry = g_hash_table_lookup (self->domains, l->data);
-
-        json_array_add_object_element (data->result, domain_to_json (self, entry));
-    }
-    g_task_return_pointer (task, json_array_ref (data->result), (GDestroyNotify) json_array_unref);
-}
-
-static void
-query_domains_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    VmrEngine *self = g_task_get_source_object (task);
-    g_autoptr (GError) error = NULL;
-    g_autoptr (GPtrArray) disks = NULL;
-
-    disks = vmr_backend_query_disks_finish (VMR_BACKEND (source), res, &error);
-    if (disks != NULL) {
-        GHashTableIter iter;
-        DomainEntry *entry;
-
-        /* the domain may have been detached meanwhile */
-        g_hash_table_iter_init (&iter, self->domains);
-        while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
-            if (entry->backend == VMR_BACKEND (source)) {
-                g_ptr_array_unref (entry->disks);
-                entry->disks = g_steal_pointer (&disks);
-                break;
-            }
-        }
-    } else {
-        g_debug ("cannot refresh the disks: %s", error->message);
-    }
-    query_domains_finish_one (task);
-}
-
 void
-vmr_engine_query_domains_async (VmrEngine *self, GCancellable *cancellable,
-                                GAsyncReadyCallback callback, gpointer user_data)
+vmr_engine_hook_event (VmrEngine *self, const gchar *domain, const gchar *op, const gchar *subop,
+                       const gchar *uuid)
 {
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-    QueryDomainsData *data = g_new0 (QueryDomainsData, 1);
-    GHashTableIter iter;
-    DomainEntry *entry;
-
-    data->result = json_array_new ();
-    data->pending = 1;
-    g_task_set_task_data (task, data, (GDestroyNotify) query_domains_data_free);
-    g_hash_table_iter_init (&iter, self->domains);
-    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
-        if (!entry->connected)
-            continue;
-        data->pending++;
-        vmr_backend_query_disks_async (entry->backend, cancellable, query_domains_disks_cb,
-                                       g_object_ref (task));
-    }
-    query_domains_finish_one (task);
-    g_object_unref (task);
-}
-
-JsonArray *
-vmr_engine_query_domains_finish (VmrEngine *self, GAsyncResult *res, GError **error)
-{
-    return g_task_propagate_pointer (G_TASK (res), error);
+    g_debug ("hook: %s %s %s", domain, op, subop != NULL ? subop : "-");
+    g_signal_emit (self, signals[SIGNAL_HOOK_EVENT], 0, domain, op, subop, uuid);
 }
 
 /* ---- migrate ---- */
@@ -646,7 +318,7 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                                  data->disk, names->len > 0 ? names->str : "none");
         return;
     }
-    busy = active_job_for_disk (self, entry->name, disk->id);
+    busy = vmr_engine_active_job_for_disk (self, entry->name, disk->id);
     if (busy != NULL) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_BUSY,
                                  "%s of %s is already migrating (job %s)", disk->id, entry->name,
@@ -725,7 +397,7 @@ vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
     data->manual_pivot = request->manual_pivot;
     g_task_set_task_data (task, data, (GDestroyNotify) migrate_data_free);
 
-    entry = lookup_domain (self, request->domain, &error);
+    entry = vmr_engine_lookup_domain (self, request->domain, &error);
     if (entry == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
         return;
@@ -839,4 +511,7 @@ vmr_engine_class_init (VmrEngineClass *klass)
     signals[SIGNAL_JOB_CHANGED]
         = g_signal_new ("job-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                         NULL, G_TYPE_NONE, 2, G_TYPE_POINTER, G_TYPE_INT);
+    signals[SIGNAL_HOOK_EVENT] = g_signal_new (
+        "hook-event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+        G_TYPE_NONE, 4, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_STRING);
 }

@@ -30,6 +30,9 @@ typedef struct {
  * Signals:
  *   "job-changed" (gpointer job, gint previous_state)   after every transition;
  *                 @job is a VmrJob *, valid during the emission
+ *   "hook-event"  (const gchar *domain, const gchar *op, const gchar *subop,
+ *                  const gchar *uuid)   the libvirt hook reported a domain
+ *                 event; @subop and @uuid may be NULL
  */
 VmrEngine *vmr_engine_new (const gchar *state_dir);
 
@@ -60,6 +63,31 @@ void vmr_engine_attach_async (VmrEngine *self, const gchar *name, const gchar *m
 JsonObject *vmr_engine_attach_finish (VmrEngine *self, GAsyncResult *res, GError **error);
 
 gboolean vmr_engine_detach (VmrEngine *self, const gchar *name, GError **error);
+
+/*
+ * Adds the domain @name served by @backend (a reference is taken), for
+ * backends that find domains themselves (libvirt), once its disks are read.
+ * Fails when the name is taken or the disks cannot be read.
+ */
+void vmr_engine_add_domain_async (VmrEngine *self, const gchar *name, VmrBackend *backend,
+                                  GCancellable *cancellable, GAsyncReadyCallback callback,
+                                  gpointer user_data);
+/* the new domain's protocol object */
+JsonObject *vmr_engine_add_domain_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+/* the backend of the domain @name (transfer none), or NULL */
+VmrBackend *vmr_engine_get_backend (VmrEngine *self, const gchar *name);
+
+/*
+ * Forgets the domain @name because it is gone (it stopped): each of its
+ * unfinished jobs fails with @reason and a destination the daemon made is
+ * removed; the source was never changed before the pivot.
+ */
+void vmr_engine_remove_domain (VmrEngine *self, const gchar *name, const gchar *reason);
+
+/* passes news from the libvirt hook on as "hook-event"; never blocks */
+void vmr_engine_hook_event (VmrEngine *self, const gchar *domain, const gchar *op,
+                            const gchar *subop, const gchar *uuid);
 
 void vmr_engine_query_domains_async (VmrEngine *self, GCancellable *cancellable,
                                      GAsyncReadyCallback callback, gpointer user_data);

@@ -8,6 +8,9 @@
 #include "control-server.h"
 #include "engine.h"
 #include "vmr-config.h"
+#if VMR_HAVE_LIBVIRT
+#include "libvirt-tracker.h"
+#endif
 
 static gboolean
 quit_cb (gpointer user_data)
@@ -47,6 +50,8 @@ main (int argc, char **argv)
     g_autofree gchar *socket_opt = NULL;
     g_autofree gchar *state_dir_opt = NULL;
     g_autofree gchar *policy_opt = NULL;
+    g_autofree gchar *libvirt_uri_opt = NULL;
+    const gchar *libvirt_uri;
     g_autofree gchar *policy_path = NULL;
     gboolean policy_required;
     g_autofree gchar *socket_path = NULL;
@@ -63,6 +68,9 @@ main (int argc, char **argv)
         { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
           "Policy file (env VIRT_MIRROR_POLICY, default " VMR_DEFAULT_POLICY ")", "FILE" },
         { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach", NULL },
+        { "libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &libvirt_uri_opt,
+          "libvirt connection (env VIRT_MIRROR_LIBVIRT_URI, default " VMR_DEFAULT_LIBVIRT_URI ")",
+          "URI" },
         { "no-libvirt", 0, 0, G_OPTION_ARG_NONE, &no_libvirt,
           "Do not connect to libvirt; serve QEMU processes attached by hand", NULL },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
@@ -74,6 +82,9 @@ main (int argc, char **argv)
     g_autoptr (GMainLoop) loop = NULL;
     g_autoptr (VmrEngine) engine = NULL;
     g_autoptr (VmrControlServer) server = NULL;
+#if VMR_HAVE_LIBVIRT
+    g_autoptr (VmrLibvirtTracker) tracker = NULL;
+#endif
 
     g_option_context_add_main_entries (context, entries, NULL);
     if (!g_option_context_parse (context, &argc, &argv, &error)) {
@@ -93,6 +104,12 @@ main (int argc, char **argv)
 
     socket_path = g_canonicalize_filename (
         pick (socket_opt, "VIRT_MIRROR_SOCKET", VMR_DEFAULT_SOCKET), NULL);
+    libvirt_uri = pick (libvirt_uri_opt, "VIRT_MIRROR_LIBVIRT_URI", VMR_DEFAULT_LIBVIRT_URI);
+#if !VMR_HAVE_LIBVIRT
+    if (!no_libvirt)
+        g_message ("built without libvirt: serving QEMU processes attached by hand only");
+    no_libvirt = TRUE;
+#endif
     state_dir = g_canonicalize_filename (
         pick (state_dir_opt, "VIRT_MIRROR_STATE_DIR", VMR_DEFAULT_STATE_DIR), NULL);
     if (g_mkdir_with_parents (state_dir, 0700) < 0 || access (state_dir, W_OK) < 0) {
@@ -131,11 +148,23 @@ main (int argc, char **argv)
     g_unix_signal_add (SIGTERM, quit_cb, loop);
     g_unix_signal_add (SIGINT, quit_cb, loop);
     g_unix_signal_add (SIGHUP, hangup_cb, engine);
-    g_message ("virt-mirrord %s listening on %s (state in %s%s)", VMR_VERSION, socket_path,
-               state_dir, no_libvirt ? ", libvirt off" : "");
+    g_message ("virt-mirrord %s listening on %s (state in %s%s%s)", VMR_VERSION, socket_path,
+               state_dir, no_libvirt ? ", libvirt off" : ", libvirt at ",
+               no_libvirt ? "" : libvirt_uri);
+#if VMR_HAVE_LIBVIRT
+    /* after daemon(): libvirt runs threads of its own */
+    if (!no_libvirt) {
+        tracker = vmr_libvirt_tracker_new (engine, libvirt_uri);
+        vmr_libvirt_tracker_start (tracker);
+    }
+#endif
     g_main_loop_run (loop);
 
     vmr_control_server_stop (server);
     vmr_engine_shutdown (engine);
+#if VMR_HAVE_LIBVIRT
+    if (tracker != NULL)
+        vmr_libvirt_tracker_stop (tracker);
+#endif
     return 0;
 }

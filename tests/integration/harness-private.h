@@ -38,5 +38,18 @@ gchar *vmr_harness_describe_exit (GSubprocess *proc);
 /* SIGKILLs *@proc by its @pid, reaps it and clears *@proc */
 void vmr_harness_kill_process (GSubprocess **proc, pid_t pid);
 
+/*
+ * Adds the two monitors to @argv (QEMU's command line, not NULL-terminated,
+ * of g_strdup()ed strings), starts QEMU with @flags and connects h->mon.
+ * Asserts on failure.
+ */
+void vmr_harness_launch_qemu (VmrHarness *h, GPtrArray *argv, GSubprocessFlags flags);
+
+/* @object as one line of JSON, for -blockdev; free with g_free() */
+gchar *vmr_harness_json_arg (JsonObject *object);
+
+/* stops the guest's console reader and forgets the guest (teardown) */
+void vmr_harness_guest_clear (VmrHarness *h);
+
 /* @text escaped onto one line, for test messages; free with g_free() */
 gchar *vmr_harness_one_line (const gchar *text);

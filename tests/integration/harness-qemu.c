@@ -19,8 +19,8 @@
 
 #include "vmr-error.h"
 
-static gchar *
-json_arg (JsonObject *object)
+gchar *
+vmr_harness_json_arg (JsonObject *object)
 {
     g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), object);
 
@@ -32,9 +32,6 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
 {
     g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
     g_autoptr (GHashTable) iothreads = g_hash_table_new (g_str_hash, g_str_equal);
-    gint64 deadline
-        = g_get_monotonic_time () + VMR_HARNESS_START_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
-    GStatBuf st;
     const gchar *fixed[] = { "qemu-system-x86_64", "-machine", "pc",  "-accel", "tcg", "-S",
                              "-nodefaults",        "-display", "none" };
 
@@ -72,19 +69,29 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
             device = g_strdup_printf ("%s,iothread=%s", plain, disks[i].iothread);
         }
         g_ptr_array_add (argv, g_strdup ("-blockdev"));
-        g_ptr_array_add (argv, json_arg (file));
+        g_ptr_array_add (argv, vmr_harness_json_arg (file));
         g_ptr_array_add (argv, g_strdup ("-blockdev"));
-        g_ptr_array_add (argv, json_arg (fmt));
+        g_ptr_array_add (argv, vmr_harness_json_arg (fmt));
         g_ptr_array_add (argv, g_strdup ("-device"));
         g_ptr_array_add (argv, g_steal_pointer (&device));
     }
+    vmr_harness_launch_qemu (h, argv, G_SUBPROCESS_FLAGS_NONE);
+}
+
+void
+vmr_harness_launch_qemu (VmrHarness *h, GPtrArray *argv, GSubprocessFlags flags)
+{
+    gint64 deadline
+        = g_get_monotonic_time () + VMR_HARNESS_START_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+    GStatBuf st;
+
+    g_assert_null (h->qemu);
     g_ptr_array_add (argv, g_strdup ("-qmp"));
     g_ptr_array_add (argv, g_strdup_printf ("unix:%s,server=on,wait=off", h->qemu_monitor));
     g_ptr_array_add (argv, g_strdup ("-qmp"));
     g_ptr_array_add (argv, g_strdup_printf ("unix:%s,server=on,wait=off", h->test_monitor));
     g_ptr_array_add (argv, NULL);
-    h->qemu = vmr_harness_spawn (h, (const gchar *const *) argv->pdata, G_SUBPROCESS_FLAGS_NONE,
-                                 &h->qemu_pid);
+    h->qemu = vmr_harness_spawn (h, (const gchar *const *) argv->pdata, flags, &h->qemu_pid);
 
     while (h->mon == NULL) {
         g_autoptr (GError) error = NULL;

@@ -277,14 +277,12 @@ require_env_program (VmrHarness *h, const gchar *var)
 
 /* ---- fixture ---- */
 
-static void
-start_daemon (VmrHarness *h)
+/* the daemon's command line: its own socket and state dir, then @extra */
+static GPtrArray *
+daemon_argv (VmrHarness *h, const gchar *const *extra)
 {
-    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-    gint64 deadline
-        = g_get_monotonic_time () + VMR_HARNESS_START_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+    GPtrArray *argv = g_ptr_array_new ();
 
-    g_assert_cmpint (g_mkdir (h->state_dir, 0700), ==, 0);
     g_ptr_array_add (argv, (gpointer) g_getenv ("VMR_DAEMON"));
     g_ptr_array_add (argv, "--foreground");
     g_ptr_array_add (argv, "--socket");
@@ -294,7 +292,22 @@ start_daemon (VmrHarness *h)
     g_ptr_array_add (argv, "--no-libvirt");
     if (g_getenv ("VMR_TEST_VERBOSE") != NULL)
         g_ptr_array_add (argv, "--verbose");
+    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+        g_ptr_array_add (argv, (gpointer) extra[i]);
     g_ptr_array_add (argv, NULL);
+    return argv;
+}
+
+static void
+start_daemon (VmrHarness *h, const gchar *const *extra)
+{
+    g_autoptr (GPtrArray) argv = daemon_argv (h, extra);
+    gint64 deadline
+        = g_get_monotonic_time () + VMR_HARNESS_START_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+
+    g_assert_null (h->daemon);
+    if (!g_file_test (h->state_dir, G_FILE_TEST_IS_DIR))
+        g_assert_cmpint (g_mkdir (h->state_dir, 0700), ==, 0);
     h->daemon = vmr_harness_spawn (h, (const gchar *const *) argv->pdata, G_SUBPROCESS_FLAGS_NONE,
                                    &h->daemon_pid);
 
@@ -409,8 +422,14 @@ vmr_harness_init (int *argc, char ***argv)
     install_crash_handler ();
 }
 
+typedef enum {
+    SETUP_QEMU_ONLY,      /* QEMU and qemu-img only */
+    SETUP_DAEMON_LATER,   /* and the daemon and CLI, which the test starts */
+    SETUP_DAEMON_STARTED, /* and the daemon, started */
+} SetupKind;
+
 static void
-setup (VmrHarness *h, gboolean with_daemon)
+setup (VmrHarness *h, SetupKind kind)
 {
     g_autoptr (GError) error = NULL;
 
@@ -424,23 +443,107 @@ setup (VmrHarness *h, gboolean with_daemon)
 
     if (!vmr_harness_require (h, "qemu-system-x86_64", "qemu-img", NULL))
         return;
-    if (!with_daemon)
+    if (kind == SETUP_QEMU_ONLY)
         return;
     if (!require_env_program (h, "VMR_DAEMON") || !require_env_program (h, "VMR_CLI"))
         return;
-    start_daemon (h);
+    if (kind == SETUP_DAEMON_STARTED)
+        start_daemon (h, NULL);
 }
 
 void
 vmr_harness_setup (VmrHarness *h, gconstpointer user_data)
 {
-    setup (h, TRUE);
+    setup (h, SETUP_DAEMON_STARTED);
 }
 
 void
 vmr_harness_setup_qemu_only (VmrHarness *h, gconstpointer user_data)
 {
-    setup (h, FALSE);
+    setup (h, SETUP_QEMU_ONLY);
+}
+
+void
+vmr_harness_setup_no_daemon (VmrHarness *h, gconstpointer user_data)
+{
+    setup (h, SETUP_DAEMON_LATER);
+}
+
+static GPtrArray *
+collect_strings (const gchar *first, va_list ap)
+{
+    GPtrArray *strings = g_ptr_array_new ();
+
+    for (const gchar *arg = first; arg != NULL; arg = va_arg (ap, const gchar *))
+        g_ptr_array_add (strings, (gpointer) arg);
+    g_ptr_array_add (strings, NULL);
+    return strings;
+}
+
+void
+vmr_harness_start_daemon (VmrHarness *h, const gchar *first_arg, ...)
+{
+    g_autoptr (GPtrArray) extra = NULL;
+    va_list ap;
+
+    va_start (ap, first_arg);
+    extra = collect_strings (first_arg, ap);
+    va_end (ap);
+    start_daemon (h, (const gchar *const *) extra->pdata);
+}
+
+VmrCliResult *
+vmr_harness_run_daemon (VmrHarness *h, const gchar *first_arg, ...)
+{
+    g_autoptr (GPtrArray) extra = NULL;
+    g_autoptr (GPtrArray) argv = NULL;
+    g_autoptr (GSubprocess) proc = NULL;
+    g_autoptr (GBytes) out = NULL;
+    g_autoptr (GBytes) err = NULL;
+    g_autoptr (GError) error = NULL;
+    VmrCliResult *result = g_new0 (VmrCliResult, 1);
+    pid_t pid = 0;
+    va_list ap;
+
+    va_start (ap, first_arg);
+    extra = collect_strings (first_arg, ap);
+    va_end (ap);
+    argv = daemon_argv (h, (const gchar *const *) extra->pdata);
+    result->cmdline = g_strjoinv (" ", (gchar **) argv->pdata);
+    proc
+        = vmr_harness_spawn (h, (const gchar *const *) argv->pdata,
+                             G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &pid);
+    /* a daemon that starts after all never ends by itself: the wait is bounded */
+    if (!vmr_harness_wait_exit (proc, VMR_HARNESS_START_TIMEOUT_MS)) {
+        vmr_harness_kill_process (&proc, pid);
+        vmr_fail ("%s did not exit within %d ms", result->cmdline, VMR_HARNESS_START_TIMEOUT_MS);
+    }
+    vmr_harness_untrack_pid (pid);
+    g_subprocess_communicate (proc, NULL, NULL, &out, &err, &error);
+    g_assert_no_error (error);
+    /* an empty stream has no data at all: "" rather than NULL */
+    result->out = g_strndup (g_bytes_get_size (out) > 0 ? g_bytes_get_data (out, NULL) : "",
+                             g_bytes_get_size (out));
+    result->err = g_strndup (g_bytes_get_size (err) > 0 ? g_bytes_get_data (err, NULL) : "",
+                             g_bytes_get_size (err));
+    if (g_subprocess_get_if_exited (proc))
+        result->status = g_subprocess_get_exit_status (proc);
+    else
+        result->status = -g_subprocess_get_term_sig (proc);
+    return result;
+}
+
+gchar *
+vmr_harness_write_policy (VmrHarness *h, const gchar *text)
+{
+    g_autofree gchar *path = vmr_harness_path (h, "policy.conf");
+    g_autoptr (GError) error = NULL;
+
+    /* a new file renamed over the old one: a reload never reads half a file */
+    g_file_set_contents (path, text, -1, &error);
+    g_assert_no_error (error);
+    g_test_message ("policy file %s:\n%s", path, text);
+    return g_steal_pointer (&path);
 }
 
 void
@@ -454,6 +557,8 @@ vmr_harness_teardown (VmrHarness *h, gconstpointer user_data)
         stop_daemon (h, &daemon_problem);
     if (h->qemu != NULL)
         vmr_harness_kill_process (&h->qemu, h->qemu_pid);
+    /* after QEMU: its console reader may still be reading */
+    vmr_harness_guest_clear (h);
     if (h->mon != NULL)
         vmr_qmp_client_close (h->mon);
     g_clear_object (&h->mon);

@@ -2,7 +2,9 @@
  * The integration test harness: a fresh temporary directory per test, the
  * real virt-mirrord and virt-mirror, a real QEMU with two QMP monitors (one
  * for the daemon, one for the test's own checks) and images filled with a
- * deterministic pattern whose bytes are checked after every migration.
+ * deterministic pattern whose bytes are checked after every migration; for
+ * tests that need real guest I/O, the test guest of tests/guest booted in
+ * QEMU, its console read line by line (vmr_harness_start_guest()).
  *
  * Tests use the fixture with g_test_add() through VMR_HARNESS_ADD(), and
  * start with `if (vmr_harness_skipped (h)) return;` because GTest runs the
@@ -13,6 +15,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
+#include "guest-console.h"
 #include "qmp-client.h"
 
 G_BEGIN_DECLS
@@ -31,6 +34,9 @@ typedef struct {
     const gchar *iothread; /* iothread serving the device, NULL for the main loop */
 } VmrHarnessDisk;
 
+/* the test guest QEMU boots, see vmr_harness_start_guest() */
+typedef struct _VmrHarnessGuest VmrHarnessGuest;
+
 typedef struct {
     gchar *dir;          /* fresh temporary directory, removed in teardown */
     gchar *socket;       /* the daemon's control socket */
@@ -46,6 +52,7 @@ typedef struct {
     GSocket *silent_listener; /* a listener that never answers, see below */
     gchar *immutable_dir;     /* a directory with the immutable flag, undone in teardown */
     gboolean skipped;         /* a prerequisite is missing: the test body returns */
+    VmrHarnessGuest *guest;   /* the guest QEMU boots, NULL for a guest-less QEMU */
 } VmrHarness;
 
 /* fails the test with a printf-style message, like a failed assertion */
@@ -73,8 +80,17 @@ void vmr_harness_setup (VmrHarness *h, gconstpointer user_data);
 void vmr_harness_setup_qemu_only (VmrHarness *h, gconstpointer user_data);
 void vmr_harness_teardown (VmrHarness *h, gconstpointer user_data);
 
+/*
+ * As vmr_harness_setup(), but the test starts the daemon itself with
+ * vmr_harness_start_daemon() (to give it options such as --policy).
+ */
+void vmr_harness_setup_no_daemon (VmrHarness *h, gconstpointer user_data);
+
 #define VMR_HARNESS_ADD(path, data, func)                                                          \
     g_test_add ((path), VmrHarness, (data), vmr_harness_setup, (func), vmr_harness_teardown)
+#define VMR_HARNESS_ADD_NO_DAEMON(path, data, func)                                                \
+    g_test_add ((path), VmrHarness, (data), vmr_harness_setup_no_daemon, (func),                   \
+                vmr_harness_teardown)
 
 /*
  * Calls g_test_init() and sets what every integration test program needs.
@@ -126,6 +142,27 @@ void vmr_harness_qemu_img (const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
  * Asserts on failure.
  */
 void vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disks);
+
+/*
+ * Starts the daemon with the harness's socket and state dir and the
+ * NULL-terminated extra arguments, and waits until it answers on its
+ * socket. Asserts on failure.
+ */
+void vmr_harness_start_daemon (VmrHarness *h, const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
+
+/*
+ * Runs the daemon as vmr_harness_start_daemon() would, for a test that
+ * expects it to refuse to start: waits for its exit (asserting it comes
+ * within the start timeout) and returns its status, stdout and stderr.
+ */
+VmrCliResult *vmr_harness_run_daemon (VmrHarness *h, const gchar *first_arg,
+                                      ...) G_GNUC_NULL_TERMINATED;
+
+/*
+ * Writes @text as policy.conf in the test's directory, replacing it in one
+ * step. Returns its absolute path; free with g_free().
+ */
+gchar *vmr_harness_write_policy (VmrHarness *h, const gchar *text);
 
 /* SIGTERMs the daemon and asserts exit status 0 and its socket removed */
 void vmr_harness_stop_daemon (VmrHarness *h);
@@ -249,6 +286,69 @@ gchar *vmr_harness_silent_listener (VmrHarness *h);
  * when this machine offers none. Free with g_free().
  */
 gchar *vmr_harness_unwritable_dir (VmrHarness *h);
+
+/* ---- the test guest (tests/guest) ---- */
+
+/* what the guest runs: the vmr.* options of its kernel command line */
+typedef struct {
+    const gchar *job;  /* "load", "verify" or "idle" */
+    guint iops;        /* vmr.iops: the rate fio aims at, 0 = unlimited */
+    guint runtime_s;   /* vmr.runtime: seconds of I/O */
+    const gchar *rw;   /* vmr.rw for "load", NULL for the guest's default (randrw) */
+    const gchar *size; /* vmr.size, NULL for the whole disk */
+    const gchar *then; /* vmr.then: "idle" keeps the guest up after its job, NULL powers it off */
+} VmrHarnessGuestJob;
+
+/* boot, from QEMU's start to VMR-READY, on a loaded host */
+#define VMR_HARNESS_GUEST_BOOT_TIMEOUT_S 90
+
+/*
+ * Finds the guest's kernel and initramfs: runs VMR_GUEST_BUILD --out
+ * VMR_GUEST_DIR (once per test program; quick when the guest is up to
+ * date), or uses VMR_GUEST_DIR as it is when VMR_GUEST_BUILD is not set.
+ * Skips the test (a failure under REQUIRE_INTEGRATION=1) and returns FALSE
+ * when there is no guest, with the build's last line of stderr as the
+ * reason.
+ */
+gboolean vmr_harness_require_guest (VmrHarness *h);
+
+/*
+ * Starts QEMU (q35, TCG, 256 MiB) booting the guest with @job on @disk as
+ * /dev/vda: the disk on its iothread when it names one, with
+ * cache.direct=on,aio=native when the image's file system takes O_DIRECT;
+ * both monitors as vmr_harness_start_qemu(); the serial console on a pipe
+ * read by a thread that stamps every line (h->guest). QEMU is started with
+ * -no-shutdown: when the guest powers off after its job, the VM stops and
+ * QEMU stays, so that a migration can go on (a guest older than vmr.then
+ * powers off whatever @job says). Call
+ * vmr_harness_require_guest() first. Asserts on failure.
+ */
+void vmr_harness_start_guest (VmrHarness *h, const VmrHarnessDisk *disk,
+                              const VmrHarnessGuestJob *job);
+
+/*
+ * The first console line (since boot) that contains @needle, waiting at
+ * most @timeout_s for it. Fails the test, with the end of the console,
+ * when it does not come or QEMU closed the console. Free the result with
+ * vmr_console_line_free().
+ */
+VmrConsoleLine *vmr_harness_guest_wait_line (VmrHarness *h, const gchar *needle, guint timeout_s);
+
+/* TRUE when a console line so far contains @needle; does not wait */
+gboolean vmr_harness_guest_has_line (VmrHarness *h, const gchar *needle);
+
+/*
+ * Waits until the guest printed @count VMR-IOPS lines whose read + write
+ * IOPS are at least @min_iops; fails the test after @timeout_s. Returns
+ * every VMR-IOPS line so far (an array of VmrGuestIops).
+ */
+GArray *vmr_harness_guest_wait_iops (VmrHarness *h, guint count, gdouble min_iops, guint timeout_s);
+
+/* every VMR-IOPS line so far, an array of VmrGuestIops */
+GArray *vmr_harness_guest_get_iops (VmrHarness *h);
+
+/* the last @n console lines, for messages; free with g_free() */
+gchar *vmr_harness_guest_tail (VmrHarness *h, guint n);
 
 /* member helpers that assert the member exists with the right type */
 const gchar *vmr_json_get_string (JsonObject *object, const gchar *member);

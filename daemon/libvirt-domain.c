@@ -1,0 +1,216 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+#include "libvirt-domain.h"
+
+#include <libvirt/libvirt-qemu.h>
+
+#include "disk.h"
+#include "libvirt-xml.h"
+#include "load-history.h"
+#include "vmr-error.h"
+
+GPtrArray *
+vmr_libvirt_domain_read_disks (virDomain *dom, GError **error)
+{
+    g_autofree gchar *xml = virDomainGetXMLDesc (dom, 0);
+    g_autoptr (GPtrArray) found = NULL;
+    g_autoptr (GPtrArray) disks = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_disk_free);
+
+    if (xml == NULL) {
+        vmr_libvirt_set_error (error, "cannot read the definition of %s", virDomainGetName (dom));
+        return NULL;
+    }
+    found = vmr_libvirt_xml_parse_disks (xml, error);
+    if (found == NULL)
+        return NULL;
+    for (guint i = 0; i < found->len; i++) {
+        VmrLibvirtDisk *found_disk = g_ptr_array_index (found, i);
+        virDomainBlockInfo info = { 0 };
+        VmrDisk *disk;
+
+        /* removable media and network disks are not files this host can move */
+        if (found_disk->target == NULL || found_disk->path == NULL
+            || (g_strcmp0 (found_disk->device, "disk") != 0
+                && g_strcmp0 (found_disk->device, "lun") != 0))
+            continue;
+        if (virDomainGetBlockInfo (dom, found_disk->target, &info, 0) < 0)
+            g_debug ("no size for %s of %s: %s", found_disk->target, virDomainGetName (dom),
+                     virGetLastErrorMessage ());
+        disk = vmr_disk_new ();
+        disk->id = g_strdup (found_disk->target);
+        disk->format = g_strdup (found_disk->format != NULL ? found_disk->format : "raw");
+        disk->path = g_strdup (found_disk->path);
+        disk->size = info.capacity;
+        disk->iothread = g_strdup (found_disk->iothread);
+        disk->read_only = found_disk->read_only;
+        g_ptr_array_add (disks, disk);
+    }
+    return g_steal_pointer (&disks);
+}
+
+GHashTable *
+vmr_libvirt_domain_read_load (virDomain *dom, GError **error)
+{
+    const gchar *keys[] = { "rd.reqs", "wr.reqs", "rd.times", "wr.times" };
+    g_autoptr (GHashTable) result = NULL;
+    virDomainStatsRecordPtr *records = NULL;
+    virDomainPtr doms[2] = { dom, NULL };
+    virTypedParameterPtr params;
+    guint count = 0;
+    int n_params;
+
+    /* libvirt's block stats are the guest device's, never the copy's */
+    if (virDomainListGetStats (doms, VIR_DOMAIN_STATS_BLOCK, &records, 0) < 0
+        || records[0] == NULL) {
+        vmr_libvirt_set_error (error, "cannot read the block stats of %s", virDomainGetName (dom));
+        if (records != NULL)
+            virDomainStatsRecordListFree (records);
+        return NULL;
+    }
+    params = records[0]->params;
+    n_params = records[0]->nparams;
+    result = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+    virTypedParamsGetUInt (params, n_params, "block.count", &count);
+    for (guint i = 0; i < count; i++) {
+        g_autofree gchar *name_key = g_strdup_printf ("block.%u.name", i);
+        unsigned long long values[G_N_ELEMENTS (keys)] = { 0 };
+        const char *name = NULL;
+        VmrIoCounters *counters;
+
+        if (virTypedParamsGetString (params, n_params, name_key, &name) != 1 || name == NULL)
+            continue;
+        for (guint k = 0; k < G_N_ELEMENTS (keys); k++) {
+            g_autofree gchar *key = g_strdup_printf ("block.%u.%s", i, keys[k]);
+
+            virTypedParamsGetULLong (params, n_params, key, &values[k]);
+        }
+        counters = g_new0 (VmrIoCounters, 1);
+        counters->read_ops = values[0];
+        counters->write_ops = values[1];
+        counters->read_time_ns = values[2];
+        counters->write_time_ns = values[3];
+        g_hash_table_insert (result, g_strdup (name), counters);
+    }
+    virDomainStatsRecordListFree (records);
+    return g_steal_pointer (&result);
+}
+
+JsonNode *
+vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObject *args,
+                                 GError **error)
+{
+    g_autoptr (JsonObject) msg = json_object_new ();
+    g_autoptr (JsonNode) msg_node = json_node_new (JSON_NODE_OBJECT);
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    g_autofree gchar *text = NULL;
+    g_autofree gchar *result = NULL;
+    JsonObject *reply;
+    JsonNode *err;
+
+    json_object_set_string_member (msg, "execute", command);
+    if (args != NULL)
+        json_object_set_object_member (msg, "arguments", json_object_ref (args));
+    json_node_set_object (msg_node, msg);
+    text = json_to_string (msg_node, FALSE);
+    if (virDomainQemuMonitorCommand (dom, text, &result, 0) < 0) {
+        vmr_libvirt_set_error (error, "QMP passthrough '%s'", command);
+        return NULL;
+    }
+    g_debug ("libvirt QMP passthrough: %s -> %s", text, result);
+    if (!json_parser_load_from_data (parser, result, -1, NULL)
+        || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "unexpected reply to '%s'", command);
+        return NULL;
+    }
+    /* libvirt hands QEMU's error over as it came: it is no failure of the call */
+    reply = json_node_get_object (json_parser_get_root (parser));
+    err = json_object_get_member (reply, "error");
+    if (err != NULL) {
+        JsonObject *err_obj = JSON_NODE_HOLDS_OBJECT (err) ? json_node_get_object (err) : NULL;
+        const gchar *desc = err_obj != NULL && json_object_has_member (err_obj, "desc")
+                                ? json_object_get_string_member (err_obj, "desc")
+                                : NULL;
+
+        g_set_error (error, VMR_ERROR, VMR_ERROR_GENERIC, "QEMU refused '%s': %s", command,
+                     desc != NULL ? desc : "no reason given");
+        return NULL;
+    }
+    if (!json_object_has_member (reply, "return")) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "no return value for '%s'", command);
+        return NULL;
+    }
+    return json_node_copy (json_object_get_member (reply, "return"));
+}
+
+gchar *
+vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GError **error)
+{
+    g_autoptr (JsonNode) reply
+        = vmr_libvirt_domain_qemu_command (dom, "query-block-jobs", NULL, error);
+    g_autofree gchar *prefix = g_strdup_printf ("copy-%s-", target);
+    JsonArray *jobs;
+
+    if (reply == NULL)
+        return NULL;
+    jobs = JSON_NODE_HOLDS_ARRAY (reply) ? json_node_get_array (reply) : NULL;
+    for (guint i = 0; jobs != NULL && i < json_array_get_length (jobs); i++) {
+        JsonNode *node = json_array_get_element (jobs, i);
+        JsonObject *job = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+        JsonNode *device = job != NULL ? json_object_get_member (job, "device") : NULL;
+
+        /* libvirt names it "copy-TARGET-NODE" after the disk and its top node */
+        if (device != NULL && json_node_get_value_type (device) == G_TYPE_STRING
+            && g_str_has_prefix (json_node_get_string (device), prefix))
+            return g_strdup (json_node_get_string (device));
+    }
+    g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "QEMU runs no copy of %s", target);
+    return NULL;
+}
+
+void
+vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gchar *target,
+                                 const gchar *source, const gchar *destination, gboolean block,
+                                 const gchar *format)
+{
+    const gchar *name = virDomainGetName (dom);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (virDomain) defined = NULL;
+    g_autofree gchar *xml = NULL;
+    g_autofree gchar *new_xml = NULL;
+    g_autoptr (GPtrArray) disks = NULL;
+    VmrLibvirtDisk *disk;
+
+    /* a transient domain has no definition to keep */
+    if (virDomainIsPersistent (dom) != 1)
+        return;
+    xml = virDomainGetXMLDesc (dom, VIR_DOMAIN_XML_INACTIVE);
+    disks = xml != NULL ? vmr_libvirt_xml_parse_disks (xml, NULL) : NULL;
+    disk = vmr_libvirt_xml_find_disk (disks, target);
+    if (disk == NULL) {
+        g_message ("%s: the persistent definition of %s has no disk %s", job_id, name, target);
+        return;
+    }
+    if (g_strcmp0 (disk->path, destination) == 0) {
+        g_debug ("%s: libvirt moved the persistent definition of %s to %s", job_id, name,
+                 destination);
+        return;
+    }
+    if (g_strcmp0 (disk->path, source) != 0) {
+        g_message ("%s: the persistent definition of %s names %s for %s, neither source nor "
+                   "destination; leaving it alone",
+                   job_id, name, disk->path, target);
+        return;
+    }
+    new_xml = vmr_libvirt_xml_set_disk_source (xml, target, destination, block, format, &error);
+    if (new_xml != NULL)
+        defined = virDomainDefineXML (virDomainGetConnect (dom), new_xml);
+    if (defined == NULL) {
+        if (error == NULL)
+            vmr_libvirt_set_error (&error, "cannot define %s", name);
+        g_warning ("%s: the persistent definition of %s still names %s for %s: %s", job_id, name,
+                   source, target, error->message);
+        return;
+    }
+    g_message ("%s: the persistent definition of %s now names %s for %s", job_id, name, destination,
+               target);
+}

@@ -1,0 +1,46 @@
+/*
+ * What the daemon asks of libvirt about one running domain, as blocking
+ * calls for a worker thread (never the main context): its disks, its guest
+ * load, QMP passthrough on libvirt's own block job, and keeping its
+ * persistent definition in step after a pivot.
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "libvirt-connection.h"
+
+G_BEGIN_DECLS
+
+/*
+ * The disks of @dom that can move (files and block devices, not removable
+ * media or network disks): a GPtrArray of VmrDisk with the target name as
+ * id, the I/O thread from the XML and the virtual size from libvirt.
+ */
+GPtrArray *vmr_libvirt_domain_read_disks (virDomain *dom, GError **error);
+
+/* the guest's I/O counters of each disk: target name -> VmrIoCounters * */
+GHashTable *vmr_libvirt_domain_read_load (virDomain *dom, GError **error);
+
+/*
+ * Runs the QMP @command with @args (may be NULL) through libvirt and
+ * returns its "return" value. A QMP error is VMR_ERROR_GENERIC with QEMU's
+ * text. libvirt marks the domain tainted ("custom-monitor") the first time.
+ */
+JsonNode *vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObject *args,
+                                           GError **error);
+
+/* QEMU's name of libvirt's copy job on the disk @target ("copy-vda-..."), or NULL */
+gchar *vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GError **error);
+
+/*
+ * After a pivot: makes the persistent definition of @dom name @destination
+ * for @target if it still names @source (libvirt 11 does that itself; older
+ * ones may not), and logs what it found and did. A definition naming a
+ * third image was changed on purpose and is left alone.
+ */
+void vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gchar *target,
+                                      const gchar *source, const gchar *destination, gboolean block,
+                                      const gchar *format);
+
+G_END_DECLS

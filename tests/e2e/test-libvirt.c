@@ -1,0 +1,482 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * virt-mirror with a real libvirtd: domains found at start and through the
+ * hook, migrations through libvirt's block copy that leave libvirt's live
+ * and persistent definitions on the destination, a domain destroyed in the
+ * middle of a copy, a daemon that is down while domains start, commands on
+ * a libvirt job, and a libvirtd restart in the middle of a copy.
+ */
+
+#include <string.h>
+
+#include "harness-e2e.h"
+
+#define IMAGE_SIZE (32 * 1024 * 1024)
+/* the hook's promise: libvirtd hears of the daemon within this */
+#define HOOK_BUDGET_US G_USEC_PER_SEC
+
+typedef struct {
+    const gchar *source_format;
+    const gchar *dest_format;
+    guint iothreads;          /* as VmrE2eDisk */
+    const gchar *iothread_id; /* what the daemon reports for the disk */
+    gboolean wait;            /* `migrate --wait` rather than polling the job */
+    gboolean reuse;           /* the destination exists beforehand */
+} MigrateCase;
+
+static const MigrateCase raw_to_raw = { "raw", "raw", 0, NULL, TRUE, FALSE };
+static const MigrateCase qcow2_to_raw = { "qcow2", "raw", 0, NULL, FALSE, FALSE };
+static const MigrateCase raw_to_qcow2 = { "raw", "qcow2", 0, NULL, FALSE, FALSE };
+static const MigrateCase on_iothread = { "raw", "raw", 1, "iothread1", FALSE, FALSE };
+static const MigrateCase on_queue_iothreads
+    = { "raw", "raw", 2, "iothread1,iothread2", FALSE, FALSE };
+static const MigrateCase reuse = { "raw", "raw", 0, NULL, TRUE, TRUE };
+
+/* a running domain with vda on a fresh image of @format; returns the domain's name */
+static gchar *
+start_domain_on (VmrE2e *e, const gchar *format, guint iothreads, gchar **out_source)
+{
+    g_autofree gchar *image_name = g_strdup_printf ("source.%s", format);
+    g_autofree gchar *source = vmr_harness_create_image (&e->h, image_name, format, IMAGE_SIZE, 7);
+    VmrE2eDisk disk = { source, format, iothreads };
+    g_autofree gchar *name = vmr_e2e_define_domain (e, &disk);
+
+    vmr_e2e_start_domain (e, name);
+    *out_source = g_steal_pointer (&source);
+    return g_steal_pointer (&name);
+}
+
+/* libvirt's live and persistent definitions both name @dest for vda */
+static void
+assert_libvirt_on (const gchar *domain, const gchar *source, const gchar *dest)
+{
+    g_autofree gchar *live = vmr_e2e_domblk_source (domain, "vda", FALSE);
+    g_autofree gchar *persistent = vmr_e2e_domblk_source (domain, "vda", TRUE);
+    g_autofree gchar *inactive_xml = vmr_e2e_virsh_ok ("dumpxml", "--inactive", domain, NULL);
+    g_autofree gchar *dest_source = g_strdup_printf ("<source file='%s'", dest);
+    g_autofree gchar *old_source = g_strdup_printf ("<source file='%s'", source);
+
+    g_assert_cmpstr (live, ==, dest);
+    g_assert_cmpstr (persistent, ==, dest);
+    if (strstr (inactive_xml, dest_source) == NULL || strstr (inactive_xml, old_source) != NULL)
+        vmr_fail ("virsh dumpxml --inactive %s does not name %s alone: %s", domain, dest,
+                  g_strescape (inactive_xml, NULL));
+}
+
+static gboolean
+daemon_connected (gpointer user_data)
+{
+    return vmr_e2e_daemon_log_has (user_data, "connected to libvirt at");
+}
+
+static void
+wait_for (gboolean (*check) (gpointer), gpointer data, const gchar *what)
+{
+    gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+
+    while (!check (data)) {
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("still waiting for %s after 30 s", what);
+        g_usleep (20 * 1000);
+    }
+}
+
+/* TRUE when libvirtd ran the hook for @domain with @op, and it exited 0 */
+static gboolean
+hook_ran (const gchar *domain, const gchar *op)
+{
+    g_autoptr (GPtrArray) runs = vmr_e2e_hook_runs (domain);
+
+    for (guint i = 0; i < runs->len; i++) {
+        VmrE2eHookRun *run = g_ptr_array_index (runs, i);
+
+        if (g_strcmp0 (run->op, op) == 0 && run->status == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* ---- finding domains ---- */
+
+static void
+test_found_at_start (VmrE2e *e, gconstpointer data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    JsonArray *disks;
+    JsonObject *disk;
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    name = start_domain_on (e, "raw", 0, &source);
+    vmr_e2e_start_daemon (e, TRUE);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
+    g_assert_cmpstr (vmr_json_get_string (domain, "backend"), ==, "libvirt");
+    g_assert_cmpstr (vmr_json_get_string (domain, "uri"), ==, VMR_E2E_URI);
+    g_assert_true (vmr_json_get_bool (domain, "connected"));
+    disks = json_object_get_array_member (domain, "disks");
+    g_assert_cmpuint (json_array_get_length (disks), ==, 1);
+    disk = json_array_get_object_element (disks, 0);
+    g_assert_cmpstr (vmr_json_get_string (disk, "id"), ==, "vda");
+    g_assert_cmpstr (vmr_json_get_string (disk, "path"), ==, source);
+    g_assert_cmpstr (vmr_json_get_string (disk, "format"), ==, "raw");
+    g_assert_cmpint (vmr_json_get_int (disk, "size"), ==, IMAGE_SIZE);
+    g_assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "iothread")));
+}
+
+static void
+test_hook_started (VmrE2e *e, gconstpointer data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    g_autoptr (GPtrArray) runs = NULL;
+    VmrE2eHookRun *started = NULL;
+    gint64 known_at;
+    VmrE2eDisk disk = { NULL, "raw", 0 };
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    vmr_e2e_start_daemon (e, TRUE);
+    wait_for (daemon_connected, e, "the daemon to connect to libvirt");
+    source = vmr_harness_create_image (&e->h, "source.raw", "raw", IMAGE_SIZE, 3);
+    disk.path = source;
+    name = vmr_e2e_define_domain (e, &disk);
+    vmr_e2e_start_domain (e, name);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 5000);
+    known_at = g_get_real_time ();
+
+    runs = vmr_e2e_hook_runs (name);
+    for (guint i = 0; i < runs->len; i++) {
+        VmrE2eHookRun *run = g_ptr_array_index (runs, i);
+
+        g_assert_cmpint (run->status, ==, 0);
+        if (g_strcmp0 (run->op, "started") == 0)
+            started = run;
+    }
+    if (started == NULL)
+        vmr_fail ("libvirtd ran no 'started' hook for %s (%u runs)", name, runs->len);
+    g_test_message ("known %.3f s after the 'started' hook ran",
+                    (gdouble) (known_at - started->start_us) / G_USEC_PER_SEC);
+    g_assert_cmpint (known_at - started->start_us, <=, HOOK_BUDGET_US);
+    g_assert_true (vmr_e2e_daemon_log_has (e, "hook: "));
+}
+
+/* `domains` shows libvirt's domains and attached QEMUs side by side */
+static void
+test_domains_both_kinds (VmrE2e *e, gconstpointer data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *qemu_image = NULL;
+    g_autofree gchar *libvirt_line = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    g_autoptr (VmrCliResult) result = NULL;
+    VmrHarnessDisk qemu_disk = { "disk0", NULL, "raw", NULL };
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    name = start_domain_on (e, "raw", 0, &source);
+    qemu_image = vmr_harness_create_image (&e->h, "qemu.raw", "raw", IMAGE_SIZE, 5);
+    qemu_disk.path = qemu_image;
+    vmr_harness_start_qemu (&e->h, &qemu_disk, 1);
+    vmr_e2e_start_daemon (e, TRUE);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
+    vmr_harness_attach (&e->h, "standalone");
+    result = vmr_harness_cli (&e->h, "domains", NULL);
+    vmr_cli_result_assert_ok (result);
+    libvirt_line = g_strdup_printf ("%s  (libvirt %s, connected)", name, VMR_E2E_URI);
+    g_assert_nonnull (strstr (result->out, libvirt_line));
+    g_assert_nonnull (strstr (result->out, "standalone  (qmp "));
+    g_assert_nonnull (strstr (result->out, source));
+    g_assert_nonnull (strstr (result->out, qemu_image));
+}
+
+/* ---- migrations ---- */
+
+static void
+test_migrate (VmrE2e *e, gconstpointer data)
+{
+    const MigrateCase *c = data;
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *dest_name = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    JsonObject *disk;
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    name = start_domain_on (e, c->source_format, c->iothreads, &source);
+    expected = vmr_harness_expected_path (source);
+    dest_name = g_strdup_printf ("dest.%s", c->dest_format);
+    if (c->reuse)
+        dest = vmr_harness_create_file (&e->h, dest_name, IMAGE_SIZE, 0);
+    else
+        dest = vmr_harness_path (&e->h, dest_name);
+    vmr_e2e_start_daemon (e, TRUE);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
+    disk = json_array_get_object_element (json_object_get_array_member (domain, "disks"), 0);
+    g_assert_cmpstr (vmr_json_get_string (disk, "format"), ==, c->source_format);
+    if (c->iothread_id != NULL)
+        g_assert_cmpstr (vmr_json_get_string (disk, "iothread"), ==, c->iothread_id);
+    else
+        g_assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "iothread")));
+
+    if (c->wait) {
+        g_autoptr (VmrCliResult) result = vmr_harness_cli (
+            &e->h, "migrate", name, "vda", dest, "--wait", c->reuse ? "--reuse" : NULL, NULL);
+
+        vmr_cli_result_assert_ok (result);
+        g_assert_nonnull (strstr (result->out, "completed"));
+        vmr_harness_assert_job_record (&e->h, "vmr-1", "completed");
+    } else {
+        g_autofree gchar *job_id
+            = vmr_harness_migrate (&e->h, name, "vda", dest, "--format", c->dest_format, NULL);
+        g_autoptr (JsonObject) job
+            = vmr_harness_wait_job (&e->h, job_id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    }
+    assert_libvirt_on (name, source, dest);
+    if (c->iothread_id != NULL) {
+        /* the disk keeps its I/O threads on the destination */
+        g_autoptr (JsonObject) after = vmr_e2e_wait_domain (e, name, TRUE, 1000);
+        JsonObject *after_disk
+            = json_array_get_object_element (json_object_get_array_member (after, "disks"), 0);
+
+        g_assert_cmpstr (vmr_json_get_string (after_disk, "path"), ==, dest);
+        g_assert_cmpstr (vmr_json_get_string (after_disk, "iothread"), ==, c->iothread_id);
+    }
+    /* the guest sits in its firmware; stopped, nothing writes either file */
+    vmr_e2e_destroy_domain (e, name);
+    vmr_harness_assert_image_equals (dest, c->dest_format, expected);
+}
+
+static void
+test_domain_destroyed (VmrE2e *e, gconstpointer data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *job_id = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    g_autoptr (JsonObject) copying = NULL;
+    g_autoptr (JsonObject) failed = NULL;
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    name = start_domain_on (e, "raw", 0, &source);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (&e->h, "dest.raw");
+    vmr_e2e_start_daemon (e, TRUE);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
+    job_id
+        = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
+    copying = vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_e2e_destroy_domain (e, name);
+    failed = vmr_harness_wait_job (&e->h, job_id, "failed", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_cmpstr (vmr_json_get_string (failed, "reason"), ==, "domain stopped");
+    vmr_harness_assert_job_record (&e->h, job_id, "failed");
+    vmr_e2e_wait_domain (e, name, FALSE, 5000);
+    vmr_harness_assert_image_equals (source, "raw", expected);
+    /* libvirt made the destination for this copy: it goes with it */
+    g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
+    vmr_harness_assert_daemon_serving (&e->h);
+}
+
+/* the daemon is down (no socket) or hung (a socket nobody answers) */
+static void
+test_daemon_down (VmrE2e *e, gconstpointer data)
+{
+    gboolean hung = GPOINTER_TO_INT (data);
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *listener = NULL;
+    g_autofree gchar *state = NULL;
+    g_autoptr (GPtrArray) runs = NULL;
+    gint64 hooks_us = 0;
+    gint64 start_us;
+    VmrE2eDisk disk = { NULL, "raw", 0 };
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    if (hung) {
+        listener = vmr_harness_silent_listener (&e->h);
+        vmr_e2e_point_hook (listener);
+    }
+    source = vmr_harness_create_image (&e->h, "source.raw", "raw", IMAGE_SIZE, 11);
+    disk.path = source;
+    name = vmr_e2e_define_domain (e, &disk);
+    start_us = vmr_e2e_start_domain (e, name);
+    state = vmr_e2e_virsh_ok ("domstate", name, NULL);
+    g_assert_cmpstr (g_strstrip (state), ==, "running");
+
+    runs = vmr_e2e_hook_runs (name);
+    g_assert_cmpuint (runs->len, >=, 3); /* prepare, start, started */
+    for (guint i = 0; i < runs->len; i++) {
+        VmrE2eHookRun *run = g_ptr_array_index (runs, i);
+
+        g_test_message ("hook %s %s: exit %d after %.3f s", run->op, run->subop, run->status,
+                        (gdouble) run->elapsed_us / G_USEC_PER_SEC);
+        g_assert_cmpint (run->status, ==, 0);
+        hooks_us += run->elapsed_us;
+    }
+    g_test_message ("virsh start took %.3f s, the hooks %.3f s of it",
+                    (gdouble) start_us / G_USEC_PER_SEC, (gdouble) hooks_us / G_USEC_PER_SEC);
+    /* everything the hooks added to the start */
+    g_assert_cmpint (hooks_us, <=, HOOK_BUDGET_US);
+}
+
+/* pause, resume and set-speed on libvirt's job, then a pivot of a paused job */
+static void
+test_job_commands (VmrE2e *e, gconstpointer data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *job_id = NULL;
+    g_autofree gchar *blockjobs = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    const gchar *steps[][2] = {
+        { "pause", "paused" }, { "resume", "copying" },  { "set-speed", "synced" },
+        { "pause", "paused" }, { "pivot", "completed" },
+    };
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    name = start_domain_on (e, "raw", 0, &source);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (&e->h, "dest.raw");
+    vmr_e2e_start_daemon (e, TRUE);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
+    job_id = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED,
+                                  "--manual-pivot", NULL);
+    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    for (guint i = 0; i < G_N_ELEMENTS (steps); i++) {
+        g_autoptr (VmrCliResult) result = NULL;
+        g_autoptr (JsonObject) job = NULL;
+
+        if (g_strcmp0 (steps[i][0], "set-speed") == 0)
+            result = vmr_harness_cli (&e->h, "set-speed", job_id, "0", NULL);
+        else
+            result = vmr_harness_cli (&e->h, steps[i][0], job_id, NULL);
+        vmr_cli_result_assert_ok (result);
+        job = vmr_harness_wait_job (&e->h, job_id, steps[i][1], VMR_HARNESS_JOB_TIMEOUT_S);
+        if (i == 0) {
+            /* paused in QEMU, on libvirt's own job */
+            blockjobs = vmr_e2e_virsh_ok ("qemu-monitor-command", name,
+                                          "{\"execute\": \"query-block-jobs\"}", NULL);
+            g_assert_nonnull (strstr (blockjobs, "\"paused\":true"));
+            g_assert_nonnull (strstr (blockjobs, "\"device\":\"copy-vda-"));
+        }
+        if (i == 2)
+            g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 0);
+    }
+    assert_libvirt_on (name, source, dest);
+    vmr_e2e_destroy_domain (e, name);
+    vmr_harness_assert_image_equals (dest, "raw", expected);
+}
+
+static void
+test_libvirtd_restart (VmrE2e *e, gconstpointer data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *job_id = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    gint64 deadline;
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    name = start_domain_on (e, "raw", 0, &source);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (&e->h, "dest.raw");
+    vmr_e2e_start_daemon (e, TRUE);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
+    job_id
+        = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
+    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    vmr_e2e_restart_libvirtd ();
+    /* a libvirtd that starts runs the hook for each domain it finds running */
+    deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+    while (!hook_ran (name, "reconnect")) {
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("no 'reconnect' hook for %s after libvirtd restarted", name);
+        g_usleep (50 * 1000);
+    }
+    /* the job survived; once the daemon is back on libvirt it takes commands again */
+    deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+    while (TRUE) {
+        g_autoptr (VmrCliResult) result = vmr_harness_cli (&e->h, "set-speed", job_id, "0", NULL);
+
+        if (result->status == 0)
+            break;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("set-speed still fails 30 s after libvirtd restarted: %s", result->err);
+        g_usleep (200 * 1000);
+    }
+    json_object_unref (
+        vmr_harness_wait_job (&e->h, job_id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
+    assert_libvirt_on (name, source, dest);
+    vmr_e2e_destroy_domain (e, name);
+    vmr_harness_assert_image_equals (dest, "raw", expected);
+}
+
+static gboolean
+libvirt_unavailable_logged (gpointer user_data)
+{
+    return vmr_e2e_daemon_log_has (user_data, "libvirt is not available");
+}
+
+/* a daemon started while libvirtd is down serves, and finds libvirt when it comes */
+static void
+test_libvirtd_late (VmrE2e *e, gconstpointer data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    VmrE2eDisk disk = { NULL, "raw", 0 };
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    vmr_e2e_stop_libvirtd ();
+    vmr_e2e_start_daemon (e, TRUE);
+    vmr_harness_assert_daemon_serving (&e->h);
+    wait_for (libvirt_unavailable_logged, e, "the daemon to find libvirt missing");
+    vmr_e2e_start_libvirtd ();
+    source = vmr_harness_create_image (&e->h, "source.raw", "raw", IMAGE_SIZE, 13);
+    disk.path = source;
+    name = vmr_e2e_define_domain (e, &disk);
+    vmr_e2e_start_domain (e, name);
+    /* the hook's news makes it connect at once, whatever its retry timer says */
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 5000);
+    g_assert_cmpstr (vmr_json_get_string (domain, "backend"), ==, "libvirt");
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_e2e_init (&argc, &argv);
+    VMR_E2E_ADD ("/e2e/libvirt/found-at-start", NULL, test_found_at_start);
+    VMR_E2E_ADD ("/e2e/libvirt/hook-started", NULL, test_hook_started);
+    VMR_E2E_ADD ("/e2e/libvirt/domains-both-kinds", NULL, test_domains_both_kinds);
+    VMR_E2E_ADD ("/e2e/libvirt/migrate/raw-raw", &raw_to_raw, test_migrate);
+    VMR_E2E_ADD ("/e2e/libvirt/migrate/qcow2-raw", &qcow2_to_raw, test_migrate);
+    VMR_E2E_ADD ("/e2e/libvirt/migrate/raw-qcow2", &raw_to_qcow2, test_migrate);
+    VMR_E2E_ADD ("/e2e/libvirt/migrate/iothread", &on_iothread, test_migrate);
+    VMR_E2E_ADD ("/e2e/libvirt/migrate/queue-iothreads", &on_queue_iothreads, test_migrate);
+    VMR_E2E_ADD ("/e2e/libvirt/migrate/reuse", &reuse, test_migrate);
+    VMR_E2E_ADD ("/e2e/libvirt/domain-destroyed", NULL, test_domain_destroyed);
+    VMR_E2E_ADD ("/e2e/libvirt/daemon-down/no-socket", GINT_TO_POINTER (FALSE), test_daemon_down);
+    VMR_E2E_ADD ("/e2e/libvirt/daemon-down/hung", GINT_TO_POINTER (TRUE), test_daemon_down);
+    VMR_E2E_ADD ("/e2e/libvirt/job-commands", NULL, test_job_commands);
+    VMR_E2E_ADD ("/e2e/libvirt/libvirtd-restart", NULL, test_libvirtd_restart);
+    VMR_E2E_ADD ("/e2e/libvirt/libvirtd-late", NULL, test_libvirtd_late);
+    return vmr_e2e_run (TRUE);
+}
