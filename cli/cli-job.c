@@ -74,6 +74,7 @@ vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
     self->domain = vmr_cli_json_get_string (obj, "domain");
     self->disk = vmr_cli_json_get_string (obj, "disk");
     self->reason = vmr_cli_json_get_string (obj, "reason");
+    self->waiting_for = vmr_cli_json_get_string (obj, "waiting-for");
     self->source = vmr_cli_json_get_string (obj, "source");
     self->source_format = vmr_cli_json_get_string (obj, "source-format");
     self->destination = vmr_cli_json_get_string (obj, "destination");
@@ -239,4 +240,12 @@ vmr_cli_format_time (gint64 usec_since_epoch)
         return g_strdup ("?");
     text = g_date_time_format (seconds, "%Y-%m-%d %H:%M:%S");
     return g_strdup_printf ("%s.%03d", text, (gint) (usec_since_epoch % G_USEC_PER_SEC / 1000));
+}
+
+gchar *
+vmr_cli_job_format_state (const VmrCliJob *self)
+{
+    if (self->waiting_for != NULL && !vmr_cli_job_is_finished (self))
+        return g_strdup_printf ("%s (%s)", self->state, self->waiting_for);
+    return g_strdup (self->state);
 }

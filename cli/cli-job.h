@@ -10,13 +10,14 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    JsonNode *node;      /* the job object as received, owned */
-    const gchar *id;     /* never NULL */
-    const gchar *state;  /* never NULL */
-    const gchar *domain; /* NULL when absent, as are the strings below */
-    const gchar *disk;   /* qdev id of the disk */
-    const gchar *reason; /* why it failed or was cancelled */
-    const gchar *source; /* image path */
+    JsonNode *node;           /* the job object as received, owned */
+    const gchar *id;          /* never NULL */
+    const gchar *state;       /* never NULL */
+    const gchar *domain;      /* NULL when absent, as are the strings below */
+    const gchar *disk;        /* qdev id of the disk */
+    const gchar *reason;      /* why it failed or was cancelled */
+    const gchar *waiting_for; /* the admission limit that keeps it from starting, or NULL */
+    const gchar *source;      /* image path */
     const gchar *source_format;
     const gchar *destination; /* image path */
     const gchar *format;      /* format of the destination */
@@ -56,6 +57,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrCliJob, vmr_cli_job_free)
 
 /* whether the job has ended: completed, failed or cancelled */
 gboolean vmr_cli_job_is_finished (const VmrCliJob *self);
+
+/* "queued (max-parallel)" for a job a limit holds, the state otherwise; free with g_free() */
+gchar *vmr_cli_job_format_state (const VmrCliJob *self);
 
 /* "42.5%", or NULL when the size is not known yet; free with g_free() */
 gchar *vmr_cli_job_format_percent (const VmrCliJob *self);

@@ -24,7 +24,7 @@ static const gchar *const shown_job_members[] = {
     "id",      "domain",        "disk",        "state",   "reason",
     "source",  "source-format", "destination", "format",  "created-destination",
     "speed",   "manual-pivot",  "progress",    "created", "updated",
-    "history", "policy",        NULL,
+    "history", "policy",        "waiting-for", NULL,
 };
 
 gint
@@ -140,15 +140,17 @@ vmr_cli_output_jobs (JsonNode *reply, GError **error)
         g_autofree gchar *percent = NULL;
         g_autofree gchar *rate = NULL;
         g_autofree gchar *eta = NULL;
+        g_autofree gchar *state = NULL;
 
         job = vmr_cli_job_new (json_array_get_element (jobs, i), "query-jobs", error);
         if (job == NULL)
             return FALSE;
+        state = vmr_cli_job_format_state (job);
         percent = vmr_cli_job_format_percent (job);
         rate = vmr_cli_job_format_rate (job);
         eta = vmr_cli_job_format_eta (job);
-        vmr_cli_table_add_row (table, job->id, job->domain, job->disk, job->state, percent, rate,
-                               eta, job->destination, NULL);
+        vmr_cli_table_add_row (table, job->id, job->domain, job->disk, state, percent, rate, eta,
+                               job->destination, NULL);
     }
     text = vmr_cli_table_to_string (table, "");
     g_print ("%s", text);
@@ -270,6 +272,7 @@ vmr_cli_output_job (const VmrCliJob *job)
     JsonObject *obj = json_node_get_object (job->node);
     JsonArray *history = vmr_cli_json_get_array (obj, "history");
     g_autofree gchar *source = describe_image (job->source, job->source_format, FALSE);
+    g_autofree gchar *state = vmr_cli_job_format_state (job);
     g_autofree gchar *destination
         = describe_image (job->destination, job->format, job->created_destination);
     g_autofree gchar *speed = describe_speed (job);
@@ -282,7 +285,7 @@ vmr_cli_output_job (const VmrCliJob *job)
     print_field ("Job", job->id);
     print_field ("Domain", job->domain);
     print_field ("Disk", job->disk);
-    print_field ("State", job->state);
+    print_field ("State", state);
     print_field ("Reason", job->reason);
     print_field ("Source", source);
     print_field ("Destination", destination);

@@ -116,8 +116,16 @@ describe_value (const gchar *key, const gchar *value)
         const gchar *key;
         const gchar *zero;
     } zeros[] = {
-        { "speed", "unlimited" }, { "throttle-speed", "unlimited" }, { "iops-throttle", "off" },
-        { "iops-delay", "off" },  { "max-delay", "no limit" },       { "hold", "at once" },
+        { "speed", "unlimited" },
+        { "throttle-speed", "unlimited" },
+        { "iops-throttle", "off" },
+        { "iops-delay", "off" },
+        { "max-delay", "no limit" },
+        { "hold", "at once" },
+        { "max-parallel", "no limit" },
+        { "max-parallel-per-iothread", "no limit" },
+        { "max-parallel-per-domain", "no limit" },
+        { "max-parallel-per-destination", "no limit" },
     };
 
     for (gsize i = 0; value != NULL && g_str_equal (value, "0") && i < G_N_ELEMENTS (zeros); i++) {

@@ -98,9 +98,13 @@ command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             break;
         case VMR_BACKEND_COMMAND_RESUME:
             data->job->user_paused = FALSE;
-            vmr_engine_set_job_state (
-                self, data->job, data->job->ready ? VMR_JOB_STATE_SYNCED : VMR_JOB_STATE_COPYING,
-                NULL);
+            /* a copy the policy had slowed before the pause is still slowed */
+            vmr_engine_set_job_state (self, data->job,
+                                      data->job->ready ? VMR_JOB_STATE_SYNCED
+                                      : data->job->speed != data->job->base_speed
+                                          ? VMR_JOB_STATE_THROTTLED
+                                          : VMR_JOB_STATE_COPYING,
+                                      NULL);
             entry = g_hash_table_lookup (self->domains, data->job->domain);
             if (data->pivot_after_resume && entry != NULL) {
                 vmr_engine_pivot_job (self, entry, data->job, g_steal_pointer (&task));

@@ -67,6 +67,8 @@ vmr_engine_reload_policy (VmrEngine *self, GError **error)
     g_hash_table_iter_init (&iter, self->domains);
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry))
         schedule_sampling (self, entry);
+    /* the limits may have changed */
+    vmr_engine_admission_schedule (self);
     return TRUE;
 }
 
@@ -403,9 +405,8 @@ apply_decision (VmrEngine *self, DomainEntry *entry, VmrJob *job, VmrPolicyPhase
     }
 }
 
-/* decides and acts for @job; @task (consumed, may be NULL) as in admit */
-static void
-evaluate_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
+void
+vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
 {
     g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, job->domain, job->disk);
     g_auto (VmrPolicyDecision) decision = { 0 };
@@ -434,7 +435,8 @@ evaluate_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
 void
 vmr_engine_policy_admit (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
 {
-    evaluate_job (self, entry, job, task);
+    /* the admission limits come first, then the load */
+    vmr_engine_admission_run (self, job, task);
 }
 
 /* ---- sampling ---- */
@@ -495,12 +497,16 @@ load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     /* a decision may end a job: work on a copy of the list */
     for (guint i = 0; i < self->job_order->len; i++) {
         VmrJob *job = g_ptr_array_index (self->job_order, i);
+        gboolean waiting
+            = job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED;
 
-        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->domain, entry->name) == 0)
+        /* jobs that have not started go through admission below */
+        if (vmr_engine_job_is_active (job) && !waiting && g_strcmp0 (job->domain, entry->name) == 0)
             g_ptr_array_add (jobs, vmr_job_ref (job));
     }
     for (guint i = 0; i < jobs->len; i++)
-        evaluate_job (self, entry, g_ptr_array_index (jobs, i), NULL);
+        vmr_engine_policy_evaluate (self, entry, g_ptr_array_index (jobs, i), NULL);
+    vmr_engine_admission_run (self, NULL, NULL);
 }
 
 static gboolean

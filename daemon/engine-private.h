@@ -1,8 +1,8 @@
 /*
  * What the parts of the engine share: engine.c (jobs and migrations),
  * engine-domains.c (domains and their backends' events), engine-commands.c
- * (commands on jobs) and engine-policy.c (load sampling and the policy's
- * decisions).
+ * (commands on jobs), engine-policy.c (load sampling and the policy's
+ * decisions) and engine-admission.c (the limits on copies running at once).
  */
 #pragma once
 
@@ -41,7 +41,8 @@ struct _VmrEngine {
     guint last_job_number;
 
     VmrPolicy *policy;
-    gchar *policy_path; /* NULL: built-in values only */
+    gchar *policy_path;     /* NULL: built-in values only */
+    guint admission_source; /* an admission pass is due */
 };
 
 /* moves @job to @state: logs it, saves the record and tells the watchers */
@@ -92,5 +93,27 @@ JsonObject *vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job);
 
 /* tells the policy that a job's state changed on its own (held time) */
 void vmr_engine_policy_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
+
+/*
+ * The policy's load decision on @job, and its action; @task (consumed, may
+ * be NULL) as in vmr_engine_policy_admit()
+ */
+void vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* engine-admission.c */
+
+/* whether @job holds a mirror job in QEMU, or is starting one */
+gboolean vmr_engine_job_holds_copy (VmrJob *job);
+
+/*
+ * Goes over the jobs that have not started, oldest first: a job the
+ * admission limits hold stays as it is, with waiting_for set; the others
+ * get the policy's load decision. @job and @task (consumed, may be NULL)
+ * are a new job and the migrate call to complete when it starts or waits.
+ */
+void vmr_engine_admission_run (VmrEngine *self, VmrJob *job, GTask *task);
+
+/* runs an admission pass from the main loop soon (a copy ended, the policy changed) */
+void vmr_engine_admission_schedule (VmrEngine *self);
 
 G_END_DECLS

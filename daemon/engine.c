@@ -95,11 +95,17 @@ vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state, const
                    job->destination, vmr_job_state_to_string (previous),
                    vmr_job_state_to_string (state));
     vmr_engine_policy_job_changed (self, job, previous);
+    /* only a job that has not started waits for a limit */
+    if (state != VMR_JOB_STATE_QUEUED && state != VMR_JOB_STATE_DELAYED)
+        g_clear_pointer (&job->waiting_for, g_free);
     if (!vmr_job_save (job, self->state_dir, &error))
         g_warning ("%s", error->message);
     g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) previous);
-    if (vmr_job_state_is_final (state))
+    if (vmr_job_state_is_final (state)) {
         complete_waiters (self, job);
+        /* a slot may be free, or the job was first in line for one */
+        vmr_engine_admission_schedule (self);
+    }
     entry = g_hash_table_lookup (self->domains, job->domain);
     if (entry != NULL)
         vmr_engine_update_timers (self, entry);
@@ -480,6 +486,7 @@ vmr_engine_finalize (GObject *object)
 {
     VmrEngine *self = VMR_ENGINE (object);
 
+    g_clear_handle_id (&self->admission_source, g_source_remove);
     g_hash_table_unref (self->domains);
     g_hash_table_unref (self->waiters);
     g_hash_table_unref (self->jobs);

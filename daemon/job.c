@@ -118,6 +118,7 @@ vmr_job_unref (VmrJob *self)
     g_free (self->decision);
     g_free (self->decision_reason);
     g_free (self->pending_failure);
+    g_free (self->waiting_for);
     g_array_unref (self->history);
     g_free (self);
 }
@@ -186,6 +187,7 @@ vmr_job_to_json (VmrJob *self)
     json_object_set_boolean_member (obj, "created-destination", self->created_destination);
     json_object_set_string_member (obj, "state", vmr_job_state_to_string (self->state));
     set_nullable_string (obj, "reason", self->reason);
+    set_nullable_string (obj, "waiting-for", self->waiting_for);
     json_object_set_int_member (obj, "speed", (gint64) self->speed);
     json_object_set_boolean_member (obj, "manual-pivot", self->manual_pivot);
 

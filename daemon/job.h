@@ -56,6 +56,7 @@ typedef struct {
     gchar *decision_reason;   /* and why */
     gboolean policy_busy;     /* a policy action is on its way to QEMU */
     gchar *pending_failure;   /* the reason to report when a cancel we made ends */
+    gchar *waiting_for;       /* the admission limit that keeps it from starting, or NULL */
 
     VmrJobState state;
     gchar *reason; /* why it failed or was cancelled, NULL otherwise */

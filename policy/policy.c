@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "units.h"
+#include "window.h"
 #include "vmr-error.h"
 
 #define BUILT_IN "built-in"
@@ -36,6 +37,10 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_WINDOW] = "window",
     [VMR_POLICY_KEY_MAX_DELAY] = "max-delay",
     [VMR_POLICY_KEY_ON_MAX_DELAY] = "on-max-delay",
+    [VMR_POLICY_KEY_MAX_PARALLEL] = "max-parallel",
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD] = "max-parallel-per-iothread",
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN] = "max-parallel-per-domain",
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION] = "max-parallel-per-destination",
 };
 
 const gchar *
@@ -57,6 +62,11 @@ set_built_in (VmrPolicyRule *rule)
     rule->windows = g_array_new (FALSE, FALSE, sizeof (VmrWindow));
     rule->max_delay_us = 0;
     rule->on_max_delay = VMR_ON_MAX_DELAY_PROCEED;
+    /* docs/policy.md says why these */
+    rule->limits[VMR_LIMIT_HOST] = 4;
+    rule->limits[VMR_LIMIT_IOTHREAD] = 1;
+    rule->limits[VMR_LIMIT_DOMAIN] = 0;
+    rule->limits[VMR_LIMIT_DESTINATION] = 0;
 }
 
 static void
@@ -122,6 +132,13 @@ copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPolicyKey key)
         case VMR_POLICY_KEY_ON_MAX_DELAY:
             to->on_max_delay = from->on_max_delay;
             break;
+        case VMR_POLICY_KEY_MAX_PARALLEL:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
+            to->limits[key - VMR_POLICY_KEY_MAX_PARALLEL]
+                = from->limits[key - VMR_POLICY_KEY_MAX_PARALLEL];
+            break;
         case VMR_POLICY_KEY_LAST:
         default:
             g_assert_not_reached ();
@@ -162,66 +179,6 @@ format_duration (gint64 usec)
         return g_strdup_printf ("%" G_GINT64_FORMAT "ms", usec / 1000);
     /* the file may say "1500us": keep every digit, so that the value reads back the same */
     return g_strdup_printf ("%" G_GINT64_FORMAT "us", usec);
-}
-
-/* "H:MM" or "HH:MM", 00:00 to 24:00; sscanf alone would take "+9:5" */
-static gboolean
-parse_clock (const gchar *text, gint *out_seconds)
-{
-    gsize len = strlen (text);
-    guint hours, minutes;
-
-    if ((len != 4 && len != 5) || text[len - 3] != ':')
-        return FALSE;
-    for (gsize i = 0; i < len; i++) {
-        if (i != len - 3 && !g_ascii_isdigit (text[i]))
-            return FALSE;
-    }
-    hours = (guint) g_ascii_strtoull (text, NULL, 10);
-    minutes = (guint) g_ascii_strtoull (text + len - 2, NULL, 10);
-    if (hours > 24 || minutes > 59 || (hours == 24 && minutes != 0))
-        return FALSE;
-    *out_seconds = (gint) (hours * 3600 + minutes * 60);
-    return TRUE;
-}
-
-static gboolean
-parse_windows (const gchar *text, GArray *windows, GError **error)
-{
-    g_auto (GStrv) parts = g_strsplit_set (text, ", ", -1);
-
-    for (guint i = 0; parts[i] != NULL; i++) {
-        g_auto (GStrv) ends = NULL;
-        VmrWindow window;
-
-        if (*parts[i] == '\0')
-            continue;
-        ends = g_strsplit (parts[i], "-", -1);
-        if (g_strv_length (ends) != 2 || !parse_clock (ends[0], &window.start)
-            || !parse_clock (ends[1], &window.end)) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "'%s' is not a time range like 22:00-06:00", parts[i]);
-            return FALSE;
-        }
-        /*
-         * 24:00 ends the day, so 00:00-24:00 is all of it and 22:00-24:00
-         * needs no crossing; as a start it is the same as 00:00
-         */
-        if (window.start == 24 * 3600)
-            window.start = 0;
-        if (window.start == window.end) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "'%s' is empty (use no window for any time)", parts[i]);
-            return FALSE;
-        }
-        g_array_append_val (windows, window);
-    }
-    if (windows->len == 0) {
-        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "no time range given (leave the key out for any time)");
-        return FALSE;
-    }
-    return TRUE;
 }
 
 static gboolean
@@ -279,7 +236,7 @@ parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text, GError **
             return vmr_units_parse_duration (text, &rule->max_delay_us, error);
         case VMR_POLICY_KEY_WINDOW:
             g_array_set_size (rule->windows, 0);
-            return parse_windows (text, rule->windows, error);
+            return vmr_window_list_parse (text, rule->windows, error);
         case VMR_POLICY_KEY_ON_MAX_DELAY:
             if (g_strcmp0 (text, "proceed") == 0) {
                 rule->on_max_delay = VMR_ON_MAX_DELAY_PROCEED;
@@ -292,6 +249,17 @@ parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text, GError **
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                          "'%s' is neither proceed nor fail", text);
             return FALSE;
+        case VMR_POLICY_KEY_MAX_PARALLEL:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
+            if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT16, &number, NULL)) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is not a whole number of copies from 0 to 65535", text);
+                return FALSE;
+            }
+            rule->limits[key - VMR_POLICY_KEY_MAX_PARALLEL] = number;
+            return TRUE;
         case VMR_POLICY_KEY_LAST:
         default:
             g_assert_not_reached ();
@@ -623,6 +591,11 @@ vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
                 continue;
             }
             g_strstrip (value);
+            if (key == VMR_POLICY_KEY_MAX_PARALLEL && section->specificity > 0) {
+                add_error (&loader, groups[g], keys[k], 0,
+                           "counts the copies of the whole host: set it in [defaults]");
+                continue;
+            }
             if (!parse_value (&section->values, key, value, &value_error)) {
                 add_error (&loader, groups[g], keys[k], 0, "%s", value_error->message);
                 continue;
@@ -731,34 +704,13 @@ vmr_policy_lookup (VmrPolicy *self, const gchar *domain, const gchar *disk)
 gboolean
 vmr_policy_rule_in_window (const VmrPolicyRule *rule, gint seconds_of_day)
 {
-    if (rule->windows->len == 0)
-        return TRUE;
-    for (guint i = 0; i < rule->windows->len; i++) {
-        const VmrWindow *w = &g_array_index (rule->windows, VmrWindow, i);
-
-        if (w->start < w->end && seconds_of_day >= w->start && seconds_of_day < w->end)
-            return TRUE;
-        /* a range that crosses midnight */
-        if (w->start > w->end && (seconds_of_day >= w->start || seconds_of_day < w->end))
-            return TRUE;
-    }
-    return FALSE;
+    return vmr_window_list_contains (rule->windows, seconds_of_day);
 }
 
 gchar *
 vmr_policy_rule_format_windows (const VmrPolicyRule *rule)
 {
-    g_autoptr (GString) text = g_string_new (NULL);
-
-    if (rule->windows->len == 0)
-        return g_strdup ("any time");
-    for (guint i = 0; i < rule->windows->len; i++) {
-        const VmrWindow *w = &g_array_index (rule->windows, VmrWindow, i);
-
-        g_string_append_printf (text, "%s%02d:%02d-%02d:%02d", i > 0 ? ", " : "", w->start / 3600,
-                                (w->start / 60) % 60, w->end / 3600, (w->end / 60) % 60);
-    }
-    return g_string_free (g_steal_pointer (&text), FALSE);
+    return vmr_window_list_format (rule->windows);
 }
 
 gchar *
@@ -785,6 +737,12 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return format_duration (rule->max_delay_us);
         case VMR_POLICY_KEY_ON_MAX_DELAY:
             return g_strdup (rule->on_max_delay == VMR_ON_MAX_DELAY_FAIL ? "fail" : "proceed");
+        case VMR_POLICY_KEY_MAX_PARALLEL:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
+            return g_strdup_printf ("%" G_GUINT64_FORMAT,
+                                    rule->limits[key - VMR_POLICY_KEY_MAX_PARALLEL]);
         case VMR_POLICY_KEY_LAST:
         default:
             return g_strdup ("");

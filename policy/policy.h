@@ -32,8 +32,25 @@ typedef enum {
     VMR_POLICY_KEY_WINDOW,
     VMR_POLICY_KEY_MAX_DELAY,
     VMR_POLICY_KEY_ON_MAX_DELAY,
+    /* the admission limits, in the order of VmrLimit */
+    VMR_POLICY_KEY_MAX_PARALLEL,
+    VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD,
+    VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN,
+    VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION,
     VMR_POLICY_KEY_LAST,
 } VmrPolicyKey;
+
+/* the groups of copies an admission limit counts in, checked in this order */
+typedef enum {
+    VMR_LIMIT_HOST,        /* max-parallel: every copy of the host */
+    VMR_LIMIT_IOTHREAD,    /* copies whose source disk one QEMU I/O thread serves */
+    VMR_LIMIT_DOMAIN,      /* copies of one domain */
+    VMR_LIMIT_DESTINATION, /* copies into one directory or block device */
+    VMR_LIMIT_LAST,
+} VmrLimit;
+
+/* the key of @limit, e.g. VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN */
+#define VMR_POLICY_KEY_OF_LIMIT(limit) ((VmrPolicyKey) (VMR_POLICY_KEY_MAX_PARALLEL + (limit)))
 
 /* the effective values for one disk */
 typedef struct {
@@ -47,6 +64,7 @@ typedef struct {
     GArray *windows;           /* of VmrWindow; empty = any time */
     gint64 max_delay_us;       /* longest time a copy may be held back, 0 = no limit */
     VmrOnMaxDelay on_max_delay;
+    guint64 limits[VMR_LIMIT_LAST]; /* running copies allowed per group, 0 = no limit */
 
     /* the section each value came from, e.g. "defaults", "domain web*", or
      * "built-in" for a key no section sets */

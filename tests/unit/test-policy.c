@@ -91,6 +91,13 @@ static const ValueCase value_cases[] = {
     { "window = 22:00-06:00, 12:00-13:00", VMR_POLICY_KEY_WINDOW, "22:00-06:00, 12:00-13:00" },
     { "window = 22:00-06:00,12:00-13:00", VMR_POLICY_KEY_WINDOW, "22:00-06:00, 12:00-13:00" },
     { "window = 01:00-02:00 03:00-04:00", VMR_POLICY_KEY_WINDOW, "01:00-02:00, 03:00-04:00" },
+    { "max-parallel = 2", VMR_POLICY_KEY_MAX_PARALLEL, "2" },
+    { "max-parallel = 0", VMR_POLICY_KEY_MAX_PARALLEL, "0" },
+    { "max-parallel = 65535", VMR_POLICY_KEY_MAX_PARALLEL, "65535" },
+    { "max-parallel-per-iothread = 3", VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD, "3" },
+    { "max-parallel-per-iothread = 0", VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD, "0" },
+    { "max-parallel-per-domain = 1", VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN, "1" },
+    { "max-parallel-per-destination = 8", VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION, "8" },
 };
 
 static void
@@ -132,7 +139,11 @@ test_policy_fields (void)
                                          "hold = 2m\n"
                                          "window = 23:00-02:00, 12:00-13:30\n"
                                          "max-delay = 4h\n"
-                                         "on-max-delay = fail\n",
+                                         "on-max-delay = fail\n"
+                                         "max-parallel = 6\n"
+                                         "max-parallel-per-iothread = 2\n"
+                                         "max-parallel-per-domain = 3\n"
+                                         "max-parallel-per-destination = 0\n",
                                          &error);
     g_autoptr (VmrPolicyRule) rule = NULL;
     const VmrWindow *w;
@@ -148,6 +159,10 @@ test_policy_fields (void)
     g_assert_cmpint (rule->hold_us, ==, 120 * G_USEC_PER_SEC);
     g_assert_cmpint (rule->max_delay_us, ==, G_GINT64_CONSTANT (4) * 3600 * G_USEC_PER_SEC);
     g_assert_cmpint (rule->on_max_delay, ==, VMR_ON_MAX_DELAY_FAIL);
+    g_assert_cmpuint (rule->limits[VMR_LIMIT_HOST], ==, 6);
+    g_assert_cmpuint (rule->limits[VMR_LIMIT_IOTHREAD], ==, 2);
+    g_assert_cmpuint (rule->limits[VMR_LIMIT_DOMAIN], ==, 3);
+    g_assert_cmpuint (rule->limits[VMR_LIMIT_DESTINATION], ==, 0);
     g_assert_cmpuint (rule->windows->len, ==, 2);
     w = &g_array_index (rule->windows, VmrWindow, 0);
     g_assert_cmpint (w->start, ==, 23 * 3600);
@@ -162,11 +177,20 @@ test_policy_fields (void)
 /* ---- the built-in values ---- */
 
 static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
-    [VMR_POLICY_KEY_SAMPLE_INTERVAL] = "1s", [VMR_POLICY_KEY_SPEED] = "0",
-    [VMR_POLICY_KEY_IOPS_THROTTLE] = "0",    [VMR_POLICY_KEY_THROTTLE_SPEED] = "32M",
-    [VMR_POLICY_KEY_IOPS_DELAY] = "0",       [VMR_POLICY_KEY_RESUME_BELOW] = "80%",
-    [VMR_POLICY_KEY_HOLD] = "30s",           [VMR_POLICY_KEY_WINDOW] = "any time",
-    [VMR_POLICY_KEY_MAX_DELAY] = "0",        [VMR_POLICY_KEY_ON_MAX_DELAY] = "proceed",
+    [VMR_POLICY_KEY_SAMPLE_INTERVAL] = "1s",
+    [VMR_POLICY_KEY_SPEED] = "0",
+    [VMR_POLICY_KEY_IOPS_THROTTLE] = "0",
+    [VMR_POLICY_KEY_THROTTLE_SPEED] = "32M",
+    [VMR_POLICY_KEY_IOPS_DELAY] = "0",
+    [VMR_POLICY_KEY_RESUME_BELOW] = "80%",
+    [VMR_POLICY_KEY_HOLD] = "30s",
+    [VMR_POLICY_KEY_WINDOW] = "any time",
+    [VMR_POLICY_KEY_MAX_DELAY] = "0",
+    [VMR_POLICY_KEY_ON_MAX_DELAY] = "proceed",
+    [VMR_POLICY_KEY_MAX_PARALLEL] = "4",
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD] = "1",
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN] = "0",
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION] = "0",
 };
 
 static void
@@ -394,6 +418,32 @@ static const InvalidCase invalid_cases[] = {
       "[defaults]\nthrottle-speed = 0\n[domain a]\niops-throttle = 1000\n",
       { { 4, "[domain a] iops-throttle: ", "throttle-speed must be above 0" } } },
 
+    /* the admission limits */
+    { "max-parallel not a number",
+      "[defaults]\nmax-parallel = many\n",
+      { { 2, "[defaults] max-parallel: ", "'many' is not a whole number of copies" } } },
+    { "max-parallel negative",
+      "[defaults]\nmax-parallel = -1\n",
+      { { 2, "[defaults] max-parallel: ", "not a whole number of copies from 0 to 65535" } } },
+    { "max-parallel too large",
+      "[defaults]\nmax-parallel = 65536\n",
+      { { 2, "[defaults] max-parallel: ", "from 0 to 65535" } } },
+    { "max-parallel-per-iothread with a unit",
+      "[defaults]\nmax-parallel-per-iothread = 2x\n",
+      { { 2, "[defaults] max-parallel-per-iothread: ", "'2x' is not a whole number" } } },
+    { "max-parallel-per-domain a decimal",
+      "[domain web*]\nmax-parallel-per-domain = 1.5\n",
+      { { 2, "[domain web*] max-parallel-per-domain: ", "not a whole number" } } },
+    { "max-parallel-per-destination empty",
+      "[domain web* disk vda]\nmax-parallel-per-destination =\n",
+      { { 2, "[domain web* disk vda] max-parallel-per-destination: ", "not a whole number" } } },
+    { "max-parallel in a domain section",
+      "[defaults]\nmax-parallel = 2\n[domain web*]\nhold = 1s\nmax-parallel = 3\n",
+      { { 5, "[domain web*] max-parallel: ", "whole host: set it in [defaults]" } } },
+    { "max-parallel in a disk section",
+      "[domain web* disk vda]\nmax-parallel = 1\n",
+      { { 2, "[domain web* disk vda] max-parallel: ", "set it in [defaults]" } } },
+
     /* several problems, reported together in the order of the file */
     { "several errors",
       "[defaults]\n"
@@ -512,6 +562,46 @@ static const LookupCase lookup_cases[] = {
     { NULL, NULL, VMR_POLICY_KEY_IOPS_DELAY, "0", "built-in" },
     { NULL, "vda", VMR_POLICY_KEY_MAX_DELAY, "0", "built-in" },
 };
+
+/* the per-group limits follow the job's own rule; max-parallel only [defaults] */
+static const LookupCase limit_cases[] = {
+    { "db01", "vda", VMR_POLICY_KEY_MAX_PARALLEL, "3", "defaults" },
+    { "db01", "vda", VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD, "1", "domain db*" },
+    { "web01", "vda", VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD, "2", "defaults" },
+    { "db01", "vda", VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN, "2", "domain db*" },
+    { "web01", "vda", VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN, "0", "built-in" },
+    { "db01", "vdb", VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION, "1", "domain db* disk vdb" },
+    { "db01", "vda", VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION, "0", "built-in" },
+    { NULL, NULL, VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD, "2", "defaults" },
+};
+
+static void
+test_policy_limits (void)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (VmrPolicy) policy = load ("[defaults]\n"
+                                         "max-parallel = 3\n"
+                                         "max-parallel-per-iothread = 2\n"
+                                         "[domain db*]\n"
+                                         "max-parallel-per-iothread = 1\n"
+                                         "max-parallel-per-domain = 2\n"
+                                         "[domain db* disk vdb]\n"
+                                         "max-parallel-per-destination = 1\n",
+                                         &error);
+
+    g_assert_no_error (error);
+    for (gsize i = 0; i < G_N_ELEMENTS (limit_cases); i++) {
+        const LookupCase *c = &limit_cases[i];
+        g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (policy, c->domain, c->disk);
+        g_autofree gchar *value = vmr_policy_rule_format_value (rule, c->key);
+
+        g_test_message ("%s %s %s", c->domain, c->disk, vmr_policy_key_name (c->key));
+        g_assert_cmpstr (value, ==, c->value);
+        g_assert_cmpstr (rule->origin[c->key], ==, c->from);
+    }
+    g_assert_cmpstr (vmr_policy_key_name (VMR_POLICY_KEY_OF_LIMIT (VMR_LIMIT_DESTINATION)), ==,
+                     "max-parallel-per-destination");
+}
 
 static void
 test_policy_precedence (void)
@@ -633,6 +723,8 @@ test_policy_round_trip (void)
         g_assert_cmpint (reread_rule->hold_us, ==, rule->hold_us);
         g_assert_cmpint (reread_rule->max_delay_us, ==, rule->max_delay_us);
         g_assert_cmpint (reread_rule->on_max_delay, ==, rule->on_max_delay);
+        for (guint l = 0; l < VMR_LIMIT_LAST; l++)
+            g_assert_cmpuint (reread_rule->limits[l], ==, rule->limits[l]);
         g_assert_cmpuint (reread_rule->windows->len, ==, rule->windows->len);
         for (guint w = 0; w < rule->windows->len; w++) {
             const VmrWindow *a = &g_array_index (rule->windows, VmrWindow, w);
@@ -702,6 +794,7 @@ main (int argc, char **argv)
     g_test_add_func ("/policy/built-in", test_policy_built_in);
     g_test_add_func ("/policy/invalid", test_policy_invalid);
     g_test_add_func ("/policy/precedence", test_policy_precedence);
+    g_test_add_func ("/policy/limits", test_policy_limits);
     g_test_add_func ("/policy/windows", test_policy_windows);
     g_test_add_func ("/policy/round-trip", test_policy_round_trip);
     g_test_add_func ("/policy/files", test_policy_files);

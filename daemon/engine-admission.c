@@ -1,0 +1,146 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+#include "engine-private.h"
+
+#include <sys/stat.h>
+
+#include "admission.h"
+
+gboolean
+vmr_engine_job_holds_copy (VmrJob *job)
+{
+    switch (job->state) {
+        case VMR_JOB_STATE_COPYING:
+        case VMR_JOB_STATE_THROTTLED:
+        case VMR_JOB_STATE_PAUSED:
+        case VMR_JOB_STATE_SYNCED:
+        case VMR_JOB_STATE_PIVOTING:
+            return TRUE;
+        case VMR_JOB_STATE_QUEUED:
+        case VMR_JOB_STATE_DELAYED:
+            /* its mirror is on its way to QEMU */
+            return job->policy_busy;
+        default:
+            return FALSE;
+    }
+}
+
+static gboolean
+job_is_waiting (VmrJob *job)
+{
+    return (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED)
+           && !job->policy_busy;
+}
+
+/* what the limits count of @job; the strings belong to @job, @entry or @out_dest */
+static void
+describe_copy (VmrEngine *self, VmrJob *job, VmrAdmissionCopy *copy, gchar **out_dest)
+{
+    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, job->domain, job->disk);
+    DomainEntry *entry = g_hash_table_lookup (self->domains, job->domain);
+    VmrDisk *disk
+        = entry != NULL && entry->disks != NULL ? vmr_disk_lookup (entry->disks, job->disk) : NULL;
+    struct stat st;
+
+    copy->domain = job->domain;
+    copy->iothread = disk != NULL ? disk->iothread : NULL;
+    /* a block device is a destination of its own; files share their directory */
+    if (stat (job->destination, &st) == 0 && S_ISBLK (st.st_mode))
+        *out_dest = g_strdup (job->destination);
+    else
+        *out_dest = g_path_get_dirname (job->destination);
+    copy->destination = *out_dest;
+    memcpy (copy->limits, rule->limits, sizeof copy->limits);
+}
+
+static void
+complete_task (VmrJob *job, GTask *task)
+{
+    if (task == NULL)
+        return;
+    g_task_return_pointer (task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
+    g_object_unref (task);
+}
+
+/* keeps @job waiting for @limit; logs when what it waits for changes */
+static void
+hold_job (VmrJob *job, VmrLimit limit, const gchar *reason)
+{
+    const gchar *key = vmr_policy_key_name (VMR_POLICY_KEY_OF_LIMIT (limit));
+
+    if (g_strcmp0 (job->waiting_for, key) != 0)
+        g_message ("job %s (%s %s): %s", job->id, job->domain, job->disk, reason);
+    g_free (job->waiting_for);
+    job->waiting_for = g_strdup (key);
+    g_free (job->decision);
+    job->decision = g_strdup ("wait");
+    g_free (job->decision_reason);
+    job->decision_reason = g_strdup (reason);
+}
+
+void
+vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
+{
+    g_autoptr (VmrAdmission) admission = vmr_admission_new ();
+    g_autoptr (GPtrArray) waiting = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
+
+    for (guint i = 0; i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+
+        if (vmr_engine_job_holds_copy (job)) {
+            VmrAdmissionCopy copy = { 0 };
+            g_autofree gchar *dest = NULL;
+
+            describe_copy (self, job, &copy, &dest);
+            vmr_admission_add_running (admission, &copy);
+        } else if (job_is_waiting (job)) {
+            g_ptr_array_add (waiting, vmr_job_ref (job));
+        }
+    }
+    /* oldest first: a decision may end a job, hence the copy of the list */
+    for (guint i = 0; i < waiting->len; i++) {
+        VmrJob *job = g_ptr_array_index (waiting, i);
+        DomainEntry *entry = g_hash_table_lookup (self->domains, job->domain);
+        GTask *job_task = job == new_job ? g_steal_pointer (&task) : NULL;
+        VmrAdmissionCopy copy = { 0 };
+        g_autofree gchar *dest = NULL;
+        g_autofree gchar *reason = NULL;
+        VmrLimit limit;
+
+        if (!job_is_waiting (job) || entry == NULL || !entry->connected) {
+            complete_task (job, job_task);
+            continue;
+        }
+        describe_copy (self, job, &copy, &dest);
+        limit = vmr_admission_check (admission, &copy, &reason);
+        if (limit != VMR_LIMIT_LAST) {
+            hold_job (job, limit, reason);
+            complete_task (job, job_task);
+            continue;
+        }
+        g_clear_pointer (&job->waiting_for, g_free);
+        vmr_engine_policy_evaluate (self, entry, job, job_task);
+        if (vmr_engine_job_holds_copy (job))
+            vmr_admission_add_running (admission, &copy);
+    }
+    /* a new job that is not waiting (it cannot be otherwise, but never lose a task) */
+    if (task != NULL)
+        complete_task (new_job, g_steal_pointer (&task));
+}
+
+static gboolean
+admission_idle_cb (gpointer user_data)
+{
+    VmrEngine *self = user_data;
+
+    self->admission_source = 0;
+    vmr_engine_admission_run (self, NULL, NULL);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vmr_engine_admission_schedule (VmrEngine *self)
+{
+    if (self->admission_source == 0)
+        self->admission_source = g_idle_add (admission_idle_cb, self);
+}

@@ -1,0 +1,249 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * Admission limits against a real QEMU: four disks migrated at once, the
+ * copies slowed so that they overlap, under max-parallel and under
+ * max-parallel-per-iothread. The test's own monitor polls query-block-jobs
+ * all along and never sees more mirror jobs than the limit allows; the jobs
+ * that wait say which limit holds them; they start in the order they were
+ * submitted, each once a copy ahead of it has ended; every destination
+ * holds the bytes of its source.
+ */
+
+#include "harness.h"
+
+/* a copy at 1 MiB/s runs for about 8 s */
+#define IMAGE_SIZE         (8 * 1024 * 1024)
+#define N_DISKS            4
+#define ALL_DONE_TIMEOUT_S 80
+
+typedef struct {
+    const gchar *policy;
+    const gchar *limit;          /* the key that must hold the waiting jobs */
+    guint max_running;           /* mirror jobs QEMU may run at once */
+    gboolean per_iothread;       /* count per I/O thread instead of on the whole host */
+    guint waiting[N_DISKS];      /* which jobs (by submission) must wait at first */
+    guint starts_after[N_DISKS]; /* job i starts once job starts_after[i] - 1 ended, 0 = none */
+} ScheduleCase;
+
+/* two slots for four copies: the third and fourth wait */
+static const ScheduleCase two_on_host = {
+    "[defaults]\nmax-parallel = 2\nmax-parallel-per-iothread = 0\n",
+    "max-parallel",
+    2,
+    FALSE,
+    { 0, 0, 1, 1 },
+    { 0, 0, 0, 0 },
+};
+
+/* disk0 and disk1 on io0, disk2 and disk3 on io1: one copy per I/O thread */
+static const ScheduleCase one_per_iothread = {
+    "[defaults]\nmax-parallel-per-iothread = 1\n",
+    "max-parallel-per-iothread",
+    1,
+    TRUE,
+    { 0, 1, 0, 1 },
+    { 0, 1, 0, 3 },
+};
+
+static const gchar *const disk_ids[N_DISKS] = { "disk0", "disk1", "disk2", "disk3" };
+static const gchar *const iothreads[N_DISKS] = { "io0", "io0", "io1", "io1" };
+
+/* the time of the first transition of @job to @state, 0 when none */
+static gint64
+first_time_in (JsonObject *job, const gchar *state)
+{
+    JsonArray *history = json_object_get_array_member (job, "history");
+
+    for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
+        JsonObject *entry = json_array_get_object_element (history, i);
+
+        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
+            return vmr_json_get_int (entry, "time");
+    }
+    return 0;
+}
+
+/* the job @id in a `jobs --json` list */
+static JsonObject *
+find_job (JsonNode *jobs, const gchar *id)
+{
+    JsonArray *array = json_node_get_array (jobs);
+
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *job = json_array_get_object_element (array, i);
+
+        if (g_strcmp0 (vmr_json_get_string (job, "id"), id) == 0)
+            return job;
+    }
+    vmr_fail ("job %s is not in the list", id);
+}
+
+/*
+ * The mirror jobs QEMU runs now: on the whole host, or the most on one I/O
+ * thread. Block jobs are named after our job ids.
+ */
+static guint
+count_block_jobs (VmrHarness *h, gchar **ids, gboolean per_iothread, guint *out_total)
+{
+    g_autoptr (JsonNode) reply = vmr_harness_qmp (h, "query-block-jobs", NULL);
+    JsonArray *array = json_node_get_array (reply);
+    guint per_thread[N_DISKS] = { 0 };
+    guint most = 0;
+
+    *out_total = json_array_get_length (array);
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        const gchar *device
+            = vmr_json_get_string (json_array_get_object_element (array, i), "device");
+
+        for (guint d = 0; d < N_DISKS; d++) {
+            /* the I/O thread of disk d counted at the first disk on it */
+            guint slot = g_str_equal (iothreads[d], "io0") ? 0 : 2;
+
+            if (g_strcmp0 (device, ids[d]) == 0)
+                per_thread[per_iothread ? slot : 0]++;
+        }
+    }
+    for (guint d = 0; d < N_DISKS; d++)
+        most = MAX (most, per_thread[d]);
+    return most;
+}
+
+static void
+test_schedule (VmrHarness *h, gconstpointer user_data)
+{
+    const ScheduleCase *c = user_data;
+    g_autofree gchar *policy = NULL;
+    gchar *sources[N_DISKS] = { NULL };
+    gchar *expected[N_DISKS] = { NULL };
+    gchar *dests[N_DISKS] = { NULL };
+    gchar *ids[N_DISKS + 1] = { NULL };
+    VmrHarnessDisk disks[N_DISKS];
+    g_autoptr (JsonNode) jobs = NULL;
+    g_autoptr (VmrCliResult) table = NULL;
+    guint most_seen = 0;
+    gint64 deadline;
+    gboolean done = FALSE;
+
+    if (vmr_harness_skipped (h))
+        return;
+    for (guint d = 0; d < N_DISKS; d++) {
+        g_autofree gchar *name = g_strdup_printf ("source%u.raw", d);
+        g_autofree gchar *dest_name = g_strdup_printf ("dest%u.raw", d);
+
+        sources[d] = vmr_harness_create_image (h, name, "raw", IMAGE_SIZE, 0x5c0 + d);
+        expected[d] = vmr_harness_expected_path (sources[d]);
+        dests[d] = vmr_harness_path (h, dest_name);
+        disks[d] = (VmrHarnessDisk){ disk_ids[d], sources[d], "raw", iothreads[d] };
+    }
+    policy = vmr_harness_write_policy (h, c->policy);
+    vmr_harness_start_qemu (h, disks, N_DISKS);
+    vmr_harness_start_daemon (h, "--policy", policy, NULL);
+    vmr_harness_attach (h, "vm");
+
+    /* all at once: the ones the limit holds are queued, and say why */
+    for (guint d = 0; d < N_DISKS; d++)
+        ids[d] = vmr_harness_migrate (h, "vm", disk_ids[d], dests[d], "--speed",
+                                      VMR_HARNESS_SLOW_SPEED, NULL);
+    jobs = vmr_harness_cli_json (h, "jobs", NULL);
+    table = vmr_harness_cli (h, "jobs", NULL);
+    vmr_cli_result_assert_ok (table);
+    for (guint d = 0; d < N_DISKS; d++) {
+        JsonObject *job = find_job (jobs, ids[d]);
+        JsonNode *waiting_for = json_object_get_member (job, "waiting-for");
+        JsonObject *decision = vmr_json_get_object (job, "policy");
+
+        g_assert_nonnull (waiting_for);
+        if (!c->waiting[d]) {
+            g_assert_true (JSON_NODE_HOLDS_NULL (waiting_for));
+            g_assert_cmpstr (vmr_json_get_string (job, "state"), !=, "queued");
+            continue;
+        }
+        g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "queued");
+        g_assert_cmpstr (json_node_get_string (waiting_for), ==, c->limit);
+        g_assert_cmpstr (vmr_json_get_string (decision, "decision"), ==, "wait");
+        g_assert_true (g_str_has_prefix (vmr_json_get_string (decision, "reason"), "held by "));
+        g_assert_nonnull (strstr (vmr_json_get_string (decision, "reason"), c->limit));
+    }
+    {
+        g_autofree gchar *column = g_strdup_printf ("queued (%s)", c->limit);
+
+        g_assert_nonnull (strstr (table->out, column));
+    }
+
+    /* QEMU's side, polled until every job has ended */
+    deadline = g_get_monotonic_time () + ALL_DONE_TIMEOUT_S * G_USEC_PER_SEC;
+    while (!done) {
+        guint total = 0;
+        guint running = count_block_jobs (h, ids, c->per_iothread, &total);
+        g_autoptr (JsonNode) now = NULL;
+
+        if (running > c->max_running)
+            vmr_fail ("%u mirror jobs at once in QEMU, the limit is %u", running, c->max_running);
+        most_seen = MAX (most_seen, total);
+        now = vmr_harness_cli_json (h, "jobs", NULL);
+        done = TRUE;
+        for (guint d = 0; d < N_DISKS; d++) {
+            const gchar *state = vmr_json_get_string (find_job (now, ids[d]), "state");
+
+            if (g_str_equal (state, "failed") || g_str_equal (state, "cancelled"))
+                vmr_fail ("job %s ended %s", ids[d], state);
+            done = done && g_str_equal (state, "completed");
+        }
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("the jobs did not all complete in %d s", ALL_DONE_TIMEOUT_S);
+        g_usleep (100 * 1000);
+    }
+    /* the limit was used, not merely never exceeded */
+    g_assert_cmpuint (most_seen, ==, c->per_iothread ? 2 : c->max_running);
+
+    /* first in, first out; a held job starts only once a copy ahead of it ended */
+    g_clear_pointer (&jobs, json_node_unref);
+    jobs = vmr_harness_cli_json (h, "jobs", NULL);
+    for (guint d = 0; d < N_DISKS; d++) {
+        JsonObject *job = find_job (jobs, ids[d]);
+        gint64 started = first_time_in (job, "copying");
+
+        g_assert_cmpint (started, >, 0);
+        /* jobs held in one line start in order; other lines go on their own */
+        if (d > 0 && !c->per_iothread)
+            g_assert_cmpint (started, >=, first_time_in (find_job (jobs, ids[d - 1]), "copying"));
+        if (c->starts_after[d] > 0) {
+            JsonObject *ahead = find_job (jobs, ids[c->starts_after[d] - 1]);
+
+            g_assert_cmpint (started, >=, first_time_in (ahead, "completed"));
+        }
+        if (c->waiting[d] && !c->per_iothread) {
+            /* one of the first two copies had ended */
+            gint64 first_end = MIN (first_time_in (find_job (jobs, ids[0]), "completed"),
+                                    first_time_in (find_job (jobs, ids[1]), "completed"));
+
+            g_assert_cmpint (started, >=, first_end);
+        }
+    }
+
+    /* every disk on its destination, with the bytes of its source */
+    for (guint d = 0; d < N_DISKS; d++) {
+        vmr_harness_assert_disk_on (h, disk_ids[d], dests[d]);
+        vmr_harness_assert_node_released (h, sources[d]);
+        vmr_harness_assert_job_record (h, ids[d], "completed");
+    }
+    vmr_harness_assert_no_block_jobs (h);
+    vmr_harness_quit_qemu (h);
+    for (guint d = 0; d < N_DISKS; d++) {
+        vmr_harness_assert_image_equals (dests[d], "raw", expected[d]);
+        g_free (sources[d]);
+        g_free (expected[d]);
+        g_free (dests[d]);
+        g_free (ids[d]);
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_harness_init (&argc, &argv);
+    VMR_HARNESS_ADD_NO_DAEMON ("/schedule/max-parallel", &two_on_host, test_schedule);
+    VMR_HARNESS_ADD_NO_DAEMON ("/schedule/per-iothread", &one_per_iothread, test_schedule);
+    return g_test_run ();
+}
