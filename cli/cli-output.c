@@ -47,18 +47,64 @@ vmr_cli_output_error (const GError *error, gboolean json)
     return VMR_CLI_EXIT_FAILED;
 }
 
+/* "io0,io1" for a disk whose queues several I/O threads serve */
+static gchar *
+disk_iothreads (JsonObject *disk)
+{
+    JsonArray *ids = vmr_cli_json_get_array (disk, "iothreads");
+    g_autoptr (GString) text = g_string_new (NULL);
+
+    for (guint i = 0; ids != NULL && i < json_array_get_length (ids); i++) {
+        JsonNode *id = json_array_get_element (ids, i);
+
+        if (json_node_get_value_type (id) != G_TYPE_STRING)
+            continue;
+        g_string_append_printf (text, "%s%s", text->len > 0 ? "," : "", json_node_get_string (id));
+    }
+    if (text->len == 0)
+        return g_strdup (vmr_cli_json_get_string (disk, "iothread"));
+    return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
 static void
 add_disk_row (VmrCliTable *table, JsonObject *disk)
 {
     g_autofree gchar *size = NULL;
+    g_autofree gchar *iothreads = disk_iothreads (disk);
     gdouble size_bytes = 0;
 
     if (vmr_cli_json_get_double (disk, "size", &size_bytes) && size_bytes >= 0)
         size = vmr_units_format_bytes ((guint64) size_bytes);
     vmr_cli_table_add_row (
         table, vmr_cli_json_get_string (disk, "id"), vmr_cli_json_get_string (disk, "node"),
-        vmr_cli_json_get_string (disk, "format"), size, vmr_cli_json_get_string (disk, "iothread"),
+        vmr_cli_json_get_string (disk, "format"), size, iothreads,
         vmr_cli_json_get_string (disk, "job"), vmr_cli_json_get_string (disk, "path"), NULL);
+}
+
+/* "  iothreads: io0 12.5% (tid 1234), io1 (tid 1235)": no figure before a second reading */
+static void
+print_domain_iothreads (JsonObject *domain)
+{
+    JsonArray *threads = vmr_cli_json_get_array (domain, "iothreads");
+    g_autoptr (GString) line = g_string_new (NULL);
+
+    for (guint i = 0; threads != NULL && i < json_array_get_length (threads); i++) {
+        JsonNode *node = json_array_get_element (threads, i);
+        JsonObject *thread = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+        const gchar *id = vmr_cli_json_get_string (thread, "id");
+        gdouble cpu = 0;
+        gdouble thread_id = 0;
+
+        if (id == NULL)
+            continue;
+        g_string_append_printf (line, "%s%s", line->len > 0 ? ", " : "", id);
+        if (vmr_cli_json_get_double (thread, "cpu", &cpu))
+            g_string_append_printf (line, " %.1f%%", cpu);
+        if (vmr_cli_json_get_double (thread, "thread-id", &thread_id) && thread_id > 0)
+            g_string_append_printf (line, " (tid %.0f)", thread_id);
+    }
+    if (line->len > 0)
+        g_print ("  iothreads: %s\n", line->str);
 }
 
 static void
@@ -78,6 +124,7 @@ print_domain (JsonObject *domain)
     g_print ("%s  (%s%s%s, %s)\n", name != NULL ? name : "?", backend != NULL ? backend : "?",
              monitor != NULL ? " " : "", monitor != NULL ? monitor : "",
              connected ? "connected" : "disconnected");
+    print_domain_iothreads (domain);
     if (disks == NULL || json_array_get_length (disks) == 0) {
         g_print ("  no disks\n");
         return;

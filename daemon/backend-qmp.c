@@ -2,6 +2,9 @@
 
 #include "backend-qmp.h"
 
+#include <math.h>
+#include <unistd.h>
+
 #include "destination.h"
 #include "qmp-client.h"
 #include "vmr-error.h"
@@ -31,8 +34,17 @@ struct _VmrBackendQmp {
 
     gchar *monitor_path;
     VmrQmpClient *client;
-    GHashTable *tracks; /* job id -> MirrorTrack *, owned */
+    GHashTable *tracks;       /* job id -> MirrorTrack *, owned */
+    JsonArray *iothreads;     /* the domain's I/O threads as last queried, NULL before */
+    GHashTable *iothread_cpu; /* I/O thread id -> IothreadReading *, owned */
 };
+
+/* CPU time of one I/O thread at one moment, for the next reading's difference */
+typedef struct {
+    gint64 thread_id;
+    guint64 ticks;  /* utime + stime, clock ticks */
+    gint64 time_us; /* monotonic */
+} IothreadReading;
 
 G_DEFINE_TYPE (VmrBackendQmp, vmr_backend_qmp, VMR_TYPE_BACKEND)
 
@@ -181,11 +193,55 @@ qdev_id_from_path (const gchar *qdev, const gchar *device, const gchar *node)
     return g_strdup (node);
 }
 
+/* ends one look-up; after the last, the disks' single and listed I/O threads agree */
+static void
+query_disks_done_one (GTask *task)
+{
+    QueryDisksData *data = g_task_get_task_data (task);
+
+    if (--data->pending != 0)
+        return;
+    for (guint i = 0; i < data->disks->len; i++) {
+        VmrDisk *disk = g_ptr_array_index (data->disks, i);
+
+        if (disk->iothreads != NULL && disk->iothread == NULL)
+            disk->iothread = g_strdup (disk->iothreads[0]);
+        if (disk->iothreads == NULL && disk->iothread != NULL) {
+            const gchar *const one[] = { disk->iothread, NULL };
+
+            disk->iothreads = g_strdupv ((gchar **) one);
+        }
+    }
+    g_task_return_pointer (task, g_ptr_array_ref (data->disks), (GDestroyNotify) g_ptr_array_unref);
+}
+
+/* iothread-vq-mapping: [{"iothread": "io0", "vqs": [0]}, ...], each thread once */
+static GStrv
+vq_mapping_iothreads (JsonArray *mapping)
+{
+    g_autoptr (GStrvBuilder) builder = g_strv_builder_new ();
+    g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+
+    for (guint i = 0; i < json_array_get_length (mapping); i++) {
+        JsonNode *entry = json_array_get_element (mapping, i);
+        const gchar *id = JSON_NODE_HOLDS_OBJECT (entry)
+                              ? member_string (json_node_get_object (entry), "iothread")
+                              : NULL;
+
+        if (id == NULL || !g_hash_table_add (seen, (gpointer) id))
+            continue;
+        g_strv_builder_add (builder, id);
+    }
+    if (g_hash_table_size (seen) == 0)
+        return NULL;
+    return g_strv_builder_end (builder);
+}
+
+/* the reply to qom-get of "iothread" (a path) or of "iothread-vq-mapping" (a list) */
 static void
 iothread_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     g_autoptr (GTask) task = user_data;
-    QueryDisksData *data = g_task_get_task_data (task);
     VmrDisk *disk = g_object_get_data (G_OBJECT (res), "vmr-disk");
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) reply = NULL;
@@ -200,10 +256,98 @@ iothread_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
             disk->iothread = g_strdup (slash != NULL ? slash + 1 : path);
         }
+    } else if (reply != NULL && JSON_NODE_HOLDS_ARRAY (reply) && disk->iothreads == NULL) {
+        disk->iothreads = vq_mapping_iothreads (json_node_get_array (reply));
     }
-    if (--data->pending == 0)
-        g_task_return_pointer (task, g_ptr_array_ref (data->disks),
-                               (GDestroyNotify) g_ptr_array_unref);
+    query_disks_done_one (task);
+}
+
+/* the CPU time of QEMU's thread @thread_id, in clock ticks; FALSE if it cannot be read */
+static gboolean
+read_thread_ticks (gint64 thread_id, guint64 *ticks)
+{
+    g_autofree gchar *status_path
+        = g_strdup_printf ("/proc/%" G_GINT64_FORMAT "/status", thread_id);
+    g_autofree gchar *status = NULL;
+    g_autofree gchar *stat_path = NULL;
+    g_autofree gchar *stat = NULL;
+    g_auto (GStrv) fields = NULL;
+    const gchar *tgid;
+    const gchar *end;
+
+    /* the process QEMU runs as, so that the thread is read as one of its tasks */
+    if (!g_file_get_contents (status_path, &status, NULL, NULL)
+        || (tgid = strstr (status, "\nTgid:")) == NULL)
+        return FALSE;
+    stat_path = g_strdup_printf ("/proc/%" G_GINT64_FORMAT "/task/%" G_GINT64_FORMAT "/stat",
+                                 g_ascii_strtoll (tgid + 6, NULL, 10), thread_id);
+    if (!g_file_get_contents (stat_path, &stat, NULL, NULL) || (end = strrchr (stat, ')')) == NULL)
+        return FALSE;
+    /* after "pid (comm)": state is field 3, utime 14 and stime 15 */
+    fields = g_strsplit (g_strstrip ((gchar *) end + 1), " ", -1);
+    if (g_strv_length (fields) < 13)
+        return FALSE;
+    *ticks = g_ascii_strtoull (fields[11], NULL, 10) + g_ascii_strtoull (fields[12], NULL, 10);
+    return TRUE;
+}
+
+/* query-iothreads: each thread with its CPU use since the previous reading */
+static void
+query_iothreads_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    JsonArray *threads;
+    JsonArray *result;
+    gint64 now = g_get_monotonic_time ();
+    glong ticks_per_s = sysconf (_SC_CLK_TCK);
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    threads = reply != NULL ? reply_array (reply, "query-iothreads", &error) : NULL;
+    if (threads == NULL) {
+        g_debug ("cannot list the I/O threads of %s: %s", self->monitor_path, error->message);
+        query_disks_done_one (task);
+        return;
+    }
+    result = json_array_new ();
+    for (guint i = 0; i < json_array_get_length (threads); i++) {
+        JsonNode *node = json_array_get_element (threads, i);
+        JsonObject *thread = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+        const gchar *id = member_string (thread, "id");
+        gint64 thread_id = member_int (thread, "thread-id");
+        IothreadReading *previous;
+        JsonObject *entry;
+        guint64 ticks = 0;
+
+        if (id == NULL)
+            continue;
+        entry = json_object_new ();
+        json_object_set_string_member (entry, "id", id);
+        json_object_set_int_member (entry, "thread-id", thread_id);
+        json_object_set_null_member (entry, "cpu");
+        previous = g_hash_table_lookup (self->iothread_cpu, id);
+        if (thread_id > 0 && ticks_per_s > 0 && read_thread_ticks (thread_id, &ticks)) {
+            IothreadReading *reading = g_new0 (IothreadReading, 1);
+
+            if (previous != NULL && previous->thread_id == thread_id && now > previous->time_us
+                && ticks >= previous->ticks) {
+                gdouble busy_s = (gdouble) (ticks - previous->ticks) / (gdouble) ticks_per_s;
+                gdouble percent = busy_s * 1e8 / (gdouble) (now - previous->time_us);
+
+                json_object_set_double_member (entry, "cpu", round (percent * 10.0) / 10.0);
+            }
+            reading->thread_id = thread_id;
+            reading->ticks = ticks;
+            reading->time_us = now;
+            g_hash_table_replace (self->iothread_cpu, g_strdup (id), reading);
+        }
+        json_array_add_object_element (result, entry);
+    }
+    g_clear_pointer (&self->iothreads, json_array_unref);
+    self->iothreads = result;
+    query_disks_done_one (task);
 }
 
 typedef struct {
@@ -259,26 +403,31 @@ named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             break;
         }
     }
-    data->pending = 1;
+    data->pending = 2;
     for (guint i = 0; i < data->disks->len; i++) {
         const gchar *qdev = g_ptr_array_index (data->qdev_paths, i);
-        g_autoptr (JsonObject) args = NULL;
-        IothreadLookup *lookup;
+        /* one thread for the device, or (QEMU 9.0+) a thread per group of queues */
+        static const gchar *const properties[] = { "iothread", "iothread-vq-mapping" };
 
         if (qdev == NULL || qdev[0] != '/')
             continue;
-        args = args_device ("path", qdev);
-        json_object_set_string_member (args, "property", "iothread");
-        lookup = g_new0 (IothreadLookup, 1);
-        lookup->task = g_object_ref (task);
-        lookup->disk = g_ptr_array_index (data->disks, i);
-        data->pending++;
-        vmr_qmp_client_execute_async (self->client, "qom-get", args, 0,
-                                      g_task_get_cancellable (task), iothread_lookup_cb, lookup);
+        for (guint p = 0; p < G_N_ELEMENTS (properties); p++) {
+            g_autoptr (JsonObject) args = args_device ("path", qdev);
+            IothreadLookup *lookup = g_new0 (IothreadLookup, 1);
+
+            json_object_set_string_member (args, "property", properties[p]);
+            lookup->task = g_object_ref (task);
+            lookup->disk = g_ptr_array_index (data->disks, i);
+            data->pending++;
+            vmr_qmp_client_execute_async (self->client, "qom-get", args, 0,
+                                          g_task_get_cancellable (task), iothread_lookup_cb,
+                                          lookup);
+        }
     }
-    if (--data->pending == 0)
-        g_task_return_pointer (task, g_ptr_array_ref (data->disks),
-                               (GDestroyNotify) g_ptr_array_unref);
+    vmr_qmp_client_execute_async (self->client, "query-iothreads", NULL, 0,
+                                  g_task_get_cancellable (task), query_iothreads_cb,
+                                  g_object_ref (task));
+    query_disks_done_one (task);
 }
 
 static void
@@ -383,6 +532,7 @@ disk_copy (const VmrDisk *disk)
     copy->format = g_strdup (disk->format);
     copy->path = g_strdup (disk->path);
     copy->iothread = g_strdup (disk->iothread);
+    copy->iothreads = g_strdupv (disk->iothreads);
     return copy;
 }
 
@@ -1050,6 +1200,10 @@ vmr_backend_qmp_describe (VmrBackend *backend)
     JsonObject *obj = json_object_new ();
 
     json_object_set_string_member (obj, "monitor", self->monitor_path);
+    if (self->iothreads != NULL)
+        json_object_set_array_member (obj, "iothreads", json_array_ref (self->iothreads));
+    else
+        json_object_set_array_member (obj, "iothreads", json_array_new ());
     return obj;
 }
 
@@ -1073,6 +1227,8 @@ vmr_backend_qmp_finalize (GObject *object)
         g_signal_handlers_disconnect_by_data (self->client, self);
     g_clear_object (&self->client);
     g_hash_table_unref (self->tracks);
+    g_hash_table_unref (self->iothread_cpu);
+    g_clear_pointer (&self->iothreads, json_array_unref);
     g_free (self->monitor_path);
     G_OBJECT_CLASS (vmr_backend_qmp_parent_class)->finalize (object);
 }
@@ -1082,6 +1238,7 @@ vmr_backend_qmp_init (VmrBackendQmp *self)
 {
     self->tracks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                           (GDestroyNotify) mirror_track_free);
+    self->iothread_cpu = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 
 static void

@@ -19,7 +19,25 @@ vmr_disk_free (VmrDisk *self)
     g_free (self->format);
     g_free (self->path);
     g_free (self->iothread);
+    g_strfreev (self->iothreads);
     g_free (self);
+}
+
+/* a libvirt domain's disk carries its mapping as "iothread1,iothread2" only */
+static JsonArray *
+iothreads_to_json (const VmrDisk *self)
+{
+    JsonArray *array = json_array_new ();
+    g_auto (GStrv) split = NULL;
+    const gchar *const *ids = (const gchar *const *) self->iothreads;
+
+    if (ids == NULL && self->iothread != NULL) {
+        split = g_strsplit (self->iothread, ",", -1);
+        ids = (const gchar *const *) split;
+    }
+    for (guint i = 0; ids != NULL && ids[i] != NULL; i++)
+        json_array_add_string_element (array, ids[i]);
+    return array;
 }
 
 JsonObject *
@@ -36,6 +54,7 @@ vmr_disk_to_json (const VmrDisk *self, const gchar *job_id)
         json_object_set_string_member (obj, "iothread", self->iothread);
     else
         json_object_set_null_member (obj, "iothread");
+    json_object_set_array_member (obj, "iothreads", iothreads_to_json (self));
     if (job_id != NULL)
         json_object_set_string_member (obj, "job", job_id);
     return obj;

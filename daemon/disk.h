@@ -15,7 +15,9 @@ typedef struct {
     gchar *format;    /* driver of the top node: "raw", "qcow2", ... */
     gchar *path;      /* image file name */
     guint64 size;     /* virtual size, bytes */
-    gchar *iothread;  /* I/O thread id, NULL for the main loop */
+    gchar *iothread;  /* I/O thread id, NULL for the main loop; the first of @iothreads */
+    GStrv iothreads;  /* every I/O thread serving the device (a per-queue mapping may name
+                       * several), NULL for the main loop */
 
     /* cache mode of the top node and of its protocol node */
     gboolean cache_direct;

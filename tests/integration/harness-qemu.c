@@ -46,6 +46,15 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
             g_ptr_array_add (argv, g_strdup ("-object"));
             g_ptr_array_add (argv, g_strdup_printf ("iothread,id=%s", io));
         }
+        for (guint j = 0; disks[i].vq_iothreads != NULL && disks[i].vq_iothreads[j] != NULL; j++) {
+            const gchar *vq_io = disks[i].vq_iothreads[j];
+
+            if (g_hash_table_contains (iothreads, vq_io))
+                continue;
+            g_hash_table_add (iothreads, (gpointer) vq_io);
+            g_ptr_array_add (argv, g_strdup ("-object"));
+            g_ptr_array_add (argv, g_strdup_printf ("iothread,id=%s", vq_io));
+        }
     }
     for (guint i = 0; i < n_disks; i++) {
         g_autoptr (JsonObject) file = json_object_new ();
@@ -67,6 +76,24 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
             g_autofree gchar *plain = g_steal_pointer (&device);
 
             device = g_strdup_printf ("%s,iothread=%s", plain, disks[i].iothread);
+        }
+        /* a per-queue mapping takes the device's JSON syntax */
+        if (disks[i].vq_iothreads != NULL) {
+            g_autoptr (JsonObject) dev = json_object_new ();
+            JsonArray *mapping = json_array_new ();
+
+            for (guint j = 0; disks[i].vq_iothreads[j] != NULL; j++) {
+                JsonObject *entry = json_object_new ();
+
+                json_object_set_string_member (entry, "iothread", disks[i].vq_iothreads[j]);
+                json_array_add_object_element (mapping, entry);
+            }
+            json_object_set_string_member (dev, "driver", "virtio-blk-pci");
+            json_object_set_string_member (dev, "drive", fmt_node);
+            json_object_set_string_member (dev, "id", disks[i].id);
+            json_object_set_array_member (dev, "iothread-vq-mapping", mapping);
+            g_free (device);
+            device = vmr_harness_json_arg (dev);
         }
         g_ptr_array_add (argv, g_strdup ("-blockdev"));
         g_ptr_array_add (argv, vmr_harness_json_arg (file));

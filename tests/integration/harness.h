@@ -32,6 +32,8 @@ typedef struct {
     const gchar *path;     /* absolute path of the image */
     const gchar *format;   /* "raw" or "qcow2" */
     const gchar *iothread; /* iothread serving the device, NULL for the main loop */
+    /* with iothread NULL: the iothreads of a per-queue mapping, NULL-terminated, or NULL */
+    const gchar *const *vq_iothreads;
 } VmrHarnessDisk;
 
 /* the test guest QEMU boots, see vmr_harness_start_guest() */

@@ -3,7 +3,7 @@
 /*
  * Migrations that must succeed: every pair of formats, a disk served by an
  * iothread, an existing destination (--reuse), a disk named by its node,
- * and one disk of two. Each
+ * one disk of two, and a disk whose queues two iothreads serve. Each
  * proves the guest uses the destination, the old image is released, the
  * job record is final and the destination holds the source's bytes.
  */
@@ -72,6 +72,74 @@ assert_domain_disk (VmrHarness *h, const gchar *disk_id, const gchar *path, cons
         g_assert_true (JSON_NODE_HOLDS_NULL (io));
     else
         g_assert_cmpstr (vmr_json_get_string (disk, "iothread"), ==, iothread_id);
+}
+
+/* the id of the iothread a qom-get reply names: "/objects/io0" -> "io0" */
+static const gchar *
+iothread_id (const gchar *path)
+{
+    const gchar *slash = path != NULL ? strrchr (path, '/') : NULL;
+
+    return slash != NULL ? slash + 1 : path;
+}
+
+/*
+ * After the pivot, checked on the test monitor: the device keeps its iothread
+ * (@single) or its per-queue mapping (@vq), and its node is a node of @dest.
+ * QEMU has no query for the AioContext of a node; a node the device uses runs
+ * in the device's context, so these two facts together are what can be checked.
+ */
+static void
+assert_device_threads (VmrHarness *h, const gchar *single, const gchar *const *vq,
+                       const gchar *dest)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonObject) flat = json_object_new ();
+    g_autoptr (JsonNode) io = NULL;
+    g_autoptr (JsonNode) mapping = NULL;
+    g_autoptr (JsonNode) blocks = NULL;
+    g_autoptr (JsonNode) nodes = NULL;
+    const gchar *device_node = NULL;
+    gboolean found = FALSE;
+
+    json_object_set_string_member (args, "path", "/machine/peripheral/disk0");
+    json_object_set_string_member (args, "property", "iothread");
+    io = vmr_harness_qmp (h, "qom-get", args);
+    if (single == NULL)
+        g_assert_cmpstr (json_node_get_string (io), ==, "");
+    else
+        g_assert_cmpstr (iothread_id (json_node_get_string (io)), ==, single);
+    json_object_set_string_member (args, "property", "iothread-vq-mapping");
+    mapping = vmr_harness_qmp (h, "qom-get", args);
+    g_assert_true (JSON_NODE_HOLDS_ARRAY (mapping));
+    g_assert_cmpuint (json_array_get_length (json_node_get_array (mapping)), ==,
+                      vq != NULL ? g_strv_length ((gchar **) vq) : 0);
+    for (guint i = 0; vq != NULL && vq[i] != NULL; i++) {
+        JsonObject *entry = json_array_get_object_element (json_node_get_array (mapping), i);
+
+        g_assert_cmpstr (vmr_json_get_string (entry, "iothread"), ==, vq[i]);
+    }
+
+    blocks = vmr_harness_qmp (h, "query-block", NULL);
+    for (guint i = 0; i < json_array_get_length (json_node_get_array (blocks)); i++) {
+        JsonObject *dev = json_array_get_object_element (json_node_get_array (blocks), i);
+
+        if (g_str_has_prefix (vmr_json_get_string (dev, "qdev"), "/machine/peripheral/disk0/"))
+            device_node = vmr_json_get_string (vmr_json_get_object (dev, "inserted"), "node-name");
+    }
+    g_assert_nonnull (device_node);
+    json_object_set_boolean_member (flat, "flat", TRUE);
+    nodes = vmr_harness_qmp (h, "query-named-block-nodes", flat);
+    for (guint i = 0; i < json_array_get_length (json_node_get_array (nodes)); i++) {
+        JsonObject *node = json_array_get_object_element (json_node_get_array (nodes), i);
+
+        if (g_strcmp0 (vmr_json_get_string (node, "node-name"), device_node) == 0) {
+            g_assert_cmpstr (vmr_json_get_string (node, "file"), ==, dest);
+            found = TRUE;
+        }
+    }
+    if (!found)
+        vmr_fail ("query-named-block-nodes has no node %s of disk0", device_node);
 }
 
 /* the job went copying -> synced -> pivoting -> completed, in that order */
@@ -179,9 +247,95 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
     g_assert_false (json_object_has_member (disk, "job")
                     && !JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "job")));
 
+    assert_device_threads (h, c->iothread, NULL, dest);
     vmr_harness_assert_migrated (h, id, "disk0", source, dest, c->dest_format, expected);
     /* the source is left as it was, for the operator to remove */
     vmr_harness_assert_image_equals (source, c->source_format, expected);
+}
+
+/* the disk's "iothreads" in `domains --json` are @wanted, in order */
+static void
+assert_disk_iothreads (VmrHarness *h, const gchar *path, const gchar *const *wanted)
+{
+    g_autoptr (JsonObject) disk = find_domain_disk (h, "vm", "disk0");
+    JsonArray *ids = json_object_get_array_member (disk, "iothreads");
+
+    g_assert_cmpstr (vmr_json_get_string (disk, "path"), ==, path);
+    g_assert_cmpstr (vmr_json_get_string (disk, "iothread"), ==, wanted[0]);
+    g_assert_nonnull (ids);
+    g_assert_cmpuint (json_array_get_length (ids), ==, g_strv_length ((gchar **) wanted));
+    for (guint i = 0; wanted[i] != NULL; i++)
+        g_assert_cmpstr (json_array_get_string_element (ids, i), ==, wanted[i]);
+}
+
+/* the domain's "iothreads": each of @wanted with its thread id and a CPU figure */
+static void
+assert_domain_iothreads (VmrHarness *h, const gchar *const *wanted)
+{
+    g_autoptr (JsonNode) domains = vmr_harness_cli_json (h, "domains", NULL);
+    JsonObject *domain = json_array_get_object_element (json_node_get_array (domains), 0);
+    JsonArray *threads = json_object_get_array_member (domain, "iothreads");
+
+    g_assert_nonnull (threads);
+    g_assert_cmpuint (json_array_get_length (threads), ==, g_strv_length ((gchar **) wanted));
+    for (guint i = 0; wanted[i] != NULL; i++) {
+        JsonObject *thread = NULL;
+        JsonNode *cpu;
+
+        for (guint j = 0; j < json_array_get_length (threads); j++) {
+            JsonObject *candidate = json_array_get_object_element (threads, j);
+
+            if (g_strcmp0 (vmr_json_get_string (candidate, "id"), wanted[i]) == 0)
+                thread = candidate;
+        }
+        if (thread == NULL)
+            vmr_fail ("the domain's iothreads lack %s", wanted[i]);
+        g_assert_cmpint (vmr_json_get_int (thread, "thread-id"), >, 0);
+        cpu = json_object_get_member (thread, "cpu");
+        g_assert_nonnull (cpu);
+        g_assert_true (JSON_NODE_HOLDS_VALUE (cpu));
+        g_assert_cmpfloat (json_node_get_double (cpu), >=, 0.0);
+    }
+}
+
+/*
+ * a disk whose queues io0 and io1 serve (iothread-vq-mapping): the daemon
+ * lists both threads for it and for the domain, with the threads' CPU use;
+ * the copy keeps the mapping
+ */
+static void
+test_vq_mapping (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar *const threads[] = { "io0", "io1", NULL };
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (VmrCliResult) text = NULL;
+    VmrHarnessDisk vm_disk = { "disk0", NULL, "raw", NULL, threads };
+
+    if (vmr_harness_skipped (h))
+        return;
+    source = vmr_harness_create_image (h, "source.raw", "raw", IMAGE_SIZE, 0x7a);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (h, "dest.raw");
+    vm_disk.path = source;
+    vmr_harness_start_qemu (h, &vm_disk, 1);
+    vmr_harness_attach (h, "vm");
+    assert_disk_iothreads (h, source, threads);
+    /* a CPU figure needs two readings: the attach took one, each query another */
+    assert_domain_iothreads (h, threads);
+    text = vmr_harness_cli (h, "domains", NULL);
+    vmr_cli_result_assert_ok (text);
+    g_test_message ("%s", text->out);
+    if (strstr (text->out, "  iothreads: io") == NULL || strstr (text->out, "% (tid ") == NULL)
+        vmr_fail ("`domains` shows no iothread line: %s", text->out);
+
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, "--wait", NULL);
+    assert_disk_iothreads (h, dest, threads);
+    assert_device_threads (h, NULL, threads, dest);
+    vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
+    vmr_harness_assert_image_equals (source, "raw", expected);
 }
 
 /* of two disks, only the one named moves; the other is not touched */
@@ -240,5 +394,6 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/migrate/reuse-qcow2", &reuse_qcow2, test_migrate);
     VMR_HARNESS_ADD ("/migrate/by-node-name", &by_node, test_migrate);
     VMR_HARNESS_ADD ("/migrate/second-disk", NULL, test_second_disk);
+    VMR_HARNESS_ADD ("/migrate/iothread-vq-mapping", NULL, test_vq_mapping);
     return g_test_run ();
 }
