@@ -47,6 +47,15 @@ static const VmrCliCommand commands[] = {
       "Example:\n"
       "  virt-mirror set-speed vmr-3 50M",
       vmr_cli_cmd_set_speed },
+    { "set-copy-mode", "ID MODE", "ID MODE", "Make a running copy write-blocking (active)",
+      "MODE is 'active' or its QEMU name 'write-blocking': from then on every guest\n"
+      "write goes to the destination too before it completes, so the copy converges\n"
+      "even under heavy writes, at the cost of write latency. QEMU cannot switch back\n"
+      "to background; it needs QEMU 8.2 or later.\n"
+      "\n"
+      "Example:\n"
+      "  virt-mirror set-copy-mode vmr-3 active",
+      vmr_cli_cmd_set_copy_mode },
     { "reload", "", "", "Make virt-mirrord read its policy file again",
       "A file with an error is refused as a whole: virt-mirrord keeps the policy it\n"
       "had and the problems are printed, one per line. The same as sending SIGHUP.",

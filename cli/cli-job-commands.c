@@ -289,3 +289,26 @@ vmr_cli_cmd_set_speed (const VmrCliCommand *cmd, VmrCliSession *session, gchar *
         g_print ("Job %s speed limit set to %s\n", args[0], speed_text);
     return TRUE;
 }
+
+gboolean
+vmr_cli_cmd_set_copy_mode (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
+                           GError **error)
+{
+    g_auto (GStrv) args = NULL;
+    g_autoptr (JsonObject) arguments = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+
+    if (!vmr_cli_command_parse (cmd, session, NULL, argv, &args, error))
+        return FALSE;
+    if (args == NULL)
+        return TRUE;
+    /* the daemon checks the mode: it knows what QEMU can do */
+    json_object_set_string_member (arguments, "mode", args[1]);
+    reply = call_job_command (session, args, "job-set-copy-mode", arguments, "set the copy mode of",
+                              error);
+    if (reply == NULL)
+        return FALSE;
+    if (!session->json)
+        g_print ("Job %s copy mode set to write-blocking\n", args[0]);
+    return TRUE;
+}

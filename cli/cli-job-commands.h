@@ -22,6 +22,8 @@ gboolean vmr_cli_cmd_cancel (const VmrCliCommand *cmd, VmrCliSession *session, g
                              GError **error);
 gboolean vmr_cli_cmd_pivot (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
                             GError **error);
+gboolean vmr_cli_cmd_set_copy_mode (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
+                                    GError **error);
 gboolean vmr_cli_cmd_set_speed (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
                                 GError **error);
 

@@ -5,6 +5,7 @@
 #include "destination.h"
 #include "libvirt-domain.h"
 #include "libvirt-xml.h"
+#include "qmp-client.h"
 #include "vmr-error.h"
 
 /* what we track of a copy of ours that libvirt runs */
@@ -398,6 +399,30 @@ job_command_thread (GTask *task, gpointer source, gpointer task_data, GCancellab
             if (qemu_job != NULL) {
                 json_object_set_string_member (args, "device", qemu_job);
                 reply = vmr_libvirt_domain_qemu_command (dom, qmp_command, args, &error);
+            }
+            if (reply == NULL) {
+                g_task_return_error (task, g_steal_pointer (&error));
+                return;
+            }
+            break;
+        case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
+            /* libvirt has no API for this either; the schema says whether QEMU can */
+            reply = vmr_libvirt_domain_qemu_command (dom, "query-qmp-schema", NULL, &error);
+            if (reply != NULL && !vmr_qmp_schema_has_command (reply, "block-job-change")) {
+                g_set_error (&error, VMR_ERROR, VMR_ERROR_FAILED,
+                             "this QEMU cannot change the copy mode of a running mirror "
+                             "(no block-job-change; QEMU 8.2 or later has it)");
+                g_clear_pointer (&reply, json_node_unref);
+            }
+            if (reply != NULL) {
+                g_clear_pointer (&reply, json_node_unref);
+                qemu_job = vmr_libvirt_domain_find_copy_job (dom, call->target, &error);
+            }
+            if (qemu_job != NULL) {
+                json_object_set_string_member (args, "id", qemu_job);
+                json_object_set_string_member (args, "type", "mirror");
+                json_object_set_string_member (args, "copy-mode", "write-blocking");
+                reply = vmr_libvirt_domain_qemu_command (dom, "block-job-change", args, &error);
             }
             if (reply == NULL) {
                 g_task_return_error (task, g_steal_pointer (&error));

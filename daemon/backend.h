@@ -28,6 +28,8 @@ typedef enum {
     VMR_BACKEND_COMMAND_CANCEL,
     VMR_BACKEND_COMMAND_PIVOT,
     VMR_BACKEND_COMMAND_SET_SPEED,
+    /* background -> write-blocking; QEMU cannot switch back */
+    VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE,
 } VmrBackendCommand;
 
 /* one copy job as the hypervisor reports it */

@@ -334,6 +334,24 @@ handle_job_set_speed (Request *req, JsonObject *args)
 }
 
 static void
+handle_job_set_copy_mode (Request *req, JsonObject *args)
+{
+    const gchar *mode = arg_string (args, "mode");
+    g_autoptr (GError) error = NULL;
+
+    /* QEMU can only go from background to write-blocking */
+    if (g_strcmp0 (mode, "write-blocking") != 0 && g_strcmp0 (mode, "active") != 0) {
+        error = g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "copy mode '%s' is not supported: only 'write-blocking' (or "
+                             "'active') can be set on a running copy",
+                             mode);
+        request_error (req, error);
+        return;
+    }
+    job_command (req, args, VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE);
+}
+
+static void
 handle_reload (Request *req, JsonObject *args)
 {
     g_autoptr (GError) error = NULL;
@@ -387,6 +405,8 @@ static const ArgSpec name_args[] = { { "name", ARG_STRING, TRUE }, { NULL } };
 static const ArgSpec id_args[] = { { "id", ARG_STRING, TRUE }, { NULL } };
 static const ArgSpec speed_args[]
     = { { "id", ARG_STRING, TRUE }, { "speed", ARG_UINT, TRUE }, { NULL } };
+static const ArgSpec copy_mode_args[]
+    = { { "id", ARG_STRING, TRUE }, { "mode", ARG_STRING, TRUE }, { NULL } };
 static const ArgSpec hook_args[] = {
     { "domain", ARG_STRING, TRUE }, { "op", ARG_STRING, TRUE },    { "subop", ARG_STRING, FALSE },
     { "extra", ARG_STRING, FALSE }, { "uuid", ARG_STRING, FALSE }, { NULL },
@@ -416,6 +436,7 @@ static const struct {
     { "job-cancel", id_args, handle_job_cancel },
     { "job-pivot", id_args, handle_job_pivot },
     { "job-set-speed", speed_args, handle_job_set_speed },
+    { "job-set-copy-mode", copy_mode_args, handle_job_set_copy_mode },
     { "reload", no_args, handle_reload },
     { "query-policy", policy_args, handle_query_policy },
     { "hook-event", hook_args, handle_hook_event },

@@ -125,6 +125,12 @@ command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             g_message ("job %s: speed set to %" G_GUINT64_FORMAT " bytes/s", data->job->id,
                        data->speed);
             break;
+        case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
+            data->job->write_blocking = TRUE;
+            if (!vmr_job_save (data->job, self->state_dir, &error))
+                g_warning ("%s", error->message);
+            g_message ("job %s: copy mode set to write-blocking", data->job->id);
+            break;
         case VMR_BACKEND_COMMAND_CANCEL:
             /* the reply waits for the end of the job */
             if (vmr_engine_job_is_active (data->job)) {
@@ -203,6 +209,21 @@ check_command (VmrJob *job, VmrBackendCommand command, GError **error)
         case VMR_BACKEND_COMMAND_SET_SPEED:
             if (job->state == VMR_JOB_STATE_PIVOTING) {
                 g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "job %s is pivoting", job->id);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
+            /* only a running mirror can change its mode; pivoting is too late */
+            if (job->state != VMR_JOB_STATE_COPYING && job->state != VMR_JOB_STATE_THROTTLED
+                && job->state != VMR_JOB_STATE_PAUSED && job->state != VMR_JOB_STATE_SYNCED) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "job %s is %s; its copy mode can change while it copies", job->id,
+                             state);
+                return FALSE;
+            }
+            if (job->write_blocking) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "job %s is write-blocking already", job->id);
                 return FALSE;
             }
             return TRUE;

@@ -190,6 +190,8 @@ vmr_job_to_json (VmrJob *self)
     set_nullable_string (obj, "waiting-for", self->waiting_for);
     json_object_set_int_member (obj, "speed", (gint64) self->speed);
     json_object_set_boolean_member (obj, "manual-pivot", self->manual_pivot);
+    json_object_set_string_member (obj, "copy-mode",
+                                   self->write_blocking ? "write-blocking" : "background");
 
     json_object_set_int_member (progress, "total", (gint64) self->total_bytes);
     json_object_set_int_member (progress, "done", (gint64) self->done_bytes);

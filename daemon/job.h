@@ -43,7 +43,8 @@ typedef struct {
     gchar *format;                /* destination format */
     gboolean created_destination; /* we created the file: remove it on failure */
     gboolean manual_pivot;
-    gboolean ready; /* QEMU reported the copy in sync; it stays so until the end */
+    gboolean ready;          /* QEMU reported the copy in sync; it stays so until the end */
+    gboolean write_blocking; /* copy-mode write-blocking: guest writes reach both images */
 
     /* what the policy did and why */
     guint64 base_speed;       /* bytes/s when not throttled, 0 = unlimited */

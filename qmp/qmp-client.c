@@ -576,3 +576,26 @@ vmr_qmp_client_class_init (VmrQmpClientClass *klass)
         = g_signal_new ("disconnected", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                         NULL, G_TYPE_NONE, 1, G_TYPE_ERROR);
 }
+
+gboolean
+vmr_qmp_schema_has_command (JsonNode *schema, const gchar *command)
+{
+    JsonArray *entries;
+
+    if (schema == NULL || !JSON_NODE_HOLDS_ARRAY (schema))
+        return FALSE;
+    entries = json_node_get_array (schema);
+    for (guint i = 0; i < json_array_get_length (entries); i++) {
+        JsonNode *node = json_array_get_element (entries, i);
+        JsonObject *entry = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+
+        if (entry != NULL
+            && g_strcmp0 (json_object_get_string_member_with_default (entry, "meta-type", NULL),
+                          "command")
+                   == 0
+            && g_strcmp0 (json_object_get_string_member_with_default (entry, "name", NULL), command)
+                   == 0)
+            return TRUE;
+    }
+    return FALSE;
+}

@@ -59,6 +59,12 @@ JsonNode *vmr_qmp_client_execute_finish (VmrQmpClient *self, GAsyncResult *res, 
 JsonNode *vmr_qmp_client_execute_sync (VmrQmpClient *self, const gchar *command,
                                        JsonObject *arguments, guint timeout_ms, GError **error);
 
+/*
+ * Whether the "return" of query-qmp-schema (@schema) lists a command named
+ * @command. This is how to detect a feature: versions lie (backports).
+ */
+gboolean vmr_qmp_schema_has_command (JsonNode *schema, const gchar *command);
+
 /* the "QMP" member of the greeting (version, capabilities); owned by @self */
 JsonObject *vmr_qmp_client_get_greeting (VmrQmpClient *self);
 

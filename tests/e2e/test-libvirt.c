@@ -381,6 +381,56 @@ test_job_commands (VmrE2e *e, gconstpointer data)
     vmr_harness_assert_image_equals (dest, "raw", expected);
 }
 
+/* set-copy-mode active on libvirt's job: block-job-change through QMP passthrough */
+static void
+test_copy_mode (VmrE2e *e, gconstpointer data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *job_id = NULL;
+    g_autofree gchar *blockjobs = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    g_autoptr (JsonObject) changed = NULL;
+    g_autoptr (JsonObject) completed = NULL;
+    g_autoptr (VmrCliResult) confirmed = NULL;
+    g_autoptr (VmrCliResult) unlimited = NULL;
+    g_autoptr (VmrCliResult) pivoted = NULL;
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    name = start_domain_on (e, "raw", 0, &source);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (&e->h, "dest.raw");
+    vmr_e2e_start_daemon (e, TRUE);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
+    job_id = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED,
+                                  "--manual-pivot", NULL);
+    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+
+    confirmed = vmr_harness_cli (&e->h, "set-copy-mode", job_id, "active", NULL);
+    vmr_cli_result_assert_ok (confirmed);
+    g_assert_nonnull (strstr (confirmed->out, "copy mode set to write-blocking"));
+    changed = vmr_harness_get_job (&e->h, job_id);
+    g_assert_cmpstr (vmr_json_get_string (changed, "copy-mode"), ==, "write-blocking");
+
+    unlimited = vmr_harness_cli (&e->h, "set-speed", job_id, "0", NULL);
+    vmr_cli_result_assert_ok (unlimited);
+    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "synced", VMR_HARNESS_JOB_TIMEOUT_S));
+    /* only a write-blocking mirror is ever actively synced */
+    blockjobs = vmr_e2e_virsh_ok ("qemu-monitor-command", name,
+                                  "{\"execute\": \"query-block-jobs\"}", NULL);
+    g_assert_nonnull (strstr (blockjobs, "\"actively-synced\":true"));
+
+    pivoted = vmr_harness_cli (&e->h, "pivot", job_id, NULL);
+    vmr_cli_result_assert_ok (pivoted);
+    completed = vmr_harness_wait_job (&e->h, job_id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_libvirt_on (name, source, dest);
+    vmr_e2e_destroy_domain (e, name);
+    vmr_harness_assert_image_equals (dest, "raw", expected);
+}
+
 static void
 test_libvirtd_restart (VmrE2e *e, gconstpointer data)
 {
@@ -476,6 +526,7 @@ main (int argc, char **argv)
     VMR_E2E_ADD ("/e2e/libvirt/daemon-down/no-socket", GINT_TO_POINTER (FALSE), test_daemon_down);
     VMR_E2E_ADD ("/e2e/libvirt/daemon-down/hung", GINT_TO_POINTER (TRUE), test_daemon_down);
     VMR_E2E_ADD ("/e2e/libvirt/job-commands", NULL, test_job_commands);
+    VMR_E2E_ADD ("/e2e/libvirt/copy-mode", NULL, test_copy_mode);
     VMR_E2E_ADD ("/e2e/libvirt/libvirtd-restart", NULL, test_libvirtd_restart);
     VMR_E2E_ADD ("/e2e/libvirt/libvirtd-late", NULL, test_libvirtd_late);
     return vmr_e2e_run (TRUE);

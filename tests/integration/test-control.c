@@ -2,7 +2,7 @@
 
 /*
  * Controlling running jobs: cancel, manual pivot, pause/resume, speed
- * changes, detach while busy, QEMU dying under a copy, `migrate --wait` of
+ * changes, copy-mode switches, detach while busy, QEMU dying under a copy, `migrate --wait` of
  * a job that is cancelled, and SIGTERM to the daemon mid-copy. The copies that
  * must still be running are rate-limited (QEMU's mirror copies its first
  * buffer at once and then keeps to the limit, so a 32 MiB disk at 1 MiB/s
@@ -232,6 +232,62 @@ test_set_speed (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
+/*
+ * set-copy-mode active turns the running mirror write-blocking through
+ * block-job-change: the job says so, QEMU's job becomes actively synced once
+ * it converges, and the copy still completes with the right bytes
+ */
+static void
+test_copy_mode (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) changed = NULL;
+    g_autoptr (JsonObject) unlimited = NULL;
+    g_autoptr (JsonObject) synced = NULL;
+    g_autoptr (JsonObject) block_job = NULL;
+    g_autoptr (JsonObject) pivoted = NULL;
+    g_autoptr (JsonObject) completed = NULL;
+    g_autoptr (VmrCliResult) confirmed = NULL;
+    g_autoptr (VmrCliResult) backwards = NULL;
+    g_autoptr (VmrCliResult) again = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm, "--manual-pivot");
+    job = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (vmr_json_get_string (job, "copy-mode"), ==, "background");
+
+    /* QEMU cannot go back to background: refused before it reaches QEMU */
+    backwards = vmr_harness_cli (h, "set-copy-mode", id, "background", NULL);
+    vmr_cli_result_assert_error (backwards, 1);
+    g_assert_nonnull (strstr (backwards->err, "not supported"));
+
+    confirmed = vmr_harness_cli (h, "set-copy-mode", id, "active", NULL);
+    vmr_cli_result_assert_ok (confirmed);
+    g_assert_nonnull (strstr (confirmed->out, "copy mode set to write-blocking"));
+    changed = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (vmr_json_get_string (changed, "copy-mode"), ==, "write-blocking");
+    g_assert_cmpstr (vmr_json_get_string (changed, "state"), ==, "copying");
+    again = vmr_harness_cli (h, "set-copy-mode", id, "write-blocking", NULL);
+    vmr_cli_result_assert_error (again, 1);
+
+    unlimited = job_command (h, "set-speed", id, "0");
+    synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_cmpstr (vmr_json_get_string (synced, "copy-mode"), ==, "write-blocking");
+    /* only a write-blocking mirror is ever actively synced */
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+    g_assert_true (vmr_json_get_bool (block_job, "actively-synced"));
+
+    pivoted = job_command (h, "pivot", id, NULL);
+    completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_cmpstr (vmr_json_get_string (completed, "copy-mode"), ==, "write-blocking");
+    vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
+}
+
 /* detach is refused while a job runs, and works once it ended */
 static void
 test_detach_busy (VmrHarness *h, gconstpointer user_data)
@@ -366,6 +422,7 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/control/manual-pivot", NULL, test_manual_pivot);
     VMR_HARNESS_ADD ("/control/pause-resume", NULL, test_pause_resume);
     VMR_HARNESS_ADD ("/control/set-speed", NULL, test_set_speed);
+    VMR_HARNESS_ADD ("/control/copy-mode", NULL, test_copy_mode);
     VMR_HARNESS_ADD ("/control/detach-busy", NULL, test_detach_busy);
     VMR_HARNESS_ADD ("/control/qemu-killed", NULL, test_qemu_killed);
     VMR_HARNESS_ADD ("/control/wait-cancelled", NULL, test_wait_cancelled);
