@@ -681,39 +681,6 @@ interrupt_cb (gpointer user_data)
     return G_SOURCE_CONTINUE;
 }
 
-/* the 1-minute load average, or "?"; other work on the machine skews the figures */
-static gchar *
-load_average (void)
-{
-    g_autofree gchar *text = NULL;
-    g_auto (GStrv) fields = NULL;
-
-    if (!g_file_get_contents ("/proc/loadavg", &text, NULL, NULL))
-        return g_strdup ("?");
-    fields = g_strsplit (text, " ", 2);
-    return g_strdup (fields[0] != NULL ? fields[0] : "?");
-}
-
-/*
- * A program: option, then environment, then the built-in default. The
- * children run in the bench's directory, so a relative path is made
- * absolute; a bare name is looked up in PATH.
- */
-static gchar *
-pick_program (const gchar *option, const gchar *env_name, const gchar *fallback)
-{
-    const gchar *env = g_getenv (env_name);
-    const gchar *name = fallback;
-
-    if (option != NULL)
-        name = option;
-    else if (env != NULL && *env != '\0')
-        name = env;
-    if (strchr (name, '/') == NULL)
-        return g_strdup (name);
-    return g_canonicalize_filename (name, NULL);
-}
-
 static gboolean
 make_dirs (Bench *self, const gchar *image_parent, GError **error)
 {
@@ -817,8 +784,8 @@ main (int argc, char **argv)
         return 2;
     }
     self->daemon_path
-        = pick_program (argc == 2 ? argv[1] : daemon_opt, "VMR_DAEMON", VMR_BENCH_DAEMON);
-    self->qemu_path = pick_program (qemu_opt, "VMR_QEMU", "qemu-system-x86_64");
+        = vmr_bench_pick_program (argc == 2 ? argv[1] : daemon_opt, "VMR_DAEMON", VMR_BENCH_DAEMON);
+    self->qemu_path = vmr_bench_pick_program (qemu_opt, "VMR_QEMU", "qemu-system-x86_64");
     if (daemon_log != NULL)
         self->daemon_log = g_canonicalize_filename (daemon_log, NULL);
 
@@ -828,7 +795,7 @@ main (int argc, char **argv)
     figures_init (&copy_figures);
     figures_init (&overhead_figures);
 
-    load_at_start = load_average ();
+    load_at_start = vmr_bench_load_average ();
     ok = make_dirs (self, dir_opt, &error) && start_daemon (self, &error);
     if (ok && rounds > 0)
         ok = run_part (self, "copy", (guint64) copy_mib * MIB, 1, (guint) warmup, (guint) rounds,
@@ -837,7 +804,7 @@ main (int argc, char **argv)
         ok = run_part (self, "overhead", (guint64) small_mib * MIB, 2, (guint) warmup,
                        (guint) overhead_rounds, &overhead_figures, &error);
     if (ok) {
-        g_autofree gchar *load_at_end = load_average ();
+        g_autofree gchar *load_at_end = vmr_bench_load_average ();
 
         g_print ("virt-mirror storage migration benchmark\n");
         g_print ("  virt-mirrord %s%s, QEMU %s (TCG, guest paused), %u CPUs, images under %s\n",

@@ -706,34 +706,6 @@ interrupt_cb (gpointer user_data)
     return G_SOURCE_CONTINUE;
 }
 
-static gchar *
-load_average (void)
-{
-    g_autofree gchar *text = NULL;
-    g_auto (GStrv) fields = NULL;
-
-    if (!g_file_get_contents ("/proc/loadavg", &text, NULL, NULL))
-        return g_strdup ("?");
-    fields = g_strsplit (text, " ", 2);
-    return g_strdup (fields[0] != NULL ? fields[0] : "?");
-}
-
-/* option, then environment, then the built-in default; a path made absolute */
-static gchar *
-pick_path (const gchar *option, const gchar *env_name, const gchar *fallback)
-{
-    const gchar *env = env_name != NULL ? g_getenv (env_name) : NULL;
-    const gchar *name = fallback;
-
-    if (option != NULL)
-        name = option;
-    else if (env != NULL && *env != '\0')
-        name = env;
-    if (strchr (name, '/') == NULL)
-        return g_strdup (name);
-    return g_canonicalize_filename (name, NULL);
-}
-
 static gboolean
 make_dirs (Bench *self, const gchar *image_parent, GError **error)
 {
@@ -834,11 +806,11 @@ main (int argc, char **argv)
         g_printerr ("bench-policy: bad arguments; see --help\n");
         return 2;
     }
-    self->daemon_path = pick_path (daemon_opt, "VMR_DAEMON", VMR_BENCH_DAEMON);
-    self->qemu_path = pick_path (qemu_opt, "VMR_QEMU", "qemu-system-x86_64");
-    self->policy_path = pick_path (policy_opt, NULL, VMR_BENCH_POLICY);
-    self->guest_dir = pick_path (guest_opt, "VMR_GUEST_DIR", VMR_BENCH_GUEST_DIR);
-    self->guest_build = pick_path (NULL, "VMR_GUEST_BUILD", VMR_BENCH_GUEST_BUILD);
+    self->daemon_path = vmr_bench_pick_program (daemon_opt, "VMR_DAEMON", VMR_BENCH_DAEMON);
+    self->qemu_path = vmr_bench_pick_program (qemu_opt, "VMR_QEMU", "qemu-system-x86_64");
+    self->policy_path = vmr_bench_pick_program (policy_opt, NULL, VMR_BENCH_POLICY);
+    self->guest_dir = vmr_bench_pick_program (guest_opt, "VMR_GUEST_DIR", VMR_BENCH_GUEST_DIR);
+    self->guest_build = vmr_bench_pick_program (NULL, "VMR_GUEST_BUILD", VMR_BENCH_GUEST_BUILD);
     self->iops = (guint) iops;
     self->disk_size = (guint64) disk_mib * MIB;
     self->settle_s = (guint) settle_s;
@@ -851,7 +823,7 @@ main (int argc, char **argv)
     for (guint v = 0; v < N_VARIANTS; v++)
         figures_init (&figures[v]);
 
-    load_at_start = load_average ();
+    load_at_start = vmr_bench_load_average ();
     ok = find_guest (self, &error) && make_dirs (self, dir_opt, &error);
     if (ok) {
         gint64 start = g_get_monotonic_time ();
@@ -892,7 +864,7 @@ main (int argc, char **argv)
         return 1;
     }
 
-    load_at_end = load_average ();
+    load_at_end = vmr_bench_load_average ();
     unthrottled_time = median (figures[VARIANT_UNTHROTTLED].migration_s);
     policy_time = median (figures[VARIANT_POLICY].migration_s);
     policy_ratio = median (figures[VARIANT_POLICY].ratio);

@@ -168,3 +168,30 @@ vmr_bench_remove_tree (const gchar *path)
         g_warning ("cannot remove %s: %s", path, g_strerror (errno));
     }
 }
+
+gchar *
+vmr_bench_load_average (void)
+{
+    g_autofree gchar *text = NULL;
+    g_auto (GStrv) fields = NULL;
+
+    if (!g_file_get_contents ("/proc/loadavg", &text, NULL, NULL))
+        return g_strdup ("?");
+    fields = g_strsplit (text, " ", 2);
+    return g_strdup (fields[0] != NULL ? fields[0] : "?");
+}
+
+gchar *
+vmr_bench_pick_program (const gchar *option, const gchar *env_name, const gchar *fallback)
+{
+    const gchar *env = env_name != NULL ? g_getenv (env_name) : NULL;
+    const gchar *name = fallback;
+
+    if (option != NULL)
+        name = option;
+    else if (env != NULL && *env != '\0')
+        name = env;
+    if (strchr (name, '/') == NULL)
+        return g_strdup (name);
+    return g_canonicalize_filename (name, NULL);
+}

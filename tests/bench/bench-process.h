@@ -54,4 +54,14 @@ void vmr_bench_close (VmrQmpClient **client, gpointer handler_data);
 /* removes @path and everything below it; warns about what stays */
 void vmr_bench_remove_tree (const gchar *path);
 
+/* the 1-minute load average, or "?"; other work on the machine skews the figures */
+gchar *vmr_bench_load_average (void);
+
+/*
+ * A program or file: option, then environment (@env_name may be NULL), then
+ * the built-in default. The children run in the bench's directory, so a
+ * relative path is made absolute; a bare name is looked up in PATH.
+ */
+gchar *vmr_bench_pick_program (const gchar *option, const gchar *env_name, const gchar *fallback);
+
 G_END_DECLS
