@@ -94,7 +94,7 @@ request_error (Request *req, const GError *error)
 
 /* ---- arguments ---- */
 
-typedef enum { ARG_STRING, ARG_BOOL, ARG_UINT } ArgType;
+typedef enum { ARG_STRING, ARG_BOOL, ARG_UINT, ARG_ARRAY } ArgType;
 
 typedef struct {
     const gchar *name;
@@ -132,6 +132,14 @@ check_args (JsonObject *args, const ArgSpec *spec, GError **error)
             continue;
         }
         value_type = JSON_NODE_HOLDS_VALUE (node) ? json_node_get_value_type (node) : G_TYPE_NONE;
+        if (s->type == ARG_ARRAY) {
+            if (!JSON_NODE_HOLDS_ARRAY (node)) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "parameter '%s' must be an array", s->name);
+                return FALSE;
+            }
+            continue;
+        }
         if ((s->type == ARG_STRING && value_type != G_TYPE_STRING)
             || (s->type == ARG_BOOL && value_type != G_TYPE_BOOLEAN)
             || (s->type == ARG_UINT
@@ -246,12 +254,8 @@ job_reply_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     Request *req = user_data;
     g_autoptr (GError) error = NULL;
-    g_autoptr (VmrJob) job = NULL;
+    g_autoptr (VmrJob) job = vmr_engine_job_command_finish (VMR_ENGINE (source), res, &error);
 
-    if (g_strcmp0 (req->command, "migrate") == 0)
-        job = vmr_engine_migrate_finish (VMR_ENGINE (source), res, &error);
-    else
-        job = vmr_engine_job_command_finish (VMR_ENGINE (source), res, &error);
     if (job == NULL) {
         request_error (req, error);
         return;
@@ -259,9 +263,84 @@ job_reply_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     request_return_object (req, vmr_engine_job_to_json (req->server->engine, job));
 }
 
+typedef struct {
+    Request *req;
+    gboolean group; /* the request named its disks as a group */
+} MigrateReply;
+
+static void
+migrate_reply_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    MigrateReply *reply = user_data;
+    Request *req = reply->req;
+    gboolean group = reply->group;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) jobs = vmr_engine_migrate_finish (VMR_ENGINE (source), res, &error);
+    JsonObject *obj;
+    JsonArray *array;
+
+    g_free (reply);
+    if (jobs == NULL) {
+        request_error (req, error);
+        return;
+    }
+    if (!group) {
+        request_return_object (
+            req, vmr_engine_job_to_json (req->server->engine, g_ptr_array_index (jobs, 0)));
+        return;
+    }
+    obj = json_object_new ();
+    array = json_array_new ();
+    json_object_set_string_member (obj, "group", ((VmrJob *) g_ptr_array_index (jobs, 0))->group);
+    for (guint i = 0; i < jobs->len; i++)
+        json_array_add_object_element (
+            array, vmr_engine_job_to_json (req->server->engine, g_ptr_array_index (jobs, i)));
+    json_object_set_array_member (obj, "jobs", array);
+    request_return_object (req, obj);
+}
+
+/* the "disks" of a group migrate: [{"disk": ..., "destination": ...}, ...] */
+static GArray *
+parse_targets (JsonArray *array, GError **error)
+{
+    g_autoptr (GArray) targets = g_array_new (FALSE, TRUE, sizeof (VmrMigrateTarget));
+
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonNode *node = json_array_get_element (array, i);
+        JsonObject *obj = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+        JsonNode *disk = obj != NULL ? json_object_get_member (obj, "disk") : NULL;
+        JsonNode *dest = obj != NULL ? json_object_get_member (obj, "destination") : NULL;
+        VmrMigrateTarget target = { 0 };
+
+        if (disk == NULL || dest == NULL || json_node_get_value_type (disk) != G_TYPE_STRING
+            || json_node_get_value_type (dest) != G_TYPE_STRING
+            || json_object_get_size (obj) != 2) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "parameter 'disks' must be a list of {\"disk\", \"destination\"} "
+                         "objects (element %u is not)",
+                         i);
+            return NULL;
+        }
+        target.disk = json_node_get_string (disk);
+        target.destination = json_node_get_string (dest);
+        g_array_append_val (targets, target);
+    }
+    if (targets->len < 2) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "parameter 'disks' must name two disks or more (one disk: use 'disk' and "
+                     "'destination')");
+        return NULL;
+    }
+    return g_steal_pointer (&targets);
+}
+
 static void
 handle_migrate (Request *req, JsonObject *args)
 {
+    JsonNode *disks = json_object_get_member (args, "disks");
+    g_autoptr (GArray) targets = NULL;
+    g_autoptr (GError) error = NULL;
+    MigrateReply *reply;
     VmrMigrateRequest request = {
         .domain = arg_string (args, "domain"),
         .disk = arg_string (args, "disk"),
@@ -274,7 +353,61 @@ handle_migrate (Request *req, JsonObject *args)
         .manual_pivot = arg_bool (args, "manual-pivot"),
     };
 
-    vmr_engine_migrate_async (req->server->engine, &request, NULL, job_reply_cb, req);
+    if (disks != NULL && !JSON_NODE_HOLDS_NULL (disks)) {
+        if (request.disk != NULL || request.destination != NULL) {
+            g_set_error_literal (&error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "give either 'disks' or 'disk' and 'destination', not both");
+            request_error (req, error);
+            return;
+        }
+        targets = parse_targets (json_node_get_array (disks), &error);
+        if (targets == NULL) {
+            request_error (req, error);
+            return;
+        }
+        request.targets = (const VmrMigrateTarget *) targets->data;
+        request.n_targets = targets->len;
+    } else if (request.disk == NULL || request.destination == NULL) {
+        g_set_error (&error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "parameter '%s' is missing",
+                     request.disk == NULL ? "disk" : "destination");
+        request_error (req, error);
+        return;
+    }
+    reply = g_new0 (MigrateReply, 1);
+    reply->req = req;
+    reply->group = targets != NULL;
+    vmr_engine_migrate_async (req->server->engine, &request, NULL, migrate_reply_cb, reply);
+}
+
+static void
+evacuate_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Request *req = user_data;
+    g_autoptr (GError) error = NULL;
+    JsonObject *plan = vmr_engine_evacuate_finish (VMR_ENGINE (source), res, &error);
+
+    if (plan == NULL) {
+        request_error (req, error);
+        return;
+    }
+    request_return_object (req, plan);
+}
+
+static void
+handle_evacuate (Request *req, JsonObject *args)
+{
+    VmrEvacuateRequest request = {
+        .from = arg_string (args, "from"),
+        .to = arg_string (args, "to"),
+        .domains = arg_string (args, "domains"),
+        .format = arg_string (args, "format"),
+        .speed = arg_uint (args, "speed"),
+        .speed_given = json_object_has_member (args, "speed")
+                       && !JSON_NODE_HOLDS_NULL (json_object_get_member (args, "speed")),
+        .dry_run = arg_bool (args, "dry-run"),
+    };
+
+    vmr_engine_evacuate_async (req->server->engine, &request, NULL, evacuate_cb, req);
 }
 
 static void
@@ -412,10 +545,24 @@ static const ArgSpec hook_args[] = {
     { "extra", ARG_STRING, FALSE }, { "uuid", ARG_STRING, FALSE }, { NULL },
 };
 static const ArgSpec migrate_args[] = {
-    { "domain", ARG_STRING, TRUE },      { "disk", ARG_STRING, TRUE },
-    { "destination", ARG_STRING, TRUE }, { "format", ARG_STRING, FALSE },
-    { "reuse", ARG_BOOL, FALSE },        { "speed", ARG_UINT, FALSE },
-    { "manual-pivot", ARG_BOOL, FALSE }, { NULL },
+    { "domain", ARG_STRING, TRUE },
+    { "disk", ARG_STRING, FALSE },
+    { "destination", ARG_STRING, FALSE },
+    { "disks", ARG_ARRAY, FALSE },
+    { "format", ARG_STRING, FALSE },
+    { "reuse", ARG_BOOL, FALSE },
+    { "speed", ARG_UINT, FALSE },
+    { "manual-pivot", ARG_BOOL, FALSE },
+    { NULL },
+};
+static const ArgSpec evacuate_args[] = {
+    { "from", ARG_STRING, TRUE },
+    { "to", ARG_STRING, TRUE },
+    { "domains", ARG_STRING, FALSE },
+    { "format", ARG_STRING, FALSE },
+    { "speed", ARG_UINT, FALSE },
+    { "dry-run", ARG_BOOL, FALSE },
+    { NULL },
 };
 
 static const struct {
@@ -429,6 +576,7 @@ static const struct {
     { "detach", name_args, handle_detach },
     { "query-domains", no_args, handle_query_domains },
     { "migrate", migrate_args, handle_migrate },
+    { "evacuate", evacuate_args, handle_evacuate },
     { "query-jobs", no_args, handle_query_jobs },
     { "query-job", id_args, handle_query_job },
     { "job-pause", id_args, handle_job_pause },

@@ -13,9 +13,15 @@ vmr_engine_job_holds_copy (VmrJob *job)
         case VMR_JOB_STATE_COPYING:
         case VMR_JOB_STATE_THROTTLED:
         case VMR_JOB_STATE_PAUSED:
+            return TRUE;
         case VMR_JOB_STATE_SYNCED:
         case VMR_JOB_STATE_PIVOTING:
-            return TRUE;
+            /*
+             * The bulk copy is over; only the guest's new writes still go
+             * to both images. Counting it would let a member of a group,
+             * synced and waiting for the others, hold their slots forever.
+             */
+            return FALSE;
         case VMR_JOB_STATE_QUEUED:
         case VMR_JOB_STATE_DELAYED:
             /* its mirror is on its way to QEMU */
@@ -43,7 +49,7 @@ describe_copy (VmrEngine *self, VmrJob *job, VmrAdmissionCopy *copy, gchar **out
     struct stat st;
 
     copy->domain = job->domain;
-    copy->iothread = disk != NULL ? disk->iothread : NULL;
+    copy->iothreads = disk != NULL ? (const gchar *const *) disk->iothreads : NULL;
     /* a block device is a destination of its own; files share their directory */
     if (stat (job->destination, &st) == 0 && S_ISBLK (st.st_mode))
         *out_dest = g_strdup (job->destination);

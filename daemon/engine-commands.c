@@ -111,8 +111,8 @@ command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                 return;
             }
             /* a copy that became ready while paused pivots now unless told not to */
-            if (data->job->ready && !data->job->manual_pivot && entry != NULL)
-                vmr_engine_pivot_job (self, entry, data->job, NULL);
+            if (data->job->ready && entry != NULL)
+                vmr_engine_job_in_sync (self, entry, data->job);
             break;
         case VMR_BACKEND_COMMAND_SET_SPEED:
             /* the user's speed replaces the policy's, throttle included */
@@ -272,6 +272,21 @@ vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendComman
     data->speed = speed;
     g_task_set_task_data (task, data, (GDestroyNotify) command_data_free);
 
+    if (command == VMR_BACKEND_COMMAND_PIVOT && job->group != NULL) {
+        VmrJob *laggard = vmr_engine_group_laggard (self, job);
+
+        /* a group cuts over as one: every member in sync, none paused */
+        if (laggard != NULL) {
+            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                     "job %s is one of group %s, and %s is %s; the group can "
+                                     "pivot once every member is synced",
+                                     job->id, job->group, laggard->id,
+                                     vmr_job_state_to_string (laggard->state));
+            return;
+        }
+        vmr_engine_pivot_group (self, entry, job, g_steal_pointer (&task));
+        return;
+    }
     if (command == VMR_BACKEND_COMMAND_PIVOT) {
         /* a paused job is resumed before the pivot */
         if (job->state == VMR_JOB_STATE_PAUSED) {

@@ -29,10 +29,7 @@ backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_da
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COPYING, NULL);
     if (job->state != VMR_JOB_STATE_COPYING && job->state != VMR_JOB_STATE_THROTTLED)
         return;
-    if (job->manual_pivot)
-        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
-    else
-        vmr_engine_pivot_job (self, entry, job, NULL);
+    vmr_engine_job_in_sync (self, entry, job);
 }
 
 static void
@@ -61,6 +58,9 @@ backend_job_finished_cb (VmrBackend *backend, const gchar *job_id, gint outcome,
             /* the policy cancels a copy it gave up on: that is a failure */
             if (job->pending_failure != NULL)
                 vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, job->pending_failure);
+            else if (job->group_cancel_reason != NULL)
+                vmr_engine_set_job_state (self, job, VMR_JOB_STATE_CANCELLED,
+                                          job->group_cancel_reason);
             else
                 vmr_engine_set_job_state (self, job, VMR_JOB_STATE_CANCELLED, reason);
             break;

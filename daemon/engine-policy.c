@@ -263,8 +263,8 @@ action_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             DomainEntry *entry = g_hash_table_lookup (data->engine->domains, data->job->domain);
 
             vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
-            if (!data->job->manual_pivot && entry != NULL)
-                vmr_engine_pivot_job (data->engine, entry, data->job, NULL);
+            if (entry != NULL)
+                vmr_engine_job_in_sync (data->engine, entry, data->job);
         } else {
             vmr_engine_set_job_state (data->engine, data->job, data->next_state, NULL);
         }

@@ -102,7 +102,7 @@ void vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *jo
 
 /* engine-admission.c */
 
-/* whether @job holds a mirror job in QEMU, or is starting one */
+/* whether @job copies in bulk in QEMU, or is starting to: what the limits count */
 gboolean vmr_engine_job_holds_copy (VmrJob *job);
 
 /*
@@ -115,5 +115,29 @@ void vmr_engine_admission_run (VmrEngine *self, VmrJob *job, GTask *task);
 
 /* runs an admission pass from the main loop soon (a copy ended, the policy changed) */
 void vmr_engine_admission_schedule (VmrEngine *self);
+
+/* engine-group.c */
+
+/* the jobs of @job's group, oldest first (transfer container); just @job if it has none */
+GPtrArray *vmr_engine_group_members (VmrEngine *self, VmrJob *job);
+
+/* the first member of @job's group that is not in sync, or NULL */
+VmrJob *vmr_engine_group_laggard (VmrEngine *self, VmrJob *job);
+
+/*
+ * @job's copy is in sync: pivots it, or keeps it synced for a user's pivot,
+ * or, in a group, waits for the others; the last member in sync cuts the
+ * whole group over.
+ */
+void vmr_engine_job_in_sync (VmrEngine *self, DomainEntry *entry, VmrJob *job);
+
+/* cuts every member of @job's group over, back to back; @task (consumed, may be NULL) */
+void vmr_engine_pivot_group (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* a member of a group ended: if it did not complete, the others are cancelled */
+void vmr_engine_group_member_ended (VmrEngine *self, VmrJob *job);
+
+/* cancels @job, whose group failed, as far as its state allows now */
+void vmr_engine_group_cancel_member (VmrEngine *self, VmrJob *job);
 
 G_END_DECLS

@@ -102,10 +102,16 @@ vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state, const
         g_warning ("%s", error->message);
     g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) previous);
     if (vmr_job_state_is_final (state)) {
+        /* before the waiters: a group's reply waits for all its members */
+        vmr_engine_group_member_ended (self, job);
         complete_waiters (self, job);
         /* a slot may be free, or the job was first in line for one */
         vmr_engine_admission_schedule (self);
     }
+    /* a copy that was on its way to QEMU when its group failed */
+    if (job->group_cancel_reason != NULL
+        && (previous == VMR_JOB_STATE_QUEUED || previous == VMR_JOB_STATE_DELAYED))
+        vmr_engine_group_cancel_member (self, job);
     entry = g_hash_table_lookup (self->domains, job->domain);
     if (entry != NULL)
         vmr_engine_update_timers (self, entry);
@@ -197,26 +203,38 @@ vmr_engine_hook_event (VmrEngine *self, const gchar *domain, const gchar *op, co
 /* ---- migrate ---- */
 
 typedef struct {
-    gchar *domain;
     gchar *disk;
     gchar *destination;
     gchar *format;
+} MigrateTarget;
+
+typedef struct {
+    gchar *domain;
+    GArray *targets; /* of MigrateTarget */
     gboolean reuse;
     guint64 speed;
     gboolean speed_given;
     gboolean manual_pivot;
-    VmrJob *job;
+    GPtrArray *jobs; /* of VmrJob *, the new ones */
+    guint pending;   /* members not started or waiting yet */
+    GError *error;   /* the first member that could not start */
 } MigrateData;
+
+static void
+migrate_target_clear (MigrateTarget *target)
+{
+    g_free (target->disk);
+    g_free (target->destination);
+    g_free (target->format);
+}
 
 static void
 migrate_data_free (MigrateData *data)
 {
     g_free (data->domain);
-    g_free (data->disk);
-    g_free (data->destination);
-    g_free (data->format);
-    if (data->job != NULL)
-        vmr_job_unref (data->job);
+    g_array_unref (data->targets);
+    g_ptr_array_unref (data->jobs);
+    g_clear_error (&data->error);
     g_free (data);
 }
 
@@ -279,6 +297,116 @@ vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, guint64
     vmr_backend_start_copy_async (entry->backend, job, disk, NULL, copy_started_cb, data);
 }
 
+/* checks one disk of a request; @disks are the domain's, @in_use their paths */
+static VmrDisk *
+check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
+              const gchar *const *in_use, guint64 *out_existing_size, GError **error)
+{
+    MigrateTarget *target = &g_array_index (data->targets, MigrateTarget, n);
+    g_autoptr (GString) names = g_string_new (NULL);
+    VmrDestinationCheck check = { 0 };
+    VmrDisk *disk = vmr_disk_lookup (entry->disks, target->disk);
+    VmrJob *busy;
+
+    for (guint i = 0; i < entry->disks->len; i++) {
+        VmrDisk *d = g_ptr_array_index (entry->disks, i);
+
+        g_string_append_printf (names, "%s%s", i > 0 ? ", " : "", d->id);
+    }
+    if (disk == NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND,
+                     "domain %s has no disk '%s' (its disks: %s)", data->domain, target->disk,
+                     names->len > 0 ? names->str : "none");
+        return NULL;
+    }
+    /* the same disk or destination twice in one request */
+    for (guint i = 0; i < n; i++) {
+        MigrateTarget *earlier = &g_array_index (data->targets, MigrateTarget, i);
+
+        if (vmr_disk_lookup (entry->disks, earlier->disk) == disk) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "%s of %s is named twice",
+                         disk->id, entry->name);
+            return NULL;
+        }
+        if (g_strcmp0 (earlier->destination, target->destination) == 0) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "destination %s is named twice (for %s and %s)", target->destination,
+                         earlier->disk, target->disk);
+            return NULL;
+        }
+    }
+    busy = vmr_engine_active_job_for_disk (self, entry->name, disk->id);
+    if (busy != NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "%s of %s is already migrating (job %s)",
+                     disk->id, entry->name, busy->id);
+        return NULL;
+    }
+    busy = active_job_for_destination (self, target->destination);
+    if (busy != NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "destination %s is in use by job %s",
+                     target->destination, busy->id);
+        return NULL;
+    }
+    if (disk->read_only) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "%s of %s is read-only; there is nothing to migrate live", disk->id,
+                     entry->name);
+        return NULL;
+    }
+    check.path = target->destination;
+    check.format = target->format;
+    check.reuse = data->reuse;
+    check.source_size = disk->size;
+    check.in_use = in_use;
+    if (!vmr_destination_check (&check, out_existing_size, error))
+        return NULL;
+    return disk;
+}
+
+static VmrJob *
+create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *disk,
+            MigrateTarget *target)
+{
+    g_autofree gchar *job_id = g_strdup_printf ("vmr-%u", ++self->last_job_number);
+    VmrJob *job = vmr_job_new (job_id, entry->name, disk->id, g_get_real_time ());
+
+    job->source = g_strdup (disk->path);
+    job->source_format = g_strdup (disk->format);
+    job->source_node = g_strdup (disk->node);
+    job->source_file_node = g_strdup (disk->file_node);
+    job->destination = g_strdup (target->destination);
+    g_free (job->format);
+    job->format = g_strdup (target->format);
+    job->created_destination = !data->reuse;
+    job->speed = data->speed;
+    job->base_speed = data->speed;
+    job->speed_from_user = data->speed_given;
+    job->manual_pivot = data->manual_pivot;
+    job->total_bytes = disk->size;
+    return job;
+}
+
+/* a member of the request started its copy, or waits, or could not start */
+static void
+member_admitted_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    MigrateData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (VmrJob) job = g_task_propagate_pointer (G_TASK (res), &error);
+
+    if (job == NULL && data->error == NULL)
+        data->error = g_steal_pointer (&error);
+    if (--data->pending > 0)
+        return;
+    /* one member failed to start: its group is cancelled, say why */
+    if (data->error != NULL)
+        g_task_return_error (task, g_steal_pointer (&data->error));
+    else
+        g_task_return_pointer (task, g_ptr_array_ref (data->jobs),
+                               (GDestroyNotify) g_ptr_array_unref);
+}
+
 static void
 migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -288,14 +416,8 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
     g_autoptr (GPtrArray) disks = NULL;
     g_autoptr (GPtrArray) in_use = g_ptr_array_new ();
-    g_autoptr (GString) names = g_string_new (NULL);
-    g_autofree gchar *job_id = NULL;
-    VmrDestinationCheck check = { 0 };
+    g_autoptr (GPtrArray) chosen = g_ptr_array_new ();
     DomainEntry *entry;
-    VmrDisk *disk;
-    VmrJob *busy;
-    VmrJob *job;
-    guint64 existing_size = 0;
 
     disks = vmr_backend_query_disks_finish (VMR_BACKEND (source), res, &error);
     entry = g_hash_table_lookup (self->domains, data->domain);
@@ -310,77 +432,81 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_ptr_array_unref (entry->disks);
     entry->disks = g_steal_pointer (&disks);
 
-    disk = vmr_disk_lookup (entry->disks, data->disk);
-    for (guint i = 0; i < entry->disks->len; i++) {
-        VmrDisk *d = g_ptr_array_index (entry->disks, i);
-
-        g_string_append_printf (names, "%s%s", i > 0 ? ", " : "", d->id);
-        g_ptr_array_add (in_use, d->path);
-    }
+    for (guint i = 0; i < entry->disks->len; i++)
+        g_ptr_array_add (in_use, ((VmrDisk *) g_ptr_array_index (entry->disks, i))->path);
     g_ptr_array_add (in_use, NULL);
-    if (disk == NULL) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_NOT_FOUND,
-                                 "domain %s has no disk '%s' (its disks: %s)", data->domain,
-                                 data->disk, names->len > 0 ? names->str : "none");
-        return;
-    }
-    busy = vmr_engine_active_job_for_disk (self, entry->name, disk->id);
-    if (busy != NULL) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_BUSY,
-                                 "%s of %s is already migrating (job %s)", disk->id, entry->name,
-                                 busy->id);
-        return;
-    }
-    busy = active_job_for_destination (self, data->destination);
-    if (busy != NULL) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_BUSY,
-                                 "destination %s is in use by job %s", data->destination, busy->id);
-        return;
-    }
-    if (disk->read_only) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "%s of %s is read-only; there is nothing to migrate live",
-                                 disk->id, entry->name);
-        return;
-    }
-    check.path = data->destination;
-    check.format = data->format;
-    check.reuse = data->reuse;
-    check.source_size = disk->size;
-    check.in_use = (const gchar *const *) in_use->pdata;
-    if (!vmr_destination_check (&check, &existing_size, &error)) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
+    /* every disk of the request is checked before anything is created */
+    for (guint i = 0; i < data->targets->len; i++) {
+        guint64 existing_size = 0;
+        VmrDisk *disk = check_target (self, entry, data, i, (const gchar *const *) in_use->pdata,
+                                      &existing_size, &error);
+
+        if (disk == NULL) {
+            g_task_return_error (task, g_steal_pointer (&error));
+            return;
+        }
+        g_ptr_array_add (chosen, disk);
     }
 
-    job_id = g_strdup_printf ("vmr-%u", ++self->last_job_number);
-    job = vmr_job_new (job_id, entry->name, disk->id, g_get_real_time ());
-    job->source = g_strdup (disk->path);
-    job->source_format = g_strdup (disk->format);
-    job->source_node = g_strdup (disk->node);
-    job->source_file_node = g_strdup (disk->file_node);
-    job->destination = g_strdup (data->destination);
-    g_free (job->format);
-    job->format = g_strdup (data->format);
-    job->created_destination = !data->reuse;
-    job->speed = data->speed;
-    job->base_speed = data->speed;
-    job->speed_from_user = data->speed_given;
-    job->manual_pivot = data->manual_pivot;
-    job->total_bytes = disk->size;
-    g_hash_table_insert (self->jobs, g_strdup (job->id), job);
-    g_ptr_array_add (self->job_order, vmr_job_ref (job));
-    data->job = vmr_job_ref (job);
-    g_message ("job %s (%s %s -> %s): queued", job->id, job->domain, job->disk, job->destination);
-    {
+    for (guint i = 0; i < chosen->len; i++) {
+        MigrateTarget *target = &g_array_index (data->targets, MigrateTarget, i);
+        VmrJob *job = create_job (self, entry, data, g_ptr_array_index (chosen, i), target);
         g_autoptr (GError) save_error = NULL;
 
+        if (chosen->len > 1)
+            job->group
+                = g_strdup (i == 0 ? job->id : ((VmrJob *) g_ptr_array_index (data->jobs, 0))->id);
+        g_hash_table_insert (self->jobs, g_strdup (job->id), job);
+        g_ptr_array_add (self->job_order, vmr_job_ref (job));
+        g_ptr_array_add (data->jobs, vmr_job_ref (job));
+        if (job->group != NULL)
+            g_message ("job %s (%s %s -> %s): queued, group %s", job->id, job->domain, job->disk,
+                       job->destination, job->group);
+        else
+            g_message ("job %s (%s %s -> %s): queued", job->id, job->domain, job->disk,
+                       job->destination);
         if (!vmr_job_save (job, self->state_dir, &save_error))
             g_warning ("%s", save_error->message);
+        g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) VMR_JOB_STATE_QUEUED);
     }
-    g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) VMR_JOB_STATE_QUEUED);
     vmr_engine_update_timers (self, entry);
-    vmr_engine_policy_admit (self, entry, job, g_steal_pointer (&task));
+    /* each member's copy starts or waits; the reply when all have */
+    data->pending = data->jobs->len;
+    for (guint i = 0; i < data->jobs->len; i++) {
+        VmrJob *job = g_ptr_array_index (data->jobs, i);
+        GTask *member_task = g_task_new (self, NULL, member_admitted_cb, g_object_ref (task));
+
+        if (!vmr_engine_job_is_active (job)) {
+            /* ended already: an earlier member failed and took the group along */
+            g_task_return_pointer (member_task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
+            g_object_unref (member_task);
+            continue;
+        }
+        vmr_engine_policy_admit (self, entry, job, member_task);
+    }
+}
+
+static gboolean
+add_target (MigrateData *data, const gchar *disk, const gchar *destination, const gchar *format,
+            GError **error)
+{
+    MigrateTarget target = { 0 };
+
+    if (disk == NULL || *disk == '\0' || destination == NULL || *destination == '\0') {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "each disk to migrate needs a disk and a destination");
+        return FALSE;
+    }
+    if (g_strcmp0 (format, "raw") != 0 && g_strcmp0 (format, "qcow2") != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "unsupported destination format '%s' (use raw or qcow2)", format);
+        return FALSE;
+    }
+    target.disk = g_strdup (disk);
+    target.destination = g_strdup (destination);
+    target.format = g_strdup (format);
+    g_array_append_val (data->targets, target);
+    return TRUE;
 }
 
 void
@@ -390,13 +516,14 @@ vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
 {
     g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
     MigrateData *data = g_new0 (MigrateData, 1);
+    const gchar *format = request->format != NULL ? request->format : "raw";
     g_autoptr (GError) error = NULL;
     DomainEntry *entry;
 
     data->domain = g_strdup (request->domain);
-    data->disk = g_strdup (request->disk);
-    data->destination = g_strdup (request->destination);
-    data->format = g_strdup (request->format != NULL ? request->format : "raw");
+    data->targets = g_array_new (FALSE, TRUE, sizeof (MigrateTarget));
+    g_array_set_clear_func (data->targets, (GDestroyNotify) migrate_target_clear);
+    data->jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
     data->reuse = request->reuse;
     data->speed = request->speed;
     data->speed_given = request->speed_given;
@@ -414,18 +541,27 @@ vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
                                  entry->name);
         return;
     }
-    if (g_strcmp0 (data->format, "raw") != 0 && g_strcmp0 (data->format, "qcow2") != 0) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "unsupported destination format '%s' (use raw or qcow2)",
-                                 data->format);
-        return;
+    if (request->n_targets == 0) {
+        if (!add_target (data, request->disk, request->destination, format, &error)) {
+            g_task_return_error (task, g_steal_pointer (&error));
+            return;
+        }
+    }
+    for (guint i = 0; i < request->n_targets; i++) {
+        const VmrMigrateTarget *t = &request->targets[i];
+
+        if (!add_target (data, t->disk, t->destination, t->format != NULL ? t->format : format,
+                         &error)) {
+            g_task_return_error (task, g_steal_pointer (&error));
+            return;
+        }
     }
     /* the disk list may have changed since the last look: read it again */
     vmr_backend_query_disks_async (entry->backend, cancellable, migrate_disks_cb,
                                    g_steal_pointer (&task));
 }
 
-VmrJob *
+GPtrArray *
 vmr_engine_migrate_finish (VmrEngine *self, GAsyncResult *res, GError **error)
 {
     return g_task_propagate_pointer (G_TASK (res), error);

@@ -15,11 +15,21 @@ G_BEGIN_DECLS
 #define VMR_TYPE_ENGINE (vmr_engine_get_type ())
 G_DECLARE_FINAL_TYPE (VmrEngine, vmr_engine, VMR, ENGINE, GObject)
 
+/* one disk of a migrate request and where it goes */
 typedef struct {
-    const gchar *domain;
     const gchar *disk;        /* qdev id or node name */
     const gchar *destination; /* absolute path */
-    const gchar *format;      /* "raw" or "qcow2"; NULL = raw */
+    const gchar *format;      /* NULL: the request's format */
+} VmrMigrateTarget;
+
+typedef struct {
+    const gchar *domain;
+    const gchar *disk;        /* qdev id or node name; unused when @n_targets > 0 */
+    const gchar *destination; /* absolute path; unused when @n_targets > 0 */
+    /* several disks that move as one group (2 or more), or none */
+    const VmrMigrateTarget *targets;
+    guint n_targets;
+    const gchar *format; /* "raw" or "qcow2"; NULL = raw */
     gboolean reuse;
     guint64 speed;        /* bytes/s, 0 = unlimited */
     gboolean speed_given; /* FALSE: the policy's speed applies */
@@ -93,11 +103,38 @@ void vmr_engine_query_domains_async (VmrEngine *self, GCancellable *cancellable,
                                      GAsyncReadyCallback callback, gpointer user_data);
 JsonArray *vmr_engine_query_domains_finish (VmrEngine *self, GAsyncResult *res, GError **error);
 
-/* validates the request, creates the job and starts the copy */
+/*
+ * Validates the request, creates the jobs (a group when it names several
+ * disks) and starts the copies the limits let start. Nothing is created
+ * unless every disk of the request is valid.
+ */
 void vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
                                GCancellable *cancellable, GAsyncReadyCallback callback,
                                gpointer user_data);
-VmrJob *vmr_engine_migrate_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+/* the new jobs, in the order of the request (of VmrJob *, owned) */
+GPtrArray *vmr_engine_migrate_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+typedef struct {
+    const gchar *from;    /* absolute directory */
+    const gchar *to;      /* absolute directory */
+    const gchar *domains; /* glob on domain names, NULL = every domain */
+    const gchar *format;  /* NULL: each source's own format */
+    guint64 speed;
+    gboolean speed_given;
+    gboolean dry_run;
+} VmrEvacuateRequest;
+
+/*
+ * Plans the move of every disk of every known domain that lies under
+ * @request->from to the same relative path under @request->to and, unless
+ * a dry run, submits it: one group per domain. Refuses a plan with
+ * collisions or a destination in use, submitting nothing.
+ */
+void vmr_engine_evacuate_async (VmrEngine *self, const VmrEvacuateRequest *request,
+                                GCancellable *cancellable, GAsyncReadyCallback callback,
+                                gpointer user_data);
+/* the plan (docs/protocol.md, "evacuate") */
+JsonObject *vmr_engine_evacuate_finish (VmrEngine *self, GAsyncResult *res, GError **error);
 
 /* every job, oldest first */
 JsonArray *vmr_engine_list_jobs (VmrEngine *self);

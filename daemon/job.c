@@ -119,6 +119,8 @@ vmr_job_unref (VmrJob *self)
     g_free (self->decision_reason);
     g_free (self->pending_failure);
     g_free (self->waiting_for);
+    g_free (self->group);
+    g_free (self->group_cancel_reason);
     g_array_unref (self->history);
     g_free (self);
 }
@@ -190,6 +192,8 @@ vmr_job_to_json (VmrJob *self)
     set_nullable_string (obj, "waiting-for", self->waiting_for);
     json_object_set_int_member (obj, "speed", (gint64) self->speed);
     json_object_set_boolean_member (obj, "manual-pivot", self->manual_pivot);
+    if (self->group != NULL)
+        json_object_set_string_member (obj, "group", self->group);
     json_object_set_string_member (obj, "copy-mode",
                                    self->write_blocking ? "write-blocking" : "background");
 

@@ -59,6 +59,10 @@ typedef struct {
     gchar *pending_failure;   /* the reason to report when a cancel we made ends */
     gchar *waiting_for;       /* the admission limit that keeps it from starting, or NULL */
 
+    /* a member of a group: the disks of one domain that cut over together */
+    gchar *group;               /* the first member's id, NULL for a job of its own */
+    gchar *group_cancel_reason; /* the group failed: cancel this one with this reason */
+
     VmrJobState state;
     gchar *reason; /* why it failed or was cancelled, NULL otherwise */
     guint64 speed; /* bytes/s, 0 = unlimited */

@@ -15,7 +15,8 @@ G_BEGIN_DECLS
 /* a copy that runs, or a job that waits to start */
 typedef struct {
     const gchar *domain;
-    const gchar *iothread;          /* of the source disk, NULL for the main loop */
+    const gchar *const *iothreads;  /* every I/O thread serving the source disk (a per-queue
+                                     * mapping may name several); NULL or empty: the main loop */
     const gchar *destination;       /* the directory or block device it writes to */
     guint64 limits[VMR_LIMIT_LAST]; /* of the job's own rule, 0 = no limit */
 } VmrAdmissionCopy;
@@ -40,7 +41,8 @@ void vmr_admission_add_running (VmrAdmission *self, const VmrAdmissionCopy *copy
  * web01)". A job held by a limit is first in line in that limit's group:
  * a later job of the same group is held too, even if its own rule allows
  * more (unless its rule sets no such limit), while jobs of other groups go
- * ahead.
+ * ahead. A disk served by several I/O threads counts against each of them,
+ * and may start only when each of them has a free slot.
  */
 VmrLimit vmr_admission_check (VmrAdmission *self, const VmrAdmissionCopy *job, gchar **out_reason);
 

@@ -15,8 +15,8 @@
     }
 
 typedef struct {
-    const gchar *domain; /* NULL ends a list */
-    const gchar *iothread;
+    const gchar *domain;   /* NULL ends a list */
+    const gchar *iothread; /* several: "io0,io1" */
     const gchar *destination;
     guint64 limits[VMR_LIMIT_LAST];
     const gchar *expected; /* for a waiting job: "start" or the key that holds it */
@@ -84,16 +84,36 @@ static const AdmissionCase cases[] = {
         { "web01", "io1", "/a", LIMITS (2, 0, 1, 0), "max-parallel-per-domain", NULL },
         { "web02", "io0", "/a", LIMITS (2, 0, 1, 0), "start", NULL },
         { "web03", "io0", "/a", LIMITS (2, 0, 1, 0), "max-parallel", NULL } } },
+    { "a disk on several I/O threads counts against each of them",
+      { { "web01", "io0,io1", "/a", LIMITS (0, 1, 0, 0) } },
+      { { "web01", "io1", "/a", LIMITS (0, 1, 0, 0), "max-parallel-per-iothread",
+          "held by max-parallel-per-iothread (1 copy on io1 of web01)" },
+        { "web01", "io2", "/a", LIMITS (0, 1, 0, 0), "start", NULL },
+        { "web01", "io3,io0", "/a", LIMITS (0, 1, 0, 0), "max-parallel-per-iothread",
+          "1 copy on io0 of web01" } } },
+    { "a disk on several I/O threads starts only when each has a slot, first in line on each",
+      { { "web01", "io1", "/a", LIMITS (0, 1, 0, 0) } },
+      { { "web01", "io0,io1", "/a", LIMITS (0, 1, 0, 0), "max-parallel-per-iothread",
+          "1 copy on io1 of web01" },
+        { "web01", "io0", "/a", LIMITS (0, 1, 0, 0), "max-parallel-per-iothread",
+          "behind an older job on io0 of web01" },
+        { "web01", "io2,io3", "/a", LIMITS (0, 1, 0, 0), "start", NULL },
+        { "web01", "io3", "/a", LIMITS (0, 1, 0, 0), "max-parallel-per-iothread",
+          "1 copy on io3 of web01" } } },
     { "the first limit in order names the hold",
       { { "web01", "io0", "/a", LIMITS (1, 1, 1, 1) } },
       { { "web01", "io0", "/a", LIMITS (1, 1, 1, 1), "max-parallel", NULL } } },
 };
 
+/* @threads keeps the I/O thread list alive as long as @copy */
 static void
-fill_copy (VmrAdmissionCopy *copy, const CopyCase *c)
+fill_copy (VmrAdmissionCopy *copy, const CopyCase *c, GStrv *threads)
 {
+    g_clear_pointer (threads, g_strfreev);
+    if (c->iothread != NULL)
+        *threads = g_strsplit (c->iothread, ",", -1);
     copy->domain = c->domain;
-    copy->iothread = c->iothread;
+    copy->iothreads = (const gchar *const *) *threads;
     copy->destination = c->destination;
     for (guint l = 0; l < VMR_LIMIT_LAST; l++)
         copy->limits[l] = c->limits[l];
@@ -109,17 +129,19 @@ test_admission_table (void)
         g_test_message ("%s", c->name);
         for (guint r = 0; r < G_N_ELEMENTS (c->running) && c->running[r].domain != NULL; r++) {
             VmrAdmissionCopy copy = { 0 };
+            g_auto (GStrv) threads = NULL;
 
-            fill_copy (&copy, &c->running[r]);
+            fill_copy (&copy, &c->running[r], &threads);
             vmr_admission_add_running (admission, &copy);
         }
         for (guint w = 0; w < G_N_ELEMENTS (c->waiting) && c->waiting[w].domain != NULL; w++) {
             const CopyCase *x = &c->waiting[w];
             VmrAdmissionCopy copy = { 0 };
+            g_auto (GStrv) threads = NULL;
             g_autofree gchar *reason = NULL;
             VmrLimit limit;
 
-            fill_copy (&copy, x);
+            fill_copy (&copy, x, &threads);
             limit = vmr_admission_check (admission, &copy, &reason);
             g_test_message ("  %u: %s", w, reason != NULL ? reason : "start");
             if (limit == VMR_LIMIT_LAST) {
@@ -143,7 +165,8 @@ static void
 test_admission_no_reason (void)
 {
     g_autoptr (VmrAdmission) admission = vmr_admission_new ();
-    VmrAdmissionCopy copy = { "web01", "io0", "/a", LIMITS (1, 0, 0, 0) };
+    const gchar *const io0[] = { "io0", NULL };
+    VmrAdmissionCopy copy = { "web01", io0, "/a", LIMITS (1, 0, 0, 0) };
 
     g_assert_cmpint (vmr_admission_check (admission, &copy, NULL), ==, VMR_LIMIT_LAST);
     vmr_admission_add_running (admission, &copy);

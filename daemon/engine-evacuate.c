@@ -1,0 +1,497 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+/*
+ * Evacuation: every disk of every known domain whose image lies under one
+ * directory moves to the same relative path under another. The plan is
+ * checked as a whole (collisions, destinations that exist or are in use)
+ * before anything is submitted; each domain's disks go as one group.
+ */
+
+#include "engine-private.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "vmr-error.h"
+
+typedef struct {
+    gchar *domain;
+    gchar *disk;
+    gchar *source;
+    gchar *destination;
+    gchar *format;
+    guint64 size;
+    gchar *job;     /* an unfinished job of the disk, or the new one */
+    gchar *group;   /* of the new job */
+    gchar *skipped; /* why it is not planned, or NULL */
+    gchar *error;   /* its domain's submission failed */
+} PlanEntry;
+
+static void
+plan_entry_free (PlanEntry *e)
+{
+    g_free (e->domain);
+    g_free (e->disk);
+    g_free (e->source);
+    g_free (e->destination);
+    g_free (e->format);
+    g_free (e->job);
+    g_free (e->group);
+    g_free (e->skipped);
+    g_free (e->error);
+    g_free (e);
+}
+
+typedef struct {
+    gchar *from;
+    gchar *to;
+    gchar *domains;
+    gchar *format;
+    guint64 speed;
+    gboolean speed_given;
+    gboolean dry_run;
+
+    GPtrArray *names;   /* the domains whose disks are read, sorted */
+    guint pending;      /* disk lists or submissions on their way */
+    GPtrArray *plan;    /* of PlanEntry * */
+    GError *list_error; /* the first domain whose disks could not be read */
+} EvacuateData;
+
+static void
+evacuate_data_free (EvacuateData *data)
+{
+    g_free (data->from);
+    g_free (data->to);
+    g_free (data->domains);
+    g_free (data->format);
+    g_ptr_array_unref (data->names);
+    g_ptr_array_unref (data->plan);
+    g_clear_error (&data->list_error);
+    g_free (data);
+}
+
+/* @path relative to the directory @dir ("a/b.raw"), or NULL if it is not under it */
+static const gchar *
+relative_to (const gchar *path, const gchar *dir)
+{
+    gsize len = strlen (dir);
+
+    if (path == NULL || !g_str_has_prefix (path, dir))
+        return NULL;
+    /* "/" is the one directory that ends in a slash */
+    if (len > 0 && dir[len - 1] == '/')
+        return path[len] != '\0' ? path + len : NULL;
+    return path[len] == '/' && path[len + 1] != '\0' ? path + len + 1 : NULL;
+}
+
+/* the domain and disk that use @path, or the job that writes it; NULL if none */
+static gchar *
+path_user (VmrEngine *self, const gchar *path)
+{
+    GHashTableIter iter;
+    DomainEntry *entry;
+
+    g_hash_table_iter_init (&iter, self->domains);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
+        for (guint i = 0; entry->disks != NULL && i < entry->disks->len; i++) {
+            VmrDisk *disk = g_ptr_array_index (entry->disks, i);
+
+            if (g_strcmp0 (disk->path, path) == 0)
+                return g_strdup_printf ("%s of %s", disk->id, entry->name);
+        }
+    }
+    for (guint i = 0; i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+
+        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->destination, path) == 0)
+            return g_strdup_printf ("job %s", job->id);
+    }
+    return NULL;
+}
+
+static JsonObject *
+plan_to_json (EvacuateData *data)
+{
+    JsonObject *obj = json_object_new ();
+    JsonArray *disks = json_array_new ();
+    guint64 total = 0;
+
+    json_object_set_string_member (obj, "from", data->from);
+    json_object_set_string_member (obj, "to", data->to);
+    json_object_set_boolean_member (obj, "dry-run", data->dry_run);
+    for (guint i = 0; i < data->plan->len; i++) {
+        PlanEntry *e = g_ptr_array_index (data->plan, i);
+        JsonObject *d = json_object_new ();
+
+        json_object_set_string_member (d, "domain", e->domain);
+        json_object_set_string_member (d, "disk", e->disk);
+        json_object_set_string_member (d, "source", e->source);
+        json_object_set_string_member (d, "destination", e->destination);
+        json_object_set_string_member (d, "format", e->format);
+        json_object_set_int_member (d, "size", (gint64) e->size);
+        if (e->job != NULL)
+            json_object_set_string_member (d, "job", e->job);
+        if (e->group != NULL)
+            json_object_set_string_member (d, "group", e->group);
+        if (e->skipped != NULL)
+            json_object_set_string_member (d, "skipped", e->skipped);
+        if (e->error != NULL)
+            json_object_set_string_member (d, "error", e->error);
+        if (e->skipped == NULL)
+            total += e->size;
+        json_array_add_object_element (disks, d);
+    }
+    json_object_set_array_member (obj, "disks", disks);
+    json_object_set_int_member (obj, "total-bytes", (gint64) total);
+    return obj;
+}
+
+/* ---- submitting ---- */
+
+typedef struct {
+    GTask *task; /* the evacuation's */
+    gchar *domain;
+} SubmitData;
+
+static void
+submitted_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    SubmitData *submit = user_data;
+    g_autoptr (GTask) task = submit->task;
+    EvacuateData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) jobs = vmr_engine_migrate_finish (VMR_ENGINE (source), res, &error);
+
+    for (guint i = 0; i < data->plan->len; i++) {
+        PlanEntry *e = g_ptr_array_index (data->plan, i);
+
+        if (e->skipped != NULL || g_strcmp0 (e->domain, submit->domain) != 0)
+            continue;
+        if (jobs == NULL) {
+            e->error = g_strdup (error->message);
+            continue;
+        }
+        for (guint j = 0; j < jobs->len; j++) {
+            VmrJob *job = g_ptr_array_index (jobs, j);
+
+            if (g_strcmp0 (job->disk, e->disk) == 0) {
+                e->job = g_strdup (job->id);
+                e->group = g_strdup (job->group);
+            }
+        }
+    }
+    if (jobs == NULL)
+        g_message ("evacuate: %s: %s", submit->domain, error->message);
+    g_free (submit->domain);
+    g_free (submit);
+    if (--data->pending > 0)
+        return;
+    g_task_return_pointer (task, plan_to_json (data), (GDestroyNotify) json_object_unref);
+}
+
+static void
+submit_plan (GTask *task)
+{
+    VmrEngine *self = g_task_get_source_object (task);
+    EvacuateData *data = g_task_get_task_data (task);
+    g_autoptr (GPtrArray) domains = g_ptr_array_new ();
+
+    for (guint i = 0; i < data->plan->len; i++) {
+        PlanEntry *e = g_ptr_array_index (data->plan, i);
+
+        if (e->skipped == NULL
+            && !g_ptr_array_find_with_equal_func (domains, e->domain, g_str_equal, NULL))
+            g_ptr_array_add (domains, e->domain);
+    }
+    if (domains->len == 0) {
+        g_task_return_pointer (task, plan_to_json (data), (GDestroyNotify) json_object_unref);
+        return;
+    }
+    g_message ("evacuate %s -> %s: %u domains", data->from, data->to, domains->len);
+    data->pending = domains->len;
+    for (guint d = 0; d < domains->len; d++) {
+        const gchar *domain = g_ptr_array_index (domains, d);
+        g_autoptr (GArray) targets = g_array_new (FALSE, TRUE, sizeof (VmrMigrateTarget));
+        VmrMigrateRequest request = { 0 };
+        SubmitData *submit = g_new0 (SubmitData, 1);
+
+        for (guint i = 0; i < data->plan->len; i++) {
+            PlanEntry *e = g_ptr_array_index (data->plan, i);
+            VmrMigrateTarget target = { e->disk, e->destination, e->format };
+
+            if (e->skipped == NULL && g_strcmp0 (e->domain, domain) == 0)
+                g_array_append_val (targets, target);
+        }
+        request.domain = domain;
+        if (targets->len == 1) {
+            request.disk = g_array_index (targets, VmrMigrateTarget, 0).disk;
+            request.destination = g_array_index (targets, VmrMigrateTarget, 0).destination;
+            request.format = g_array_index (targets, VmrMigrateTarget, 0).format;
+        } else {
+            request.targets = (const VmrMigrateTarget *) targets->data;
+            request.n_targets = targets->len;
+        }
+        request.speed = data->speed;
+        request.speed_given = data->speed_given;
+        submit->task = g_object_ref (task);
+        submit->domain = g_strdup (domain);
+        vmr_engine_migrate_async (self, &request, NULL, submitted_cb, submit);
+    }
+}
+
+/* ---- planning ---- */
+
+static gboolean
+make_plan (VmrEngine *self, EvacuateData *data, GError **error)
+{
+    g_autoptr (GHashTable) destinations = g_hash_table_new (g_str_hash, g_str_equal);
+
+    for (guint n = 0; n < data->names->len; n++) {
+        DomainEntry *entry
+            = g_hash_table_lookup (self->domains, g_ptr_array_index (data->names, n));
+
+        if (entry == NULL || entry->disks == NULL)
+            continue;
+        for (guint i = 0; i < entry->disks->len; i++) {
+            VmrDisk *disk = g_ptr_array_index (entry->disks, i);
+            const gchar *rel = relative_to (disk->path, data->from);
+            VmrJob *busy;
+            PlanEntry *e;
+            PlanEntry *other;
+
+            if (rel == NULL)
+                continue;
+            e = g_new0 (PlanEntry, 1);
+            e->domain = g_strdup (entry->name);
+            e->disk = g_strdup (disk->id);
+            e->source = g_strdup (disk->path);
+            e->destination = g_build_filename (data->to, rel, NULL);
+            e->format = g_strdup (data->format != NULL ? data->format : disk->format);
+            e->size = disk->size;
+            g_ptr_array_add (data->plan, e);
+
+            busy = vmr_engine_active_job_for_disk (self, entry->name, disk->id);
+            if (busy != NULL) {
+                e->job = g_strdup (busy->id);
+                e->group = g_strdup (busy->group);
+                e->skipped = g_strdup ("already migrating");
+                continue;
+            }
+            if (disk->read_only) {
+                e->skipped = g_strdup ("read-only: move it while the domain is shut off");
+                continue;
+            }
+            if (g_strcmp0 (e->format, "raw") != 0 && g_strcmp0 (e->format, "qcow2") != 0) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "%s of %s is in format %s; give --format raw or qcow2", disk->id,
+                             entry->name, e->format);
+                return FALSE;
+            }
+            other = g_hash_table_lookup (destinations, e->destination);
+            if (other != NULL) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "collision: %s of %s and %s of %s would both move to %s", other->disk,
+                             other->domain, e->disk, e->domain, e->destination);
+                return FALSE;
+            }
+            g_hash_table_insert (destinations, e->destination, e);
+        }
+    }
+    /* the destinations against what exists and what is in use */
+    for (guint i = 0; i < data->plan->len; i++) {
+        PlanEntry *e = g_ptr_array_index (data->plan, i);
+        g_autofree gchar *user = NULL;
+
+        if (e->skipped != NULL)
+            continue;
+        user = path_user (self, e->destination);
+        if (user != NULL) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
+                         "destination %s of %s %s is in use by %s", e->destination, e->domain,
+                         e->disk, user);
+            return FALSE;
+        }
+        if (g_file_test (e->destination, G_FILE_TEST_EXISTS)) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "destination %s of %s %s exists already", e->destination, e->domain,
+                         e->disk);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* the sub-directories the plan needs under @to */
+static gboolean
+make_directories (EvacuateData *data, GError **error)
+{
+    for (guint i = 0; i < data->plan->len; i++) {
+        PlanEntry *e = g_ptr_array_index (data->plan, i);
+        g_autofree gchar *dir = NULL;
+
+        if (e->skipped != NULL)
+            continue;
+        dir = g_path_get_dirname (e->destination);
+        if (g_mkdir_with_parents (dir, 0755) != 0) {
+            gint saved = errno;
+
+            g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved),
+                         "cannot create directory %s: %s", dir, g_strerror (saved));
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static void
+plan_ready (GTask *task)
+{
+    VmrEngine *self = g_task_get_source_object (task);
+    EvacuateData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+
+    if (data->list_error != NULL) {
+        g_task_return_error (task, g_steal_pointer (&data->list_error));
+        return;
+    }
+    if (!make_plan (self, data, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    if (data->dry_run) {
+        g_task_return_pointer (task, plan_to_json (data), (GDestroyNotify) json_object_unref);
+        return;
+    }
+    if (!make_directories (data, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    submit_plan (task);
+}
+
+typedef struct {
+    GTask *task;
+    gchar *domain;
+} ListData;
+
+static void
+disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    ListData *list = user_data;
+    g_autoptr (GTask) task = list->task;
+    VmrEngine *self = g_task_get_source_object (task);
+    EvacuateData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) disks
+        = vmr_backend_query_disks_finish (VMR_BACKEND (source), res, &error);
+    DomainEntry *entry = g_hash_table_lookup (self->domains, list->domain);
+
+    if (disks == NULL) {
+        if (data->list_error == NULL)
+            data->list_error
+                = g_error_new (VMR_ERROR, VMR_ERROR_FAILED, "cannot list the disks of %s: %s",
+                               list->domain, error->message);
+    } else if (entry != NULL && entry->backend == VMR_BACKEND (source)) {
+        g_ptr_array_unref (entry->disks);
+        entry->disks = g_steal_pointer (&disks);
+    }
+    g_free (list->domain);
+    g_free (list);
+    if (--data->pending == 0)
+        plan_ready (task);
+}
+
+static gint
+compare_names (gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0 (*(const gchar *const *) a, *(const gchar *const *) b);
+}
+
+static gboolean
+check_directory (const gchar *what, const gchar *path, GError **error)
+{
+    if (path == NULL || !g_path_is_absolute (path)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "the %s directory must be an absolute path, not '%s'", what,
+                     path != NULL ? path : "");
+        return FALSE;
+    }
+    if (!g_file_test (path, G_FILE_TEST_IS_DIR)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "the %s directory %s does not exist",
+                     what, path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+vmr_engine_evacuate_async (VmrEngine *self, const VmrEvacuateRequest *request,
+                           GCancellable *cancellable, GAsyncReadyCallback callback,
+                           gpointer user_data)
+{
+    g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
+    EvacuateData *data = g_new0 (EvacuateData, 1);
+    g_autoptr (GError) error = NULL;
+    GHashTableIter iter;
+    DomainEntry *entry;
+
+    data->names = g_ptr_array_new_with_free_func (g_free);
+    data->plan = g_ptr_array_new_with_free_func ((GDestroyNotify) plan_entry_free);
+    g_task_set_task_data (task, data, (GDestroyNotify) evacuate_data_free);
+    if (!check_directory ("source", request->from, &error)
+        || !check_directory ("destination", request->to, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    data->from = g_canonicalize_filename (request->from, NULL);
+    data->to = g_canonicalize_filename (request->to, NULL);
+    if (g_strcmp0 (data->from, data->to) == 0 || relative_to (data->to, data->from) != NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "the destination directory %s lies inside the source "
+                                 "directory %s",
+                                 data->to, data->from);
+        return;
+    }
+    if (request->format != NULL && g_strcmp0 (request->format, "raw") != 0
+        && g_strcmp0 (request->format, "qcow2") != 0) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "unsupported destination format '%s' (use raw or qcow2)",
+                                 request->format);
+        return;
+    }
+    data->domains = g_strdup (request->domains);
+    data->format = g_strdup (request->format);
+    data->speed = request->speed;
+    data->speed_given = request->speed_given;
+    data->dry_run = request->dry_run;
+
+    g_hash_table_iter_init (&iter, self->domains);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
+        if (!entry->connected)
+            continue;
+        if (data->domains != NULL && !g_pattern_match_simple (data->domains, entry->name))
+            continue;
+        g_ptr_array_add (data->names, g_strdup (entry->name));
+    }
+    g_ptr_array_sort (data->names, compare_names);
+    if (data->names->len == 0) {
+        plan_ready (task);
+        return;
+    }
+    /* the disk lists may have changed since the last look: read them again */
+    data->pending = data->names->len;
+    for (guint i = 0; i < data->names->len; i++) {
+        ListData *list = g_new0 (ListData, 1);
+
+        entry = g_hash_table_lookup (self->domains, g_ptr_array_index (data->names, i));
+        list->task = g_object_ref (task);
+        list->domain = g_strdup (entry->name);
+        vmr_backend_query_disks_async (entry->backend, cancellable, disks_cb, list);
+    }
+}
+
+JsonObject *
+vmr_engine_evacuate_finish (VmrEngine *self, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
