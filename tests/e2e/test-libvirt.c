@@ -5,10 +5,12 @@
  * hook, migrations through libvirt's block copy that leave libvirt's live
  * and persistent definitions on the destination, a domain destroyed in the
  * middle of a copy, a daemon that is down while domains start, commands on
- * a libvirt job, and a libvirtd restart in the middle of a copy.
+ * a libvirt job, a libvirtd restart in the middle of a copy, and the
+ * evacuation of a directory that holds the disks of two libvirt domains.
  */
 
 #include <string.h>
+#include <unistd.h>
 
 #include "harness-e2e.h"
 
@@ -252,6 +254,67 @@ test_migrate (VmrE2e *e, gconstpointer data)
     /* the guest sits in its firmware; stopped, nothing writes either file */
     vmr_e2e_destroy_domain (e, name);
     vmr_harness_assert_image_equals (dest, c->dest_format, expected);
+}
+
+/*
+ * Two libvirt domains with their disks under one directory (one raw, one
+ * qcow2 in a sub-directory) evacuated by one command: libvirt's live and
+ * persistent definitions name the new paths and the bytes are the sources'.
+ */
+static void
+test_evacuate (VmrE2e *e, gconstpointer data)
+{
+    const gchar *formats[] = { "raw", "qcow2" };
+    const gchar *images[] = { "from/a.raw", "from/db/b.qcow2" };
+    const gchar *moved[] = { "to/a.raw", "to/db/b.qcow2" };
+    g_autofree gchar *from = NULL;
+    g_autofree gchar *to = NULL;
+    g_autofree gchar *subdir = NULL;
+    g_autofree gchar *glob = g_strdup_printf ("vmr-e2e-%d-*", (int) getpid ());
+    gchar *sources[2] = { NULL };
+    gchar *expected[2] = { NULL };
+    gchar *dests[2] = { NULL };
+    gchar *names[2] = { NULL };
+    g_autoptr (VmrCliResult) result = NULL;
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    from = vmr_harness_path (&e->h, "from");
+    to = vmr_harness_path (&e->h, "to");
+    subdir = vmr_harness_path (&e->h, "from/db");
+    g_assert_cmpint (g_mkdir_with_parents (subdir, 0755), ==, 0);
+    g_assert_cmpint (g_mkdir_with_parents (to, 0755), ==, 0);
+    for (guint i = 0; i < 2; i++) {
+        VmrE2eDisk disk = { NULL, formats[i], 0 };
+
+        sources[i] = vmr_harness_create_image (&e->h, images[i], formats[i], IMAGE_SIZE, 21 + i);
+        expected[i] = vmr_harness_expected_path (sources[i]);
+        dests[i] = vmr_harness_path (&e->h, moved[i]);
+        disk.path = sources[i];
+        names[i] = vmr_e2e_define_domain (e, &disk);
+        vmr_e2e_start_domain (e, names[i]);
+    }
+    vmr_e2e_start_daemon (e, TRUE);
+    for (guint i = 0; i < 2; i++) {
+        g_autoptr (JsonObject) domain = vmr_e2e_wait_domain (e, names[i], TRUE, 10000);
+    }
+
+    result = vmr_harness_cli (&e->h, "evacuate", "--from", from, "--to", to, "--domains", glob,
+                              "--wait", NULL);
+    vmr_cli_result_assert_ok (result);
+    g_assert_nonnull (strstr (result->out, "2/2"));
+    for (guint i = 0; i < 2; i++) {
+        g_assert_nonnull (strstr (result->out, dests[i]));
+        assert_libvirt_on (names[i], sources[i], dests[i]);
+    }
+    for (guint i = 0; i < 2; i++) {
+        vmr_e2e_destroy_domain (e, names[i]);
+        vmr_harness_assert_image_equals (dests[i], formats[i], expected[i]);
+        g_free (sources[i]);
+        g_free (expected[i]);
+        g_free (dests[i]);
+        g_free (names[i]);
+    }
 }
 
 static void
@@ -522,6 +585,7 @@ main (int argc, char **argv)
     VMR_E2E_ADD ("/e2e/libvirt/migrate/iothread", &on_iothread, test_migrate);
     VMR_E2E_ADD ("/e2e/libvirt/migrate/queue-iothreads", &on_queue_iothreads, test_migrate);
     VMR_E2E_ADD ("/e2e/libvirt/migrate/reuse", &reuse, test_migrate);
+    VMR_E2E_ADD ("/e2e/libvirt/evacuate", NULL, test_evacuate);
     VMR_E2E_ADD ("/e2e/libvirt/domain-destroyed", NULL, test_domain_destroyed);
     VMR_E2E_ADD ("/e2e/libvirt/daemon-down/no-socket", GINT_TO_POINTER (FALSE), test_daemon_down);
     VMR_E2E_ADD ("/e2e/libvirt/daemon-down/hung", GINT_TO_POINTER (TRUE), test_daemon_down);
