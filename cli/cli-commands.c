@@ -3,6 +3,7 @@
 #include "cli-commands.h"
 
 #include "cli-domain-commands.h"
+#include "cli-evacuate-command.h"
 #include "cli-job-commands.h"
 #include "cli-output.h"
 #include "cli-policy-commands.h"
@@ -21,17 +22,35 @@ static const VmrCliCommand commands[] = {
     { "detach", "NAME", "NAME", "Forget a domain; refused while it has unfinished jobs", NULL,
       vmr_cli_cmd_detach },
     { "domains", "", "", "List the domains and their disks", NULL, vmr_cli_cmd_domains },
-    { "migrate", "DOMAIN DISK DEST", "DOMAIN DISK DEST",
-      "Copy a disk to new storage and switch the VM over to it",
+    { "migrate", "DOMAIN DISK DEST [DISK DEST ...]", "DOMAIN DISK DEST [DISK DEST ...]",
+      "Copy disks to new storage and switch the VM over to them",
       "DISK is the guest device's qdev id (see 'virt-mirror domains') or a block\n"
       "node name. DEST is the new image; it is created unless --reuse is given, and a\n"
       "relative DEST is taken from the current directory. RATE is in bytes/s with\n"
       "optional K, M, G suffixes (1024-based), e.g. 100M; 0 means unlimited.\n"
       "\n"
+      "Several DISK DEST pairs move the disks as one group: the VM switches over to\n"
+      "all of them back to back once every copy is in sync, or to none of them if\n"
+      "one copy fails or is cancelled. The options apply to every disk.\n"
+      "\n"
       "Examples:\n"
       "  virt-mirror migrate web01 disk0 /srv/fast/web01.raw --wait\n"
-      "  virt-mirror migrate web01 disk1 /srv/fast/data.qcow2 --format qcow2 --speed 100M",
+      "  virt-mirror migrate web01 disk1 /srv/fast/data.qcow2 --format qcow2 --speed 100M\n"
+      "  virt-mirror migrate db02 vda /srv/fast/db02.raw vdb /srv/fast/db02-log.raw --wait",
       vmr_cli_cmd_migrate },
+    { "evacuate", "", "--from DIR --to DIR", "Move every disk under a directory to another",
+      "Plans a migration for every disk of every known domain whose image lies under\n"
+      "--from; the destination keeps its path relative to --from, under --to. The\n"
+      "disks of one domain move as one group (see 'virt-mirror migrate --help').\n"
+      "Nothing is submitted when a destination exists or two disks would get the\n"
+      "same one. Relative DIRs are taken from the current directory. GLOB matches\n"
+      "domain names with * and ?. RATE is in bytes/s with optional K, M, G suffixes\n"
+      "(1024-based), e.g. 100M; 0 means unlimited.\n"
+      "\n"
+      "Examples:\n"
+      "  virt-mirror evacuate --from /srv/old --to /srv/new --dry-run\n"
+      "  virt-mirror evacuate --from /srv/old --to /srv/new --domains 'web*' --wait",
+      vmr_cli_cmd_evacuate },
     { "jobs", "", "", "List the migration jobs", NULL, vmr_cli_cmd_jobs },
     { "job", "ID", "ID", "Show everything about a job, with its history", NULL, vmr_cli_cmd_job },
     { "pause", "ID", "ID", "Pause the copy of a job", NULL, vmr_cli_cmd_pause },
@@ -145,23 +164,32 @@ vmr_cli_command_set_usage_error (GError **error, const VmrCliCommand *cmd, const
                  message, cmd->name);
 }
 
-/* the names in @args without their brackets; the first *@out_n_required are required */
+/*
+ * The names in @args without their brackets; the first *@out_n_required are
+ * required. A last "..." is not a name: it sets *@out_repeats, and the
+ * optional names before it may then be given any number of times.
+ */
 static GStrv
-argument_names (const gchar *args, guint *out_n_required)
+argument_names (const gchar *args, guint *out_n_required, gboolean *out_repeats)
 {
     g_auto (GStrv) words = g_strsplit (args, " ", -1);
     g_autoptr (GStrvBuilder) names = g_strv_builder_new ();
     gboolean optional = FALSE;
 
     *out_n_required = 0;
+    *out_repeats = FALSE;
     for (guint i = 0; words[i] != NULL; i++) {
         if (*words[i] == '\0')
             continue;
         optional |= *words[i] == '[';
+        g_strdelimit (words[i], "[]", ' ');
+        if (g_str_equal (g_strstrip (words[i]), "...")) {
+            *out_repeats = TRUE;
+            continue;
+        }
         if (!optional)
             (*out_n_required)++;
-        g_strdelimit (words[i], "[]", ' ');
-        g_strv_builder_add (names, g_strstrip (words[i]));
+        g_strv_builder_add (names, words[i]);
     }
     return g_strv_builder_end (names);
 }
@@ -199,6 +227,7 @@ vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session,
     guint n_positional;
     guint n_required = 0;
     guint n_wanted;
+    gboolean repeats = FALSE;
     const GOptionEntry common_entries[] = {
         { "connect", 'c', G_OPTION_FLAG_NONE, G_OPTION_ARG_FILENAME, &connect,
           "Control socket of virt-mirrord", "SOCKET" },
@@ -233,13 +262,14 @@ vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session,
     }
 
     n_positional = positional != NULL ? g_strv_length (positional) : 0;
-    wanted = argument_names (cmd->args, &n_required);
+    wanted = argument_names (cmd->args, &n_required, &repeats);
     n_wanted = g_strv_length (wanted);
     if (n_positional < n_required) {
         vmr_cli_command_set_usage_error (error, cmd, "missing %s", wanted[n_positional]);
         return FALSE;
     }
-    if (n_positional > n_wanted) {
+    /* the command checks how often the repeated names were given */
+    if (n_positional > n_wanted && !repeats) {
         vmr_cli_command_set_usage_error (error, cmd, "unexpected argument '%s'",
                                          positional[n_wanted]);
         return FALSE;
@@ -263,4 +293,13 @@ vmr_cli_command_parse_rate (const VmrCliCommand *cmd, const gchar *text,
     }
     *out_bytes_per_second = bytes;
     return TRUE;
+}
+
+gboolean
+vmr_cli_command_check_format (const VmrCliCommand *cmd, const gchar *format, GError **error)
+{
+    if (format == NULL || g_str_equal (format, "raw") || g_str_equal (format, "qcow2"))
+        return TRUE;
+    vmr_cli_command_set_usage_error (error, cmd, "bad --format '%s': use raw or qcow2", format);
+    return FALSE;
 }

@@ -24,7 +24,8 @@ typedef gboolean (*VmrCliCommandFunc) (const VmrCliCommand *cmd, VmrCliSession *
 struct _VmrCliCommand {
     const gchar *name;        /* one word, or two for a command of a group: "policy check" */
     const gchar *args;        /* the positional arguments: "DOMAIN DISK DEST"; optional ones
-                               * last and in brackets: "[DOMAIN [DISK]]" */
+                               * last and in brackets: "[DOMAIN [DISK]]"; a last
+                               * "...]" lets them repeat: "[DISK DEST ...]" */
     const gchar *synopsis;    /* args and required options, for the command list */
     const gchar *summary;     /* one line, for the command list */
     const gchar *description; /* more help and examples, or NULL */
@@ -50,8 +51,9 @@ gchar *vmr_cli_command_list_help (void);
  *
  * On success *@out_args holds the positional arguments given, every required
  * one of cmd->args and any of its optional ones (free with g_strfreev), or is
- * NULL when --help was given and the help printed. Sets VMR_CLI_USAGE_ERROR
- * on a bad command line.
+ * NULL when --help was given and the help printed. When cmd->args ends with
+ * "...]" any number of arguments may follow the required ones: the command
+ * checks them. Sets VMR_CLI_USAGE_ERROR on a bad command line.
  */
 gboolean vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session,
                                 const GOptionEntry *entries, gchar **argv, gchar ***out_args,
@@ -64,5 +66,9 @@ void vmr_cli_command_set_usage_error (GError **error, const VmrCliCommand *cmd, 
 /* parses a RATE argument (bytes/s, K/M/G suffixes); a usage error on failure */
 gboolean vmr_cli_command_parse_rate (const VmrCliCommand *cmd, const gchar *text,
                                      guint64 *out_bytes_per_second, GError **error);
+
+/* checks a --format value: NULL (not given), raw or qcow2; a usage error otherwise */
+gboolean vmr_cli_command_check_format (const VmrCliCommand *cmd, const gchar *format,
+                                       GError **error);
 
 G_END_DECLS

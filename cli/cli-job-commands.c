@@ -5,34 +5,29 @@
 #include "cli-json.h"
 #include "cli-output.h"
 #include "cli-wait.h"
+#include "vmr-error.h"
 
-static gboolean
-check_format (const VmrCliCommand *cmd, const gchar *format, GError **error)
+/* the options of migrate, which apply to every disk */
+typedef struct {
+    const gchar *format; /* NULL: the daemon's default */
+    gboolean reuse;
+    const gchar *speed_text; /* NULL when --speed was not given */
+    guint64 speed;           /* bytes/s, 0 = unlimited */
+    gboolean manual_pivot;
+    gboolean wait;
+} MigrateOptions;
+
+static void
+add_migrate_options (JsonObject *arguments, const MigrateOptions *options)
 {
-    if (format == NULL || g_str_equal (format, "raw") || g_str_equal (format, "qcow2"))
-        return TRUE;
-    vmr_cli_command_set_usage_error (error, cmd, "bad --format '%s': use raw or qcow2", format);
-    return FALSE;
-}
-
-static JsonObject *
-new_migrate_arguments (gchar **args, const gchar *destination, const gchar *format, gboolean reuse,
-                       const gchar *speed_text, guint64 speed, gboolean manual_pivot)
-{
-    JsonObject *arguments = json_object_new ();
-
-    json_object_set_string_member (arguments, "domain", args[0]);
-    json_object_set_string_member (arguments, "disk", args[1]);
-    json_object_set_string_member (arguments, "destination", destination);
-    if (format != NULL)
-        json_object_set_string_member (arguments, "format", format);
-    if (reuse)
+    if (options->format != NULL)
+        json_object_set_string_member (arguments, "format", options->format);
+    if (options->reuse)
         json_object_set_boolean_member (arguments, "reuse", TRUE);
-    if (speed_text != NULL)
-        json_object_set_int_member (arguments, "speed", (gint64) speed);
-    if (manual_pivot)
+    if (options->speed_text != NULL)
+        json_object_set_int_member (arguments, "speed", (gint64) options->speed);
+    if (options->manual_pivot)
         json_object_set_boolean_member (arguments, "manual-pivot", TRUE);
-    return arguments;
 }
 
 static gboolean
@@ -53,32 +48,204 @@ wait_for_job (VmrCliSession *session, const VmrCliJob *job, GError **error)
     return TRUE;
 }
 
+static void
+print_started (const VmrCliJob *job, const gchar *destination)
+{
+    g_autofree gchar *disk = vmr_cli_output_describe_disk (job);
+
+    g_print ("Job %s started: %s -> %s\n", job->id, disk,
+             job->destination != NULL ? job->destination : destination);
+}
+
+static gboolean
+migrate_one (VmrCliSession *session, gchar **args, const MigrateOptions *options, GError **error)
+{
+    /* the daemon has its own working directory */
+    g_autofree gchar *destination = g_canonicalize_filename (args[2], NULL);
+    g_autoptr (JsonObject) arguments = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (VmrCliJob) job = NULL;
+
+    json_object_set_string_member (arguments, "domain", args[0]);
+    json_object_set_string_member (arguments, "disk", args[1]);
+    json_object_set_string_member (arguments, "destination", destination);
+    add_migrate_options (arguments, options);
+    reply = vmr_cli_session_call (session, "migrate", arguments, error);
+    if (reply == NULL) {
+        g_prefix_error (error, "cannot migrate %s of %s: ", args[1], args[0]);
+        return FALSE;
+    }
+    if (session->json && !options->wait) {
+        vmr_cli_json_print (reply);
+        return TRUE;
+    }
+    job = vmr_cli_job_new (reply, "migrate", error);
+    if (job == NULL)
+        return FALSE;
+    if (!session->json)
+        print_started (job, destination);
+    if (!options->wait)
+        return TRUE;
+    return wait_for_job (session, job, error);
+}
+
+/* the job @id as it is now, or NULL when the daemon cannot say */
+static VmrCliJob *
+query_job (VmrCliSession *session, const gchar *id)
+{
+    g_autoptr (JsonObject) arguments = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+
+    json_object_set_string_member (arguments, "id", id);
+    reply = vmr_cli_session_call (session, "query-job", arguments, NULL);
+    if (reply == NULL)
+        return NULL;
+    return vmr_cli_job_new (reply, "query-job", NULL);
+}
+
+/*
+ * Follows every member of the group @group_id in turn: the daemon pivots them
+ * together, so the first to complete is soon followed by the others. Prints
+ * the final {"group", "jobs"} in JSON mode; sets one error that lists every
+ * member that did not complete.
+ */
+static gboolean
+wait_for_group (VmrCliSession *session, const gchar *group_id, GPtrArray *jobs, GError **error)
+{
+    g_autoptr (JsonArray) final_jobs = json_array_new ();
+    g_autoptr (GString) failures = g_string_new (NULL);
+    g_autoptr (JsonObject) result = NULL;
+    g_autoptr (JsonNode) result_node = NULL;
+
+    for (guint i = 0; i < jobs->len; i++) {
+        const VmrCliJob *job = g_ptr_array_index (jobs, i);
+        g_autoptr (GError) local_error = NULL;
+        g_autoptr (VmrCliJob) final = vmr_cli_wait_job (session, job, &local_error);
+        g_autofree gchar *disk = NULL;
+
+        if (final != NULL) {
+            json_array_add_element (final_jobs, json_node_ref (final->node));
+            if (session->json)
+                continue;
+            disk = vmr_cli_output_describe_disk (final);
+            g_print ("Job %s completed: %s is now on %s\n", final->id, disk,
+                     final->destination != NULL ? final->destination : "its destination");
+            continue;
+        }
+        /* an interrupted or cut-off wait leaves the job running: stop there */
+        final = query_job (session, job->id);
+        if (final == NULL || !vmr_cli_job_is_finished (final)) {
+            g_propagate_error (error, g_steal_pointer (&local_error));
+            return FALSE;
+        }
+        json_array_add_element (final_jobs, json_node_ref (final->node));
+        g_string_append_printf (failures, "\n%s", local_error->message);
+    }
+    if (failures->len > 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "group %s did not complete:%s", group_id,
+                     failures->str);
+        return FALSE;
+    }
+    if (!session->json)
+        return TRUE;
+    result = json_object_new ();
+    json_object_set_string_member (result, "group", group_id);
+    json_object_set_array_member (result, "jobs", g_steal_pointer (&final_jobs));
+    result_node = json_node_init_object (json_node_alloc (), result);
+    vmr_cli_json_print (result_node);
+    return TRUE;
+}
+
+/* "disk0, disk1" of the DISK DEST pairs after the domain in @args */
+static gchar *
+join_disk_names (gchar **args)
+{
+    g_autoptr (GString) names = g_string_new (NULL);
+
+    for (guint i = 1; args[i] != NULL && args[i + 1] != NULL; i += 2)
+        g_string_append_printf (names, "%s%s", i > 1 ? ", " : "", args[i]);
+    return g_string_free (g_steal_pointer (&names), FALSE);
+}
+
+/* the group form: args[1..] are two or more DISK DEST pairs */
+static gboolean
+migrate_group (VmrCliSession *session, gchar **args, const MigrateOptions *options, GError **error)
+{
+    g_autoptr (JsonObject) arguments = json_object_new ();
+    JsonArray *disks = json_array_new ();
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GPtrArray) jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_cli_job_free);
+    JsonObject *obj;
+    JsonArray *job_nodes;
+    const gchar *group_id;
+
+    for (guint i = 1; args[i] != NULL && args[i + 1] != NULL; i += 2) {
+        JsonObject *member = json_object_new ();
+        /* the daemon has its own working directory */
+        g_autofree gchar *destination = g_canonicalize_filename (args[i + 1], NULL);
+
+        json_object_set_string_member (member, "disk", args[i]);
+        json_object_set_string_member (member, "destination", destination);
+        json_array_add_object_element (disks, member);
+    }
+    json_object_set_string_member (arguments, "domain", args[0]);
+    json_object_set_array_member (arguments, "disks", disks);
+    add_migrate_options (arguments, options);
+    reply = vmr_cli_session_call (session, "migrate", arguments, error);
+    if (reply == NULL) {
+        g_autofree gchar *names = join_disk_names (args);
+
+        g_prefix_error (error, "cannot migrate %s of %s: ", names, args[0]);
+        return FALSE;
+    }
+    if (session->json && !options->wait) {
+        vmr_cli_json_print (reply);
+        return TRUE;
+    }
+    obj = vmr_cli_json_expect_object (reply, "migrate", error);
+    if (obj == NULL)
+        return FALSE;
+    group_id = vmr_cli_json_get_string (obj, "group");
+    job_nodes = vmr_cli_json_get_array (obj, "jobs");
+    if (group_id == NULL || job_nodes == NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                     "unexpected reply to 'migrate' from virt-mirrord: a group without "
+                     "group or jobs");
+        return FALSE;
+    }
+    for (guint i = 0; i < json_array_get_length (job_nodes); i++) {
+        VmrCliJob *job = vmr_cli_job_new (json_array_get_element (job_nodes, i), "migrate", error);
+
+        if (job == NULL)
+            return FALSE;
+        g_ptr_array_add (jobs, job);
+        if (!session->json)
+            print_started (job, "its destination");
+    }
+    if (!options->wait)
+        return TRUE;
+    return wait_for_group (session, group_id, jobs, error);
+}
+
 gboolean
 vmr_cli_cmd_migrate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
 {
     g_autofree gchar *format = NULL;
     g_autofree gchar *speed_text = NULL;
-    gboolean reuse = FALSE;
-    gboolean manual_pivot = FALSE;
-    gboolean wait = FALSE;
-    guint64 speed = 0;
+    MigrateOptions options = { 0 };
+    guint n_args;
     g_auto (GStrv) args = NULL;
-    g_autofree gchar *destination = NULL;
-    g_autoptr (JsonObject) arguments = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (VmrCliJob) job = NULL;
-    g_autofree gchar *disk = NULL;
     const GOptionEntry entries[] = {
         { "format", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_STRING, &format,
           "Image format of DEST: raw (the default) or qcow2", "FORMAT" },
-        { "reuse", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &reuse,
+        { "reuse", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &options.reuse,
           "Copy into an existing DEST instead of creating it", NULL },
         { "speed", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_STRING, &speed_text,
           "Limit the copy rate (bytes/s, K/M/G suffixes, 0 = unlimited)", "RATE" },
-        { "manual-pivot", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &manual_pivot,
+        { "manual-pivot", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &options.manual_pivot,
           "Stay synced until 'virt-mirror pivot ID' instead of switching over", NULL },
-        { "wait", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &wait,
-          "Follow the job until it ends; exit 0 only if it completed", NULL },
+        { "wait", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &options.wait,
+          "Follow the jobs until they end; exit 0 only if all completed", NULL },
         G_OPTION_ENTRY_NULL,
     };
 
@@ -86,35 +253,24 @@ vmr_cli_cmd_migrate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **a
         return FALSE;
     if (args == NULL)
         return TRUE;
-    if (!check_format (cmd, format, error))
+    n_args = g_strv_length (args);
+    /* DOMAIN, then DISK DEST pairs */
+    if (n_args % 2 == 0) {
+        vmr_cli_command_set_usage_error (error, cmd,
+                                         "missing DEST after DISK '%s': give a DEST for every DISK",
+                                         args[n_args - 1]);
         return FALSE;
-    if (speed_text != NULL && !vmr_cli_command_parse_rate (cmd, speed_text, &speed, error))
+    }
+    if (!vmr_cli_command_check_format (cmd, format, error))
+        return FALSE;
+    if (speed_text != NULL && !vmr_cli_command_parse_rate (cmd, speed_text, &options.speed, error))
         return FALSE;
 
-    /* the daemon has its own working directory */
-    destination = g_canonicalize_filename (args[2], NULL);
-    arguments
-        = new_migrate_arguments (args, destination, format, reuse, speed_text, speed, manual_pivot);
-    reply = vmr_cli_session_call (session, "migrate", arguments, error);
-    if (reply == NULL) {
-        g_prefix_error (error, "cannot migrate %s of %s: ", args[1], args[0]);
-        return FALSE;
-    }
-    if (session->json && !wait) {
-        vmr_cli_json_print (reply);
-        return TRUE;
-    }
-    job = vmr_cli_job_new (reply, "migrate", error);
-    if (job == NULL)
-        return FALSE;
-    if (!session->json) {
-        disk = vmr_cli_output_describe_disk (job);
-        g_print ("Job %s started: %s -> %s\n", job->id, disk,
-                 job->destination != NULL ? job->destination : destination);
-    }
-    if (!wait)
-        return TRUE;
-    return wait_for_job (session, job, error);
+    options.format = format;
+    options.speed_text = speed_text;
+    if (n_args == 3)
+        return migrate_one (session, args, &options, error);
+    return migrate_group (session, args, &options, error);
 }
 
 gboolean

@@ -123,8 +123,8 @@ vmr_cli_job_is_finished (const VmrCliJob *self)
 }
 
 /* a paused or waiting job keeps its last rate, which no longer means anything */
-static gboolean
-is_copying (const VmrCliJob *self)
+gboolean
+vmr_cli_job_is_copying (const VmrCliJob *self)
 {
     static const gchar *const idle_states[] = { "queued", "delayed", "paused", NULL };
 
@@ -150,7 +150,7 @@ vmr_cli_job_format_rate (const VmrCliJob *self)
 {
     g_autofree gchar *bytes = NULL;
 
-    if (!self->has_progress || self->rate == 0 || !is_copying (self))
+    if (!self->has_progress || self->rate == 0 || !vmr_cli_job_is_copying (self))
         return NULL;
     bytes = vmr_units_format_bytes (self->rate);
     return g_strdup_printf ("%s/s", bytes);
@@ -159,7 +159,7 @@ vmr_cli_job_format_rate (const VmrCliJob *self)
 gchar *
 vmr_cli_job_format_eta (const VmrCliJob *self)
 {
-    if (!self->has_progress || self->eta < 0 || !is_copying (self))
+    if (!self->has_progress || self->eta < 0 || !vmr_cli_job_is_copying (self))
         return NULL;
     return vmr_units_format_duration ((gint64) (self->eta * G_USEC_PER_SEC));
 }

@@ -58,6 +58,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrCliJob, vmr_cli_job_free)
 /* whether the job has ended: completed, failed or cancelled */
 gboolean vmr_cli_job_is_finished (const VmrCliJob *self);
 
+/* whether the copy is moving: not finished, queued, delayed or paused */
+gboolean vmr_cli_job_is_copying (const VmrCliJob *self);
+
 /* "queued (max-parallel)" for a job a limit holds, the state otherwise; free with g_free() */
 gchar *vmr_cli_job_format_state (const VmrCliJob *self);
 
