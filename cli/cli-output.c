@@ -21,10 +21,11 @@ vmr_cli_reported_error_quark (void)
 
 /* job members that vmr_cli_output_job() shows under their own label */
 static const gchar *const shown_job_members[] = {
-    "id",      "domain",        "disk",        "state",   "reason",
-    "source",  "source-format", "destination", "format",  "created-destination",
-    "speed",   "manual-pivot",  "progress",    "created", "updated",
-    "history", "policy",        "waiting-for", NULL,
+    "id",          "domain",           "disk",        "state",   "reason",
+    "source",      "source-format",    "destination", "format",  "created-destination",
+    "speed",       "manual-pivot",     "progress",    "created", "updated",
+    "history",     "policy",           "waiting-for", "group",   "copy-mode",
+    "source-node", "source-file-node", NULL,
 };
 
 gint
@@ -335,9 +336,17 @@ vmr_cli_output_job (const VmrCliJob *job)
     print_field ("State", state);
     print_field ("Reason", job->reason);
     print_field ("Source", source);
+    print_field ("Source node", vmr_cli_json_get_string (obj, "source-node"));
     print_field ("Destination", destination);
     print_field ("Speed limit", speed);
     print_field ("Manual pivot", job->manual_pivot ? "yes" : "no");
+    if (vmr_cli_json_get_string (obj, "group") != NULL) {
+        g_autofree gchar *group = g_strdup_printf ("%s (its disks cut over together)",
+                                                   vmr_cli_json_get_string (obj, "group"));
+
+        print_field ("Group", group);
+    }
+    print_field ("Copy mode", vmr_cli_json_get_string (obj, "copy-mode"));
     print_field ("Progress", progress);
     print_field ("Rate", rate);
     print_field ("ETA", eta);
