@@ -23,9 +23,10 @@ typedef struct {
     gboolean ready;
     gboolean pivot_requested;
     gboolean cancel_requested;
-    gboolean cancelled; /* BLOCK_JOB_CANCELLED seen */
-    gboolean completed; /* BLOCK_JOB_COMPLETED without error seen */
-    gchar *error;       /* BLOCK_JOB_COMPLETED's error */
+    gboolean cancelled;       /* BLOCK_JOB_CANCELLED seen */
+    gboolean io_error_logged; /* a BLOCK_JOB_ERROR was logged */
+    gboolean completed;       /* BLOCK_JOB_COMPLETED without error seen */
+    gchar *error;             /* BLOCK_JOB_COMPLETED's error */
     gboolean finishing;
 } MirrorTrack;
 
@@ -923,7 +924,11 @@ client_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *event_data
     } else if (g_strcmp0 (name, "BLOCK_JOB_CANCELLED") == 0) {
         track->cancelled = TRUE;
     } else if (g_strcmp0 (name, "BLOCK_JOB_ERROR") == 0) {
-        g_message ("job %s: I/O error during %s", job_id, member_string (event_data, "operation"));
+        /* QEMU reports every failed request; one line per job says it */
+        if (!track->io_error_logged)
+            g_message ("job %s: I/O error during %s", job_id,
+                       member_string (event_data, "operation"));
+        track->io_error_logged = TRUE;
     } else if (g_strcmp0 (name, "BLOCK_JOB_READY") == 0
                || (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0
                    && g_strcmp0 (member_string (event_data, "status"), "ready") == 0)) {

@@ -445,7 +445,13 @@ vmr_engine_evacuate_async (VmrEngine *self, const VmrEvacuateRequest *request,
     }
     data->from = g_canonicalize_filename (request->from, NULL);
     data->to = g_canonicalize_filename (request->to, NULL);
-    if (g_strcmp0 (data->from, data->to) == 0 || relative_to (data->to, data->from) != NULL) {
+    if (g_strcmp0 (data->from, data->to) == 0) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "the destination directory is the source directory %s",
+                                 data->from);
+        return;
+    }
+    if (relative_to (data->to, data->from) != NULL) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                  "the destination directory %s lies inside the source "
                                  "directory %s",

@@ -68,6 +68,8 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
         json_object_set_string_member (file, "driver", "file");
         json_object_set_string_member (file, "filename", disks[i].path);
         json_object_set_string_member (file, "node-name", file_node);
+        if (disks[i].no_locking)
+            json_object_set_string_member (file, "locking", "off");
         json_object_set_string_member (fmt, "driver", disks[i].format);
         json_object_set_string_member (fmt, "file", file_node);
         json_object_set_string_member (fmt, "node-name", fmt_node);
@@ -103,6 +105,37 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
         g_ptr_array_add (argv, g_steal_pointer (&device));
     }
     vmr_harness_launch_qemu (h, argv, G_SUBPROCESS_FLAGS_NONE);
+}
+
+VmrHarness *
+vmr_harness_peer_new (VmrHarness *h, const gchar *name)
+{
+    VmrHarness *peer = g_new0 (VmrHarness, 1);
+    g_autofree gchar *qmp_name = g_strdup_printf ("%s-qmp.sock", name);
+    g_autofree gchar *test_name = g_strdup_printf ("%s-test.sock", name);
+
+    peer->dir = g_strdup (h->dir);
+    peer->socket = g_strdup (h->socket);
+    peer->state_dir = g_strdup (h->state_dir);
+    peer->qemu_monitor = vmr_harness_path (h, qmp_name);
+    peer->test_monitor = vmr_harness_path (h, test_name);
+    return peer;
+}
+
+void
+vmr_harness_peer_free (VmrHarness *peer)
+{
+    if (peer->qemu != NULL)
+        vmr_harness_kill_process (&peer->qemu, peer->qemu_pid);
+    if (peer->mon != NULL)
+        vmr_qmp_client_close (peer->mon);
+    g_clear_object (&peer->mon);
+    g_free (peer->dir);
+    g_free (peer->socket);
+    g_free (peer->state_dir);
+    g_free (peer->qemu_monitor);
+    g_free (peer->test_monitor);
+    g_free (peer);
 }
 
 void

@@ -109,6 +109,13 @@ update_crash_cleanup (VmrHarness *h)
     } else {
         cmd = g_strdup_printf ("rm -rf %s", dir_quoted);
     }
+    if (h->tmpfs_dir != NULL) {
+        g_autofree gchar *tmpfs_quoted = g_shell_quote (h->tmpfs_dir);
+        g_autofree gchar *rest = g_steal_pointer (&cmd);
+
+        /* lazily: QEMU may still hold files there for a moment */
+        cmd = g_strdup_printf ("umount -l %s 2>/dev/null; %s", tmpfs_quoted, rest);
+    }
     if (strlen (cmd) < sizeof (crash_cleanup_cmd))
         memcpy (crash_cleanup_cmd, cmd, strlen (cmd) + 1);
 }
@@ -571,12 +578,19 @@ vmr_harness_teardown (VmrHarness *h, gconstpointer user_data)
         g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
                       NULL, NULL);
     }
+    if (h->tmpfs_dir != NULL) {
+        const gchar *argv[] = { "umount", "-l", h->tmpfs_dir, NULL };
+
+        g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
+                      NULL, NULL);
+    }
     if (g_getenv ("VMR_TEST_KEEP_DIR") != NULL)
         g_test_message ("kept %s", h->dir);
     else
         removed = remove_tree (h->dir);
     crash_cleanup_cmd[0] = '\0';
     g_clear_pointer (&h->immutable_dir, g_free);
+    g_clear_pointer (&h->tmpfs_dir, g_free);
     g_clear_pointer (&h->dir, g_free);
     g_clear_pointer (&h->socket, g_free);
     g_clear_pointer (&h->state_dir, g_free);
@@ -657,6 +671,49 @@ vmr_harness_unwritable_dir (VmrHarness *h)
         return g_strdup ("/sys/kernel");
     vmr_harness_skip (h, "no directory that root cannot write to (chattr +i unsupported)");
     return NULL;
+}
+
+gchar *
+vmr_harness_mount_tmpfs (VmrHarness *h, const gchar *name, gsize size)
+{
+    g_autofree gchar *dir = vmr_harness_path (h, name);
+    g_autofree gchar *options = g_strdup_printf ("size=%" G_GSIZE_FORMAT, size);
+    g_autofree gchar *err = NULL;
+    const gchar *argv[] = { "mount", "-t", "tmpfs", "-o", options, "tmpfs", dir, NULL };
+    gint status = 0;
+
+    g_assert_null (h->tmpfs_dir);
+    g_assert_cmpint (g_mkdir (dir, 0755), ==, 0);
+    if (!g_spawn_sync (NULL, (gchar **) argv, NULL,
+                       G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                       &status, NULL)
+        || !g_spawn_check_wait_status (status, NULL)) {
+        g_autofree gchar *line = vmr_harness_one_line (err);
+        g_autofree gchar *reason = g_strdup_printf ("cannot mount a tmpfs (%s)", line);
+
+        vmr_harness_skip (h, reason);
+        return NULL;
+    }
+    h->tmpfs_dir = g_strdup (dir);
+    update_crash_cleanup (h);
+    return g_steal_pointer (&dir);
+}
+
+void
+vmr_harness_unmount_tmpfs (VmrHarness *h)
+{
+    const gchar *argv[] = { "umount", h->tmpfs_dir, NULL };
+    g_autofree gchar *err = NULL;
+    gint status = 0;
+
+    g_assert_nonnull (h->tmpfs_dir);
+    if (!g_spawn_sync (NULL, (gchar **) argv, NULL,
+                       G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                       &status, NULL)
+        || !g_spawn_check_wait_status (status, NULL))
+        vmr_fail ("umount %s: %s", h->tmpfs_dir, err != NULL ? err : "cannot run umount");
+    g_clear_pointer (&h->tmpfs_dir, g_free);
+    update_crash_cleanup (h);
 }
 
 /* ---- JSON ---- */

@@ -34,6 +34,8 @@ typedef struct {
     const gchar *iothread; /* iothread serving the device, NULL for the main loop */
     /* with iothread NULL: the iothreads of a per-queue mapping, NULL-terminated, or NULL */
     const gchar *const *vq_iothreads;
+    /* file.locking=off: another QEMU may open the same image */
+    gboolean no_locking;
 } VmrHarnessDisk;
 
 /* the test guest QEMU boots, see vmr_harness_start_guest() */
@@ -55,6 +57,7 @@ typedef struct {
     gchar *immutable_dir;     /* a directory with the immutable flag, undone in teardown */
     gboolean skipped;         /* a prerequisite is missing: the test body returns */
     VmrHarnessGuest *guest;   /* the guest QEMU boots, NULL for a guest-less QEMU */
+    gchar *tmpfs_dir;         /* a tmpfs mounted by the test, unmounted in teardown */
 } VmrHarness;
 
 /* fails the test with a printf-style message, like a failed assertion */
@@ -288,6 +291,29 @@ gchar *vmr_harness_silent_listener (VmrHarness *h);
  * when this machine offers none. Free with g_free().
  */
 gchar *vmr_harness_unwritable_dir (VmrHarness *h);
+
+/*
+ * Mounts a tmpfs of @size bytes on the new directory @name in the test's
+ * directory (one per test); teardown, or the crash handler, unmounts it.
+ * Returns its absolute path, or NULL with the test skipped (a failure under
+ * REQUIRE_INTEGRATION=1) when this machine does not let us mount.
+ */
+gchar *vmr_harness_mount_tmpfs (VmrHarness *h, const gchar *name, gsize size);
+
+/* unmounts the tmpfs of vmr_harness_mount_tmpfs() before teardown; asserts success */
+void vmr_harness_unmount_tmpfs (VmrHarness *h);
+
+/*
+ * Another QEMU beside the fixture's own, for tests of several domains: a
+ * VmrHarness that shares @h's directory and daemon socket and has its own
+ * two monitors, named after @name. Start its QEMU with
+ * vmr_harness_start_qemu(), attach it with vmr_harness_attach() and check it
+ * with the functions that use the test monitor. It has no daemon or control
+ * connection of its own: query jobs through @h. vmr_harness_peer_free()
+ * kills a QEMU still running; the crash handler kills it on a failed test.
+ */
+VmrHarness *vmr_harness_peer_new (VmrHarness *h, const gchar *name);
+void vmr_harness_peer_free (VmrHarness *peer);
 
 /* ---- the test guest (tests/guest) ---- */
 

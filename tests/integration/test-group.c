@@ -1,0 +1,610 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * Group migrations: the disks of one VM moved together, `migrate DOMAIN
+ * DISK DEST DISK DEST ...`. A member that is synced waits, its VM still on
+ * its source, until every member is synced; then all pivot. With
+ * --manual-pivot, `pivot` on any member pivots the whole group, and is
+ * refused while a member still copies. A member that fails takes the
+ * others with it: the VM stays on all its sources. The copies that must
+ * still be running are rate-limited (QEMU's mirror copies its first buffer
+ * at once and then keeps to the limit).
+ */
+
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MIB        (1024 * 1024)
+#define SMALL_SIZE (32 * MIB)
+#define LARGE_SIZE (128 * MIB)
+/* two members slowed down so that the small one syncs well before the large one */
+#define GROUP_SPEED "2M"
+
+typedef struct {
+    guint n;
+    const gchar *ids[2];
+    gchar *sources[2];
+    gchar *expected[2];
+    gchar *dests[2];
+    gchar *jobs[2]; /* job ids, in the order of the command line */
+    gchar *group;
+} Group;
+
+static void
+group_clear (Group *g)
+{
+    for (guint i = 0; i < G_N_ELEMENTS (g->sources); i++) {
+        g_clear_pointer (&g->sources[i], g_free);
+        g_clear_pointer (&g->expected[i], g_free);
+        g_clear_pointer (&g->dests[i], g_free);
+        g_clear_pointer (&g->jobs[i], g_free);
+    }
+    g_clear_pointer (&g->group, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Group, group_clear)
+
+/*
+ * A VM "vm" with disk0 (@size0 bytes) and disk1 (@size1 bytes), raw, on
+ * the I/O threads io0 and io1 (or both on the main loop when !@iothreads),
+ * attached to the daemon. disk1's destination is in @dest1_dir when given.
+ */
+static void
+group_start_vm (VmrHarness *h, Group *g, gsize size0, gsize size1, gboolean iothreads,
+                const gchar *dest1_dir)
+{
+    VmrHarnessDisk disks[] = {
+        { "disk0", NULL, "raw", iothreads ? "io0" : NULL },
+        { "disk1", NULL, "raw", iothreads ? "io1" : NULL },
+    };
+    const gsize sizes[] = { size0, size1 };
+
+    g->n = G_N_ELEMENTS (disks);
+    for (guint i = 0; i < g->n; i++) {
+        g_autofree gchar *name = g_strdup_printf ("source%u.raw", i);
+        g_autofree gchar *dest_name = g_strdup_printf ("dest%u.raw", i);
+
+        g->ids[i] = disks[i].id;
+        g->sources[i] = vmr_harness_create_image (h, name, "raw", sizes[i], 0x6e0 + i);
+        g->expected[i] = vmr_harness_expected_path (g->sources[i]);
+        if (i == 1 && dest1_dir != NULL)
+            g->dests[i] = g_build_filename (dest1_dir, dest_name, NULL);
+        else
+            g->dests[i] = vmr_harness_path (h, dest_name);
+        disks[i].path = g->sources[i];
+    }
+    vmr_harness_start_qemu (h, disks, g->n);
+    vmr_harness_attach (h, "vm");
+}
+
+/* the command line `migrate vm disk0 DEST0 disk1 DEST1 @extra...`, NULL-terminated */
+static GPtrArray *
+group_args (Group *g, const gchar *const *extra)
+{
+    GPtrArray *args = g_ptr_array_new ();
+
+    g_ptr_array_add (args, "migrate");
+    g_ptr_array_add (args, "vm");
+    for (guint i = 0; i < g->n; i++) {
+        g_ptr_array_add (args, (gpointer) g->ids[i]);
+        g_ptr_array_add (args, g->dests[i]);
+    }
+    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+        g_ptr_array_add (args, (gpointer) extra[i]);
+    g_ptr_array_add (args, NULL);
+    return args;
+}
+
+/* a job object of a group member: its disk, destination and group */
+static void
+assert_member (JsonObject *job, Group *g, guint i)
+{
+    g_assert_cmpstr (vmr_json_get_string (job, "domain"), ==, "vm");
+    g_assert_cmpstr (vmr_json_get_string (job, "disk"), ==, g->ids[i]);
+    g_assert_cmpstr (vmr_json_get_string (job, "destination"), ==, g->dests[i]);
+    g_assert_cmpstr (vmr_json_get_string (job, "group"), ==, g->group);
+}
+
+/*
+ * `--json migrate vm disk0 DEST0 disk1 DEST1 @extra...`: asserts success
+ * and the reply, {"group": ID, "jobs": [...]}, and fills in the job ids
+ */
+static void
+group_migrate (VmrHarness *h, Group *g, const gchar *const *extra)
+{
+    g_autoptr (GPtrArray) args = group_args (g, extra);
+    g_autoptr (VmrCliResult) result = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    JsonObject *object;
+    JsonArray *jobs;
+
+    g_ptr_array_insert (args, 0, "--json");
+    result = vmr_harness_cliv (h, (const gchar *const *) args->pdata);
+    vmr_cli_result_assert_ok (result);
+    reply = vmr_cli_result_parse_json (result);
+    if (!JSON_NODE_HOLDS_OBJECT (reply))
+        vmr_fail ("migrate of a group printed no object: %s", result->out);
+    object = json_node_get_object (reply);
+    jobs = json_object_get_array_member (object, "jobs");
+    if (jobs == NULL)
+        vmr_fail ("migrate of a group printed no \"jobs\": %s", result->out);
+    g_assert_cmpuint (json_array_get_length (jobs), ==, g->n);
+    g->group = g_strdup (vmr_json_get_string (object, "group"));
+    for (guint i = 0; i < g->n; i++) {
+        JsonObject *job = json_array_get_object_element (jobs, i);
+
+        g_assert_nonnull (job);
+        assert_member (job, g, i);
+        g->jobs[i] = g_strdup (vmr_json_get_string (job, "id"));
+    }
+    /* the group is named after its first member */
+    g_assert_cmpstr (g->group, ==, g->jobs[0]);
+    g_assert_cmpstr (g->jobs[0], !=, g->jobs[1]);
+}
+
+static const gchar *
+job_state (JsonObject *job)
+{
+    return vmr_json_get_string (job, "state");
+}
+
+static const gchar *
+job_reason (JsonObject *job)
+{
+    JsonNode *reason = json_object_get_member (job, "reason");
+
+    if (reason == NULL || JSON_NODE_HOLDS_NULL (reason))
+        return NULL;
+    return vmr_json_get_string (job, "reason");
+}
+
+/* the current state of job @id */
+static gchar *
+get_state (VmrHarness *h, const gchar *id)
+{
+    g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+
+    return g_strdup (job_state (job));
+}
+
+/* the time of the first transition of @job to @state; fails when there is none */
+static gint64
+time_of (JsonObject *job, const gchar *state)
+{
+    JsonArray *history = json_object_get_array_member (job, "history");
+
+    g_assert_nonnull (history);
+    for (guint i = 0; i < json_array_get_length (history); i++) {
+        JsonObject *entry = json_array_get_object_element (history, i);
+
+        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
+            return vmr_json_get_int (entry, "time");
+    }
+    vmr_fail ("job %s never was %s", vmr_json_get_string (job, "id"), state);
+}
+
+/* QEMU's block job named @id (the daemon names them after its jobs), NULL when none */
+static JsonObject *
+find_block_job (VmrHarness *h, const gchar *id)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
+    JsonArray *array = json_node_get_array (jobs);
+
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *job = json_array_get_object_element (array, i);
+
+        if (g_strcmp0 (vmr_json_get_string (job, "device"), id) == 0)
+            return json_object_ref (job);
+    }
+    return NULL;
+}
+
+/* the number of block jobs in QEMU */
+static guint
+count_block_jobs (VmrHarness *h)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
+
+    return json_array_get_length (json_node_get_array (jobs));
+}
+
+/* every member in `jobs --json` says which group it belongs to */
+static void
+assert_jobs_list_group (VmrHarness *h, Group *g)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
+    JsonArray *array = json_node_get_array (jobs);
+
+    g_assert_cmpuint (json_array_get_length (array), ==, g->n);
+    for (guint i = 0; i < g->n; i++) {
+        gboolean found = FALSE;
+
+        for (guint j = 0; j < json_array_get_length (array); j++) {
+            JsonObject *job = json_array_get_object_element (array, j);
+
+            if (g_strcmp0 (vmr_json_get_string (job, "id"), g->jobs[i]) != 0)
+                continue;
+            assert_member (job, g, i);
+            found = TRUE;
+        }
+        if (!found)
+            vmr_fail ("`jobs` lacks %s", g->jobs[i]);
+    }
+}
+
+/*
+ * the synced member @synced waits for the member @copying: its QEMU job is
+ * ready, yet the VM still runs every disk on its source
+ */
+static void
+assert_waiting_for_group (VmrHarness *h, Group *g, guint synced, guint copying)
+{
+    g_autoptr (JsonObject) waiting = vmr_harness_get_job (h, g->jobs[synced]);
+    g_autoptr (JsonObject) other = vmr_harness_get_job (h, g->jobs[copying]);
+    g_autoptr (JsonObject) ready = find_block_job (h, g->jobs[synced]);
+    g_autoptr (JsonObject) running = find_block_job (h, g->jobs[copying]);
+
+    g_assert_cmpstr (job_state (waiting), ==, "synced");
+    g_assert_cmpstr (job_state (other), ==, "copying");
+    if (ready == NULL || running == NULL)
+        vmr_fail ("QEMU does not run the mirror jobs %s and %s", g->jobs[synced], g->jobs[copying]);
+    g_assert_cmpstr (vmr_json_get_string (ready, "status"), ==, "ready");
+    g_assert_cmpstr (vmr_json_get_string (running, "status"), ==, "running");
+    g_assert_cmpint (vmr_json_get_int (running, "offset"), <, vmr_json_get_int (running, "len"));
+    for (guint i = 0; i < g->n; i++)
+        vmr_harness_assert_disk_on (h, g->ids[i], g->sources[i]);
+}
+
+/* after the group's cut-over: every disk on its destination, with its bytes */
+static void
+assert_group_migrated (VmrHarness *h, Group *g)
+{
+    for (guint i = 0; i < g->n; i++) {
+        vmr_harness_assert_disk_on (h, g->ids[i], g->dests[i]);
+        vmr_harness_assert_node_released (h, g->sources[i]);
+        vmr_harness_assert_job_record (h, g->jobs[i], "completed");
+    }
+    vmr_harness_assert_no_block_jobs (h);
+    vmr_harness_quit_qemu (h);
+    for (guint i = 0; i < g->n; i++) {
+        vmr_harness_assert_image_equals (g->dests[i], "raw", g->expected[i]);
+        /* the sources are left as they were */
+        vmr_harness_assert_image_equals (g->sources[i], "raw", g->expected[i]);
+    }
+}
+
+/* no member pivoted before the last member was synced */
+static void
+assert_pivots_after_last_sync (VmrHarness *h, Group *g)
+{
+    g_autoptr (JsonObject) first = vmr_harness_get_job (h, g->jobs[0]);
+    g_autoptr (JsonObject) second = vmr_harness_get_job (h, g->jobs[1]);
+    gint64 last_synced = MAX (time_of (first, "synced"), time_of (second, "synced"));
+
+    g_assert_cmpint (time_of (first, "pivoting"), >=, last_synced);
+    g_assert_cmpint (time_of (second, "pivoting"), >=, last_synced);
+}
+
+/*
+ * the small disk syncs long before the large one and waits for it, its VM
+ * on its source; then both pivot, and both destinations hold their bytes
+ */
+static void
+test_cutover (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Group) g = { 0 };
+    const gchar *const extra[] = { "--speed", GROUP_SPEED, NULL };
+    g_autoptr (JsonObject) synced = NULL;
+    g_autoptr (JsonObject) copying = NULL;
+    g_autoptr (JsonObject) unlimited = NULL;
+    g_autoptr (JsonObject) done0 = NULL;
+    g_autoptr (JsonObject) done1 = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    group_start_vm (h, &g, SMALL_SIZE, LARGE_SIZE, TRUE, NULL);
+    group_migrate (h, &g, extra);
+    copying = vmr_harness_wait_job (h, g.jobs[1], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    synced = vmr_harness_wait_job (h, g.jobs[0], "synced", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_waiting_for_group (h, &g, 0, 1);
+    assert_jobs_list_group (h, &g);
+
+    /* nothing happens by itself while the large disk copies */
+    g_usleep (2 * G_USEC_PER_SEC);
+    assert_waiting_for_group (h, &g, 0, 1);
+
+    /* the large disk catches up: the group cuts over */
+    {
+        g_autoptr (JsonNode) reply = vmr_harness_cli_json (h, "set-speed", g.jobs[1], "0", NULL);
+
+        g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
+        g_assert_cmpint (vmr_json_get_int (json_node_get_object (reply), "speed"), ==, 0);
+    }
+    done1 = vmr_harness_wait_job (h, g.jobs[1], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    done0 = vmr_harness_wait_job (h, g.jobs[0], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    /* the small disk was synced well before the large one, and pivoted after it */
+    g_assert_cmpint (time_of (done0, "synced"), <, time_of (done1, "synced"));
+    assert_pivots_after_last_sync (h, &g);
+    assert_jobs_list_group (h, &g);
+    assert_group_migrated (h, &g);
+}
+
+/*
+ * --manual-pivot: `pivot` on a member is refused while the other still
+ * copies, and changes nothing; once both are synced, `pivot` on one member
+ * switches both. Both disks share the main loop, so that the admission
+ * limit per I/O thread (1 by default) admits the second member only once
+ * the first is synced: a synced member does not hold its slot.
+ */
+static void
+test_manual_pivot (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Group) g = { 0 };
+    const gchar *const extra[] = { "--speed", GROUP_SPEED, "--manual-pivot", NULL };
+    g_autoptr (JsonObject) synced = NULL;
+    g_autoptr (JsonObject) copying = NULL;
+    g_autoptr (VmrCliResult) refused = NULL;
+    g_autoptr (VmrCliResult) pivot = NULL;
+    g_autoptr (JsonObject) synced1 = NULL;
+    g_autoptr (JsonObject) done0 = NULL;
+    g_autoptr (JsonObject) done1 = NULL;
+    g_autofree gchar *state0 = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    group_start_vm (h, &g, SMALL_SIZE, 2 * SMALL_SIZE, FALSE, NULL);
+    group_migrate (h, &g, extra);
+    synced = vmr_harness_wait_job (h, g.jobs[0], "synced", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_true (vmr_json_get_bool (synced, "manual-pivot"));
+    copying = vmr_harness_wait_job (h, g.jobs[1], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_waiting_for_group (h, &g, 0, 1);
+
+    /* the synced member cannot pivot its group yet: one error line, nothing changed */
+    refused = vmr_harness_cli (h, "pivot", g.jobs[0], NULL);
+    vmr_cli_result_assert_error (refused, 1);
+    assert_waiting_for_group (h, &g, 0, 1);
+    g_assert_cmpuint (count_block_jobs (h), ==, 2);
+
+    /* both synced: they wait for the operator */
+    {
+        g_autoptr (JsonNode) reply = vmr_harness_cli_json (h, "set-speed", g.jobs[1], "0", NULL);
+
+        g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
+    }
+    synced1 = vmr_harness_wait_job (h, g.jobs[1], "synced", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_usleep (2 * G_USEC_PER_SEC);
+    state0 = get_state (h, g.jobs[0]);
+    g_assert_cmpstr (state0, ==, "synced");
+    g_clear_pointer (&state0, g_free);
+    state0 = get_state (h, g.jobs[1]);
+    g_assert_cmpstr (state0, ==, "synced");
+    for (guint i = 0; i < g.n; i++) {
+        g_autoptr (JsonObject) block_job = find_block_job (h, g.jobs[i]);
+
+        g_assert_nonnull (block_job);
+        g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+        vmr_harness_assert_disk_on (h, g.ids[i], g.sources[i]);
+    }
+
+    /* `pivot` on the member that is not the group's first switches both */
+    pivot = vmr_harness_cli (h, "pivot", g.jobs[1], NULL);
+    vmr_cli_result_assert_ok (pivot);
+    done0 = vmr_harness_wait_job (h, g.jobs[0], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    done1 = vmr_harness_wait_job (h, g.jobs[1], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_pivots_after_last_sync (h, &g);
+    assert_group_migrated (h, &g);
+}
+
+/*
+ * Finds the members in `jobs --json` by their disks, fills in their ids and
+ * checks them; FALSE when they are not all there yet
+ */
+static gboolean
+find_members (VmrHarness *h, Group *g)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
+    JsonArray *array = json_node_get_array (jobs);
+    JsonObject *members[G_N_ELEMENTS (g->jobs)] = { NULL };
+
+    if (json_array_get_length (array) < g->n)
+        return FALSE;
+    g_assert_cmpuint (json_array_get_length (array), ==, g->n);
+    for (guint j = 0; j < g->n; j++) {
+        JsonObject *job = json_array_get_object_element (array, j);
+
+        for (guint i = 0; i < g->n; i++) {
+            if (g_strcmp0 (vmr_json_get_string (job, "disk"), g->ids[i]) == 0)
+                members[i] = job;
+        }
+    }
+    for (guint i = 0; i < g->n; i++) {
+        if (members[i] == NULL)
+            vmr_fail ("`jobs` has no job for %s", g->ids[i]);
+        g->jobs[i] = g_strdup (vmr_json_get_string (members[i], "id"));
+    }
+    /* the group is named after its first member */
+    g->group = g_strdup (g->jobs[0]);
+    for (guint i = 0; i < g->n; i++)
+        assert_member (members[i], g, i);
+    return TRUE;
+}
+
+/* fills the file system of @dir with a file until it has no room left */
+static void
+fill_file_system (const gchar *dir)
+{
+    g_autofree gchar *path = g_build_filename (dir, "filler", NULL);
+    g_autofree guint8 *buf = g_malloc (MIB);
+    gsize written = 0;
+    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+
+    g_assert_cmpint (fd, >=, 0);
+    memset (buf, 0xf1, MIB);
+    while (TRUE) {
+        ssize_t n = write (fd, buf, MIB);
+
+        if (n < 0 && errno == ENOSPC)
+            break;
+        if (n < 0)
+            vmr_fail ("writing %s: %s", path, g_strerror (errno));
+        written += (gsize) n;
+        if (n == 0)
+            break;
+    }
+    /* the last pages too: a write of less than a page may still have room */
+    while (write (fd, buf, 512) > 0)
+        written += 512;
+    g_assert_cmpint (close (fd), ==, 0);
+    g_test_message ("filled %s with %" G_GSIZE_FORMAT " bytes", dir, written);
+}
+
+/*
+ * disk1's destination fills up while it copies: that member fails, and the
+ * synced disk0 is cancelled with its group; the VM stays on both sources
+ * and `migrate --wait` exits 1
+ */
+static void
+test_member_fails (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Group) g = { 0 };
+    g_autofree gchar *small_fs = NULL;
+    g_autoptr (JsonObject) copying = NULL;
+    g_autoptr (JsonObject) synced = NULL;
+    g_autoptr (JsonObject) failed = NULL;
+    g_autoptr (JsonObject) cancelled = NULL;
+    g_autoptr (VmrCliResult) waited = NULL;
+    g_autoptr (GPtrArray) args = NULL;
+    const gchar *const extra[] = { "--speed", GROUP_SPEED, "--wait", NULL };
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_TIME_SPAN_SECOND;
+    VmrCliRun *run;
+
+    if (vmr_harness_skipped (h))
+        return;
+    /* room for the whole copy: it fails only once the test fills the file system */
+    small_fs = vmr_harness_mount_tmpfs (h, "small-fs", 4 * SMALL_SIZE);
+    if (small_fs == NULL)
+        return;
+    group_start_vm (h, &g, SMALL_SIZE, 2 * SMALL_SIZE, TRUE, small_fs);
+    args = group_args (&g, extra);
+    run = vmr_harness_cli_spawnv (h, (const gchar *const *) args->pdata);
+    /* the jobs show up while that CLI waits */
+    while (!find_members (h, &g)) {
+        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+        g_usleep (100 * 1000);
+    }
+    copying = vmr_harness_wait_job (h, g.jobs[1], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    synced = vmr_harness_wait_job (h, g.jobs[0], "synced", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_waiting_for_group (h, &g, 0, 1);
+
+    fill_file_system (small_fs);
+    failed = vmr_harness_wait_job (h, g.jobs[1], "failed", VMR_HARNESS_JOB_TIMEOUT_S);
+    cancelled = vmr_harness_wait_job (h, g.jobs[0], "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_test_message ("failed: %s; cancelled: %s", job_reason (failed), job_reason (cancelled));
+    g_assert_nonnull (job_reason (failed));
+    g_assert_nonnull (strstr (job_reason (failed), g_strerror (ENOSPC)));
+    /* the other member says it went with its group, and why */
+    g_assert_nonnull (job_reason (cancelled));
+    g_assert_nonnull (strstr (job_reason (cancelled), "group"));
+    g_assert_nonnull (strstr (job_reason (cancelled), g.jobs[1]));
+    vmr_harness_assert_job_record (h, g.jobs[1], "failed");
+    vmr_harness_assert_job_record (h, g.jobs[0], "cancelled");
+
+    waited = vmr_harness_cli_wait (run);
+    g_assert_cmpint (waited->status, ==, 1);
+    g_assert_true (g_str_has_prefix (waited->err, "virt-mirror: error: "));
+
+    /* the VM stays on both sources; QEMU let go of both destinations */
+    vmr_harness_assert_daemon_serving (h);
+    vmr_harness_assert_no_block_jobs (h);
+    for (guint i = 0; i < g.n; i++) {
+        vmr_harness_assert_disk_on (h, g.ids[i], g.sources[i]);
+        vmr_harness_assert_node_released (h, g.dests[i]);
+        /* the daemon created them, so it removes them */
+        g_assert_false (g_file_test (g.dests[i], G_FILE_TEST_EXISTS));
+    }
+    vmr_harness_quit_qemu (h);
+    for (guint i = 0; i < g.n; i++)
+        vmr_harness_assert_image_equals (g.sources[i], "raw", g.expected[i]);
+    vmr_harness_unmount_tmpfs (h);
+}
+
+/* nothing was submitted: no job, no destination, no node or block job in QEMU */
+static void
+assert_nothing_created (VmrHarness *h, Group *g)
+{
+    g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
+    vmr_harness_assert_no_block_jobs (h);
+    for (guint i = 0; i < g->n; i++) {
+        g_assert_false (g_file_test (g->dests[i], G_FILE_TEST_EXISTS));
+        vmr_harness_assert_node_released (h, g->dests[i]);
+        vmr_harness_assert_disk_on (h, g->ids[i], g->sources[i]);
+    }
+}
+
+/* malformed groups are refused with one error line and change nothing */
+static void
+test_bad_input (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Group) g = { 0 };
+    g_autoptr (VmrCliResult) odd = NULL;
+    g_autoptr (VmrCliResult) same_disk = NULL;
+    g_autoptr (VmrCliResult) same_node = NULL;
+    g_autoptr (VmrCliResult) same_dest = NULL;
+    g_autoptr (VmrCliResult) ok = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    group_start_vm (h, &g, SMALL_SIZE, SMALL_SIZE, FALSE, NULL);
+
+    /* a disk without a destination: a usage error */
+    odd = vmr_harness_cli (h, "migrate", "vm", "disk0", g.dests[0], "disk1", NULL);
+    vmr_cli_result_assert_error (odd, 2);
+    assert_nothing_created (h, &g);
+
+    /* one disk twice */
+    same_disk
+        = vmr_harness_cli (h, "migrate", "vm", "disk0", g.dests[0], "disk0", g.dests[1], NULL);
+    vmr_cli_result_assert_error (same_disk, 1);
+    assert_nothing_created (h, &g);
+
+    /* one disk twice, by its device and by its node (the harness names it test-fmt0) */
+    same_node
+        = vmr_harness_cli (h, "migrate", "vm", "disk0", g.dests[0], "test-fmt0", g.dests[1], NULL);
+    vmr_cli_result_assert_error (same_node, 1);
+    assert_nothing_created (h, &g);
+
+    /* one destination twice */
+    same_dest
+        = vmr_harness_cli (h, "migrate", "vm", "disk0", g.dests[0], "disk1", g.dests[0], NULL);
+    vmr_cli_result_assert_error (same_dest, 1);
+    assert_nothing_created (h, &g);
+
+    /* the daemon still takes a well-formed group afterwards */
+    ok = vmr_harness_cli (h, "migrate", "vm", "disk0", g.dests[0], "disk1", g.dests[1], "--wait",
+                          NULL);
+    vmr_cli_result_assert_ok (ok);
+    g_assert_true (find_members (h, &g));
+    for (guint i = 0; i < g.n; i++) {
+        g_autofree gchar *state = get_state (h, g.jobs[i]);
+
+        g_assert_cmpstr (state, ==, "completed");
+        /* a line per member */
+        g_assert_nonnull (strstr (ok->out, g.jobs[i]));
+    }
+    assert_jobs_list_group (h, &g);
+    assert_group_migrated (h, &g);
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_harness_init (&argc, &argv);
+    VMR_HARNESS_ADD ("/group/cutover", NULL, test_cutover);
+    VMR_HARNESS_ADD ("/group/manual-pivot", NULL, test_manual_pivot);
+    VMR_HARNESS_ADD ("/group/member-fails", NULL, test_member_fails);
+    VMR_HARNESS_ADD ("/group/bad-input", NULL, test_bad_input);
+    return g_test_run ();
+}
