@@ -15,7 +15,9 @@
 #include "vmr-error.h"
 
 /* a progress line per poll: a whole evacuation is long, and its lines go to logs */
-#define VMR_CLI_EVACUATE_POLL_INTERVAL_MS 2000
+/* the end is seen within a poll; a progress line comes every few polls */
+#define VMR_CLI_EVACUATE_POLL_INTERVAL_MS  200
+#define VMR_CLI_EVACUATE_PRINT_INTERVAL_US (2 * G_USEC_PER_SEC)
 
 /* where the jobs of the plan stand, from one query-jobs */
 typedef struct {
@@ -41,6 +43,7 @@ typedef struct {
     GMainLoop *loop;
     guint tick_id;
     gboolean interrupted;
+    gboolean job_ended; /* since the last poll: poll again at once */
 } Pacer;
 
 /* the entries of the reply's "disks" (borrowed), the malformed ones left out */
@@ -259,17 +262,21 @@ format_eta (const Progress *progress)
     return g_strdup_printf ("%" G_GUINT64_FORMAT ":%02u", seconds / 60, (guint) (seconds % 60));
 }
 
-/* "evacuate: 3/10 disks done, 1.2 GiB of 4 GiB, 850 MiB/s, ETA 0:03" */
+/*
+ * "evacuate: 3/10 disks done, 1.2 GiB of 4 GiB, 850 MiB/s, ETA 0:03"; once
+ * every job has ended, the rate is the average over the wait (@average,
+ * bytes/s), since nothing moves any more.
+ */
 static void
-print_progress (const Progress *progress)
+print_progress (const Progress *progress, gboolean ended, guint64 average)
 {
     g_autofree gchar *done = vmr_units_format_bytes (progress->done);
     g_autofree gchar *total = vmr_units_format_bytes (progress->total);
-    g_autofree gchar *rate = vmr_units_format_bytes (progress->rate);
+    g_autofree gchar *rate = vmr_units_format_bytes (ended ? average : progress->rate);
     g_autofree gchar *eta = format_eta (progress);
 
-    g_print ("evacuate: %u/%u disks done, %s of %s, %s/s, ETA %s\n", progress->n_completed,
-             progress->n_jobs, done, total, rate, eta);
+    g_print ("evacuate: %u/%u disks done, %s of %s, %s/s%s, ETA %s\n", progress->n_completed,
+             progress->n_jobs, done, total, rate, ended ? " on average" : "", eta);
     fflush (stdout);
 }
 
@@ -281,6 +288,22 @@ interrupted_cb (gpointer user_data)
     pacer->interrupted = TRUE;
     g_main_loop_quit (pacer->loop);
     return G_SOURCE_CONTINUE;
+}
+
+/* a job that ends wakes the wait: the last one ends it without delay */
+static void
+job_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
+              gpointer user_data)
+{
+    Pacer *pacer = user_data;
+    const gchar *state = vmr_cli_json_get_string (data, "state");
+
+    if (g_str_equal (name, "JOB_STATE_CHANGED")
+        && (g_strcmp0 (state, "completed") == 0 || g_strcmp0 (state, "failed") == 0
+            || g_strcmp0 (state, "cancelled") == 0)) {
+        pacer->job_ended = TRUE;
+        g_main_loop_quit (pacer->loop);
+    }
 }
 
 static gboolean
@@ -299,9 +322,15 @@ pause_until_next_poll (Pacer *pacer)
 {
     if (pacer->interrupted)
         return FALSE;
+    /* an event that came during the last poll is not lost */
+    if (pacer->job_ended) {
+        pacer->job_ended = FALSE;
+        return TRUE;
+    }
     pacer->tick_id = g_timeout_add (VMR_CLI_EVACUATE_POLL_INTERVAL_MS, tick_cb, pacer);
     g_main_loop_run (pacer->loop);
     g_clear_handle_id (&pacer->tick_id, g_source_remove);
+    pacer->job_ended = FALSE;
     return !pacer->interrupted;
 }
 
@@ -319,9 +348,16 @@ follow_jobs (VmrCliSession *session, GPtrArray *plan_jobs, Progress *progress, G
     guint sigint_id = g_unix_signal_add (SIGINT, interrupted_cb, &pacer);
     guint sigterm_id = g_unix_signal_add (SIGTERM, interrupted_cb, &pacer);
     gboolean ok = TRUE;
+    gulong event_id = 0;
+    gint64 start_us = g_get_monotonic_time ();
+    gint64 printed_us = 0;
+    guint64 start_done = 0;
+    gboolean first = TRUE;
 
     while (TRUE) {
         g_autoptr (JsonNode) reply = vmr_cli_session_call (session, "query-jobs", NULL, error);
+        gboolean ended;
+        gint64 now_us;
 
         if (reply == NULL) {
             g_prefix_error (error, "lost track of the evacuation, whose jobs may still be "
@@ -333,10 +369,25 @@ follow_jobs (VmrCliSession *session, GPtrArray *plan_jobs, Progress *progress, G
             ok = FALSE;
             break;
         }
-        if (!session->json)
-            print_progress (progress);
-        if (progress->n_ended == progress->n_jobs)
+        now_us = g_get_monotonic_time ();
+        ended = progress->n_ended == progress->n_jobs;
+        if (first)
+            start_done = progress->done;
+        first = FALSE;
+        if (!session->json
+            && (ended || printed_us == 0
+                || now_us - printed_us >= VMR_CLI_EVACUATE_PRINT_INTERVAL_US)) {
+            gdouble seconds = (gdouble) MAX (now_us - start_us, 1) / G_USEC_PER_SEC;
+            guint64 moved = progress->done - MIN (start_done, progress->done);
+
+            print_progress (progress, ended, (guint64) (moved / seconds));
+            printed_us = now_us;
+        }
+        if (ended)
             break;
+        if (event_id == 0 && session->client != NULL)
+            event_id
+                = g_signal_connect (session->client, "event", G_CALLBACK (job_event_cb), &pacer);
         if (!pause_until_next_poll (&pacer)) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
                          "interrupted: the jobs of the evacuation keep running; follow them "
@@ -345,6 +396,8 @@ follow_jobs (VmrCliSession *session, GPtrArray *plan_jobs, Progress *progress, G
             break;
         }
     }
+    if (event_id != 0)
+        g_signal_handler_disconnect (session->client, event_id);
     g_source_remove (sigterm_id);
     g_source_remove (sigint_id);
     return ok;

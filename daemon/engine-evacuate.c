@@ -52,8 +52,10 @@ typedef struct {
     gboolean dry_run;
 
     GPtrArray *names;   /* the domains whose disks are read, sorted */
-    guint pending;      /* disk lists or submissions on their way */
+    guint pending;      /* disk lists on their way */
     GPtrArray *plan;    /* of PlanEntry * */
+    GPtrArray *submit;  /* the domains to submit, in plan order (names borrowed from @plan) */
+    guint next;         /* the next of @submit */
     GError *list_error; /* the first domain whose disks could not be read */
 } EvacuateData;
 
@@ -65,6 +67,7 @@ evacuate_data_free (EvacuateData *data)
     g_free (data->domains);
     g_free (data->format);
     g_ptr_array_unref (data->names);
+    g_ptr_array_unref (data->submit);
     g_ptr_array_unref (data->plan);
     g_clear_error (&data->list_error);
     g_free (data);
@@ -148,24 +151,21 @@ plan_to_json (EvacuateData *data)
 
 /* ---- submitting ---- */
 
-typedef struct {
-    GTask *task; /* the evacuation's */
-    gchar *domain;
-} SubmitData;
+static void submit_next (GTask *task);
 
 static void
 submitted_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
-    SubmitData *submit = user_data;
-    g_autoptr (GTask) task = submit->task;
+    g_autoptr (GTask) task = user_data;
     EvacuateData *data = g_task_get_task_data (task);
+    const gchar *domain = g_ptr_array_index (data->submit, data->next - 1);
     g_autoptr (GError) error = NULL;
     g_autoptr (GPtrArray) jobs = vmr_engine_migrate_finish (VMR_ENGINE (source), res, &error);
 
     for (guint i = 0; i < data->plan->len; i++) {
         PlanEntry *e = g_ptr_array_index (data->plan, i);
 
-        if (e->skipped != NULL || g_strcmp0 (e->domain, submit->domain) != 0)
+        if (e->skipped != NULL || g_strcmp0 (e->domain, domain) != 0)
             continue;
         if (jobs == NULL) {
             e->error = g_strdup (error->message);
@@ -181,62 +181,66 @@ submitted_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         }
     }
     if (jobs == NULL)
-        g_message ("evacuate: %s: %s", submit->domain, error->message);
-    g_free (submit->domain);
-    g_free (submit);
-    if (--data->pending > 0)
+        g_message ("evacuate: %s: %s", domain, error->message);
+    submit_next (g_steal_pointer (&task));
+}
+
+/*
+ * Submits the next domain of the plan, or returns the plan when all are.
+ * One at a time, in the plan's order: the job ids and the admission queue
+ * then follow the plan. @task is consumed.
+ */
+static void
+submit_next (GTask *task)
+{
+    VmrEngine *self = g_task_get_source_object (task);
+    EvacuateData *data = g_task_get_task_data (task);
+    g_autoptr (GArray) targets = g_array_new (FALSE, TRUE, sizeof (VmrMigrateTarget));
+    VmrMigrateRequest request = { 0 };
+    const gchar *domain;
+
+    if (data->next == data->submit->len) {
+        g_task_return_pointer (task, plan_to_json (data), (GDestroyNotify) json_object_unref);
+        g_object_unref (task);
         return;
-    g_task_return_pointer (task, plan_to_json (data), (GDestroyNotify) json_object_unref);
+    }
+    domain = g_ptr_array_index (data->submit, data->next++);
+    for (guint i = 0; i < data->plan->len; i++) {
+        PlanEntry *e = g_ptr_array_index (data->plan, i);
+        VmrMigrateTarget target = { e->disk, e->destination, e->format };
+
+        if (e->skipped == NULL && g_strcmp0 (e->domain, domain) == 0)
+            g_array_append_val (targets, target);
+    }
+    request.domain = domain;
+    if (targets->len == 1) {
+        request.disk = g_array_index (targets, VmrMigrateTarget, 0).disk;
+        request.destination = g_array_index (targets, VmrMigrateTarget, 0).destination;
+        request.format = g_array_index (targets, VmrMigrateTarget, 0).format;
+    } else {
+        request.targets = (const VmrMigrateTarget *) targets->data;
+        request.n_targets = targets->len;
+    }
+    request.speed = data->speed;
+    request.speed_given = data->speed_given;
+    vmr_engine_migrate_async (self, &request, NULL, submitted_cb, task);
 }
 
 static void
 submit_plan (GTask *task)
 {
-    VmrEngine *self = g_task_get_source_object (task);
     EvacuateData *data = g_task_get_task_data (task);
-    g_autoptr (GPtrArray) domains = g_ptr_array_new ();
 
     for (guint i = 0; i < data->plan->len; i++) {
         PlanEntry *e = g_ptr_array_index (data->plan, i);
 
         if (e->skipped == NULL
-            && !g_ptr_array_find_with_equal_func (domains, e->domain, g_str_equal, NULL))
-            g_ptr_array_add (domains, e->domain);
+            && !g_ptr_array_find_with_equal_func (data->submit, e->domain, g_str_equal, NULL))
+            g_ptr_array_add (data->submit, e->domain);
     }
-    if (domains->len == 0) {
-        g_task_return_pointer (task, plan_to_json (data), (GDestroyNotify) json_object_unref);
-        return;
-    }
-    g_message ("evacuate %s -> %s: %u domains", data->from, data->to, domains->len);
-    data->pending = domains->len;
-    for (guint d = 0; d < domains->len; d++) {
-        const gchar *domain = g_ptr_array_index (domains, d);
-        g_autoptr (GArray) targets = g_array_new (FALSE, TRUE, sizeof (VmrMigrateTarget));
-        VmrMigrateRequest request = { 0 };
-        SubmitData *submit = g_new0 (SubmitData, 1);
-
-        for (guint i = 0; i < data->plan->len; i++) {
-            PlanEntry *e = g_ptr_array_index (data->plan, i);
-            VmrMigrateTarget target = { e->disk, e->destination, e->format };
-
-            if (e->skipped == NULL && g_strcmp0 (e->domain, domain) == 0)
-                g_array_append_val (targets, target);
-        }
-        request.domain = domain;
-        if (targets->len == 1) {
-            request.disk = g_array_index (targets, VmrMigrateTarget, 0).disk;
-            request.destination = g_array_index (targets, VmrMigrateTarget, 0).destination;
-            request.format = g_array_index (targets, VmrMigrateTarget, 0).format;
-        } else {
-            request.targets = (const VmrMigrateTarget *) targets->data;
-            request.n_targets = targets->len;
-        }
-        request.speed = data->speed;
-        request.speed_given = data->speed_given;
-        submit->task = g_object_ref (task);
-        submit->domain = g_strdup (domain);
-        vmr_engine_migrate_async (self, &request, NULL, submitted_cb, submit);
-    }
+    if (data->submit->len > 0)
+        g_message ("evacuate %s -> %s: %u domains", data->from, data->to, data->submit->len);
+    submit_next (g_object_ref (task));
 }
 
 /* ---- planning ---- */
@@ -437,6 +441,7 @@ vmr_engine_evacuate_async (VmrEngine *self, const VmrEvacuateRequest *request,
 
     data->names = g_ptr_array_new_with_free_func (g_free);
     data->plan = g_ptr_array_new_with_free_func ((GDestroyNotify) plan_entry_free);
+    data->submit = g_ptr_array_new ();
     g_task_set_task_data (task, data, (GDestroyNotify) evacuate_data_free);
     if (!check_directory ("source", request->from, &error)
         || !check_directory ("destination", request->to, &error)) {

@@ -107,6 +107,9 @@ vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state, const
         complete_waiters (self, job);
         /* a slot may be free, or the job was first in line for one */
         vmr_engine_admission_schedule (self);
+    } else if (state == VMR_JOB_STATE_SYNCED) {
+        /* its bulk copy is over: its slot is free for the next in line */
+        vmr_engine_admission_schedule (self);
     }
     /* a copy that was on its way to QEMU when its group failed */
     if (job->group_cancel_reason != NULL
