@@ -55,6 +55,12 @@ median (GArray *values)
 }
 
 gdouble
+vmr_bench_median (GArray *values)
+{
+    return median (values);
+}
+
+gdouble
 vmr_bench_series_median (const VmrBenchSeries *series, VmrBenchVariant variant)
 {
     return median (series->values[variant]);

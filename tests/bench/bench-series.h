@@ -27,6 +27,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrBenchSeries, vmr_bench_series_clear)
 
 void vmr_bench_series_add (VmrBenchSeries *series, VmrBenchVariant variant, gdouble value);
 
+/* the median of @values (of gdouble), 0 when there are none */
+gdouble vmr_bench_median (GArray *values);
+
 /* the median of @variant's values, 0 when there are none */
 gdouble vmr_bench_series_median (const VmrBenchSeries *series, VmrBenchVariant variant);
 
