@@ -93,14 +93,24 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
     for (guint i = 0; i < self->job_order->len; i++) {
         VmrJob *job = g_ptr_array_index (self->job_order, i);
 
+        if (job_is_waiting (job))
+            g_ptr_array_add (waiting, vmr_job_ref (job));
+    }
+    /* the common case at every load sample: nothing waits */
+    if (waiting->len == 0) {
+        if (task != NULL)
+            complete_task (new_job, g_steal_pointer (&task));
+        return;
+    }
+    for (guint i = 0; i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+
         if (vmr_engine_job_holds_copy (job)) {
             VmrAdmissionCopy copy = { 0 };
             g_autofree gchar *dest = NULL;
 
             describe_copy (self, job, &copy, &dest);
             vmr_admission_add_running (admission, &copy);
-        } else if (job_is_waiting (job)) {
-            g_ptr_array_add (waiting, vmr_job_ref (job));
         }
     }
     /* oldest first: a decision may end a job, hence the copy of the list */
