@@ -63,8 +63,10 @@ static void
 complete_waiters (VmrEngine *self, VmrJob *job)
 {
     g_autoptr (GPtrArray) tasks = NULL;
+    g_autofree gchar *key = NULL;
 
-    if (!g_hash_table_steal_extended (self->waiters, job->id, NULL, (gpointer *) &tasks))
+    if (!g_hash_table_steal_extended (self->waiters, job->id, (gpointer *) &key,
+                                      (gpointer *) &tasks))
         return;
     for (guint i = 0; i < tasks->len; i++) {
         GTask *task = g_ptr_array_index (tasks, i);
