@@ -75,6 +75,7 @@ vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
     self->disk = vmr_cli_json_get_string (obj, "disk");
     self->reason = vmr_cli_json_get_string (obj, "reason");
     self->waiting_for = vmr_cli_json_get_string (obj, "waiting-for");
+    self->orphaned = vmr_cli_json_get_boolean (obj, "orphaned", FALSE);
     self->source = vmr_cli_json_get_string (obj, "source");
     self->source_format = vmr_cli_json_get_string (obj, "source-format");
     self->destination = vmr_cli_json_get_string (obj, "destination");
@@ -245,6 +246,8 @@ vmr_cli_format_time (gint64 usec_since_epoch)
 gchar *
 vmr_cli_job_format_state (const VmrCliJob *self)
 {
+    if (self->orphaned && !vmr_cli_job_is_finished (self))
+        return g_strdup_printf ("%s (no domain)", self->state);
     if (self->waiting_for != NULL && !vmr_cli_job_is_finished (self))
         return g_strdup_printf ("%s (%s)", self->state, self->waiting_for);
     return g_strdup (self->state);

@@ -17,6 +17,7 @@ typedef struct {
     const gchar *disk;        /* qdev id of the disk */
     const gchar *reason;      /* why it failed or was cancelled */
     const gchar *waiting_for; /* the admission limit that keeps it from starting, or NULL */
+    gboolean orphaned;        /* of an earlier run of the daemon, its domain not known again */
     const gchar *source;      /* image path */
     const gchar *source_format;
     const gchar *destination; /* image path */

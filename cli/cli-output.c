@@ -25,7 +25,7 @@ static const gchar *const shown_job_members[] = {
     "source",      "source-format",    "destination", "format",  "created-destination",
     "speed",       "manual-pivot",     "progress",    "created", "updated",
     "history",     "policy",           "waiting-for", "group",   "copy-mode",
-    "source-node", "source-file-node", NULL,
+    "source-node", "source-file-node", "orphaned",    NULL,
 };
 
 gint
@@ -334,6 +334,14 @@ vmr_cli_output_job (const VmrCliJob *job)
     print_field ("Domain", job->domain);
     print_field ("Disk", job->disk);
     print_field ("State", state);
+    if (job->orphaned && !vmr_cli_job_is_finished (job)) {
+        g_autofree gchar *not_yet = g_strdup_printf (
+            "not yet: the daemon restarted and %s is not known again; attach it (or let "
+            "libvirt report it)",
+            job->domain);
+
+        print_field ("Picked up", not_yet);
+    }
     print_field ("Reason", job->reason);
     print_field ("Source", source);
     print_field ("Source node", vmr_cli_json_get_string (obj, "source-node"));

@@ -2,6 +2,8 @@
 
 #include "backend.h"
 
+#include "vmr-error.h"
+
 enum { SIGNAL_JOB_READY, SIGNAL_JOB_FINISHED, SIGNAL_DISCONNECTED, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
@@ -95,6 +97,29 @@ GHashTable *
 vmr_backend_query_load_finish (VmrBackend *self, GAsyncResult *res, GError **error)
 {
     return VMR_BACKEND_GET_CLASS (self)->query_load_finish (self, res, error);
+}
+
+void
+vmr_backend_adopt_copy_async (VmrBackend *self, VmrJob *job, GCancellable *cancellable,
+                              GAsyncReadyCallback callback, gpointer user_data)
+{
+    VmrBackendClass *klass = VMR_BACKEND_GET_CLASS (self);
+
+    if (klass->adopt_copy_async == NULL) {
+        g_task_report_new_error (self, callback, user_data, vmr_backend_adopt_copy_async, VMR_ERROR,
+                                 VMR_ERROR_FAILED,
+                                 "this backend cannot pick up a copy of an earlier run");
+        return;
+    }
+    klass->adopt_copy_async (self, job, cancellable, callback, user_data);
+}
+
+VmrBackendAdoption *
+vmr_backend_adopt_copy_finish (VmrBackend *self, GAsyncResult *res, GError **error)
+{
+    if (g_async_result_is_tagged (res, vmr_backend_adopt_copy_async))
+        return g_task_propagate_pointer (G_TASK (res), error);
+    return VMR_BACKEND_GET_CLASS (self)->adopt_copy_finish (self, res, error);
 }
 
 void

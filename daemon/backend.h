@@ -45,6 +45,33 @@ typedef struct {
 void vmr_backend_progress_free (VmrBackendProgress *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrBackendProgress, vmr_backend_progress_free)
 
+/* what became of a copy that a previous run of the daemon had started */
+typedef enum {
+    /* the copy still runs (or waits, in sync) in the hypervisor; the backend
+     * follows it again: its events, commands and progress work as for a copy
+     * it started itself */
+    VMR_BACKEND_ADOPT_RUNNING,
+    /* the copy ended while nobody watched; the backend cleans up and emits
+     * "job-finished" for it soon, as for a copy it started itself */
+    VMR_BACKEND_ADOPT_ENDING,
+    /* there is no copy and the disk runs on the destination: it pivoted */
+    VMR_BACKEND_ADOPT_ON_DESTINATION,
+    /* there is no copy and the disk runs on its source; whatever the copy
+     * had set up is gone (a destination node closed, a destination file the
+     * job created removed) */
+    VMR_BACKEND_ADOPT_GONE,
+} VmrBackendAdoptOutcome;
+
+typedef struct {
+    VmrBackendAdoptOutcome outcome;
+    /* for VMR_BACKEND_ADOPT_RUNNING */
+    gboolean ready;  /* in sync (QEMU READY) */
+    gboolean paused; /* paused by a user of the hypervisor's job */
+    guint64 speed;   /* bytes/s, 0 = unlimited */
+    guint64 total_bytes;
+    guint64 done_bytes;
+} VmrBackendAdoption;
+
 /*
  * Signals:
  *   "job-ready"    (const gchar *job_id)   the copy is in sync (QEMU READY)
@@ -86,6 +113,16 @@ struct _VmrBackendClass {
                               GAsyncReadyCallback callback, gpointer user_data);
     GHashTable *(*query_load_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
 
+    /*
+     * Finds the copy of @job, started by a previous run of the daemon (its
+     * record: id, disk, source, destination, format, created_destination,
+     * source_node, source_file_node), and follows it again or cleans up
+     * after it. Returns a VmrBackendAdoption (free with g_free()).
+     */
+    void (*adopt_copy_async) (VmrBackend *self, VmrJob *job, GCancellable *cancellable,
+                              GAsyncReadyCallback callback, gpointer user_data);
+    VmrBackendAdoption *(*adopt_copy_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
+
     void (*close) (VmrBackend *self);
 };
 
@@ -117,6 +154,11 @@ GPtrArray *vmr_backend_query_progress_finish (VmrBackend *self, GAsyncResult *re
 void vmr_backend_query_load_async (VmrBackend *self, GCancellable *cancellable,
                                    GAsyncReadyCallback callback, gpointer user_data);
 GHashTable *vmr_backend_query_load_finish (VmrBackend *self, GAsyncResult *res, GError **error);
+
+void vmr_backend_adopt_copy_async (VmrBackend *self, VmrJob *job, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data);
+VmrBackendAdoption *vmr_backend_adopt_copy_finish (VmrBackend *self, GAsyncResult *res,
+                                                   GError **error);
 
 void vmr_backend_close (VmrBackend *self);
 

@@ -35,7 +35,7 @@ static gboolean
 job_is_waiting (VmrJob *job)
 {
     return (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED)
-           && !job->policy_busy;
+           && !job->policy_busy && !job->orphaned;
 }
 
 /* what the limits count of @job; the strings belong to @job, @entry or @out_dest */

@@ -247,6 +247,22 @@ vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendComman
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
+    /* a job of an earlier run whose domain is not known again: nothing to talk to */
+    if (job->orphaned) {
+        if (command != VMR_BACKEND_COMMAND_CANCEL) {
+            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                     "job %s waits for its domain %s, which is not known since "
+                                     "the daemon restarted; attach it again (or let libvirt "
+                                     "report it) and the job is picked up",
+                                     job->id, job->domain);
+            return;
+        }
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_CANCELLED,
+                                  "cancelled while its domain was not known; its copy, if "
+                                  "any, was left alone");
+        g_task_return_pointer (task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
+        return;
+    }
     /* a copy that has not started has nothing in QEMU to talk to */
     if (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED) {
         if (command == VMR_BACKEND_COMMAND_CANCEL) {

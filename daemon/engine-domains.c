@@ -24,6 +24,9 @@ backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_da
     if (job == NULL || !vmr_engine_job_is_active (job))
         return;
     job->ready = TRUE;
+    /* a job being picked up goes on once the backend has said how it found it */
+    if (job->orphaned)
+        return;
     /* the copy may be in sync before the reply to blockdev-mirror is read */
     if (job->state == VMR_JOB_STATE_QUEUED)
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COPYING, NULL);
@@ -82,7 +85,9 @@ backend_disconnected_cb (VmrBackend *backend, GError *error, gpointer user_data)
         VmrJob *job = g_ptr_array_index (self->job_order, i);
         g_autofree gchar *reason = NULL;
 
-        if (!vmr_engine_job_is_active (job) || g_strcmp0 (job->domain, entry->name) != 0)
+        /* an orphaned job was never this connection's: it waits for the next */
+        if (!vmr_engine_job_is_active (job) || g_strcmp0 (job->domain, entry->name) != 0
+            || job->orphaned)
             continue;
         if (job->state == VMR_JOB_STATE_PIVOTING) {
             /* QEMU may have switched to the destination already: keep both */
@@ -176,6 +181,8 @@ attach_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_message ("domain %s attached (%u disk%s)", entry->name, entry->disks->len,
                entry->disks->len == 1 ? "" : "s");
     vmr_engine_policy_watch (self, entry);
+    /* the jobs an earlier run left with this domain */
+    vmr_engine_adopt_jobs (self, entry);
     g_task_return_pointer (task, domain_to_json (self, entry), (GDestroyNotify) json_object_unref);
 }
 
@@ -281,7 +288,7 @@ vmr_engine_remove_domain (VmrEngine *self, const gchar *name, const gchar *reaso
         VmrJob *job = g_ptr_array_index (self->job_order, i);
         g_autofree gchar *pivot_reason = NULL;
 
-        if (!vmr_engine_job_is_active (job) || g_strcmp0 (job->domain, name) != 0)
+        if (!vmr_engine_job_is_active (job) || g_strcmp0 (job->domain, name) != 0 || job->orphaned)
             continue;
         if (job->state == VMR_JOB_STATE_PIVOTING) {
             /* the switch may have happened: keep both files */

@@ -163,7 +163,8 @@ vmr_engine_group_cancel_member (VmrEngine *self, VmrJob *job)
 {
     DomainEntry *entry = g_hash_table_lookup (self->domains, job->domain);
 
-    if (!vmr_engine_job_is_active (job) || job->group_cancel_reason == NULL)
+    /* an orphaned member is cancelled once it is picked up */
+    if (!vmr_engine_job_is_active (job) || job->group_cancel_reason == NULL || job->orphaned)
         return;
     switch (job->state) {
         case VMR_JOB_STATE_QUEUED:

@@ -501,7 +501,8 @@ load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             = job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED;
 
         /* jobs that have not started go through admission below */
-        if (vmr_engine_job_is_active (job) && !waiting && g_strcmp0 (job->domain, entry->name) == 0)
+        if (vmr_engine_job_is_active (job) && !waiting && !job->orphaned
+            && g_strcmp0 (job->domain, entry->name) == 0)
             g_ptr_array_add (jobs, vmr_job_ref (job));
     }
     for (guint i = 0; i < jobs->len; i++)

@@ -116,6 +116,14 @@ void vmr_engine_admission_run (VmrEngine *self, VmrJob *job, GTask *task);
 /* runs an admission pass from the main loop soon (a copy ended, the policy changed) */
 void vmr_engine_admission_schedule (VmrEngine *self);
 
+/* engine-adopt.c */
+
+/* loads the records of the jobs an earlier run had not ended, orphaned */
+void vmr_engine_load_unfinished (VmrEngine *self);
+
+/* asks @entry's backend about the orphaned jobs of its domain, and carries on with them */
+void vmr_engine_adopt_jobs (VmrEngine *self, DomainEntry *entry);
+
 /* engine-group.c */
 
 /* the jobs of @job's group, oldest first (transfer container); just @job if it has none */

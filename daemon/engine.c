@@ -83,6 +83,9 @@ vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state, const
     g_autoptr (GError) error = NULL;
     DomainEntry *entry;
 
+    /* an ended job waits for nothing */
+    if (vmr_job_state_is_final (state))
+        job->orphaned = FALSE;
     if (!vmr_job_set_state (job, state, reason, g_get_real_time ())) {
         g_debug ("job %s: ignoring %s -> %s", job->id, vmr_job_state_to_string (previous),
                  vmr_job_state_to_string (state));
@@ -619,6 +622,7 @@ vmr_engine_new (const gchar *state_dir)
     self->state_dir = g_strdup (state_dir);
     self->last_job_number = vmr_job_scan_last_number (state_dir);
     self->policy = vmr_policy_new_default ();
+    vmr_engine_load_unfinished (self);
     return self;
 }
 

@@ -194,6 +194,8 @@ vmr_job_to_json (VmrJob *self)
     json_object_set_boolean_member (obj, "manual-pivot", self->manual_pivot);
     if (self->group != NULL)
         json_object_set_string_member (obj, "group", self->group);
+    if (self->orphaned)
+        json_object_set_boolean_member (obj, "orphaned", TRUE);
     json_object_set_string_member (obj, "copy-mode",
                                    self->write_blocking ? "write-blocking" : "background");
 
@@ -229,8 +231,16 @@ vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error)
     g_autofree gchar *path = g_build_filename (dir, basename, NULL);
     g_autoptr (JsonObject) obj = vmr_job_to_json (self);
     g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+    JsonObject *resume = json_object_new ();
     g_autofree gchar *text = NULL;
     g_autoptr (GError) local_error = NULL;
+
+    /* what a restarted daemon needs beyond the job object */
+    json_object_set_int_member (resume, "base-speed", (gint64) self->base_speed);
+    json_object_set_boolean_member (resume, "speed-from-user", self->speed_from_user);
+    json_object_set_boolean_member (resume, "user-paused", self->user_paused);
+    json_object_set_boolean_member (resume, "ready", self->ready);
+    json_object_set_object_member (obj, "resume", resume);
 
     if (g_mkdir_with_parents (dir, 0700) < 0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", dir,
@@ -247,6 +257,162 @@ vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error)
         return FALSE;
     }
     return TRUE;
+}
+
+static const gchar *
+record_string (JsonObject *obj, const gchar *name)
+{
+    JsonNode *node = json_object_get_member (obj, name);
+
+    return node != NULL && JSON_NODE_HOLDS_VALUE (node)
+                   && json_node_get_value_type (node) == G_TYPE_STRING
+               ? json_node_get_string (node)
+               : NULL;
+}
+
+static gint64
+record_int (JsonObject *obj, const gchar *name)
+{
+    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
+
+    return node != NULL && JSON_NODE_HOLDS_VALUE (node)
+                   && json_node_get_value_type (node) == G_TYPE_INT64
+               ? json_node_get_int (node)
+               : 0;
+}
+
+static gboolean
+record_bool (JsonObject *obj, const gchar *name)
+{
+    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
+
+    return node != NULL && JSON_NODE_HOLDS_VALUE (node)
+           && json_node_get_value_type (node) == G_TYPE_BOOLEAN && json_node_get_boolean (node);
+}
+
+static JsonObject *
+record_object (JsonObject *obj, const gchar *name)
+{
+    JsonNode *node = json_object_get_member (obj, name);
+
+    return node != NULL && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+}
+
+/* the job of one record, or NULL with @error */
+static VmrJob *
+job_from_record (JsonObject *obj, GError **error)
+{
+    const gchar *id = record_string (obj, "id");
+    const gchar *domain = record_string (obj, "domain");
+    const gchar *disk = record_string (obj, "disk");
+    const gchar *state = record_string (obj, "state");
+    JsonObject *progress = record_object (obj, "progress");
+    JsonObject *resume = record_object (obj, "resume");
+    JsonNode *history = json_object_get_member (obj, "history");
+    g_autoptr (VmrJob) job = NULL;
+
+    if (id == NULL || domain == NULL || disk == NULL || state == NULL
+        || record_string (obj, "destination") == NULL
+        || vmr_job_state_from_string (state) == VMR_JOB_STATE_LAST) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "not a job record (id, domain, disk, destination or state missing)");
+        return NULL;
+    }
+    job = vmr_job_new (id, domain, disk, record_int (obj, "created"));
+    job->source = g_strdup (record_string (obj, "source"));
+    job->source_format = g_strdup (record_string (obj, "source-format"));
+    job->source_node = g_strdup (record_string (obj, "source-node"));
+    job->source_file_node = g_strdup (record_string (obj, "source-file-node"));
+    job->destination = g_strdup (record_string (obj, "destination"));
+    if (record_string (obj, "format") != NULL) {
+        g_free (job->format);
+        job->format = g_strdup (record_string (obj, "format"));
+    }
+    job->created_destination = record_bool (obj, "created-destination");
+    job->manual_pivot = record_bool (obj, "manual-pivot");
+    job->group = g_strdup (record_string (obj, "group"));
+    job->write_blocking = g_strcmp0 (record_string (obj, "copy-mode"), "write-blocking") == 0;
+    job->speed = (guint64) MAX (record_int (obj, "speed"), 0);
+    job->base_speed = (guint64) MAX (record_int (resume, "base-speed"), 0);
+    job->speed_from_user = record_bool (resume, "speed-from-user");
+    job->user_paused = record_bool (resume, "user-paused");
+    job->ready = record_bool (resume, "ready");
+    job->total_bytes = (guint64) MAX (record_int (progress, "total"), 0);
+    job->done_bytes = (guint64) MAX (record_int (progress, "done"), 0);
+    /* the history as recorded; the state is the last of it */
+    g_array_set_size (job->history, 0);
+    for (guint i = 0; history != NULL && JSON_NODE_HOLDS_ARRAY (history)
+                      && i < json_array_get_length (json_node_get_array (history));
+         i++) {
+        JsonNode *entry_node = json_array_get_element (json_node_get_array (history), i);
+        JsonObject *entry
+            = JSON_NODE_HOLDS_OBJECT (entry_node) ? json_node_get_object (entry_node) : NULL;
+        VmrJobTransition t;
+
+        if (entry == NULL || record_string (entry, "state") == NULL)
+            continue;
+        t.state = vmr_job_state_from_string (record_string (entry, "state"));
+        t.time_us = record_int (entry, "time");
+        if (t.state != VMR_JOB_STATE_LAST)
+            g_array_append_val (job->history, t);
+    }
+    job->state = vmr_job_state_from_string (state);
+    job->updated_us = record_int (obj, "updated");
+    job->orphaned = TRUE;
+    return g_steal_pointer (&job);
+}
+
+static gint
+compare_job_numbers (gconstpointer a, gconstpointer b)
+{
+    const VmrJob *ja = *(VmrJob *const *) a;
+    const VmrJob *jb = *(VmrJob *const *) b;
+    guint64 na = g_ascii_strtoull (ja->id + 4, NULL, 10);
+    guint64 nb = g_ascii_strtoull (jb->id + 4, NULL, 10);
+
+    return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+GPtrArray *
+vmr_job_load_unfinished (const gchar *state_dir)
+{
+    g_autofree gchar *dir_path = g_build_filename (state_dir, "jobs", NULL);
+    g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
+    GPtrArray *jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
+    const gchar *name;
+
+    while (dir != NULL && (name = g_dir_read_name (dir)) != NULL) {
+        g_autofree gchar *path = NULL;
+        g_autoptr (JsonParser) parser = NULL;
+        g_autoptr (GError) error = NULL;
+        JsonNode *root;
+        VmrJob *job;
+
+        if (!g_str_has_prefix (name, "vmr-") || !g_str_has_suffix (name, ".json"))
+            continue;
+        path = g_build_filename (dir_path, name, NULL);
+        parser = json_parser_new ();
+        if (!json_parser_load_from_file (parser, path, &error)) {
+            g_warning ("cannot read job record %s: %s", path, error->message);
+            continue;
+        }
+        root = json_parser_get_root (parser);
+        job = root != NULL && JSON_NODE_HOLDS_OBJECT (root)
+                  ? job_from_record (json_node_get_object (root), &error)
+                  : NULL;
+        if (job == NULL) {
+            g_warning ("cannot read job record %s: %s", path,
+                       error != NULL ? error->message : "not a JSON object");
+            continue;
+        }
+        if (vmr_job_state_is_final (job->state)) {
+            vmr_job_unref (job);
+            continue;
+        }
+        g_ptr_array_add (jobs, job);
+    }
+    g_ptr_array_sort (jobs, compare_job_numbers);
+    return jobs;
 }
 
 guint

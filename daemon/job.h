@@ -63,6 +63,9 @@ typedef struct {
     gchar *group;               /* the first member's id, NULL for a job of its own */
     gchar *group_cancel_reason; /* the group failed: cancel this one with this reason */
 
+    /* loaded from a record of an earlier run: waits for its domain to be known again */
+    gboolean orphaned;
+
     VmrJobState state;
     gchar *reason; /* why it failed or was cancelled, NULL otherwise */
     guint64 speed; /* bytes/s, 0 = unlimited */
@@ -111,6 +114,12 @@ JsonObject *vmr_job_to_json (VmrJob *self);
 
 /* writes DIR/jobs/ID.json atomically */
 gboolean vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error);
+
+/*
+ * The jobs of the records DIR/jobs/vmr-N.json that had not ended, oldest
+ * first, marked orphaned; a record that cannot be read is logged and skipped.
+ */
+GPtrArray *vmr_job_load_unfinished (const gchar *state_dir);
 
 /* the highest N of the records DIR/jobs/vmr-N.json, 0 when there are none */
 guint vmr_job_scan_last_number (const gchar *state_dir);

@@ -176,6 +176,98 @@ test_job_save (void)
     g_assert_cmpint (g_rmdir (dir), ==, 0);
 }
 
+/* a saved job comes back as it was; ended jobs and broken records do not */
+static void
+test_job_load_unfinished (void)
+{
+    g_autofree gchar *dir = g_dir_make_tmp ("vmr-test-job-XXXXXX", NULL);
+    g_autofree gchar *jobs_dir = g_build_filename (dir, "jobs", NULL);
+    g_autofree gchar *broken = g_build_filename (jobs_dir, "vmr-9.json", NULL);
+    g_autoptr (VmrJob) running = vmr_job_new ("vmr-12", "web01", "vda", 5);
+    g_autoptr (VmrJob) queued = vmr_job_new ("vmr-3", "db01", "vdb", 4);
+    g_autoptr (VmrJob) ended = vmr_job_new ("vmr-7", "web01", "vdb", 3);
+    g_autoptr (GPtrArray) loaded = NULL;
+    g_autoptr (GError) error = NULL;
+    VmrJob *a;
+    VmrJob *b;
+
+    running->source = g_strdup ("/old/web01.raw");
+    running->source_format = g_strdup ("raw");
+    running->source_node = g_strdup ("drive0");
+    running->source_file_node = g_strdup ("file0");
+    running->destination = g_strdup ("/new/web01.qcow2");
+    g_free (running->format);
+    running->format = g_strdup ("qcow2");
+    running->created_destination = TRUE;
+    running->manual_pivot = TRUE;
+    running->group = g_strdup ("vmr-11");
+    running->base_speed = 1048576;
+    running->speed = 65536;
+    running->speed_from_user = TRUE;
+    running->user_paused = TRUE;
+    running->ready = TRUE;
+    running->total_bytes = 1000;
+    running->done_bytes = 400;
+    g_assert_true (vmr_job_set_state (running, S (COPYING), NULL, 6));
+    g_assert_true (vmr_job_set_state (running, S (SYNCED), NULL, 7));
+    g_assert_true (vmr_job_set_state (running, S (PAUSED), NULL, 8));
+    queued->destination = g_strdup ("/new/db01.raw");
+    ended->destination = g_strdup ("/new/web01-b.raw");
+    g_assert_true (vmr_job_set_state (ended, S (FAILED), "no space", 9));
+    g_assert_true (vmr_job_save (running, dir, &error));
+    g_assert_true (vmr_job_save (queued, dir, &error));
+    g_assert_true (vmr_job_save (ended, dir, &error));
+    g_assert_true (g_file_set_contents (broken, "{\"id\": ", -1, &error));
+
+    g_test_expect_message ("vmr-daemon", G_LOG_LEVEL_WARNING,
+                           "cannot read job record *vmr-9.json*");
+    loaded = vmr_job_load_unfinished (dir);
+    g_test_assert_expected_messages ();
+    g_assert_cmpuint (loaded->len, ==, 2);
+    /* by number, not by name: vmr-3 before vmr-12 */
+    b = g_ptr_array_index (loaded, 0);
+    a = g_ptr_array_index (loaded, 1);
+    g_assert_cmpstr (b->id, ==, "vmr-3");
+    g_assert_cmpint (b->state, ==, S (QUEUED));
+    g_assert_true (b->orphaned);
+    g_assert_cmpstr (a->id, ==, "vmr-12");
+    g_assert_cmpstr (a->domain, ==, "web01");
+    g_assert_cmpstr (a->disk, ==, "vda");
+    g_assert_cmpstr (a->source, ==, "/old/web01.raw");
+    g_assert_cmpstr (a->source_node, ==, "drive0");
+    g_assert_cmpstr (a->source_file_node, ==, "file0");
+    g_assert_cmpstr (a->destination, ==, "/new/web01.qcow2");
+    g_assert_cmpstr (a->format, ==, "qcow2");
+    g_assert_true (a->created_destination);
+    g_assert_true (a->manual_pivot);
+    g_assert_cmpstr (a->group, ==, "vmr-11");
+    g_assert_cmpuint (a->base_speed, ==, 1048576);
+    g_assert_cmpuint (a->speed, ==, 65536);
+    g_assert_true (a->speed_from_user);
+    g_assert_true (a->user_paused);
+    g_assert_true (a->ready);
+    g_assert_cmpuint (a->total_bytes, ==, 1000);
+    g_assert_cmpuint (a->done_bytes, ==, 400);
+    g_assert_cmpint (a->state, ==, S (PAUSED));
+    g_assert_cmpuint (a->history->len, ==, 4);
+    g_assert_cmpint (g_array_index (a->history, VmrJobTransition, 3).time_us, ==, 8);
+    g_assert_true (a->orphaned);
+    g_assert_cmpuint (vmr_job_scan_last_number (dir), ==, 12);
+
+    {
+        g_autoptr (GDir) d = g_dir_open (jobs_dir, 0, NULL);
+        const gchar *name;
+
+        while ((name = g_dir_read_name (d)) != NULL) {
+            g_autofree gchar *path = g_build_filename (jobs_dir, name, NULL);
+
+            g_assert_cmpint (g_unlink (path), ==, 0);
+        }
+    }
+    g_assert_cmpint (g_rmdir (jobs_dir), ==, 0);
+    g_assert_cmpint (g_rmdir (dir), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -185,5 +277,6 @@ main (int argc, char **argv)
     g_test_add_func ("/job/set-state-history", test_job_set_state_history);
     g_test_add_func ("/job/progress", test_job_progress);
     g_test_add_func ("/job/save", test_job_save);
+    g_test_add_func ("/job/load-unfinished", test_job_load_unfinished);
     return g_test_run ();
 }

@@ -1,0 +1,200 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+/*
+ * Picking up the jobs of an earlier run. At start the engine loads the
+ * records of the jobs that had not ended; they wait, orphaned, for their
+ * domain. Once the domain is known again (attached under the same name, or
+ * found by libvirt), its backend looks for each copy: one that still runs is
+ * followed again, one that ended meanwhile ends here too, and one that is
+ * gone leaves the domain on its source, where it always was.
+ */
+
+#include "engine-private.h"
+
+#include "vmr-error.h"
+
+void
+vmr_engine_load_unfinished (VmrEngine *self)
+{
+    g_autoptr (GPtrArray) jobs = vmr_job_load_unfinished (self->state_dir);
+
+    for (guint i = 0; i < jobs->len; i++) {
+        VmrJob *job = g_ptr_array_index (jobs, i);
+
+        if (g_hash_table_contains (self->jobs, job->id))
+            continue;
+        g_message ("job %s (%s %s -> %s): %s when the daemon stopped; waiting for domain %s",
+                   job->id, job->domain, job->disk, job->destination,
+                   vmr_job_state_to_string (job->state), job->domain);
+        g_hash_table_insert (self->jobs, g_strdup (job->id), vmr_job_ref (job));
+        g_ptr_array_add (self->job_order, vmr_job_ref (job));
+    }
+}
+
+/* moves @job along the state machine to @state, through the states between */
+static void
+walk_to (VmrEngine *self, VmrJob *job, VmrJobState state, const gchar *reason)
+{
+    static const VmrJobState path[]
+        = { VMR_JOB_STATE_COPYING, VMR_JOB_STATE_SYNCED, VMR_JOB_STATE_PIVOTING };
+
+    if (job->state == state)
+        return;
+    if (vmr_job_state_can_transition (job->state, state)) {
+        vmr_engine_set_job_state (self, job, state, reason);
+        return;
+    }
+    for (guint i = 0; i < G_N_ELEMENTS (path) && job->state != state; i++) {
+        if (job->state != path[i] && vmr_job_state_can_transition (job->state, path[i]))
+            vmr_engine_set_job_state (self, job, path[i], NULL);
+        if (vmr_job_state_can_transition (job->state, state)) {
+            vmr_engine_set_job_state (self, job, state, reason);
+            return;
+        }
+    }
+}
+
+typedef struct {
+    VmrEngine *engine;
+    VmrJob *job;
+    gchar *domain;
+} AdoptData;
+
+static void
+adopt_data_free (AdoptData *data)
+{
+    g_object_unref (data->engine);
+    vmr_job_unref (data->job);
+    g_free (data->domain);
+    g_free (data);
+}
+
+static void
+adopt_running (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrBackendAdoption *adoption)
+{
+    gboolean was_started
+        = job->state != VMR_JOB_STATE_QUEUED && job->state != VMR_JOB_STATE_DELAYED;
+
+    vmr_job_update_progress (job, adoption->total_bytes, adoption->done_bytes,
+                             g_get_monotonic_time ());
+    job->speed = adoption->speed;
+    job->ready = job->ready || adoption->ready;
+    if (!was_started)
+        walk_to (self, job, VMR_JOB_STATE_COPYING, NULL);
+    if (job->ready) {
+        /* QEMU's READY does not go back; a refused or lost pivot is synced again */
+        if (job->state == VMR_JOB_STATE_PAUSED && !adoption->paused)
+            walk_to (self, job, VMR_JOB_STATE_SYNCED, NULL);
+        else if (job->state != VMR_JOB_STATE_PAUSED)
+            walk_to (self, job, VMR_JOB_STATE_SYNCED, NULL);
+    } else if (adoption->paused && job->state != VMR_JOB_STATE_PAUSED) {
+        /* paused by someone while we were away: a user's pause, left alone */
+        job->user_paused = TRUE;
+        walk_to (self, job, VMR_JOB_STATE_PAUSED, NULL);
+    } else if (!adoption->paused && job->state == VMR_JOB_STATE_PAUSED) {
+        job->user_paused = FALSE;
+        walk_to (self, job, VMR_JOB_STATE_COPYING, NULL);
+    }
+    {
+        g_autoptr (GError) error = NULL;
+
+        if (!vmr_job_save (job, self->state_dir, &error))
+            g_warning ("%s", error->message);
+    }
+    vmr_engine_update_timers (self, entry);
+    g_message ("job %s (%s %s): picked up: %s in QEMU, %s", job->id, job->domain, job->disk,
+               adoption->ready    ? "in sync"
+               : adoption->paused ? "paused"
+                                  : "copying",
+               vmr_job_state_to_string (job->state));
+    if (job->group_cancel_reason != NULL) {
+        vmr_engine_group_cancel_member (self, job);
+        return;
+    }
+    if (job->ready && job->state == VMR_JOB_STATE_SYNCED)
+        vmr_engine_job_in_sync (self, entry, job);
+}
+
+static void
+adopt_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    AdoptData *data = user_data;
+    VmrEngine *self = data->engine;
+    VmrJob *job = data->job;
+    g_autoptr (GError) error = NULL;
+    g_autofree VmrBackendAdoption *adoption
+        = vmr_backend_adopt_copy_finish (VMR_BACKEND (source), res, &error);
+    DomainEntry *entry = g_hash_table_lookup (self->domains, data->domain);
+    g_autofree gchar *reason = NULL;
+
+    if (entry == NULL || entry->backend != VMR_BACKEND (source) || !job->orphaned
+        || !vmr_engine_job_is_active (job)) {
+        adopt_data_free (data);
+        return;
+    }
+    if (adoption == NULL) {
+        /* it stays orphaned: a cancel ends it without touching the domain */
+        g_warning ("job %s (%s %s): cannot pick it up: %s", job->id, job->domain, job->disk,
+                   error->message);
+        adopt_data_free (data);
+        return;
+    }
+    job->orphaned = FALSE;
+    job->policy_busy = FALSE;
+    switch (adoption->outcome) {
+        case VMR_BACKEND_ADOPT_RUNNING:
+            adopt_running (self, entry, job, adoption);
+            break;
+        case VMR_BACKEND_ADOPT_ENDING:
+            /* the backend's job-finished ends it */
+            g_message ("job %s (%s %s): its copy ended while the daemon was not running", job->id,
+                       job->domain, job->disk);
+            break;
+        case VMR_BACKEND_ADOPT_ON_DESTINATION:
+            job->done_bytes = job->total_bytes;
+            g_message ("job %s (%s %s): it pivoted while the daemon was not running", job->id,
+                       job->domain, job->disk);
+            walk_to (self, job, VMR_JOB_STATE_COMPLETED, NULL);
+            break;
+        case VMR_BACKEND_ADOPT_GONE:
+        default:
+            if (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED) {
+                /* it never started: it waits for its turn again */
+                g_message ("job %s (%s %s): picked up: not started yet", job->id, job->domain,
+                           job->disk);
+                {
+                    g_autoptr (GError) save_error = NULL;
+
+                    if (!vmr_job_save (job, self->state_dir, &save_error))
+                        g_warning ("%s", save_error->message);
+                }
+                vmr_engine_update_timers (self, entry);
+                vmr_engine_admission_schedule (self);
+                break;
+            }
+            reason = g_strdup_printf ("the copy was lost while virt-mirrord was not running; "
+                                      "%s of %s stays on %s",
+                                      job->disk, job->domain, job->source);
+            vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
+            break;
+    }
+    adopt_data_free (data);
+}
+
+void
+vmr_engine_adopt_jobs (VmrEngine *self, DomainEntry *entry)
+{
+    for (guint i = 0; i < self->job_order->len; i++) {
+        VmrJob *job = g_ptr_array_index (self->job_order, i);
+        AdoptData *data;
+
+        if (!job->orphaned || !vmr_engine_job_is_active (job)
+            || g_strcmp0 (job->domain, entry->name) != 0)
+            continue;
+        data = g_new0 (AdoptData, 1);
+        data->engine = g_object_ref (self);
+        data->job = vmr_job_ref (job);
+        data->domain = g_strdup (entry->name);
+        vmr_backend_adopt_copy_async (entry->backend, job, NULL, adopt_cb, data);
+    }
+}
