@@ -21,6 +21,8 @@ typedef struct {
     gboolean ready;
     gboolean cancel_requested;
     gboolean finishing;
+    gboolean adopting; /* a copy of an earlier run, being looked for: its events wait */
+    gint adopt_event;  /* the end event (VIR_DOMAIN_BLOCK_JOB_*) that came meanwhile, -1 = none */
 } CopyTrack;
 
 struct _VmrBackendLibvirt {
@@ -75,6 +77,8 @@ typedef struct {
     gchar *format;
     gboolean block;
     gboolean reuse;
+    gboolean created;      /* the copy made the destination */
+    gboolean query_paused; /* ask QEMU whether the copy is paused */
     guint64 speed;
     guint64 old_speed;
     VmrBackendCommand command;
@@ -109,6 +113,7 @@ call_new (VmrBackendLibvirt *self, CopyTrack *track)
         call->destination = g_strdup (track->destination);
         call->format = g_strdup (track->format);
         call->block = track->block;
+        call->created = track->created;
     }
     return call;
 }
@@ -237,19 +242,10 @@ finish_track (VmrBackendLibvirt *self, CopyTrack *track, VmrBackendOutcome outco
     vmr_backend_emit_job_finished (VMR_BACKEND (self), job_id, outcome, reason);
 }
 
+/* what libvirt's block job event @status means for @track */
 static void
-block_job_cb (VmrLibvirtConnection *connection, const gchar *uuid, const gchar *target, gint type,
-              gint status, gpointer user_data)
+track_block_job_event (VmrBackendLibvirt *self, CopyTrack *track, gint status)
 {
-    VmrBackendLibvirt *self = user_data;
-    CopyTrack *track;
-
-    if (g_strcmp0 (uuid, self->uuid) != 0 || type != VIR_DOMAIN_BLOCK_JOB_TYPE_COPY)
-        return;
-    track = track_for_target (self, target);
-    if (track == NULL || track->finishing)
-        return;
-    g_debug ("%s: libvirt block job event %d", track->job_id, status);
     switch (status) {
         case VIR_DOMAIN_BLOCK_JOB_READY:
             if (!track->ready) {
@@ -272,6 +268,30 @@ block_job_cb (VmrLibvirtConnection *connection, const gchar *uuid, const gchar *
                           "libvirt reported the copy as failed");
             break;
     }
+}
+
+static void
+block_job_cb (VmrLibvirtConnection *connection, const gchar *uuid, const gchar *target, gint type,
+              gint status, gpointer user_data)
+{
+    VmrBackendLibvirt *self = user_data;
+    CopyTrack *track;
+
+    if (g_strcmp0 (uuid, self->uuid) != 0 || type != VIR_DOMAIN_BLOCK_JOB_TYPE_COPY)
+        return;
+    track = track_for_target (self, target);
+    if (track == NULL || track->finishing)
+        return;
+    g_debug ("%s: libvirt block job event %d", track->job_id, status);
+    if (track->adopting) {
+        /* adopt_copy_cb() weighs it against what the adoption found */
+        if (status == VIR_DOMAIN_BLOCK_JOB_READY)
+            track->ready = TRUE;
+        else
+            track->adopt_event = status;
+        return;
+    }
+    track_block_job_event (self, track, status);
 }
 
 /* ---- starting a copy ---- */
@@ -581,22 +601,67 @@ vmr_backend_libvirt_query_load_finish (VmrBackend *backend, GAsyncResult *res, G
     return g_task_propagate_pointer (G_TASK (res), error);
 }
 
-/* ---- after libvirt came back ---- */
+/* ---- where a copy stands ---- */
 
+/* what libvirt says of one copy of ours: after a reconnection and at adoption */
 typedef struct {
     gchar *job_id;
     gboolean running; /* libvirt still runs the copy */
     gboolean ready;
-    gchar *disk_path; /* what the live definition names for the disk */
-} ResyncResult;
+    GError *error;       /* libvirt could not say whether it runs; running is FALSE */
+    gchar *disk_path;    /* what the live definition names for the disk */
+    guint64 total_bytes; /* libvirt's end, while running */
+    guint64 done_bytes;  /* libvirt's cur, while running */
+    guint64 speed;       /* bytes/s, 0 = unlimited, while running */
+} CopyProbe;
 
 static void
-resync_result_free (ResyncResult *result)
+copy_probe_free (CopyProbe *probe)
 {
-    g_free (result->job_id);
-    g_free (result->disk_path);
-    g_free (result);
+    g_free (probe->job_id);
+    g_free (probe->disk_path);
+    g_clear_error (&probe->error);
+    g_free (probe);
 }
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (CopyProbe, copy_probe_free)
+
+/*
+ * Where the copy @job_id of @target to @destination stands in @dom, whose
+ * live definition has @disks. A copy job of the disk to another destination
+ * is someone else's: ours is not running then.
+ */
+static CopyProbe *
+probe_copy (virDomain *dom, GPtrArray *disks, const gchar *job_id, const gchar *target,
+            const gchar *destination)
+{
+    VmrLibvirtDisk *disk = vmr_libvirt_xml_find_disk (disks, target);
+    virDomainBlockJobInfo info = { 0 };
+    CopyProbe *probe = g_new0 (CopyProbe, 1);
+    int rc;
+
+    probe->job_id = g_strdup (job_id);
+    probe->disk_path = g_strdup (disk != NULL ? disk->path : NULL);
+    /* a disk that is gone has no copy either */
+    if (disk == NULL)
+        return probe;
+    rc = virDomainGetBlockJobInfo (dom, target, &info, VIR_DOMAIN_BLOCK_JOB_INFO_BANDWIDTH_BYTES);
+    if (rc < 0)
+        vmr_libvirt_set_error (&probe->error, "cannot read the block job of %s", target);
+    probe->running = rc == 1 && info.type == VIR_DOMAIN_BLOCK_JOB_TYPE_COPY
+                     && (disk->mirror_path == NULL || *disk->mirror_path == '\0'
+                         || g_strcmp0 (disk->mirror_path, destination) == 0);
+    if (rc == 1 && !probe->running)
+        g_message ("%s: libvirt runs another block job (type %d) on %s", job_id, info.type, target);
+    if (probe->running) {
+        probe->ready = disk->mirror_ready;
+        probe->total_bytes = info.end;
+        probe->done_bytes = info.cur;
+        probe->speed = info.bandwidth;
+    }
+    return probe;
+}
+
+/* ---- after libvirt came back ---- */
 
 /* events may have been lost while libvirtd was away: ask where each copy is */
 static void
@@ -607,7 +672,7 @@ resync_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *c
     g_autoptr (virDomain) dom
         = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
     g_autoptr (GPtrArray) results
-        = g_ptr_array_new_with_free_func ((GDestroyNotify) resync_result_free);
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) copy_probe_free);
     g_autofree gchar *xml = NULL;
     g_autoptr (GPtrArray) disks = NULL;
 
@@ -620,15 +685,9 @@ resync_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *c
     }
     for (guint i = 0; i < call->tracks->len; i++) {
         CopyTrack *track = g_ptr_array_index (call->tracks, i);
-        VmrLibvirtDisk *disk = vmr_libvirt_xml_find_disk (disks, track->target);
-        virDomainBlockJobInfo info = { 0 };
-        ResyncResult *result = g_new0 (ResyncResult, 1);
 
-        result->job_id = g_strdup (track->job_id);
-        result->running = virDomainGetBlockJobInfo (dom, track->target, &info, 0) == 1;
-        result->ready = disk != NULL && disk->mirror_ready;
-        result->disk_path = g_strdup (disk != NULL ? disk->path : NULL);
-        g_ptr_array_add (results, result);
+        g_ptr_array_add (results,
+                         probe_copy (dom, disks, track->job_id, track->target, track->destination));
     }
     g_task_return_pointer (task, g_steal_pointer (&results), (GDestroyNotify) g_ptr_array_unref);
 }
@@ -640,12 +699,17 @@ resync_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GPtrArray) results = g_task_propagate_pointer (G_TASK (res), NULL);
 
     for (guint i = 0; results != NULL && i < results->len; i++) {
-        ResyncResult *result = g_ptr_array_index (results, i);
+        CopyProbe *result = g_ptr_array_index (results, i);
         CopyTrack *track = g_hash_table_lookup (self->tracks, result->job_id);
         g_autofree gchar *reason = NULL;
 
         if (track == NULL || track->finishing)
             continue;
+        if (result->error != NULL) {
+            /* not knowing is no reason to end it: its events still come */
+            g_message ("%s: %s", track->job_id, result->error->message);
+            continue;
+        }
         if (result->running) {
             if (result->ready && !track->ready) {
                 track->ready = TRUE;
@@ -674,6 +738,213 @@ connected_cb (VmrLibvirtConnection *connection, gpointer user_data)
     call = call_new (self, NULL);
     call->tracks = started_tracks (self);
     run_call (self, call, resync_thread, NULL, resync_cb, NULL);
+}
+
+/* ---- a copy that an earlier run of the daemon started ---- */
+
+/* TRUE when a disk of @dom, live or in its persistent definition, names @path */
+static gboolean
+path_in_use (virDomain *dom, GPtrArray *live_disks, const gchar *path)
+{
+    g_autofree gchar *inactive_xml = NULL;
+    g_autoptr (GPtrArray) inactive_disks = NULL;
+    GPtrArray *lists[2] = { live_disks, NULL };
+
+    if (virDomainIsPersistent (dom) == 1) {
+        inactive_xml = virDomainGetXMLDesc (dom, VIR_DOMAIN_XML_INACTIVE);
+        /* a definition we cannot read may name it: keep the file then */
+        if (inactive_xml == NULL
+            || (inactive_disks = vmr_libvirt_xml_parse_disks (inactive_xml, NULL)) == NULL)
+            return TRUE;
+        lists[1] = inactive_disks;
+    }
+    for (guint l = 0; l < G_N_ELEMENTS (lists) && lists[l] != NULL; l++) {
+        for (guint i = 0; i < lists[l]->len; i++) {
+            VmrLibvirtDisk *disk = g_ptr_array_index (lists[l], i);
+
+            if (g_strcmp0 (disk->path, path) == 0 || g_strcmp0 (disk->mirror_path, path) == 0)
+                return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+static void
+adopt_copy_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+    Call *call = task_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (virDomain) dom
+        = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
+    g_autofree VmrBackendAdoption *adoption = g_new0 (VmrBackendAdoption, 1);
+    g_autofree gchar *xml = NULL;
+    g_autoptr (GPtrArray) disks = NULL;
+    g_autoptr (CopyProbe) probe = NULL;
+
+    if (dom == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    xml = virDomainGetXMLDesc (dom, 0);
+    if (xml == NULL) {
+        vmr_libvirt_set_error (&error, "cannot read the definition of %s", virDomainGetName (dom));
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    disks = vmr_libvirt_xml_parse_disks (xml, &error);
+    if (disks == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    probe = probe_copy (dom, disks, call->job_id, call->target, call->destination);
+    if (probe->error != NULL) {
+        g_task_return_error (task, g_steal_pointer (&probe->error));
+        return;
+    }
+    if (probe->running) {
+        adoption->outcome = VMR_BACKEND_ADOPT_RUNNING;
+        adoption->ready = probe->ready;
+        adoption->speed = probe->speed;
+        adoption->total_bytes = probe->total_bytes;
+        adoption->done_bytes = probe->done_bytes;
+        if (call->query_paused) {
+            g_autoptr (GError) qemu_error = NULL;
+            g_autoptr (JsonObject) qemu_job
+                = vmr_libvirt_domain_query_copy_job (dom, call->target, &qemu_error);
+
+            if (qemu_job != NULL)
+                adoption->paused
+                    = json_object_get_boolean_member_with_default (qemu_job, "paused", FALSE);
+            else
+                g_message ("%s: cannot tell whether the copy is paused: %s", call->job_id,
+                           qemu_error->message);
+        }
+        g_debug (
+            "%s: libvirt still copies %s to %s (%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT ", %s%s)",
+            call->job_id, call->target, call->destination, probe->done_bytes, probe->total_bytes,
+            probe->ready ? "ready" : "not ready", adoption->paused ? ", paused" : "");
+    } else if (g_strcmp0 (probe->disk_path, call->destination) == 0) {
+        adoption->outcome = VMR_BACKEND_ADOPT_ON_DESTINATION;
+        /* as after a pivot we saw: the definition must not send it back at the next boot */
+        vmr_libvirt_domain_persist_disk (dom, call->job_id, call->target, call->source,
+                                         call->destination, call->block, call->format);
+    } else {
+        adoption->outcome = VMR_BACKEND_ADOPT_GONE;
+        if (g_strcmp0 (probe->disk_path, call->source) != 0)
+            g_message ("%s: %s of %s runs on %s, neither source nor destination", call->job_id,
+                       call->target, virDomainGetName (dom),
+                       probe->disk_path != NULL ? probe->disk_path : "nothing");
+        if (call->created && !path_in_use (dom, disks, call->destination))
+            vmr_destination_remove (call->destination);
+    }
+    g_task_return_pointer (task, g_steal_pointer (&adoption), g_free);
+}
+
+typedef struct {
+    VmrBackendLibvirt *self; /* owned */
+    gchar *job_id;
+    gint status; /* VIR_DOMAIN_BLOCK_JOB_* */
+} AdoptedEnd;
+
+static void
+adopted_end_free (AdoptedEnd *end)
+{
+    g_object_unref (end->self);
+    g_free (end->job_id);
+    g_free (end);
+}
+
+/* the end event that came during the adoption, handled once the engine has its answer */
+static gboolean
+adopted_end_cb (gpointer user_data)
+{
+    AdoptedEnd *end = user_data;
+    CopyTrack *track = g_hash_table_lookup (end->self->tracks, end->job_id);
+
+    if (track != NULL && !track->finishing)
+        track_block_job_event (end->self, track, end->status);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+adopt_copy_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrBackendLibvirt *self = g_task_get_source_object (task);
+    const gchar *job_id = g_task_get_task_data (task);
+    CopyTrack *track = g_hash_table_lookup (self->tracks, job_id);
+    g_autoptr (GError) error = NULL;
+    g_autofree VmrBackendAdoption *adoption = g_task_propagate_pointer (G_TASK (res), &error);
+    AdoptedEnd *end;
+
+    if (adoption == NULL || adoption->outcome != VMR_BACKEND_ADOPT_RUNNING || track == NULL) {
+        g_hash_table_remove (self->tracks, job_id);
+        if (adoption == NULL)
+            g_task_return_error (task, g_steal_pointer (&error));
+        else
+            g_task_return_pointer (task, g_steal_pointer (&adoption), g_free);
+        return;
+    }
+    track->adopting = FALSE;
+    track->started = TRUE;
+    track->ready = track->ready || adoption->ready;
+    adoption->ready = track->ready;
+    if (track->adopt_event < 0) {
+        g_task_return_pointer (task, g_steal_pointer (&adoption), g_free);
+        return;
+    }
+    /* it ended after the thread looked: the usual path ends it, once the engine knows */
+    adoption->outcome = VMR_BACKEND_ADOPT_ENDING;
+    end = g_new0 (AdoptedEnd, 1);
+    end->self = g_object_ref (self);
+    end->job_id = g_strdup (job_id);
+    end->status = track->adopt_event;
+    g_task_return_pointer (task, g_steal_pointer (&adoption), g_free);
+    g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, adopted_end_cb, end,
+                     (GDestroyNotify) adopted_end_free);
+}
+
+static void
+vmr_backend_libvirt_adopt_copy_async (VmrBackend *backend, VmrJob *job, GCancellable *cancellable,
+                                      GAsyncReadyCallback callback, gpointer user_data)
+{
+    VmrBackendLibvirt *self = VMR_BACKEND_LIBVIRT (backend);
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    CopyTrack *track;
+    Call *call;
+
+    g_task_set_source_tag (task, vmr_backend_libvirt_adopt_copy_async);
+    if (g_hash_table_contains (self->tracks, job->id)
+        || track_for_target (self, job->disk) != NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_BUSY,
+                                 "job %s or another copy of %s is followed already", job->id,
+                                 job->disk);
+        g_object_unref (task);
+        return;
+    }
+    track = g_new0 (CopyTrack, 1);
+    track->job_id = g_strdup (job->id);
+    track->target = g_strdup (job->disk);
+    track->source = g_strdup (job->source);
+    track->destination = g_strdup (job->destination);
+    track->format = g_strdup (job->format != NULL ? job->format : "raw");
+    track->block = vmr_destination_is_block_device (job->destination);
+    track->created = job->created_destination;
+    track->adopting = TRUE;
+    track->adopt_event = -1;
+    g_task_set_task_data (task, g_strdup (job->id), g_free);
+    call = call_new (self, track);
+    /* QMP passthrough taints the domain: ask only when our record says paused */
+    call->query_paused = job->state == VMR_JOB_STATE_PAUSED || job->user_paused;
+    /* events that come while the thread looks wait in the track */
+    g_hash_table_insert (self->tracks, g_strdup (job->id), track);
+    run_call (self, call, adopt_copy_thread, cancellable, adopt_copy_cb, task);
+}
+
+static VmrBackendAdoption *
+vmr_backend_libvirt_adopt_copy_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
 }
 
 /* ---- object ---- */
@@ -765,5 +1036,7 @@ vmr_backend_libvirt_class_init (VmrBackendLibvirtClass *klass)
     backend_class->query_progress_finish = propagate_pointer;
     backend_class->query_load_async = vmr_backend_libvirt_query_load_async;
     backend_class->query_load_finish = vmr_backend_libvirt_query_load_finish;
+    backend_class->adopt_copy_async = vmr_backend_libvirt_adopt_copy_async;
+    backend_class->adopt_copy_finish = vmr_backend_libvirt_adopt_copy_finish;
     backend_class->close = vmr_backend_libvirt_close;
 }

@@ -1048,7 +1048,10 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         g_hash_table_replace (self->tracks, g_strdup (track->job_id), track);
         if (g_strcmp0 (status, "concluded") == 0) {
             /* it ended unseen: how, QEMU's error and the device's node say */
-            if (member_string (data->info, "error") != NULL)
+            /* a cancel shows as QEMU's (unlocalised) strerror (ECANCELED) */
+            if (g_strcmp0 (member_string (data->info, "error"), "Operation canceled") == 0)
+                track->cancelled = TRUE;
+            else if (member_string (data->info, "error") != NULL)
                 track->error = g_strdup (member_string (data->info, "error"));
             else if (on_destination)
                 track->completed = TRUE;

@@ -243,12 +243,12 @@ vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendComman
     DomainEntry *entry;
     CommandData *data;
 
-    if (job == NULL || !check_command (job, command, &error)) {
+    if (job == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
     /* a job of an earlier run whose domain is not known again: nothing to talk to */
-    if (job->orphaned) {
+    if (job->orphaned && vmr_engine_job_is_active (job)) {
         if (command != VMR_BACKEND_COMMAND_CANCEL) {
             g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                      "job %s waits for its domain %s, which is not known since "
@@ -263,6 +263,11 @@ vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendComman
         g_task_return_pointer (task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
         return;
     }
+    if (!check_command (job, command, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+
     /* a copy that has not started has nothing in QEMU to talk to */
     if (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED) {
         if (command == VMR_BACKEND_COMMAND_CANCEL) {

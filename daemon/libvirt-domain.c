@@ -142,8 +142,8 @@ vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObjec
     return json_node_copy (json_object_get_member (reply, "return"));
 }
 
-gchar *
-vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GError **error)
+JsonObject *
+vmr_libvirt_domain_query_copy_job (virDomain *dom, const gchar *target, GError **error)
 {
     g_autoptr (JsonNode) reply
         = vmr_libvirt_domain_qemu_command (dom, "query-block-jobs", NULL, error);
@@ -161,10 +161,20 @@ vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GError **
         /* libvirt names it "copy-TARGET-NODE" after the disk and its top node */
         if (device != NULL && json_node_get_value_type (device) == G_TYPE_STRING
             && g_str_has_prefix (json_node_get_string (device), prefix))
-            return g_strdup (json_node_get_string (device));
+            return json_object_ref (job);
     }
     g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "QEMU runs no copy of %s", target);
     return NULL;
+}
+
+gchar *
+vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GError **error)
+{
+    g_autoptr (JsonObject) job = vmr_libvirt_domain_query_copy_job (dom, target, error);
+
+    if (job == NULL)
+        return NULL;
+    return g_strdup (json_object_get_string_member (job, "device"));
 }
 
 void

@@ -30,6 +30,12 @@ GHashTable *vmr_libvirt_domain_read_load (virDomain *dom, GError **error);
 JsonNode *vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObject *args,
                                            GError **error);
 
+/*
+ * QEMU's query-block-jobs entry of libvirt's copy job on the disk @target
+ * (transfer full), or NULL; VMR_ERROR_NOT_FOUND when QEMU runs none.
+ */
+JsonObject *vmr_libvirt_domain_query_copy_job (virDomain *dom, const gchar *target, GError **error);
+
 /* QEMU's name of libvirt's copy job on the disk @target ("copy-vda-..."), or NULL */
 gchar *vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GError **error);
 

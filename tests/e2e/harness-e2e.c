@@ -262,6 +262,13 @@ vmr_e2e_start_daemon (VmrE2e *e, gboolean libvirt)
     }
 }
 
+void
+vmr_e2e_kill_daemon (VmrE2e *e)
+{
+    vmr_harness_kill_daemon (&e->h);
+    vmr_e2e_track_daemon (0);
+}
+
 gboolean
 vmr_e2e_daemon_log_has (VmrE2e *e, const gchar *needle)
 {

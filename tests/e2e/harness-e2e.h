@@ -58,6 +58,13 @@ void vmr_e2e_teardown (VmrE2e *e, gconstpointer user_data);
  */
 void vmr_e2e_start_daemon (VmrE2e *e, gboolean libvirt);
 
+/*
+ * SIGKILLs the daemon (no cleanup of its own: its socket and job records
+ * stay) and reaps it; vmr_e2e_start_daemon() starts it again on the same
+ * socket, state dir and log. Asserts.
+ */
+void vmr_e2e_kill_daemon (VmrE2e *e);
+
 /* TRUE when the daemon's log so far has a line containing @needle */
 gboolean vmr_e2e_daemon_log_has (VmrE2e *e, const gchar *needle);
 

@@ -5,7 +5,8 @@
  * hook, migrations through libvirt's block copy that leave libvirt's live
  * and persistent definitions on the destination, a domain destroyed in the
  * middle of a copy, a daemon that is down while domains start, commands on
- * a libvirt job, a libvirtd restart in the middle of a copy, and the
+ * a libvirt job, a libvirtd restart in the middle of a copy, a daemon
+ * killed in the middle of a copy whose successor picks it up, and the
  * evacuation of a directory that holds the disks of two libvirt domains.
  */
 
@@ -541,6 +542,138 @@ test_libvirtd_restart (VmrE2e *e, gconstpointer data)
     vmr_harness_assert_image_equals (dest, "raw", expected);
 }
 
+/* "orphaned" is there, and true, only while the job waits for its domain */
+static gboolean
+job_orphaned (JsonObject *job)
+{
+    return json_object_has_member (job, "orphaned") && vmr_json_get_bool (job, "orphaned");
+}
+
+/* polls the job until the restarted daemon has picked it up; returns it */
+static JsonObject *
+wait_adopted (VmrE2e *e, const gchar *job_id)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autoptr (JsonObject) job = vmr_harness_get_job (&e->h, job_id);
+
+        if (!job_orphaned (job))
+            return g_steal_pointer (&job);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("job %s is still orphaned %d s after its domain was found", job_id,
+                      VMR_HARNESS_JOB_TIMEOUT_S);
+        g_usleep (100 * 1000);
+    }
+}
+
+/* what happens to a copy while the daemon is dead, and what the next one makes of it */
+typedef struct {
+    gboolean synced;         /* --manual-pivot, in sync before the kill */
+    const gchar *meanwhile;  /* `virsh blockjob DOM vda` option while it is dead, or NULL */
+    const gchar *picked_up;  /* the job's state once the next daemon has it */
+    const gchar *command;    /* what drives the job to its end then, or NULL */
+    gboolean on_destination; /* the domain ends on the destination */
+} KilledCase;
+
+static const KilledCase killed_copying = { FALSE, NULL, "copying", "set-speed", TRUE };
+static const KilledCase killed_synced = { TRUE, NULL, "synced", "pivot", TRUE };
+static const KilledCase pivoted_meanwhile = { TRUE, "--pivot", "completed", NULL, TRUE };
+static const KilledCase aborted_meanwhile = { FALSE, "--abort", "failed", NULL, FALSE };
+
+/*
+ * The daemon dies (SIGKILL) in the middle of a copy, or with a
+ * --manual-pivot copy in sync; libvirt's copy goes on alone, or a user
+ * pivots or aborts it with virsh. The next daemon, on the same state dir,
+ * finds the domain and picks the job up where libvirt has it: it drives a
+ * copy that still runs to completed, and ends one that is over as libvirt
+ * ended it.
+ */
+static void
+test_daemon_killed (VmrE2e *e, gconstpointer data)
+{
+    const KilledCase *c = data;
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *job_id = NULL;
+    g_autofree gchar *blockjob = NULL;
+    g_autoptr (JsonObject) domain = NULL;
+    g_autoptr (JsonObject) adopted = NULL;
+    g_autoptr (JsonObject) ended = NULL;
+    g_autoptr (VmrCliResult) command = NULL;
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    name = start_domain_on (e, "raw", 0, &source);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (&e->h, "dest.raw");
+    vmr_e2e_start_daemon (e, TRUE);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
+    job_id = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED,
+                                  c->synced ? "--manual-pivot" : NULL, NULL);
+    g_assert_cmpstr (job_id, ==, "vmr-1");
+    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    if (c->synced) {
+        command = vmr_harness_cli (&e->h, "set-speed", job_id, "0", NULL);
+        vmr_cli_result_assert_ok (command);
+        g_clear_pointer (&command, vmr_cli_result_free);
+        json_object_unref (
+            vmr_harness_wait_job (&e->h, job_id, "synced", VMR_HARNESS_JOB_TIMEOUT_S));
+    }
+
+    vmr_e2e_kill_daemon (e);
+    vmr_harness_assert_job_record (&e->h, job_id, c->synced ? "synced" : "copying");
+    /* nobody watches libvirt's copy now; it goes on */
+    blockjob = vmr_e2e_virsh_ok ("blockjob", name, "vda", "--raw", NULL);
+    if (strstr (blockjob, "Block Copy") == NULL)
+        vmr_fail ("libvirt runs no copy of vda after the daemon died: %s", blockjob);
+    if (c->meanwhile != NULL)
+        g_free (vmr_e2e_virsh_ok ("blockjob", name, "vda", c->meanwhile, NULL));
+
+    vmr_e2e_start_daemon (e, TRUE);
+    g_clear_pointer (&domain, json_object_unref);
+    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
+    adopted = wait_adopted (e, job_id);
+    g_assert_cmpstr (vmr_json_get_string (adopted, "destination"), ==, dest);
+    if (c->command != NULL) {
+        g_assert_cmpstr (vmr_json_get_string (adopted, "state"), ==, c->picked_up);
+        g_assert_true (vmr_e2e_daemon_log_has (e, "picked up"));
+        /* the progress is libvirt's, read at the adoption */
+        g_assert_cmpint (json_object_get_int_member (
+                             json_object_get_object_member (adopted, "progress"), "total"),
+                         ==, IMAGE_SIZE);
+        /* libvirt's job keeps the speed it had */
+        g_assert_cmpint (vmr_json_get_int (adopted, "speed"), ==, c->synced ? 0 : 1024 * 1024);
+        if (g_str_equal (c->command, "set-speed"))
+            command = vmr_harness_cli (&e->h, "set-speed", job_id, "0", NULL);
+        else
+            command = vmr_harness_cli (&e->h, c->command, job_id, NULL);
+        vmr_cli_result_assert_ok (command);
+    }
+    ended = vmr_harness_wait_job (&e->h, job_id, c->on_destination ? "completed" : "failed",
+                                  VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_false (job_orphaned (ended));
+    vmr_harness_assert_job_record (&e->h, job_id, vmr_json_get_string (ended, "state"));
+    if (c->on_destination) {
+        assert_libvirt_on (name, source, dest);
+        vmr_e2e_destroy_domain (e, name);
+        vmr_harness_assert_image_equals (dest, "raw", expected);
+    } else {
+        g_autofree gchar *live = vmr_e2e_domblk_source (name, "vda", FALSE);
+        g_autofree gchar *persistent = vmr_e2e_domblk_source (name, "vda", TRUE);
+
+        g_test_message ("%s: %s", job_id, vmr_json_get_string (ended, "reason"));
+        g_assert_cmpstr (live, ==, source);
+        g_assert_cmpstr (persistent, ==, source);
+        /* libvirt made the destination for this copy: it goes with it */
+        g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
+        vmr_e2e_destroy_domain (e, name);
+        vmr_harness_assert_image_equals (source, "raw", expected);
+    }
+}
+
 static gboolean
 libvirt_unavailable_logged (gpointer user_data)
 {
@@ -593,5 +726,11 @@ main (int argc, char **argv)
     VMR_E2E_ADD ("/e2e/libvirt/copy-mode", NULL, test_copy_mode);
     VMR_E2E_ADD ("/e2e/libvirt/libvirtd-restart", NULL, test_libvirtd_restart);
     VMR_E2E_ADD ("/e2e/libvirt/libvirtd-late", NULL, test_libvirtd_late);
+    VMR_E2E_ADD ("/e2e/libvirt/daemon-killed/copying", &killed_copying, test_daemon_killed);
+    VMR_E2E_ADD ("/e2e/libvirt/daemon-killed/synced", &killed_synced, test_daemon_killed);
+    VMR_E2E_ADD ("/e2e/libvirt/daemon-killed/pivoted-meanwhile", &pivoted_meanwhile,
+                 test_daemon_killed);
+    VMR_E2E_ADD ("/e2e/libvirt/daemon-killed/aborted-meanwhile", &aborted_meanwhile,
+                 test_daemon_killed);
     return vmr_e2e_run (TRUE);
 }

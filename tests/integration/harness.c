@@ -420,6 +420,39 @@ vmr_harness_stop_daemon (VmrHarness *h)
 }
 
 void
+vmr_harness_kill_daemon (VmrHarness *h)
+{
+    pid_t pid = h->daemon_pid;
+
+    g_assert_nonnull (h->daemon);
+    g_subprocess_send_signal (h->daemon, SIGKILL);
+    if (!vmr_harness_wait_exit (h->daemon, VMR_HARNESS_STOP_TIMEOUT_MS))
+        vmr_fail ("virt-mirrord (pid %d) did not die on SIGKILL", (int) pid);
+    vmr_harness_untrack_pid (pid);
+    /* after the kill, so that the daemon sees no disconnect first */
+    if (h->control != NULL) {
+        vmr_qmp_client_close (h->control);
+        g_clear_object (&h->control);
+    }
+    if (!g_subprocess_get_if_signaled (h->daemon)
+        || g_subprocess_get_term_sig (h->daemon) != SIGKILL) {
+        g_autofree gchar *how = vmr_harness_describe_exit (h->daemon);
+
+        g_clear_object (&h->daemon);
+        vmr_fail ("virt-mirrord ended with %s before its SIGKILL", how);
+    }
+    g_clear_object (&h->daemon);
+}
+
+void
+vmr_harness_restart_daemon (VmrHarness *h, const gchar *const *extra)
+{
+    g_assert_null (h->daemon);
+    g_assert_null (h->control);
+    start_daemon (h, extra);
+}
+
+void
 vmr_harness_init (int *argc, char ***argv)
 {
     g_test_init (argc, argv, NULL);

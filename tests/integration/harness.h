@@ -172,6 +172,21 @@ gchar *vmr_harness_write_policy (VmrHarness *h, const gchar *text);
 /* SIGTERMs the daemon and asserts exit status 0 and its socket removed */
 void vmr_harness_stop_daemon (VmrHarness *h);
 
+/*
+ * SIGKILLs the daemon by its pid and reaps it, as a crash would: its socket
+ * file and its job records stay behind. Asserts it died of that signal.
+ * vmr_harness_restart_daemon() starts it again on the same socket and state dir.
+ */
+void vmr_harness_kill_daemon (VmrHarness *h);
+
+/*
+ * Starts the daemon again, after vmr_harness_kill_daemon() or
+ * vmr_harness_stop_daemon(), on the same socket and state dir, with the
+ * extra arguments @extra (NULL-terminated, or NULL for none), and waits until
+ * it answers. Asserts on failure.
+ */
+void vmr_harness_restart_daemon (VmrHarness *h, const gchar *const *extra);
+
 /* SIGKILLs QEMU by its pid and reaps it */
 void vmr_harness_kill_qemu (VmrHarness *h);
 

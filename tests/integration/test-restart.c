@@ -1,0 +1,674 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * A daemon that dies (SIGKILL, as a crash would) while its jobs run, and is
+ * started again on the same socket and state dir. It lists the jobs that
+ * had not ended as orphaned until their domain is attached again, then asks
+ * QEMU what became of each copy: one still running goes on, one in sync
+ * waits for its pivot, one that ended meanwhile ends with it and QEMU is
+ * cleaned up, one that had not started starts under the admission limits.
+ * An orphaned job can be cancelled, which leaves QEMU alone; every other
+ * command on it is refused. QEMU's side is checked on the test's own
+ * monitor, and the bytes after QEMU quits.
+ */
+
+#include "harness.h"
+
+#include <string.h>
+
+/*
+ * QEMU's mirror copies its first buffer (16 MiB) at once and then keeps to
+ * its limit: at 1 MiB/s this disk copies for about 16 s, long enough for a
+ * crash and a restart
+ */
+#define IMAGE_SIZE (32 * 1024 * 1024)
+#define MIB        (1024 * 1024)
+/* how long the daemon gets to clean up QEMU once a job ended */
+#define CLEANUP_TIMEOUT_S 20
+
+typedef struct {
+    gchar *source;
+    gchar *expected;
+    gchar *dest;
+} Vm;
+
+static void
+vm_clear (Vm *vm)
+{
+    g_clear_pointer (&vm->source, g_free);
+    g_clear_pointer (&vm->expected, g_free);
+    g_clear_pointer (&vm->dest, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Vm, vm_clear)
+
+/* a VM "vm" with one raw disk "disk0", attached to the daemon */
+static void
+vm_start (VmrHarness *h, Vm *vm)
+{
+    VmrHarnessDisk disk = { "disk0", NULL, "raw", NULL };
+
+    vm->source = vmr_harness_create_image (h, "source.raw", "raw", IMAGE_SIZE, 0x4e57);
+    vm->expected = vmr_harness_expected_path (vm->source);
+    vm->dest = vmr_harness_path (h, "dest.raw");
+    disk.path = vm->source;
+    vmr_harness_start_qemu (h, &disk, 1);
+    vmr_harness_attach (h, "vm");
+}
+
+/* starts a rate-limited migration of disk0 and waits until it copies */
+static gchar *
+start_slow_migration (VmrHarness *h, Vm *vm)
+{
+    g_autofree gchar *id
+        = vmr_harness_migrate (h, "vm", "disk0", vm->dest, "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
+    g_autoptr (JsonObject) job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+
+    g_assert_true (vmr_json_get_bool (job, "created-destination"));
+    return g_steal_pointer (&id);
+}
+
+/* runs a job command (set-speed, pivot, ...) with --json; returns the job it prints */
+static JsonObject *
+job_command (VmrHarness *h, const gchar *command, const gchar *id, const gchar *arg)
+{
+    g_autoptr (JsonNode) node = vmr_harness_cli_json (h, command, id, arg, NULL);
+
+    if (!JSON_NODE_HOLDS_OBJECT (node))
+        vmr_fail ("`%s %s` printed no job object", command, id);
+    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (node), "id"), ==, id);
+    return json_object_ref (json_node_get_object (node));
+}
+
+static const gchar *
+job_state (JsonObject *job)
+{
+    return vmr_json_get_string (job, "state");
+}
+
+static const gchar *
+job_reason (JsonObject *job)
+{
+    JsonNode *reason = json_object_get_member (job, "reason");
+
+    if (reason == NULL || JSON_NODE_HOLDS_NULL (reason))
+        return NULL;
+    return vmr_json_get_string (job, "reason");
+}
+
+/* "orphaned" is there, and true, only while the job waits for its domain */
+static gboolean
+job_orphaned (JsonObject *job)
+{
+    if (!json_object_has_member (job, "orphaned"))
+        return FALSE;
+    return vmr_json_get_bool (job, "orphaned");
+}
+
+static gboolean
+state_is_final (const gchar *state)
+{
+    return g_str_equal (state, "completed") || g_str_equal (state, "failed")
+           || g_str_equal (state, "cancelled");
+}
+
+/* the job @id of a `jobs --json` list, a new reference */
+static JsonObject *
+listed_job (JsonNode *jobs, const gchar *id)
+{
+    JsonArray *array = json_node_get_array (jobs);
+
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *job = json_array_get_object_element (array, i);
+
+        if (g_strcmp0 (vmr_json_get_string (job, "id"), id) == 0)
+            return json_object_ref (job);
+    }
+    vmr_fail ("job %s is not in the list of jobs", id);
+}
+
+/*
+ * After the restart, before any attach: `jobs --json` lists @id in @state,
+ * orphaned, and so does the control socket; the table lists it too
+ */
+static void
+assert_listed_orphan (VmrHarness *h, const gchar *id, const gchar *state, Vm *vm)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
+    g_autoptr (JsonObject) listed = listed_job (jobs, id);
+    g_autoptr (JsonObject) queried = vmr_harness_get_job (h, id);
+    g_autoptr (VmrCliResult) table = vmr_harness_cli (h, "jobs", NULL);
+
+    g_assert_cmpstr (job_state (listed), ==, state);
+    g_assert_true (job_orphaned (listed));
+    g_assert_cmpstr (vmr_json_get_string (listed, "domain"), ==, "vm");
+    if (vm != NULL)
+        g_assert_cmpstr (vmr_json_get_string (listed, "destination"), ==, vm->dest);
+    g_assert_cmpstr (job_state (queried), ==, state);
+    g_assert_true (job_orphaned (queried));
+    vmr_cli_result_assert_ok (table);
+    g_assert_nonnull (strstr (table->out, id));
+}
+
+/* QEMU's block job named @id (the daemon names them after its jobs), NULL when none */
+static JsonObject *
+find_block_job (VmrHarness *h, const gchar *id)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
+    JsonArray *array = json_node_get_array (jobs);
+
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *job = json_array_get_object_element (array, i);
+
+        if (g_strcmp0 (vmr_json_get_string (job, "device"), id) == 0)
+            return json_object_ref (job);
+    }
+    return NULL;
+}
+
+/* QEMU's block job @id, which must exist */
+static JsonObject *
+get_block_job (VmrHarness *h, const gchar *id)
+{
+    JsonObject *job = find_block_job (h, id);
+
+    if (job == NULL)
+        vmr_fail ("QEMU has no block job %s", id);
+    return job;
+}
+
+/* waits until QEMU's block job @id has @status, e.g. "concluded" */
+static void
+wait_block_job_status (VmrHarness *h, const gchar *id, const gchar *status)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autoptr (JsonObject) job = get_block_job (h, id);
+
+        if (g_str_equal (vmr_json_get_string (job, "status"), status))
+            return;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("QEMU's block job %s is still %s, waiting for %s", id,
+                      vmr_json_get_string (job, "status"), status);
+        g_usleep (100 * 1000);
+    }
+}
+
+/*
+ * QEMU's mirror @id copies on without the daemon: running, not yet in sync,
+ * at the speed it was given. (Its offset may hold still for a while: the
+ * mirror copies its first buffer at once and then waits out the limit.)
+ */
+static void
+assert_copy_runs_alone (VmrHarness *h, const gchar *id)
+{
+    g_autoptr (JsonObject) job = get_block_job (h, id);
+
+    g_assert_cmpstr (vmr_json_get_string (job, "type"), ==, "mirror");
+    g_assert_cmpstr (vmr_json_get_string (job, "status"), ==, "running");
+    g_assert_false (vmr_json_get_bool (job, "ready"));
+    g_assert_false (vmr_json_get_bool (job, "paused"));
+    g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 1 * MIB);
+}
+
+/*
+ * Polls the job until the restarted daemon adopted it (no longer orphaned),
+ * after the domain was attached again. Returns the job.
+ */
+static JsonObject *
+wait_adopted (VmrHarness *h, const gchar *id)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+
+        if (!job_orphaned (job))
+            return g_steal_pointer (&job);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("job %s is still orphaned %d s after its domain was attached", id,
+                      VMR_HARNESS_JOB_TIMEOUT_S);
+        g_usleep (100 * 1000);
+    }
+}
+
+/* polls the job until it is in a final state; returns it */
+static JsonObject *
+wait_ended (VmrHarness *h, const gchar *id)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+
+        if (state_is_final (job_state (job)))
+            return g_steal_pointer (&job);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("job %s is still %s after %d s, waiting for it to end", id, job_state (job),
+                      VMR_HARNESS_JOB_TIMEOUT_S);
+        g_usleep (100 * 1000);
+    }
+}
+
+/* TRUE when a block node has @path open */
+static gboolean
+node_has_file (VmrHarness *h, const gchar *path)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonNode) nodes = NULL;
+    JsonArray *array;
+
+    json_object_set_boolean_member (args, "flat", TRUE);
+    nodes = vmr_harness_qmp (h, "query-named-block-nodes", args);
+    array = json_node_get_array (nodes);
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *node = json_array_get_object_element (array, i);
+
+        if (g_strcmp0 (json_object_get_string_member_with_default (node, "file", ""), path) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/*
+ * Once a job ended, the daemon cleans up QEMU in its own time: waits until
+ * no block job is left and no node has @dest open, then asserts both
+ */
+static void
+wait_qemu_cleaned (VmrHarness *h, const gchar *dest)
+{
+    gint64 deadline = g_get_monotonic_time () + CLEANUP_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
+
+        if (json_array_get_length (json_node_get_array (jobs)) == 0 && !node_has_file (h, dest))
+            break;
+        if (g_get_monotonic_time () > deadline)
+            break;
+        g_usleep (100 * 1000);
+    }
+    vmr_harness_assert_no_block_jobs (h);
+    vmr_harness_assert_node_released (h, dest);
+}
+
+/* the time of the first transition of @job to @state; fails when there is none */
+static gint64
+time_of (JsonObject *job, const gchar *state)
+{
+    JsonArray *history = json_object_get_array_member (job, "history");
+
+    g_assert_nonnull (history);
+    for (guint i = 0; i < json_array_get_length (history); i++) {
+        JsonObject *entry = json_array_get_object_element (history, i);
+
+        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
+            return vmr_json_get_int (entry, "time");
+    }
+    vmr_fail ("job %s never was %s", vmr_json_get_string (job, "id"), state);
+}
+
+/* a copy still running when the daemon died goes on after the restart and completes */
+static void
+test_copying (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) adopted = NULL;
+    g_autoptr (JsonObject) unlimited = NULL;
+    g_autoptr (JsonObject) block_job = NULL;
+    g_autoptr (JsonObject) completed = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm);
+    g_assert_cmpstr (id, ==, "vmr-1");
+
+    vmr_harness_kill_daemon (h);
+    vmr_harness_assert_job_record (h, id, "copying");
+    assert_copy_runs_alone (h, id);
+    vmr_harness_assert_disk_on (h, "disk0", vm.source);
+
+    vmr_harness_restart_daemon (h, NULL);
+    assert_listed_orphan (h, id, "copying", &vm);
+    g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 1);
+
+    vmr_harness_attach (h, "vm");
+    adopted = wait_adopted (h, id);
+    g_assert_cmpstr (job_state (adopted), ==, "copying");
+    g_assert_cmpstr (vmr_json_get_string (adopted, "destination"), ==, vm.dest);
+    /* the copy goes on where it was: QEMU's job is the same one */
+    block_job = get_block_job (h, id);
+    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "running");
+
+    unlimited = job_command (h, "set-speed", id, "0");
+    g_assert_cmpint (vmr_json_get_int (unlimited, "speed"), ==, 0);
+    g_clear_pointer (&block_job, json_object_unref);
+    block_job = find_block_job (h, id);
+    /* the copy may already be over */
+    if (block_job != NULL)
+        g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 0);
+    completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_false (job_orphaned (completed));
+    vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
+}
+
+/* a --manual-pivot job in sync when the daemon died stays in sync until `pivot` */
+static void
+test_synced_manual (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) synced = NULL;
+    g_autoptr (JsonObject) block_job = NULL;
+    g_autoptr (JsonObject) adopted = NULL;
+    g_autoptr (JsonObject) still = NULL;
+    g_autoptr (JsonObject) pivoted = NULL;
+    g_autoptr (JsonObject) completed = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, "--manual-pivot", NULL);
+    synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
+
+    vmr_harness_kill_daemon (h);
+    vmr_harness_assert_job_record (h, id, "synced");
+    block_job = get_block_job (h, id);
+    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+
+    vmr_harness_restart_daemon (h, NULL);
+    assert_listed_orphan (h, id, "synced", &vm);
+
+    vmr_harness_attach (h, "vm");
+    adopted = wait_adopted (h, id);
+    g_assert_cmpstr (job_state (adopted), ==, "synced");
+    g_assert_true (vmr_json_get_bool (adopted, "manual-pivot"));
+
+    /* still a manual pivot: nothing happens by itself */
+    g_usleep (2 * G_USEC_PER_SEC);
+    still = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (job_state (still), ==, "synced");
+    g_clear_pointer (&block_job, json_object_unref);
+    block_job = get_block_job (h, id);
+    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+    vmr_harness_assert_disk_on (h, "disk0", vm.source);
+
+    pivoted = job_command (h, "pivot", id, NULL);
+    completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
+}
+
+/*
+ * the copy is cancelled in QEMU while no daemon runs: once its domain is
+ * back the job ends without completing, and QEMU is cleaned up
+ */
+static void
+test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) cancel_args = json_object_new ();
+    g_autoptr (JsonNode) cancel_reply = NULL;
+    g_autoptr (JsonObject) ended = NULL;
+    gint64 deadline;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm);
+
+    vmr_harness_kill_daemon (h);
+    json_object_set_string_member (cancel_args, "device", id);
+    json_object_set_boolean_member (cancel_args, "force", TRUE);
+    cancel_reply = vmr_harness_qmp (h, "block-job-cancel", cancel_args);
+    /* the daemon's mirrors are not dismissed automatically: the job waits, concluded */
+    wait_block_job_status (h, id, "concluded");
+
+    vmr_harness_restart_daemon (h, NULL);
+    assert_listed_orphan (h, id, "copying", &vm);
+
+    vmr_harness_attach (h, "vm");
+    ended = wait_ended (h, id);
+    g_test_message ("job %s ended %s: %s", id, job_state (ended), job_reason (ended));
+    /* QEMU reports the cancel as its error "Operation canceled": still a cancel */
+    g_assert_cmpstr (job_state (ended), ==, "cancelled");
+    g_assert_false (job_orphaned (ended));
+    g_assert_nonnull (job_reason (ended));
+    g_assert_nonnull (strstr (job_reason (ended), "outside virt-mirror"));
+    vmr_harness_assert_job_record (h, id, job_state (ended));
+
+    wait_qemu_cleaned (h, vm.dest);
+    /* the daemon created the destination, so it removes it */
+    deadline = g_get_monotonic_time () + CLEANUP_TIMEOUT_S * G_USEC_PER_SEC;
+    while (g_file_test (vm.dest, G_FILE_TEST_EXISTS) && g_get_monotonic_time () < deadline)
+        g_usleep (100 * 1000);
+    g_assert_false (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
+    vmr_harness_assert_daemon_serving (h);
+    vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
+}
+
+/* the policy of /restart/queued: one bulk copy at a time */
+#define QUEUED_POLICY      "[defaults]\nmax-parallel = 1\nmax-parallel-per-iothread = 0\n"
+#define QUEUED_SIZE0       (16 * MIB)
+#define QUEUED_SIZE1       (8 * MIB)
+#define ALL_DONE_TIMEOUT_S 80
+
+/*
+ * a job still queued behind max-parallel when the daemon died waits again
+ * after the restart and starts once the copy ahead of it is in sync
+ */
+static void
+test_queued (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar *const disk_ids[] = { "disk0", "disk1" };
+    const gsize sizes[] = { QUEUED_SIZE0, QUEUED_SIZE1 };
+    gchar *sources[2] = { NULL };
+    gchar *expected[2] = { NULL };
+    gchar *dests[2] = { NULL };
+    gchar *ids[2] = { NULL };
+    VmrHarnessDisk disks[2];
+    g_autofree gchar *policy = NULL;
+    g_autoptr (JsonObject) queued = NULL;
+    g_autoptr (JsonObject) first = NULL;
+    g_autoptr (JsonObject) second = NULL;
+    g_autoptr (JsonObject) unlimited = NULL;
+    const gchar *restart_args[] = { "--policy", NULL, NULL };
+    JsonNode *waiting_for;
+    gint64 deadline;
+    gboolean done = FALSE;
+
+    if (vmr_harness_skipped (h))
+        return;
+    for (guint d = 0; d < 2; d++) {
+        g_autofree gchar *name = g_strdup_printf ("source%u.raw", d);
+        g_autofree gchar *dest_name = g_strdup_printf ("dest%u.raw", d);
+
+        sources[d] = vmr_harness_create_image (h, name, "raw", sizes[d], 0x9e0 + d);
+        expected[d] = vmr_harness_expected_path (sources[d]);
+        dests[d] = vmr_harness_path (h, dest_name);
+        disks[d] = (VmrHarnessDisk){ disk_ids[d], sources[d], "raw", NULL };
+    }
+    policy = vmr_harness_write_policy (h, QUEUED_POLICY);
+    vmr_harness_start_qemu (h, disks, 2);
+    vmr_harness_start_daemon (h, "--policy", policy, NULL);
+    vmr_harness_attach (h, "vm");
+
+    ids[0]
+        = vmr_harness_migrate (h, "vm", "disk0", dests[0], "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
+    first = vmr_harness_wait_job (h, ids[0], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    ids[1] = vmr_harness_migrate (h, "vm", "disk1", dests[1], NULL);
+    queued = vmr_harness_get_job (h, ids[1]);
+    g_assert_cmpstr (job_state (queued), ==, "queued");
+    waiting_for = json_object_get_member (queued, "waiting-for");
+    g_assert_nonnull (waiting_for);
+    g_assert_cmpstr (json_node_get_string (waiting_for), ==, "max-parallel");
+
+    vmr_harness_kill_daemon (h);
+    vmr_harness_assert_job_record (h, ids[0], "copying");
+    vmr_harness_assert_job_record (h, ids[1], "queued");
+    assert_copy_runs_alone (h, ids[0]);
+    g_assert_null (find_block_job (h, ids[1]));
+
+    /* the same policy as before the crash */
+    restart_args[1] = policy;
+    vmr_harness_restart_daemon (h, restart_args);
+    assert_listed_orphan (h, ids[0], "copying", NULL);
+    assert_listed_orphan (h, ids[1], "queued", NULL);
+    /* without its domain, nothing starts */
+    g_assert_null (find_block_job (h, ids[1]));
+
+    vmr_harness_attach (h, "vm");
+    g_clear_pointer (&first, json_object_unref);
+    first = wait_adopted (h, ids[0]);
+    g_assert_cmpstr (job_state (first), ==, "copying");
+    second = wait_adopted (h, ids[1]);
+    /* still held by the limit while the first copies */
+    g_assert_cmpstr (job_state (second), ==, "queued");
+    g_assert_null (find_block_job (h, ids[1]));
+
+    unlimited = job_command (h, "set-speed", ids[0], "0");
+    deadline = g_get_monotonic_time () + ALL_DONE_TIMEOUT_S * G_USEC_PER_SEC;
+    while (!done) {
+        g_autoptr (JsonNode) reply = vmr_harness_qmp (h, "query-block-jobs", NULL);
+        JsonArray *array = json_node_get_array (reply);
+        guint bulk = 0;
+
+        /* never more than one copy not yet in sync */
+        for (guint i = 0; i < json_array_get_length (array); i++) {
+            JsonObject *block_job = json_array_get_object_element (array, i);
+
+            if (!json_object_get_boolean_member_with_default (block_job, "ready", FALSE)
+                && g_strcmp0 (vmr_json_get_string (block_job, "status"), "running") == 0)
+                bulk++;
+        }
+        if (bulk > 1)
+            vmr_fail ("%u mirror jobs copy at once in QEMU, the limit is 1", bulk);
+        done = TRUE;
+        for (guint d = 0; d < 2; d++) {
+            g_autoptr (JsonObject) job = vmr_harness_get_job (h, ids[d]);
+            const gchar *state = job_state (job);
+
+            if (g_str_equal (state, "failed") || g_str_equal (state, "cancelled"))
+                vmr_fail ("job %s ended %s (reason: %s)", ids[d], state, job_reason (job));
+            done = done && g_str_equal (state, "completed");
+        }
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("the jobs did not both complete in %d s", ALL_DONE_TIMEOUT_S);
+        g_usleep (100 * 1000);
+    }
+
+    /* the second started only once the first was in sync */
+    g_clear_pointer (&first, json_object_unref);
+    g_clear_pointer (&second, json_object_unref);
+    first = vmr_harness_get_job (h, ids[0]);
+    second = vmr_harness_get_job (h, ids[1]);
+    g_assert_cmpint (time_of (second, "copying"), >=, time_of (first, "synced"));
+
+    for (guint d = 0; d < 2; d++) {
+        vmr_harness_assert_disk_on (h, disk_ids[d], dests[d]);
+        vmr_harness_assert_node_released (h, sources[d]);
+        vmr_harness_assert_job_record (h, ids[d], "completed");
+    }
+    vmr_harness_assert_no_block_jobs (h);
+    vmr_harness_quit_qemu (h);
+    for (guint d = 0; d < 2; d++) {
+        vmr_harness_assert_image_equals (dests[d], "raw", expected[d]);
+        g_free (sources[d]);
+        g_free (expected[d]);
+        g_free (dests[d]);
+        g_free (ids[d]);
+    }
+}
+
+/*
+ * without its domain, an orphaned job can be cancelled, which leaves QEMU
+ * alone, and every other command on it is refused
+ */
+static void
+test_orphan_cancel (VmrHarness *h, gconstpointer user_data)
+{
+    /*
+     * every command but cancel waits for the domain, and the refusal says so
+     */
+    static const struct {
+        const gchar *command;
+        const gchar *arg;
+        gboolean names_domain;
+    } refused[] = {
+        { "pause", NULL, TRUE },
+        { "set-speed", "0", TRUE },
+        { "resume", NULL, TRUE },
+        { "pivot", NULL, TRUE },
+    };
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (VmrCliResult) cancel = NULL;
+    g_autoptr (JsonObject) still = NULL;
+    g_autoptr (JsonObject) cancelled = NULL;
+    g_autoptr (JsonObject) cancel_args = json_object_new ();
+    g_autoptr (JsonObject) dismiss_args = json_object_new ();
+    g_autoptr (JsonNode) cancel_reply = NULL;
+    g_autoptr (JsonNode) dismiss_reply = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    id = start_slow_migration (h, &vm);
+
+    vmr_harness_kill_daemon (h);
+    vmr_harness_restart_daemon (h, NULL);
+    assert_listed_orphan (h, id, "copying", &vm);
+
+    for (guint i = 0; i < G_N_ELEMENTS (refused); i++) {
+        g_autoptr (VmrCliResult) result
+            = vmr_harness_cli (h, refused[i].command, id, refused[i].arg, NULL);
+
+        vmr_cli_result_assert_error (result, 1);
+        if (refused[i].names_domain && strstr (result->err, "domain") == NULL)
+            vmr_fail ("`%s %s` refused without saying it waits for its domain: %s",
+                      refused[i].command, id, result->err);
+    }
+    still = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (job_state (still), ==, "copying");
+    g_assert_true (job_orphaned (still));
+    /* none of them reached QEMU */
+    assert_copy_runs_alone (h, id);
+
+    cancel = vmr_harness_cli (h, "cancel", id, NULL);
+    vmr_cli_result_assert_ok (cancel);
+    cancelled = vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_assert_job_record (h, id, "cancelled");
+
+    /* QEMU's copy is untouched: still running, at its speed, the VM on its source */
+    assert_copy_runs_alone (h, id);
+    /* and the file it writes to is still there */
+    g_assert_true (g_file_test (vm.dest, G_FILE_TEST_IS_REGULAR));
+    vmr_harness_assert_disk_on (h, "disk0", vm.source);
+    vmr_harness_assert_daemon_serving (h);
+
+    /* the test cleans up QEMU itself */
+    json_object_set_string_member (cancel_args, "device", id);
+    json_object_set_boolean_member (cancel_args, "force", TRUE);
+    cancel_reply = vmr_harness_qmp (h, "block-job-cancel", cancel_args);
+    wait_block_job_status (h, id, "concluded");
+    json_object_set_string_member (dismiss_args, "id", id);
+    dismiss_reply = vmr_harness_qmp (h, "job-dismiss", dismiss_args);
+    vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_harness_init (&argc, &argv);
+    VMR_HARNESS_ADD ("/restart/copying", NULL, test_copying);
+    VMR_HARNESS_ADD ("/restart/synced-manual", NULL, test_synced_manual);
+    VMR_HARNESS_ADD ("/restart/cancelled-meanwhile", NULL, test_cancelled_meanwhile);
+    VMR_HARNESS_ADD_NO_DAEMON ("/restart/queued", NULL, test_queued);
+    VMR_HARNESS_ADD ("/restart/orphan-cancel", NULL, test_orphan_cancel);
+    return g_test_run ();
+}
