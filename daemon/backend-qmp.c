@@ -1075,7 +1075,9 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         adopt_return (task, VMR_BACKEND_ADOPT_RUNNING);
         return;
     }
-    if (on_destination) {
+    /* no copy and a disk on the destination file: it pivoted (QEMU may even have been
+     * started again on the new image, under other node names) */
+    if (on_destination || dest_in_use) {
         /* it pivoted and was dismissed: let go of the old image, as after a pivot */
         g_object_set_data (G_OBJECT (task), "vmr-outcome",
                            GINT_TO_POINTER (VMR_BACKEND_ADOPT_ON_DESTINATION));
