@@ -99,16 +99,6 @@ run_events_clear (RunEvents *ev)
     memset (ev, 0, sizeof (*ev));
 }
 
-static const gchar *
-member_string (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string (node);
-}
-
 /*
  * Iterates the main loop until *@stamp is set, a deadline, an interruption
  * or the end of QEMU, whichever comes first.
@@ -171,14 +161,14 @@ qemu_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64
 {
     Bench *self = user_data;
     RunEvents *ev = &self->ev;
-    const gchar *status = member_string (data, "status");
+    const gchar *status = vmr_bench_member_string (data, "status");
 
     /* each run has a QEMU of its own: every job event is about the run's job */
     if (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0) {
         if (g_strcmp0 (status, "running") == 0 && ev->running_us == 0) {
             ev->running_us = timestamp_us;
         } else if (g_strcmp0 (status, "ready") == 0) {
-            job_ready (self, member_string (data, "id"));
+            job_ready (self, vmr_bench_member_string (data, "id"));
         } else if (g_strcmp0 (status, "concluded") == 0 && ev->concluded_mono == 0) {
             ev->concluded_us = timestamp_us;
             ev->concluded_mono = g_get_monotonic_time ();
@@ -186,10 +176,10 @@ qemu_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64
     } else if (g_strcmp0 (name, "BLOCK_JOB_READY") == 0) {
         if (ev->ready_us == 0)
             ev->ready_us = timestamp_us;
-        job_ready (self, member_string (data, "device"));
-    } else if (g_strcmp0 (name, "BLOCK_JOB_COMPLETED") == 0 && member_string (data, "error") != NULL
-               && ev->job_error == NULL) {
-        ev->job_error = g_strdup (member_string (data, "error"));
+        job_ready (self, vmr_bench_member_string (data, "device"));
+    } else if (g_strcmp0 (name, "BLOCK_JOB_COMPLETED") == 0
+               && vmr_bench_member_string (data, "error") != NULL && ev->job_error == NULL) {
+        ev->job_error = g_strdup (vmr_bench_member_string (data, "error"));
     } else if (g_strcmp0 (name, "BLOCK_JOB_CANCELLED") == 0 && ev->job_error == NULL) {
         ev->job_error = g_strdup ("QEMU cancelled the job");
     }
@@ -201,17 +191,17 @@ control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gin
 {
     Bench *self = user_data;
     RunEvents *ev = &self->ev;
-    const gchar *state = member_string (data, "state");
+    const gchar *state = vmr_bench_member_string (data, "state");
 
     if (g_strcmp0 (name, "JOB_STATE_CHANGED") != 0 || ev->domain == NULL
-        || g_strcmp0 (member_string (data, "domain"), ev->domain) != 0 || state == NULL)
+        || g_strcmp0 (vmr_bench_member_string (data, "domain"), ev->domain) != 0 || state == NULL)
         return;
     if (g_strcmp0 (state, "completed") == 0 || g_strcmp0 (state, "failed") == 0
         || g_strcmp0 (state, "cancelled") == 0) {
         ev->vmr_final_mono = g_get_monotonic_time ();
         if (g_strcmp0 (state, "completed") != 0 && ev->job_error == NULL)
             ev->job_error = g_strdup_printf ("the daemon reports %s: %s", state,
-                                             member_string (data, "reason"));
+                                             vmr_bench_member_string (data, "reason"));
     }
 }
 
@@ -249,7 +239,8 @@ start_daemon (Bench *self, GError **error)
     version = vmr_qmp_client_execute_sync (self->control, "query-version", NULL, 0, error);
     if (version == NULL || !JSON_NODE_HOLDS_OBJECT (version))
         return FALSE;
-    self->daemon_version = g_strdup (member_string (json_node_get_object (version), "version"));
+    self->daemon_version
+        = g_strdup (vmr_bench_member_string (json_node_get_object (version), "version"));
     return TRUE;
 }
 
@@ -653,9 +644,7 @@ bench_free (Bench *self)
     vmr_bench_close (&self->qemu_watch, self);
     vmr_bench_kill (&self->qemu);
     stop_daemon (self);
-    if (self->image_dir != NULL && g_strcmp0 (self->image_dir, self->run_dir) != 0)
-        vmr_bench_remove_tree (self->image_dir);
-    vmr_bench_remove_tree (self->run_dir);
+    vmr_bench_remove_dirs (self->run_dir, self->image_dir);
     run_events_clear (&self->ev);
     g_free (self->daemon_path);
     g_free (self->daemon_log);
@@ -673,40 +662,13 @@ bench_free (Bench *self)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Bench, bench_free)
 
 static gboolean
-interrupt_cb (gpointer user_data)
-{
-    Bench *self = user_data;
-
-    self->interrupted = TRUE;
-    return G_SOURCE_CONTINUE;
-}
-
-static gboolean
 make_dirs (Bench *self, const gchar *image_parent, GError **error)
 {
-    /* sockets stay in a short path: UNIX socket names are limited to 107 bytes */
-    self->run_dir = g_dir_make_tmp ("vmr-bench-XXXXXX", error);
-    if (self->run_dir == NULL)
+    if (!vmr_bench_make_dirs (image_parent, &self->run_dir, &self->image_dir, error))
         return FALSE;
     self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
     self->qemu_monitor = g_build_filename (self->run_dir, "qmp.sock", NULL);
     self->bench_monitor = g_build_filename (self->run_dir, "bench.sock", NULL);
-    if (image_parent == NULL) {
-        self->image_dir = g_strdup (self->run_dir);
-        return TRUE;
-    }
-    /* QEMU and the daemon are handed absolute paths */
-    {
-        g_autofree gchar *parent = g_canonicalize_filename (image_parent, NULL);
-        g_autofree gchar *template = g_build_filename (parent, "vmr-bench-XXXXXX", NULL);
-
-        if (g_mkdtemp (template) == NULL) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot make a directory in %s: %s",
-                         parent, g_strerror (errno));
-            return FALSE;
-        }
-        self->image_dir = g_steal_pointer (&template);
-    }
     return TRUE;
 }
 
@@ -789,9 +751,9 @@ main (int argc, char **argv)
     if (daemon_log != NULL)
         self->daemon_log = g_canonicalize_filename (daemon_log, NULL);
 
-    g_unix_signal_add (SIGINT, interrupt_cb, self);
-    g_unix_signal_add (SIGTERM, interrupt_cb, self);
-    g_unix_signal_add (SIGHUP, interrupt_cb, self);
+    g_unix_signal_add (SIGINT, vmr_bench_interrupt_cb, &self->interrupted);
+    g_unix_signal_add (SIGTERM, vmr_bench_interrupt_cb, &self->interrupted);
+    g_unix_signal_add (SIGHUP, vmr_bench_interrupt_cb, &self->interrupted);
     figures_init (&copy_figures);
     figures_init (&overhead_figures);
 

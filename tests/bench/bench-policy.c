@@ -35,6 +35,7 @@
 
 #include "bench-image.h"
 #include "bench-process.h"
+#include "bench-series.h"
 #include "guest-console.h"
 #include "qmp-client.h"
 #include "vmr-error.h"
@@ -132,16 +133,6 @@ run_result_clear (RunResult *result)
     memset (result, 0, sizeof (*result));
 }
 
-static const gchar *
-member_string (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string (node);
-}
-
 /* ---- the daemon ---- */
 
 static void
@@ -149,10 +140,10 @@ control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gin
                   gpointer user_data)
 {
     Bench *self = user_data;
-    const gchar *state = member_string (data, "state");
+    const gchar *state = vmr_bench_member_string (data, "state");
 
     if (g_strcmp0 (name, "JOB_STATE_CHANGED") != 0 || self->job_id == NULL
-        || g_strcmp0 (member_string (data, "id"), self->job_id) != 0 || state == NULL)
+        || g_strcmp0 (vmr_bench_member_string (data, "id"), self->job_id) != 0 || state == NULL)
         return;
     if (self->job_end_mono == 0
         && (g_strcmp0 (state, "completed") == 0 || g_strcmp0 (state, "failed") == 0
@@ -448,7 +439,8 @@ describe_job (JsonObject *job, RunResult *result)
     g_autoptr (GString) seen = g_string_new (NULL);
 
     for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
-        const gchar *state = member_string (json_array_get_object_element (history, i), "state");
+        const gchar *state
+            = vmr_bench_member_string (json_array_get_object_element (history, i), "state");
 
         g_string_append_printf (states, "%s%s", states->len > 0 ? " " : "", state);
     }
@@ -457,8 +449,9 @@ describe_job (JsonObject *job, RunResult *result)
                                 json_array_get_int_element (iops, i));
     result->states = g_string_free (g_steal_pointer (&states), FALSE);
     result->daemon_iops = g_string_free (g_steal_pointer (&seen), FALSE);
-    result->decision = g_strdup (
-        member_string (policy, "decision") != NULL ? member_string (policy, "decision") : "-");
+    result->decision = g_strdup (vmr_bench_member_string (policy, "decision") != NULL
+                                     ? vmr_bench_member_string (policy, "decision")
+                                     : "-");
 }
 
 static gboolean
@@ -505,7 +498,7 @@ run_once (Bench *self, Variant variant, const gchar *source, RunResult *result, 
     reply = control_call (self, "migrate", migrate, error);
     if (reply == NULL)
         return FALSE;
-    self->job_id = g_strdup (member_string (reply, "id"));
+    self->job_id = g_strdup (vmr_bench_member_string (reply, "id"));
     self->job_end_mono = 0;
     g_clear_pointer (&self->job_final, g_free);
     tick = vmr_bench_tick_new ();
@@ -527,7 +520,7 @@ run_once (Bench *self, Variant variant, const gchar *source, RunResult *result, 
     describe_job (job, result);
     if (g_strcmp0 (self->job_final, "completed") != 0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "the job ended %s: %s", self->job_final,
-                     member_string (job, "reason"));
+                     vmr_bench_member_string (job, "reason"));
         return FALSE;
     }
 
@@ -575,30 +568,6 @@ bench_run (Bench *self, Variant variant, const gchar *source, RunResult *result,
 }
 
 /* ---- figures ---- */
-
-static gint
-compare_doubles (gconstpointer a, gconstpointer b)
-{
-    gdouble x = *(const gdouble *) a;
-    gdouble y = *(const gdouble *) b;
-
-    return x < y ? -1 : x > y;
-}
-
-static gdouble
-median (GArray *values)
-{
-    g_autoptr (GArray) sorted = g_array_copy (values);
-
-    if (sorted->len == 0)
-        return 0;
-    g_array_sort (sorted, compare_doubles);
-    if (sorted->len % 2 == 1)
-        return g_array_index (sorted, gdouble, sorted->len / 2);
-    return (g_array_index (sorted, gdouble, sorted->len / 2 - 1)
-            + g_array_index (sorted, gdouble, sorted->len / 2))
-           / 2;
-}
 
 /* the figures of every run of one variant */
 typedef struct {
@@ -698,44 +667,16 @@ bench_free (Bench *self)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Bench, bench_free)
 
 static gboolean
-interrupt_cb (gpointer user_data)
-{
-    Bench *self = user_data;
-
-    self->interrupted = TRUE;
-    return G_SOURCE_CONTINUE;
-}
-
-static gboolean
 make_dirs (Bench *self, const gchar *image_parent, GError **error)
 {
-    /* sockets stay in a short path: UNIX socket names are limited to 107 bytes */
-    self->run_dir = g_dir_make_tmp ("vmr-bench-XXXXXX", error);
-    if (self->run_dir == NULL)
+    if (!vmr_bench_make_dirs (image_parent, &self->run_dir, &self->image_dir, error))
         return FALSE;
     self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
     self->qemu_monitor = g_build_filename (self->run_dir, "qmp.sock", NULL);
     self->bench_monitor = g_build_filename (self->run_dir, "bench.sock", NULL);
     /* [defaults] alone: the built-in values, no limit of any kind */
     self->empty_policy = g_build_filename (self->run_dir, "unthrottled.conf", NULL);
-    if (!g_file_set_contents (self->empty_policy, "[defaults]\n", -1, error))
-        return FALSE;
-    if (image_parent == NULL) {
-        self->image_dir = g_strdup (self->run_dir);
-        return TRUE;
-    }
-    {
-        g_autofree gchar *parent = g_canonicalize_filename (image_parent, NULL);
-        g_autofree gchar *template = g_build_filename (parent, "vmr-bench-XXXXXX", NULL);
-
-        if (g_mkdtemp (template) == NULL) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot make a directory in %s: %s",
-                         parent, g_strerror (errno));
-            return FALSE;
-        }
-        self->image_dir = g_steal_pointer (&template);
-    }
-    return TRUE;
+    return g_file_set_contents (self->empty_policy, "[defaults]\n", -1, error);
 }
 
 int
@@ -818,8 +759,8 @@ main (int argc, char **argv)
     self->after_gap_s = (guint) after_gap_s;
     self->after_s = (guint) after_s;
 
-    g_unix_signal_add (SIGINT, interrupt_cb, self);
-    g_unix_signal_add (SIGTERM, interrupt_cb, self);
+    g_unix_signal_add (SIGINT, vmr_bench_interrupt_cb, &self->interrupted);
+    g_unix_signal_add (SIGTERM, vmr_bench_interrupt_cb, &self->interrupted);
     for (guint v = 0; v < N_VARIANTS; v++)
         figures_init (&figures[v]);
 
@@ -865,9 +806,9 @@ main (int argc, char **argv)
     }
 
     load_at_end = vmr_bench_load_average ();
-    unthrottled_time = median (figures[VARIANT_UNTHROTTLED].migration_s);
-    policy_time = median (figures[VARIANT_POLICY].migration_s);
-    policy_ratio = median (figures[VARIANT_POLICY].ratio);
+    unthrottled_time = vmr_bench_median (figures[VARIANT_UNTHROTTLED].migration_s);
+    policy_time = vmr_bench_median (figures[VARIANT_POLICY].migration_s);
+    policy_ratio = vmr_bench_median (figures[VARIANT_POLICY].ratio);
     g_print ("\n  QEMU %s (TCG, 1 vCPU, 256 MiB), %u CPUs, load average %s at the start, %s at "
              "the end\n",
              self->qemu_version != NULL ? self->qemu_version : "?", g_get_num_processors (),
@@ -876,10 +817,11 @@ main (int argc, char **argv)
     for (Variant v = only_policy ? VARIANT_POLICY : 0; v < N_VARIANTS; v++)
         g_print ("    %-12s before %5.0f IOPS, during %5.0f, after %5.0f; during/before %.2f; "
                  "latency %.0f -> %.0f us; migration %.1f s\n",
-                 variant_names[v], median (figures[v].before), median (figures[v].during),
-                 median (figures[v].after), median (figures[v].ratio),
-                 median (figures[v].before_lat), median (figures[v].during_lat),
-                 median (figures[v].migration_s));
+                 variant_names[v], vmr_bench_median (figures[v].before),
+                 vmr_bench_median (figures[v].during), vmr_bench_median (figures[v].after),
+                 vmr_bench_median (figures[v].ratio), vmr_bench_median (figures[v].before_lat),
+                 vmr_bench_median (figures[v].during_lat),
+                 vmr_bench_median (figures[v].migration_s));
     if (unthrottled_time > 0)
         g_print ("    migration time policy/unthrottled: %.2f\n", policy_time / unthrottled_time);
     g_print ("    target: with the policy, IOPS during >= %.0f%% of before: %.0f%% %s\n",

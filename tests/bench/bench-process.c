@@ -195,3 +195,67 @@ vmr_bench_pick_program (const gchar *option, const gchar *env_name, const gchar 
         return g_strdup (name);
     return g_canonicalize_filename (name, NULL);
 }
+
+gboolean
+vmr_bench_interrupt_cb (gpointer flag)
+{
+    gboolean *interrupted = flag;
+
+    *interrupted = TRUE;
+    return G_SOURCE_CONTINUE;
+}
+
+gboolean
+vmr_bench_make_dirs (const gchar *image_parent, gchar **out_run_dir, gchar **out_image_dir,
+                     GError **error)
+{
+    g_autofree gchar *parent = NULL;
+    g_autofree gchar *template = NULL;
+
+    /* sockets stay in a short path: UNIX socket names are limited to 107 bytes */
+    *out_run_dir = g_dir_make_tmp ("vmr-bench-XXXXXX", error);
+    if (*out_run_dir == NULL)
+        return FALSE;
+    if (image_parent == NULL) {
+        *out_image_dir = g_strdup (*out_run_dir);
+        return TRUE;
+    }
+    /* QEMU and the daemon are handed absolute paths */
+    parent = g_canonicalize_filename (image_parent, NULL);
+    template = g_build_filename (parent, "vmr-bench-XXXXXX", NULL);
+    if (g_mkdtemp (template) == NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot make a directory in %s: %s",
+                     parent, g_strerror (errno));
+        return FALSE;
+    }
+    *out_image_dir = g_steal_pointer (&template);
+    return TRUE;
+}
+
+void
+vmr_bench_remove_dirs (const gchar *run_dir, const gchar *image_dir)
+{
+    if (image_dir != NULL && g_strcmp0 (image_dir, run_dir) != 0)
+        vmr_bench_remove_tree (image_dir);
+    vmr_bench_remove_tree (run_dir);
+}
+
+const gchar *
+vmr_bench_member_string (JsonObject *obj, const gchar *name)
+{
+    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
+
+    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
+        return NULL;
+    return json_node_get_string (node);
+}
+
+gint64
+vmr_bench_member_int (JsonObject *obj, const gchar *name)
+{
+    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
+
+    if (node == NULL || json_node_get_value_type (node) != G_TYPE_INT64)
+        return 0;
+    return json_node_get_int (node);
+}

@@ -64,4 +64,30 @@ gchar *vmr_bench_load_average (void);
  */
 gchar *vmr_bench_pick_program (const gchar *option, const gchar *env_name, const gchar *fallback);
 
+/*
+ * A g_unix_signal_add() callback that sets the gboolean @flag points to
+ * (the bench's "interrupted"), and keeps the source.
+ */
+gboolean vmr_bench_interrupt_cb (gpointer flag);
+
+/*
+ * Makes the bench's directories: a fresh one in the temporary directory
+ * for the sockets (UNIX socket names are limited to 107 bytes), returned in
+ * *@out_run_dir, and one for the images, in *@out_image_dir: a fresh one
+ * in @image_parent (made absolute), or the run directory itself when
+ * @image_parent is NULL. Returns FALSE with @error set, and *@out_run_dir
+ * set when only the image directory failed. Free both with g_free().
+ */
+gboolean vmr_bench_make_dirs (const gchar *image_parent, gchar **out_run_dir, gchar **out_image_dir,
+                              GError **error);
+
+/* removes @image_dir (when it is not @run_dir) and @run_dir, see vmr_bench_remove_tree() */
+void vmr_bench_remove_dirs (const gchar *run_dir, const gchar *image_dir);
+
+/* the string member @name of @obj, NULL when @obj is NULL or it is missing or not a string */
+const gchar *vmr_bench_member_string (JsonObject *obj, const gchar *name);
+
+/* the integer member @name of @obj, 0 when @obj is NULL or it is missing or not an integer */
+gint64 vmr_bench_member_int (JsonObject *obj, const gchar *name);
+
 G_END_DECLS

@@ -109,26 +109,6 @@ typedef struct {
     gboolean interrupted;
 } Bench;
 
-static const gchar *
-member_string (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string (node);
-}
-
-static gint64
-member_int (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_INT64)
-        return 0;
-    return json_node_get_int (node);
-}
-
 static void
 vm_free (Vm *vm)
 {
@@ -356,7 +336,8 @@ start_daemon (Bench *self, const gchar *policy, GError **error)
     if (version == NULL || !JSON_NODE_HOLDS_OBJECT (version))
         return FALSE;
     if (self->daemon_version == NULL)
-        self->daemon_version = g_strdup (member_string (json_node_get_object (version), "version"));
+        self->daemon_version
+            = g_strdup (vmr_bench_member_string (json_node_get_object (version), "version"));
     return TRUE;
 }
 
@@ -545,15 +526,6 @@ sync_file (const gchar *path, GError **error)
 
 /* ---- one run ---- */
 
-static gint
-compare_doubles (gconstpointer a, gconstpointer b)
-{
-    gdouble x = *(const gdouble *) a;
-    gdouble y = *(const gdouble *) b;
-
-    return x < y ? -1 : x > y ? 1 : 0;
-}
-
 static gdouble
 array_max (GArray *values)
 {
@@ -575,8 +547,8 @@ history_time (JsonObject *job, const gchar *state)
     for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
         JsonObject *entry = json_array_get_object_element (history, i);
 
-        if (g_strcmp0 (member_string (entry, "state"), state) == 0)
-            return member_int (entry, "time");
+        if (g_strcmp0 (vmr_bench_member_string (entry, "state"), state) == 0)
+            return vmr_bench_member_int (entry, "time");
     }
     return 0;
 }
@@ -589,8 +561,8 @@ max_overlap (GArray *starts, GArray *ends)
     g_autoptr (GArray) e = g_array_copy (ends);
     guint i = 0, j = 0, now = 0, max = 0;
 
-    g_array_sort (s, compare_doubles);
-    g_array_sort (e, compare_doubles);
+    g_array_sort (s, vmr_bench_compare_doubles);
+    g_array_sort (e, vmr_bench_compare_doubles);
     while (i < s->len) {
         if (g_array_index (s, gdouble, i) < g_array_index (e, gdouble, j)) {
             now++;
@@ -641,8 +613,8 @@ read_jobs (Bench *self, guint n, gint64 start, RunResult *result, GError **error
     }
     for (guint i = 0; i < n; i++) {
         JsonObject *job = json_array_get_object_element (jobs, i);
-        const gchar *domain = member_string (job, "domain");
-        gint64 created = member_int (job, "created");
+        const gchar *domain = vmr_bench_member_string (job, "domain");
+        gint64 created = vmr_bench_member_int (job, "created");
         gint64 copying = history_time (job, "copying");
         gint64 synced = history_time (job, "synced");
         gint64 completed = history_time (job, "completed");
@@ -654,27 +626,29 @@ read_jobs (Bench *self, guint n, gint64 start, RunResult *result, GError **error
                 index = k;
         if (index == G_MAXUINT || seen[index]) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "job %s: unexpected domain %s",
-                         member_string (job, "id"), domain);
+                         vmr_bench_member_string (job, "id"), domain);
             return FALSE;
         }
         seen[index] = TRUE;
-        if (g_strcmp0 (member_string (job, "state"), "completed") != 0) {
+        if (g_strcmp0 (vmr_bench_member_string (job, "state"), "completed") != 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "job %s of %s ended %s: %s",
-                         member_string (job, "id"), domain, member_string (job, "state"),
-                         member_string (job, "reason"));
+                         vmr_bench_member_string (job, "id"), domain,
+                         vmr_bench_member_string (job, "state"),
+                         vmr_bench_member_string (job, "reason"));
             return FALSE;
         }
-        if (g_strcmp0 (member_string (job, "destination"),
+        if (g_strcmp0 (vmr_bench_member_string (job, "destination"),
                        ((Vm *) g_ptr_array_index (self->vms, index))->dest)
             != 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "job %s of %s went to %s",
-                         member_string (job, "id"), domain, member_string (job, "destination"));
+                         vmr_bench_member_string (job, "id"), domain,
+                         vmr_bench_member_string (job, "destination"));
             return FALSE;
         }
         if (created == 0 || copying == 0 || completed == 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
                          "job %s: no created, copying or completed time",
-                         member_string (job, "id"));
+                         vmr_bench_member_string (job, "id"));
             return FALSE;
         }
         value = (gdouble) (completed - created) / G_USEC_PER_SEC;
@@ -989,9 +963,7 @@ bench_free (Bench *self)
     stop_daemon (self);
     kill_qemus (self);
     if (!self->keep) {
-        if (self->image_dir != NULL && g_strcmp0 (self->image_dir, self->run_dir) != 0)
-            vmr_bench_remove_tree (self->image_dir);
-        vmr_bench_remove_tree (self->run_dir);
+        vmr_bench_remove_dirs (self->run_dir, self->image_dir);
     } else if (self->run_dir != NULL) {
         g_printerr ("kept %s%s%s\n", self->run_dir,
                     g_strcmp0 (self->image_dir, self->run_dir) != 0 ? " and " : "",
@@ -1016,36 +988,11 @@ bench_free (Bench *self)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Bench, bench_free)
 
 static gboolean
-interrupt_cb (gpointer user_data)
-{
-    Bench *self = user_data;
-
-    self->interrupted = TRUE;
-    return G_SOURCE_CONTINUE;
-}
-
-static gboolean
 make_dirs (Bench *self, const gchar *image_parent, GError **error)
 {
-    /* sockets stay in a short path: UNIX socket names are limited to 107 bytes */
-    self->run_dir = g_dir_make_tmp ("vmr-bench-XXXXXX", error);
-    if (self->run_dir == NULL)
+    if (!vmr_bench_make_dirs (image_parent, &self->run_dir, &self->image_dir, error))
         return FALSE;
     self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
-    if (image_parent == NULL) {
-        self->image_dir = g_strdup (self->run_dir);
-    } else {
-        /* QEMU and the daemon are handed absolute paths */
-        g_autofree gchar *parent = g_canonicalize_filename (image_parent, NULL);
-        g_autofree gchar *template = g_build_filename (parent, "vmr-bench-XXXXXX", NULL);
-
-        if (g_mkdtemp (template) == NULL) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot make a directory in %s: %s",
-                         parent, g_strerror (errno));
-            return FALSE;
-        }
-        self->image_dir = g_steal_pointer (&template);
-    }
     self->from_dir = g_build_filename (self->image_dir, "from", NULL);
     self->to_dir = g_build_filename (self->image_dir, "to", NULL);
     self->device_dir = g_build_filename (self->image_dir, "device", NULL);
@@ -1218,9 +1165,9 @@ main (int argc, char **argv)
             figures.runs[c][q] = g_array_new (FALSE, FALSE, sizeof (RunResult));
     }
 
-    g_unix_signal_add (SIGINT, interrupt_cb, self);
-    g_unix_signal_add (SIGTERM, interrupt_cb, self);
-    g_unix_signal_add (SIGHUP, interrupt_cb, self);
+    g_unix_signal_add (SIGINT, vmr_bench_interrupt_cb, &self->interrupted);
+    g_unix_signal_add (SIGTERM, vmr_bench_interrupt_cb, &self->interrupted);
+    g_unix_signal_add (SIGHUP, vmr_bench_interrupt_cb, &self->interrupted);
 
     load_at_start = vmr_bench_load_average ();
     ok = make_dirs (self, dir_opt, &error) && make_vms (self, max_count, &error);

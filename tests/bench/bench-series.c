@@ -30,8 +30,8 @@ vmr_bench_series_add (VmrBenchSeries *series, VmrBenchVariant variant, gdouble v
     g_array_append_val (series->values[variant], value);
 }
 
-static gint
-compare_doubles (gconstpointer a, gconstpointer b)
+gint
+vmr_bench_compare_doubles (gconstpointer a, gconstpointer b)
 {
     gdouble x = *(const gdouble *) a;
     gdouble y = *(const gdouble *) b;
@@ -47,7 +47,7 @@ median (GArray *values)
 
     if (n == 0)
         return 0.0;
-    g_array_sort (sorted, compare_doubles);
+    g_array_sort (sorted, vmr_bench_compare_doubles);
     if (n % 2 == 1)
         return g_array_index (sorted, gdouble, n / 2);
     return (g_array_index (sorted, gdouble, n / 2 - 1) + g_array_index (sorted, gdouble, n / 2))

@@ -27,6 +27,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrBenchSeries, vmr_bench_series_clear)
 
 void vmr_bench_series_add (VmrBenchSeries *series, VmrBenchVariant variant, gdouble value);
 
+/* orders two gdoubles, for g_array_sort() */
+gint vmr_bench_compare_doubles (gconstpointer a, gconstpointer b);
+
 /* the median of @values (of gdouble), 0 when there are none */
 gdouble vmr_bench_median (GArray *values);
 

@@ -50,6 +50,32 @@ start_domain_on (VmrE2e *e, const gchar *format, guint iothreads, gchar **out_so
     return g_steal_pointer (&name);
 }
 
+/*
+ * Starts a domain on a raw disk and the daemon, waits until the daemon has
+ * the domain, then migrates its vda to dest.raw at VMR_HARNESS_SLOW_SPEED
+ * (with --manual-pivot when @manual_pivot) and waits until the job copies.
+ * Returns the job's id; sets the domain's name, its source image, the
+ * image's pristine copy and the destination (all to free with g_free()).
+ */
+static gchar *
+start_slow_copy (VmrE2e *e, gboolean manual_pivot, gchar **out_name, gchar **out_source,
+                 gchar **out_expected, gchar **out_dest)
+{
+    g_autoptr (JsonObject) domain = NULL;
+    g_autofree gchar *job_id = NULL;
+
+    *out_name = start_domain_on (e, "raw", 0, out_source);
+    *out_expected = vmr_harness_expected_path (*out_source);
+    *out_dest = vmr_harness_path (&e->h, "dest.raw");
+    vmr_e2e_start_daemon (e, TRUE);
+    domain = vmr_e2e_wait_domain (e, *out_name, TRUE, 10000);
+    job_id = vmr_harness_migrate (&e->h, *out_name, "vda", *out_dest, "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, manual_pivot ? "--manual-pivot" : NULL,
+                                  NULL);
+    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    return g_steal_pointer (&job_id);
+}
+
 /* libvirt's live and persistent definitions both name @dest for vda */
 static void
 assert_libvirt_on (const gchar *domain, const gchar *source, const gchar *dest)
@@ -326,20 +352,11 @@ test_domain_destroyed (VmrE2e *e, gconstpointer data)
     g_autofree gchar *expected = NULL;
     g_autofree gchar *dest = NULL;
     g_autofree gchar *job_id = NULL;
-    g_autoptr (JsonObject) domain = NULL;
-    g_autoptr (JsonObject) copying = NULL;
     g_autoptr (JsonObject) failed = NULL;
 
     if (vmr_harness_skipped (&e->h))
         return;
-    name = start_domain_on (e, "raw", 0, &source);
-    expected = vmr_harness_expected_path (source);
-    dest = vmr_harness_path (&e->h, "dest.raw");
-    vmr_e2e_start_daemon (e, TRUE);
-    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
-    job_id
-        = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
-    copying = vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    job_id = start_slow_copy (e, FALSE, &name, &source, &expected, &dest);
     vmr_e2e_destroy_domain (e, name);
     failed = vmr_harness_wait_job (&e->h, job_id, "failed", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_cmpstr (vmr_json_get_string (failed, "reason"), ==, "domain stopped");
@@ -404,7 +421,6 @@ test_job_commands (VmrE2e *e, gconstpointer data)
     g_autofree gchar *dest = NULL;
     g_autofree gchar *job_id = NULL;
     g_autofree gchar *blockjobs = NULL;
-    g_autoptr (JsonObject) domain = NULL;
     const gchar *steps[][2] = {
         { "pause", "paused" }, { "resume", "copying" },  { "set-speed", "synced" },
         { "pause", "paused" }, { "pivot", "completed" },
@@ -412,14 +428,7 @@ test_job_commands (VmrE2e *e, gconstpointer data)
 
     if (vmr_harness_skipped (&e->h))
         return;
-    name = start_domain_on (e, "raw", 0, &source);
-    expected = vmr_harness_expected_path (source);
-    dest = vmr_harness_path (&e->h, "dest.raw");
-    vmr_e2e_start_daemon (e, TRUE);
-    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
-    job_id = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED,
-                                  "--manual-pivot", NULL);
-    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    job_id = start_slow_copy (e, TRUE, &name, &source, &expected, &dest);
     for (guint i = 0; i < G_N_ELEMENTS (steps); i++) {
         g_autoptr (VmrCliResult) result = NULL;
         g_autoptr (JsonObject) job = NULL;
@@ -455,7 +464,6 @@ test_copy_mode (VmrE2e *e, gconstpointer data)
     g_autofree gchar *dest = NULL;
     g_autofree gchar *job_id = NULL;
     g_autofree gchar *blockjobs = NULL;
-    g_autoptr (JsonObject) domain = NULL;
     g_autoptr (JsonObject) changed = NULL;
     g_autoptr (JsonObject) completed = NULL;
     g_autoptr (VmrCliResult) confirmed = NULL;
@@ -464,14 +472,7 @@ test_copy_mode (VmrE2e *e, gconstpointer data)
 
     if (vmr_harness_skipped (&e->h))
         return;
-    name = start_domain_on (e, "raw", 0, &source);
-    expected = vmr_harness_expected_path (source);
-    dest = vmr_harness_path (&e->h, "dest.raw");
-    vmr_e2e_start_daemon (e, TRUE);
-    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
-    job_id = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED,
-                                  "--manual-pivot", NULL);
-    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    job_id = start_slow_copy (e, TRUE, &name, &source, &expected, &dest);
 
     confirmed = vmr_harness_cli (&e->h, "set-copy-mode", job_id, "active", NULL);
     vmr_cli_result_assert_ok (confirmed);
@@ -503,19 +504,11 @@ test_libvirtd_restart (VmrE2e *e, gconstpointer data)
     g_autofree gchar *expected = NULL;
     g_autofree gchar *dest = NULL;
     g_autofree gchar *job_id = NULL;
-    g_autoptr (JsonObject) domain = NULL;
     gint64 deadline;
 
     if (vmr_harness_skipped (&e->h))
         return;
-    name = start_domain_on (e, "raw", 0, &source);
-    expected = vmr_harness_expected_path (source);
-    dest = vmr_harness_path (&e->h, "dest.raw");
-    vmr_e2e_start_daemon (e, TRUE);
-    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
-    job_id
-        = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
-    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    job_id = start_slow_copy (e, FALSE, &name, &source, &expected, &dest);
     vmr_e2e_restart_libvirtd ();
     /* a libvirtd that starts runs the hook for each domain it finds running */
     deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
@@ -540,31 +533,6 @@ test_libvirtd_restart (VmrE2e *e, gconstpointer data)
     assert_libvirt_on (name, source, dest);
     vmr_e2e_destroy_domain (e, name);
     vmr_harness_assert_image_equals (dest, "raw", expected);
-}
-
-/* "orphaned" is there, and true, only while the job waits for its domain */
-static gboolean
-job_orphaned (JsonObject *job)
-{
-    return json_object_has_member (job, "orphaned") && vmr_json_get_bool (job, "orphaned");
-}
-
-/* polls the job until the restarted daemon has picked it up; returns it */
-static JsonObject *
-wait_adopted (VmrE2e *e, const gchar *job_id)
-{
-    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
-
-    while (TRUE) {
-        g_autoptr (JsonObject) job = vmr_harness_get_job (&e->h, job_id);
-
-        if (!job_orphaned (job))
-            return g_steal_pointer (&job);
-        if (g_get_monotonic_time () > deadline)
-            vmr_fail ("job %s is still orphaned %d s after its domain was found", job_id,
-                      VMR_HARNESS_JOB_TIMEOUT_S);
-        g_usleep (100 * 1000);
-    }
 }
 
 /* what happens to a copy while the daemon is dead, and what the next one makes of it */
@@ -606,15 +574,8 @@ test_daemon_killed (VmrE2e *e, gconstpointer data)
 
     if (vmr_harness_skipped (&e->h))
         return;
-    name = start_domain_on (e, "raw", 0, &source);
-    expected = vmr_harness_expected_path (source);
-    dest = vmr_harness_path (&e->h, "dest.raw");
-    vmr_e2e_start_daemon (e, TRUE);
-    domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
-    job_id = vmr_harness_migrate (&e->h, name, "vda", dest, "--speed", VMR_HARNESS_SLOW_SPEED,
-                                  c->synced ? "--manual-pivot" : NULL, NULL);
+    job_id = start_slow_copy (e, c->synced, &name, &source, &expected, &dest);
     g_assert_cmpstr (job_id, ==, "vmr-1");
-    json_object_unref (vmr_harness_wait_job (&e->h, job_id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
     if (c->synced) {
         command = vmr_harness_cli (&e->h, "set-speed", job_id, "0", NULL);
         vmr_cli_result_assert_ok (command);
@@ -635,7 +596,7 @@ test_daemon_killed (VmrE2e *e, gconstpointer data)
     vmr_e2e_start_daemon (e, TRUE);
     g_clear_pointer (&domain, json_object_unref);
     domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
-    adopted = wait_adopted (e, job_id);
+    adopted = vmr_harness_wait_adopted (&e->h, job_id);
     g_assert_cmpstr (vmr_json_get_string (adopted, "destination"), ==, dest);
     if (c->command != NULL) {
         g_assert_cmpstr (vmr_json_get_string (adopted, "state"), ==, c->picked_up);
@@ -654,7 +615,7 @@ test_daemon_killed (VmrE2e *e, gconstpointer data)
     }
     ended = vmr_harness_wait_job (&e->h, job_id, c->on_destination ? "completed" : "failed",
                                   VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_false (job_orphaned (ended));
+    g_assert_false (vmr_json_job_orphaned (ended));
     vmr_harness_assert_job_record (&e->h, job_id, vmr_json_get_string (ended, "state"));
     if (c->on_destination) {
         assert_libvirt_on (name, source, dest);

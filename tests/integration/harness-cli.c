@@ -277,6 +277,37 @@ vmr_harness_migrate (VmrHarness *h, const gchar *domain, const gchar *disk, cons
     return vmr_harness_migratev (h, domain, disk, dest, (const gchar *const *) extra->pdata);
 }
 
+void
+vmr_harness_vm_clear (VmrHarnessVm *vm)
+{
+    g_clear_pointer (&vm->source, g_free);
+    g_clear_pointer (&vm->expected, g_free);
+    g_clear_pointer (&vm->dest, g_free);
+}
+
+void
+vmr_harness_start_vm (VmrHarness *h, VmrHarnessVm *vm, gsize size, guint64 seed)
+{
+    VmrHarnessDisk disk = { "disk0", NULL, "raw", NULL };
+
+    vm->source = vmr_harness_create_image (h, "source.raw", "raw", size, seed);
+    vm->expected = vmr_harness_expected_path (vm->source);
+    vm->dest = vmr_harness_path (h, "dest.raw");
+    disk.path = vm->source;
+    vmr_harness_start_qemu (h, &disk, 1);
+    vmr_harness_attach (h, "vm");
+}
+
+gchar *
+vmr_harness_start_slow_migration (VmrHarness *h, VmrHarnessVm *vm, const gchar *extra)
+{
+    g_autofree gchar *id = vmr_harness_migrate (h, "vm", "disk0", vm->dest, "--speed",
+                                                VMR_HARNESS_SLOW_SPEED, extra, NULL);
+    g_autoptr (JsonObject) job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+
+    return g_steal_pointer (&id);
+}
+
 /* ---- jobs ---- */
 
 JsonObject *
@@ -349,4 +380,90 @@ vmr_harness_assert_daemon_serving (VmrHarness *h)
     vmr_cli_result_assert_ok (jobs);
     g_assert_nonnull (h->daemon);
     g_assert_nonnull (g_subprocess_get_identifier (h->daemon));
+}
+
+JsonObject *
+vmr_harness_job_command (VmrHarness *h, const gchar *command, const gchar *id, const gchar *arg)
+{
+    g_autoptr (JsonNode) node = vmr_harness_cli_json (h, command, id, arg, NULL);
+
+    if (!JSON_NODE_HOLDS_OBJECT (node))
+        vmr_fail ("`%s %s` printed no job object", command, id);
+    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (node), "id"), ==, id);
+    return json_object_ref (json_node_get_object (node));
+}
+
+JsonObject *
+vmr_harness_wait_adopted (VmrHarness *h, const gchar *id)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+
+        if (!vmr_json_job_orphaned (job))
+            return g_steal_pointer (&job);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("job %s is still orphaned %d s after its domain came back", id,
+                      VMR_HARNESS_JOB_TIMEOUT_S);
+        g_usleep (VMR_HARNESS_POLL_INTERVAL_US);
+    }
+}
+
+/* ---- job objects ---- */
+
+const gchar *
+vmr_json_job_state (JsonObject *job)
+{
+    return vmr_json_get_string (job, "state");
+}
+
+const gchar *
+vmr_json_job_reason (JsonObject *job)
+{
+    JsonNode *reason = json_object_get_member (job, "reason");
+
+    if (reason == NULL || JSON_NODE_HOLDS_NULL (reason))
+        return NULL;
+    return vmr_json_get_string (job, "reason");
+}
+
+gboolean
+vmr_json_job_orphaned (JsonObject *job)
+{
+    return json_object_has_member (job, "orphaned") && vmr_json_get_bool (job, "orphaned");
+}
+
+/* the entry of @history for the first transition to @state, NULL when none */
+static JsonObject *
+find_transition (JsonArray *history, const gchar *state)
+{
+    for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
+        JsonObject *entry = json_array_get_object_element (history, i);
+
+        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
+            return entry;
+    }
+    return NULL;
+}
+
+gint64
+vmr_json_job_time_of (JsonObject *job, const gchar *state)
+{
+    JsonArray *history = json_object_get_array_member (job, "history");
+    JsonObject *entry;
+
+    g_assert_nonnull (history);
+    entry = find_transition (history, state);
+    if (entry == NULL)
+        vmr_fail ("job %s never was %s", vmr_json_get_string (job, "id"), state);
+    return vmr_json_get_int (entry, "time");
+}
+
+gint64
+vmr_json_job_first_time (JsonObject *job, const gchar *state)
+{
+    JsonObject *entry = find_transition (json_object_get_array_member (job, "history"), state);
+
+    return entry != NULL ? vmr_json_get_int (entry, "time") : 0;
 }

@@ -240,6 +240,22 @@ vmr_harness_get_block_job (VmrHarness *h)
     return json_object_ref (json_array_get_object_element (array, 0));
 }
 
+JsonObject *
+vmr_harness_find_block_job (VmrHarness *h, const gchar *id)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
+    JsonArray *array = json_node_get_array (jobs);
+
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *job = json_array_get_object_element (array, i);
+
+        if (g_strcmp0 (vmr_json_get_string (job, "device"), id) == 0)
+            return json_object_ref (job);
+    }
+    return NULL;
+}
+
 void
 vmr_harness_assert_no_block_jobs (VmrHarness *h)
 {

@@ -239,6 +239,30 @@ gchar *vmr_harness_migrate (VmrHarness *h, const gchar *domain, const gchar *dis
 gchar *vmr_harness_migratev (VmrHarness *h, const gchar *domain, const gchar *disk,
                              const gchar *dest, const gchar *const *extra);
 
+/* a VM "vm" with one raw disk "disk0", see vmr_harness_start_vm() */
+typedef struct {
+    gchar *source;   /* the disk's image, source.raw in the test's directory */
+    gchar *expected; /* its pristine copy, see vmr_harness_expected_path() */
+    gchar *dest;     /* dest.raw in the test's directory, not created */
+} VmrHarnessVm;
+
+void vmr_harness_vm_clear (VmrHarnessVm *vm);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrHarnessVm, vmr_harness_vm_clear)
+
+/*
+ * Creates source.raw of @size bytes with the pattern of @seed, starts QEMU
+ * with it as the raw disk "disk0" and attaches it to the daemon as "vm".
+ * Fills @vm; clear it with vmr_harness_vm_clear(). Asserts on failure.
+ */
+void vmr_harness_start_vm (VmrHarness *h, VmrHarnessVm *vm, gsize size, guint64 seed);
+
+/*
+ * Migrates disk0 of "vm" to vm->dest at VMR_HARNESS_SLOW_SPEED, with the
+ * one extra option @extra (or NULL), and waits until the job copies.
+ * Returns the job's id; free with g_free().
+ */
+gchar *vmr_harness_start_slow_migration (VmrHarness *h, VmrHarnessVm *vm, const gchar *extra);
+
 /* the job object @id, read over the daemon's control socket */
 JsonObject *vmr_harness_get_job (VmrHarness *h, const gchar *id);
 
@@ -252,6 +276,12 @@ JsonObject *vmr_harness_wait_job (VmrHarness *h, const gchar *id, const gchar *s
 
 /* the only entry of query-block-jobs on the test monitor; asserts there is one */
 JsonObject *vmr_harness_get_block_job (VmrHarness *h);
+
+/*
+ * QEMU's block job named @id (the daemon names them after its jobs) on the
+ * test monitor, a new reference, or NULL when there is none
+ */
+JsonObject *vmr_harness_find_block_job (VmrHarness *h, const gchar *id);
 
 /* asserts that query-block-jobs is empty */
 void vmr_harness_assert_no_block_jobs (VmrHarness *h);
@@ -288,6 +318,21 @@ void vmr_harness_assert_migrated (VmrHarness *h, const gchar *job_id, const gcha
  */
 void vmr_harness_assert_stays_on_source (VmrHarness *h, const gchar *qdev_id, const gchar *source,
                                          const gchar *source_format, const gchar *expected);
+
+/*
+ * Runs a job command (pause, resume, set-speed, pivot, ...) as
+ * `COMMAND ID [ARG] --json` (@arg may be NULL); asserts it succeeds and
+ * prints the job @id, and returns that job object.
+ */
+JsonObject *vmr_harness_job_command (VmrHarness *h, const gchar *command, const gchar *id,
+                                     const gchar *arg);
+
+/*
+ * Polls the job until the daemon adopted it (no longer orphaned, see
+ * vmr_json_job_orphaned()) once its domain is back, for at most
+ * VMR_HARNESS_JOB_TIMEOUT_S. Returns the job object.
+ */
+JsonObject *vmr_harness_wait_adopted (VmrHarness *h, const gchar *id);
 
 /* asserts that `version` and `jobs` still succeed */
 void vmr_harness_assert_daemon_serving (VmrHarness *h);
@@ -398,5 +443,25 @@ const gchar *vmr_json_get_string (JsonObject *object, const gchar *member);
 gint64 vmr_json_get_int (JsonObject *object, const gchar *member);
 gboolean vmr_json_get_bool (JsonObject *object, const gchar *member);
 JsonObject *vmr_json_get_object (JsonObject *object, const gchar *member);
+
+/* job objects (`jobs --json`, query-job): members that assert their type */
+
+/* the job's state */
+const gchar *vmr_json_job_state (JsonObject *job);
+
+/* the job's reason, NULL when it has none (missing or null) */
+const gchar *vmr_json_job_reason (JsonObject *job);
+
+/* "orphaned" is there, and true, only while the job waits for its domain */
+gboolean vmr_json_job_orphaned (JsonObject *job);
+
+/*
+ * The time (microseconds since the epoch) of the first transition of @job
+ * to @state in its history; fails the test when there is none
+ */
+gint64 vmr_json_job_time_of (JsonObject *job, const gchar *state);
+
+/* as vmr_json_job_time_of(), but 0 when there is none (or no history) */
+gint64 vmr_json_job_first_time (JsonObject *job, const gchar *state);
 
 G_END_DECLS

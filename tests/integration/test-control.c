@@ -14,90 +14,28 @@
 #define IMAGE_SIZE (32 * 1024 * 1024)
 #define MIB        (1024 * 1024)
 
-typedef struct {
-    gchar *source;
-    gchar *expected;
-    gchar *dest;
-} Vm;
-
-static void
-vm_clear (Vm *vm)
-{
-    g_clear_pointer (&vm->source, g_free);
-    g_clear_pointer (&vm->expected, g_free);
-    g_clear_pointer (&vm->dest, g_free);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Vm, vm_clear)
-
-/* a VM "vm" with one raw disk "disk0", attached to the daemon */
-static void
-vm_start (VmrHarness *h, Vm *vm)
-{
-    VmrHarnessDisk disk = { "disk0", NULL, "raw", NULL };
-
-    vm->source = vmr_harness_create_image (h, "source.raw", "raw", IMAGE_SIZE, 0xc0de);
-    vm->expected = vmr_harness_expected_path (vm->source);
-    vm->dest = vmr_harness_path (h, "dest.raw");
-    disk.path = vm->source;
-    vmr_harness_start_qemu (h, &disk, 1);
-    vmr_harness_attach (h, "vm");
-}
-
-/* starts a rate-limited migration of disk0 and waits until it copies */
-static gchar *
-start_slow_migration (VmrHarness *h, Vm *vm, const gchar *extra)
-{
-    g_autofree gchar *id = vmr_harness_migrate (h, "vm", "disk0", vm->dest, "--speed",
-                                                VMR_HARNESS_SLOW_SPEED, extra, NULL);
-    g_autoptr (JsonObject) job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
-
-    return g_steal_pointer (&id);
-}
-
-/* runs a job command (pause, resume, ...) with --json; returns the job it prints */
-static JsonObject *
-job_command (VmrHarness *h, const gchar *command, const gchar *id, const gchar *arg)
-{
-    g_autoptr (JsonNode) node = vmr_harness_cli_json (h, command, id, arg, NULL);
-
-    if (!JSON_NODE_HOLDS_OBJECT (node))
-        vmr_fail ("`%s %s` printed no job object", command, id);
-    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (node), "id"), ==, id);
-    return json_object_ref (json_node_get_object (node));
-}
-
-static const gchar *
-job_reason (JsonObject *job)
-{
-    JsonNode *reason = json_object_get_member (job, "reason");
-
-    if (reason == NULL || JSON_NODE_HOLDS_NULL (reason))
-        return NULL;
-    return vmr_json_get_string (job, "reason");
-}
-
 /* cancel before READY: the VM stays on its source, the new file goes away */
 static void
 test_cancel (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (JsonObject) cancelled = NULL;
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
-    id = start_slow_migration (h, &vm, NULL);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
+    id = vmr_harness_start_slow_migration (h, &vm, NULL);
     job = vmr_harness_get_job (h, id);
     g_assert_true (vmr_json_get_bool (job, "created-destination"));
     g_assert_true (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
 
     g_clear_pointer (&job, json_object_unref);
-    job = job_command (h, "cancel", id, NULL);
+    job = vmr_harness_job_command (h, "cancel", id, NULL);
     cancelled = vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_nonnull (job_reason (cancelled));
-    g_assert_cmpstr (job_reason (cancelled), !=, "");
+    g_assert_nonnull (vmr_json_job_reason (cancelled));
+    g_assert_cmpstr (vmr_json_job_reason (cancelled), !=, "");
     vmr_harness_assert_job_record (h, id, "cancelled");
     /* the daemon created the destination, so it removes it, and QEMU let go of it */
     g_assert_false (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
@@ -109,7 +47,7 @@ test_cancel (VmrHarness *h, gconstpointer user_data)
 static void
 test_manual_pivot (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) synced = NULL;
     g_autoptr (JsonObject) still = NULL;
@@ -119,7 +57,7 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, "--manual-pivot", NULL);
     synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_true (vmr_json_get_bool (synced, "manual-pivot"));
@@ -132,7 +70,7 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
     vmr_harness_assert_disk_on (h, "disk0", vm.source);
 
-    pivoted = job_command (h, "pivot", id, NULL);
+    pivoted = vmr_harness_job_command (h, "pivot", id, NULL);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
@@ -141,7 +79,7 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
 static void
 test_pause_resume (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) pause_reply = NULL;
     g_autoptr (JsonObject) paused = NULL;
@@ -155,10 +93,10 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
-    id = start_slow_migration (h, &vm, NULL);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
+    id = vmr_harness_start_slow_migration (h, &vm, NULL);
 
-    pause_reply = job_command (h, "pause", id, NULL);
+    pause_reply = vmr_harness_job_command (h, "pause", id, NULL);
     paused = vmr_harness_wait_job (h, id, "paused", VMR_HARNESS_JOB_TIMEOUT_S);
     /* QEMU flags the pause at once; its status follows at the job's next pause point */
     block_job = vmr_harness_get_block_job (h);
@@ -185,7 +123,7 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpint (vmr_json_get_int (progress, "done"), ==, offset);
     g_assert_cmpint (vmr_json_get_int (progress, "backlog"), ==, IMAGE_SIZE - offset);
 
-    resume_reply = job_command (h, "resume", id, NULL);
+    resume_reply = vmr_harness_job_command (h, "resume", id, NULL);
     g_assert_cmpstr (vmr_json_get_string (resume_reply, "state"), !=, "paused");
     resumed_block_job = vmr_harness_get_block_job (h);
     g_assert_false (vmr_json_get_bool (resumed_block_job, "paused"));
@@ -197,7 +135,7 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
 static void
 test_set_speed (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (JsonObject) block_job = NULL;
@@ -207,14 +145,14 @@ test_set_speed (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
-    id = start_slow_migration (h, &vm, NULL);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
+    id = vmr_harness_start_slow_migration (h, &vm, NULL);
     job = vmr_harness_get_job (h, id);
     g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 1 * MIB);
     block_job = vmr_harness_get_block_job (h);
     g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 1 * MIB);
 
-    reply = job_command (h, "set-speed", id, "2M");
+    reply = vmr_harness_job_command (h, "set-speed", id, "2M");
     g_assert_cmpint (vmr_json_get_int (reply, "speed"), ==, 2 * MIB);
     g_clear_pointer (&job, json_object_unref);
     job = vmr_harness_get_job (h, id);
@@ -223,7 +161,7 @@ test_set_speed (VmrHarness *h, gconstpointer user_data)
     block_job = vmr_harness_get_block_job (h);
     g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 2 * MIB);
 
-    unlimited = job_command (h, "set-speed", id, "0");
+    unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
     g_assert_cmpint (vmr_json_get_int (unlimited, "speed"), ==, 0);
     g_clear_pointer (&block_job, json_object_unref);
     block_job = vmr_harness_get_block_job (h);
@@ -240,7 +178,7 @@ test_set_speed (VmrHarness *h, gconstpointer user_data)
 static void
 test_copy_mode (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (JsonObject) changed = NULL;
@@ -255,8 +193,8 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
-    id = start_slow_migration (h, &vm, "--manual-pivot");
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
+    id = vmr_harness_start_slow_migration (h, &vm, "--manual-pivot");
     job = vmr_harness_get_job (h, id);
     g_assert_cmpstr (vmr_json_get_string (job, "copy-mode"), ==, "background");
 
@@ -274,7 +212,7 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
     again = vmr_harness_cli (h, "set-copy-mode", id, "write-blocking", NULL);
     vmr_cli_result_assert_error (again, 1);
 
-    unlimited = job_command (h, "set-speed", id, "0");
+    unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
     synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_cmpstr (vmr_json_get_string (synced, "copy-mode"), ==, "write-blocking");
     /* only a write-blocking mirror is ever actively synced */
@@ -282,7 +220,7 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
     g_assert_true (vmr_json_get_bool (block_job, "actively-synced"));
 
-    pivoted = job_command (h, "pivot", id, NULL);
+    pivoted = vmr_harness_job_command (h, "pivot", id, NULL);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_cmpstr (vmr_json_get_string (completed, "copy-mode"), ==, "write-blocking");
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
@@ -292,7 +230,7 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
 static void
 test_detach_busy (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (VmrCliResult) refused = NULL;
     g_autoptr (VmrCliResult) detached = NULL;
@@ -302,8 +240,8 @@ test_detach_busy (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
-    id = start_slow_migration (h, &vm, NULL);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
+    id = vmr_harness_start_slow_migration (h, &vm, NULL);
     refused = vmr_harness_cli (h, "detach", "vm", NULL);
     vmr_cli_result_assert_error (refused, 1);
     job = vmr_harness_get_job (h, id);
@@ -312,7 +250,7 @@ test_detach_busy (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 1);
 
     g_clear_pointer (&job, json_object_unref);
-    job = job_command (h, "cancel", id, NULL);
+    job = vmr_harness_job_command (h, "cancel", id, NULL);
     cancelled = vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
     detached = vmr_harness_cli (h, "detach", "vm", NULL);
     vmr_cli_result_assert_ok (detached);
@@ -326,7 +264,7 @@ test_detach_busy (VmrHarness *h, gconstpointer user_data)
 static void
 test_qemu_killed (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) failed = NULL;
     g_autoptr (JsonNode) domains = NULL;
@@ -334,13 +272,13 @@ test_qemu_killed (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
-    id = start_slow_migration (h, &vm, NULL);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
+    id = vmr_harness_start_slow_migration (h, &vm, NULL);
     vmr_harness_kill_qemu (h);
 
     failed = vmr_harness_wait_job (h, id, "failed", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_nonnull (job_reason (failed));
-    g_assert_cmpstr (job_reason (failed), !=, "");
+    g_assert_nonnull (vmr_json_job_reason (failed));
+    g_assert_cmpstr (vmr_json_job_reason (failed), !=, "");
     vmr_harness_assert_job_record (h, id, "failed");
     vmr_harness_assert_daemon_serving (h);
     domains = vmr_harness_cli_json (h, "domains", NULL);
@@ -355,7 +293,7 @@ test_qemu_killed (VmrHarness *h, gconstpointer user_data)
 static void
 test_wait_cancelled (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (VmrCliResult) waited = NULL;
     g_autoptr (VmrCliResult) cancel = NULL;
@@ -365,7 +303,7 @@ test_wait_cancelled (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", vm.dest, "--speed",
                                  VMR_HARNESS_SLOW_SPEED, "--wait", NULL);
     /* the job shows up while that CLI waits */
@@ -396,15 +334,15 @@ test_wait_cancelled (VmrHarness *h, gconstpointer user_data)
 static void
 test_sigterm_while_copying (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autofree gchar *record_name = NULL;
     g_autofree gchar *record = NULL;
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
-    id = start_slow_migration (h, &vm, NULL);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
+    id = vmr_harness_start_slow_migration (h, &vm, NULL);
     vmr_harness_stop_daemon (h);
     record_name = g_strdup_printf ("%s.json", id);
     record = g_build_filename (h->state_dir, "jobs", record_name, NULL);

@@ -145,61 +145,13 @@ group_migrate (VmrHarness *h, Group *g, const gchar *const *extra)
     g_assert_cmpstr (g->jobs[0], !=, g->jobs[1]);
 }
 
-static const gchar *
-job_state (JsonObject *job)
-{
-    return vmr_json_get_string (job, "state");
-}
-
-static const gchar *
-job_reason (JsonObject *job)
-{
-    JsonNode *reason = json_object_get_member (job, "reason");
-
-    if (reason == NULL || JSON_NODE_HOLDS_NULL (reason))
-        return NULL;
-    return vmr_json_get_string (job, "reason");
-}
-
 /* the current state of job @id */
 static gchar *
 get_state (VmrHarness *h, const gchar *id)
 {
     g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
 
-    return g_strdup (job_state (job));
-}
-
-/* the time of the first transition of @job to @state; fails when there is none */
-static gint64
-time_of (JsonObject *job, const gchar *state)
-{
-    JsonArray *history = json_object_get_array_member (job, "history");
-
-    g_assert_nonnull (history);
-    for (guint i = 0; i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
-
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
-            return vmr_json_get_int (entry, "time");
-    }
-    vmr_fail ("job %s never was %s", vmr_json_get_string (job, "id"), state);
-}
-
-/* QEMU's block job named @id (the daemon names them after its jobs), NULL when none */
-static JsonObject *
-find_block_job (VmrHarness *h, const gchar *id)
-{
-    g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
-
-    for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *job = json_array_get_object_element (array, i);
-
-        if (g_strcmp0 (vmr_json_get_string (job, "device"), id) == 0)
-            return json_object_ref (job);
-    }
-    return NULL;
+    return g_strdup (vmr_json_job_state (job));
 }
 
 /* the number of block jobs in QEMU */
@@ -244,11 +196,11 @@ assert_waiting_for_group (VmrHarness *h, Group *g, guint synced, guint copying)
 {
     g_autoptr (JsonObject) waiting = vmr_harness_get_job (h, g->jobs[synced]);
     g_autoptr (JsonObject) other = vmr_harness_get_job (h, g->jobs[copying]);
-    g_autoptr (JsonObject) ready = find_block_job (h, g->jobs[synced]);
-    g_autoptr (JsonObject) running = find_block_job (h, g->jobs[copying]);
+    g_autoptr (JsonObject) ready = vmr_harness_find_block_job (h, g->jobs[synced]);
+    g_autoptr (JsonObject) running = vmr_harness_find_block_job (h, g->jobs[copying]);
 
-    g_assert_cmpstr (job_state (waiting), ==, "synced");
-    g_assert_cmpstr (job_state (other), ==, "copying");
+    g_assert_cmpstr (vmr_json_job_state (waiting), ==, "synced");
+    g_assert_cmpstr (vmr_json_job_state (other), ==, "copying");
     if (ready == NULL || running == NULL)
         vmr_fail ("QEMU does not run the mirror jobs %s and %s", g->jobs[synced], g->jobs[copying]);
     g_assert_cmpstr (vmr_json_get_string (ready, "status"), ==, "ready");
@@ -282,10 +234,11 @@ assert_pivots_after_last_sync (VmrHarness *h, Group *g)
 {
     g_autoptr (JsonObject) first = vmr_harness_get_job (h, g->jobs[0]);
     g_autoptr (JsonObject) second = vmr_harness_get_job (h, g->jobs[1]);
-    gint64 last_synced = MAX (time_of (first, "synced"), time_of (second, "synced"));
+    gint64 last_synced
+        = MAX (vmr_json_job_time_of (first, "synced"), vmr_json_job_time_of (second, "synced"));
 
-    g_assert_cmpint (time_of (first, "pivoting"), >=, last_synced);
-    g_assert_cmpint (time_of (second, "pivoting"), >=, last_synced);
+    g_assert_cmpint (vmr_json_job_time_of (first, "pivoting"), >=, last_synced);
+    g_assert_cmpint (vmr_json_job_time_of (second, "pivoting"), >=, last_synced);
 }
 
 /*
@@ -326,7 +279,8 @@ test_cutover (VmrHarness *h, gconstpointer user_data)
     done1 = vmr_harness_wait_job (h, g.jobs[1], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     done0 = vmr_harness_wait_job (h, g.jobs[0], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     /* the small disk was synced well before the large one, and pivoted after it */
-    g_assert_cmpint (time_of (done0, "synced"), <, time_of (done1, "synced"));
+    g_assert_cmpint (vmr_json_job_time_of (done0, "synced"), <,
+                     vmr_json_job_time_of (done1, "synced"));
     assert_pivots_after_last_sync (h, &g);
     assert_jobs_list_group (h, &g);
     assert_group_migrated (h, &g);
@@ -382,7 +336,7 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
     state0 = get_state (h, g.jobs[1]);
     g_assert_cmpstr (state0, ==, "synced");
     for (guint i = 0; i < g.n; i++) {
-        g_autoptr (JsonObject) block_job = find_block_job (h, g.jobs[i]);
+        g_autoptr (JsonObject) block_job = vmr_harness_find_block_job (h, g.jobs[i]);
 
         g_assert_nonnull (block_job);
         g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
@@ -502,13 +456,14 @@ test_member_fails (VmrHarness *h, gconstpointer user_data)
     fill_file_system (small_fs);
     failed = vmr_harness_wait_job (h, g.jobs[1], "failed", VMR_HARNESS_JOB_TIMEOUT_S);
     cancelled = vmr_harness_wait_job (h, g.jobs[0], "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_test_message ("failed: %s; cancelled: %s", job_reason (failed), job_reason (cancelled));
-    g_assert_nonnull (job_reason (failed));
-    g_assert_nonnull (strstr (job_reason (failed), g_strerror (ENOSPC)));
+    g_test_message ("failed: %s; cancelled: %s", vmr_json_job_reason (failed),
+                    vmr_json_job_reason (cancelled));
+    g_assert_nonnull (vmr_json_job_reason (failed));
+    g_assert_nonnull (strstr (vmr_json_job_reason (failed), g_strerror (ENOSPC)));
     /* the other member says it went with its group, and why */
-    g_assert_nonnull (job_reason (cancelled));
-    g_assert_nonnull (strstr (job_reason (cancelled), "group"));
-    g_assert_nonnull (strstr (job_reason (cancelled), g.jobs[1]));
+    g_assert_nonnull (vmr_json_job_reason (cancelled));
+    g_assert_nonnull (strstr (vmr_json_job_reason (cancelled), "group"));
+    g_assert_nonnull (strstr (vmr_json_job_reason (cancelled), g.jobs[1]));
     vmr_harness_assert_job_record (h, g.jobs[1], "failed");
     vmr_harness_assert_job_record (h, g.jobs[0], "cancelled");
 

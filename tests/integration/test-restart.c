@@ -26,82 +26,15 @@
 /* how long the daemon gets to clean up QEMU once a job ended */
 #define CLEANUP_TIMEOUT_S 20
 
-typedef struct {
-    gchar *source;
-    gchar *expected;
-    gchar *dest;
-} Vm;
-
-static void
-vm_clear (Vm *vm)
-{
-    g_clear_pointer (&vm->source, g_free);
-    g_clear_pointer (&vm->expected, g_free);
-    g_clear_pointer (&vm->dest, g_free);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Vm, vm_clear)
-
-/* a VM "vm" with one raw disk "disk0", attached to the daemon */
-static void
-vm_start (VmrHarness *h, Vm *vm)
-{
-    VmrHarnessDisk disk = { "disk0", NULL, "raw", NULL };
-
-    vm->source = vmr_harness_create_image (h, "source.raw", "raw", IMAGE_SIZE, 0x4e57);
-    vm->expected = vmr_harness_expected_path (vm->source);
-    vm->dest = vmr_harness_path (h, "dest.raw");
-    disk.path = vm->source;
-    vmr_harness_start_qemu (h, &disk, 1);
-    vmr_harness_attach (h, "vm");
-}
-
 /* starts a rate-limited migration of disk0 and waits until it copies */
 static gchar *
-start_slow_migration (VmrHarness *h, Vm *vm)
+start_slow_migration (VmrHarness *h, VmrHarnessVm *vm)
 {
-    g_autofree gchar *id
-        = vmr_harness_migrate (h, "vm", "disk0", vm->dest, "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
-    g_autoptr (JsonObject) job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_autofree gchar *id = vmr_harness_start_slow_migration (h, vm, NULL);
+    g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
 
     g_assert_true (vmr_json_get_bool (job, "created-destination"));
     return g_steal_pointer (&id);
-}
-
-/* runs a job command (set-speed, pivot, ...) with --json; returns the job it prints */
-static JsonObject *
-job_command (VmrHarness *h, const gchar *command, const gchar *id, const gchar *arg)
-{
-    g_autoptr (JsonNode) node = vmr_harness_cli_json (h, command, id, arg, NULL);
-
-    if (!JSON_NODE_HOLDS_OBJECT (node))
-        vmr_fail ("`%s %s` printed no job object", command, id);
-    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (node), "id"), ==, id);
-    return json_object_ref (json_node_get_object (node));
-}
-
-static const gchar *
-job_state (JsonObject *job)
-{
-    return vmr_json_get_string (job, "state");
-}
-
-static const gchar *
-job_reason (JsonObject *job)
-{
-    JsonNode *reason = json_object_get_member (job, "reason");
-
-    if (reason == NULL || JSON_NODE_HOLDS_NULL (reason))
-        return NULL;
-    return vmr_json_get_string (job, "reason");
-}
-
-/* "orphaned" is there, and true, only while the job waits for its domain */
-static gboolean
-job_orphaned (JsonObject *job)
-{
-    if (!json_object_has_member (job, "orphaned"))
-        return FALSE;
-    return vmr_json_get_bool (job, "orphaned");
 }
 
 static gboolean
@@ -132,46 +65,29 @@ listed_job (JsonNode *jobs, const gchar *id)
  * orphaned, and so does the control socket; the table lists it too
  */
 static void
-assert_listed_orphan (VmrHarness *h, const gchar *id, const gchar *state, Vm *vm)
+assert_listed_orphan (VmrHarness *h, const gchar *id, const gchar *state, VmrHarnessVm *vm)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
     g_autoptr (JsonObject) listed = listed_job (jobs, id);
     g_autoptr (JsonObject) queried = vmr_harness_get_job (h, id);
     g_autoptr (VmrCliResult) table = vmr_harness_cli (h, "jobs", NULL);
 
-    g_assert_cmpstr (job_state (listed), ==, state);
-    g_assert_true (job_orphaned (listed));
+    g_assert_cmpstr (vmr_json_job_state (listed), ==, state);
+    g_assert_true (vmr_json_job_orphaned (listed));
     g_assert_cmpstr (vmr_json_get_string (listed, "domain"), ==, "vm");
     if (vm != NULL)
         g_assert_cmpstr (vmr_json_get_string (listed, "destination"), ==, vm->dest);
-    g_assert_cmpstr (job_state (queried), ==, state);
-    g_assert_true (job_orphaned (queried));
+    g_assert_cmpstr (vmr_json_job_state (queried), ==, state);
+    g_assert_true (vmr_json_job_orphaned (queried));
     vmr_cli_result_assert_ok (table);
     g_assert_nonnull (strstr (table->out, id));
-}
-
-/* QEMU's block job named @id (the daemon names them after its jobs), NULL when none */
-static JsonObject *
-find_block_job (VmrHarness *h, const gchar *id)
-{
-    g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
-
-    g_assert_nonnull (array);
-    for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *job = json_array_get_object_element (array, i);
-
-        if (g_strcmp0 (vmr_json_get_string (job, "device"), id) == 0)
-            return json_object_ref (job);
-    }
-    return NULL;
 }
 
 /* QEMU's block job @id, which must exist */
 static JsonObject *
 get_block_job (VmrHarness *h, const gchar *id)
 {
-    JsonObject *job = find_block_job (h, id);
+    JsonObject *job = vmr_harness_find_block_job (h, id);
 
     if (job == NULL)
         vmr_fail ("QEMU has no block job %s", id);
@@ -213,27 +129,6 @@ assert_copy_runs_alone (VmrHarness *h, const gchar *id)
     g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 1 * MIB);
 }
 
-/*
- * Polls the job until the restarted daemon adopted it (no longer orphaned),
- * after the domain was attached again. Returns the job.
- */
-static JsonObject *
-wait_adopted (VmrHarness *h, const gchar *id)
-{
-    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
-
-    while (TRUE) {
-        g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
-
-        if (!job_orphaned (job))
-            return g_steal_pointer (&job);
-        if (g_get_monotonic_time () > deadline)
-            vmr_fail ("job %s is still orphaned %d s after its domain was attached", id,
-                      VMR_HARNESS_JOB_TIMEOUT_S);
-        g_usleep (100 * 1000);
-    }
-}
-
 /* polls the job until it is in a final state; returns it */
 static JsonObject *
 wait_ended (VmrHarness *h, const gchar *id)
@@ -243,11 +138,11 @@ wait_ended (VmrHarness *h, const gchar *id)
     while (TRUE) {
         g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
 
-        if (state_is_final (job_state (job)))
+        if (state_is_final (vmr_json_job_state (job)))
             return g_steal_pointer (&job);
         if (g_get_monotonic_time () > deadline)
-            vmr_fail ("job %s is still %s after %d s, waiting for it to end", id, job_state (job),
-                      VMR_HARNESS_JOB_TIMEOUT_S);
+            vmr_fail ("job %s is still %s after %d s, waiting for it to end", id,
+                      vmr_json_job_state (job), VMR_HARNESS_JOB_TIMEOUT_S);
         g_usleep (100 * 1000);
     }
 }
@@ -295,27 +190,11 @@ wait_qemu_cleaned (VmrHarness *h, const gchar *dest)
     vmr_harness_assert_node_released (h, dest);
 }
 
-/* the time of the first transition of @job to @state; fails when there is none */
-static gint64
-time_of (JsonObject *job, const gchar *state)
-{
-    JsonArray *history = json_object_get_array_member (job, "history");
-
-    g_assert_nonnull (history);
-    for (guint i = 0; i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
-
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
-            return vmr_json_get_int (entry, "time");
-    }
-    vmr_fail ("job %s never was %s", vmr_json_get_string (job, "id"), state);
-}
-
 /* a copy still running when the daemon died goes on after the restart and completes */
 static void
 test_copying (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) adopted = NULL;
     g_autoptr (JsonObject) unlimited = NULL;
@@ -324,7 +203,7 @@ test_copying (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = start_slow_migration (h, &vm);
     g_assert_cmpstr (id, ==, "vmr-1");
 
@@ -338,22 +217,22 @@ test_copying (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 1);
 
     vmr_harness_attach (h, "vm");
-    adopted = wait_adopted (h, id);
-    g_assert_cmpstr (job_state (adopted), ==, "copying");
+    adopted = vmr_harness_wait_adopted (h, id);
+    g_assert_cmpstr (vmr_json_job_state (adopted), ==, "copying");
     g_assert_cmpstr (vmr_json_get_string (adopted, "destination"), ==, vm.dest);
     /* the copy goes on where it was: QEMU's job is the same one */
     block_job = get_block_job (h, id);
     g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "running");
 
-    unlimited = job_command (h, "set-speed", id, "0");
+    unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
     g_assert_cmpint (vmr_json_get_int (unlimited, "speed"), ==, 0);
     g_clear_pointer (&block_job, json_object_unref);
-    block_job = find_block_job (h, id);
+    block_job = vmr_harness_find_block_job (h, id);
     /* the copy may already be over */
     if (block_job != NULL)
         g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 0);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_false (job_orphaned (completed));
+    g_assert_false (vmr_json_job_orphaned (completed));
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
@@ -361,7 +240,7 @@ test_copying (VmrHarness *h, gconstpointer user_data)
 static void
 test_synced_manual (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) synced = NULL;
     g_autoptr (JsonObject) block_job = NULL;
@@ -372,7 +251,7 @@ test_synced_manual (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, "--manual-pivot", NULL);
     synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
 
@@ -385,20 +264,20 @@ test_synced_manual (VmrHarness *h, gconstpointer user_data)
     assert_listed_orphan (h, id, "synced", &vm);
 
     vmr_harness_attach (h, "vm");
-    adopted = wait_adopted (h, id);
-    g_assert_cmpstr (job_state (adopted), ==, "synced");
+    adopted = vmr_harness_wait_adopted (h, id);
+    g_assert_cmpstr (vmr_json_job_state (adopted), ==, "synced");
     g_assert_true (vmr_json_get_bool (adopted, "manual-pivot"));
 
     /* still a manual pivot: nothing happens by itself */
     g_usleep (2 * G_USEC_PER_SEC);
     still = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (job_state (still), ==, "synced");
+    g_assert_cmpstr (vmr_json_job_state (still), ==, "synced");
     g_clear_pointer (&block_job, json_object_unref);
     block_job = get_block_job (h, id);
     g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
     vmr_harness_assert_disk_on (h, "disk0", vm.source);
 
-    pivoted = job_command (h, "pivot", id, NULL);
+    pivoted = vmr_harness_job_command (h, "pivot", id, NULL);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
@@ -410,7 +289,7 @@ test_synced_manual (VmrHarness *h, gconstpointer user_data)
 static void
 test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
 {
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) cancel_args = json_object_new ();
     g_autoptr (JsonNode) cancel_reply = NULL;
@@ -419,7 +298,7 @@ test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = start_slow_migration (h, &vm);
 
     vmr_harness_kill_daemon (h);
@@ -434,13 +313,14 @@ test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
 
     vmr_harness_attach (h, "vm");
     ended = wait_ended (h, id);
-    g_test_message ("job %s ended %s: %s", id, job_state (ended), job_reason (ended));
+    g_test_message ("job %s ended %s: %s", id, vmr_json_job_state (ended),
+                    vmr_json_job_reason (ended));
     /* QEMU reports the cancel as its error "Operation canceled": still a cancel */
-    g_assert_cmpstr (job_state (ended), ==, "cancelled");
-    g_assert_false (job_orphaned (ended));
-    g_assert_nonnull (job_reason (ended));
-    g_assert_nonnull (strstr (job_reason (ended), "outside virt-mirror"));
-    vmr_harness_assert_job_record (h, id, job_state (ended));
+    g_assert_cmpstr (vmr_json_job_state (ended), ==, "cancelled");
+    g_assert_false (vmr_json_job_orphaned (ended));
+    g_assert_nonnull (vmr_json_job_reason (ended));
+    g_assert_nonnull (strstr (vmr_json_job_reason (ended), "outside virt-mirror"));
+    vmr_harness_assert_job_record (h, id, vmr_json_job_state (ended));
 
     wait_qemu_cleaned (h, vm.dest);
     /* the daemon created the destination, so it removes it */
@@ -503,7 +383,7 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     first = vmr_harness_wait_job (h, ids[0], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
     ids[1] = vmr_harness_migrate (h, "vm", "disk1", dests[1], NULL);
     queued = vmr_harness_get_job (h, ids[1]);
-    g_assert_cmpstr (job_state (queued), ==, "queued");
+    g_assert_cmpstr (vmr_json_job_state (queued), ==, "queued");
     waiting_for = json_object_get_member (queued, "waiting-for");
     g_assert_nonnull (waiting_for);
     g_assert_cmpstr (json_node_get_string (waiting_for), ==, "max-parallel");
@@ -512,7 +392,7 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_job_record (h, ids[0], "copying");
     vmr_harness_assert_job_record (h, ids[1], "queued");
     assert_copy_runs_alone (h, ids[0]);
-    g_assert_null (find_block_job (h, ids[1]));
+    g_assert_null (vmr_harness_find_block_job (h, ids[1]));
 
     /* the same policy as before the crash */
     restart_args[1] = policy;
@@ -520,18 +400,18 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     assert_listed_orphan (h, ids[0], "copying", NULL);
     assert_listed_orphan (h, ids[1], "queued", NULL);
     /* without its domain, nothing starts */
-    g_assert_null (find_block_job (h, ids[1]));
+    g_assert_null (vmr_harness_find_block_job (h, ids[1]));
 
     vmr_harness_attach (h, "vm");
     g_clear_pointer (&first, json_object_unref);
-    first = wait_adopted (h, ids[0]);
-    g_assert_cmpstr (job_state (first), ==, "copying");
-    second = wait_adopted (h, ids[1]);
+    first = vmr_harness_wait_adopted (h, ids[0]);
+    g_assert_cmpstr (vmr_json_job_state (first), ==, "copying");
+    second = vmr_harness_wait_adopted (h, ids[1]);
     /* still held by the limit while the first copies */
-    g_assert_cmpstr (job_state (second), ==, "queued");
-    g_assert_null (find_block_job (h, ids[1]));
+    g_assert_cmpstr (vmr_json_job_state (second), ==, "queued");
+    g_assert_null (vmr_harness_find_block_job (h, ids[1]));
 
-    unlimited = job_command (h, "set-speed", ids[0], "0");
+    unlimited = vmr_harness_job_command (h, "set-speed", ids[0], "0");
     deadline = g_get_monotonic_time () + ALL_DONE_TIMEOUT_S * G_USEC_PER_SEC;
     while (!done) {
         g_autoptr (JsonNode) reply = vmr_harness_qmp (h, "query-block-jobs", NULL);
@@ -551,10 +431,10 @@ test_queued (VmrHarness *h, gconstpointer user_data)
         done = TRUE;
         for (guint d = 0; d < 2; d++) {
             g_autoptr (JsonObject) job = vmr_harness_get_job (h, ids[d]);
-            const gchar *state = job_state (job);
+            const gchar *state = vmr_json_job_state (job);
 
             if (g_str_equal (state, "failed") || g_str_equal (state, "cancelled"))
-                vmr_fail ("job %s ended %s (reason: %s)", ids[d], state, job_reason (job));
+                vmr_fail ("job %s ended %s (reason: %s)", ids[d], state, vmr_json_job_reason (job));
             done = done && g_str_equal (state, "completed");
         }
         if (g_get_monotonic_time () > deadline)
@@ -567,7 +447,8 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     g_clear_pointer (&second, json_object_unref);
     first = vmr_harness_get_job (h, ids[0]);
     second = vmr_harness_get_job (h, ids[1]);
-    g_assert_cmpint (time_of (second, "copying"), >=, time_of (first, "synced"));
+    g_assert_cmpint (vmr_json_job_time_of (second, "copying"), >=,
+                     vmr_json_job_time_of (first, "synced"));
 
     for (guint d = 0; d < 2; d++) {
         vmr_harness_assert_disk_on (h, disk_ids[d], dests[d]);
@@ -605,7 +486,7 @@ test_orphan_cancel (VmrHarness *h, gconstpointer user_data)
         { "resume", NULL, TRUE },
         { "pivot", NULL, TRUE },
     };
-    g_auto (Vm) vm = { 0 };
+    g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (VmrCliResult) cancel = NULL;
     g_autoptr (JsonObject) still = NULL;
@@ -617,7 +498,7 @@ test_orphan_cancel (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vm_start (h, &vm);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = start_slow_migration (h, &vm);
 
     vmr_harness_kill_daemon (h);
@@ -634,8 +515,8 @@ test_orphan_cancel (VmrHarness *h, gconstpointer user_data)
                       refused[i].command, id, result->err);
     }
     still = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (job_state (still), ==, "copying");
-    g_assert_true (job_orphaned (still));
+    g_assert_cmpstr (vmr_json_job_state (still), ==, "copying");
+    g_assert_true (vmr_json_job_orphaned (still));
     /* none of them reached QEMU */
     assert_copy_runs_alone (h, id);
 

@@ -69,21 +69,6 @@ static const ScheduleCase queue_mapping = {
 
 static const gchar *const disk_ids[N_DISKS] = { "disk0", "disk1", "disk2", "disk3" };
 
-/* the time of the first transition of @job to @state, 0 when none */
-static gint64
-first_time_in (JsonObject *job, const gchar *state)
-{
-    JsonArray *history = json_object_get_array_member (job, "history");
-
-    for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
-
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
-            return vmr_json_get_int (entry, "time");
-    }
-    return 0;
-}
-
 /* the job @id in a `jobs --json` list */
 static JsonObject *
 find_job (JsonNode *jobs, const gchar *id)
@@ -245,21 +230,22 @@ test_schedule (VmrHarness *h, gconstpointer user_data)
     jobs = vmr_harness_cli_json (h, "jobs", NULL);
     for (guint d = 0; d < N_DISKS; d++) {
         JsonObject *job = find_job (jobs, ids[d]);
-        gint64 started = first_time_in (job, "copying");
+        gint64 started = vmr_json_job_first_time (job, "copying");
 
         g_assert_cmpint (started, >, 0);
         /* jobs held in one line start in order; other lines go on their own */
         if (d > 0 && !c->per_iothread)
-            g_assert_cmpint (started, >=, first_time_in (find_job (jobs, ids[d - 1]), "copying"));
+            g_assert_cmpint (started, >=,
+                             vmr_json_job_first_time (find_job (jobs, ids[d - 1]), "copying"));
         if (c->starts_after[d] > 0) {
             JsonObject *ahead = find_job (jobs, ids[c->starts_after[d] - 1]);
 
-            g_assert_cmpint (started, >=, first_time_in (ahead, "synced"));
+            g_assert_cmpint (started, >=, vmr_json_job_first_time (ahead, "synced"));
         }
         if (c->waiting[d] && !c->per_iothread) {
             /* one of the first two copies was in sync */
-            gint64 first_end = MIN (first_time_in (find_job (jobs, ids[0]), "synced"),
-                                    first_time_in (find_job (jobs, ids[1]), "synced"));
+            gint64 first_end = MIN (vmr_json_job_first_time (find_job (jobs, ids[0]), "synced"),
+                                    vmr_json_job_first_time (find_job (jobs, ids[1]), "synced"));
 
             g_assert_cmpint (started, >=, first_end);
         }
