@@ -431,6 +431,17 @@ named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     query_disks_done_one (task);
 }
 
+/* the image file of a query-block "inserted" object, plain; NULL for none */
+static gchar *
+inserted_path (JsonObject *inserted)
+{
+    JsonObject *image = member_object (inserted, "image");
+
+    return plain_filename (image != NULL && member_string (image, "filename") != NULL
+                               ? member_string (image, "filename")
+                               : member_string (inserted, "file"));
+}
+
 static void
 query_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -463,9 +474,7 @@ query_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         disk->id = qdev_id_from_path (member_string (dev, "qdev"), member_string (dev, "device"),
                                       disk->node);
         disk->format = g_strdup (member_string (inserted, "drv"));
-        disk->path = plain_filename (image != NULL && member_string (image, "filename") != NULL
-                                         ? member_string (image, "filename")
-                                         : member_string (inserted, "file"));
+        disk->path = inserted_path (inserted);
         disk->size = (guint64) member_int (image, "virtual-size");
         disk->cache_direct = member_bool (cache, "direct");
         disk->cache_no_flush = member_bool (cache, "no-flush");
@@ -1026,11 +1035,7 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     for (guint i = 0; i < json_array_get_length (devices); i++) {
         JsonObject *inserted
             = member_object (json_array_get_object_element (devices, i), "inserted");
-        JsonObject *image = member_object (inserted, "image");
-        g_autofree gchar *path
-            = plain_filename (image != NULL && member_string (image, "filename") != NULL
-                                  ? member_string (image, "filename")
-                                  : member_string (inserted, "file"));
+        g_autofree gchar *path = inserted_path (inserted);
 
         if (inserted == NULL)
             continue;

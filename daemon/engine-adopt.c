@@ -95,12 +95,7 @@ adopt_running (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrBacken
         job->user_paused = FALSE;
         walk_to (self, job, VMR_JOB_STATE_COPYING, NULL);
     }
-    {
-        g_autoptr (GError) error = NULL;
-
-        if (!vmr_job_save (job, self->state_dir, &error))
-            g_warning ("%s", error->message);
-    }
+    vmr_engine_save_job (self, job);
     vmr_engine_update_timers (self, entry);
     g_message ("job %s (%s %s): picked up: %s in QEMU, %s", job->id, job->domain, job->disk,
                adoption->ready    ? "in sync"
@@ -162,12 +157,7 @@ adopt_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                 /* it never started: it waits for its turn again */
                 g_message ("job %s (%s %s): picked up: not started yet", job->id, job->domain,
                            job->disk);
-                {
-                    g_autoptr (GError) save_error = NULL;
-
-                    if (!vmr_job_save (job, self->state_dir, &save_error))
-                        g_warning ("%s", save_error->message);
-                }
+                vmr_engine_save_job (self, job);
                 vmr_engine_update_timers (self, entry);
                 vmr_engine_admission_schedule (self);
                 break;

@@ -127,8 +127,7 @@ command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             break;
         case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
             data->job->write_blocking = TRUE;
-            if (!vmr_job_save (data->job, self->state_dir, &error))
-                g_warning ("%s", error->message);
+            vmr_engine_save_job (self, data->job);
             g_message ("job %s: copy mode set to write-blocking", data->job->id);
             break;
         case VMR_BACKEND_COMMAND_CANCEL:

@@ -93,6 +93,7 @@ path_user (VmrEngine *self, const gchar *path)
 {
     GHashTableIter iter;
     DomainEntry *entry;
+    VmrJob *job;
 
     g_hash_table_iter_init (&iter, self->domains);
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
@@ -103,13 +104,8 @@ path_user (VmrEngine *self, const gchar *path)
                 return g_strdup_printf ("%s of %s", disk->id, entry->name);
         }
     }
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *job = g_ptr_array_index (self->job_order, i);
-
-        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->destination, path) == 0)
-            return g_strdup_printf ("job %s", job->id);
-    }
-    return NULL;
+    job = vmr_engine_active_job_for_destination (self, path);
+    return job != NULL ? g_strdup_printf ("job %s", job->id) : NULL;
 }
 
 static JsonObject *
@@ -212,15 +208,10 @@ submit_next (GTask *task)
         if (e->skipped == NULL && g_strcmp0 (e->domain, domain) == 0)
             g_array_append_val (targets, target);
     }
+    /* one disk makes a job of its own, several a group */
     request.domain = domain;
-    if (targets->len == 1) {
-        request.disk = g_array_index (targets, VmrMigrateTarget, 0).disk;
-        request.destination = g_array_index (targets, VmrMigrateTarget, 0).destination;
-        request.format = g_array_index (targets, VmrMigrateTarget, 0).format;
-    } else {
-        request.targets = (const VmrMigrateTarget *) targets->data;
-        request.n_targets = targets->len;
-    }
+    request.targets = (const VmrMigrateTarget *) targets->data;
+    request.n_targets = targets->len;
     request.speed = data->speed;
     request.speed_given = data->speed_given;
     vmr_engine_migrate_async (self, &request, NULL, submitted_cb, task);

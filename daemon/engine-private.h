@@ -45,6 +45,9 @@ struct _VmrEngine {
     guint admission_source; /* an admission pass is due */
 };
 
+/* writes @job's record; a failure is logged */
+void vmr_engine_save_job (VmrEngine *self, VmrJob *job);
+
 /* moves @job to @state: logs it, saves the record and tells the watchers */
 gboolean vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state,
                                    const gchar *reason);
@@ -53,6 +56,9 @@ gboolean vmr_engine_job_is_active (VmrJob *job);
 
 /* the unfinished job on @disk of @domain, or NULL */
 VmrJob *vmr_engine_active_job_for_disk (VmrEngine *self, const gchar *domain, const gchar *disk);
+
+/* the unfinished job that writes @destination, or NULL */
+VmrJob *vmr_engine_active_job_for_destination (VmrEngine *self, const gchar *destination);
 
 /* the domain @name, or NULL with VMR_ERROR_NOT_FOUND */
 DomainEntry *vmr_engine_lookup_domain (VmrEngine *self, const gchar *name, GError **error);

@@ -47,8 +47,8 @@ vmr_engine_active_job_for_disk (VmrEngine *self, const gchar *domain, const gcha
     return NULL;
 }
 
-static VmrJob *
-active_job_for_destination (VmrEngine *self, const gchar *destination)
+VmrJob *
+vmr_engine_active_job_for_destination (VmrEngine *self, const gchar *destination)
 {
     for (guint i = 0; i < self->job_order->len; i++) {
         VmrJob *job = g_ptr_array_index (self->job_order, i);
@@ -75,12 +75,21 @@ complete_waiters (VmrEngine *self, VmrJob *job)
     }
 }
 
+void
+vmr_engine_save_job (VmrEngine *self, VmrJob *job)
+{
+    g_autoptr (GError) error = NULL;
+
+    /* the job goes on: a record that lags is logged, not fatal */
+    if (!vmr_job_save (job, self->state_dir, &error))
+        g_warning ("%s", error->message);
+}
+
 /* moves @job to @state: logs it, saves the record and tells the watchers */
 gboolean
 vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state, const gchar *reason)
 {
     VmrJobState previous = job->state;
-    g_autoptr (GError) error = NULL;
     DomainEntry *entry;
 
     /* an ended job waits for nothing */
@@ -103,8 +112,7 @@ vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state, const
     /* only a job that has not started waits for a limit */
     if (state != VMR_JOB_STATE_QUEUED && state != VMR_JOB_STATE_DELAYED)
         g_clear_pointer (&job->waiting_for, g_free);
-    if (!vmr_job_save (job, self->state_dir, &error))
-        g_warning ("%s", error->message);
+    vmr_engine_save_job (self, job);
     g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) previous);
     if (vmr_job_state_is_final (state)) {
         /* before the waiters: a group's reply waits for all its members */
@@ -349,7 +357,7 @@ check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
                      disk->id, entry->name, busy->id);
         return NULL;
     }
-    busy = active_job_for_destination (self, target->destination);
+    busy = vmr_engine_active_job_for_destination (self, target->destination);
     if (busy != NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "destination %s is in use by job %s",
                      target->destination, busy->id);
@@ -459,7 +467,6 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     for (guint i = 0; i < chosen->len; i++) {
         MigrateTarget *target = &g_array_index (data->targets, MigrateTarget, i);
         VmrJob *job = create_job (self, entry, data, g_ptr_array_index (chosen, i), target);
-        g_autoptr (GError) save_error = NULL;
 
         if (chosen->len > 1)
             job->group
@@ -473,8 +480,7 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         else
             g_message ("job %s (%s %s -> %s): queued", job->id, job->domain, job->disk,
                        job->destination);
-        if (!vmr_job_save (job, self->state_dir, &save_error))
-            g_warning ("%s", save_error->message);
+        vmr_engine_save_job (self, job);
         g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, (gint) VMR_JOB_STATE_QUEUED);
     }
     vmr_engine_update_timers (self, entry);

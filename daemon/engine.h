@@ -26,7 +26,7 @@ typedef struct {
     const gchar *domain;
     const gchar *disk;        /* qdev id or node name; unused when @n_targets > 0 */
     const gchar *destination; /* absolute path; unused when @n_targets > 0 */
-    /* several disks that move as one group (2 or more), or none */
+    /* the disks to move, or none (then @disk and @destination); two or more move as one group */
     const VmrMigrateTarget *targets;
     guint n_targets;
     const gchar *format; /* "raw" or "qcow2"; NULL = raw */
