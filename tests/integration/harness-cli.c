@@ -283,18 +283,20 @@ vmr_harness_vm_clear (VmrHarnessVm *vm)
     g_clear_pointer (&vm->source, g_free);
     g_clear_pointer (&vm->expected, g_free);
     g_clear_pointer (&vm->dest, g_free);
+    g_clear_pointer (&vm->writer, vmr_harness_writer_free);
 }
 
 void
 vmr_harness_start_vm (VmrHarness *h, VmrHarnessVm *vm, gsize size, guint64 seed)
 {
-    VmrHarnessDisk disk = { "disk0", NULL, "raw", NULL };
+    VmrHarnessDisk disk = { .id = "disk0", .format = "raw", .scsi = TRUE };
 
     vm->source = vmr_harness_create_image (h, "source.raw", "raw", size, seed);
     vm->expected = vmr_harness_expected_path (vm->source);
     vm->dest = vmr_harness_path (h, "dest.raw");
     disk.path = vm->source;
     vmr_harness_start_qemu (h, &disk, 1);
+    vm->writer = vmr_harness_writer_new (h, "disk0", vm->expected, seed ^ 0x5eed);
     vmr_harness_attach (h, "vm");
 }
 

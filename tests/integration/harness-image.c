@@ -173,6 +173,32 @@ raw_equals (const gchar *path, const gchar *expected, GError **error)
     }
 }
 
+/* the virtual size of @path in @format, from qemu-img info; -1 on error */
+static gint64
+virtual_size (const gchar *path, const gchar *format, GError **error)
+{
+    const gchar *argv[] = { "qemu-img", "info", "--output=json", "-U", "-f", format, path, NULL };
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    g_autofree gchar *out = NULL;
+    JsonNode *root;
+    gint status = 0;
+
+    if (!g_spawn_sync (NULL, (gchar **) argv, NULL,
+                       G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL,
+                       &status, error)
+        || !g_spawn_check_wait_status (status, error)
+        || !json_parser_load_from_data (parser, out, -1, error))
+        return -1;
+    root = json_parser_get_root (parser);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)
+        || !json_object_has_member (json_node_get_object (root), "virtual-size")) {
+        g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "qemu-img info %s: no virtual-size",
+                     path);
+        return -1;
+    }
+    return json_object_get_int_member (json_node_get_object (root), "virtual-size");
+}
+
 gboolean
 vmr_harness_image_equals (const gchar *path, const gchar *format, const gchar *expected,
                           GError **error)
@@ -188,6 +214,25 @@ vmr_harness_image_equals (const gchar *path, const gchar *format, const gchar *e
     }
     if (g_strcmp0 (format, "raw") == 0)
         return raw_equals (path, expected, error);
+    /* qemu-img compare takes a larger image whose excess reads as zeroes as equal */
+    {
+        GStatBuf want_st;
+        gint64 size = virtual_size (path, format, error);
+
+        if (size < 0)
+            return FALSE;
+        if (g_stat (expected, &want_st) != 0) {
+            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "cannot stat %s", expected);
+            return FALSE;
+        }
+        if (size != (gint64) want_st.st_size) {
+            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                         "%s (%s) has a virtual size of %" G_GINT64_FORMAT
+                         " bytes, expected %" G_GINT64_FORMAT,
+                         path, format, size, (gint64) want_st.st_size);
+            return FALSE;
+        }
+    }
     /* qemu-img compare reads guest-visible bytes: 0 same, 1 different, 2 error */
     if (!g_spawn_sync (NULL, (gchar **) argv, NULL,
                        G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL,

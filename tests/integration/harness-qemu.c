@@ -57,6 +57,16 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
         }
     }
     for (guint i = 0; i < n_disks; i++) {
+        /* one controller for every scsi-hd */
+        if (disks[i].scsi) {
+            g_assert_null (disks[i].iothread);
+            g_assert_null (disks[i].vq_iothreads);
+            g_ptr_array_add (argv, g_strdup ("-device"));
+            g_ptr_array_add (argv, g_strdup ("virtio-scsi-pci,id=scsi0"));
+            break;
+        }
+    }
+    for (guint i = 0; i < n_disks; i++) {
         g_autoptr (JsonObject) file = json_object_new ();
         g_autoptr (JsonObject) fmt = json_object_new ();
         g_autofree gchar *file_node = g_strdup_printf ("test-file%u", i);
@@ -73,7 +83,10 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
         json_object_set_string_member (fmt, "driver", disks[i].format);
         json_object_set_string_member (fmt, "file", file_node);
         json_object_set_string_member (fmt, "node-name", fmt_node);
-        device = g_strdup_printf ("virtio-blk-pci,drive=%s,id=%s", fmt_node, disks[i].id);
+        if (disks[i].scsi)
+            device = g_strdup_printf ("scsi-hd,bus=scsi0.0,drive=%s,id=%s", fmt_node, disks[i].id);
+        else
+            device = g_strdup_printf ("virtio-blk-pci,drive=%s,id=%s", fmt_node, disks[i].id);
         if (disks[i].iothread != NULL) {
             g_autofree gchar *plain = g_steal_pointer (&device);
 

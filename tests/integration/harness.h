@@ -36,6 +36,12 @@ typedef struct {
     const gchar *const *vq_iothreads;
     /* file.locking=off: another QEMU may open the same image */
     gboolean no_locking;
+    /*
+     * a scsi-hd on a virtio-scsi controller instead of a virtio-blk: a device
+     * that owns its block backend, so that a VmrHarnessWriter can write
+     * through it as the guest does (no iothread then)
+     */
+    gboolean scsi;
 } VmrHarnessDisk;
 
 /* the test guest QEMU boots, see vmr_harness_start_guest() */
@@ -239,11 +245,41 @@ gchar *vmr_harness_migrate (VmrHarness *h, const gchar *domain, const gchar *dis
 gchar *vmr_harness_migratev (VmrHarness *h, const gchar *domain, const gchar *disk,
                              const gchar *dest, const gchar *const *extra);
 
+/* ---- guest writes during copies ---- */
+
+/*
+ * Writes random extents (random offsets, 4 KiB to 256 KiB, a random byte
+ * pattern each) through the device @qdev_id's own block backend, as the
+ * guest's writes go (the device must be a scsi-hd, VmrHarnessDisk.scsi), and
+ * applies each one to @expected, the raw copy of what the guest must see,
+ * so that a whole destination (or source) can be compared with it. @seed
+ * makes the extents repeatable; failures name it.
+ */
+typedef struct _VmrHarnessWriter VmrHarnessWriter;
+
+VmrHarnessWriter *vmr_harness_writer_new (VmrHarness *h, const gchar *qdev_id,
+                                          const gchar *expected, guint64 seed);
+void vmr_harness_writer_free (VmrHarnessWriter *w);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrHarnessWriter, vmr_harness_writer_free)
+
+/* writes @count extents; fails the test when QEMU does not confirm one */
+void vmr_harness_writer_write (VmrHarnessWriter *w, guint count);
+
+/*
+ * Writes one extent; FALSE, with QEMU's answer in @error_text, when QEMU
+ * did not write it (the expected image is then left as it was)
+ */
+gboolean vmr_harness_writer_try_one (VmrHarnessWriter *w, gchar **error_text);
+
+/* the extents written so far */
+guint vmr_harness_writer_count (VmrHarnessWriter *w);
+
 /* a VM "vm" with one raw disk "disk0", see vmr_harness_start_vm() */
 typedef struct {
-    gchar *source;   /* the disk's image, source.raw in the test's directory */
-    gchar *expected; /* its pristine copy, see vmr_harness_expected_path() */
-    gchar *dest;     /* dest.raw in the test's directory, not created */
+    gchar *source;            /* the disk's image, source.raw in the test's directory */
+    gchar *expected;          /* what the guest must see, see vmr_harness_expected_path() */
+    gchar *dest;              /* dest.raw in the test's directory, not created */
+    VmrHarnessWriter *writer; /* writes through disk0, applied to expected */
 } VmrHarnessVm;
 
 void vmr_harness_vm_clear (VmrHarnessVm *vm);
@@ -251,8 +287,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrHarnessVm, vmr_harness_vm_clear)
 
 /*
  * Creates source.raw of @size bytes with the pattern of @seed, starts QEMU
- * with it as the raw disk "disk0" and attaches it to the daemon as "vm".
- * Fills @vm; clear it with vmr_harness_vm_clear(). Asserts on failure.
+ * with it as the raw disk "disk0" (a scsi-hd, with vm->writer for guest
+ * writes) and attaches it to the daemon as "vm". Fills @vm; clear it with
+ * vmr_harness_vm_clear(). Asserts on failure.
  */
 void vmr_harness_start_vm (VmrHarness *h, VmrHarnessVm *vm, gsize size, guint64 seed);
 

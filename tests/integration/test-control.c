@@ -6,13 +6,17 @@
  * a job that is cancelled, and SIGTERM to the daemon mid-copy. The copies that
  * must still be running are rate-limited (QEMU's mirror copies its first
  * buffer at once and then keeps to the limit, so a 32 MiB disk at 1 MiB/s
- * stays in `copying` for about 16 s).
+ * stays in `copying` for about 16 s). The guest writes through its disk in
+ * every phase a test goes through (copying, paused, synced, after the pivot
+ * or the cancel), and the disk the VM ends on must hold every write.
  */
 
 #include "harness.h"
 
 #define IMAGE_SIZE (32 * 1024 * 1024)
 #define MIB        (1024 * 1024)
+/* guest writes in each phase */
+#define WRITES 40
 
 /* cancel before READY: the VM stays on its source, the new file goes away */
 static void
@@ -30,10 +34,12 @@ test_cancel (VmrHarness *h, gconstpointer user_data)
     job = vmr_harness_get_job (h, id);
     g_assert_true (vmr_json_get_bool (job, "created-destination"));
     g_assert_true (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     g_clear_pointer (&job, json_object_unref);
     job = vmr_harness_job_command (h, "cancel", id, NULL);
     cancelled = vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_writer_write (vm.writer, WRITES);
     g_assert_nonnull (vmr_json_job_reason (cancelled));
     g_assert_cmpstr (vmr_json_job_reason (cancelled), !=, "");
     vmr_harness_assert_job_record (h, id, "cancelled");
@@ -59,8 +65,11 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
         return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, "--manual-pivot", NULL);
+    vmr_harness_writer_write (vm.writer, WRITES);
     synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_true (vmr_json_get_bool (synced, "manual-pivot"));
+    /* writes in sync go to both sides until the pivot */
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     /* nothing happens by itself: still synced, QEMU's job ready, the VM on its source */
     g_usleep (2 * G_USEC_PER_SEC);
@@ -70,8 +79,10 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
     vmr_harness_assert_disk_on (h, "disk0", vm.source);
 
+    vmr_harness_writer_write (vm.writer, WRITES);
     pivoted = vmr_harness_job_command (h, "pivot", id, NULL);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_writer_write (vm.writer, WRITES);
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
@@ -95,6 +106,7 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
         return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     pause_reply = vmr_harness_job_command (h, "pause", id, NULL);
     paused = vmr_harness_wait_job (h, id, "paused", VMR_HARNESS_JOB_TIMEOUT_S);
@@ -122,12 +134,16 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpint (vmr_json_get_int (progress, "total"), ==, IMAGE_SIZE);
     g_assert_cmpint (vmr_json_get_int (progress, "done"), ==, offset);
     g_assert_cmpint (vmr_json_get_int (progress, "backlog"), ==, IMAGE_SIZE - offset);
+    /* the guest writes on while the copy is paused: those blocks are copied after the resume */
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     resume_reply = vmr_harness_job_command (h, "resume", id, NULL);
     g_assert_cmpstr (vmr_json_get_string (resume_reply, "state"), !=, "paused");
     resumed_block_job = vmr_harness_get_block_job (h);
     g_assert_false (vmr_json_get_bool (resumed_block_job, "paused"));
+    vmr_harness_writer_write (vm.writer, WRITES);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_writer_write (vm.writer, WRITES);
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
@@ -151,6 +167,8 @@ test_set_speed (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 1 * MIB);
     block_job = vmr_harness_get_block_job (h);
     g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 1 * MIB);
+    /* writes during a throttled copy */
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     reply = vmr_harness_job_command (h, "set-speed", id, "2M");
     g_assert_cmpint (vmr_json_get_int (reply, "speed"), ==, 2 * MIB);
@@ -160,6 +178,7 @@ test_set_speed (VmrHarness *h, gconstpointer user_data)
     g_clear_pointer (&block_job, json_object_unref);
     block_job = vmr_harness_get_block_job (h);
     g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 2 * MIB);
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
     g_assert_cmpint (vmr_json_get_int (unlimited, "speed"), ==, 0);
@@ -211,6 +230,8 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpstr (vmr_json_get_string (changed, "state"), ==, "copying");
     again = vmr_harness_cli (h, "set-copy-mode", id, "write-blocking", NULL);
     vmr_cli_result_assert_error (again, 1);
+    /* a write-blocking mirror copies each guest write before it completes */
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
     synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
@@ -219,6 +240,7 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
     block_job = vmr_harness_get_block_job (h);
     g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
     g_assert_true (vmr_json_get_bool (block_job, "actively-synced"));
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     pivoted = vmr_harness_job_command (h, "pivot", id, NULL);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
@@ -274,6 +296,8 @@ test_qemu_killed (VmrHarness *h, gconstpointer user_data)
         return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
+    vmr_harness_writer_write (vm.writer, WRITES);
+    g_assert_true (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
     vmr_harness_kill_qemu (h);
 
     failed = vmr_harness_wait_job (h, id, "failed", VMR_HARNESS_JOB_TIMEOUT_S);
@@ -285,6 +309,8 @@ test_qemu_killed (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 1);
     domain = json_array_get_object_element (json_node_get_array (domains), 0);
     g_assert_false (vmr_json_get_bool (domain, "connected"));
+    /* the daemon created the destination: a copy that failed leaves nothing behind */
+    g_assert_false (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
     /* the source was authoritative until the end: its bytes are intact */
     vmr_harness_assert_image_equals (vm.source, "raw", vm.expected);
 }

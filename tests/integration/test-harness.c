@@ -213,6 +213,50 @@ test_qemu_disks (VmrHarness *h, gconstpointer user_data)
     g_assert_null (h->qemu);
 }
 
+/*
+ * the writer's extents reach the image through the device, exactly as
+ * applied to the expected copy: the image equals it afterwards, and no
+ * longer equals the pristine pattern; a device that cannot take -d fails
+ * the write with QEMU's answer
+ */
+static void
+test_writer (VmrHarness *h, gconstpointer user_data)
+{
+    g_autofree gchar *src = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *pristine = NULL;
+    g_autofree gchar *problem = NULL;
+    g_autofree gchar *contents = NULL;
+    g_autoptr (VmrHarnessWriter) writer = NULL;
+    g_autoptr (VmrHarnessWriter) wrong = NULL;
+    g_autoptr (GError) error = NULL;
+    VmrHarnessDisk disk = { .id = "disk0", .format = "raw", .scsi = TRUE };
+    gsize len = 0;
+
+    if (vmr_harness_skipped (h))
+        return;
+    src = vmr_harness_create_image (h, "src.raw", "raw", IMAGE_SIZE, 7);
+    expected = vmr_harness_expected_path (src);
+    pristine = vmr_harness_path (h, "pristine.raw");
+    g_assert_true (g_file_get_contents (expected, &contents, &len, NULL));
+    g_assert_true (g_file_set_contents (pristine, contents, (gssize) len, NULL));
+    disk.path = src;
+    vmr_harness_start_qemu (h, &disk, 1);
+    writer = vmr_harness_writer_new (h, "disk0", expected, 99);
+    vmr_harness_writer_write (writer, 100);
+    g_assert_cmpuint (vmr_harness_writer_count (writer), ==, 100);
+
+    wrong = vmr_harness_writer_new (h, "no-such-disk", pristine, 1);
+    g_assert_false (vmr_harness_writer_try_one (wrong, &problem));
+    g_assert_nonnull (strstr (problem, "no-such-disk"));
+    g_assert_cmpuint (vmr_harness_writer_count (wrong), ==, 0);
+
+    vmr_harness_quit_qemu (h);
+    vmr_harness_assert_image_equals (src, "raw", expected);
+    g_assert_false (vmr_harness_image_equals (src, "raw", pristine, &error));
+    g_assert_nonnull (error);
+}
+
 /* the silent listener accepts but never greets */
 static void
 test_silent_listener (VmrHarness *h, gconstpointer user_data)
@@ -255,6 +299,7 @@ main (int argc, char **argv)
     add_no_daemon ("/harness/pattern", test_pattern);
     add_no_daemon ("/harness/qemu-mirror", test_qemu_mirror);
     add_no_daemon ("/harness/qemu-disks", test_qemu_disks);
+    add_no_daemon ("/harness/writer", test_writer);
     add_no_daemon ("/harness/silent-listener", test_silent_listener);
     add_no_daemon ("/harness/unwritable-dir", test_unwritable_dir);
     return g_test_run ();

@@ -8,8 +8,11 @@
  * waits for its pivot, one that ended meanwhile ends with it and QEMU is
  * cleaned up, one that had not started starts under the admission limits.
  * An orphaned job can be cancelled, which leaves QEMU alone; every other
- * command on it is refused. QEMU's side is checked on the test's own
- * monitor, and the bytes after QEMU quits.
+ * command on it is refused. A SIGTERM leaves the copies running in QEMU as a
+ * crash does. QEMU's side is checked on the test's own monitor, and the bytes
+ * after QEMU quits: the guest writes through its disk before the daemon
+ * dies, while it is away and after it is back, and the disk the VM ends on
+ * must hold every write.
  */
 
 #include "harness.h"
@@ -25,6 +28,8 @@
 #define MIB        (1024 * 1024)
 /* how long the daemon gets to clean up QEMU once a job ended */
 #define CLEANUP_TIMEOUT_S 20
+/* guest writes in each phase */
+#define WRITES 40
 
 /* starts a rate-limited migration of disk0 and waits until it copies */
 static gchar *
@@ -206,11 +211,13 @@ test_copying (VmrHarness *h, gconstpointer user_data)
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = start_slow_migration (h, &vm);
     g_assert_cmpstr (id, ==, "vmr-1");
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_kill_daemon (h);
     vmr_harness_assert_job_record (h, id, "copying");
     assert_copy_runs_alone (h, id);
     vmr_harness_assert_disk_on (h, "disk0", vm.source);
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_restart_daemon (h, NULL);
     assert_listed_orphan (h, id, "copying", &vm);
@@ -218,6 +225,7 @@ test_copying (VmrHarness *h, gconstpointer user_data)
 
     vmr_harness_attach (h, "vm");
     adopted = vmr_harness_wait_adopted (h, id);
+    vmr_harness_writer_write (vm.writer, WRITES);
     g_assert_cmpstr (vmr_json_job_state (adopted), ==, "copying");
     g_assert_cmpstr (vmr_json_get_string (adopted, "destination"), ==, vm.dest);
     /* the copy goes on where it was: QEMU's job is the same one */
@@ -233,6 +241,7 @@ test_copying (VmrHarness *h, gconstpointer user_data)
         g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 0);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_false (vmr_json_job_orphaned (completed));
+    vmr_harness_writer_write (vm.writer, WRITES);
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
@@ -254,11 +263,14 @@ test_synced_manual (VmrHarness *h, gconstpointer user_data)
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, "--manual-pivot", NULL);
     synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_kill_daemon (h);
     vmr_harness_assert_job_record (h, id, "synced");
     block_job = get_block_job (h, id);
     g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+    /* in sync without a daemon: QEMU still mirrors every write */
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_restart_daemon (h, NULL);
     assert_listed_orphan (h, id, "synced", &vm);
@@ -276,9 +288,11 @@ test_synced_manual (VmrHarness *h, gconstpointer user_data)
     block_job = get_block_job (h, id);
     g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
     vmr_harness_assert_disk_on (h, "disk0", vm.source);
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     pivoted = vmr_harness_job_command (h, "pivot", id, NULL);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_writer_write (vm.writer, WRITES);
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
@@ -300,6 +314,7 @@ test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
         return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = start_slow_migration (h, &vm);
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_kill_daemon (h);
     json_object_set_string_member (cancel_args, "device", id);
@@ -307,6 +322,7 @@ test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
     cancel_reply = vmr_harness_qmp (h, "block-job-cancel", cancel_args);
     /* the daemon's mirrors are not dismissed automatically: the job waits, concluded */
     wait_block_job_status (h, id, "concluded");
+    vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_restart_daemon (h, NULL);
     assert_listed_orphan (h, id, "copying", &vm);
@@ -329,6 +345,143 @@ test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
         g_usleep (100 * 1000);
     g_assert_false (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
     vmr_harness_assert_daemon_serving (h);
+    vmr_harness_writer_write (vm.writer, WRITES);
+    vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
+}
+
+/* waits until the created destination @path is removed */
+static void
+wait_removed (const gchar *path)
+{
+    gint64 deadline = g_get_monotonic_time () + CLEANUP_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (g_file_test (path, G_FILE_TEST_EXISTS) && g_get_monotonic_time () < deadline)
+        g_usleep (100 * 1000);
+    g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+}
+
+/*
+ * SIGTERM (an upgrade, systemctl stop) leaves the copy running in QEMU, as a
+ * crash does; the daemon started again picks it up and completes it
+ */
+static void
+test_sigterm (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) adopted = NULL;
+    g_autoptr (JsonObject) unlimited = NULL;
+    g_autoptr (JsonObject) completed = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
+    id = start_slow_migration (h, &vm);
+    vmr_harness_writer_write (vm.writer, WRITES);
+
+    vmr_harness_stop_daemon (h);
+    vmr_harness_assert_job_record (h, id, "copying");
+    assert_copy_runs_alone (h, id);
+    vmr_harness_assert_disk_on (h, "disk0", vm.source);
+    vmr_harness_writer_write (vm.writer, WRITES);
+
+    vmr_harness_restart_daemon (h, NULL);
+    assert_listed_orphan (h, id, "copying", &vm);
+    vmr_harness_attach (h, "vm");
+    adopted = vmr_harness_wait_adopted (h, id);
+    g_assert_cmpstr (vmr_json_job_state (adopted), ==, "copying");
+    vmr_harness_writer_write (vm.writer, WRITES);
+    unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
+    completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_writer_write (vm.writer, WRITES);
+    vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
+}
+
+/*
+ * the copy is cut over through QMP (job-complete) while no daemon runs:
+ * once its domain is back the job is completed, and the source released
+ */
+static void
+test_completed_meanwhile (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) synced = NULL;
+    g_autoptr (JsonObject) complete_args = json_object_new ();
+    g_autoptr (JsonNode) complete_reply = NULL;
+    g_autoptr (JsonObject) ended = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
+    id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, "--manual-pivot", NULL);
+    synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_writer_write (vm.writer, WRITES);
+
+    vmr_harness_kill_daemon (h);
+    vmr_harness_writer_write (vm.writer, WRITES);
+    json_object_set_string_member (complete_args, "id", id);
+    complete_reply = vmr_harness_qmp (h, "job-complete", complete_args);
+    wait_block_job_status (h, id, "concluded");
+    vmr_harness_assert_disk_on (h, "disk0", vm.dest);
+    /* on its destination now: these writes go there only */
+    vmr_harness_writer_write (vm.writer, WRITES);
+
+    vmr_harness_restart_daemon (h, NULL);
+    assert_listed_orphan (h, id, "synced", &vm);
+    vmr_harness_attach (h, "vm");
+    ended = wait_ended (h, id);
+    g_assert_cmpstr (vmr_json_job_state (ended), ==, "completed");
+    g_assert_false (vmr_json_job_orphaned (ended));
+    vmr_harness_writer_write (vm.writer, WRITES);
+    wait_qemu_cleaned (h, vm.source);
+    vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
+}
+
+/*
+ * the copy is gone when the daemon comes back (cancelled and dismissed
+ * through QMP meanwhile): the job fails, the VM stays on its source, and
+ * the destination the job created is removed
+ */
+static void
+test_gone (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) cancel_args = json_object_new ();
+    g_autoptr (JsonObject) dismiss_args = json_object_new ();
+    g_autoptr (JsonNode) cancel_reply = NULL;
+    g_autoptr (JsonNode) dismiss_reply = NULL;
+    g_autoptr (JsonObject) ended = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
+    id = start_slow_migration (h, &vm);
+    vmr_harness_writer_write (vm.writer, WRITES);
+
+    vmr_harness_kill_daemon (h);
+    json_object_set_string_member (cancel_args, "device", id);
+    json_object_set_boolean_member (cancel_args, "force", TRUE);
+    cancel_reply = vmr_harness_qmp (h, "block-job-cancel", cancel_args);
+    wait_block_job_status (h, id, "concluded");
+    json_object_set_string_member (dismiss_args, "id", id);
+    dismiss_reply = vmr_harness_qmp (h, "job-dismiss", dismiss_args);
+    vmr_harness_assert_no_block_jobs (h);
+    vmr_harness_writer_write (vm.writer, WRITES);
+
+    vmr_harness_restart_daemon (h, NULL);
+    assert_listed_orphan (h, id, "copying", &vm);
+    vmr_harness_attach (h, "vm");
+    ended = wait_ended (h, id);
+    g_test_message ("job %s ended %s: %s", id, vmr_json_job_state (ended),
+                    vmr_json_job_reason (ended));
+    g_assert_cmpstr (vmr_json_job_state (ended), ==, "failed");
+    g_assert_nonnull (vmr_json_job_reason (ended));
+    vmr_harness_assert_job_record (h, id, "failed");
+    wait_qemu_cleaned (h, vm.dest);
+    wait_removed (vm.dest);
+    vmr_harness_writer_write (vm.writer, WRITES);
     vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
 }
 
@@ -549,6 +702,9 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/restart/copying", NULL, test_copying);
     VMR_HARNESS_ADD ("/restart/synced-manual", NULL, test_synced_manual);
     VMR_HARNESS_ADD ("/restart/cancelled-meanwhile", NULL, test_cancelled_meanwhile);
+    VMR_HARNESS_ADD ("/restart/completed-meanwhile", NULL, test_completed_meanwhile);
+    VMR_HARNESS_ADD ("/restart/gone", NULL, test_gone);
+    VMR_HARNESS_ADD ("/restart/sigterm", NULL, test_sigterm);
     VMR_HARNESS_ADD_NO_DAEMON ("/restart/queued", NULL, test_queued);
     VMR_HARNESS_ADD ("/restart/orphan-cancel", NULL, test_orphan_cancel);
     return g_test_run ();
