@@ -26,6 +26,9 @@ typedef struct {
 } DiskSpec;
 
 #define MAX_DISKS 2
+/* guest writes to each disk in each phase, and the copies' speed meanwhile */
+#define EVAC_WRITES      30
+#define EVAC_WRITE_SPEED "2M"
 
 typedef struct {
     gchar *name;
@@ -35,8 +38,9 @@ typedef struct {
     const gchar *formats[MAX_DISKS];
     gsize sizes[MAX_DISKS];
     gchar *expected[MAX_DISKS];
-    gchar *dests[MAX_DISKS]; /* the planned destination; NULL when not under FROM */
-    VmrHarness *vm;          /* its QEMU */
+    gchar *dests[MAX_DISKS];              /* the planned destination; NULL when not under FROM */
+    VmrHarnessWriter *writers[MAX_DISKS]; /* the guest's writes to each disk */
+    VmrHarness *vm;                       /* its QEMU */
 } Domain;
 
 typedef struct {
@@ -51,6 +55,8 @@ static const gchar *const disk_ids[MAX_DISKS] = { "disk0", "disk1" };
 static void
 domain_free (Domain *d)
 {
+    for (guint i = 0; i < MAX_DISKS; i++)
+        g_clear_pointer (&d->writers[i], vmr_harness_writer_free);
     if (d->vm != NULL)
         vmr_harness_peer_free (d->vm);
     for (guint i = 0; i < MAX_DISKS; i++) {
@@ -136,9 +142,14 @@ add_domain (Evac *e, const gchar *name, const DiskSpec *specs, guint n)
         d->dests[i] = planned_destination (e, d->sources[i]);
         disks[i] = (VmrHarnessDisk){ d->ids[i], d->sources[i], d->formats[i], NULL };
         disks[i].no_locking = specs[i].shared;
+        disks[i].scsi = TRUE;
     }
     d->vm = vmr_harness_peer_new (e->h, name);
     vmr_harness_start_qemu (d->vm, disks, n);
+    for (guint i = 0; i < n; i++)
+        if (!specs[i].shared)
+            d->writers[i]
+                = vmr_harness_writer_new (d->vm, d->ids[i], d->expected[i], g_str_hash (name) + i);
     vmr_harness_attach (d->vm, name);
     g_ptr_array_add (e->domains, d);
     return d;
@@ -360,7 +371,9 @@ find_job (JsonNode *jobs, Domain *d, guint i)
  * moved by a completed job (the disks of one domain in one group), its
  * domain runs it from its destination; every other disk has no job and
  * stays where it was; @output, evacuate's, names every job. Then every QEMU quits and the bytes are
- * checked: the destinations hold their sources' patterns, the sources are intact.
+ * checked: the destinations hold what the guests must see, the sources that
+ * were not moved too, and so do those that were, unless the guest wrote to
+ * them (a moved source keeps what it had at the pivot).
  */
 static void
 assert_evacuated (Evac *e, const gchar *glob, const gchar *output)
@@ -415,10 +428,58 @@ assert_evacuated (Evac *e, const gchar *glob, const gchar *output)
 
         vmr_harness_quit_qemu (d->vm);
         for (guint i = 0; i < d->n; i++) {
-            if (selected && d->dests[i] != NULL)
+            gboolean moved = selected && d->dests[i] != NULL;
+
+            if (moved)
                 vmr_harness_assert_image_equals (d->dests[i], d->formats[i], d->expected[i]);
-            vmr_harness_assert_image_equals (d->sources[i], d->formats[i], d->expected[i]);
+            if (!moved || d->writers[i] == NULL || vmr_harness_writer_count (d->writers[i]) == 0)
+                vmr_harness_assert_image_equals (d->sources[i], d->formats[i], d->expected[i]);
         }
+    }
+}
+
+/* `evacuate --from FROM --to TO @extra...` in the background */
+static VmrCliRun *
+evacuate_spawn (Evac *e, const gchar *const *extra)
+{
+    g_autoptr (GPtrArray) args = g_ptr_array_new ();
+
+    g_ptr_array_add (args, "evacuate");
+    g_ptr_array_add (args, "--from");
+    g_ptr_array_add (args, e->from);
+    g_ptr_array_add (args, "--to");
+    g_ptr_array_add (args, e->to);
+    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+        g_ptr_array_add (args, (gpointer) extra[i]);
+    g_ptr_array_add (args, NULL);
+    return vmr_harness_cli_spawnv (e->h, (const gchar *const *) args->pdata);
+}
+
+/*
+ * Once the evacuation submitted its @n_jobs jobs: every guest writes to
+ * every disk while the copies run slowly, then every copy is let go
+ */
+static void
+guests_write (Evac *e, guint n_jobs)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+    g_autoptr (JsonNode) jobs = NULL;
+    JsonArray *array;
+
+    while (vmr_harness_count_jobs (e->h) < n_jobs) {
+        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+        g_usleep (20 * 1000);
+    }
+    for (guint k = 0; k < e->domains->len; k++)
+        for (guint i = 0; i < domain_at (e, k)->n; i++)
+            if (domain_at (e, k)->writers[i] != NULL)
+                vmr_harness_writer_write (domain_at (e, k)->writers[i], EVAC_WRITES);
+    jobs = vmr_harness_cli_json (e->h, "jobs", NULL);
+    array = json_node_get_array (jobs);
+    for (guint j = 0; j < json_array_get_length (array); j++) {
+        JsonObject *job = json_array_get_object_element (array, j);
+        g_autoptr (JsonObject) unlimited
+            = vmr_harness_job_command (e->h, "set-speed", vmr_json_get_string (job, "id"), "0");
     }
 }
 
@@ -439,7 +500,8 @@ test_evacuate (VmrHarness *h, gconstpointer user_data)
     static const DiskSpec gamma[] = { { "elsewhere/gamma.raw", "raw", 16 * MIB } };
     const gchar *const dry_run[] = { "--dry-run", NULL };
     const gchar *const json_dry_run[] = { "--dry-run", "--json", NULL };
-    const gchar *const wait[] = { "--wait", NULL };
+    const gchar *const wait[] = { "--wait", "--speed", EVAC_WRITE_SPEED, NULL };
+    VmrCliRun *running = NULL;
     g_autoptr (VmrCliResult) planned = NULL;
     g_autoptr (VmrCliResult) planned_json = NULL;
     g_autoptr (VmrCliResult) run = NULL;
@@ -492,9 +554,16 @@ test_evacuate (VmrHarness *h, gconstpointer user_data)
     for (guint k = 0; k < e.domains->len; k++)
         vmr_harness_assert_no_block_jobs (domain_at (&e, k)->vm);
 
-    /* the real thing */
-    run = evacuate (&e, wait);
+    /* the real thing, slowed down while the guests write, then let go */
+    running = evacuate_spawn (&e, wait);
+    guests_write (&e, n_disks);
+    run = vmr_harness_cli_wait (running);
     vmr_cli_result_assert_ok (run);
+    /* on their destinations now, and the guests write on */
+    for (guint k = 0; k < e.domains->len; k++)
+        for (guint i = 0; i < domain_at (&e, k)->n; i++)
+            if (domain_at (&e, k)->writers[i] != NULL)
+                vmr_harness_writer_write (domain_at (&e, k)->writers[i], EVAC_WRITES);
     g_test_message ("%s", run->out);
     progress = g_strdup_printf ("evacuate: %u/%u disks done", n_disks, n_disks);
     g_assert_nonnull (strstr (run->out, progress));

@@ -32,6 +32,7 @@ typedef struct {
     gchar *dests[2];
     gchar *jobs[2]; /* job ids, in the order of the command line */
     gchar *group;
+    VmrHarnessWriter *writers[2]; /* guest writes, for disks off the I/O threads */
 } Group;
 
 static void
@@ -42,6 +43,7 @@ group_clear (Group *g)
         g_clear_pointer (&g->expected[i], g_free);
         g_clear_pointer (&g->dests[i], g_free);
         g_clear_pointer (&g->jobs[i], g_free);
+        g_clear_pointer (&g->writers[i], vmr_harness_writer_free);
     }
     g_clear_pointer (&g->group, g_free);
 }
@@ -49,16 +51,17 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Group, group_clear)
 
 /*
  * A VM "vm" with disk0 (@size0 bytes) and disk1 (@size1 bytes), raw, on
- * the I/O threads io0 and io1 (or both on the main loop when !@iothreads),
- * attached to the daemon. disk1's destination is in @dest1_dir when given.
+ * the I/O threads io0 and io1 (or both on the main loop when !@iothreads,
+ * as scsi-hds the guest writes through: group_write()), attached to the
+ * daemon. disk1's destination is in @dest1_dir when given.
  */
 static void
 group_start_vm (VmrHarness *h, Group *g, gsize size0, gsize size1, gboolean iothreads,
                 const gchar *dest1_dir)
 {
     VmrHarnessDisk disks[] = {
-        { "disk0", NULL, "raw", iothreads ? "io0" : NULL },
-        { "disk1", NULL, "raw", iothreads ? "io1" : NULL },
+        { "disk0", NULL, "raw", iothreads ? "io0" : NULL, .scsi = !iothreads },
+        { "disk1", NULL, "raw", iothreads ? "io1" : NULL, .scsi = !iothreads },
     };
     const gsize sizes[] = { size0, size1 };
 
@@ -77,7 +80,21 @@ group_start_vm (VmrHarness *h, Group *g, gsize size0, gsize size1, gboolean ioth
         disks[i].path = g->sources[i];
     }
     vmr_harness_start_qemu (h, disks, g->n);
+    for (guint i = 0; i < g->n && !iothreads; i++)
+        g->writers[i] = vmr_harness_writer_new (h, g->ids[i], g->expected[i], 0x9a0 + i);
     vmr_harness_attach (h, "vm");
+}
+
+/* guest writes in each phase, to each disk */
+#define GROUP_WRITES 30
+
+/* the guest writes to every member it can write to */
+static void
+group_write (Group *g)
+{
+    for (guint i = 0; i < g->n; i++)
+        if (g->writers[i] != NULL)
+            vmr_harness_writer_write (g->writers[i], GROUP_WRITES);
 }
 
 /* the command line `migrate vm disk0 DEST0 disk1 DEST1 @extra...`, NULL-terminated */
@@ -223,8 +240,9 @@ assert_group_migrated (VmrHarness *h, Group *g)
     vmr_harness_quit_qemu (h);
     for (guint i = 0; i < g->n; i++) {
         vmr_harness_assert_image_equals (g->dests[i], "raw", g->expected[i]);
-        /* the sources are left as they were */
-        vmr_harness_assert_image_equals (g->sources[i], "raw", g->expected[i]);
+        /* the sources are left as they were (as they were at the pivot, when written) */
+        if (g->writers[i] == NULL)
+            vmr_harness_assert_image_equals (g->sources[i], "raw", g->expected[i]);
     }
 }
 
@@ -311,10 +329,13 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
         return;
     group_start_vm (h, &g, SMALL_SIZE, 2 * SMALL_SIZE, FALSE, NULL);
     group_migrate (h, &g, extra);
+    group_write (&g);
     synced = vmr_harness_wait_job (h, g.jobs[0], "synced", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_true (vmr_json_get_bool (synced, "manual-pivot"));
     copying = vmr_harness_wait_job (h, g.jobs[1], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
     assert_waiting_for_group (h, &g, 0, 1);
+    /* one member in sync, the other copying */
+    group_write (&g);
 
     /* the synced member cannot pivot its group yet: one error line, nothing changed */
     refused = vmr_harness_cli (h, "pivot", g.jobs[0], NULL);
@@ -342,12 +363,15 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
         g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
         vmr_harness_assert_disk_on (h, g.ids[i], g.sources[i]);
     }
+    /* both in sync */
+    group_write (&g);
 
     /* `pivot` on the member that is not the group's first switches both */
     pivot = vmr_harness_cli (h, "pivot", g.jobs[1], NULL);
     vmr_cli_result_assert_ok (pivot);
     done0 = vmr_harness_wait_job (h, g.jobs[0], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     done1 = vmr_harness_wait_job (h, g.jobs[1], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    group_write (&g);
     assert_pivots_after_last_sync (h, &g);
     assert_group_migrated (h, &g);
 }

@@ -5,12 +5,19 @@
  * iothread, an existing destination (--reuse), a disk named by its node,
  * one disk of two, and a disk whose queues two iothreads serve. Each
  * proves the guest uses the destination, the old image is released, the
- * job record is final and the destination holds the source's bytes.
+ * job record is final and the destination holds the source's bytes. Where
+ * the disk is not on an iothread it is a scsi-hd the guest writes through
+ * while the copy runs (held back by a speed limit, then let go) and after
+ * the pivot, and the destination must hold every write.
  */
 
 #include "harness.h"
 
 #define IMAGE_SIZE (32 * 1024 * 1024)
+/* guest writes in each phase */
+#define WRITES 40
+/* slow enough that the copy still runs while the guest writes */
+#define WRITE_PHASE_SPEED "4M"
 
 typedef struct {
     const gchar *source_format; /* "raw" or "qcow2" */
@@ -205,7 +212,11 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) disk = NULL;
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (GPtrArray) extra = g_ptr_array_new ();
+    g_autoptr (VmrHarnessWriter) writer = NULL;
     VmrHarnessDisk vm_disk = { "disk0", NULL, c->source_format, c->iothread };
+    /* a scsi-hd takes guest writes; an iothread case stays on virtio-blk */
+    gboolean writes = c->iothread == NULL;
+    VmrCliRun *waiting = NULL;
 
     if (vmr_harness_skipped (h))
         return;
@@ -222,7 +233,10 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
         vmr_harness_qemu_img ("create", "-q", "-f", c->dest_format, dest, size, NULL);
     }
     vm_disk.path = source;
+    vm_disk.scsi = writes;
     vmr_harness_start_qemu (h, &vm_disk, 1);
+    if (writes)
+        writer = vmr_harness_writer_new (h, "disk0", expected, 0x3117e);
     vmr_harness_attach (h, "vm");
     assert_domain_disk (h, "disk0", source, c->source_format, c->iothread);
 
@@ -230,15 +244,53 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
     g_ptr_array_add (extra, (gpointer) c->dest_format);
     if (c->reuse)
         g_ptr_array_add (extra, "--reuse");
-    if (c->wait)
-        g_ptr_array_add (extra, "--wait");
-    g_ptr_array_add (extra, NULL);
-    /* the harness names the format node of the first disk test-fmt0 */
-    id = vmr_harness_migratev (h, "vm", c->by_node ? "test-fmt0" : "disk0", dest,
-                               (const gchar *const *) extra->pdata);
-    /* with --wait, exit status 0 means the job is completed already */
-    job = c->wait ? vmr_harness_get_job (h, id)
-                  : vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    if (writes) {
+        g_ptr_array_add (extra, "--speed");
+        g_ptr_array_add (extra, WRITE_PHASE_SPEED);
+    }
+    if (c->wait) {
+        g_autoptr (GPtrArray) args = g_ptr_array_new ();
+
+        /* --wait follows the job to its end while the guest writes */
+        g_ptr_array_add (args, "migrate");
+        g_ptr_array_add (args, "vm");
+        g_ptr_array_add (args, c->by_node ? "test-fmt0" : "disk0");
+        g_ptr_array_add (args, dest);
+        for (guint i = 0; i < extra->len; i++)
+            g_ptr_array_add (args, g_ptr_array_index (extra, i));
+        g_ptr_array_add (args, "--wait");
+        g_ptr_array_add (args, NULL);
+        waiting = vmr_harness_cli_spawnv (h, (const gchar *const *) args->pdata);
+        /* the job shows up while that CLI waits */
+        for (gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+             vmr_harness_count_jobs (h) == 0; g_usleep (20 * 1000))
+            g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+        id = g_strdup ("vmr-1");
+        job = vmr_harness_wait_job (h, id, writes ? "copying" : "completed",
+                                    VMR_HARNESS_JOB_TIMEOUT_S);
+    } else {
+        g_ptr_array_add (extra, NULL);
+        /* the harness names the format node of the first disk test-fmt0 */
+        id = vmr_harness_migratev (h, "vm", c->by_node ? "test-fmt0" : "disk0", dest,
+                                   (const gchar *const *) extra->pdata);
+    }
+    if (writes) {
+        g_autoptr (JsonObject) unlimited = NULL;
+
+        vmr_harness_writer_write (writer, WRITES);
+        unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
+    }
+    if (waiting != NULL) {
+        g_autoptr (VmrCliResult) waited = vmr_harness_cli_wait (waiting);
+
+        /* exit status 0 means the job is completed already */
+        vmr_cli_result_assert_ok (waited);
+        g_clear_pointer (&job, json_object_unref);
+        job = vmr_harness_get_job (h, id);
+    } else {
+        g_clear_pointer (&job, json_object_unref);
+        job = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    }
     g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
     assert_completed_job (h, id, c, source);
     /* the daemon's view follows the pivot, and the disk is free again */
@@ -247,10 +299,14 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
     g_assert_false (json_object_has_member (disk, "job")
                     && !JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "job")));
 
-    assert_device_threads (h, c->iothread, NULL, dest);
+    if (!writes)
+        assert_device_threads (h, c->iothread, NULL, dest);
+    if (writes)
+        vmr_harness_writer_write (writer, WRITES);
     vmr_harness_assert_migrated (h, id, "disk0", source, dest, c->dest_format, expected);
-    /* the source is left as it was, for the operator to remove */
-    vmr_harness_assert_image_equals (source, c->source_format, expected);
+    /* the source is left as it was at the pivot, for the operator to remove */
+    if (!writes)
+        vmr_harness_assert_image_equals (source, c->source_format, expected);
 }
 
 /* the disk's "iothreads" in `domains --json` are @wanted, in order */
