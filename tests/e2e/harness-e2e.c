@@ -99,6 +99,22 @@ vmr_e2e_domblk_source (const gchar *domain, const gchar *target, gboolean inacti
 
 /* ---- domains ---- */
 
+/* a human monitor command line through libvirt, for the domain @user_data */
+static gchar *
+hmp_through_libvirt (const gchar *command_line, gpointer user_data)
+{
+    return vmr_e2e_virsh_ok ("qemu-monitor-command", (const gchar *) user_data, "--hmp",
+                             command_line, NULL);
+}
+
+VmrHarnessWriter *
+vmr_e2e_writer_new (const gchar *domain, const gchar *expected, guint64 seed)
+{
+    /* the domain's name lives as long as the test: its fixture owns it */
+    return vmr_harness_writer_new_hmp (VMR_E2E_SCSI_DEVICE, expected, seed, hmp_through_libvirt,
+                                       (gpointer) domain);
+}
+
 gchar *
 vmr_e2e_define_domain (VmrE2e *e, const VmrE2eDisk *disk)
 {
@@ -126,6 +142,8 @@ vmr_e2e_define_domain (VmrE2e *e, const VmrE2eDisk *disk)
         "      </driver>",
     };
 
+    gboolean scsi = disk->iothreads == 0;
+
     g_assert_cmpuint (disk->iothreads, <, G_N_ELEMENTS (iothreads));
     /* no bootable disk: the guest sits in the firmware, which costs little under TCG */
     xml = g_strdup_printf ("<domain type='qemu'>\n"
@@ -135,16 +153,19 @@ vmr_e2e_define_domain (VmrE2e *e, const VmrE2eDisk *disk)
                            "%s"
                            "  <os><type arch='x86_64' machine='q35'>hvm</type></os>\n"
                            "  <devices>\n"
+                           "%s"
                            "    <disk type='file' device='disk'>\n"
                            "      <driver name='qemu' type='%s'%s\n"
                            "      <source file='%s'/>\n"
-                           "      <target dev='vda' bus='virtio'/>\n"
+                           "      <target dev='vda' bus='%s'/>\n"
                            "    </disk>\n"
                            "    <memballoon model='none'/>\n"
                            "  </devices>\n"
                            "</domain>\n",
-                           q_name, iothreads[disk->iothreads], q_format,
-                           driver_end[disk->iothreads], q_path);
+                           q_name, iothreads[disk->iothreads],
+                           scsi ? "    <controller type='scsi' index='0' model='virtio-scsi'/>\n"
+                                : "",
+                           q_format, driver_end[disk->iothreads], q_path, scsi ? "scsi" : "virtio");
     xml_path = g_strdup_printf ("%s/%s.xml", e->h.dir, name);
     g_file_set_contents (xml_path, xml, -1, &error);
     g_assert_no_error (error);

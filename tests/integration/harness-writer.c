@@ -31,7 +31,8 @@
 #define WRITER_MAX_EXTENT (256 * 1024)
 
 struct _VmrHarnessWriter {
-    VmrHarness *h;
+    VmrHarnessHmpFunc hmp;
+    gpointer hmp_data;
     gchar *qdev_id;
     gchar *expected;
     gint expected_fd;
@@ -41,8 +42,34 @@ struct _VmrHarnessWriter {
     guint written; /* extents so far */
 };
 
+/* a human monitor command over the test's own QMP monitor */
+static gchar *
+hmp_over_qmp (const gchar *command_line, gpointer user_data)
+{
+    VmrHarness *h = user_data;
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GError) error = NULL;
+
+    json_object_set_string_member (args, "command-line", command_line);
+    g_assert_nonnull (h->mon);
+    reply = vmr_qmp_client_execute_sync (h->mon, "human-monitor-command", args, 0, &error);
+    if (error != NULL)
+        vmr_fail ("writer: %s on the test monitor: %s", command_line, error->message);
+    if (!JSON_NODE_HOLDS_VALUE (reply) || json_node_get_value_type (reply) != G_TYPE_STRING)
+        return g_strdup ("(a reply that is not text)");
+    return g_strdup (json_node_get_string (reply));
+}
+
 VmrHarnessWriter *
 vmr_harness_writer_new (VmrHarness *h, const gchar *qdev_id, const gchar *expected, guint64 seed)
+{
+    return vmr_harness_writer_new_hmp (qdev_id, expected, seed, hmp_over_qmp, h);
+}
+
+VmrHarnessWriter *
+vmr_harness_writer_new_hmp (const gchar *qdev_id, const gchar *expected, guint64 seed,
+                            VmrHarnessHmpFunc hmp, gpointer hmp_data)
 {
     VmrHarnessWriter *w = g_new0 (VmrHarnessWriter, 1);
     GStatBuf st;
@@ -50,7 +77,8 @@ vmr_harness_writer_new (VmrHarness *h, const gchar *qdev_id, const gchar *expect
     if (g_stat (expected, &st) != 0)
         vmr_fail ("writer: cannot stat %s: %s", expected, g_strerror (errno));
     g_assert_cmpuint ((guint64) st.st_size, >=, WRITER_MAX_EXTENT);
-    w->h = h;
+    w->hmp = hmp;
+    w->hmp_data = hmp_data;
     w->qdev_id = g_strdup (qdev_id);
     w->expected = g_strdup (expected);
     w->expected_fd = open (expected, O_WRONLY | O_CLOEXEC);
@@ -102,25 +130,17 @@ vmr_harness_writer_try_one (VmrHarnessWriter *w, gchar **error_text)
     guint64 offset = (guint64) g_rand_double_range (w->rand, 0,
                                                     (gdouble) (blocks - length / WRITER_ALIGN + 1));
     guint8 pattern = (guint8) g_rand_int_range (w->rand, 1, 256);
-    g_autoptr (JsonObject) args = json_object_new ();
-    g_autoptr (JsonNode) reply = NULL;
     g_autofree gchar *command = NULL;
-    g_autoptr (GError) error = NULL;
-    const gchar *text;
+    g_autofree gchar *text = NULL;
 
     offset *= WRITER_ALIGN;
     g_assert_cmpuint (offset + length, <=, w->size);
     command = g_strdup_printf ("qemu-io -d %s \"write -P 0x%02x %" G_GUINT64_FORMAT
                                " %" G_GSIZE_FORMAT "\"",
                                w->qdev_id, pattern, offset, length);
-    json_object_set_string_member (args, "command-line", command);
-    g_assert_nonnull (w->h->mon);
-    reply = vmr_qmp_client_execute_sync (w->h->mon, "human-monitor-command", args, 0, &error);
-    if (error != NULL)
-        vmr_fail ("writer: %s on the test monitor: %s", command, error->message);
     /* qemu-io's own report goes to QEMU's stdout; the reply carries only errors */
-    text = JSON_NODE_HOLDS_VALUE (reply) ? json_node_get_string (reply) : NULL;
-    if (text == NULL || *text != '\0') {
+    text = w->hmp (command, w->hmp_data);
+    if (text == NULL || *g_strstrip (text) != '\0') {
         /* not written: the expected image stays as it is */
         if (error_text != NULL)
             *error_text

@@ -259,6 +259,18 @@ typedef struct _VmrHarnessWriter VmrHarnessWriter;
 
 VmrHarnessWriter *vmr_harness_writer_new (VmrHarness *h, const gchar *qdev_id,
                                           const gchar *expected, guint64 seed);
+
+/*
+ * runs a human monitor command line in the QEMU that has the device, and
+ * returns its reply text (free with g_free()); fails the test when the
+ * command cannot be sent at all
+ */
+typedef gchar *(*VmrHarnessHmpFunc) (const gchar *command_line, gpointer user_data);
+
+/* as vmr_harness_writer_new(), for a QEMU reached another way (libvirt's) */
+VmrHarnessWriter *vmr_harness_writer_new_hmp (const gchar *qdev_id, const gchar *expected,
+                                              guint64 seed, VmrHarnessHmpFunc hmp,
+                                              gpointer hmp_data);
 void vmr_harness_writer_free (VmrHarnessWriter *w);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrHarnessWriter, vmr_harness_writer_free)
 
