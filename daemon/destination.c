@@ -13,8 +13,8 @@
 #include "units.h"
 #include "vmr-error.h"
 
-static gboolean
-same_file (const gchar *a, const gchar *b)
+gboolean
+vmr_destination_same_file (const gchar *a, const gchar *b)
 {
     GStatBuf sa, sb;
     g_autofree gchar *ca = NULL;
@@ -70,7 +70,7 @@ vmr_destination_check (const VmrDestinationCheck *check, guint64 *out_size, GErr
         return FALSE;
     }
     for (guint i = 0; check->in_use != NULL && check->in_use[i] != NULL; i++) {
-        if (same_file (check->path, check->in_use[i])) {
+        if (vmr_destination_same_file (check->path, check->in_use[i])) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                          "destination %s is a disk of the domain already", check->path);
             return FALSE;

@@ -28,6 +28,12 @@ gboolean vmr_destination_check (const VmrDestinationCheck *check, guint64 *out_s
                                 GError **error);
 
 /*
+ * TRUE when @a and @b are the same file (the same inode, whatever links
+ * lead there), or the same path once made canonical when either is missing
+ */
+gboolean vmr_destination_same_file (const gchar *a, const gchar *b);
+
+/*
  * Creates @path for a copy of @size bytes in @format, with the mode and owner
  * of @like_path when that can be read. A raw file is sparse; qcow2 is made by
  * qemu-img. Fails if @path exists.

@@ -313,6 +313,38 @@ vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, guint64
     vmr_backend_start_copy_async (entry->backend, job, disk, NULL, copy_started_cb, data);
 }
 
+/*
+ * The destination is no disk of another domain the daemon knows, by any
+ * path or link: the daemon's own refusal, not left to QEMU's image locking
+ * (which a disk opened with locking=off, or a file system without locks,
+ * does not give)
+ */
+static gboolean
+check_not_elsewhere (VmrEngine *self, DomainEntry *entry, const gchar *destination, GError **error)
+{
+    GHashTableIter iter;
+    gpointer value;
+
+    g_hash_table_iter_init (&iter, self->domains);
+    while (g_hash_table_iter_next (&iter, NULL, &value)) {
+        DomainEntry *other = value;
+
+        if (other == entry || other->disks == NULL)
+            continue;
+        for (guint i = 0; i < other->disks->len; i++) {
+            VmrDisk *d = g_ptr_array_index (other->disks, i);
+
+            if (d->path != NULL && vmr_destination_same_file (destination, d->path)) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "destination %s is the disk %s of domain %s", destination, d->id,
+                             other->name);
+                return FALSE;
+            }
+        }
+    }
+    return TRUE;
+}
+
 /* checks one disk of a request; @disks are the domain's, @in_use their paths */
 static VmrDisk *
 check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
@@ -369,6 +401,8 @@ check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
                      entry->name);
         return NULL;
     }
+    if (!check_not_elsewhere (self, entry, target->destination, error))
+        return NULL;
     check.path = target->destination;
     check.format = target->format;
     check.reuse = data->reuse;

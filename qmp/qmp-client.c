@@ -2,6 +2,11 @@
 
 #include "qmp-client.h"
 
+#include <errno.h>
+#include <sys/stat.h>
+
+#include <glib/gstdio.h>
+
 #include "qmp-stream.h"
 #include "vmr-error.h"
 
@@ -355,8 +360,18 @@ socket_connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     conn = g_socket_client_connect_finish (G_SOCKET_CLIENT (source), res, &error);
     if (conn == NULL) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
-                                 "cannot connect to %s: %s", data->path, error->message);
+        GStatBuf st;
+
+        /* "Connection refused" says little of a path that is no socket at all */
+        if (g_stat (data->path, &st) != 0)
+            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                     "cannot connect to %s: %s", data->path, g_strerror (errno));
+        else if (!S_ISSOCK (st.st_mode))
+            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                     "cannot connect to %s: it is not a socket", data->path);
+        else
+            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                     "cannot connect to %s: %s", data->path, error->message);
         return;
     }
     start_on_stream (G_IO_STREAM (conn), data->timeout_ms, g_steal_pointer (&task));

@@ -4,14 +4,23 @@
  * Bad input is refused with one line on stderr and exit status 1 (refused)
  * or 2 (bad command line), and changes nothing: the VM stays on its
  * sources with their bytes intact, no destination appears, no job is
- * recorded, and the daemon keeps serving.
+ * recorded, and the daemon keeps serving. Each refusal is checked for its
+ * reason: the daemon's own, also where QEMU's image locking would refuse
+ * anyway.
  */
 
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
 #define IMAGE_SIZE (16 * 1024 * 1024)
+
+/* what attach says of a monitor path that leads to no QEMU */
+#define REASON_PLAIN_FILE "it is not a socket"
+#define REASON_SILENT     "no QMP greeting in time"
+#define REASON_MISSING    "does not exist"
+#define REASON_NOT_QEMU   "is not a QEMU monitor"
 
 /* a VM "vm" with two raw disks, disk0 and disk1, attached to the daemon */
 typedef struct {
@@ -87,14 +96,25 @@ assert_unchanged (VmrHarness *h, Vm *vm, guint n_jobs)
     vmr_harness_assert_image_equals (vm->source1, "raw", vm->expected1);
 }
 
-/* `migrate vm DISK DEST extra...` fails with @status and leaves everything as it was */
-static void assert_migrate_refused (VmrHarness *h, Vm *vm, gint status, const gchar *domain,
-                                    const gchar *disk, const gchar *dest,
+/* the one error line of @result says @reason */
+static void
+assert_reason (VmrCliResult *result, const gchar *reason)
+{
+    if (strstr (result->err, reason) == NULL)
+        vmr_fail ("`%s` was refused, but not for \"%s\": %s", result->cmdline, reason, result->err);
+}
+
+/*
+ * `migrate vm DISK DEST extra...` fails with @status, one line that says
+ * @reason, and leaves everything as it was
+ */
+static void assert_migrate_refused (VmrHarness *h, Vm *vm, gint status, const gchar *reason,
+                                    const gchar *domain, const gchar *disk, const gchar *dest,
                                     ...) G_GNUC_NULL_TERMINATED;
 
 static void
-assert_migrate_refused (VmrHarness *h, Vm *vm, gint status, const gchar *domain, const gchar *disk,
-                        const gchar *dest, ...)
+assert_migrate_refused (VmrHarness *h, Vm *vm, gint status, const gchar *reason,
+                        const gchar *domain, const gchar *disk, const gchar *dest, ...)
 {
     g_autoptr (GPtrArray) args = g_ptr_array_new ();
     g_autoptr (VmrCliResult) result = NULL;
@@ -113,6 +133,7 @@ assert_migrate_refused (VmrHarness *h, Vm *vm, gint status, const gchar *domain,
     g_ptr_array_add (args, NULL);
     result = vmr_harness_cliv (h, (const gchar *const *) args->pdata);
     vmr_cli_result_assert_error (result, status);
+    assert_reason (result, reason);
     g_assert_cmpint (g_file_test (dest, G_FILE_TEST_EXISTS), ==, existed);
     assert_unchanged (h, vm, 0);
 }
@@ -127,7 +148,7 @@ test_unknown_domain (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     dest = vmr_harness_path (h, "dest.raw");
-    assert_migrate_refused (h, &vm, 1, "nosuch", "disk0", dest, NULL);
+    assert_migrate_refused (h, &vm, 1, "unknown domain 'nosuch'", "nosuch", "disk0", dest, NULL);
 }
 
 static void
@@ -140,7 +161,8 @@ test_unknown_disk (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     dest = vmr_harness_path (h, "dest.raw");
-    assert_migrate_refused (h, &vm, 1, "vm", "nosuch", dest, NULL);
+    assert_migrate_refused (h, &vm, 1, "domain vm has no disk 'nosuch'", "vm", "nosuch", dest,
+                            NULL);
 }
 
 /* a second migration of a disk that is migrating is refused; the first goes on */
@@ -167,6 +189,7 @@ test_already_migrating (VmrHarness *h, gconstpointer user_data)
 
     result = vmr_harness_cli (h, "migrate", "vm", "disk0", dest2, NULL);
     vmr_cli_result_assert_error (result, 1);
+    assert_reason (result, "disk0 of vm is already migrating");
     g_assert_false (g_file_test (dest2, G_FILE_TEST_EXISTS));
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 1);
     g_clear_pointer (&job, json_object_unref);
@@ -196,7 +219,8 @@ test_dest_exists (VmrHarness *h, gconstpointer user_data)
     vm_start (h, &vm);
     dest = vmr_harness_create_file (h, "dest.raw", IMAGE_SIZE, 0xaa);
     pristine = vmr_harness_create_file (h, "dest.pristine", IMAGE_SIZE, 0xaa);
-    assert_migrate_refused (h, &vm, 1, "vm", "disk0", dest, NULL);
+    assert_migrate_refused (h, &vm, 1, "exists; pass --reuse to copy onto it", "vm", "disk0", dest,
+                            NULL);
     vmr_harness_assert_image_equals (dest, "raw", pristine);
 }
 
@@ -213,7 +237,8 @@ test_reuse_smaller (VmrHarness *h, gconstpointer user_data)
     vm_start (h, &vm);
     dest = vmr_harness_create_file (h, "dest.raw", IMAGE_SIZE / 2, 0xaa);
     pristine = vmr_harness_create_file (h, "dest.pristine", IMAGE_SIZE / 2, 0xaa);
-    assert_migrate_refused (h, &vm, 1, "vm", "disk0", dest, "--reuse", NULL);
+    assert_migrate_refused (h, &vm, 1, "is smaller than the source", "vm", "disk0", dest, "--reuse",
+                            NULL);
     vmr_harness_assert_image_equals (dest, "raw", pristine);
 }
 
@@ -228,7 +253,8 @@ test_dest_is_source (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     source = g_strdup (vm.source0);
-    assert_migrate_refused (h, &vm, 1, "vm", "disk0", source, "--reuse", NULL);
+    assert_migrate_refused (h, &vm, 1, "is a disk of the domain already", "vm", "disk0", source,
+                            "--reuse", NULL);
 }
 
 /* --reuse of another disk of the same VM: copying there would destroy it */
@@ -242,7 +268,60 @@ test_dest_is_other_disk (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     other = g_strdup (vm.source1);
-    assert_migrate_refused (h, &vm, 1, "vm", "disk0", other, "--reuse", NULL);
+    assert_migrate_refused (h, &vm, 1, "is a disk of the domain already", "vm", "disk0", other,
+                            "--reuse", NULL);
+}
+
+/*
+ * --reuse through a symlink to a disk: of the same VM, and of another VM
+ * the daemon knows. The other VM opens its image without locking, so QEMU
+ * would not stop the copy: the refusal is the daemon's, and the other VM's
+ * disk keeps its bytes.
+ */
+static void
+test_reuse_symlink (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *own_link = NULL;
+    g_autofree gchar *other_link = NULL;
+    g_autofree gchar *other_source = NULL;
+    g_autofree gchar *other_expected = NULL;
+    VmrHarnessDisk other_disk = { "disk0", NULL, "raw", NULL, .no_locking = TRUE };
+    VmrHarness *other = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    other_source = vmr_harness_create_image (h, "other.raw", "raw", IMAGE_SIZE, 12);
+    other_expected = vmr_harness_expected_path (other_source);
+    other_disk.path = other_source;
+    other = vmr_harness_peer_new (h, "other");
+    vmr_harness_start_qemu (other, &other_disk, 1);
+    vmr_harness_attach (other, "other");
+    other_link = vmr_harness_path (h, "other-link.raw");
+    g_assert_cmpint (symlink (other_source, other_link), ==, 0);
+    {
+        g_autoptr (VmrCliResult) result
+            = vmr_harness_cli (h, "migrate", "vm", "disk0", other_link, "--reuse", NULL);
+
+        vmr_cli_result_assert_error (result, 1);
+        assert_reason (result, "is the disk disk0 of domain other");
+    }
+    g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
+    vmr_harness_assert_no_block_jobs (other);
+    {
+        g_autoptr (VmrCliResult) detached = vmr_harness_cli (h, "detach", "other", NULL);
+
+        vmr_cli_result_assert_ok (detached);
+    }
+    vmr_harness_quit_qemu (other);
+    vmr_harness_peer_free (other);
+    vmr_harness_assert_image_equals (other_source, "raw", other_expected);
+
+    own_link = vmr_harness_path (h, "own-link.raw");
+    g_assert_cmpint (symlink (vm.source1, own_link), ==, 0);
+    assert_migrate_refused (h, &vm, 1, "is a disk of the domain already", "vm", "disk0", own_link,
+                            "--reuse", NULL);
 }
 
 static void
@@ -257,7 +336,7 @@ test_dest_dir_missing (VmrHarness *h, gconstpointer user_data)
     vm_start (h, &vm);
     dir = vmr_harness_path (h, "nosuch");
     dest = g_build_filename (dir, "dest.raw", NULL);
-    assert_migrate_refused (h, &vm, 1, "vm", "disk0", dest, NULL);
+    assert_migrate_refused (h, &vm, 1, "does not exist", "vm", "disk0", dest, NULL);
     g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
 }
 
@@ -276,7 +355,7 @@ test_dest_dir_unwritable (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     dest = g_build_filename (dir, "dest.raw", NULL);
-    assert_migrate_refused (h, &vm, 1, "vm", "disk0", dest, NULL);
+    assert_migrate_refused (h, &vm, 1, "is not writable", "vm", "disk0", dest, NULL);
 }
 
 /*
@@ -319,7 +398,7 @@ test_qemu_refuses (VmrHarness *h, gconstpointer user_data)
 
 /* a plain file, a socket that never greets, a path that does not exist */
 static void
-assert_attach_refused (VmrHarness *h, Vm *vm, const gchar *qmp_path)
+assert_attach_refused (VmrHarness *h, Vm *vm, const gchar *qmp_path, const gchar *reason)
 {
     g_autoptr (VmrCliResult) result = NULL;
     gint64 started = g_get_monotonic_time ();
@@ -328,6 +407,7 @@ assert_attach_refused (VmrHarness *h, Vm *vm, const gchar *qmp_path)
     g_test_message ("attach took %.1f s",
                     (gdouble) (g_get_monotonic_time () - started) / G_USEC_PER_SEC);
     vmr_cli_result_assert_error (result, 1);
+    assert_reason (result, reason);
     assert_unchanged (h, vm, 0);
 }
 
@@ -341,7 +421,7 @@ test_attach_plain_file (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     path = vmr_harness_create_file (h, "not-a-monitor", 4096, 'x');
-    assert_attach_refused (h, &vm, path);
+    assert_attach_refused (h, &vm, path, REASON_PLAIN_FILE);
 }
 
 static void
@@ -354,7 +434,7 @@ test_attach_silent (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     path = vmr_harness_silent_listener (h);
-    assert_attach_refused (h, &vm, path);
+    assert_attach_refused (h, &vm, path, REASON_SILENT);
 }
 
 static void
@@ -367,7 +447,7 @@ test_attach_missing (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     path = vmr_harness_path (h, "nosuch.sock");
-    assert_attach_refused (h, &vm, path);
+    assert_attach_refused (h, &vm, path, REASON_MISSING);
 }
 
 /* a peer that speaks QMP but is no QEMU: the daemon's own control socket */
@@ -379,7 +459,7 @@ test_attach_not_qemu (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     vm_start (h, &vm);
-    assert_attach_refused (h, &vm, h->socket);
+    assert_attach_refused (h, &vm, h->socket, REASON_NOT_QEMU);
 }
 
 /* the command line itself is wrong: exit status 2, the daemon is not involved */
@@ -406,7 +486,7 @@ test_unknown_option (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     dest = vmr_harness_path (h, "dest.raw");
-    assert_migrate_refused (h, &vm, 2, "vm", "disk0", dest, "--frobnicate", NULL);
+    assert_migrate_refused (h, &vm, 2, "--frobnicate", "vm", "disk0", dest, "--frobnicate", NULL);
 }
 
 static void
@@ -419,7 +499,7 @@ test_bad_rate (VmrHarness *h, gconstpointer user_data)
         return;
     vm_start (h, &vm);
     dest = vmr_harness_path (h, "dest.raw");
-    assert_migrate_refused (h, &vm, 2, "vm", "disk0", dest, "--speed", "fast", NULL);
+    assert_migrate_refused (h, &vm, 2, "fast", "vm", "disk0", dest, "--speed", "fast", NULL);
 }
 
 int
@@ -433,6 +513,7 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/bad-input/reuse-smaller", NULL, test_reuse_smaller);
     VMR_HARNESS_ADD ("/bad-input/dest-is-source", NULL, test_dest_is_source);
     VMR_HARNESS_ADD ("/bad-input/dest-is-other-disk", NULL, test_dest_is_other_disk);
+    VMR_HARNESS_ADD ("/bad-input/reuse-symlink", NULL, test_reuse_symlink);
     VMR_HARNESS_ADD ("/bad-input/dest-dir-missing", NULL, test_dest_dir_missing);
     VMR_HARNESS_ADD ("/bad-input/dest-dir-unwritable", NULL, test_dest_dir_unwritable);
     VMR_HARNESS_ADD ("/bad-input/qemu-refuses", NULL, test_qemu_refuses);
