@@ -146,6 +146,31 @@ describe_origin (const gchar *from)
     return g_strdup_printf ("[%s]", from);
 }
 
+/* when the policy in force was read, and a reload refused since, with its reason */
+static void
+print_load_times (JsonObject *obj)
+{
+    JsonObject *refused = vmr_cli_json_get_object (obj, "refused");
+    gint64 loaded = 0;
+    gint64 when = 0;
+
+    if (vmr_cli_json_get_int (obj, "loaded", &loaded) && loaded > 0) {
+        g_autofree gchar *text = vmr_cli_format_time (loaded);
+
+        g_print ("Loaded: %s\n", text);
+    }
+    if (refused != NULL && vmr_cli_json_get_int (refused, "time", &when)) {
+        g_autofree gchar *text = vmr_cli_format_time (when);
+        const gchar *why = vmr_cli_json_get_string (refused, "error");
+        g_auto (GStrv) lines = g_strsplit (why != NULL ? why : "", "\n", -1);
+
+        g_print ("Last reload refused: %s; the values below are the ones loaded before\n", text);
+        for (guint i = 0; lines[i] != NULL; i++)
+            if (*lines[i] != '\0')
+                g_print ("  %s\n", lines[i]);
+    }
+}
+
 static gboolean
 print_policy (JsonNode *reply, GError **error)
 {
@@ -174,6 +199,7 @@ print_policy (JsonNode *reply, GError **error)
         g_print ("Policy: built-in values (no policy file)\n");
     else
         g_print ("Policy: %s\n", source);
+    print_load_times (obj);
     if (domain != NULL && disk != NULL)
         g_print ("Values for disk %s of domain %s:\n", disk, domain);
     else if (domain != NULL)

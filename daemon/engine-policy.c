@@ -33,12 +33,25 @@ vmr_engine_load_policy (VmrEngine *self, const gchar *path, gboolean required, G
         return FALSE;
     g_clear_pointer (&self->policy, vmr_policy_unref);
     self->policy = policy;
+    self->policy_loaded = g_get_real_time ();
+    self->policy_refused = 0;
+    g_clear_pointer (&self->policy_refusal, g_free);
     if (path != self->policy_path) {
         g_free (self->policy_path);
         self->policy_path = g_strdup (path);
     }
     g_message ("policy loaded from %s", vmr_policy_get_source (policy));
     return TRUE;
+}
+
+/* a refused reload, for query-policy: a reload by a signal has nobody to tell */
+static gboolean
+refuse_reload (VmrEngine *self, GError **error)
+{
+    self->policy_refused = g_get_real_time ();
+    g_free (self->policy_refusal);
+    self->policy_refusal = g_strdup ((*error)->message);
+    return FALSE;
 }
 
 gboolean
@@ -56,12 +69,12 @@ vmr_engine_reload_policy (VmrEngine *self, GError **error)
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                      "policy file %s does not exist; keeping the current policy",
                      self->policy_path);
-        return FALSE;
+        return refuse_reload (self, error);
     }
     if (!vmr_engine_load_policy (self, self->policy_path, TRUE, &local_error)) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "%s\nthe policy is unchanged",
                      local_error->message);
-        return FALSE;
+        return refuse_reload (self, error);
     }
     /* the sampling interval may have changed */
     g_hash_table_iter_init (&iter, self->domains);
@@ -87,6 +100,15 @@ vmr_engine_show_policy (VmrEngine *self, const gchar *domain, const gchar *disk,
     }
     rule = vmr_policy_lookup (self->policy, domain, disk);
     json_object_set_string_member (obj, "source", vmr_policy_get_source (self->policy));
+    if (self->policy_loaded != 0)
+        json_object_set_int_member (obj, "loaded", self->policy_loaded);
+    if (self->policy_refused != 0) {
+        JsonObject *refused = json_object_new ();
+
+        json_object_set_int_member (refused, "time", self->policy_refused);
+        json_object_set_string_member (refused, "error", self->policy_refusal);
+        json_object_set_object_member (obj, "refused", refused);
+    }
     if (domain != NULL)
         json_object_set_string_member (obj, "domain", domain);
     if (disk != NULL)

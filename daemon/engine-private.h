@@ -42,6 +42,9 @@ struct _VmrEngine {
 
     VmrPolicy *policy;
     gchar *policy_path;     /* NULL: built-in values only */
+    gint64 policy_loaded;   /* when the policy in force was read, µs since the epoch */
+    gint64 policy_refused;  /* when a reload was last refused after that, or 0 */
+    gchar *policy_refusal;  /* why, or NULL */
     guint admission_source; /* an admission pass is due */
 };
 

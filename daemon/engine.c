@@ -678,6 +678,7 @@ vmr_engine_finalize (GObject *object)
     g_ptr_array_unref (self->job_order);
     g_clear_pointer (&self->policy, vmr_policy_unref);
     g_free (self->policy_path);
+    g_free (self->policy_refusal);
     g_free (self->state_dir);
     G_OBJECT_CLASS (vmr_engine_parent_class)->finalize (object);
 }

@@ -256,3 +256,37 @@ vmr_harness_assert_image_equals (const gchar *path, const gchar *format, const g
     if (!vmr_harness_image_equals (path, format, expected, &error))
         vmr_fail ("%s", error->message);
 }
+
+void
+vmr_harness_assert_range_equals (const gchar *path, const gchar *expected, guint64 offset,
+                                 guint64 length)
+{
+    g_autofree guint8 *got = g_malloc (VMR_HARNESS_CHUNK_SIZE);
+    g_autofree guint8 *want = g_malloc (VMR_HARNESS_CHUNK_SIZE);
+    FILE *got_file = fopen (path, "rb");
+    FILE *want_file = fopen (expected, "rb");
+
+    if (got_file == NULL || want_file == NULL)
+        vmr_fail ("cannot open %s or %s: %s", path, expected, g_strerror (errno));
+    if (fseeko (got_file, (off_t) offset, SEEK_SET) != 0
+        || fseeko (want_file, (off_t) offset, SEEK_SET) != 0)
+        vmr_fail ("cannot seek to %" G_GUINT64_FORMAT " in %s or %s", offset, path, expected);
+    for (guint64 done = 0; done < length;) {
+        gsize len = (gsize) MIN ((guint64) VMR_HARNESS_CHUNK_SIZE, length - done);
+
+        if (fread (got, 1, len, got_file) != len || fread (want, 1, len, want_file) != len)
+            vmr_fail ("%s or %s ends before byte %" G_GUINT64_FORMAT, path, expected,
+                      offset + length);
+        if (memcmp (got, want, len) != 0) {
+            gsize i = 0;
+
+            while (got[i] == want[i])
+                i++;
+            vmr_fail ("%s differs from %s at byte %" G_GUINT64_FORMAT, path, expected,
+                      offset + done + i);
+        }
+        done += len;
+    }
+    fclose (got_file);
+    fclose (want_file);
+}

@@ -349,6 +349,10 @@ gboolean vmr_harness_image_equals (const gchar *path, const gchar *format, const
 void vmr_harness_assert_image_equals (const gchar *path, const gchar *format,
                                       const gchar *expected);
 
+/* asserts that bytes @offset to @offset + @length of the raw files @path and @expected are equal */
+void vmr_harness_assert_range_equals (const gchar *path, const gchar *expected, guint64 offset,
+                                      guint64 length);
+
 /* asserts that the job record of @id in the state dir says @state */
 void vmr_harness_assert_job_record (VmrHarness *h, const gchar *id, const gchar *state);
 

@@ -622,10 +622,30 @@ test_reload_invalid (VmrHarness *h, gconstpointer user_data)
 }
 
 /* SIGHUP with a bad file keeps the old policy too; with a good one it takes it */
+/* polls query-policy until it reports a refused reload; returns that object */
+static JsonObject *
+wait_refused (VmrHarness *h)
+{
+    gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autoptr (JsonNode) policy = vmr_harness_cli_json (h, "policy", "show", NULL);
+        JsonObject *obj = json_node_get_object (policy);
+
+        if (json_object_has_member (obj, "refused"))
+            return json_object_ref (vmr_json_get_object (obj, "refused"));
+        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+        g_usleep (50 * 1000);
+    }
+}
+
 static void
 test_sighup_invalid (VmrHarness *h, gconstpointer user_data)
 {
     gint64 deadline;
+    g_autoptr (JsonObject) refused = NULL;
+    g_autoptr (VmrCliResult) show = NULL;
+    g_autofree gchar *where = NULL;
 
     if (vmr_harness_skipped (h))
         return;
@@ -634,11 +654,20 @@ test_sighup_invalid (VmrHarness *h, gconstpointer user_data)
 
     g_free (vmr_harness_write_policy (h, bad_policy));
     g_subprocess_send_signal (h->daemon, SIGHUP);
-    /* the signal is handled in the daemon's main loop; give it the time */
-    g_usleep (G_USEC_PER_SEC);
+    /* the daemon's refusal, as query-policy tells it */
+    refused = wait_refused (h);
+    where = g_strdup (":3: [defaults] hold:");
+    assert_contains (vmr_json_get_string (refused, "error"), where, "the refusal");
+    assert_contains (vmr_json_get_string (refused, "error"), "the policy is unchanged",
+                     "the refusal");
     vmr_harness_assert_daemon_serving (h);
     assert_shown (h, "speed", "100M");
     assert_shown (h, "hold", "10s");
+    /* and as `policy show` tells it */
+    show = vmr_harness_cli (h, "policy", "show", NULL);
+    vmr_cli_result_assert_ok (show);
+    assert_contains (show->out, "Last reload refused: ", "policy show");
+    assert_contains (show->out, where, "policy show");
 
     /* the same signal with a good file does reload: so the first one was not ignored */
     g_free (vmr_harness_write_policy (h, "[defaults]\nspeed = 300M\n"));
@@ -653,6 +682,13 @@ test_sighup_invalid (VmrHarness *h, gconstpointer user_data)
         g_usleep (100 * 1000);
     }
     assert_shown (h, "hold", "30s");
+    /* a good reload clears the refusal */
+    {
+        g_autoptr (JsonNode) policy = vmr_harness_cli_json (h, "policy", "show", NULL);
+
+        g_assert_false (json_object_has_member (json_node_get_object (policy), "refused"));
+        g_assert_true (json_object_has_member (json_node_get_object (policy), "loaded"));
+    }
     vmr_harness_assert_daemon_serving (h);
 }
 
@@ -792,6 +828,10 @@ test_verify_guest (VmrHarness *h, gconstpointer user_data)
     guint64 written = 0, checked = 0;
     gint64 completed;
     gboolean wrote_after = FALSE;
+    g_autoptr (VmrConsoleLine) job_line = NULL;
+    g_autofree gchar *expected = NULL;
+    const gchar *size_field;
+    guint64 region;
 
     if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
         return;
@@ -850,6 +890,18 @@ test_verify_guest (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpuint (checked, ==, written);
     vmr_harness_assert_job_record (h, id, "completed");
     vmr_harness_quit_qemu (h);
+    /*
+     * fio verified in the guest what it wrote, the first REGION bytes; beyond
+     * them nothing wrote, so the destination must hold the source's pattern
+     */
+    job_line = vmr_harness_guest_wait_line (h, "VMR-JOB verify", 1);
+    size_field = strstr (job_line->text, " size=");
+    g_assert_nonnull (size_field);
+    region = g_ascii_strtoull (size_field + strlen (" size="), NULL, 10);
+    g_assert_cmpuint (region, >, 0);
+    g_assert_cmpuint (region, <, DISK_SIZE);
+    expected = vmr_harness_expected_path (source);
+    vmr_harness_assert_range_equals (dest, expected, region, DISK_SIZE - region);
 }
 
 int
