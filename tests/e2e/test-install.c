@@ -64,9 +64,20 @@ test_install (VmrE2e *e, gconstpointer data)
             vmr_fail ("meson install failed:\n%s\n%s", out, err);
     }
 
-    /* the hook goes where libvirt looks: its own sysconfdir, /etc for a libvirt in /usr */
-    if (g_strcmp0 (libvirt_prefix, "/usr") == 0)
+    /*
+     * the hook goes where libvirt looks: its own sysconfdir, /etc for a
+     * libvirt in /usr. A libvirt elsewhere leaves that unchecked: a skip,
+     * and a failure under REQUIRE_INTEGRATION=1, not a quieter test
+     */
+    if (g_strcmp0 (libvirt_prefix, "/usr") == 0) {
         g_assert_cmpstr (hook_dir, ==, "/etc/libvirt/hooks/qemu.d");
+    } else {
+        g_autofree gchar *reason = g_strdup_printf (
+            "libvirt's prefix is '%s', not /usr: where its hooks go is not checked",
+            libvirt_prefix != NULL ? libvirt_prefix : "");
+
+        vmr_harness_skip (&e->h, reason);
+    }
     hook = g_build_filename (destdir, hook_dir, "virt-mirror", NULL);
     daemon = g_build_filename (destdir, prefix, "sbin", "virt-mirrord", NULL);
     cli = g_build_filename (destdir, prefix, "bin", "virt-mirror", NULL);

@@ -76,6 +76,13 @@ vmr_harness_cli_spawnv (VmrHarness *h, const gchar *const *args)
     return run;
 }
 
+void
+vmr_harness_cli_signal (VmrCliRun *run, gint signum)
+{
+    g_assert_nonnull (run->proc);
+    g_subprocess_send_signal (run->proc, signum);
+}
+
 VmrCliResult *
 vmr_harness_cli_wait (VmrCliRun *run)
 {

@@ -80,6 +80,12 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
         json_object_set_string_member (file, "node-name", file_node);
         if (disks[i].no_locking)
             json_object_set_string_member (file, "locking", "off");
+        if (disks[i].cache_direct) {
+            JsonObject *cache = json_object_new ();
+
+            json_object_set_boolean_member (cache, "direct", TRUE);
+            json_object_set_object_member (file, "cache", cache);
+        }
         json_object_set_string_member (fmt, "driver", disks[i].format);
         json_object_set_string_member (fmt, "file", file_node);
         json_object_set_string_member (fmt, "node-name", fmt_node);

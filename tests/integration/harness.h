@@ -42,7 +42,12 @@ typedef struct {
      * through it as the guest does (no iothread then)
      */
     gboolean scsi;
+    /* the file node opened with cache.direct=on (the image must take O_DIRECT) */
+    gboolean cache_direct;
 } VmrHarnessDisk;
+
+/* whether @path can be read with O_DIRECT, which cache.direct=on needs (tmpfs cannot) */
+gboolean vmr_harness_takes_o_direct (const gchar *path);
 
 /* the test guest QEMU boots, see vmr_harness_start_guest() */
 typedef struct _VmrHarnessGuest VmrHarnessGuest;
@@ -213,6 +218,9 @@ VmrCliRun *vmr_harness_cli_spawnv (VmrHarness *h, const gchar *const *args);
 VmrCliRun *vmr_harness_cli_spawn (VmrHarness *h, const gchar *first_arg,
                                   ...) G_GNUC_NULL_TERMINATED;
 VmrCliResult *vmr_harness_cli_wait (VmrCliRun *run);
+
+/* sends @signum to a CLI run in the background, as Ctrl-C (SIGINT) would */
+void vmr_harness_cli_signal (VmrCliRun *run, gint signum);
 
 /* runs the CLI with `-c SOCKET` and the NULL-terminated arguments */
 VmrCliResult *vmr_harness_cli (VmrHarness *h, const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
