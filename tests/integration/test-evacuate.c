@@ -11,198 +11,9 @@
  * FROM, no FROM) is refused as a whole before anything is submitted.
  */
 
-#include "harness.h"
+#include "evacuate-fixture.h"
 
 #include <string.h>
-
-#define MIB (1024 * 1024)
-
-/* one disk of a domain: the image is created under the test's directory */
-typedef struct {
-    const gchar *image;  /* relative to the test's directory */
-    const gchar *format; /* "raw" or "qcow2" */
-    gsize size;
-    gboolean shared; /* another domain opens the image too */
-} DiskSpec;
-
-#define MAX_DISKS 2
-/* guest writes to each disk in each phase, and the copies' speed meanwhile */
-#define EVAC_WRITES      30
-#define EVAC_WRITE_SPEED "2M"
-
-typedef struct {
-    gchar *name;
-    guint n;
-    const gchar *ids[MAX_DISKS];
-    gchar *sources[MAX_DISKS];
-    const gchar *formats[MAX_DISKS];
-    gsize sizes[MAX_DISKS];
-    gchar *expected[MAX_DISKS];
-    gchar *dests[MAX_DISKS];              /* the planned destination; NULL when not under FROM */
-    VmrHarnessWriter *writers[MAX_DISKS]; /* the guest's writes to each disk */
-    VmrHarness *vm;                       /* its QEMU */
-} Domain;
-
-typedef struct {
-    VmrHarness *h;
-    gchar *from;
-    gchar *to;
-    GPtrArray *domains; /* of Domain */
-} Evac;
-
-static const gchar *const disk_ids[MAX_DISKS] = { "disk0", "disk1" };
-
-static void
-domain_free (Domain *d)
-{
-    for (guint i = 0; i < MAX_DISKS; i++)
-        g_clear_pointer (&d->writers[i], vmr_harness_writer_free);
-    if (d->vm != NULL)
-        vmr_harness_peer_free (d->vm);
-    for (guint i = 0; i < MAX_DISKS; i++) {
-        g_free (d->sources[i]);
-        g_free (d->expected[i]);
-        g_free (d->dests[i]);
-    }
-    g_free (d->name);
-    g_free (d);
-}
-
-static void
-evac_clear (Evac *e)
-{
-    g_clear_pointer (&e->from, g_free);
-    g_clear_pointer (&e->to, g_free);
-    g_clear_pointer (&e->domains, g_ptr_array_unref);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Evac, evac_clear)
-
-/* makes the directory @name (and its parents) in the test's directory */
-static gchar *
-make_dir (VmrHarness *h, const gchar *name)
-{
-    g_autofree gchar *path = vmr_harness_path (h, name);
-
-    g_assert_cmpint (g_mkdir_with_parents (path, 0755), ==, 0);
-    return g_steal_pointer (&path);
-}
-
-/* FROM and TO, both existing and empty */
-static void
-evac_init (Evac *e, VmrHarness *h)
-{
-    e->h = h;
-    e->from = make_dir (h, "from");
-    e->to = make_dir (h, "to");
-    e->domains = g_ptr_array_new_with_free_func ((GDestroyNotify) domain_free);
-}
-
-/* where evacuate is to put @source: the same path relative to TO; NULL when not under FROM */
-static gchar *
-planned_destination (Evac *e, const gchar *source)
-{
-    g_autofree gchar *prefix = g_strconcat (e->from, "/", NULL);
-
-    if (!g_str_has_prefix (source, prefix))
-        return NULL;
-    return g_build_filename (e->to, source + strlen (prefix), NULL);
-}
-
-/*
- * A QEMU with @n disks, attached as the domain @name. The images are made
- * with seeded patterns (their directories too), unless @specs says another
- * domain shares an image that exists already.
- */
-static Domain *
-add_domain (Evac *e, const gchar *name, const DiskSpec *specs, guint n)
-{
-    Domain *d = g_new0 (Domain, 1);
-    VmrHarnessDisk disks[MAX_DISKS];
-
-    g_assert_cmpuint (n, <=, MAX_DISKS);
-    d->name = g_strdup (name);
-    d->n = n;
-    for (guint i = 0; i < n; i++) {
-        g_autofree gchar *parent = g_path_get_dirname (specs[i].image);
-        g_autofree gchar *path = vmr_harness_path (e->h, specs[i].image);
-
-        g_free (make_dir (e->h, parent));
-        d->ids[i] = disk_ids[i];
-        d->formats[i] = specs[i].format;
-        d->sizes[i] = specs[i].size;
-        if (g_file_test (path, G_FILE_TEST_EXISTS)) {
-            g_assert_true (specs[i].shared);
-            d->sources[i] = g_steal_pointer (&path);
-        } else {
-            d->sources[i]
-                = vmr_harness_create_image (e->h, specs[i].image, specs[i].format, specs[i].size,
-                                            g_str_hash (name) + 0x100 * i + 1);
-        }
-        d->expected[i] = vmr_harness_expected_path (d->sources[i]);
-        d->dests[i] = planned_destination (e, d->sources[i]);
-        disks[i] = (VmrHarnessDisk){ d->ids[i], d->sources[i], d->formats[i], NULL };
-        disks[i].no_locking = specs[i].shared;
-        disks[i].scsi = TRUE;
-    }
-    d->vm = vmr_harness_peer_new (e->h, name);
-    vmr_harness_start_qemu (d->vm, disks, n);
-    for (guint i = 0; i < n; i++)
-        if (!specs[i].shared)
-            d->writers[i]
-                = vmr_harness_writer_new (d->vm, d->ids[i], d->expected[i], g_str_hash (name) + i);
-    vmr_harness_attach (d->vm, name);
-    g_ptr_array_add (e->domains, d);
-    return d;
-}
-
-static Domain *
-domain_at (Evac *e, guint i)
-{
-    return g_ptr_array_index (e->domains, i);
-}
-
-/* the number of disks with a planned destination, of @glob-matching domains */
-static guint
-count_planned (Evac *e, const gchar *glob, guint *out_domains, guint64 *out_bytes)
-{
-    guint disks = 0;
-
-    *out_domains = 0;
-    *out_bytes = 0;
-    for (guint k = 0; k < e->domains->len; k++) {
-        Domain *d = domain_at (e, k);
-        gboolean any = FALSE;
-
-        if (glob != NULL && !g_pattern_match_simple (glob, d->name))
-            continue;
-        for (guint i = 0; i < d->n; i++) {
-            if (d->dests[i] == NULL)
-                continue;
-            disks++;
-            *out_bytes += d->sizes[i];
-            any = TRUE;
-        }
-        *out_domains += any ? 1 : 0;
-    }
-    return disks;
-}
-
-/* `evacuate --from FROM --to TO @extra...` */
-static VmrCliResult *
-evacuate (Evac *e, const gchar *const *extra)
-{
-    g_autoptr (GPtrArray) args = g_ptr_array_new ();
-
-    g_ptr_array_add (args, "evacuate");
-    g_ptr_array_add (args, "--from");
-    g_ptr_array_add (args, e->from);
-    g_ptr_array_add (args, "--to");
-    g_ptr_array_add (args, e->to);
-    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
-        g_ptr_array_add (args, (gpointer) extra[i]);
-    g_ptr_array_add (args, NULL);
-    return vmr_harness_cliv (e->h, (const gchar *const *) args->pdata);
-}
 
 /* the plan entry for disk @i of @d in an evacuate reply; NULL when there is none */
 static JsonObject *
@@ -235,7 +46,7 @@ assert_plan (Evac *e, JsonNode *reply, const gchar *glob, gboolean dry_run)
     JsonArray *disks;
     guint n_domains = 0;
     guint64 bytes = 0;
-    guint planned = count_planned (e, glob, &n_domains, &bytes);
+    guint planned = evac_count_planned (e, glob, &n_domains, &bytes);
 
     g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
     object = json_node_get_object (reply);
@@ -247,7 +58,7 @@ assert_plan (Evac *e, JsonNode *reply, const gchar *glob, gboolean dry_run)
     g_assert_nonnull (disks);
     g_assert_cmpuint (json_array_get_length (disks), ==, planned);
     for (guint k = 0; k < e->domains->len; k++) {
-        Domain *d = domain_at (e, k);
+        Domain *d = evac_domain_at (e, k);
         gboolean selected = glob == NULL || g_pattern_match_simple (glob, d->name);
         g_autoptr (GPtrArray) job_ids = g_ptr_array_new ();
         const gchar *group = NULL;
@@ -308,64 +119,6 @@ reply_jobs (JsonNode *reply)
     return g_strv_builder_end (ids);
 }
 
-/* adds what lies under @dir to @names: "sub/", "sub/name", ... */
-static void
-list_tree (const gchar *dir, const gchar *prefix, GPtrArray *names)
-{
-    g_autoptr (GDir) handle = g_dir_open (dir, 0, NULL);
-    const gchar *name;
-
-    g_assert_nonnull (handle);
-    while ((name = g_dir_read_name (handle)) != NULL) {
-        g_autofree gchar *path = g_build_filename (dir, name, NULL);
-        g_autofree gchar *rel
-            = prefix != NULL ? g_strconcat (prefix, "/", name, NULL) : g_strdup (name);
-
-        if (g_file_test (path, G_FILE_TEST_IS_DIR)) {
-            g_autofree gchar *slash = g_strconcat (rel, "/", NULL);
-
-            g_ptr_array_add (names, g_steal_pointer (&slash));
-            list_tree (path, rel, names);
-        } else {
-            g_ptr_array_add (names, g_steal_pointer (&rel));
-        }
-    }
-}
-
-static gint
-compare_strings (gconstpointer a, gconstpointer b)
-{
-    return g_strcmp0 (*(const gchar *const *) a, *(const gchar *const *) b);
-}
-
-/* what lies under @dir, sorted, joined with spaces; "" when it is empty */
-static gchar *
-describe_tree (const gchar *dir)
-{
-    g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-
-    list_tree (dir, NULL, names);
-    g_ptr_array_sort (names, compare_strings);
-    g_ptr_array_add (names, NULL);
-    return g_strjoinv (" ", (gchar **) names->pdata);
-}
-
-/* the job of disk @i of @d in `jobs --json`, NULL when none */
-static JsonObject *
-find_job (JsonNode *jobs, Domain *d, guint i)
-{
-    JsonArray *array = json_node_get_array (jobs);
-
-    for (guint j = 0; j < json_array_get_length (array); j++) {
-        JsonObject *job = json_array_get_object_element (array, j);
-
-        if (g_strcmp0 (vmr_json_get_string (job, "domain"), d->name) == 0
-            && g_strcmp0 (vmr_json_get_string (job, "disk"), d->ids[i]) == 0)
-            return job;
-    }
-    return NULL;
-}
-
 /*
  * After an evacuation of the domains @glob matches: each planned disk was
  * moved by a completed job (the disks of one domain in one group), its
@@ -383,9 +136,9 @@ assert_evacuated (Evac *e, const gchar *glob, const gchar *output)
     guint64 bytes = 0;
 
     g_assert_cmpuint (json_array_get_length (json_node_get_array (jobs)), ==,
-                      count_planned (e, glob, &n_domains, &bytes));
+                      evac_count_planned (e, glob, &n_domains, &bytes));
     for (guint k = 0; k < e->domains->len; k++) {
-        Domain *d = domain_at (e, k);
+        Domain *d = evac_domain_at (e, k);
         gboolean selected = glob == NULL || g_pattern_match_simple (glob, d->name);
         const gchar *group = NULL;
         guint moved = 0;
@@ -393,7 +146,7 @@ assert_evacuated (Evac *e, const gchar *glob, const gchar *output)
         for (guint i = 0; i < d->n; i++)
             moved += selected && d->dests[i] != NULL ? 1 : 0;
         for (guint i = 0; i < d->n; i++) {
-            JsonObject *job = find_job (jobs, d, i);
+            JsonObject *job = evac_find_job (jobs, d, i);
 
             if (!selected || d->dests[i] == NULL) {
                 if (job != NULL)
@@ -423,7 +176,7 @@ assert_evacuated (Evac *e, const gchar *glob, const gchar *output)
         vmr_harness_assert_no_block_jobs (d->vm);
     }
     for (guint k = 0; k < e->domains->len; k++) {
-        Domain *d = domain_at (e, k);
+        Domain *d = evac_domain_at (e, k);
         gboolean selected = glob == NULL || g_pattern_match_simple (glob, d->name);
 
         vmr_harness_quit_qemu (d->vm);
@@ -435,51 +188,6 @@ assert_evacuated (Evac *e, const gchar *glob, const gchar *output)
             if (!moved || d->writers[i] == NULL || vmr_harness_writer_count (d->writers[i]) == 0)
                 vmr_harness_assert_image_equals (d->sources[i], d->formats[i], d->expected[i]);
         }
-    }
-}
-
-/* `evacuate --from FROM --to TO @extra...` in the background */
-static VmrCliRun *
-evacuate_spawn (Evac *e, const gchar *const *extra)
-{
-    g_autoptr (GPtrArray) args = g_ptr_array_new ();
-
-    g_ptr_array_add (args, "evacuate");
-    g_ptr_array_add (args, "--from");
-    g_ptr_array_add (args, e->from);
-    g_ptr_array_add (args, "--to");
-    g_ptr_array_add (args, e->to);
-    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
-        g_ptr_array_add (args, (gpointer) extra[i]);
-    g_ptr_array_add (args, NULL);
-    return vmr_harness_cli_spawnv (e->h, (const gchar *const *) args->pdata);
-}
-
-/*
- * Once the evacuation submitted its @n_jobs jobs: every guest writes to
- * every disk while the copies run slowly, then every copy is let go
- */
-static void
-guests_write (Evac *e, guint n_jobs)
-{
-    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
-    g_autoptr (JsonNode) jobs = NULL;
-    JsonArray *array;
-
-    while (vmr_harness_count_jobs (e->h) < n_jobs) {
-        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
-        g_usleep (20 * 1000);
-    }
-    for (guint k = 0; k < e->domains->len; k++)
-        for (guint i = 0; i < domain_at (e, k)->n; i++)
-            if (domain_at (e, k)->writers[i] != NULL)
-                vmr_harness_writer_write (domain_at (e, k)->writers[i], EVAC_WRITES);
-    jobs = vmr_harness_cli_json (e->h, "jobs", NULL);
-    array = json_node_get_array (jobs);
-    for (guint j = 0; j < json_array_get_length (array); j++) {
-        JsonObject *job = json_array_get_object_element (array, j);
-        g_autoptr (JsonObject) unlimited
-            = vmr_harness_job_command (e->h, "set-speed", vmr_json_get_string (job, "id"), "0");
     }
 }
 
@@ -516,24 +224,24 @@ test_evacuate (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     evac_init (&e, h);
-    add_domain (&e, "alpha", alpha, G_N_ELEMENTS (alpha));
-    add_domain (&e, "beta", beta, G_N_ELEMENTS (beta));
-    add_domain (&e, "gamma", gamma, G_N_ELEMENTS (gamma));
-    n_disks = count_planned (&e, NULL, &n_domains, &bytes);
+    evac_add_domain (&e, "alpha", alpha, G_N_ELEMENTS (alpha));
+    evac_add_domain (&e, "beta", beta, G_N_ELEMENTS (beta));
+    evac_add_domain (&e, "gamma", gamma, G_N_ELEMENTS (gamma));
+    n_disks = evac_count_planned (&e, NULL, &n_domains, &bytes);
     g_assert_cmpuint (n_disks, ==, 3);
 
     /* the plan, as JSON */
-    planned_json = evacuate (&e, json_dry_run);
+    planned_json = evac_run (&e, json_dry_run);
     vmr_cli_result_assert_ok (planned_json);
     plan = vmr_cli_result_parse_json (planned_json);
     assert_plan (&e, plan, NULL, TRUE);
 
     /* the plan, as a table: every disk, no job, and the summary */
-    planned = evacuate (&e, dry_run);
+    planned = evac_run (&e, dry_run);
     vmr_cli_result_assert_ok (planned);
     g_test_message ("%s", planned->out);
     for (guint k = 0; k < e.domains->len; k++) {
-        Domain *d = domain_at (&e, k);
+        Domain *d = evac_domain_at (&e, k);
 
         for (guint i = 0; i < d->n; i++) {
             if (d->dests[i] != NULL) {
@@ -549,21 +257,21 @@ test_evacuate (VmrHarness *h, gconstpointer user_data)
 
     /* a dry run submits nothing and creates nothing */
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
-    to_tree = describe_tree (e.to);
+    to_tree = evac_describe_tree (e.to);
     g_assert_cmpstr (to_tree, ==, "");
     for (guint k = 0; k < e.domains->len; k++)
-        vmr_harness_assert_no_block_jobs (domain_at (&e, k)->vm);
+        vmr_harness_assert_no_block_jobs (evac_domain_at (&e, k)->vm);
 
     /* the real thing, slowed down while the guests write, then let go */
-    running = evacuate_spawn (&e, wait);
-    guests_write (&e, n_disks);
+    running = evac_spawn (&e, wait);
+    evac_guests_write (&e, n_disks);
     run = vmr_harness_cli_wait (running);
     vmr_cli_result_assert_ok (run);
     /* on their destinations now, and the guests write on */
     for (guint k = 0; k < e.domains->len; k++)
-        for (guint i = 0; i < domain_at (&e, k)->n; i++)
-            if (domain_at (&e, k)->writers[i] != NULL)
-                vmr_harness_writer_write (domain_at (&e, k)->writers[i], EVAC_WRITES);
+        for (guint i = 0; i < evac_domain_at (&e, k)->n; i++)
+            if (evac_domain_at (&e, k)->writers[i] != NULL)
+                vmr_harness_writer_write (evac_domain_at (&e, k)->writers[i], EVAC_WRITES);
     g_test_message ("%s", run->out);
     progress = g_strdup_printf ("evacuate: %u/%u disks done", n_disks, n_disks);
     g_assert_nonnull (strstr (run->out, progress));
@@ -597,16 +305,16 @@ test_domains_glob (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     evac_init (&e, h);
-    add_domain (&e, "web-1", web1, G_N_ELEMENTS (web1));
-    add_domain (&e, "db-1", db1, G_N_ELEMENTS (db1));
-    add_domain (&e, "web-2", web2, G_N_ELEMENTS (web2));
+    evac_add_domain (&e, "web-1", web1, G_N_ELEMENTS (web1));
+    evac_add_domain (&e, "db-1", db1, G_N_ELEMENTS (db1));
+    evac_add_domain (&e, "web-2", web2, G_N_ELEMENTS (web2));
 
-    planned = evacuate (&e, json_dry_run);
+    planned = evac_run (&e, json_dry_run);
     vmr_cli_result_assert_ok (planned);
     plan = vmr_cli_result_parse_json (planned);
     assert_plan (&e, plan, "web-*", TRUE);
 
-    run = evacuate (&e, json_run);
+    run = evac_run (&e, json_run);
     vmr_cli_result_assert_ok (run);
     submitted = vmr_cli_result_parse_json (run);
     assert_plan (&e, submitted, "web-*", FALSE);
@@ -616,7 +324,7 @@ test_domains_glob (VmrHarness *h, gconstpointer user_data)
             = vmr_harness_wait_job (h, ids[i], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     }
     /* db-1 was not selected: nothing of it under TO */
-    to_tree = describe_tree (e.to);
+    to_tree = evac_describe_tree (e.to);
     g_assert_cmpstr (to_tree, ==, "data/ data/web-1.qcow2 web-1.raw web-2.qcow2");
     assert_evacuated (&e, "web-*", run->out);
 }
@@ -670,14 +378,14 @@ test_skips_migrating (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     evac_init (&e, h);
-    d = add_domain (&e, "alpha", alpha, G_N_ELEMENTS (alpha));
-    g_free (make_dir (h, "elsewhere"));
+    d = evac_add_domain (&e, "alpha", alpha, G_N_ELEMENTS (alpha));
+    g_free (evac_make_dir (h, "elsewhere"));
     elsewhere = vmr_harness_path (h, "elsewhere/alpha-0.raw");
     busy = vmr_harness_migrate (d->vm, "alpha", "disk0", elsewhere, "--speed",
                                 VMR_HARNESS_SLOW_SPEED, NULL);
     copying = vmr_harness_wait_job (h, busy, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
 
-    planned_json = evacuate (&e, json_dry_run);
+    planned_json = evac_run (&e, json_dry_run);
     vmr_cli_result_assert_ok (planned_json);
     plan = vmr_cli_result_parse_json (planned_json);
     g_assert_cmpuint (
@@ -690,14 +398,14 @@ test_skips_migrating (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpstr (vmr_json_get_string (entry, "destination"), ==, d->dests[1]);
     g_assert_false (json_object_has_member (entry, "job"));
     g_assert_false (json_object_has_member (entry, "skipped"));
-    planned = evacuate (&e, dry_run);
+    planned = evac_run (&e, dry_run);
     vmr_cli_result_assert_ok (planned);
     g_assert_nonnull (strstr (planned->out, "already migrating"));
     g_assert_nonnull (strstr (planned->out, d->dests[1]));
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 1);
 
     /* the run submits the other disk only */
-    run = evacuate (&e, json_run);
+    run = evac_run (&e, json_run);
     vmr_cli_result_assert_ok (run);
     submitted = vmr_cli_result_parse_json (run);
     g_assert_cmpstr (vmr_json_get_string (get_entry (submitted, d, 0), "job"), ==, busy);
@@ -720,7 +428,7 @@ test_skips_migrating (VmrHarness *h, gconstpointer user_data)
     cancelled = vmr_harness_wait_job (h, busy, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
     completed = vmr_harness_wait_job (h, moved, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_cmpstr (vmr_json_get_string (completed, "destination"), ==, d->dests[1]);
-    to_tree = describe_tree (e.to);
+    to_tree = evac_describe_tree (e.to);
     g_assert_cmpstr (to_tree, ==, "alpha-1.raw");
     vmr_harness_assert_disk_on (d->vm, "disk0", d->sources[0]);
     vmr_harness_assert_disk_on (d->vm, "disk1", d->dests[1]);
@@ -771,22 +479,22 @@ test_refused (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     evac_init (&e, h);
-    add_domain (&e, "alpha", alpha, G_N_ELEMENTS (alpha));
+    evac_add_domain (&e, "alpha", alpha, G_N_ELEMENTS (alpha));
     switch (refusal) {
         case REFUSE_DEST_EXISTS:
             /* the second disk's destination is taken */
             existing = vmr_harness_create_file (h, "to/alpha-1.raw", MIB, 0xe5);
-            g_assert_cmpstr (existing, ==, domain_at (&e, 0)->dests[1]);
+            g_assert_cmpstr (existing, ==, evac_domain_at (&e, 0)->dests[1]);
             named = existing;
             break;
         case REFUSE_COLLISION:
             /* one image, two domains: both disks would go to one destination */
-            add_domain (&e, "shared-1", shared, 1);
-            add_domain (&e, "shared-2", shared, 1);
+            evac_add_domain (&e, "shared-1", shared, 1);
+            evac_add_domain (&e, "shared-2", shared, 1);
             break;
         case REFUSE_TO_UNDER_FROM:
             g_free (e.to);
-            e.to = make_dir (h, "from/inner");
+            e.to = evac_make_dir (h, "from/inner");
             break;
         case REFUSE_TO_IS_FROM:
             g_free (e.to);
@@ -798,19 +506,19 @@ test_refused (VmrHarness *h, gconstpointer user_data)
             named = e.from;
             break;
     }
-    from_before = g_file_test (e.from, G_FILE_TEST_IS_DIR) ? describe_tree (e.from) : NULL;
-    to_before = describe_tree (e.to);
+    from_before = g_file_test (e.from, G_FILE_TEST_IS_DIR) ? evac_describe_tree (e.from) : NULL;
+    to_before = evac_describe_tree (e.to);
 
-    refused = evacuate (&e, NULL);
+    refused = evac_run (&e, NULL);
     vmr_cli_result_assert_error (refused, 1);
     if (named != NULL)
         g_assert_nonnull (strstr (refused->err, named));
 
     /* nothing submitted, nothing created */
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
-    to_after = describe_tree (e.to);
+    to_after = evac_describe_tree (e.to);
     g_assert_cmpstr (to_after, ==, to_before);
-    from_after = g_file_test (e.from, G_FILE_TEST_IS_DIR) ? describe_tree (e.from) : NULL;
+    from_after = g_file_test (e.from, G_FILE_TEST_IS_DIR) ? evac_describe_tree (e.from) : NULL;
     g_assert_cmpstr (from_after, ==, from_before);
     if (existing != NULL) {
         g_autofree gchar *made = vmr_harness_create_file (h, "expected-existing", MIB, 0xe5);
@@ -819,7 +527,7 @@ test_refused (VmrHarness *h, gconstpointer user_data)
     }
     vmr_harness_assert_daemon_serving (h);
     for (guint k = 0; k < e.domains->len; k++) {
-        Domain *d = domain_at (&e, k);
+        Domain *d = evac_domain_at (&e, k);
 
         vmr_harness_assert_no_block_jobs (d->vm);
         for (guint i = 0; i < d->n; i++) {
@@ -850,17 +558,17 @@ test_empty_plan (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     evac_init (&e, h);
-    add_domain (&e, "gamma", gamma, 1);
+    evac_add_domain (&e, "gamma", gamma, 1);
     /* a file under FROM that is no domain's disk does not count */
     stray = vmr_harness_create_file (h, "from/stray.raw", MIB, 0x11);
 
-    empty = evacuate (&e, wait);
+    empty = evac_run (&e, wait);
     vmr_cli_result_assert_ok (empty);
     g_assert_nonnull (strstr (empty->out, "nothing to evacuate"));
     g_assert_nonnull (strstr (empty->out, e.from));
     g_assert_cmpstr (empty->err, ==, "");
 
-    empty_json = evacuate (&e, json);
+    empty_json = evac_run (&e, json);
     vmr_cli_result_assert_ok (empty_json);
     plan = vmr_cli_result_parse_json (empty_json);
     assert_plan (&e, plan, NULL, FALSE);
@@ -869,9 +577,89 @@ test_empty_plan (VmrHarness *h, gconstpointer user_data)
         ==, 0);
 
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
-    to_tree = describe_tree (e.to);
+    to_tree = evac_describe_tree (e.to);
     g_assert_cmpstr (to_tree, ==, "");
     assert_evacuated (&e, NULL, NULL);
+}
+
+/*
+ * A partial failure: alpha's disks are bound for a file system too small
+ * for them, beta's is not. alpha's group fails (one member out of space,
+ * the other cancelled with it) and stays on its sources, whose bytes hold
+ * every write; beta moves; `evacuate --wait` exits 1 naming each job that
+ * did not complete.
+ */
+static void
+test_partial_failure (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Evac) e = { 0 };
+    static const DiskSpec alpha[] = {
+        { "from/small/alpha-0.raw", "raw", 16 * MIB },
+        { "from/small/alpha-1.raw", "raw", 24 * MIB },
+    };
+    static const DiskSpec beta[] = { { "from/beta.raw", "raw", 16 * MIB } };
+    const gchar *const wait[] = { "--wait", "--speed", EVAC_WRITE_SPEED, NULL };
+    g_autoptr (VmrCliResult) run = NULL;
+    g_autoptr (JsonNode) jobs = NULL;
+    g_autofree gchar *small = NULL;
+    Domain *a, *b;
+    VmrCliRun *running;
+    guint not_completed = 0;
+
+    if (vmr_harness_skipped (h))
+        return;
+    evac_init (&e, h);
+    small = vmr_harness_mount_tmpfs (h, "to/small", 8 * MIB);
+    if (small == NULL)
+        return;
+    a = evac_add_domain (&e, "alpha", alpha, G_N_ELEMENTS (alpha));
+    b = evac_add_domain (&e, "beta", beta, G_N_ELEMENTS (beta));
+
+    running = evac_spawn (&e, wait);
+    evac_guests_write (&e, 3);
+    run = vmr_harness_cli_wait (running);
+    g_test_message ("%s%s", run->out, run->err);
+    g_assert_cmpint (run->status, ==, 1);
+    if (strstr (run->err, "evacuate: 2 of 3 disks not moved:") == NULL)
+        vmr_fail ("evacuate does not say which disks did not move: %s", run->err);
+
+    jobs = vmr_harness_cli_json (h, "jobs", NULL);
+    for (guint i = 0; i < a->n; i++) {
+        JsonObject *job = evac_find_job (jobs, a, i);
+        g_autofree gchar *line = NULL;
+
+        g_assert_nonnull (job);
+        g_assert_cmpstr (vmr_json_get_string (job, "state"), !=, "completed");
+        not_completed++;
+        /* one line per job: ID (DOMAIN DISK): STATE: REASON */
+        line = g_strdup_printf ("%s (alpha %s): %s: ", vmr_json_get_string (job, "id"), a->ids[i],
+                                vmr_json_get_string (job, "state"));
+        if (strstr (run->err, line) == NULL)
+            vmr_fail ("evacuate's error has no line '%s': %s", line, run->err);
+        vmr_harness_assert_disk_on (a->vm, a->ids[i], a->sources[i]);
+    }
+    g_assert_cmpuint (not_completed, ==, 2);
+    g_assert_cmpstr (vmr_json_get_string (evac_find_job (jobs, b, 0), "state"), ==, "completed");
+    vmr_harness_assert_disk_on (b->vm, b->ids[0], b->dests[0]);
+    vmr_harness_assert_no_block_jobs (a->vm);
+    vmr_harness_assert_no_block_jobs (b->vm);
+    vmr_harness_assert_daemon_serving (h);
+
+    /* the guests write on, each to where it runs */
+    for (guint i = 0; i < a->n; i++)
+        vmr_harness_writer_write (a->writers[i], EVAC_WRITES);
+    vmr_harness_writer_write (b->writers[0], EVAC_WRITES);
+    vmr_harness_quit_qemu (a->vm);
+    vmr_harness_quit_qemu (b->vm);
+    for (guint i = 0; i < a->n; i++) {
+        g_autofree gchar *name = g_path_get_basename (a->sources[i]);
+        g_autofree gchar *dest = g_build_filename (small, name, NULL);
+
+        vmr_harness_assert_image_equals (a->sources[i], "raw", a->expected[i]);
+        /* the daemon created them: they go with the failed copy */
+        g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
+    }
+    vmr_harness_assert_image_equals (b->dests[0], "raw", b->expected[0]);
 }
 
 int
@@ -887,5 +675,6 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/evacuate/refused/to-is-from", &to_is_from, test_refused);
     VMR_HARNESS_ADD ("/evacuate/refused/no-from", &no_from, test_refused);
     VMR_HARNESS_ADD ("/evacuate/empty-plan", NULL, test_empty_plan);
+    VMR_HARNESS_ADD ("/evacuate/partial-failure", NULL, test_partial_failure);
     return g_test_run ();
 }
