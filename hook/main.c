@@ -32,6 +32,8 @@
 #define BUDGET_MS 600
 /* of which reading the XML may take this much */
 #define STDIN_BUDGET_MS 300
+/* how often a connect refused by a full backlog is tried again */
+#define CONNECT_RETRY_US (10 * 1000)
 /* libvirt's domain XML is a few KiB; the UUID is near its start */
 #define MAX_XML_BYTES (1024 * 1024)
 
@@ -162,13 +164,25 @@ send_message (const gchar *path, const gchar *message, gint64 deadline_us, GErro
         return FALSE;
     /* a daemon that does not accept must not hold libvirtd up */
     g_socket_set_blocking (sock, FALSE);
-    if (!g_socket_connect (sock, address, NULL, error)) {
+    while (!g_socket_connect (sock, address, NULL, error)) {
+        /*
+         * a full backlog (a daemon busy with many domains starting at once)
+         * refuses a non-blocking connect at once: try again until the
+         * deadline rather than lose the event
+         */
+        if (g_error_matches (*error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)
+            && remaining_us (deadline_us) > 0) {
+            g_clear_error (error);
+            g_usleep (MIN (CONNECT_RETRY_US, remaining_us (deadline_us)));
+            continue;
+        }
         if (!g_error_matches (*error, G_IO_ERROR, G_IO_ERROR_PENDING))
             return FALSE;
         g_clear_error (error);
         if (!wait_writable (sock, deadline_us, error)
             || !g_socket_check_connect_result (sock, error))
             return FALSE;
+        break;
     }
     /* the daemon reads the line even when we are gone: no need to wait for its answer */
     while (sent < len) {

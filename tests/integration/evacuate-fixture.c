@@ -142,11 +142,11 @@ evac_count_planned (Evac *e, const gchar *glob, guint *out_domains, guint64 *out
     return disks;
 }
 
-/* `evacuate --from FROM --to TO @extra...` */
-VmrCliResult *
-evac_run (Evac *e, const gchar *const *extra)
+/* the command line `evacuate --from FROM --to TO @extra...`, NULL-terminated */
+static GPtrArray *
+evac_args (Evac *e, const gchar *const *extra)
 {
-    g_autoptr (GPtrArray) args = g_ptr_array_new ();
+    GPtrArray *args = g_ptr_array_new ();
 
     g_ptr_array_add (args, "evacuate");
     g_ptr_array_add (args, "--from");
@@ -156,6 +156,14 @@ evac_run (Evac *e, const gchar *const *extra)
     for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
         g_ptr_array_add (args, (gpointer) extra[i]);
     g_ptr_array_add (args, NULL);
+    return args;
+}
+
+VmrCliResult *
+evac_run (Evac *e, const gchar *const *extra)
+{
+    g_autoptr (GPtrArray) args = evac_args (e, extra);
+
     return vmr_harness_cliv (e->h, (const gchar *const *) args->pdata);
 }
 
@@ -217,20 +225,11 @@ evac_find_job (JsonNode *jobs, Domain *d, guint i)
     return NULL;
 }
 
-/* `evacuate --from FROM --to TO @extra...` in the background */
 VmrCliRun *
 evac_spawn (Evac *e, const gchar *const *extra)
 {
-    g_autoptr (GPtrArray) args = g_ptr_array_new ();
+    g_autoptr (GPtrArray) args = evac_args (e, extra);
 
-    g_ptr_array_add (args, "evacuate");
-    g_ptr_array_add (args, "--from");
-    g_ptr_array_add (args, e->from);
-    g_ptr_array_add (args, "--to");
-    g_ptr_array_add (args, e->to);
-    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
-        g_ptr_array_add (args, (gpointer) extra[i]);
-    g_ptr_array_add (args, NULL);
     return vmr_harness_cli_spawnv (e->h, (const gchar *const *) args->pdata);
 }
 
@@ -241,14 +240,10 @@ evac_spawn (Evac *e, const gchar *const *extra)
 void
 evac_guests_write (Evac *e, guint n_jobs)
 {
-    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
     g_autoptr (JsonNode) jobs = NULL;
     JsonArray *array;
 
-    while (vmr_harness_count_jobs (e->h) < n_jobs) {
-        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
-        g_usleep (20 * 1000);
-    }
+    vmr_harness_wait_job_count (e->h, n_jobs);
     for (guint k = 0; k < e->domains->len; k++)
         for (guint i = 0; i < evac_domain_at (e, k)->n; i++)
             if (evac_domain_at (e, k)->writers[i] != NULL)

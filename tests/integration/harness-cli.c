@@ -341,6 +341,19 @@ strv_has (const gchar *const *strv, const gchar *str)
     return g_strv_contains (strv, str);
 }
 
+void
+vmr_harness_wait_job_count (VmrHarness *h, guint n)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (vmr_harness_count_jobs (h) < n) {
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("the daemon knows %u jobs after %d s, waiting for %u",
+                      vmr_harness_count_jobs (h), VMR_HARNESS_JOB_TIMEOUT_S, n);
+        g_usleep (20 * 1000);
+    }
+}
+
 JsonObject *
 vmr_harness_wait_job (VmrHarness *h, const gchar *id, const gchar *state, guint timeout_s)
 {

@@ -402,6 +402,12 @@ void vmr_harness_assert_daemon_serving (VmrHarness *h);
 guint vmr_harness_count_jobs (VmrHarness *h);
 
 /*
+ * polls until the daemon knows at least @n jobs (a CLI in the background
+ * submitted them), for at most VMR_HARNESS_JOB_TIMEOUT_S
+ */
+void vmr_harness_wait_job_count (VmrHarness *h, guint n);
+
+/*
  * A UNIX socket in the test's directory that accepts connections (kernel
  * backlog) but never sends anything. Returns its path.
  */

@@ -118,6 +118,30 @@ wait_block_job_status (VmrHarness *h, const gchar *id, const gchar *status)
 }
 
 /*
+ * cancels QEMU's mirror @id through QMP, as someone else would, and waits
+ * until it concluded (the daemon's mirrors are not dismissed automatically);
+ * with @dismiss, dismisses it too, so that QEMU has no trace of it
+ */
+static void
+cancel_in_qemu (VmrHarness *h, const gchar *id, gboolean dismiss)
+{
+    g_autoptr (JsonObject) cancel_args = json_object_new ();
+    g_autoptr (JsonObject) dismiss_args = json_object_new ();
+    g_autoptr (JsonNode) cancel_reply = NULL;
+    g_autoptr (JsonNode) dismiss_reply = NULL;
+
+    json_object_set_string_member (cancel_args, "device", id);
+    json_object_set_boolean_member (cancel_args, "force", TRUE);
+    cancel_reply = vmr_harness_qmp (h, "block-job-cancel", cancel_args);
+    wait_block_job_status (h, id, "concluded");
+    if (!dismiss)
+        return;
+    json_object_set_string_member (dismiss_args, "id", id);
+    dismiss_reply = vmr_harness_qmp (h, "job-dismiss", dismiss_args);
+    vmr_harness_assert_no_block_jobs (h);
+}
+
+/*
  * QEMU's mirror @id copies on without the daemon: running, not yet in sync,
  * at the speed it was given. (Its offset may hold still for a while: the
  * mirror copies its first buffer at once and then waits out the limit.)
@@ -195,10 +219,15 @@ wait_qemu_cleaned (VmrHarness *h, const gchar *dest)
     vmr_harness_assert_node_released (h, dest);
 }
 
-/* a copy still running when the daemon died goes on after the restart and completes */
+/*
+ * a copy still running when the daemon died (SIGKILL, as a crash) or
+ * stopped (SIGTERM, as an upgrade or `systemctl stop` does: copies are left
+ * running in QEMU) goes on after the restart and completes
+ */
 static void
 test_copying (VmrHarness *h, gconstpointer user_data)
 {
+    gboolean sigterm = GPOINTER_TO_INT (user_data);
     g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) adopted = NULL;
@@ -213,7 +242,10 @@ test_copying (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpstr (id, ==, "vmr-1");
     vmr_harness_writer_write (vm.writer, WRITES);
 
-    vmr_harness_kill_daemon (h);
+    if (sigterm)
+        vmr_harness_stop_daemon (h);
+    else
+        vmr_harness_kill_daemon (h);
     vmr_harness_assert_job_record (h, id, "copying");
     assert_copy_runs_alone (h, id);
     vmr_harness_assert_disk_on (h, "disk0", vm.source);
@@ -305,8 +337,6 @@ test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
 {
     g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
-    g_autoptr (JsonObject) cancel_args = json_object_new ();
-    g_autoptr (JsonNode) cancel_reply = NULL;
     g_autoptr (JsonObject) ended = NULL;
     gint64 deadline;
 
@@ -317,11 +347,7 @@ test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
     vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_kill_daemon (h);
-    json_object_set_string_member (cancel_args, "device", id);
-    json_object_set_boolean_member (cancel_args, "force", TRUE);
-    cancel_reply = vmr_harness_qmp (h, "block-job-cancel", cancel_args);
-    /* the daemon's mirrors are not dismissed automatically: the job waits, concluded */
-    wait_block_job_status (h, id, "concluded");
+    cancel_in_qemu (h, id, FALSE);
     vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_restart_daemon (h, NULL);
@@ -358,43 +384,6 @@ wait_removed (const gchar *path)
     while (g_file_test (path, G_FILE_TEST_EXISTS) && g_get_monotonic_time () < deadline)
         g_usleep (100 * 1000);
     g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
-}
-
-/*
- * SIGTERM (an upgrade, systemctl stop) leaves the copy running in QEMU, as a
- * crash does; the daemon started again picks it up and completes it
- */
-static void
-test_sigterm (VmrHarness *h, gconstpointer user_data)
-{
-    g_auto (VmrHarnessVm) vm = { 0 };
-    g_autofree gchar *id = NULL;
-    g_autoptr (JsonObject) adopted = NULL;
-    g_autoptr (JsonObject) unlimited = NULL;
-    g_autoptr (JsonObject) completed = NULL;
-
-    if (vmr_harness_skipped (h))
-        return;
-    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
-    id = start_slow_migration (h, &vm);
-    vmr_harness_writer_write (vm.writer, WRITES);
-
-    vmr_harness_stop_daemon (h);
-    vmr_harness_assert_job_record (h, id, "copying");
-    assert_copy_runs_alone (h, id);
-    vmr_harness_assert_disk_on (h, "disk0", vm.source);
-    vmr_harness_writer_write (vm.writer, WRITES);
-
-    vmr_harness_restart_daemon (h, NULL);
-    assert_listed_orphan (h, id, "copying", &vm);
-    vmr_harness_attach (h, "vm");
-    adopted = vmr_harness_wait_adopted (h, id);
-    g_assert_cmpstr (vmr_json_job_state (adopted), ==, "copying");
-    vmr_harness_writer_write (vm.writer, WRITES);
-    unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
-    completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
-    vmr_harness_writer_write (vm.writer, WRITES);
-    vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
 /*
@@ -448,10 +437,6 @@ test_gone (VmrHarness *h, gconstpointer user_data)
 {
     g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
-    g_autoptr (JsonObject) cancel_args = json_object_new ();
-    g_autoptr (JsonObject) dismiss_args = json_object_new ();
-    g_autoptr (JsonNode) cancel_reply = NULL;
-    g_autoptr (JsonNode) dismiss_reply = NULL;
     g_autoptr (JsonObject) ended = NULL;
 
     if (vmr_harness_skipped (h))
@@ -461,13 +446,7 @@ test_gone (VmrHarness *h, gconstpointer user_data)
     vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_kill_daemon (h);
-    json_object_set_string_member (cancel_args, "device", id);
-    json_object_set_boolean_member (cancel_args, "force", TRUE);
-    cancel_reply = vmr_harness_qmp (h, "block-job-cancel", cancel_args);
-    wait_block_job_status (h, id, "concluded");
-    json_object_set_string_member (dismiss_args, "id", id);
-    dismiss_reply = vmr_harness_qmp (h, "job-dismiss", dismiss_args);
-    vmr_harness_assert_no_block_jobs (h);
+    cancel_in_qemu (h, id, TRUE);
     vmr_harness_writer_write (vm.writer, WRITES);
 
     vmr_harness_restart_daemon (h, NULL);
@@ -644,10 +623,6 @@ test_orphan_cancel (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrCliResult) cancel = NULL;
     g_autoptr (JsonObject) still = NULL;
     g_autoptr (JsonObject) cancelled = NULL;
-    g_autoptr (JsonObject) cancel_args = json_object_new ();
-    g_autoptr (JsonObject) dismiss_args = json_object_new ();
-    g_autoptr (JsonNode) cancel_reply = NULL;
-    g_autoptr (JsonNode) dismiss_reply = NULL;
 
     if (vmr_harness_skipped (h))
         return;
@@ -686,12 +661,7 @@ test_orphan_cancel (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_daemon_serving (h);
 
     /* the test cleans up QEMU itself */
-    json_object_set_string_member (cancel_args, "device", id);
-    json_object_set_boolean_member (cancel_args, "force", TRUE);
-    cancel_reply = vmr_harness_qmp (h, "block-job-cancel", cancel_args);
-    wait_block_job_status (h, id, "concluded");
-    json_object_set_string_member (dismiss_args, "id", id);
-    dismiss_reply = vmr_harness_qmp (h, "job-dismiss", dismiss_args);
+    cancel_in_qemu (h, id, TRUE);
     vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
 }
 
@@ -699,12 +669,12 @@ int
 main (int argc, char **argv)
 {
     vmr_harness_init (&argc, &argv);
-    VMR_HARNESS_ADD ("/restart/copying", NULL, test_copying);
+    VMR_HARNESS_ADD ("/restart/copying", GINT_TO_POINTER (FALSE), test_copying);
+    VMR_HARNESS_ADD ("/restart/sigterm", GINT_TO_POINTER (TRUE), test_copying);
     VMR_HARNESS_ADD ("/restart/synced-manual", NULL, test_synced_manual);
     VMR_HARNESS_ADD ("/restart/cancelled-meanwhile", NULL, test_cancelled_meanwhile);
     VMR_HARNESS_ADD ("/restart/completed-meanwhile", NULL, test_completed_meanwhile);
     VMR_HARNESS_ADD ("/restart/gone", NULL, test_gone);
-    VMR_HARNESS_ADD ("/restart/sigterm", NULL, test_sigterm);
     VMR_HARNESS_ADD_NO_DAEMON ("/restart/queued", NULL, test_queued);
     VMR_HARNESS_ADD ("/restart/orphan-cancel", NULL, test_orphan_cancel);
     return g_test_run ();

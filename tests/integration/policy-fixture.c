@@ -1,0 +1,335 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/* What the policy tests share: see policy-fixture.h */
+
+#include "policy-fixture.h"
+
+#include <stdio.h>
+#include <string.h>
+
+gchar *
+start_policy_daemon (VmrHarness *h, const gchar *policy_text)
+{
+    g_autofree gchar *path = vmr_harness_write_policy (h, policy_text);
+
+    vmr_harness_start_daemon (h, "--policy", path, NULL);
+    return g_steal_pointer (&path);
+}
+
+/* a fresh source image under the guest, the guest booting with @job, attached as "vm" */
+gchar *
+boot_guest (VmrHarness *h, const VmrHarnessGuestJob *job, gsize size)
+{
+    g_autofree gchar *source = vmr_harness_create_image (h, "source.raw", "raw", size, 0x90e57);
+    VmrHarnessDisk disk = { "disk0", source, "raw", "io0" };
+
+    vmr_harness_start_guest (h, &disk, job);
+    /* attached at once: the daemon samples the disk from the guest's boot on */
+    vmr_harness_attach (h, "vm");
+    return g_steal_pointer (&source);
+}
+
+/* a guest-less, paused QEMU on a fresh 32 MiB source, attached as "vm" */
+gchar *
+start_idle_vm (VmrHarness *h)
+{
+    g_autofree gchar *source = vmr_harness_create_image (h, "source.raw", "raw", 32 * MIB, 0xd1e);
+    VmrHarnessDisk disk = { "disk0", source, "raw", NULL };
+
+    vmr_harness_start_qemu (h, &disk, 1);
+    vmr_harness_attach (h, "vm");
+    return g_steal_pointer (&source);
+}
+
+const gchar *
+job_state (JsonObject *job)
+{
+    return vmr_json_get_string (job, "state");
+}
+
+JsonObject *
+job_policy (JsonObject *job)
+{
+    return vmr_json_get_object (job, "policy");
+}
+
+/* the policy's reason, "" when it has none */
+const gchar *
+policy_reason (JsonObject *job)
+{
+    JsonNode *node = json_object_get_member (job_policy (job), "reason");
+
+    return node != NULL && JSON_NODE_HOLDS_VALUE (node) ? json_node_get_string (node) : "";
+}
+
+const gchar *
+policy_decision (JsonObject *job)
+{
+    JsonNode *node = json_object_get_member (job_policy (job), "decision");
+
+    return node != NULL && JSON_NODE_HOLDS_VALUE (node) ? json_node_get_string (node) : "";
+}
+
+gchar *
+job_text (JsonObject *job)
+{
+    g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), job);
+
+    return json_to_string (node, FALSE);
+}
+
+/* the time (microseconds since the epoch) of the last entry @state in the job's history; 0 = none
+ */
+gint64
+history_time (JsonObject *job, const gchar *state)
+{
+    JsonArray *history = json_object_get_array_member (job, "history");
+    gint64 time_us = 0;
+
+    g_assert_nonnull (history);
+    for (guint i = 0; i < json_array_get_length (history); i++) {
+        JsonObject *entry = json_array_get_object_element (history, i);
+
+        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
+            time_us = vmr_json_get_int (entry, "time");
+    }
+    return time_us;
+}
+
+/* the job's history holds the NULL-terminated @states in that order (others may come between) */
+void
+assert_history (JsonObject *job, const gchar *first, ...)
+{
+    JsonArray *history = json_object_get_array_member (job, "history");
+    const gchar *wanted = first;
+    guint i = 0;
+    va_list ap;
+
+    g_assert_nonnull (history);
+    va_start (ap, first);
+    while (wanted != NULL) {
+        while (
+            i < json_array_get_length (history)
+            && g_strcmp0 (vmr_json_get_string (json_array_get_object_element (history, i), "state"),
+                          wanted)
+                   != 0)
+            i++;
+        if (i == json_array_get_length (history)) {
+            g_autofree gchar *text = job_text (job);
+
+            va_end (ap);
+            vmr_fail ("the job's history lacks '%s' in order: %s", wanted, text);
+        }
+        wanted = va_arg (ap, const gchar *);
+    }
+    va_end (ap);
+}
+
+void
+assert_contains (const gchar *text, const gchar *part, const gchar *what)
+{
+    if (text == NULL || strstr (text, part) == NULL)
+        vmr_fail ("%s '%s' does not mention '%s'", what, text, part);
+}
+
+gint64
+block_job_speed (VmrHarness *h)
+{
+    g_autoptr (JsonObject) block_job = vmr_harness_get_block_job (h);
+
+    return vmr_json_get_int (block_job, "speed");
+}
+
+gboolean
+block_job_paused (VmrHarness *h)
+{
+    g_autoptr (JsonObject) block_job = vmr_harness_get_block_job (h);
+
+    return vmr_json_get_bool (block_job, "paused");
+}
+
+/*
+ * While the guest's load lasts (until @load_end_us, monotonic), the job is
+ * in @state, with @speed in QEMU unless it is -1: checked at three chosen
+ * points (now, half-way, two seconds before the end), not on every poll;
+ * assert_left_after() then proves from the daemon's own history that the
+ * job did not leave @state between them.
+ */
+void
+assert_state_at_points (VmrHarness *h, const gchar *id, const gchar *state, gint64 speed,
+                        gint64 load_end_us)
+{
+    gint64 now = g_get_monotonic_time ();
+    const gint64 points[]
+        = { now, now + (load_end_us - now) / 2, load_end_us - 2 * G_USEC_PER_SEC };
+
+    for (guint i = 0; i < G_N_ELEMENTS (points); i++) {
+        g_autoptr (JsonObject) job = NULL;
+
+        if (i > 0 && points[i] <= points[i - 1])
+            continue;
+        while (g_get_monotonic_time () < points[i])
+            g_usleep (100 * 1000);
+        if (vmr_harness_guest_has_line (h, "VMR-DONE"))
+            break;
+        job = vmr_harness_get_job (h, id);
+        if (g_strcmp0 (job_state (job), state) != 0) {
+            g_autofree gchar *text = job_text (job);
+            g_autofree gchar *tail = vmr_harness_guest_tail (h, 4);
+            g_autofree gchar *tail_line = g_strescape (tail, NULL);
+
+            vmr_fail ("job %s left %s while the guest was still busy: %s; console: %s", id, state,
+                      text, tail_line);
+        }
+        if (speed >= 0)
+            g_assert_cmpint (block_job_speed (h), ==, speed);
+    }
+}
+
+/*
+ * The job's history: it entered @state once and its next transition came
+ * no earlier than a second before @done_us (wall clock), when the guest said
+ * its load was over
+ */
+void
+assert_left_after (JsonObject *job, const gchar *state, gint64 done_us)
+{
+    JsonArray *history = json_object_get_array_member (job, "history");
+    guint entered = 0;
+    gint64 left = 0;
+
+    g_assert_nonnull (history);
+    for (guint i = 0; i < json_array_get_length (history); i++) {
+        JsonObject *entry = json_array_get_object_element (history, i);
+
+        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0) {
+            entered++;
+            if (i + 1 < json_array_get_length (history))
+                left = vmr_json_get_int (json_array_get_object_element (history, i + 1), "time");
+        }
+    }
+    g_assert_cmpuint (entered, ==, 1);
+    g_test_message ("the job left %s %.1f s after VMR-DONE", state,
+                    (gdouble) (left - done_us) / G_USEC_PER_SEC);
+    if (left < done_us - G_USEC_PER_SEC)
+        vmr_fail ("the job left %s %.1f s before the guest's load ended", state,
+                  (gdouble) (done_us - left) / G_USEC_PER_SEC);
+}
+
+/*
+ * The guest's load has started: two VMR-IOPS lines with I/O in them. Returns
+ * their mean read + write IOPS, the guest's rate on this machine now, from
+ * which a test sets its policy's thresholds
+ */
+gdouble
+wait_load_baseline (VmrHarness *h)
+{
+    g_autoptr (GArray) iops = vmr_harness_guest_wait_iops (h, 2, 1, 60);
+    gdouble sum = 0;
+    guint n = 0;
+
+    for (guint i = 0; i < iops->len; i++) {
+        const VmrGuestIops *line = &g_array_index (iops, VmrGuestIops, i);
+
+        if (line->read_iops + line->write_iops >= 1) {
+            sum += line->read_iops + line->write_iops;
+            n++;
+        }
+    }
+    g_assert_cmpuint (n, >=, 2);
+    g_test_message ("the guest's load: %.0f IOPS", sum / n);
+    return sum / n;
+}
+
+/*
+ * an IOPS threshold well below the guest's @baseline rate: a quarter of it,
+ * so that the guest stays above it on a loaded machine, and well above an
+ * idle guest's
+ */
+guint
+threshold_below (gdouble baseline)
+{
+    return MAX ((guint) (baseline / 4), 10);
+}
+
+/* writes @policy with @threshold for the word THRESHOLD in it, and reloads it */
+void
+reload_policy_with (VmrHarness *h, const gchar *policy, guint threshold)
+{
+    g_auto (GStrv) parts = g_strsplit (policy, "THRESHOLD", -1);
+    g_autofree gchar *value = g_strdup_printf ("%u", threshold);
+    g_autofree gchar *text = g_strjoinv (value, parts);
+    g_autoptr (VmrCliResult) reload = NULL;
+
+    g_free (vmr_harness_write_policy (h, text));
+    reload = vmr_harness_cli (h, "reload", NULL);
+    vmr_cli_result_assert_ok (reload);
+}
+
+/* the monotonic time at which the guest's load of @runtime_s seconds ends */
+gint64
+load_end (VmrHarness *h, guint runtime_s)
+{
+    /* the first VMR-IOPS line, which comes a second after the load began */
+    g_autoptr (GArray) iops = vmr_harness_guest_wait_iops (h, 1, 0, 30);
+
+    g_assert_cmpuint (iops->len, >, 0);
+    return g_array_index (iops, VmrGuestIops, 0).mono_us - G_USEC_PER_SEC
+           + (gint64) runtime_s * G_USEC_PER_SEC;
+}
+
+/* the guest's mean IOPS from the first line on, for the test's log */
+void
+note_guest_load (VmrHarness *h)
+{
+    g_autoptr (GArray) iops = vmr_harness_guest_get_iops (h);
+    guint lines = 0;
+    gdouble mean = vmr_guest_iops_mean (iops, 0, G_MAXINT64, NULL, &lines);
+
+    g_test_message ("guest load: %.0f IOPS on average over %u VMR-IOPS lines", mean, lines);
+}
+
+/* HH:MM of now + @minutes, local time, as the daemon reads windows */
+gchar *
+clock_in (gint minutes)
+{
+    g_autoptr (GDateTime) now = g_date_time_new_now_local ();
+    g_autoptr (GDateTime) then = g_date_time_add_minutes (now, minutes);
+
+    return g_date_time_format (then, "%H:%M");
+}
+
+/* a window from now + @from_min to now + @to_min */
+gchar *
+window_around_now (gint from_min, gint to_min)
+{
+    g_autofree gchar *from = clock_in (from_min);
+    g_autofree gchar *to = clock_in (to_min);
+
+    return g_strdup_printf ("%s-%s", from, to);
+}
+
+/* the value of @key in `policy show --json` */
+gchar *
+shown_value (VmrHarness *h, const gchar *key)
+{
+    g_autoptr (JsonNode) shown = vmr_harness_cli_json (h, "policy", "show", NULL);
+    JsonArray *values = json_object_get_array_member (json_node_get_object (shown), "values");
+
+    g_assert_nonnull (values);
+    for (guint i = 0; i < json_array_get_length (values); i++) {
+        JsonObject *value = json_array_get_object_element (values, i);
+
+        if (g_strcmp0 (vmr_json_get_string (value, "key"), key) == 0)
+            return g_strdup (vmr_json_get_string (value, "value"));
+    }
+    vmr_fail ("policy show has no key %s", key);
+}
+
+void
+assert_shown (VmrHarness *h, const gchar *key, const gchar *expected)
+{
+    g_autofree gchar *value = shown_value (h, key);
+
+    g_assert_cmpstr (value, ==, expected);
+}

@@ -1,0 +1,426 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * The policy against real load: the test guest (tests/guest) runs fio on its
+ * disk while the daemon, started with a small policy file of the test's own,
+ * delays, throttles, pauses and resumes the copy of that disk. The
+ * thresholds are set from the guest's own rate, measured in each run, so
+ * that the tests hold on a loaded machine; the job's state is checked at
+ * chosen points, and the daemon's history of the job proves it between them.
+ *
+ * Every migration is checked byte for byte: a load guest only reads
+ * (vmr.rw=randread), so the destination must hold the source's pattern;
+ * the verify guest checks its own writes after the pivot, and the test the
+ * rest of the disk.
+ *
+ * When its load ends the guest stays up and idle (vmr.then=idle): the
+ * policy sees a running VM whose disk has gone quiet. (A guest that powers
+ * off instead leaves a stopped VM, QEMU runs with -no-shutdown: just as
+ * quiet.)
+ */
+
+#include "policy-fixture.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- a busy guest delays, throttles, pauses ---- */
+
+/* a guest under load and the copy of its disk */
+typedef struct {
+    gchar *source;
+    gchar *expected;
+    gchar *dest;
+    gchar *id;       /* the copy's job */
+    guint threshold; /* the policy's threshold, from the guest's rate */
+} BusyCopy;
+
+static void
+busy_copy_clear (BusyCopy *c)
+{
+    g_clear_pointer (&c->source, g_free);
+    g_clear_pointer (&c->expected, g_free);
+    g_clear_pointer (&c->dest, g_free);
+    g_clear_pointer (&c->id, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (BusyCopy, busy_copy_clear)
+
+/*
+ * The daemon on a policy without thresholds, the guest booted with @load;
+ * once the load runs, @policy with its THRESHOLD a quarter of the guest's
+ * rate, reloaded; then the migration of its disk
+ */
+static void
+busy_copy_start (VmrHarness *h, BusyCopy *c, const VmrHarnessGuestJob *load, const gchar *policy)
+{
+    g_autoptr (VmrConsoleLine) ready = NULL;
+
+    g_free (start_policy_daemon (h, QUIET_POLICY));
+    c->source = boot_guest (h, load, DISK_SIZE);
+    c->expected = vmr_harness_expected_path (c->source);
+    c->dest = vmr_harness_path (h, "dest.raw");
+    ready = vmr_harness_guest_wait_line (h, "VMR-READY", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S);
+    c->threshold = threshold_below (wait_load_baseline (h));
+    reload_policy_with (h, policy, c->threshold);
+    c->id = vmr_harness_migrate (h, "vm", "disk0", c->dest, NULL);
+}
+
+/*
+ * A guest busy above iops-delay: the job waits in `delayed`, nothing in
+ * QEMU, until the load has ended and hold has passed; then it copies and
+ * completes.
+ */
+static void
+test_delay_while_busy (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar policy[] = "[defaults]\n"
+                                  "sample-interval = 1s\n"
+                                  "iops-delay = THRESHOLD\n"
+                                  "resume-below = 50%\n"
+                                  "hold = 3s\n";
+    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 15, "randread", NULL, "idle" };
+    g_auto (BusyCopy) c = { 0 };
+    g_autoptr (VmrConsoleLine) done = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    g_autofree gchar *named = NULL;
+    gint64 started;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+        return;
+    busy_copy_start (h, &c, &load, policy);
+    job = vmr_harness_get_job (h, c.id);
+    g_assert_cmpstr (job_state (job), ==, "delayed");
+    g_assert_cmpstr (policy_decision (job), ==, "delay");
+    /* the reason names the load and the threshold */
+    named = g_strdup_printf ("iops-delay %u", c.threshold);
+    assert_contains (policy_reason (job), named, "the policy's reason");
+    assert_contains (policy_reason (job), "IOPS", "the policy's reason");
+    /* a delayed copy has not started: nothing in QEMU, nothing at the destination */
+    vmr_harness_assert_no_block_jobs (h);
+    g_assert_false (g_file_test (c.dest, G_FILE_TEST_EXISTS));
+
+    assert_state_at_points (h, c.id, "delayed", -1, load_end (h, load.runtime_s));
+    done = vmr_harness_guest_wait_line (h, "VMR-DONE", 60);
+    note_guest_load (h);
+    final = vmr_harness_wait_job (h, c.id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_history (final, "delayed", "copying", "synced", "completed", NULL);
+    assert_left_after (final, "delayed", done->real_us);
+    /* the copy started once the load was over and the hold had passed */
+    started = history_time (final, "copying");
+    g_test_message ("copy started %.1f s after VMR-DONE",
+                    (gdouble) (started - done->real_us) / G_USEC_PER_SEC);
+    g_assert_cmpint (started, >=, done->real_us - G_USEC_PER_SEC);
+    vmr_harness_assert_migrated (h, c.id, "disk0", c.source, c.dest, "raw", c.expected);
+}
+
+/*
+ * A guest between iops-throttle and iops-delay: the copy runs at
+ * throttle-speed (in QEMU too) while the load lasts, and at the policy's
+ * speed once the load has ended and hold has passed.
+ */
+static void
+test_throttle_while_busy (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar policy[] = "[defaults]\n"
+                                  "sample-interval = 1s\n"
+                                  "speed = 16M\n"
+                                  "iops-throttle = THRESHOLD\n"
+                                  "throttle-speed = 1M\n"
+                                  "iops-delay = 100000\n"
+                                  "resume-below = 50%\n"
+                                  "hold = 3s\n";
+    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 15, "randread", NULL, "idle" };
+    g_auto (BusyCopy) c = { 0 };
+    g_autoptr (VmrConsoleLine) done = NULL;
+    g_autoptr (JsonObject) throttled = NULL;
+    g_autoptr (JsonObject) copying = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    g_autofree gchar *named = NULL;
+    gint64 unthrottled;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+        return;
+    busy_copy_start (h, &c, &load, policy);
+    throttled = vmr_harness_wait_job (h, c.id, "throttled", 15);
+    named = g_strdup_printf ("iops-throttle %u", c.threshold);
+    assert_contains (policy_reason (throttled), named, "the policy's reason");
+    g_assert_cmpint (vmr_json_get_int (throttled, "speed"), ==, 1 * MIB);
+    g_assert_cmpint (vmr_json_get_int (job_policy (throttled), "base-speed"), ==, 16 * MIB);
+    g_assert_cmpint (block_job_speed (h), ==, 1 * MIB);
+
+    assert_state_at_points (h, c.id, "throttled", 1 * MIB, load_end (h, load.runtime_s));
+    done = vmr_harness_guest_wait_line (h, "VMR-DONE", 60);
+    note_guest_load (h);
+    copying = vmr_harness_wait_job (h, c.id, "copying", 30);
+    g_assert_cmpstr (policy_decision (copying), ==, "unthrottle");
+    g_assert_cmpint (vmr_json_get_int (copying, "speed"), ==, 16 * MIB);
+    g_assert_cmpint (block_job_speed (h), ==, 16 * MIB);
+    unthrottled = history_time (copying, "copying");
+    g_test_message ("back to full speed %.1f s after VMR-DONE",
+                    (gdouble) (unthrottled - done->real_us) / G_USEC_PER_SEC);
+    g_assert_cmpint (unthrottled, >=, done->real_us - G_USEC_PER_SEC);
+
+    final = vmr_harness_wait_job (h, c.id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_history (final, "throttled", "copying", "synced", "completed", NULL);
+    assert_left_after (final, "throttled", done->real_us);
+    vmr_harness_assert_migrated (h, c.id, "disk0", c.source, c.dest, "raw", c.expected);
+}
+
+/*
+ * A copy that started while the guest was still booting is paused (in
+ * QEMU) when the guest's load goes above iops-delay, and resumed once the
+ * load has ended and hold has passed.
+ */
+static void
+test_pause_while_busy (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar policy[] = "[defaults]\n"
+                                  "sample-interval = 1s\n"
+                                  "iops-delay = 200\n"
+                                  "resume-below = 50%\n"
+                                  "hold = 3s\n";
+    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 12, "randread", NULL, "idle" };
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (VmrConsoleLine) done = NULL;
+    g_autoptr (JsonObject) copying = NULL;
+    g_autoptr (JsonObject) paused = NULL;
+    g_autoptr (JsonObject) resumed = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    g_autoptr (VmrCliResult) speed = NULL;
+    gint64 resumed_at;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+        return;
+    g_free (start_policy_daemon (h, policy));
+    source = boot_guest (h, &load, DISK_SIZE);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (h, "dest.raw");
+
+    /* slowed, so that the copy outlasts the boot and the load */
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
+    copying = vmr_harness_wait_job (h, id, "copying", 30);
+    g_test_message ("copying while the guest boots: %s", vmr_harness_guest_has_line (h, "VMR-IOPS")
+                                                             ? "no, the load had started"
+                                                             : "yes");
+
+    paused = vmr_harness_wait_job (h, id, "paused", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S + 30);
+    g_assert_cmpstr (policy_decision (paused), ==, "pause");
+    assert_contains (policy_reason (paused), "iops-delay 200", "the policy's reason");
+    g_assert_false (vmr_json_get_bool (job_policy (paused), "user-paused"));
+    g_assert_true (block_job_paused (h));
+    g_assert_cmpint (vmr_json_get_int (vmr_json_get_object (paused, "progress"), "done"), >, 0);
+
+    assert_state_at_points (h, id, "paused", -1, load_end (h, load.runtime_s));
+    g_assert_true (block_job_paused (h));
+    done = vmr_harness_guest_wait_line (h, "VMR-DONE", 60);
+    note_guest_load (h);
+    resumed = vmr_harness_wait_job (h, id, "copying", 30);
+    g_assert_cmpstr (policy_decision (resumed), ==, "resume");
+    g_assert_false (block_job_paused (h));
+    resumed_at = history_time (resumed, "copying");
+    g_test_message ("resumed %.1f s after VMR-DONE",
+                    (gdouble) (resumed_at - done->real_us) / G_USEC_PER_SEC);
+    g_assert_cmpint (resumed_at, >=, done->real_us - G_USEC_PER_SEC);
+
+    /* the rest at full speed, not to wait two minutes */
+    speed = vmr_harness_cli (h, "set-speed", id, "0", NULL);
+    vmr_cli_result_assert_ok (speed);
+    final = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_history (final, "copying", "paused", "copying", "synced", "completed", NULL);
+    vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
+}
+
+/* ---- what counts as guest I/O ---- */
+
+/*
+ * The copy reads the source through QEMU, but not through the guest's
+ * device: the daemon must not see the mirror's reads as guest load (else
+ * the policy would throttle every copy of an idle guest).
+ */
+static void
+test_copy_not_counted (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar policy[] = "[defaults]\n"
+                                  "sample-interval = 500ms\n";
+    const VmrHarnessGuestJob idle = { "idle", 0, 1, NULL, NULL, NULL };
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (VmrConsoleLine) ready = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    g_autoptr (GString) seen = g_string_new (NULL);
+    gint64 highest = 0;
+    guint polls = 0;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+        return;
+    g_free (start_policy_daemon (h, policy));
+    source = boot_guest (h, &idle, 256 * MIB);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (h, "dest.raw");
+    ready = vmr_harness_guest_wait_line (h, "VMR-READY", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S);
+
+    /*
+     * about four seconds of copying, eight samples. The mirror reads 64 MiB/s
+     * in requests of at most 1 MiB: counted as guest I/O, that would show as
+     * 64 IOPS or more
+     */
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, "--speed", "64M", NULL);
+    while (TRUE) {
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+        JsonArray *iops = json_object_get_array_member (job_policy (job), "guest-iops");
+        const gchar *state = job_state (job);
+
+        if (g_strcmp0 (state, "copying") != 0 && g_strcmp0 (state, "queued") != 0)
+            break;
+        g_assert_nonnull (iops);
+        if (g_strcmp0 (state, "copying") == 0 && json_array_get_length (iops) > 0) {
+            gint64 newest = json_array_get_int_element (iops, json_array_get_length (iops) - 1);
+
+            highest = MAX (highest, newest);
+            g_string_append_printf (seen, " %" G_GINT64_FORMAT, newest);
+            polls++;
+        }
+        g_usleep (300 * 1000);
+    }
+    g_test_message ("guest IOPS seen while copying:%s", seen->str);
+    if (highest >= 20)
+        vmr_fail ("guest IOPS of %" G_GINT64_FORMAT " while an idle guest's disk was copied:%s",
+                  highest, seen->str);
+    /* enough of the copy was watched for the check to mean something */
+    g_assert_cmpuint (polls, >=, 6);
+    final = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
+}
+
+/* ---- the guest's own check ---- */
+
+/*
+ * The verify guest writes and reads back through a migration the policy
+ * throttled and a user paused and resumed: the pivot comes while it still
+ * writes, and every block it wrote reads back right, from the destination.
+ *
+ * The mirror tracks dirty data in 64 KiB chunks: each 8 KiB random write
+ * makes it copy 64 KiB again. At 200 writes/s that is 12.5 MiB/s, so a copy
+ * throttled to 32 MiB/s still converges while the guest writes.
+ */
+static void
+test_verify_guest (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar policy[] = "[defaults]\n"
+                                  "sample-interval = 1s\n"
+                                  "iops-throttle = THRESHOLD\n"
+                                  "throttle-speed = 32M\n"
+                                  "resume-below = 50%\n"
+                                  "hold = 3s\n";
+    const VmrHarnessGuestJob verify = { "verify", 200, 24, NULL, NULL, NULL };
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (VmrConsoleLine) ready = NULL;
+    g_autoptr (VmrConsoleLine) done = NULL;
+    g_autoptr (VmrConsoleLine) verified = NULL;
+    g_autoptr (GArray) after = NULL;
+    g_autoptr (JsonObject) throttled = NULL;
+    g_autoptr (JsonObject) paused = NULL;
+    g_autoptr (JsonObject) still = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    g_autoptr (VmrCliResult) pause = NULL;
+    g_autoptr (VmrCliResult) resume = NULL;
+    guint64 written = 0, checked = 0;
+    gint64 completed;
+    gboolean wrote_after = FALSE;
+    g_autoptr (VmrConsoleLine) job_line = NULL;
+    g_autofree gchar *expected = NULL;
+    const gchar *size_field;
+    guint64 region;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+        return;
+    g_free (start_policy_daemon (h, QUIET_POLICY));
+    source = boot_guest (h, &verify, DISK_SIZE);
+    dest = vmr_harness_path (h, "dest.raw");
+    ready = vmr_harness_guest_wait_line (h, "VMR-READY", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S);
+    reload_policy_with (h, policy, threshold_below (wait_load_baseline (h)));
+
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, NULL);
+    throttled = vmr_harness_wait_job (h, id, "throttled", 15);
+    g_assert_cmpint (block_job_speed (h), ==, 32 * MIB);
+
+    pause = vmr_harness_cli (h, "pause", id, NULL);
+    vmr_cli_result_assert_ok (pause);
+    paused = vmr_harness_wait_job (h, id, "paused", 10);
+    g_assert_true (vmr_json_get_bool (job_policy (paused), "user-paused"));
+    g_assert_true (block_job_paused (h));
+    /* the guest keeps writing; the policy leaves a user's pause alone */
+    g_usleep (2 * G_USEC_PER_SEC);
+    still = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (job_state (still), ==, "paused");
+    g_assert_true (block_job_paused (h));
+    g_assert_false (vmr_harness_guest_has_line (h, "VMR-DONE"));
+    resume = vmr_harness_cli (h, "resume", id, NULL);
+    vmr_cli_result_assert_ok (resume);
+
+    final = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_history (final, "throttled", "paused", "synced", "completed", NULL);
+    completed = history_time (final, "completed");
+    vmr_harness_assert_disk_on (h, "disk0", dest);
+    vmr_harness_assert_node_released (h, source);
+
+    done = vmr_harness_guest_wait_line (h, "VMR-DONE", 120);
+    note_guest_load (h);
+    g_test_message ("the pivot came %.1f s before VMR-DONE",
+                    (gdouble) (done->real_us - completed) / G_USEC_PER_SEC);
+    assert_contains (done->text, "VMR-DONE verify ok", "the guest's result");
+    g_assert_cmpint (done->real_us, >, completed);
+    /* some of the blocks checked were written to the destination only */
+    after = vmr_harness_guest_get_iops (h);
+    for (guint i = 0; i < after->len; i++) {
+        const VmrGuestIops *sample = &g_array_index (after, VmrGuestIops, i);
+
+        if (sample->real_us > completed + G_USEC_PER_SEC && sample->write_iops > 0)
+            wrote_after = TRUE;
+    }
+    if (!wrote_after)
+        vmr_fail ("the guest wrote nothing after the pivot: the copy outlasted its writes");
+    verified = vmr_harness_guest_wait_line (h, "VMR-VERIFIED", 1);
+    g_assert_cmpint (sscanf (strstr (verified->text, "VMR-VERIFIED"),
+                             "VMR-VERIFIED %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &written,
+                             &checked),
+                     ==, 2);
+    g_assert_cmpuint (written, >, 0);
+    g_assert_cmpuint (checked, ==, written);
+    vmr_harness_assert_job_record (h, id, "completed");
+    vmr_harness_quit_qemu (h);
+    /*
+     * fio verified in the guest what it wrote, the first REGION bytes; beyond
+     * them nothing wrote, so the destination must hold the source's pattern
+     */
+    job_line = vmr_harness_guest_wait_line (h, "VMR-JOB verify", 1);
+    size_field = strstr (job_line->text, " size=");
+    g_assert_nonnull (size_field);
+    region = g_ascii_strtoull (size_field + strlen (" size="), NULL, 10);
+    g_assert_cmpuint (region, >, 0);
+    g_assert_cmpuint (region, <, DISK_SIZE);
+    expected = vmr_harness_expected_path (source);
+    vmr_harness_assert_range_equals (dest, expected, region, DISK_SIZE - region);
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_harness_init (&argc, &argv);
+
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/delay-while-busy", NULL, test_delay_while_busy);
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/throttle-while-busy", NULL, test_throttle_while_busy);
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/pause-while-busy", NULL, test_pause_while_busy);
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/copy-not-counted", NULL, test_copy_not_counted);
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/verify-through-throttle-and-pause", NULL,
+                               test_verify_guest);
+    return g_test_run ();
+}
