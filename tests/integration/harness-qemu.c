@@ -322,15 +322,24 @@ vmr_harness_assert_disk_on (VmrHarness *h, const gchar *qdev_id, const gchar *pa
     g_assert_cmpstr (vmr_json_get_string (image, "filename"), ==, path);
 }
 
-void
-vmr_harness_assert_node_released (VmrHarness *h, const gchar *path)
+JsonNode *
+vmr_harness_query_nodes (VmrHarness *h)
 {
     g_autoptr (JsonObject) args = json_object_new ();
-    g_autoptr (JsonNode) nodes = NULL;
-    JsonArray *array;
+    JsonNode *nodes;
 
     json_object_set_boolean_member (args, "flat", TRUE);
     nodes = vmr_harness_qmp (h, "query-named-block-nodes", args);
+    g_assert_true (JSON_NODE_HOLDS_ARRAY (nodes));
+    return nodes;
+}
+
+void
+vmr_harness_assert_node_released (VmrHarness *h, const gchar *path)
+{
+    g_autoptr (JsonNode) nodes = vmr_harness_query_nodes (h);
+    JsonArray *array;
+
     array = json_node_get_array (nodes);
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {

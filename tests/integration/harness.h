@@ -346,6 +346,9 @@ void vmr_harness_assert_no_block_jobs (VmrHarness *h);
 /* asserts that the device @qdev_id reads and writes @path (query-block) */
 void vmr_harness_assert_disk_on (VmrHarness *h, const gchar *qdev_id, const gchar *path);
 
+/* every block node of QEMU, query-named-block-nodes with flat=true (an array) */
+JsonNode *vmr_harness_query_nodes (VmrHarness *h);
+
 /* asserts that no block node has @path open (query-named-block-nodes) */
 void vmr_harness_assert_node_released (VmrHarness *h, const gchar *path);
 

@@ -324,7 +324,7 @@ test_wait_cancelled (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrCliResult) waited = NULL;
     g_autoptr (VmrCliResult) cancel = NULL;
     g_autoptr (JsonObject) cancelled = NULL;
-    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_TIME_SPAN_SECOND;
+    g_autoptr (JsonObject) copying = NULL;
     VmrCliRun *run;
 
     if (vmr_harness_skipped (h))
@@ -333,18 +333,9 @@ test_wait_cancelled (VmrHarness *h, gconstpointer user_data)
     run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", vm.dest, "--speed",
                                  VMR_HARNESS_SLOW_SPEED, "--wait", NULL);
     /* the job shows up while that CLI waits */
-    while (id == NULL) {
-        g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
-        JsonArray *array = json_node_get_array (jobs);
-
-        if (json_array_get_length (array) > 0) {
-            JsonObject *job = json_array_get_object_element (array, 0);
-
-            if (g_strcmp0 (vmr_json_get_string (job, "state"), "copying") == 0)
-                id = g_strdup (vmr_json_get_string (job, "id"));
-        }
-        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
-    }
+    vmr_harness_wait_job_count (h, 1);
+    id = g_strdup ("vmr-1");
+    copying = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
     cancel = vmr_harness_cli (h, "cancel", id, NULL);
     vmr_cli_result_assert_ok (cancel);
     cancelled = vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);

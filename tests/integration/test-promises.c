@@ -79,13 +79,8 @@ test_second_daemon (VmrHarness *h, gconstpointer user_data)
 static JsonObject *
 node_cache (VmrHarness *h, const gchar *node_name)
 {
-    g_autoptr (JsonObject) args = json_object_new ();
-    g_autoptr (JsonNode) nodes = NULL;
-    JsonArray *array;
-
-    json_object_set_boolean_member (args, "flat", TRUE);
-    nodes = vmr_harness_qmp (h, "query-named-block-nodes", args);
-    array = json_node_get_array (nodes);
+    g_autoptr (JsonNode) nodes = vmr_harness_query_nodes (h);
+    JsonArray *array = json_node_get_array (nodes);
     for (guint i = 0; i < json_array_get_length (array); i++) {
         JsonObject *node = json_array_get_object_element (array, i);
 

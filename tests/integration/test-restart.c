@@ -180,13 +180,8 @@ wait_ended (VmrHarness *h, const gchar *id)
 static gboolean
 node_has_file (VmrHarness *h, const gchar *path)
 {
-    g_autoptr (JsonObject) args = json_object_new ();
-    g_autoptr (JsonNode) nodes = NULL;
-    JsonArray *array;
-
-    json_object_set_boolean_member (args, "flat", TRUE);
-    nodes = vmr_harness_qmp (h, "query-named-block-nodes", args);
-    array = json_node_get_array (nodes);
+    g_autoptr (JsonNode) nodes = vmr_harness_query_nodes (h);
+    JsonArray *array = json_node_get_array (nodes);
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
         JsonObject *node = json_array_get_object_element (array, i);
@@ -328,6 +323,44 @@ test_synced_manual (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
+/* waits until the created destination @path is removed */
+static void
+wait_removed (const gchar *path)
+{
+    gint64 deadline = g_get_monotonic_time () + CLEANUP_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (g_file_test (path, G_FILE_TEST_EXISTS) && g_get_monotonic_time () < deadline)
+        g_usleep (100 * 1000);
+    g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+}
+
+/*
+ * The daemon dies mid-copy and the copy is cancelled through QMP meanwhile
+ * (and dismissed too, with @dismiss: gone from QEMU), the guest writing
+ * before and meanwhile; the daemon comes back and the domain is attached
+ * again. Returns the job once it ended.
+ */
+static JsonObject *
+cancel_while_away (VmrHarness *h, VmrHarnessVm *vm, const gchar *id, gboolean dismiss)
+{
+    JsonObject *ended;
+
+    vmr_harness_writer_write (vm->writer, WRITES);
+    vmr_harness_kill_daemon (h);
+    cancel_in_qemu (h, id, dismiss);
+    vmr_harness_writer_write (vm->writer, WRITES);
+
+    vmr_harness_restart_daemon (h, NULL);
+    assert_listed_orphan (h, id, "copying", vm);
+    vmr_harness_attach (h, "vm");
+    ended = wait_ended (h, id);
+    g_test_message ("job %s ended %s: %s", id, vmr_json_job_state (ended),
+                    vmr_json_job_reason (ended));
+    g_assert_false (vmr_json_job_orphaned (ended));
+    g_assert_nonnull (vmr_json_job_reason (ended));
+    return ended;
+}
+
 /*
  * the copy is cancelled in QEMU while no daemon runs: once its domain is
  * back the job ends without completing, and QEMU is cleaned up
@@ -338,52 +371,23 @@ test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
     g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) ended = NULL;
-    gint64 deadline;
 
     if (vmr_harness_skipped (h))
         return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = start_slow_migration (h, &vm);
-    vmr_harness_writer_write (vm.writer, WRITES);
-
-    vmr_harness_kill_daemon (h);
-    cancel_in_qemu (h, id, FALSE);
-    vmr_harness_writer_write (vm.writer, WRITES);
-
-    vmr_harness_restart_daemon (h, NULL);
-    assert_listed_orphan (h, id, "copying", &vm);
-
-    vmr_harness_attach (h, "vm");
-    ended = wait_ended (h, id);
-    g_test_message ("job %s ended %s: %s", id, vmr_json_job_state (ended),
-                    vmr_json_job_reason (ended));
+    ended = cancel_while_away (h, &vm, id, FALSE);
     /* QEMU reports the cancel as its error "Operation canceled": still a cancel */
     g_assert_cmpstr (vmr_json_job_state (ended), ==, "cancelled");
-    g_assert_false (vmr_json_job_orphaned (ended));
-    g_assert_nonnull (vmr_json_job_reason (ended));
     g_assert_nonnull (strstr (vmr_json_job_reason (ended), "outside virt-mirror"));
     vmr_harness_assert_job_record (h, id, vmr_json_job_state (ended));
 
     wait_qemu_cleaned (h, vm.dest);
     /* the daemon created the destination, so it removes it */
-    deadline = g_get_monotonic_time () + CLEANUP_TIMEOUT_S * G_USEC_PER_SEC;
-    while (g_file_test (vm.dest, G_FILE_TEST_EXISTS) && g_get_monotonic_time () < deadline)
-        g_usleep (100 * 1000);
-    g_assert_false (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
+    wait_removed (vm.dest);
     vmr_harness_assert_daemon_serving (h);
     vmr_harness_writer_write (vm.writer, WRITES);
     vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
-}
-
-/* waits until the created destination @path is removed */
-static void
-wait_removed (const gchar *path)
-{
-    gint64 deadline = g_get_monotonic_time () + CLEANUP_TIMEOUT_S * G_USEC_PER_SEC;
-
-    while (g_file_test (path, G_FILE_TEST_EXISTS) && g_get_monotonic_time () < deadline)
-        g_usleep (100 * 1000);
-    g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
 }
 
 /*
@@ -443,20 +447,8 @@ test_gone (VmrHarness *h, gconstpointer user_data)
         return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = start_slow_migration (h, &vm);
-    vmr_harness_writer_write (vm.writer, WRITES);
-
-    vmr_harness_kill_daemon (h);
-    cancel_in_qemu (h, id, TRUE);
-    vmr_harness_writer_write (vm.writer, WRITES);
-
-    vmr_harness_restart_daemon (h, NULL);
-    assert_listed_orphan (h, id, "copying", &vm);
-    vmr_harness_attach (h, "vm");
-    ended = wait_ended (h, id);
-    g_test_message ("job %s ended %s: %s", id, vmr_json_job_state (ended),
-                    vmr_json_job_reason (ended));
+    ended = cancel_while_away (h, &vm, id, TRUE);
     g_assert_cmpstr (vmr_json_job_state (ended), ==, "failed");
-    g_assert_nonnull (vmr_json_job_reason (ended));
     vmr_harness_assert_job_record (h, id, "failed");
     wait_qemu_cleaned (h, vm.dest);
     wait_removed (vm.dest);
