@@ -366,6 +366,58 @@ iothread_lookup_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_free (lookup);
 }
 
+/*
+ * asks for the I/O thread properties of the device at the QOM path @qdev:
+ * one thread for the device, or (QEMU 9.0+) a thread per group of queues
+ */
+static void
+look_up_iothreads (VmrBackendQmp *self, GTask *task, VmrDisk *disk, const gchar *qdev)
+{
+    static const gchar *const properties[] = { "iothread", "iothread-vq-mapping" };
+    QueryDisksData *data = g_task_get_task_data (task);
+
+    for (guint p = 0; p < G_N_ELEMENTS (properties); p++) {
+        g_autoptr (JsonObject) args = args_device ("path", qdev);
+        IothreadLookup *lookup = g_new0 (IothreadLookup, 1);
+
+        json_object_set_string_member (args, "property", properties[p]);
+        lookup->task = g_object_ref (task);
+        lookup->disk = disk;
+        data->pending++;
+        vmr_qmp_client_execute_async (self->client, "qom-get", args, 0,
+                                      g_task_get_cancellable (task), iothread_lookup_cb, lookup);
+    }
+}
+
+/*
+ * "/machine/peripheral/scsi0/virtio-backend/scsi0.0", the bus of a scsi-hd:
+ * the controller's virtio device, two levels up, has the I/O thread
+ */
+static void
+parent_bus_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    IothreadLookup *lookup = user_data;
+    g_autoptr (GTask) task = lookup->task;
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GError) error = NULL;
+    const gchar *bus;
+    const gchar *slash;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    bus = reply != NULL && json_node_get_value_type (reply) == G_TYPE_STRING
+              ? json_node_get_string (reply)
+              : NULL;
+    /* devices on no bus, or a bus without a device above it, have no thread of theirs */
+    if (bus != NULL && bus[0] == '/' && (slash = strrchr (bus, '/')) != NULL && slash != bus) {
+        g_autofree gchar *controller = g_strndup (bus, (gsize) (slash - bus));
+
+        look_up_iothreads (self, task, lookup->disk, controller);
+    }
+    g_free (lookup);
+    query_disks_done_one (task);
+}
+
 static void
 named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -407,22 +459,24 @@ named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     data->pending = 2;
     for (guint i = 0; i < data->disks->len; i++) {
         const gchar *qdev = g_ptr_array_index (data->qdev_paths, i);
-        /* one thread for the device, or (QEMU 9.0+) a thread per group of queues */
-        static const gchar *const properties[] = { "iothread", "iothread-vq-mapping" };
+        VmrDisk *disk = g_ptr_array_index (data->disks, i);
 
-        if (qdev == NULL || qdev[0] != '/')
+        if (qdev == NULL || *qdev == '\0')
             continue;
-        for (guint p = 0; p < G_N_ELEMENTS (properties); p++) {
-            g_autoptr (JsonObject) args = args_device ("path", qdev);
+        if (qdev[0] == '/') {
+            look_up_iothreads (self, task, disk, qdev);
+        } else {
+            /* a device of a bus (scsi-hd): the I/O thread is its controller's */
+            g_autofree gchar *path = g_strdup_printf ("/machine/peripheral/%s", qdev);
+            g_autoptr (JsonObject) args = args_device ("path", path);
             IothreadLookup *lookup = g_new0 (IothreadLookup, 1);
 
-            json_object_set_string_member (args, "property", properties[p]);
+            json_object_set_string_member (args, "property", "parent_bus");
             lookup->task = g_object_ref (task);
-            lookup->disk = g_ptr_array_index (data->disks, i);
+            lookup->disk = disk;
             data->pending++;
             vmr_qmp_client_execute_async (self->client, "qom-get", args, 0,
-                                          g_task_get_cancellable (task), iothread_lookup_cb,
-                                          lookup);
+                                          g_task_get_cancellable (task), parent_bus_cb, lookup);
         }
     }
     vmr_qmp_client_execute_async (self->client, "query-iothreads", NULL, 0,

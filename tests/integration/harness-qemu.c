@@ -27,6 +27,14 @@ vmr_harness_json_arg (JsonObject *object)
     return json_to_string (node, FALSE);
 }
 
+/* the virtio-scsi controller of a scsi-hd: one per I/O thread */
+static gchar *
+scsi_controller (const VmrHarnessDisk *disk)
+{
+    return disk->iothread != NULL ? g_strdup_printf ("scsi-%s", disk->iothread)
+                                  : g_strdup ("scsi0");
+}
+
 void
 vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disks)
 {
@@ -56,15 +64,24 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
             g_ptr_array_add (argv, g_strdup_printf ("iothread,id=%s", vq_io));
         }
     }
+    /* a virtio-scsi controller for the scsi-hds of each I/O thread (scsi0 for the main loop) */
     for (guint i = 0; i < n_disks; i++) {
-        /* one controller for every scsi-hd */
-        if (disks[i].scsi) {
-            g_assert_null (disks[i].iothread);
-            g_assert_null (disks[i].vq_iothreads);
-            g_ptr_array_add (argv, g_strdup ("-device"));
-            g_ptr_array_add (argv, g_strdup ("virtio-scsi-pci,id=scsi0"));
-            break;
-        }
+        g_autofree gchar *controller = scsi_controller (&disks[i]);
+        gboolean seen = FALSE;
+
+        if (!disks[i].scsi)
+            continue;
+        g_assert_null (disks[i].vq_iothreads);
+        for (guint j = 0; j < i; j++)
+            seen = seen || (disks[j].scsi && g_strcmp0 (disks[j].iothread, disks[i].iothread) == 0);
+        if (seen)
+            continue;
+        g_ptr_array_add (argv, g_strdup ("-device"));
+        if (disks[i].iothread != NULL)
+            g_ptr_array_add (argv, g_strdup_printf ("virtio-scsi-pci,id=%s,iothread=%s", controller,
+                                                    disks[i].iothread));
+        else
+            g_ptr_array_add (argv, g_strdup_printf ("virtio-scsi-pci,id=%s", controller));
     }
     for (guint i = 0; i < n_disks; i++) {
         g_autoptr (JsonObject) file = json_object_new ();
@@ -89,11 +106,15 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
         json_object_set_string_member (fmt, "driver", disks[i].format);
         json_object_set_string_member (fmt, "file", file_node);
         json_object_set_string_member (fmt, "node-name", fmt_node);
-        if (disks[i].scsi)
-            device = g_strdup_printf ("scsi-hd,bus=scsi0.0,drive=%s,id=%s", fmt_node, disks[i].id);
-        else
+        if (disks[i].scsi) {
+            g_autofree gchar *controller = scsi_controller (&disks[i]);
+
+            device = g_strdup_printf ("scsi-hd,bus=%s.0,drive=%s,id=%s", controller, fmt_node,
+                                      disks[i].id);
+        } else {
             device = g_strdup_printf ("virtio-blk-pci,drive=%s,id=%s", fmt_node, disks[i].id);
-        if (disks[i].iothread != NULL) {
+        }
+        if (disks[i].iothread != NULL && !disks[i].scsi) {
             g_autofree gchar *plain = g_steal_pointer (&device);
 
             device = g_strdup_printf ("%s,iothread=%s", plain, disks[i].iothread);

@@ -39,7 +39,8 @@ typedef struct {
     /*
      * a scsi-hd on a virtio-scsi controller instead of a virtio-blk: a device
      * that owns its block backend, so that a VmrHarnessWriter can write
-     * through it as the guest does (no iothread then)
+     * through it as the guest does. With an iothread, its controller runs
+     * there (one controller per I/O thread); no vq_iothreads then.
      */
     gboolean scsi;
     /* the file node opened with cache.direct=on (the image must take O_DIRECT) */

@@ -5,10 +5,11 @@
  * iothread, an existing destination (--reuse), a disk named by its node,
  * one disk of two, and a disk whose queues two iothreads serve. Each
  * proves the guest uses the destination, the old image is released, the
- * job record is final and the destination holds the source's bytes. Where
- * the disk is not on an iothread it is a scsi-hd the guest writes through
- * while the copy runs (held back by a speed limit, then let go) and after
- * the pivot, and the destination must hold every write.
+ * job record is final and the destination holds the source's bytes. The
+ * single disks are scsi-hds (on a controller on the iothread, for that
+ * case) the guest writes through while the copy runs (held back by a speed
+ * limit, then let go) and after the pivot, and the destination must hold
+ * every write.
  */
 
 #include "harness.h"
@@ -192,9 +193,10 @@ assert_completed_job (VmrHarness *h, const gchar *id, const MigrateCase *c, cons
     g_assert_cmpstr (vmr_json_get_string (job, "source-format"), ==, c->source_format);
     g_assert_cmpstr (vmr_json_get_string (job, "format"), ==, c->dest_format);
     g_assert_cmpint (vmr_json_get_bool (job, "created-destination"), ==, !c->reuse);
+    /* QEMU's figures: the disk, and what the guest wrote again while it copied */
     progress = vmr_json_get_object (job, "progress");
-    g_assert_cmpint (vmr_json_get_int (progress, "total"), ==, IMAGE_SIZE);
-    g_assert_cmpint (vmr_json_get_int (progress, "done"), ==, IMAGE_SIZE);
+    g_assert_cmpint (vmr_json_get_int (progress, "total"), >=, IMAGE_SIZE);
+    g_assert_cmpint (vmr_json_get_int (progress, "done"), ==, vmr_json_get_int (progress, "total"));
     g_assert_cmpint (vmr_json_get_int (progress, "backlog"), ==, 0);
     assert_history (job);
 }
@@ -214,8 +216,8 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
     g_autoptr (GPtrArray) extra = g_ptr_array_new ();
     g_autoptr (VmrHarnessWriter) writer = NULL;
     VmrHarnessDisk vm_disk = { "disk0", NULL, c->source_format, c->iothread };
-    /* a scsi-hd takes guest writes; an iothread case stays on virtio-blk */
-    gboolean writes = c->iothread == NULL;
+    /* a scsi-hd takes guest writes; on an I/O thread, its controller runs there */
+    gboolean writes = TRUE;
     VmrCliRun *waiting = NULL;
 
     if (vmr_harness_skipped (h))
