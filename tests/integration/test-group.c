@@ -32,7 +32,7 @@ typedef struct {
     gchar *dests[2];
     gchar *jobs[2]; /* job ids, in the order of the command line */
     gchar *group;
-    VmrHarnessWriter *writers[2]; /* guest writes, for disks off the I/O threads */
+    VmrHarnessWriter *writers[2]; /* the guest's writes to each disk */
 } Group;
 
 static void
@@ -51,8 +51,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Group, group_clear)
 
 /*
  * A VM "vm" with disk0 (@size0 bytes) and disk1 (@size1 bytes), raw, on
- * the I/O threads io0 and io1 (or both on the main loop when !@iothreads,
- * as scsi-hds the guest writes through: group_write()), attached to the
+ * the I/O threads io0 and io1 (or both on the main loop when !@iothreads),
+ * scsi-hds the guest writes through (group_write()), attached to the
  * daemon. disk1's destination is in @dest1_dir when given.
  */
 static void
@@ -60,8 +60,8 @@ group_start_vm (VmrHarness *h, Group *g, gsize size0, gsize size1, gboolean ioth
                 const gchar *dest1_dir)
 {
     VmrHarnessDisk disks[] = {
-        { "disk0", NULL, "raw", iothreads ? "io0" : NULL, .scsi = !iothreads },
-        { "disk1", NULL, "raw", iothreads ? "io1" : NULL, .scsi = !iothreads },
+        { "disk0", NULL, "raw", iothreads ? "io0" : NULL, .scsi = TRUE },
+        { "disk1", NULL, "raw", iothreads ? "io1" : NULL, .scsi = TRUE },
     };
     const gsize sizes[] = { size0, size1 };
 
@@ -80,7 +80,7 @@ group_start_vm (VmrHarness *h, Group *g, gsize size0, gsize size1, gboolean ioth
         disks[i].path = g->sources[i];
     }
     vmr_harness_start_qemu (h, disks, g->n);
-    for (guint i = 0; i < g->n && !iothreads; i++)
+    for (guint i = 0; i < g->n; i++)
         g->writers[i] = vmr_harness_writer_new (h, g->ids[i], g->expected[i], 0x9a0 + i);
     vmr_harness_attach (h, "vm");
 }
@@ -485,8 +485,10 @@ test_member_fails (VmrHarness *h, gconstpointer user_data)
         g_usleep (100 * 1000);
     }
     copying = vmr_harness_wait_job (h, g.jobs[1], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    group_write (&g);
     synced = vmr_harness_wait_job (h, g.jobs[0], "synced", VMR_HARNESS_JOB_TIMEOUT_S);
     assert_waiting_for_group (h, &g, 0, 1);
+    group_write (&g);
 
     fill_file_system (small_fs);
     failed = vmr_harness_wait_job (h, g.jobs[1], "failed", VMR_HARNESS_JOB_TIMEOUT_S);
@@ -506,7 +508,9 @@ test_member_fails (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpint (waited->status, ==, 1);
     g_assert_true (g_str_has_prefix (waited->err, "virt-mirror: error: "));
 
-    /* the VM stays on both sources; QEMU let go of both destinations */
+    /* the VM stays on both sources, which take the guest's writes; QEMU let go of both destinations
+     */
+    group_write (&g);
     vmr_harness_assert_daemon_serving (h);
     vmr_harness_assert_no_block_jobs (h);
     for (guint i = 0; i < g.n; i++) {
