@@ -41,29 +41,58 @@ read_all (int fd, guint8 *buf, gsize len)
     return TRUE;
 }
 
+/* splitmix64: a fast generator whose every state gives a good sequence */
+static guint64
+splitmix64 (guint64 *state)
+{
+    guint64 z = (*state += G_GUINT64_CONSTANT (0x9E3779B97F4A7C15));
+
+    z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/*
+ * Fills @block (VMR_BENCH_BLOCK_SIZE bytes) with the data of the block at
+ * @index of a source made with @seed: its state is a hash of (@seed,
+ * @index), so no two blocks share a sequence.
+ */
+static void
+fill_block (guint8 *block, guint32 seed, guint64 index)
+{
+    guint64 state = ((guint64) seed << 32) ^ index;
+
+    state = splitmix64 (&state);
+    for (gsize i = 0; i < VMR_BENCH_BLOCK_SIZE; i += sizeof (guint64)) {
+        guint64 word = splitmix64 (&state);
+
+        memcpy (block + i, &word, sizeof (word));
+    }
+}
+
 gboolean
 vmr_bench_image_create_source (const gchar *path, guint64 size, guint32 seed, GError **error)
 {
     g_autofree guint8 *block = g_malloc (VMR_BENCH_BLOCK_SIZE);
-    g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
     gboolean written = TRUE;
     int saved_errno = 0;
     int fd;
 
-    /* random, so that QEMU can neither skip zeroes nor detect a pattern */
-    for (gsize i = 0; i < VMR_BENCH_BLOCK_SIZE; i += sizeof (guint32)) {
-        guint32 word = g_rand_int (rand);
-
-        memcpy (block + i, &word, sizeof (word));
-    }
     fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", path,
                      g_strerror (errno));
         return FALSE;
     }
-    for (guint64 done = 0; written && done < size; done += VMR_BENCH_BLOCK_SIZE)
+    /*
+     * Random, so that QEMU can neither skip zeroes nor detect a pattern, and
+     * a different sequence in every MiB, so that a block copied to the wrong
+     * offset cannot compare equal.
+     */
+    for (guint64 done = 0; written && done < size; done += VMR_BENCH_BLOCK_SIZE) {
+        fill_block (block, seed, done / VMR_BENCH_BLOCK_SIZE);
         written = write_all (fd, block, MIN (VMR_BENCH_BLOCK_SIZE, size - done));
+    }
     /* no writeback of the source may run during the measurements */
     if (!written || fdatasync (fd) < 0)
         saved_errno = errno != 0 ? errno : EIO;

@@ -8,12 +8,15 @@
 
 G_BEGIN_DECLS
 
-/* the block the source repeats, and the unit of the byte check */
+/* the unit of the source's data and of the byte check */
 #define VMR_BENCH_BLOCK_SIZE (1024 * 1024)
 
 /*
- * Creates @path (which must not exist) with @size bytes: one random block
- * of @seed repeated, then fdatasync()ed.
+ * Creates @path (which must not exist) with @size bytes of pseudo-random
+ * data, then fdatasync()ed. Every MiB has a sequence of its own, drawn
+ * from @seed and the MiB's index: no two MiB of an image, nor of two
+ * images of different seeds, are alike, so a misplaced block fails the
+ * byte check.
  */
 gboolean vmr_bench_image_create_source (const gchar *path, guint64 size, guint32 seed,
                                         GError **error);

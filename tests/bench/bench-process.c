@@ -4,8 +4,12 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -66,6 +70,7 @@ vmr_bench_is_running (GSubprocess *proc)
 typedef struct {
     gboolean done;   /* the wait finished, one way or the other */
     gboolean exited; /* ... because the process exited */
+    gint64 end_mono; /* when the bench learnt of the end */
 } ExitWait;
 
 static void
@@ -74,6 +79,7 @@ exited_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     ExitWait *wait = user_data;
 
     wait->exited = g_subprocess_wait_finish (G_SUBPROCESS (source), res, NULL);
+    wait->end_mono = g_get_monotonic_time ();
     wait->done = TRUE;
 }
 
@@ -93,6 +99,111 @@ vmr_bench_wait_exit (GSubprocess *proc, guint timeout_s)
     while (!wait.done)
         g_main_context_iteration (NULL, TRUE);
     return wait.exited;
+}
+
+gboolean
+vmr_bench_wait_process (GSubprocess *proc, guint timeout_s, const gboolean *interrupted,
+                        const gchar *what, gint64 *end_mono, GError **error)
+{
+    gint64 deadline = g_get_monotonic_time () + timeout_s * G_USEC_PER_SEC;
+    g_autoptr (GCancellable) cancellable = g_cancellable_new ();
+    g_autoptr (VmrBenchTick) tick = vmr_bench_tick_new ();
+    ExitWait wait = { FALSE, FALSE, 0 };
+
+    /* the callback wakes the loop at once: the tick only bounds the checks below */
+    g_subprocess_wait_async (proc, cancellable, exited_cb, &wait);
+    while (!wait.done && !*interrupted && g_get_monotonic_time () < deadline)
+        g_main_context_iteration (NULL, TRUE);
+    if (!wait.done) {
+        g_cancellable_cancel (cancellable);
+        while (!wait.done)
+            g_main_context_iteration (NULL, TRUE);
+        g_subprocess_force_exit (proc);
+        vmr_bench_wait_exit (proc, 30);
+        g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "%s %s", what,
+                     *interrupted ? "interrupted" : "did not end in time");
+        return FALSE;
+    }
+    if (end_mono != NULL)
+        *end_mono = wait.end_mono;
+    if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s failed", what);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gchar *
+vmr_bench_log_tail (const gchar *path, guint lines)
+{
+    g_autofree gchar *text = NULL;
+    g_auto (GStrv) all = NULL;
+    guint n, first;
+
+    if (!g_file_get_contents (path, &text, NULL, NULL))
+        return g_strdup ("(no log)");
+    g_strchomp (text);
+    all = g_strsplit (text, "\n", -1);
+    n = g_strv_length (all);
+    first = n > lines ? n - lines : 0;
+    return g_strjoinv ("\n", all + first);
+}
+
+void
+vmr_bench_append_output (GError **error, const gchar *output)
+{
+    gchar *message;
+
+    if (error == NULL || *error == NULL)
+        return;
+    message = g_strdup_printf ("%s; it printed:\n%s", (*error)->message, output);
+    g_free ((*error)->message);
+    (*error)->message = message;
+}
+
+gdouble
+vmr_bench_cpu_ms (GSubprocess *proc)
+{
+    const gchar *pid = g_subprocess_get_identifier (proc);
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *text = NULL;
+    g_auto (GStrv) fields = NULL;
+    const gchar *end;
+    clockid_t clock;
+    struct timespec ts;
+
+    if (pid == NULL)
+        return -1;
+    if (clock_getcpuclockid ((pid_t) atoi (pid), &clock) == 0 && clock_gettime (clock, &ts) == 0)
+        return (gdouble) ts.tv_sec * 1000.0 + (gdouble) ts.tv_nsec / 1e6;
+    path = g_strdup_printf ("/proc/%s/stat", pid);
+    if (!g_file_get_contents (path, &text, NULL, NULL) || (end = strrchr (text, ')')) == NULL
+        || end[1] == '\0')
+        return -1;
+    /* after "(comm)": state is field 3, utime 14 and stime 15 (proc(5)) */
+    fields = g_strsplit (end + 2, " ", 0);
+    if (g_strv_length (fields) < 13)
+        return -1;
+    return (gdouble) (g_ascii_strtoull (fields[11], NULL, 10)
+                      + g_ascii_strtoull (fields[12], NULL, 10))
+           * 1000.0 / (gdouble) sysconf (_SC_CLK_TCK);
+}
+
+gdouble
+vmr_bench_rss_mib (GSubprocess *proc)
+{
+    const gchar *pid = g_subprocess_get_identifier (proc);
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *text = NULL;
+    const gchar *line;
+
+    if (pid == NULL)
+        return 0;
+    path = g_strdup_printf ("/proc/%s/status", pid);
+    if (!g_file_get_contents (path, &text, NULL, NULL)
+        || (line = strstr (text, "\nVmRSS:")) == NULL)
+        return 0;
+    return g_ascii_strtod (line + strlen ("\nVmRSS:"), NULL) / 1024.0;
 }
 
 void
@@ -134,6 +245,25 @@ vmr_bench_connect (GSubprocess *proc, const gchar *path, const gchar *what, guin
         }
         g_usleep (10 * 1000);
     }
+}
+
+gchar *
+vmr_bench_qemu_version (VmrQmpClient *client)
+{
+    JsonObject *greeting = vmr_qmp_client_get_greeting (client);
+    JsonObject *version = greeting != NULL && json_object_has_member (greeting, "version")
+                              ? json_object_get_object_member (greeting, "version")
+                              : NULL;
+    JsonObject *qemu = version != NULL && json_object_has_member (version, "qemu")
+                           ? json_object_get_object_member (version, "qemu")
+                           : NULL;
+
+    if (qemu == NULL)
+        return NULL;
+    return g_strdup_printf ("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
+                            vmr_bench_member_int (qemu, "major"),
+                            vmr_bench_member_int (qemu, "minor"),
+                            vmr_bench_member_int (qemu, "micro"));
 }
 
 void

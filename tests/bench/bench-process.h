@@ -38,6 +38,31 @@ gboolean vmr_bench_is_running (GSubprocess *proc);
 /* iterates the default main context until @proc exited; FALSE after @timeout_s */
 gboolean vmr_bench_wait_exit (GSubprocess *proc, guint timeout_s);
 
+/*
+ * Iterates the default main context until @proc exits, at most @timeout_s
+ * or until *@interrupted; then kills it. Sets *@end_mono (may be NULL) to
+ * when the exit was seen. TRUE when it exited with status 0; @what names
+ * it in errors.
+ */
+gboolean vmr_bench_wait_process (GSubprocess *proc, guint timeout_s, const gboolean *interrupted,
+                                 const gchar *what, gint64 *end_mono, GError **error);
+
+/* the last @lines lines of @path, for an error message */
+gchar *vmr_bench_log_tail (const gchar *path, guint lines);
+
+/* adds what a process printed, @output, to the message of @error */
+void vmr_bench_append_output (GError **error, const gchar *output);
+
+/*
+ * The process's user + system CPU time in ms, -1 when it cannot be read:
+ * its CPU-time clock (nanoseconds, every thread), or else utime + stime of
+ * /proc/PID/stat, which come in clock ticks (10 ms).
+ */
+gdouble vmr_bench_cpu_ms (GSubprocess *proc);
+
+/* the process's resident size in MiB, 0 when it cannot be read */
+gdouble vmr_bench_rss_mib (GSubprocess *proc);
+
 /* SIGKILL by pid, reap, and clear *@proc; nothing when it is NULL */
 void vmr_bench_kill (GSubprocess **proc);
 
@@ -47,6 +72,9 @@ void vmr_bench_kill (GSubprocess **proc);
  */
 VmrQmpClient *vmr_bench_connect (GSubprocess *proc, const gchar *path, const gchar *what,
                                  guint timeout_s, GError **error);
+
+/* QEMU's version from the greeting of @client, "MAJOR.MINOR.MICRO", or NULL */
+gchar *vmr_bench_qemu_version (VmrQmpClient *client);
 
 /* drops the handlers connected with @handler_data, closes and clears *@client */
 void vmr_bench_close (VmrQmpClient **client, gpointer handler_data);

@@ -16,7 +16,11 @@
  * device.
  *
  * After each run the QEMUs quit and every destination is compared with its
- * source byte for byte; a failed check exits with status 1.
+ * source byte for byte; a failed check exits with status 1. So does a run
+ * in which more copies ran at once than max-parallel allows: the bench
+ * counts them in QEMU itself, from the job events on its own monitor of
+ * each QEMU (created -> ready, on QEMU's timestamps), and from the
+ * daemon's job states (copying -> synced), and prints MISS with the run.
  *
  * Run it with `ninja -C BUILDDIR bench-scale`, or run
  * BUILDDIR/tests/bench/bench-scale directly for the options (--help).
@@ -26,9 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -36,7 +38,9 @@
 #include <glib/gstdio.h>
 
 #include "bench-image.h"
+#include "bench-jobs.h"
 #include "bench-process.h"
+#include "bench-scale.h"
 #include "bench-series.h"
 #include "qmp-client.h"
 #include "vmr-error.h"
@@ -54,35 +58,6 @@
 #define CLI_TIMEOUT_S   60
 #define JOB_TIMEOUT_S   1800
 #define STOP_TIMEOUT_S  30
-/* device measures per count and round: each is short, and noisy */
-#define DEVICE_REPEATS 3
-
-/* one guest-less QEMU */
-typedef struct {
-    gchar *name;    /* its domain name: vm01, vm02, ... */
-    gchar *source;  /* FROM/NAME.raw */
-    gchar *dest;    /* TO/NAME.raw */
-    gchar *monitor; /* the daemon's QMP socket */
-    gchar *watch_monitor;
-    GSubprocess *proc;
-    VmrQmpClient *watch; /* the bench's own monitor: readiness and "quit" */
-} Vm;
-
-/* the figures of one run */
-typedef struct {
-    gdouble total_s;         /* evacuate --wait, from its start to its exit */
-    gdouble done_s;          /* from its start to the last job's completed (host clock) */
-    gdouble span_s;          /* first job created -> last job completed, daemon's stamps */
-    gdouble vm_median_s;     /* per job: created -> completed */
-    gdouble vm_max_s;        /* the same, the slowest job */
-    gdouble copy_median_s;   /* per job: first copying -> completed */
-    gdouble copy_max_s;      /* the same, the slowest job */
-    gdouble attach_s;        /* the N `virt-mirror attach` one after the other */
-    gdouble cpu_evacuate_ms; /* the daemon's CPU time during evacuate */
-    gdouble cpu_attach_ms;   /* the daemon's CPU time during the attaches */
-    gdouble qemu_rss_mib;    /* the mean resident size of one QEMU */
-    guint max_running;       /* the most jobs copying at once (copying -> synced) */
-} RunResult;
 
 typedef struct {
     /* options */
@@ -122,90 +97,6 @@ vm_free (Vm *vm)
     g_free (vm);
 }
 
-/* the last @lines lines of @path, for an error message */
-static gchar *
-log_tail (const gchar *path, guint lines)
-{
-    g_autofree gchar *text = NULL;
-    g_auto (GStrv) all = NULL;
-    guint n, first;
-
-    if (!g_file_get_contents (path, &text, NULL, NULL))
-        return g_strdup ("(no log)");
-    g_strchomp (text);
-    all = g_strsplit (text, "\n", -1);
-    n = g_strv_length (all);
-    first = n > lines ? n - lines : 0;
-    return g_strjoinv ("\n", all + first);
-}
-
-/* adds what a process printed to the message of @error */
-static void
-append_output (GError **error, const gchar *output)
-{
-    gchar *message;
-
-    if (error == NULL || *error == NULL)
-        return;
-    message = g_strdup_printf ("%s; it printed:\n%s", (*error)->message, output);
-    g_free ((*error)->message);
-    (*error)->message = message;
-}
-
-/* ---- waiting for a process ---- */
-
-typedef struct {
-    gboolean done;
-    gint64 end_mono; /* when the bench learnt of the exit */
-} ExitWait;
-
-static void
-exited_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    ExitWait *wait = user_data;
-
-    g_subprocess_wait_finish (G_SUBPROCESS (source), res, NULL);
-    wait->end_mono = g_get_monotonic_time ();
-    wait->done = TRUE;
-}
-
-/*
- * Iterates the default main context until @proc exits, at most @timeout_s
- * or until an interruption; then kills it. Sets *@end_mono (may be NULL) to
- * the moment of the exit. Returns TRUE when it exited with status 0.
- */
-static gboolean
-wait_process (Bench *self, GSubprocess *proc, guint timeout_s, const gchar *what, gint64 *end_mono,
-              GError **error)
-{
-    gint64 deadline = g_get_monotonic_time () + timeout_s * G_USEC_PER_SEC;
-    g_autoptr (GCancellable) cancellable = g_cancellable_new ();
-    g_autoptr (VmrBenchTick) tick = vmr_bench_tick_new ();
-    ExitWait wait = { FALSE, 0 };
-
-    /* the callback wakes the loop at once: the tick only bounds the checks below */
-    g_subprocess_wait_async (proc, cancellable, exited_cb, &wait);
-    while (!wait.done && !self->interrupted && g_get_monotonic_time () < deadline)
-        g_main_context_iteration (NULL, TRUE);
-    if (!wait.done) {
-        g_cancellable_cancel (cancellable);
-        while (!wait.done)
-            g_main_context_iteration (NULL, TRUE);
-        g_subprocess_force_exit (proc);
-        vmr_bench_wait_exit (proc, STOP_TIMEOUT_S);
-        g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "%s %s", what,
-                     self->interrupted ? "interrupted" : "did not end in time");
-        return FALSE;
-    }
-    if (end_mono != NULL)
-        *end_mono = wait.end_mono;
-    if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) != 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s failed", what);
-        return FALSE;
-    }
-    return TRUE;
-}
-
 /*
  * Runs the CLI on the daemon's socket with @args; its output goes to
  * @log_name in the run directory, and into *@output when that is not NULL.
@@ -237,11 +128,11 @@ run_cli (Bench *self, const gchar *const *args, const gchar *log_name, guint tim
         g_prefix_error (error, "cannot start %s: ", self->cli_path);
         return FALSE;
     }
-    if (!wait_process (self, proc, timeout_s, what, &end, error)) {
-        g_autofree gchar *tail = log_tail (log, 12);
+    if (!vmr_bench_wait_process (proc, timeout_s, &self->interrupted, what, &end, error)) {
+        g_autofree gchar *tail = vmr_bench_log_tail (log, 12);
 
         g_prefix_error (error, "%s: ", log);
-        append_output (error, tail);
+        vmr_bench_append_output (error, tail);
         return FALSE;
     }
     if (elapsed_s != NULL)
@@ -249,60 +140,6 @@ run_cli (Bench *self, const gchar *const *args, const gchar *log_name, guint tim
     if (output != NULL && !g_file_get_contents (log, output, NULL, error))
         return FALSE;
     return TRUE;
-}
-
-/* ---- /proc ---- */
-
-/*
- * The process's user + system CPU time in ms, -1 when it cannot be read:
- * its CPU-time clock (nanoseconds, every thread), or else utime + stime of
- * /proc/PID/stat, which come in clock ticks (10 ms).
- */
-static gdouble
-cpu_ms (GSubprocess *proc)
-{
-    const gchar *pid = g_subprocess_get_identifier (proc);
-    g_autofree gchar *path = NULL;
-    g_autofree gchar *text = NULL;
-    g_auto (GStrv) fields = NULL;
-    const gchar *end;
-
-    clockid_t clock;
-    struct timespec ts;
-
-    if (pid == NULL)
-        return -1;
-    if (clock_getcpuclockid ((pid_t) atoi (pid), &clock) == 0 && clock_gettime (clock, &ts) == 0)
-        return (gdouble) ts.tv_sec * 1000.0 + (gdouble) ts.tv_nsec / 1e6;
-    path = g_strdup_printf ("/proc/%s/stat", pid);
-    if (!g_file_get_contents (path, &text, NULL, NULL) || (end = strrchr (text, ')')) == NULL
-        || end[1] == '\0')
-        return -1;
-    /* after "(comm)": state is field 3, utime 14 and stime 15 (proc(5)) */
-    fields = g_strsplit (end + 2, " ", 0);
-    if (g_strv_length (fields) < 13)
-        return -1;
-    return (gdouble) (g_ascii_strtoull (fields[11], NULL, 10)
-                      + g_ascii_strtoull (fields[12], NULL, 10))
-           * 1000.0 / (gdouble) sysconf (_SC_CLK_TCK);
-}
-
-/* the process's resident size in MiB, 0 when it cannot be read */
-static gdouble
-rss_mib (GSubprocess *proc)
-{
-    const gchar *pid = g_subprocess_get_identifier (proc);
-    g_autofree gchar *path = NULL;
-    g_autofree gchar *text = NULL;
-    const gchar *line;
-
-    if (pid == NULL)
-        return 0;
-    path = g_strdup_printf ("/proc/%s/status", pid);
-    if (!g_file_get_contents (path, &text, NULL, NULL)
-        || (line = strstr (text, "\nVmRSS:")) == NULL)
-        return 0;
-    return g_ascii_strtod (line + strlen ("\nVmRSS:"), NULL) / 1024.0;
 }
 
 /* ---- the daemon ---- */
@@ -406,25 +243,14 @@ start_qemus (Bench *self, guint n, GError **error)
     }
     for (guint i = 0; i < n; i++) {
         Vm *vm = g_ptr_array_index (self->vms, i);
-        JsonObject *version;
 
         vm->watch = vmr_bench_connect (vm->proc, vm->watch_monitor, "QEMU", START_TIMEOUT_S, error);
         if (vm->watch == NULL) {
             g_prefix_error (error, "%s: ", vm->name);
             return FALSE;
         }
-        version
-            = json_object_get_object_member (vmr_qmp_client_get_greeting (vm->watch), "version");
-        if (self->qemu_version == NULL && version != NULL
-            && json_object_has_member (version, "qemu")) {
-            JsonObject *qemu = json_object_get_object_member (version, "qemu");
-
-            self->qemu_version
-                = g_strdup_printf ("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
-                                   json_object_get_int_member (qemu, "major"),
-                                   json_object_get_int_member (qemu, "minor"),
-                                   json_object_get_int_member (qemu, "micro"));
-        }
+        if (self->qemu_version == NULL)
+            self->qemu_version = vmr_bench_qemu_version (vm->watch);
     }
     return TRUE;
 }
@@ -526,156 +352,58 @@ sync_file (const gchar *path, GError **error)
 
 /* ---- one run ---- */
 
-static gdouble
-array_max (GArray *values)
-{
-    gdouble max = 0;
-
-    for (guint i = 0; i < values->len; i++)
-        max = MAX (max, g_array_index (values, gdouble, i));
-    return max;
-}
-
-/* the time of @job's first history entry in @state, 0 when there is none */
-static gint64
-history_time (JsonObject *job, const gchar *state)
-{
-    JsonArray *history = json_object_has_member (job, "history")
-                             ? json_object_get_array_member (job, "history")
-                             : NULL;
-
-    for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
-
-        if (g_strcmp0 (vmr_bench_member_string (entry, "state"), state) == 0)
-            return vmr_bench_member_int (entry, "time");
-    }
-    return 0;
-}
-
-/* the most intervals [start, end) of @starts/@ends that overlap at one moment */
-static guint
-max_overlap (GArray *starts, GArray *ends)
-{
-    g_autoptr (GArray) s = g_array_copy (starts);
-    g_autoptr (GArray) e = g_array_copy (ends);
-    guint i = 0, j = 0, now = 0, max = 0;
-
-    g_array_sort (s, vmr_bench_compare_doubles);
-    g_array_sort (e, vmr_bench_compare_doubles);
-    while (i < s->len) {
-        if (g_array_index (s, gdouble, i) < g_array_index (e, gdouble, j)) {
-            now++;
-            i++;
-            max = MAX (max, now);
-        } else {
-            now--;
-            j++;
-        }
-    }
-    return max;
-}
-
-/*
- * Reads the jobs of the first @n VMs (@start: when evacuate started, host
- * wall clock in microseconds, the clock of the jobs' times) from `virt-mirror --json jobs`: each
- * must have completed into its VM's destination. Fills the per-VM figures.
- */
+/* the jobs of the first @n VMs, see bench_scale_parse_jobs() */
 static gboolean
 read_jobs (Bench *self, guint n, gint64 start, RunResult *result, GError **error)
 {
     const gchar *args[] = { "--json", "jobs", NULL };
     g_autofree gchar *log_name = g_strdup_printf ("jobs-%u.json", self->run_number);
     g_autofree gchar *output = NULL;
-    g_autoptr (JsonParser) parser = json_parser_new ();
-    g_autoptr (GArray) vm_s = g_array_new (FALSE, FALSE, sizeof (gdouble));
-    g_autoptr (GArray) copy_s = g_array_new (FALSE, FALSE, sizeof (gdouble));
-    g_autoptr (GArray) starts = g_array_new (FALSE, FALSE, sizeof (gdouble));
-    g_autoptr (GArray) ends = g_array_new (FALSE, FALSE, sizeof (gdouble));
-    g_autofree gboolean *seen = g_new0 (gboolean, n);
-    gint64 first_created = G_MAXINT64, last_completed = 0;
-    JsonNode *root;
-    JsonArray *jobs;
 
-    if (!run_cli (self, args, log_name, CLI_TIMEOUT_S, NULL, &output, error)
-        || !json_parser_load_from_data (parser, output, -1, error))
-        return FALSE;
-    root = json_parser_get_root (parser);
-    if (root == NULL || !JSON_NODE_HOLDS_ARRAY (root)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "virt-mirror --json jobs: not a list");
-        return FALSE;
-    }
-    jobs = json_node_get_array (root);
-    if (json_array_get_length (jobs) != n) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%u jobs for %u VMs",
-                     json_array_get_length (jobs), n);
-        return FALSE;
-    }
+    return run_cli (self, args, log_name, CLI_TIMEOUT_S, NULL, &output, error)
+           && bench_scale_parse_jobs (output, self->vms, n, start, result, error);
+}
+
+/*
+ * QEMU's own count of the copies of the first @n VMs, which @log recorded:
+ * one mirror job in each QEMU, none left, and the most copying at once.
+ */
+static gboolean
+count_qemu_copies (Bench *self, guint n, VmrBenchJobLog *log, RunResult *result, GError **error)
+{
+    guint n_jobs = 0;
+
     for (guint i = 0; i < n; i++) {
-        JsonObject *job = json_array_get_object_element (jobs, i);
-        const gchar *domain = vmr_bench_member_string (job, "domain");
-        gint64 created = vmr_bench_member_int (job, "created");
-        gint64 copying = history_time (job, "copying");
-        gint64 synced = history_time (job, "synced");
-        gint64 completed = history_time (job, "completed");
-        gdouble value;
-        guint index = G_MAXUINT;
+        Vm *vm = g_ptr_array_index (self->vms, i);
+        /* the reply comes after every event QEMU sent before it: the log is complete */
+        g_autoptr (JsonNode) reply
+            = vmr_qmp_client_execute_sync (vm->watch, "query-block-jobs", NULL, 0, error);
 
-        for (guint k = 0; k < n; k++)
-            if (g_strcmp0 (((Vm *) g_ptr_array_index (self->vms, k))->name, domain) == 0)
-                index = k;
-        if (index == G_MAXUINT || seen[index]) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "job %s: unexpected domain %s",
-                         vmr_bench_member_string (job, "id"), domain);
+        if (reply == NULL) {
+            g_prefix_error (error, "%s: ", vm->name);
             return FALSE;
         }
-        seen[index] = TRUE;
-        if (g_strcmp0 (vmr_bench_member_string (job, "state"), "completed") != 0) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "job %s of %s ended %s: %s",
-                         vmr_bench_member_string (job, "id"), domain,
-                         vmr_bench_member_string (job, "state"),
-                         vmr_bench_member_string (job, "reason"));
+        if (!JSON_NODE_HOLDS_ARRAY (reply)
+            || json_array_get_length (json_node_get_array (reply)) != 0) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s: QEMU still has a block job",
+                         vm->name);
             return FALSE;
         }
-        if (g_strcmp0 (vmr_bench_member_string (job, "destination"),
-                       ((Vm *) g_ptr_array_index (self->vms, index))->dest)
-            != 0) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "job %s of %s went to %s",
-                         vmr_bench_member_string (job, "id"), domain,
-                         vmr_bench_member_string (job, "destination"));
-            return FALSE;
-        }
-        if (created == 0 || copying == 0 || completed == 0) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
-                         "job %s: no created, copying or completed time",
-                         vmr_bench_member_string (job, "id"));
-            return FALSE;
-        }
-        value = (gdouble) (completed - created) / G_USEC_PER_SEC;
-        g_array_append_val (vm_s, value);
-        value = (gdouble) (completed - copying) / G_USEC_PER_SEC;
-        g_array_append_val (copy_s, value);
-        value = (gdouble) copying;
-        g_array_append_val (starts, value);
-        /* max-parallel counts bulk copies: a synced job holds no slot */
-        value = (gdouble) (synced != 0 ? synced : completed);
-        g_array_append_val (ends, value);
-        first_created = MIN (first_created, created);
-        last_completed = MAX (last_completed, completed);
     }
-    result->span_s = (gdouble) (last_completed - first_created) / G_USEC_PER_SEC;
-    result->done_s = (gdouble) (last_completed - start) / G_USEC_PER_SEC;
-    result->vm_median_s = vmr_bench_median (vm_s);
-    result->vm_max_s = array_max (vm_s);
-    result->copy_median_s = vmr_bench_median (copy_s);
-    result->copy_max_s = array_max (copy_s);
-    result->max_running = max_overlap (starts, ends);
+    if (!vmr_bench_job_log_max_copying (log, &result->qemu_max_copying, &n_jobs, error))
+        return FALSE;
+    if (n_jobs != n) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "QEMU reported %u jobs for %u VMs", n_jobs,
+                     n);
+        return FALSE;
+    }
     return TRUE;
 }
 
 static gboolean
 run_once (Bench *self, guint n, const gchar *policy, RunResult *result, GError **error)
 {
+    g_autoptr (VmrBenchJobLog) job_log = vmr_bench_job_log_new ();
     g_autofree gchar *evacuate_log = g_strdup_printf ("evacuate-%u.log", self->run_number);
     const gchar *evacuate[]
         = { "evacuate", "--from", self->from_dir, "--to", self->to_dir, "--wait", NULL };
@@ -684,9 +412,12 @@ run_once (Bench *self, guint n, const gchar *policy, RunResult *result, GError *
 
     if (!start_daemon (self, policy, error))
         return FALSE;
-    cpu_start = cpu_ms (self->daemon);
+    cpu_start = vmr_bench_cpu_ms (self->daemon);
     if (!start_qemus (self, n, error))
         return FALSE;
+    /* QEMU's account of the copies, to hold the daemon's admission limit against */
+    for (guint i = 0; i < n; i++)
+        vmr_bench_job_log_watch (job_log, ((Vm *) g_ptr_array_index (self->vms, i))->watch);
 
     attach_start = g_get_monotonic_time ();
     for (guint i = 0; i < n; i++) {
@@ -699,23 +430,24 @@ run_once (Bench *self, guint n, const gchar *policy, RunResult *result, GError *
             return FALSE;
     }
     result->attach_s = (gdouble) (g_get_monotonic_time () - attach_start) / G_USEC_PER_SEC;
-    cpu_attached = cpu_ms (self->daemon);
+    cpu_attached = vmr_bench_cpu_ms (self->daemon);
     for (guint i = 0; i < n; i++)
-        rss += rss_mib (((Vm *) g_ptr_array_index (self->vms, i))->proc);
+        rss += vmr_bench_rss_mib (((Vm *) g_ptr_array_index (self->vms, i))->proc);
     result->qemu_rss_mib = rss / n;
 
     sync_images (self);
     evacuate_start = g_get_real_time ();
     if (!run_cli (self, evacuate, evacuate_log, JOB_TIMEOUT_S, &result->total_s, NULL, error))
         return FALSE;
-    cpu_end = cpu_ms (self->daemon);
+    cpu_end = vmr_bench_cpu_ms (self->daemon);
     if (cpu_start < 0 || cpu_attached < 0 || cpu_end < 0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot read the daemon's CPU time");
         return FALSE;
     }
     result->cpu_attach_ms = cpu_attached - cpu_start;
     result->cpu_evacuate_ms = cpu_end - cpu_attached;
-    if (!read_jobs (self, n, evacuate_start, result, error))
+    if (!read_jobs (self, n, evacuate_start, result, error)
+        || !count_qemu_copies (self, n, job_log, result, error))
         return FALSE;
 
     stop_daemon (self);
@@ -789,7 +521,8 @@ device_run (Bench *self, guint n, gdouble *seconds, GError **error)
         g_prefix_error (error, "cannot start %s: ", self->qemu_img_path);
         return FALSE;
     }
-    ok = wait_process (self, proc, JOB_TIMEOUT_S, "qemu-img convert", NULL, error)
+    ok = vmr_bench_wait_process (proc, JOB_TIMEOUT_S, &self->interrupted, "qemu-img convert", NULL,
+                                 error)
          && sync_file (dest, error);
     end = g_get_monotonic_time ();
     if (ok && (g_stat (dest, &st) != 0 || (guint64) st.st_size != n * self->disk_size)) {
@@ -799,160 +532,14 @@ device_run (Bench *self, guint n, gdouble *seconds, GError **error)
         ok = FALSE;
     }
     if (!ok) {
-        g_autofree gchar *tail = log_tail (log, 12);
+        g_autofree gchar *tail = vmr_bench_log_tail (log, 12);
 
         g_prefix_error (error, "device (N=%u): ", n);
-        append_output (error, tail);
+        vmr_bench_append_output (error, tail);
     }
     *seconds = (gdouble) (end - start) / G_USEC_PER_SEC;
     empty_dir (self->device_dir);
     return ok;
-}
-
-/* ---- figures ---- */
-
-/* the median over the rounds of the RunResult member at @offset */
-static gdouble
-field_median (GArray *runs, gsize offset)
-{
-    g_autoptr (GArray) values = g_array_new (FALSE, FALSE, sizeof (gdouble));
-
-    for (guint i = 0; i < runs->len; i++) {
-        const RunResult *result = &g_array_index (runs, RunResult, i);
-        gdouble value = G_STRUCT_MEMBER (gdouble, result, offset);
-
-        g_array_append_val (values, value);
-    }
-    return vmr_bench_median (values);
-}
-
-#define MEDIAN(runs, member) field_median ((runs), G_STRUCT_OFFSET (RunResult, member))
-
-/* "1.234" or "-" for a ratio of nothing */
-static gchar *
-ratio (gdouble value, gdouble baseline)
-{
-    return baseline > 0 ? g_strdup_printf ("%.3f", value / baseline) : g_strdup ("-");
-}
-
-typedef struct {
-    GArray *counts;   /* of guint */
-    GArray *parallel; /* of guint */
-    GArray **device;  /* [count] of gdouble seconds */
-    GArray ***runs;   /* [count][parallel] of RunResult */
-} Figures;
-
-static void
-print_run (guint round, guint n, guint p, const RunResult *result)
-{
-    g_printerr ("  round %u N=%-3u P=%u: evacuate %.3f s (last job done at %.3f s, jobs span "
-                "%.3f s), per VM %.3f/%.3f s, copy %.3f/%.3f s, %u copying at once, attach %.2f s, "
-                "daemon CPU %.2f ms/VM, bytes checked\n",
-                round, n, p, result->total_s, result->done_s, result->span_s, result->vm_median_s,
-                result->vm_max_s, result->copy_median_s, result->copy_max_s, result->max_running,
-                result->attach_s, result->cpu_evacuate_ms / n);
-}
-
-/*
- * One table of a time per run: its median, per VM, and the ratios against
- * the first count (scaled by N), the first P and the device.
- */
-static void
-report_times (Bench *self, const Figures *figures, gsize offset)
-{
-    guint n0 = g_array_index (figures->counts, guint, 0);
-    gdouble disk_mib = (gdouble) self->disk_size / MIB;
-
-    g_print ("  %5s %3s %10s %10s %7s %7s %8s %6s\n", "N", "P", "time (s)", "per VM (s)", "/N",
-             "/P", "MiB/s", "/dev");
-    for (guint c = 0; c < figures->counts->len; c++) {
-        guint n = g_array_index (figures->counts, guint, c);
-        gdouble device_s = vmr_bench_median (figures->device[c]);
-
-        for (guint q = 0; q < figures->parallel->len; q++) {
-            guint p = g_array_index (figures->parallel, guint, q);
-            gdouble total = field_median (figures->runs[c][q], offset);
-            g_autofree gchar *vs_n
-                = ratio (total, field_median (figures->runs[0][q], offset) * n / n0);
-            g_autofree gchar *vs_p = ratio (total, field_median (figures->runs[c][0], offset));
-            g_autofree gchar *vs_dev = ratio (device_s, total);
-
-            g_print ("  %5u %3u %10.3f %10.4f %7s %7s %8.0f %6s\n", n, p, total, total / n, vs_n,
-                     vs_p, n * disk_mib / total, vs_dev);
-        }
-    }
-}
-
-static void
-report (Bench *self, const Figures *figures)
-{
-    guint n0 = g_array_index (figures->counts, guint, 0);
-    guint p0 = g_array_index (figures->parallel, guint, 0);
-    gdouble disk_mib = (gdouble) self->disk_size / MIB;
-
-    g_print ("\ndevice: qemu-img convert of the same N disks into one new file in the same "
-             "filesystem,\nthen fdatasync() of that file; median of every round's %u copies\n",
-             DEVICE_REPEATS);
-    g_print ("  %5s %9s %10s %9s\n", "N", "MiB", "time (s)", "MiB/s");
-    for (guint c = 0; c < figures->counts->len; c++) {
-        guint n = g_array_index (figures->counts, guint, c);
-        gdouble s = vmr_bench_median (figures->device[c]);
-
-        g_print ("  %5u %9.0f %10.3f %9.0f\n", n, n * disk_mib, s, n * disk_mib / s);
-    }
-
-    g_print ("\nratios: /N = time / (time at N=%u x N/%u), same P (1.000: linear in N);\n"
-             "        /P = time / time at P=%u, same N; /dev = throughput / the device's, same N\n",
-             n0, n0, p0);
-    g_print ("\nevacuate, from the command's start to the last job's completed (job times)\n");
-    report_times (self, figures, G_STRUCT_OFFSET (RunResult, done_s));
-    g_print ("\nevacuate --wait, from the command's start to its exit\n");
-    report_times (self, figures, G_STRUCT_OFFSET (RunResult, total_s));
-
-    g_print ("\nper VM, from the job objects (s): created -> completed (queue wait included),\n"
-             "and copying -> completed (the copy and the pivot); /N = median / median at N=%u\n",
-             n0);
-    g_print ("  %5s %3s %9s %9s %7s %9s %9s %7s %8s\n", "N", "P", "median", "max", "/N", "copy med",
-             "copy max", "/N", "copying");
-    for (guint c = 0; c < figures->counts->len; c++) {
-        guint n = g_array_index (figures->counts, guint, c);
-
-        for (guint q = 0; q < figures->parallel->len; q++) {
-            guint p = g_array_index (figures->parallel, guint, q);
-            GArray *runs = figures->runs[c][q];
-            g_autofree gchar *vm_ratio
-                = ratio (MEDIAN (runs, vm_median_s), MEDIAN (figures->runs[0][q], vm_median_s));
-            g_autofree gchar *copy_ratio
-                = ratio (MEDIAN (runs, copy_median_s), MEDIAN (figures->runs[0][q], copy_median_s));
-            guint max_running = 0;
-
-            for (guint i = 0; i < runs->len; i++)
-                max_running = MAX (max_running, g_array_index (runs, RunResult, i).max_running);
-            g_print ("  %5u %3u %9.3f %9.3f %7s %9.3f %9.3f %7s %8u\n", n, p,
-                     MEDIAN (runs, vm_median_s), MEDIAN (runs, vm_max_s), vm_ratio,
-                     MEDIAN (runs, copy_median_s), MEDIAN (runs, copy_max_s), copy_ratio,
-                     max_running);
-        }
-    }
-
-    g_print ("\ndaemon CPU time (user + system), ms per VM: during evacuate --wait, and during\n"
-             "the attaches; /N = per VM / per VM at N=%u, same P\n",
-             n0);
-    g_print ("  %5s %3s %10s %7s %10s %11s\n", "N", "P", "evacuate", "/N", "attach", "attach (s)");
-    for (guint c = 0; c < figures->counts->len; c++) {
-        guint n = g_array_index (figures->counts, guint, c);
-
-        for (guint q = 0; q < figures->parallel->len; q++) {
-            guint p = g_array_index (figures->parallel, guint, q);
-            GArray *runs = figures->runs[c][q];
-            gdouble per_vm = MEDIAN (runs, cpu_evacuate_ms) / n;
-            g_autofree gchar *cpu_ratio
-                = ratio (per_vm, MEDIAN (figures->runs[0][q], cpu_evacuate_ms) / n0);
-
-            g_print ("  %5u %3u %10.2f %7s %10.2f %11.3f\n", n, p, per_vm, cpu_ratio,
-                     MEDIAN (runs, cpu_attach_ms) / n, MEDIAN (runs, attach_s));
-        }
-    }
 }
 
 /* ---- set-up and tear-down ---- */
@@ -1069,21 +656,6 @@ parse_list (const gchar *text, guint max)
     return values->len > 0 ? g_steal_pointer (&values) : NULL;
 }
 
-static void
-figures_free (Figures *figures)
-{
-    for (guint c = 0; figures->device != NULL && c < figures->counts->len; c++) {
-        g_array_unref (figures->device[c]);
-        for (guint q = 0; q < figures->parallel->len; q++)
-            g_array_unref (figures->runs[c][q]);
-        g_free (figures->runs[c]);
-    }
-    g_free (figures->device);
-    g_free (figures->runs);
-    g_clear_pointer (&figures->counts, g_array_unref);
-    g_clear_pointer (&figures->parallel, g_array_unref);
-}
-
 int
 main (int argc, char **argv)
 {
@@ -1127,6 +699,7 @@ main (int argc, char **argv)
     g_autoptr (Bench) self = g_new0 (Bench, 1);
     g_autofree gchar *load_at_start = NULL;
     g_autoptr (GPtrArray) policies = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr (GPtrArray) breaches = g_ptr_array_new_with_free_func (g_free);
     Figures figures = { NULL, NULL, NULL, NULL };
     guint max_count = 0;
     gdouble rss = 0;
@@ -1145,7 +718,7 @@ main (int argc, char **argv)
     if (argc > 1 || figures.counts == NULL || figures.parallel == NULL || rounds < 1
         || disk_mib < 1) {
         g_printerr ("bench-scale: bad arguments; see --help\n");
-        figures_free (&figures);
+        bench_scale_figures_free (&figures);
         return 2;
     }
     self->daemon_path = vmr_bench_pick_program (daemon_opt, "VMR_DAEMON", VMR_BENCH_DAEMON);
@@ -1200,10 +773,18 @@ main (int argc, char **argv)
                 ok = bench_run (self, n, p, g_ptr_array_index (policies, q), &result, &error);
                 if (!ok)
                     break;
-                print_run (round, n, p, &result);
-                if (result.max_running > p)
-                    g_printerr ("  WARNING: %u jobs were copying at once under max-parallel = %u\n",
-                                result.max_running, p);
+                bench_scale_print_run (round, n, p, &result);
+                /* a correctness check, not a figure: one run above the limit fails the bench */
+                if (result.qemu_max_copying > p || result.max_running > p) {
+                    gchar *why = g_strdup_printf ("round %u N=%u: %u copies at once in QEMU, %u "
+                                                  "by the daemon's job states, above "
+                                                  "max-parallel = %u",
+                                                  round, n, result.qemu_max_copying,
+                                                  result.max_running, p);
+
+                    g_printerr ("  MISS: %s\n", why);
+                    g_ptr_array_add (breaches, why);
+                }
                 g_array_append_val (figures.runs[c][q], result);
                 if (n == max_count)
                     rss = MAX (rss, result.qemu_rss_mib);
@@ -1224,11 +805,19 @@ main (int argc, char **argv)
         g_print ("  %d round(s), medians over the rounds; QEMU RSS %.0f MiB per VM at N=%u\n",
                  rounds, rss, max_count);
         g_print ("  load average %s at the start, %s at the end\n", load_at_start, load_at_end);
-        report (self, &figures);
+        bench_scale_report (&figures, self->disk_size);
         g_print ("\ndata check: every destination of every run equals its source: yes\n");
+        if (breaches->len == 0)
+            g_print ("admission: never more copies at once than max-parallel, in QEMU and by the "
+                     "daemon's job states: PASS\n");
+        else
+            g_print ("admission: MISS: more copies at once than max-parallel in %u run(s)\n",
+                     breaches->len);
+        for (guint i = 0; i < breaches->len; i++)
+            g_print ("  %s\n", (const gchar *) g_ptr_array_index (breaches, i));
     } else {
         g_printerr ("bench-scale: %s\n", error->message);
     }
-    figures_free (&figures);
-    return ok ? 0 : 1;
+    bench_scale_figures_free (&figures);
+    return ok && breaches->len == 0 ? 0 : 1;
 }

@@ -66,19 +66,36 @@ vmr_bench_series_median (const VmrBenchSeries *series, VmrBenchVariant variant)
     return median (series->values[variant]);
 }
 
-gdouble
-vmr_bench_series_paired_ratio (const VmrBenchSeries *series)
+GArray *
+vmr_bench_series_ratios (const VmrBenchSeries *series)
 {
     GArray *bare = series->values[VMR_BENCH_BARE];
     GArray *vmr = series->values[VMR_BENCH_VMR];
-    g_autoptr (GArray) ratios = g_array_new (FALSE, FALSE, sizeof (gdouble));
+    GArray *ratios = g_array_new (FALSE, FALSE, sizeof (gdouble));
 
     for (guint i = 0; i < bare->len && i < vmr->len; i++) {
-        gdouble ratio = g_array_index (vmr, gdouble, i) / g_array_index (bare, gdouble, i);
+        gdouble b = g_array_index (bare, gdouble, i);
+        gdouble ratio = b > 0.0 ? g_array_index (vmr, gdouble, i) / b : 0.0;
 
         g_array_append_val (ratios, ratio);
     }
+    return ratios;
+}
+
+gdouble
+vmr_bench_series_paired_ratio (const VmrBenchSeries *series)
+{
+    g_autoptr (GArray) ratios = vmr_bench_series_ratios (series);
+
     return median (ratios);
+}
+
+const gchar *
+vmr_bench_verdict (guint rounds, gboolean met)
+{
+    if (rounds < VMR_BENCH_MIN_ROUNDS)
+        return "no verdict (needs >= " G_STRINGIFY (VMR_BENCH_MIN_ROUNDS) " rounds)";
+    return met ? "PASS" : "MISS";
 }
 
 void
@@ -86,29 +103,38 @@ vmr_bench_print_header (void)
 {
     g_print ("  %-27s %10s %12s %9s   target\n", "median", variant_names[VMR_BENCH_BARE],
              variant_names[VMR_BENCH_VMR], "vmr/bare");
+    g_print ("  %-27s %10s %12s %9s\n", "", "", "", "(paired)");
 }
 
 void
 vmr_bench_series_print_row (const VmrBenchSeries *series, const gchar *what, gint decimals,
-                            const gchar *target, gboolean met)
+                            const gchar *target, const gchar *verdict)
 {
     gdouble bare = vmr_bench_series_median (series, VMR_BENCH_BARE);
     gdouble vmr = vmr_bench_series_median (series, VMR_BENCH_VMR);
-    g_autofree gchar *ratio = bare > 0.0 ? g_strdup_printf ("%.3f", vmr / bare) : g_strdup ("-");
+    gdouble paired = vmr_bench_series_paired_ratio (series);
+    g_autofree gchar *ratio = paired > 0.0 ? g_strdup_printf ("%.3f", paired) : g_strdup ("-");
 
     g_print ("  %-27s %10.*f %12.*f %9s   %-9s %s\n", what, decimals, bare, decimals, vmr, ratio,
-             target, met ? "PASS" : "MISS");
+             target, verdict);
+}
+
+static void
+print_values (const gchar *what, GArray *values, gint decimals)
+{
+    g_autoptr (GString) line = g_string_new (NULL);
+
+    for (guint i = 0; i < values->len; i++)
+        g_string_append_printf (line, " %.*f", decimals, g_array_index (values, gdouble, i));
+    g_print ("    %-11s rounds:%s\n", what, line->str);
 }
 
 void
 vmr_bench_series_print_rounds (const VmrBenchSeries *series, gint decimals)
 {
-    for (guint v = 0; v < VMR_BENCH_N_VARIANTS; v++) {
-        g_autoptr (GString) line = g_string_new (NULL);
+    g_autoptr (GArray) ratios = vmr_bench_series_ratios (series);
 
-        for (guint i = 0; i < series->values[v]->len; i++)
-            g_string_append_printf (line, " %.*f", decimals,
-                                    g_array_index (series->values[v], gdouble, i));
-        g_print ("    %-11s rounds:%s\n", variant_names[v], line->str);
-    }
+    for (guint v = 0; v < VMR_BENCH_N_VARIANTS; v++)
+        print_values (variant_names[v], series->values[v], decimals);
+    print_values ("vmr/bare", ratios, 3);
 }

@@ -37,19 +37,36 @@ gdouble vmr_bench_median (GArray *values);
 gdouble vmr_bench_series_median (const VmrBenchSeries *series, VmrBenchVariant variant);
 
 /*
- * The median over the rounds of vmr/bare. A round pairs a bare run with the
- * vmr run right after it, so this cancels load that drifts across rounds.
+ * vmr/bare of each round, in round order (of gdouble; free with
+ * g_array_unref()). A round pairs a bare run with the vmr run right after
+ * it, so its ratio cancels load that drifts across rounds.
+ */
+GArray *vmr_bench_series_ratios (const VmrBenchSeries *series);
+
+/*
+ * The median of the per-round ratios above, 0 when there are none: the
+ * figure the verdicts compare with a target. Not the ratio of the two
+ * medians, which can pair a bare run of one round with a vmr run of another.
  */
 gdouble vmr_bench_series_paired_ratio (const VmrBenchSeries *series);
+
+/* the fewest rounds whose median makes a verdict: with fewer, one odd round decides */
+#define VMR_BENCH_MIN_ROUNDS 3
+
+/* "PASS" or "MISS" after @met, or "no verdict (needs >= 3 rounds)" when @rounds is too few */
+const gchar *vmr_bench_verdict (guint rounds, gboolean met);
 
 /* the column titles for vmr_bench_series_print_row() */
 void vmr_bench_print_header (void);
 
-/* medians with @decimals, their ratio vmr/bare, @target and PASS or MISS after @met */
+/*
+ * The medians of both variants with @decimals, the median of the per-round
+ * ratios, @target and @verdict.
+ */
 void vmr_bench_series_print_row (const VmrBenchSeries *series, const gchar *what, gint decimals,
-                                 const gchar *target, gboolean met);
+                                 const gchar *target, const gchar *verdict);
 
-/* every round's value, one line per variant */
+/* every round's value, one line per variant, then every round's ratio */
 void vmr_bench_series_print_rounds (const VmrBenchSeries *series, gint decimals);
 
 G_END_DECLS
