@@ -27,12 +27,47 @@ vmr_harness_json_arg (JsonObject *object)
     return json_to_string (node, FALSE);
 }
 
-/* the virtio-scsi controller of a scsi-hd: one per I/O thread */
-static gchar *
-scsi_controller (const VmrHarnessDisk *disk)
+gchar *
+vmr_harness_scsi_controller (const VmrHarnessDisk *disk)
 {
-    return disk->iothread != NULL ? g_strdup_printf ("scsi-%s", disk->iothread)
-                                  : g_strdup ("scsi0");
+    if (disk->vq_iothreads != NULL)
+        return g_strdup_printf ("scsi-%s", disk->id);
+    if (disk->iothread != NULL)
+        return g_strdup_printf ("scsi-%s", disk->iothread);
+    return g_strdup ("scsi0");
+}
+
+/* @disk's per-queue I/O threads as a device's iothread-vq-mapping */
+static JsonArray *
+vq_mapping (const VmrHarnessDisk *disk)
+{
+    JsonArray *mapping = json_array_new ();
+
+    for (guint j = 0; disk->vq_iothreads[j] != NULL; j++) {
+        JsonObject *entry = json_object_new ();
+
+        json_object_set_string_member (entry, "iothread", disk->vq_iothreads[j]);
+        json_array_add_object_element (mapping, entry);
+    }
+    return mapping;
+}
+
+/* a device, or a scsi-hd's controller, on its I/O thread or threads */
+static void
+set_threads (JsonObject *dev, const VmrHarnessDisk *disk)
+{
+    if (disk->iothread != NULL)
+        json_object_set_string_member (dev, "iothread", disk->iothread);
+    if (disk->vq_iothreads != NULL)
+        json_object_set_array_member (dev, "iothread-vq-mapping", vq_mapping (disk));
+}
+
+/* -device arguments in QEMU's JSON syntax (one syntax for all: QEMU mixes them badly) */
+static void
+add_device (GPtrArray *argv, JsonObject *dev)
+{
+    g_ptr_array_add (argv, g_strdup ("-device"));
+    g_ptr_array_add (argv, vmr_harness_json_arg (dev));
 }
 
 void
@@ -66,29 +101,31 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
     }
     /* a virtio-scsi controller for the scsi-hds of each I/O thread (scsi0 for the main loop) */
     for (guint i = 0; i < n_disks; i++) {
-        g_autofree gchar *controller = scsi_controller (&disks[i]);
+        g_autofree gchar *controller = vmr_harness_scsi_controller (&disks[i]);
+        g_autoptr (JsonObject) dev = NULL;
         gboolean seen = FALSE;
 
         if (!disks[i].scsi)
             continue;
-        g_assert_null (disks[i].vq_iothreads);
-        for (guint j = 0; j < i; j++)
-            seen = seen || (disks[j].scsi && g_strcmp0 (disks[j].iothread, disks[i].iothread) == 0);
+        for (guint j = 0; j < i; j++) {
+            g_autofree gchar *other = vmr_harness_scsi_controller (&disks[j]);
+
+            seen = seen || (disks[j].scsi && g_strcmp0 (other, controller) == 0);
+        }
         if (seen)
             continue;
-        g_ptr_array_add (argv, g_strdup ("-device"));
-        if (disks[i].iothread != NULL)
-            g_ptr_array_add (argv, g_strdup_printf ("virtio-scsi-pci,id=%s,iothread=%s", controller,
-                                                    disks[i].iothread));
-        else
-            g_ptr_array_add (argv, g_strdup_printf ("virtio-scsi-pci,id=%s", controller));
+        dev = json_object_new ();
+        json_object_set_string_member (dev, "driver", "virtio-scsi-pci");
+        json_object_set_string_member (dev, "id", controller);
+        set_threads (dev, &disks[i]);
+        add_device (argv, dev);
     }
     for (guint i = 0; i < n_disks; i++) {
         g_autoptr (JsonObject) file = json_object_new ();
         g_autoptr (JsonObject) fmt = json_object_new ();
         g_autofree gchar *file_node = g_strdup_printf ("test-file%u", i);
         g_autofree gchar *fmt_node = g_strdup_printf ("test-fmt%u", i);
-        g_autofree gchar *device = NULL;
+        g_autoptr (JsonObject) dev = NULL;
 
         /* the daemon and the checks compare paths: they must be absolute */
         g_assert_true (g_path_is_absolute (disks[i].path));
@@ -106,43 +143,24 @@ vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disk
         json_object_set_string_member (fmt, "driver", disks[i].format);
         json_object_set_string_member (fmt, "file", file_node);
         json_object_set_string_member (fmt, "node-name", fmt_node);
+        dev = json_object_new ();
         if (disks[i].scsi) {
-            g_autofree gchar *controller = scsi_controller (&disks[i]);
+            g_autofree gchar *controller = vmr_harness_scsi_controller (&disks[i]);
+            g_autofree gchar *bus = g_strdup_printf ("%s.0", controller);
 
-            device = g_strdup_printf ("scsi-hd,bus=%s.0,drive=%s,id=%s", controller, fmt_node,
-                                      disks[i].id);
+            json_object_set_string_member (dev, "driver", "scsi-hd");
+            json_object_set_string_member (dev, "bus", bus);
         } else {
-            device = g_strdup_printf ("virtio-blk-pci,drive=%s,id=%s", fmt_node, disks[i].id);
-        }
-        if (disks[i].iothread != NULL && !disks[i].scsi) {
-            g_autofree gchar *plain = g_steal_pointer (&device);
-
-            device = g_strdup_printf ("%s,iothread=%s", plain, disks[i].iothread);
-        }
-        /* a per-queue mapping takes the device's JSON syntax */
-        if (disks[i].vq_iothreads != NULL) {
-            g_autoptr (JsonObject) dev = json_object_new ();
-            JsonArray *mapping = json_array_new ();
-
-            for (guint j = 0; disks[i].vq_iothreads[j] != NULL; j++) {
-                JsonObject *entry = json_object_new ();
-
-                json_object_set_string_member (entry, "iothread", disks[i].vq_iothreads[j]);
-                json_array_add_object_element (mapping, entry);
-            }
             json_object_set_string_member (dev, "driver", "virtio-blk-pci");
-            json_object_set_string_member (dev, "drive", fmt_node);
-            json_object_set_string_member (dev, "id", disks[i].id);
-            json_object_set_array_member (dev, "iothread-vq-mapping", mapping);
-            g_free (device);
-            device = vmr_harness_json_arg (dev);
+            set_threads (dev, &disks[i]);
         }
+        json_object_set_string_member (dev, "drive", fmt_node);
+        json_object_set_string_member (dev, "id", disks[i].id);
         g_ptr_array_add (argv, g_strdup ("-blockdev"));
         g_ptr_array_add (argv, vmr_harness_json_arg (file));
         g_ptr_array_add (argv, g_strdup ("-blockdev"));
         g_ptr_array_add (argv, vmr_harness_json_arg (fmt));
-        g_ptr_array_add (argv, g_strdup ("-device"));
-        g_ptr_array_add (argv, g_steal_pointer (&device));
+        add_device (argv, dev);
     }
     vmr_harness_launch_qemu (h, argv, G_SUBPROCESS_FLAGS_NONE);
 }

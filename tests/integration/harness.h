@@ -39,13 +39,20 @@ typedef struct {
     /*
      * a scsi-hd on a virtio-scsi controller instead of a virtio-blk: a device
      * that owns its block backend, so that a VmrHarnessWriter can write
-     * through it as the guest does. With an iothread, its controller runs
-     * there (one controller per I/O thread); no vq_iothreads then.
+     * through it as the guest does. Its controller runs on its iothread, or
+     * on its vq_iothreads, see vmr_harness_scsi_controller().
      */
     gboolean scsi;
     /* the file node opened with cache.direct=on (the image must take O_DIRECT) */
     gboolean cache_direct;
 } VmrHarnessDisk;
+
+/*
+ * the id of the virtio-scsi controller of a scsi-hd @disk: one for the
+ * main loop (scsi0), one per I/O thread, one per disk with vq_iothreads (its
+ * controller's queues on those threads); free with g_free()
+ */
+gchar *vmr_harness_scsi_controller (const VmrHarnessDisk *disk);
 
 /* whether @path can be read with O_DIRECT, which cache.direct=on needs (tmpfs cannot) */
 gboolean vmr_harness_takes_o_direct (const gchar *path);

@@ -98,9 +98,14 @@ iothread_id (const gchar *path)
  * in the device's context, so these two facts together are what can be checked.
  */
 static void
-assert_device_threads (VmrHarness *h, const gchar *single, const gchar *const *vq,
-                       const gchar *dest)
+assert_device_threads (VmrHarness *h, const VmrHarnessDisk *disk, const gchar *single,
+                       const gchar *const *vq, const gchar *dest)
 {
+    g_autofree gchar *controller = disk->scsi ? vmr_harness_scsi_controller (disk) : NULL;
+    /* a scsi-hd's threads are its controller's */
+    g_autofree gchar *holder
+        = disk->scsi ? g_strdup_printf ("/machine/peripheral/%s/virtio-backend", controller)
+                     : g_strdup ("/machine/peripheral/disk0");
     g_autoptr (JsonObject) args = json_object_new ();
     g_autoptr (JsonObject) flat = json_object_new ();
     g_autoptr (JsonNode) io = NULL;
@@ -110,7 +115,7 @@ assert_device_threads (VmrHarness *h, const gchar *single, const gchar *const *v
     const gchar *device_node = NULL;
     gboolean found = FALSE;
 
-    json_object_set_string_member (args, "path", "/machine/peripheral/disk0");
+    json_object_set_string_member (args, "path", holder);
     json_object_set_string_member (args, "property", "iothread");
     io = vmr_harness_qmp (h, "qom-get", args);
     if (single == NULL)
@@ -132,7 +137,9 @@ assert_device_threads (VmrHarness *h, const gchar *single, const gchar *const *v
     for (guint i = 0; i < json_array_get_length (json_node_get_array (blocks)); i++) {
         JsonObject *dev = json_array_get_object_element (json_node_get_array (blocks), i);
 
-        if (g_str_has_prefix (vmr_json_get_string (dev, "qdev"), "/machine/peripheral/disk0/"))
+        const gchar *qdev = vmr_json_get_string (dev, "qdev");
+
+        if (g_strcmp0 (qdev, "disk0") == 0 || g_str_has_prefix (qdev, "/machine/peripheral/disk0/"))
             device_node = vmr_json_get_string (vmr_json_get_object (dev, "inserted"), "node-name");
     }
     g_assert_nonnull (device_node);
@@ -299,8 +306,7 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
     g_assert_false (json_object_has_member (disk, "job")
                     && !JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "job")));
 
-    if (!writes)
-        assert_device_threads (h, c->iothread, NULL, dest);
+    assert_device_threads (h, &vm_disk, c->iothread, NULL, dest);
     if (writes)
         vmr_harness_writer_write (writer, WRITES);
     vmr_harness_assert_migrated (h, id, "disk0", source, dest, c->dest_format, expected);
@@ -368,7 +374,8 @@ test_vq_mapping (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *dest = NULL;
     g_autofree gchar *id = NULL;
     g_autoptr (VmrCliResult) text = NULL;
-    VmrHarnessDisk vm_disk = { "disk0", NULL, "raw", NULL, threads };
+    g_autoptr (VmrHarnessWriter) writer = NULL;
+    VmrHarnessDisk vm_disk = { "disk0", NULL, "raw", NULL, threads, .scsi = TRUE };
 
     if (vmr_harness_skipped (h))
         return;
@@ -377,6 +384,7 @@ test_vq_mapping (VmrHarness *h, gconstpointer user_data)
     dest = vmr_harness_path (h, "dest.raw");
     vm_disk.path = source;
     vmr_harness_start_qemu (h, &vm_disk, 1);
+    writer = vmr_harness_writer_new (h, "disk0", expected, 0x7a);
     vmr_harness_attach (h, "vm");
     assert_disk_iothreads (h, source, threads);
     /* a CPU figure needs two readings: the attach took one, each query another */
@@ -387,11 +395,16 @@ test_vq_mapping (VmrHarness *h, gconstpointer user_data)
     if (strstr (text->out, "  iothreads: io") == NULL || strstr (text->out, "% (tid ") == NULL)
         vmr_fail ("`domains` shows no iothread line: %s", text->out);
 
-    id = vmr_harness_migrate (h, "vm", "disk0", dest, "--wait", NULL);
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, "--speed", WRITE_PHASE_SPEED, NULL);
+    vmr_harness_writer_write (writer, WRITES);
+    g_clear_pointer (&text, vmr_cli_result_free);
+    text = vmr_harness_cli (h, "set-speed", id, "0", NULL);
+    vmr_cli_result_assert_ok (text);
+    json_object_unref (vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
     assert_disk_iothreads (h, dest, threads);
-    assert_device_threads (h, NULL, threads, dest);
+    assert_device_threads (h, &vm_disk, NULL, threads, dest);
+    vmr_harness_writer_write (writer, WRITES);
     vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
-    vmr_harness_assert_image_equals (source, "raw", expected);
 }
 
 /* of two disks, only the one named moves; the other is not touched */
@@ -404,9 +417,11 @@ test_second_disk (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *expected1 = NULL;
     g_autofree gchar *dest = NULL;
     g_autofree gchar *id = NULL;
+    g_autoptr (VmrHarnessWriter) writer0 = NULL;
+    g_autoptr (VmrHarnessWriter) writer1 = NULL;
     VmrHarnessDisk disks[] = {
-        { "disk0", NULL, "raw", "io0" },
-        { "disk1", NULL, "qcow2", "io0" },
+        { "disk0", NULL, "raw", "io0", .scsi = TRUE },
+        { "disk1", NULL, "qcow2", "io0", .scsi = TRUE },
     };
 
     if (vmr_harness_skipped (h))
@@ -419,9 +434,15 @@ test_second_disk (VmrHarness *h, gconstpointer user_data)
     disks[0].path = source0;
     disks[1].path = source1;
     vmr_harness_start_qemu (h, disks, G_N_ELEMENTS (disks));
+    writer0 = vmr_harness_writer_new (h, "disk0", expected0, 100);
+    writer1 = vmr_harness_writer_new (h, "disk1", expected1, 101);
     vmr_harness_attach (h, "vm");
 
-    id = vmr_harness_migrate (h, "vm", "disk1", dest, "--wait", NULL);
+    id = vmr_harness_migrate (h, "vm", "disk1", dest, "--speed", WRITE_PHASE_SPEED, NULL);
+    vmr_harness_writer_write (writer0, WRITES);
+    vmr_harness_writer_write (writer1, WRITES);
+    json_object_unref (vmr_harness_job_command (h, "set-speed", id, "0"));
+    json_object_unref (vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
     g_clear_pointer (&id, g_free);
     {
         g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
@@ -433,6 +454,9 @@ test_second_disk (VmrHarness *h, gconstpointer user_data)
         id = g_strdup (vmr_json_get_string (job, "id"));
     }
     vmr_harness_assert_disk_on (h, "disk0", source0);
+    /* each takes the guest's writes where it runs now */
+    vmr_harness_writer_write (writer0, WRITES);
+    vmr_harness_writer_write (writer1, WRITES);
     vmr_harness_assert_migrated (h, id, "disk1", source1, dest, "raw", expected1);
     vmr_harness_assert_image_equals (source0, "raw", expected0);
 }
