@@ -54,7 +54,45 @@ typedef struct {
     VmrLibvirtDisk *disk;       /* the disk being read, NULL outside one */
     guint disk_depth;           /* stack length inside that disk element */
     GPtrArray *queue_iothreads; /* I/O threads of a per-queue mapping, owned strings */
+    GArray *on_scsi;            /* of gint per disk: its SCSI controller's index, or -1 */
+    GHashTable *scsi_iothreads; /* SCSI controller index -> its I/O thread, owned */
+    gint scsi_controller;       /* the <controller type='scsi'> being read, or -1 */
+    gint disk_scsi;             /* the disk being read is on SCSI: 0, else -1 */
+    gint disk_controller;       /* its <address controller>, 0 when it has none */
 } ParseState;
+
+/* TRUE when an element @name opening at @stack is a controller of the domain */
+static gboolean
+is_domain_controller (GPtrArray *stack, const gchar *name)
+{
+    return stack->len == 2 && g_strcmp0 (name, "controller") == 0
+           && g_strcmp0 (stack_at (stack, 0), "domain") == 0
+           && g_strcmp0 (stack_at (stack, 1), "devices") == 0;
+}
+
+/*
+ * <controller type='scsi' index='N'> and its <driver iothread='M'>: a disk
+ * on that controller runs on the controller's I/O thread
+ */
+static void
+read_controller (ParseState *state, const gchar *name, const gchar **names, const gchar **values)
+{
+    const gchar *value;
+
+    if (is_domain_controller (state->stack, name)) {
+        value = attr (names, values, "index");
+        state->scsi_controller
+            = g_strcmp0 (attr (names, values, "type"), "scsi") == 0
+                  ? (gint) g_ascii_strtoll (value != NULL ? value : "0", NULL, 10)
+                  : -1;
+    } else if (state->scsi_controller >= 0 && state->stack->len == 3
+               && g_strcmp0 (stack_at (state->stack, 2), "controller") == 0
+               && g_strcmp0 (name, "driver") == 0
+               && (value = attr (names, values, "iothread")) != NULL) {
+        g_hash_table_insert (state->scsi_iothreads, GINT_TO_POINTER (state->scsi_controller),
+                             g_strconcat ("iothread", value, NULL));
+    }
+}
 
 static void
 add_queue_iothread (ParseState *state, const gchar *id)
@@ -93,6 +131,13 @@ read_disk_child (ParseState *state, const gchar *name, const gchar **names, cons
     } else if (rel == 0 && g_strcmp0 (name, "target") == 0) {
         g_free (disk->target);
         disk->target = g_strdup (attr (names, values, "dev"));
+        /* on controller 0 unless its <address> says otherwise */
+        if (g_strcmp0 (attr (names, values, "bus"), "scsi") == 0 && state->disk_scsi < 0)
+            state->disk_scsi = 0;
+    } else if (rel == 0 && g_strcmp0 (name, "address") == 0
+               && g_strcmp0 (attr (names, values, "type"), "drive") == 0) {
+        value = attr (names, values, "controller");
+        state->disk_controller = (gint) g_ascii_strtoll (value != NULL ? value : "0", NULL, 10);
     } else if (rel == 0 && g_strcmp0 (name, "readonly") == 0) {
         disk->read_only = TRUE;
     } else if (rel == 0 && g_strcmp0 (name, "alias") == 0) {
@@ -133,9 +178,13 @@ parse_start_cb (GMarkupParseContext *context, const gchar *name, const gchar **n
         if (state->disk->device == NULL)
             state->disk->device = g_strdup ("disk");
         state->disk_depth = state->stack->len + 1;
+        state->disk_scsi = -1;
+        state->disk_controller = 0;
         g_ptr_array_set_size (state->queue_iothreads, 0);
     } else if (state->disk != NULL) {
         read_disk_child (state, name, names, values);
+    } else {
+        read_controller (state, name, names, values);
     }
     g_ptr_array_add (state->stack, g_strdup (name));
 }
@@ -146,6 +195,8 @@ parse_end_cb (GMarkupParseContext *context, const gchar *name, gpointer user_dat
     ParseState *state = user_data;
 
     g_ptr_array_remove_index (state->stack, state->stack->len - 1);
+    if (state->disk == NULL && state->stack->len == 2 && g_strcmp0 (name, "controller") == 0)
+        state->scsi_controller = -1;
     if (state->disk == NULL || state->stack->len != state->disk_depth - 1)
         return;
     if (state->disk->iothread == NULL && state->queue_iothreads->len > 0) {
@@ -153,7 +204,29 @@ parse_end_cb (GMarkupParseContext *context, const gchar *name, gpointer user_dat
         state->disk->iothread = g_strjoinv (",", (gchar **) state->queue_iothreads->pdata);
         g_ptr_array_remove_index (state->queue_iothreads, state->queue_iothreads->len - 1);
     }
+    {
+        gint controller = state->disk_scsi < 0 ? -1 : state->disk_controller;
+
+        g_array_append_val (state->on_scsi, controller);
+    }
     g_ptr_array_add (state->disks, g_steal_pointer (&state->disk));
+}
+
+/* a SCSI disk without an I/O thread of its own takes its controller's (they come after the disks)
+ */
+static void
+take_controller_iothreads (ParseState *state)
+{
+    for (guint i = 0; i < state->disks->len; i++) {
+        VmrLibvirtDisk *disk = g_ptr_array_index (state->disks, i);
+        gint controller = g_array_index (state->on_scsi, gint, i);
+        const gchar *iothread;
+
+        if (controller < 0 || disk->iothread != NULL)
+            continue;
+        iothread = g_hash_table_lookup (state->scsi_iothreads, GINT_TO_POINTER (controller));
+        disk->iothread = g_strdup (iothread);
+    }
 }
 
 GPtrArray *
@@ -164,7 +237,10 @@ vmr_libvirt_xml_parse_disks (const gchar *xml, GError **error)
     g_autoptr (GPtrArray) disks
         = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_libvirt_disk_free);
     g_autoptr (GPtrArray) queue_iothreads = g_ptr_array_new_with_free_func (g_free);
-    ParseState state = { stack, disks, NULL, 0, queue_iothreads };
+    g_autoptr (GArray) on_scsi = g_array_new (FALSE, FALSE, sizeof (gint));
+    g_autoptr (GHashTable) scsi_iothreads = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+    ParseState state
+        = { stack, disks, NULL, 0, queue_iothreads, on_scsi, scsi_iothreads, -1, -1, 0 };
     g_autoptr (GMarkupParseContext) context = NULL;
     gboolean ok;
 
@@ -176,6 +252,7 @@ vmr_libvirt_xml_parse_disks (const gchar *xml, GError **error)
         g_prefix_error (error, "invalid domain XML: ");
         return NULL;
     }
+    take_controller_iothreads (&state);
     return g_steal_pointer (&disks);
 }
 

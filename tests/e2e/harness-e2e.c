@@ -142,30 +142,36 @@ vmr_e2e_define_domain (VmrE2e *e, const VmrE2eDisk *disk)
         "      </driver>",
     };
 
-    gboolean scsi = disk->iothreads == 0;
+    /* per-queue threads stay on virtio-blk; the others on a virtio-scsi controller there */
+    gboolean scsi = disk->iothreads < 2;
+    const gchar *controllers[] = {
+        "    <controller type='scsi' index='0' model='virtio-scsi'/>\n",
+        "    <controller type='scsi' index='0' model='virtio-scsi'>\n"
+        "      <driver iothread='1'/>\n"
+        "    </controller>\n",
+    };
 
     g_assert_cmpuint (disk->iothreads, <, G_N_ELEMENTS (iothreads));
     /* no bootable disk: the guest sits in the firmware, which costs little under TCG */
-    xml = g_strdup_printf ("<domain type='qemu'>\n"
-                           "  <name>%s</name>\n"
-                           "  <memory unit='MiB'>64</memory>\n"
-                           "  <vcpu>1</vcpu>\n"
-                           "%s"
-                           "  <os><type arch='x86_64' machine='q35'>hvm</type></os>\n"
-                           "  <devices>\n"
-                           "%s"
-                           "    <disk type='file' device='disk'>\n"
-                           "      <driver name='qemu' type='%s'%s\n"
-                           "      <source file='%s'/>\n"
-                           "      <target dev='vda' bus='%s'/>\n"
-                           "    </disk>\n"
-                           "    <memballoon model='none'/>\n"
-                           "  </devices>\n"
-                           "</domain>\n",
-                           q_name, iothreads[disk->iothreads],
-                           scsi ? "    <controller type='scsi' index='0' model='virtio-scsi'/>\n"
-                                : "",
-                           q_format, driver_end[disk->iothreads], q_path, scsi ? "scsi" : "virtio");
+    xml = g_strdup_printf (
+        "<domain type='qemu'>\n"
+        "  <name>%s</name>\n"
+        "  <memory unit='MiB'>64</memory>\n"
+        "  <vcpu>1</vcpu>\n"
+        "%s"
+        "  <os><type arch='x86_64' machine='q35'>hvm</type></os>\n"
+        "  <devices>\n"
+        "%s"
+        "    <disk type='file' device='disk'>\n"
+        "      <driver name='qemu' type='%s'%s\n"
+        "      <source file='%s'/>\n"
+        "      <target dev='vda' bus='%s'/>\n"
+        "    </disk>\n"
+        "    <memballoon model='none'/>\n"
+        "  </devices>\n"
+        "</domain>\n",
+        q_name, iothreads[disk->iothreads], scsi ? controllers[disk->iothreads] : "", q_format,
+        scsi ? driver_end[0] : driver_end[disk->iothreads], q_path, scsi ? "scsi" : "virtio");
     xml_path = g_strdup_printf ("%s/%s.xml", e->h.dir, name);
     g_file_set_contents (xml_path, xml, -1, &error);
     g_assert_no_error (error);

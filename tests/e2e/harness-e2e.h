@@ -69,22 +69,23 @@ void vmr_e2e_kill_daemon (VmrE2e *e);
 gboolean vmr_e2e_daemon_log_has (VmrE2e *e, const gchar *needle);
 
 /*
- * one disk of a test domain, always vda: on virtio-blk with its I/O
- * threads, or on QEMU's main loop as a scsi-hd on a virtio-scsi controller
- * (libvirt's alias, and QEMU's device id: VMR_E2E_SCSI_DEVICE), a device
- * that vmr_e2e_writer_new() can write through as the guest does
+ * one disk of a test domain, always vda: a scsi-hd on a virtio-scsi
+ * controller on QEMU's main loop or on I/O thread 1 (libvirt's alias, and
+ * QEMU's device id: VMR_E2E_SCSI_DEVICE), a device that
+ * vmr_e2e_writer_new() can write through as the guest does; or, with a
+ * queue on each of two I/O threads, a virtio-blk
  */
 typedef struct {
     const gchar *path;   /* absolute path of the image */
     const gchar *format; /* "raw" or "qcow2" */
-    guint iothreads;     /* 0: QEMU's main loop, on scsi; 1: I/O thread 1; 2: two
-                          * queues, one on I/O thread 1 and one on I/O thread 2 */
+    guint iothreads;     /* 0: QEMU's main loop; 1: I/O thread 1 (its controller's); 2:
+                          * two queues, one on I/O thread 1 and one on I/O thread 2 */
 } VmrE2eDisk;
 
 #define VMR_E2E_SCSI_DEVICE "scsi0-0-0-0"
 
 /*
- * Guest writes to vda of the running @domain (defined with iothreads 0),
+ * Guest writes to vda of the running @domain (defined with iothreads 0 or 1),
  * through libvirt (`virsh qemu-monitor-command --hmp`), applied to
  * @expected; see VmrHarnessWriter. Free with vmr_harness_writer_free().
  */

@@ -160,6 +160,63 @@ test_parse_cases (void)
     }
 }
 
+/*
+ * SCSI disks run on their controller's I/O thread: by <address controller>,
+ * controller 0 without one; the controllers come after the disks, as libvirt
+ * writes them; another device's <driver> is not a controller's
+ */
+static const gchar scsi_xml[]
+    = "<domain type='qemu'>\n"
+      "  <iothreads>2</iothreads>\n"
+      "  <devices>\n"
+      "    <disk type='file' device='disk'>\n"
+      "      <driver name='qemu' type='raw'/>\n"
+      "      <source file='/srv/a.raw'/>\n"
+      "      <target dev='sda' bus='scsi'/>\n"
+      "    </disk>\n"
+      "    <disk type='file' device='disk'>\n"
+      "      <driver name='qemu' type='raw'/>\n"
+      "      <source file='/srv/b.raw'/>\n"
+      "      <target dev='sdb' bus='scsi'/>\n"
+      "      <address type='drive' controller='1' bus='0' target='0' unit='0'/>\n"
+      "    </disk>\n"
+      "    <disk type='file' device='disk'>\n"
+      "      <driver name='qemu' type='raw'/>\n"
+      "      <source file='/srv/c.raw'/>\n"
+      "      <target dev='sdc' bus='scsi'/>\n"
+      "      <address type='drive' controller='2' bus='0' target='0' unit='0'/>\n"
+      "    </disk>\n"
+      "    <disk type='file' device='disk'>\n"
+      "      <driver name='qemu' type='raw'/>\n"
+      "      <source file='/srv/d.raw'/>\n"
+      "      <target dev='vda' bus='virtio'/>\n"
+      "    </disk>\n"
+      "    <controller type='scsi' index='0' model='virtio-scsi'>\n"
+      "      <driver iothread='2'/>\n"
+      "    </controller>\n"
+      "    <controller type='scsi' index='1' model='virtio-scsi'/>\n"
+      "    <interface type='network'><driver iothread='1'/></interface>\n"
+      "    <controller type='usb' index='2'><driver iothread='1'/></controller>\n"
+      "  </devices>\n"
+      "</domain>\n";
+
+static const DiskCase scsi_disks[] = {
+    { "sda", "disk", "file", "/srv/a.raw", "raw", NULL, "iothread2", FALSE, NULL, FALSE },
+    { "sdb", "disk", "file", "/srv/b.raw", "raw", NULL, NULL, FALSE, NULL, FALSE },
+    { "sdc", "disk", "file", "/srv/c.raw", "raw", NULL, NULL, FALSE, NULL, FALSE },
+    { "vda", "disk", "file", "/srv/d.raw", "raw", NULL, NULL, FALSE, NULL, FALSE },
+};
+
+static void
+test_parse_scsi (void)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) disks = vmr_libvirt_xml_parse_disks (scsi_xml, &error);
+
+    g_assert_no_error (error);
+    assert_disks (disks, scsi_disks, G_N_ELEMENTS (scsi_disks));
+}
+
 static void
 test_copy_destination (void)
 {
@@ -281,6 +338,7 @@ main (int argc, char **argv)
     g_test_init (&argc, &argv, NULL);
     g_test_add_func ("/libvirt-xml/parse-live", test_parse_live);
     g_test_add_func ("/libvirt-xml/parse-cases", test_parse_cases);
+    g_test_add_func ("/libvirt-xml/parse-scsi", test_parse_scsi);
     g_test_add_func ("/libvirt-xml/copy-destination", test_copy_destination);
     g_test_add_func ("/libvirt-xml/set-disk-source", test_set_disk_source);
     g_test_add_func ("/libvirt-xml/set-disk-source-errors", test_set_disk_source_errors);
