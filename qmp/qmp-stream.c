@@ -2,13 +2,17 @@
 
 #include "qmp-stream.h"
 
+#include <string.h>
+
 #include "vmr-error.h"
 
 struct _VmrQmpStream {
     GObject parent_instance;
 
     GIOStream *stream;
-    GDataInputStream *input;
+    GByteArray *pending;       /* read, not yet a whole line; never over the limit */
+    gsize scanned;             /* of which the first bytes hold no newline */
+    guint8 *chunk;             /* what one read fills */
     GCancellable *cancellable; /* cancelled on close */
     GQueue write_queue;        /* of GBytes *, head is being written */
     gboolean started;
@@ -25,6 +29,8 @@ G_DEFINE_TYPE (VmrQmpStream, vmr_qmp_stream, G_TYPE_OBJECT)
  * split long lines, and QEMU's schema alone is some 200 KiB
  */
 #define DEBUG_LINE_MAX 16384
+/* one read of the peer's stream */
+#define READ_CHUNK (64 * 1024)
 
 static void read_next_line (VmrQmpStream *self);
 static void write_next (VmrQmpStream *self);
@@ -103,55 +109,85 @@ handle_line (VmrQmpStream *self, gchar *line, gsize len)
     g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
 }
 
+/* the whole lines in self->pending, one message each; FALSE when a handler closed us */
+static gboolean
+handle_pending_lines (VmrQmpStream *self)
+{
+    gsize start = 0;
+
+    while (!self->closed) {
+        guint8 *data = self->pending->data;
+        /* only what came since the last look: a long line is scanned once */
+        gsize from = MAX (start, self->scanned);
+        guint8 *end = memchr (data + from, '\n', self->pending->len - from);
+        gsize len;
+
+        if (end == NULL)
+            break;
+        len = (gsize) (end - (data + start));
+        *end = '\0';
+        handle_line (self, (gchar *) data + start, len);
+        start += len + 1;
+    }
+    if (self->closed)
+        return FALSE;
+    g_byte_array_remove_range (self->pending, 0, (guint) start);
+    self->scanned = self->pending->len;
+    return TRUE;
+}
+
 static void
-read_line_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+read_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     g_autoptr (VmrQmpStream) self = user_data;
     g_autoptr (GError) error = NULL;
-    g_autofree gchar *line = NULL;
-    gsize len = 0;
-    gsize buffered;
+    gssize n;
 
-    line = g_data_input_stream_read_upto_finish (G_DATA_INPUT_STREAM (source), res, &len, &error);
+    n = g_input_stream_read_finish (G_INPUT_STREAM (source), res, &error);
     if (self->closed)
         return;
-    if (error != NULL) {
+    if (n < 0) {
         /* a cancelled read means somebody closed us on purpose */
         if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
             g_clear_error (&error);
         emit_closed (self, error);
         return;
     }
+    if (n == 0) {
+        /* the peer closed the stream: in the middle of a message, that is no whole one */
+        for (guint i = 0; i < self->pending->len && error == NULL; i++) {
+            if (!g_ascii_isspace (self->pending->data[i]))
+                error = g_error_new_literal (G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT,
+                                             "connection closed in the middle of a message");
+        }
+        emit_closed (self, error);
+        return;
+    }
+    g_byte_array_append (self->pending, self->chunk, (guint) n);
+    if (!handle_pending_lines (self))
+        return;
     /*
-     * the '\n' that ended the line is still buffered; when it is not, the
-     * peer closed the stream in the middle of a message, which must not be
-     * taken for a complete one. NULL without an error is an empty line, or
-     * the end of the stream when nothing is left.
+     * a peer that sends a line longer than any message, or no newline at all,
+     * is cut off here, before it can grow our memory any further
      */
-    buffered = g_buffered_input_stream_get_available (G_BUFFERED_INPUT_STREAM (self->input));
-    if (buffered == 0) {
-        if (line != NULL)
-            error = g_error_new_literal (G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT,
-                                         "connection closed in the middle of a message");
+    if (self->pending->len > VMR_QMP_STREAM_MAX_LINE) {
+        g_message ("closing a connection whose peer sent more than %d MiB without ending a line",
+                   VMR_QMP_STREAM_MAX_LINE / (1024 * 1024));
+        error
+            = g_error_new (VMR_ERROR, VMR_ERROR_PROTOCOL, "the peer sent a line longer than %d MiB",
+                           VMR_QMP_STREAM_MAX_LINE / (1024 * 1024));
         emit_closed (self, error);
+        g_io_stream_close (self->stream, NULL, NULL);
         return;
     }
-    if (!g_input_stream_skip (G_INPUT_STREAM (self->input), 1, NULL, &error)) {
-        emit_closed (self, error);
-        return;
-    }
-    if (line != NULL)
-        handle_line (self, line, len);
-    /* a "message" handler may have closed the stream */
-    if (!self->closed)
-        read_next_line (self);
+    read_next_line (self);
 }
 
 static void
 read_next_line (VmrQmpStream *self)
 {
-    g_data_input_stream_read_upto_async (self->input, "\n", 1, G_PRIORITY_DEFAULT,
-                                         self->cancellable, read_line_cb, g_object_ref (self));
+    g_input_stream_read_async (g_io_stream_get_input_stream (self->stream), self->chunk, READ_CHUNK,
+                               G_PRIORITY_DEFAULT, self->cancellable, read_cb, g_object_ref (self));
 }
 
 void
@@ -248,8 +284,6 @@ vmr_qmp_stream_new (GIOStream *stream)
     VmrQmpStream *self = g_object_new (VMR_TYPE_QMP_STREAM, NULL);
 
     self->stream = g_object_ref (stream);
-    self->input = g_data_input_stream_new (g_io_stream_get_input_stream (stream));
-    g_filter_input_stream_set_close_base_stream (G_FILTER_INPUT_STREAM (self->input), FALSE);
     return self;
 }
 
@@ -260,7 +294,8 @@ vmr_qmp_stream_finalize (GObject *object)
 
     g_cancellable_cancel (self->cancellable);
     g_queue_clear_full (&self->write_queue, (GDestroyNotify) g_bytes_unref);
-    g_clear_object (&self->input);
+    g_byte_array_unref (self->pending);
+    g_free (self->chunk);
     if (self->stream != NULL)
         g_io_stream_close (self->stream, NULL, NULL);
     g_clear_object (&self->stream);
@@ -272,6 +307,8 @@ static void
 vmr_qmp_stream_init (VmrQmpStream *self)
 {
     self->cancellable = g_cancellable_new ();
+    self->pending = g_byte_array_new ();
+    self->chunk = g_malloc (READ_CHUNK);
     g_queue_init (&self->write_queue);
 }
 

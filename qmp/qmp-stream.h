@@ -25,7 +25,11 @@ G_DECLARE_FINAL_TYPE (VmrQmpStream, vmr_qmp_stream, VMR, QMP_STREAM, GObject)
  *   "closed"    (GError *error)                end of stream (error NULL) or
  *               a read failure; G_IO_ERROR_PARTIAL_INPUT when the stream
  *               ended inside a line, which is not taken for a message;
- *               emitted once, nothing is read afterwards
+ *               VMR_ERROR_PROTOCOL when the peer sent more than
+ *               VMR_QMP_STREAM_MAX_LINE bytes without ending a line (the
+ *               connection is closed then: what a peer sends is never
+ *               buffered beyond that); emitted once, nothing is read
+ *               afterwards
  */
 VmrQmpStream *vmr_qmp_stream_new (GIOStream *stream);
 

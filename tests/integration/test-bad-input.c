@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <gio/gunixsocketaddress.h>
+
 #include "harness.h"
 
 #define IMAGE_SIZE (16 * 1024 * 1024)
@@ -462,6 +464,94 @@ test_attach_not_qemu (VmrHarness *h, gconstpointer user_data)
     assert_attach_refused (h, &vm, h->socket, REASON_NOT_QEMU);
 }
 
+/* a peer that greets as QEMU does and then sends one line that never ends */
+typedef struct {
+    GSocket *listener;
+    guint64 sent; /* bytes of that line the daemon took before it hung up */
+} EndlessPeer;
+
+static gpointer
+endless_peer_thread (gpointer user_data)
+{
+    EndlessPeer *peer = user_data;
+    static const gchar greeting[] = "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 0, "
+                                    "\"minor\": 0, \"major\": 10}, \"package\": \"\"}, "
+                                    "\"capabilities\": []}}\n";
+    g_autofree gchar *chunk = g_strnfill (64 * 1024, 'x');
+    g_autoptr (GSocket) conn = g_socket_accept (peer->listener, NULL, NULL);
+
+    if (conn == NULL || g_socket_send (conn, greeting, strlen (greeting), NULL, NULL) < 0)
+        return NULL;
+    /* 200 MB at the most: the daemon must hang up long before */
+    while (peer->sent < 200 * 1000 * 1000) {
+        gssize n = g_socket_send (conn, chunk, strlen (chunk), NULL, NULL);
+
+        if (n <= 0)
+            break;
+        peer->sent += (guint64) n;
+    }
+    return NULL;
+}
+
+/* the daemon's peak resident memory (VmHWM), in KiB */
+static guint64
+daemon_peak_kib (VmrHarness *h)
+{
+    g_autofree gchar *path = g_strdup_printf ("/proc/%d/status", (int) h->daemon_pid);
+    g_autofree gchar *status = NULL;
+    const gchar *line;
+
+    g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
+    line = strstr (status, "\nVmHWM:");
+    g_assert_nonnull (line);
+    return g_ascii_strtoull (line + strlen ("\nVmHWM:"), NULL, 10);
+}
+
+/*
+ * attach to a "QEMU" that greets, then sends a line without end: the daemon
+ * hangs up once the line is longer than any message, attach fails with one
+ * line, and the daemon's memory stays flat (it took 388 MB for a 200 MB line
+ * when it buffered the whole line first)
+ */
+static void
+test_attach_endless_line (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Vm) vm = { 0 };
+    g_autofree gchar *path = NULL;
+    g_autoptr (GSocketAddress) address = NULL;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GThread) thread = NULL;
+    EndlessPeer peer = { 0 };
+    guint64 before_kib, after_kib;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vm_start (h, &vm);
+    path = vmr_harness_path (h, "endless.sock");
+    address = g_unix_socket_address_new (path);
+    peer.listener = g_socket_new (G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM,
+                                  G_SOCKET_PROTOCOL_DEFAULT, &error);
+    g_assert_no_error (error);
+    g_socket_bind (peer.listener, address, FALSE, &error);
+    g_assert_no_error (error);
+    g_socket_listen (peer.listener, &error);
+    g_assert_no_error (error);
+    thread = g_thread_new ("endless-peer", endless_peer_thread, &peer);
+
+    before_kib = daemon_peak_kib (h);
+    assert_attach_refused (h, &vm, path, "longer than 16 MiB");
+    g_thread_join (g_steal_pointer (&thread));
+    g_socket_close (peer.listener, NULL);
+    g_clear_object (&peer.listener);
+    after_kib = daemon_peak_kib (h);
+    g_test_message ("the daemon took %" G_GUINT64_FORMAT " MiB of the line; its peak memory went "
+                    "from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT " MiB",
+                    peer.sent / (1024 * 1024), before_kib / 1024, after_kib / 1024);
+    g_assert_cmpuint (peer.sent, <, 200 * 1000 * 1000);
+    /* the line's limit and a buffer's doubling past it, not the line */
+    g_assert_cmpuint (after_kib - before_kib, <, 3 * 16 * 1024);
+}
+
 /* the command line itself is wrong: exit status 2, the daemon is not involved */
 static void
 test_unknown_command (VmrHarness *h, gconstpointer user_data)
@@ -521,6 +611,7 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/bad-input/attach-silent", NULL, test_attach_silent);
     VMR_HARNESS_ADD ("/bad-input/attach-missing", NULL, test_attach_missing);
     VMR_HARNESS_ADD ("/bad-input/attach-not-qemu", NULL, test_attach_not_qemu);
+    VMR_HARNESS_ADD ("/bad-input/attach-endless-line", NULL, test_attach_endless_line);
     VMR_HARNESS_ADD ("/bad-input/unknown-command", NULL, test_unknown_command);
     VMR_HARNESS_ADD ("/bad-input/unknown-option", NULL, test_unknown_option);
     VMR_HARNESS_ADD ("/bad-input/bad-rate", NULL, test_bad_rate);

@@ -214,6 +214,44 @@ test_stream_truncated (QmpPeerFixture *fx, gconstpointer user_data)
     stream_log_clear (&log, stream);
 }
 
+/*
+ * a peer that never ends its line is cut off once it sent more than the
+ * longest line taken: a protocol error, and nothing buffered beyond that
+ */
+static void
+test_stream_endless_line (QmpPeerFixture *fx, gconstpointer user_data)
+{
+    g_autoptr (VmrQmpStream) stream = vmr_qmp_stream_new (fx->client_conn);
+    g_autofree gchar *chunk = g_strnfill (64 * 1024, 'x');
+    gint64 deadline = g_get_monotonic_time () + WAIT_LIMIT_US;
+    StreamLog log = { 0 };
+    guint64 sent = 0;
+
+    stream_log_init (&log, stream);
+    vmr_qmp_stream_start (stream);
+    qmp_peer_send_raw (fx, "{\"n\": 1}\n{\"endless\": \"");
+    g_socket_set_blocking (fx->peer_socket, FALSE);
+    while (!log.closed && sent < 3 * (guint64) VMR_QMP_STREAM_MAX_LINE) {
+        g_autoptr (GError) error = NULL;
+        gssize n = g_socket_send (fx->peer_socket, chunk, strlen (chunk), NULL, &error);
+
+        if (n > 0)
+            sent += (guint64) n;
+        else if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+            break;
+        g_main_context_iteration (NULL, n <= 0);
+        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+    }
+    g_test_message ("closed after the peer sent %" G_GUINT64_FORMAT " bytes", sent);
+    g_assert_true (log.closed);
+    g_assert_error (log.closed_error, VMR_ERROR, VMR_ERROR_PROTOCOL);
+    g_assert_cmpuint (sent, >=, VMR_QMP_STREAM_MAX_LINE);
+    /* the whole message before it was still taken */
+    g_assert_cmpuint (log.messages->len, ==, 1);
+    g_assert_cmpuint (log.malformed->len, ==, 0);
+    stream_log_clear (&log, stream);
+}
+
 /* writes keep their order, also behind a message too big for one write */
 static void
 test_stream_send_order (QmpPeerFixture *fx, gconstpointer user_data)
@@ -833,6 +871,7 @@ main (int argc, char **argv)
     g_test_add (path, QmpPeerFixture, NULL, setup, func, qmp_peer_teardown)
     ADD ("/qmp/stream/framing", qmp_peer_setup_pair, test_stream_framing);
     ADD ("/qmp/stream/truncated", qmp_peer_setup_pair, test_stream_truncated);
+    ADD ("/qmp/stream/endless-line", qmp_peer_setup_pair, test_stream_endless_line);
     ADD ("/qmp/stream/send-order", qmp_peer_setup_pair, test_stream_send_order);
     ADD ("/qmp/stream/close", qmp_peer_setup_pair, test_stream_close);
 
