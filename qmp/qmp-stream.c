@@ -136,6 +136,20 @@ handle_pending_lines (VmrQmpStream *self)
     return TRUE;
 }
 
+/* closes the connection of a peer whose line is longer than any message */
+static void
+cut_off (VmrQmpStream *self)
+{
+    g_autoptr (GError) error = NULL;
+
+    g_message ("closing a connection whose peer sent more than %d MiB without ending a line",
+               VMR_QMP_STREAM_MAX_LINE / (1024 * 1024));
+    error = g_error_new (VMR_ERROR, VMR_ERROR_PROTOCOL, "the peer sent a line longer than %d MiB",
+                         VMR_QMP_STREAM_MAX_LINE / (1024 * 1024));
+    emit_closed (self, error);
+    g_io_stream_close (self->stream, NULL, NULL);
+}
+
 static void
 read_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -163,21 +177,21 @@ read_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         emit_closed (self, error);
         return;
     }
+    /*
+     * a peer that sends a line longer than any message, or no newline at all,
+     * is cut off here, before it can grow our memory any further (what is
+     * pending is one unfinished line)
+     */
+    if (self->pending->len + (gsize) n > VMR_QMP_STREAM_MAX_LINE
+        && memchr (self->chunk, '\n', (gsize) n) == NULL) {
+        cut_off (self);
+        return;
+    }
     g_byte_array_append (self->pending, self->chunk, (guint) n);
     if (!handle_pending_lines (self))
         return;
-    /*
-     * a peer that sends a line longer than any message, or no newline at all,
-     * is cut off here, before it can grow our memory any further
-     */
     if (self->pending->len > VMR_QMP_STREAM_MAX_LINE) {
-        g_message ("closing a connection whose peer sent more than %d MiB without ending a line",
-                   VMR_QMP_STREAM_MAX_LINE / (1024 * 1024));
-        error
-            = g_error_new (VMR_ERROR, VMR_ERROR_PROTOCOL, "the peer sent a line longer than %d MiB",
-                           VMR_QMP_STREAM_MAX_LINE / (1024 * 1024));
-        emit_closed (self, error);
-        g_io_stream_close (self->stream, NULL, NULL);
+        cut_off (self);
         return;
     }
     read_next_line (self);
