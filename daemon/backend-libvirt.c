@@ -1,29 +1,19 @@
 #define G_LOG_DOMAIN "vmr-daemon"
 
+/*
+ * The libvirt backend's main-loop side: the VmrBackendLibvirt object and
+ * its VmrBackend vfuncs, the copies it tracks, libvirt's block job events
+ * on them and the end of each copy. Every call into libvirt is handed to a
+ * GTask thread (backend-libvirt-calls.c) with copies of what it needs; the
+ * callbacks here take its answer back to the tracks.
+ */
+
 #include "backend-libvirt.h"
 
-#include "destination.h"
-#include "libvirt-domain.h"
-#include "libvirt-xml.h"
-#include "qmp-client.h"
-#include "vmr-error.h"
+#include "backend-libvirt-private.h"
 
-/* what we track of a copy of ours that libvirt runs */
-typedef struct {
-    gchar *job_id;      /* ours, e.g. "vmr-3"; libvirt names its job after the disk */
-    gchar *target;      /* the disk, e.g. "vda" */
-    gchar *source;      /* the image before the pivot */
-    gchar *destination; /* absolute path */
-    gchar *format;      /* of the destination */
-    gboolean block;     /* the destination is a block device */
-    gboolean created;   /* made for this copy (by libvirt): removed if the copy fails */
-    gboolean started;   /* virDomainBlockCopy() succeeded */
-    gboolean ready;
-    gboolean cancel_requested;
-    gboolean finishing;
-    gboolean adopting; /* a copy of an earlier run, being looked for: its events wait */
-    gint adopt_event;  /* the end event (VIR_DOMAIN_BLOCK_JOB_*) that came meanwhile, -1 = none */
-} CopyTrack;
+#include "destination.h"
+#include "vmr-error.h"
 
 struct _VmrBackendLibvirt {
     VmrBackend parent_instance;
@@ -62,28 +52,6 @@ track_for_target (VmrBackendLibvirt *self, const gchar *target)
     }
     return NULL;
 }
-
-/*
- * One call into libvirt, run in a GTask thread. It carries copies of what
- * the thread needs, never the backend's own state.
- */
-typedef struct {
-    VmrLibvirtConnection *connection;
-    gchar *uuid;
-    gchar *job_id;
-    gchar *target;
-    gchar *source;
-    gchar *destination;
-    gchar *format;
-    gboolean block;
-    gboolean reuse;
-    gboolean created;      /* the copy made the destination */
-    gboolean query_paused; /* ask QEMU whether the copy is paused */
-    guint64 speed;
-    guint64 old_speed;
-    VmrBackendCommand command;
-    GPtrArray *tracks; /* copies of the started tracks, for progress and resync */
-} Call;
 
 static void
 call_free (Call *call)
@@ -157,27 +125,13 @@ run_call (VmrBackendLibvirt *self, Call *call, GTaskThreadFunc func, GCancellabl
 /* ---- disks ---- */
 
 static void
-query_disks_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    Call *call = task_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (virDomain) dom
-        = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
-    GPtrArray *disks = dom != NULL ? vmr_libvirt_domain_read_disks (dom, &error) : NULL;
-
-    if (disks == NULL)
-        g_task_return_error (task, g_steal_pointer (&error));
-    else
-        g_task_return_pointer (task, disks, (GDestroyNotify) g_ptr_array_unref);
-}
-
-static void
 vmr_backend_libvirt_query_disks_async (VmrBackend *backend, GCancellable *cancellable,
                                        GAsyncReadyCallback callback, gpointer user_data)
 {
     VmrBackendLibvirt *self = VMR_BACKEND_LIBVIRT (backend);
 
-    run_call (self, call_new (self, NULL), query_disks_thread, cancellable, callback, user_data);
+    run_call (self, call_new (self, NULL), vmr_backend_libvirt_query_disks_thread, cancellable,
+              callback, user_data);
 }
 
 static GPtrArray *
@@ -193,22 +147,6 @@ propagate_boolean (VmrBackend *backend, GAsyncResult *res, GError **error)
 }
 
 /* ---- the end of a copy ---- */
-
-static void
-persist_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    Call *call = task_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (virDomain) dom
-        = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
-
-    if (dom != NULL)
-        vmr_libvirt_domain_persist_disk (dom, call->job_id, call->target, call->source,
-                                         call->destination, call->block, call->format);
-    else
-        g_message ("%s: not checking the persistent definition: %s", call->job_id, error->message);
-    g_task_return_boolean (task, TRUE);
-}
 
 static void
 persist_done_cb (GObject *source, GAsyncResult *res, gpointer user_data)
@@ -231,8 +169,8 @@ finish_track (VmrBackendLibvirt *self, CopyTrack *track, VmrBackendOutcome outco
         return;
     track->finishing = TRUE;
     if (outcome == VMR_BACKEND_OUTCOME_COMPLETED) {
-        run_call (self, call_new (self, track), persist_thread, NULL, persist_done_cb,
-                  g_steal_pointer (&job_id));
+        run_call (self, call_new (self, track), vmr_backend_libvirt_persist_thread, NULL,
+                  persist_done_cb, g_steal_pointer (&job_id));
         return;
     }
     /* the domain stays on its source: a destination made for the copy goes */
@@ -297,49 +235,6 @@ block_job_cb (VmrLibvirtConnection *connection, const gchar *uuid, const gchar *
 /* ---- starting a copy ---- */
 
 static void
-start_copy_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    Call *call = task_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (virDomain) dom
-        = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
-    g_autofree gchar *dest_xml = NULL;
-    virTypedParameterPtr params = NULL;
-    int n_params = 0;
-    int max_params = 0;
-    /* a persistent domain needs TRANSIENT_JOB: the copy does not survive a restart of QEMU */
-    unsigned int flags = VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB;
-    int rc;
-
-    if (dom == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    if (call->reuse)
-        flags |= VIR_DOMAIN_BLOCK_COPY_REUSE_EXT;
-    if (call->speed > 0
-        && virTypedParamsAddULLong (&params, &n_params, &max_params,
-                                    VIR_DOMAIN_BLOCK_COPY_BANDWIDTH, call->speed)
-               < 0) {
-        vmr_libvirt_set_error (&error, "cannot set the copy bandwidth");
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    dest_xml = vmr_libvirt_xml_copy_destination (call->destination, call->block, call->format);
-    g_debug ("%s: virDomainBlockCopy %s %s flags 0x%x", call->job_id, call->target, dest_xml,
-             flags);
-    rc = virDomainBlockCopy (dom, call->target, dest_xml, params, n_params, flags);
-    virTypedParamsFree (params, n_params);
-    if (rc < 0) {
-        vmr_libvirt_set_error (&error, "libvirt refused to copy %s to %s", call->target,
-                               call->destination);
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    g_task_return_boolean (task, TRUE);
-}
-
-static void
 start_copy_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     g_autoptr (GTask) task = user_data;
@@ -385,95 +280,10 @@ vmr_backend_libvirt_start_copy_async (VmrBackend *backend, VmrJob *job, const Vm
     call->speed = job->speed;
     /* events may come before the call returns */
     g_hash_table_insert (self->tracks, g_strdup (job->id), track);
-    run_call (self, call, start_copy_thread, cancellable, start_copy_cb, task);
+    run_call (self, call, vmr_backend_libvirt_start_copy_thread, cancellable, start_copy_cb, task);
 }
 
 /* ---- commands on a running copy ---- */
-
-static void
-job_command_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    Call *call = task_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (virDomain) dom
-        = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
-    g_autofree gchar *qemu_job = NULL;
-    g_autoptr (JsonObject) args = json_object_new ();
-    g_autoptr (JsonNode) reply = NULL;
-    const unsigned int bytes = VIR_DOMAIN_BLOCK_JOB_SPEED_BANDWIDTH_BYTES;
-    const gchar *what = "";
-    const gchar *qmp_command;
-    int rc = 0;
-
-    if (dom == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    switch (call->command) {
-        case VMR_BACKEND_COMMAND_PAUSE:
-        case VMR_BACKEND_COMMAND_RESUME:
-            /* libvirt has no API for this: QMP on libvirt's own job */
-            qmp_command = call->command == VMR_BACKEND_COMMAND_PAUSE ? "block-job-pause"
-                                                                     : "block-job-resume";
-            qemu_job = vmr_libvirt_domain_find_copy_job (dom, call->target, &error);
-            if (qemu_job != NULL) {
-                json_object_set_string_member (args, "device", qemu_job);
-                reply = vmr_libvirt_domain_qemu_command (dom, qmp_command, args, &error);
-            }
-            if (reply == NULL) {
-                g_task_return_error (task, g_steal_pointer (&error));
-                return;
-            }
-            break;
-        case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
-            /* libvirt has no API for this either; the schema says whether QEMU can */
-            reply = vmr_libvirt_domain_qemu_command (dom, "query-qmp-schema", NULL, &error);
-            if (reply != NULL && !vmr_qmp_schema_has_command (reply, "block-job-change")) {
-                g_set_error (&error, VMR_ERROR, VMR_ERROR_FAILED,
-                             "this QEMU cannot change the copy mode of a running mirror "
-                             "(no block-job-change; QEMU 8.2 or later has it)");
-                g_clear_pointer (&reply, json_node_unref);
-            }
-            if (reply != NULL) {
-                g_clear_pointer (&reply, json_node_unref);
-                qemu_job = vmr_libvirt_domain_find_copy_job (dom, call->target, &error);
-            }
-            if (qemu_job != NULL) {
-                json_object_set_string_member (args, "id", qemu_job);
-                json_object_set_string_member (args, "type", "mirror");
-                json_object_set_string_member (args, "copy-mode", "write-blocking");
-                reply = vmr_libvirt_domain_qemu_command (dom, "block-job-change", args, &error);
-            }
-            if (reply == NULL) {
-                g_task_return_error (task, g_steal_pointer (&error));
-                return;
-            }
-            break;
-        case VMR_BACKEND_COMMAND_CANCEL:
-            what = "cancel";
-            rc = virDomainBlockJobAbort (dom, call->target, 0);
-            break;
-        case VMR_BACKEND_COMMAND_PIVOT:
-            what = "pivot";
-            /* a rate-limited copy sleeps between chunks: lift the limit first */
-            if (call->old_speed > 0 && virDomainBlockJobSetSpeed (dom, call->target, 0, bytes) < 0)
-                g_debug ("%s: unthrottling: %s", call->job_id, virGetLastErrorMessage ());
-            rc = virDomainBlockJobAbort (dom, call->target, VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT);
-            break;
-        case VMR_BACKEND_COMMAND_SET_SPEED:
-            what = "set the speed of";
-            rc = virDomainBlockJobSetSpeed (dom, call->target, call->speed, bytes);
-            break;
-        default:
-            g_assert_not_reached ();
-    }
-    if (rc < 0) {
-        vmr_libvirt_set_error (&error, "libvirt refused to %s the copy of %s", what, call->target);
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    g_task_return_boolean (task, TRUE);
-}
 
 static void
 job_command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
@@ -518,45 +328,11 @@ vmr_backend_libvirt_job_command_async (VmrBackend *backend, VmrJob *job, VmrBack
     call->command = command;
     call->speed = speed;
     call->old_speed = job->speed;
-    run_call (self, call, job_command_thread, cancellable, job_command_cb, task);
+    run_call (self, call, vmr_backend_libvirt_job_command_thread, cancellable, job_command_cb,
+              task);
 }
 
 /* ---- progress ---- */
-
-static void
-query_progress_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    Call *call = task_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (virDomain) dom = NULL;
-    g_autoptr (GPtrArray) result
-        = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_backend_progress_free);
-
-    if (call->tracks->len > 0)
-        dom = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
-    if (call->tracks->len > 0 && dom == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    for (guint i = 0; i < call->tracks->len; i++) {
-        CopyTrack *track = g_ptr_array_index (call->tracks, i);
-        virDomainBlockJobInfo info = { 0 };
-        VmrBackendProgress *progress;
-
-        if (virDomainGetBlockJobInfo (dom, track->target, &info,
-                                      VIR_DOMAIN_BLOCK_JOB_INFO_BANDWIDTH_BYTES)
-            != 1)
-            continue;
-        progress = g_new0 (VmrBackendProgress, 1);
-        progress->job_id = g_strdup (track->job_id);
-        progress->total_bytes = info.end;
-        progress->done_bytes = info.cur;
-        progress->speed = info.bandwidth;
-        progress->ready = track->ready;
-        g_ptr_array_add (result, progress);
-    }
-    g_task_return_pointer (task, g_steal_pointer (&result), (GDestroyNotify) g_ptr_array_unref);
-}
 
 static void
 vmr_backend_libvirt_query_progress_async (VmrBackend *backend, GCancellable *cancellable,
@@ -566,25 +342,11 @@ vmr_backend_libvirt_query_progress_async (VmrBackend *backend, GCancellable *can
     Call *call = call_new (self, NULL);
 
     call->tracks = started_tracks (self);
-    run_call (self, call, query_progress_thread, cancellable, callback, user_data);
+    run_call (self, call, vmr_backend_libvirt_query_progress_thread, cancellable, callback,
+              user_data);
 }
 
 /* ---- guest load ---- */
-
-static void
-query_load_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    Call *call = task_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (virDomain) dom
-        = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
-    GHashTable *load = dom != NULL ? vmr_libvirt_domain_read_load (dom, &error) : NULL;
-
-    if (load == NULL)
-        g_task_return_error (task, g_steal_pointer (&error));
-    else
-        g_task_return_pointer (task, load, (GDestroyNotify) g_hash_table_unref);
-}
 
 static void
 vmr_backend_libvirt_query_load_async (VmrBackend *backend, GCancellable *cancellable,
@@ -592,7 +354,8 @@ vmr_backend_libvirt_query_load_async (VmrBackend *backend, GCancellable *cancell
 {
     VmrBackendLibvirt *self = VMR_BACKEND_LIBVIRT (backend);
 
-    run_call (self, call_new (self, NULL), query_load_thread, cancellable, callback, user_data);
+    run_call (self, call_new (self, NULL), vmr_backend_libvirt_query_load_thread, cancellable,
+              callback, user_data);
 }
 
 static GHashTable *
@@ -601,96 +364,7 @@ vmr_backend_libvirt_query_load_finish (VmrBackend *backend, GAsyncResult *res, G
     return g_task_propagate_pointer (G_TASK (res), error);
 }
 
-/* ---- where a copy stands ---- */
-
-/* what libvirt says of one copy of ours: after a reconnection and at adoption */
-typedef struct {
-    gchar *job_id;
-    gboolean running; /* libvirt still runs the copy */
-    gboolean ready;
-    GError *error;       /* libvirt could not say whether it runs; running is FALSE */
-    gchar *disk_path;    /* what the live definition names for the disk */
-    guint64 total_bytes; /* libvirt's end, while running */
-    guint64 done_bytes;  /* libvirt's cur, while running */
-    guint64 speed;       /* bytes/s, 0 = unlimited, while running */
-} CopyProbe;
-
-static void
-copy_probe_free (CopyProbe *probe)
-{
-    g_free (probe->job_id);
-    g_free (probe->disk_path);
-    g_clear_error (&probe->error);
-    g_free (probe);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (CopyProbe, copy_probe_free)
-
-/*
- * Where the copy @job_id of @target to @destination stands in @dom, whose
- * live definition has @disks. A copy job of the disk to another destination
- * is someone else's: ours is not running then.
- */
-static CopyProbe *
-probe_copy (virDomain *dom, GPtrArray *disks, const gchar *job_id, const gchar *target,
-            const gchar *destination)
-{
-    VmrLibvirtDisk *disk = vmr_libvirt_xml_find_disk (disks, target);
-    virDomainBlockJobInfo info = { 0 };
-    CopyProbe *probe = g_new0 (CopyProbe, 1);
-    int rc;
-
-    probe->job_id = g_strdup (job_id);
-    probe->disk_path = g_strdup (disk != NULL ? disk->path : NULL);
-    /* a disk that is gone has no copy either */
-    if (disk == NULL)
-        return probe;
-    rc = virDomainGetBlockJobInfo (dom, target, &info, VIR_DOMAIN_BLOCK_JOB_INFO_BANDWIDTH_BYTES);
-    if (rc < 0)
-        vmr_libvirt_set_error (&probe->error, "cannot read the block job of %s", target);
-    probe->running = rc == 1 && info.type == VIR_DOMAIN_BLOCK_JOB_TYPE_COPY
-                     && (disk->mirror_path == NULL || *disk->mirror_path == '\0'
-                         || g_strcmp0 (disk->mirror_path, destination) == 0);
-    if (rc == 1 && !probe->running)
-        g_message ("%s: libvirt runs another block job (type %d) on %s", job_id, info.type, target);
-    if (probe->running) {
-        probe->ready = disk->mirror_ready;
-        probe->total_bytes = info.end;
-        probe->done_bytes = info.cur;
-        probe->speed = info.bandwidth;
-    }
-    return probe;
-}
-
 /* ---- after libvirt came back ---- */
-
-/* events may have been lost while libvirtd was away: ask where each copy is */
-static void
-resync_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    Call *call = task_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (virDomain) dom
-        = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
-    g_autoptr (GPtrArray) results
-        = g_ptr_array_new_with_free_func ((GDestroyNotify) copy_probe_free);
-    g_autofree gchar *xml = NULL;
-    g_autoptr (GPtrArray) disks = NULL;
-
-    /* a domain that stopped meanwhile is the tracker's business */
-    if (dom == NULL || (xml = virDomainGetXMLDesc (dom, 0)) == NULL
-        || (disks = vmr_libvirt_xml_parse_disks (xml, NULL)) == NULL) {
-        g_task_return_pointer (task, g_steal_pointer (&results),
-                               (GDestroyNotify) g_ptr_array_unref);
-        return;
-    }
-    for (guint i = 0; i < call->tracks->len; i++) {
-        CopyTrack *track = g_ptr_array_index (call->tracks, i);
-
-        g_ptr_array_add (results,
-                         probe_copy (dom, disks, track->job_id, track->target, track->destination));
-    }
-    g_task_return_pointer (task, g_steal_pointer (&results), (GDestroyNotify) g_ptr_array_unref);
-}
 
 static void
 resync_cb (GObject *source, GAsyncResult *res, gpointer user_data)
@@ -737,108 +411,10 @@ connected_cb (VmrLibvirtConnection *connection, gpointer user_data)
         return;
     call = call_new (self, NULL);
     call->tracks = started_tracks (self);
-    run_call (self, call, resync_thread, NULL, resync_cb, NULL);
+    run_call (self, call, vmr_backend_libvirt_resync_thread, NULL, resync_cb, NULL);
 }
 
 /* ---- a copy that an earlier run of the daemon started ---- */
-
-/* TRUE when a disk of @dom, live or in its persistent definition, names @path */
-static gboolean
-path_in_use (virDomain *dom, GPtrArray *live_disks, const gchar *path)
-{
-    g_autofree gchar *inactive_xml = NULL;
-    g_autoptr (GPtrArray) inactive_disks = NULL;
-    GPtrArray *lists[2] = { live_disks, NULL };
-
-    if (virDomainIsPersistent (dom) == 1) {
-        inactive_xml = virDomainGetXMLDesc (dom, VIR_DOMAIN_XML_INACTIVE);
-        /* a definition we cannot read may name it: keep the file then */
-        if (inactive_xml == NULL
-            || (inactive_disks = vmr_libvirt_xml_parse_disks (inactive_xml, NULL)) == NULL)
-            return TRUE;
-        lists[1] = inactive_disks;
-    }
-    for (guint l = 0; l < G_N_ELEMENTS (lists) && lists[l] != NULL; l++) {
-        for (guint i = 0; i < lists[l]->len; i++) {
-            VmrLibvirtDisk *disk = g_ptr_array_index (lists[l], i);
-
-            if (g_strcmp0 (disk->path, path) == 0 || g_strcmp0 (disk->mirror_path, path) == 0)
-                return TRUE;
-        }
-    }
-    return FALSE;
-}
-
-static void
-adopt_copy_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    Call *call = task_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (virDomain) dom
-        = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
-    g_autofree VmrBackendAdoption *adoption = g_new0 (VmrBackendAdoption, 1);
-    g_autofree gchar *xml = NULL;
-    g_autoptr (GPtrArray) disks = NULL;
-    g_autoptr (CopyProbe) probe = NULL;
-
-    if (dom == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    xml = virDomainGetXMLDesc (dom, 0);
-    if (xml == NULL) {
-        vmr_libvirt_set_error (&error, "cannot read the definition of %s", virDomainGetName (dom));
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    disks = vmr_libvirt_xml_parse_disks (xml, &error);
-    if (disks == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    probe = probe_copy (dom, disks, call->job_id, call->target, call->destination);
-    if (probe->error != NULL) {
-        g_task_return_error (task, g_steal_pointer (&probe->error));
-        return;
-    }
-    if (probe->running) {
-        adoption->outcome = VMR_BACKEND_ADOPT_RUNNING;
-        adoption->ready = probe->ready;
-        adoption->speed = probe->speed;
-        adoption->total_bytes = probe->total_bytes;
-        adoption->done_bytes = probe->done_bytes;
-        if (call->query_paused) {
-            g_autoptr (GError) qemu_error = NULL;
-            g_autoptr (JsonObject) qemu_job
-                = vmr_libvirt_domain_query_copy_job (dom, call->target, &qemu_error);
-
-            if (qemu_job != NULL)
-                adoption->paused
-                    = json_object_get_boolean_member_with_default (qemu_job, "paused", FALSE);
-            else
-                g_message ("%s: cannot tell whether the copy is paused: %s", call->job_id,
-                           qemu_error->message);
-        }
-        g_debug (
-            "%s: libvirt still copies %s to %s (%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT ", %s%s)",
-            call->job_id, call->target, call->destination, probe->done_bytes, probe->total_bytes,
-            probe->ready ? "ready" : "not ready", adoption->paused ? ", paused" : "");
-    } else if (g_strcmp0 (probe->disk_path, call->destination) == 0) {
-        adoption->outcome = VMR_BACKEND_ADOPT_ON_DESTINATION;
-        /* as after a pivot we saw: the definition must not send it back at the next boot */
-        vmr_libvirt_domain_persist_disk (dom, call->job_id, call->target, call->source,
-                                         call->destination, call->block, call->format);
-    } else {
-        adoption->outcome = VMR_BACKEND_ADOPT_GONE;
-        if (g_strcmp0 (probe->disk_path, call->source) != 0)
-            g_message ("%s: %s of %s runs on %s, neither source nor destination", call->job_id,
-                       call->target, virDomainGetName (dom),
-                       probe->disk_path != NULL ? probe->disk_path : "nothing");
-        if (call->created && !path_in_use (dom, disks, call->destination))
-            vmr_destination_remove (call->destination);
-    }
-    g_task_return_pointer (task, g_steal_pointer (&adoption), g_free);
-}
 
 typedef struct {
     VmrBackendLibvirt *self; /* owned */
@@ -938,7 +514,7 @@ vmr_backend_libvirt_adopt_copy_async (VmrBackend *backend, VmrJob *job, GCancell
     call->query_paused = job->state == VMR_JOB_STATE_PAUSED || job->user_paused;
     /* events that come while the thread looks wait in the track */
     g_hash_table_insert (self->tracks, g_strdup (job->id), track);
-    run_call (self, call, adopt_copy_thread, cancellable, adopt_copy_cb, task);
+    run_call (self, call, vmr_backend_libvirt_adopt_copy_thread, cancellable, adopt_copy_cb, task);
 }
 
 static VmrBackendAdoption *

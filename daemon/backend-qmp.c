@@ -1,9 +1,12 @@
 #define G_LOG_DOMAIN "vmr-daemon"
 
-#include "backend-qmp.h"
+/*
+ * The QMP backend: the object and its connection to a QEMU monitor,
+ * starting a copy, and the end of a job (see backend-qmp-private.h for the
+ * other files).
+ */
 
-#include <math.h>
-#include <unistd.h>
+#include "backend-qmp-private.h"
 
 #include "destination.h"
 #include "qmp-client.h"
@@ -11,41 +14,6 @@
 
 /* how long a monitor may take to greet us before we decide it is not QEMU */
 #define GREETING_TIMEOUT_MS 5000
-
-/* what we track of a mirror job of ours inside QEMU */
-typedef struct {
-    gchar *job_id;
-    gchar *dest_node;        /* format node of the destination */
-    gchar *destination;      /* its file */
-    gboolean created;        /* we created the file */
-    gchar *source_node;      /* released after a pivot */
-    gchar *source_file_node; /* likewise, NULL if none */
-    gboolean ready;
-    gboolean pivot_requested;
-    gboolean cancel_requested;
-    gboolean cancelled;       /* BLOCK_JOB_CANCELLED seen */
-    gboolean io_error_logged; /* a BLOCK_JOB_ERROR was logged */
-    gboolean completed;       /* BLOCK_JOB_COMPLETED without error seen */
-    gchar *error;             /* BLOCK_JOB_COMPLETED's error */
-    gboolean finishing;
-} MirrorTrack;
-
-struct _VmrBackendQmp {
-    VmrBackend parent_instance;
-
-    gchar *monitor_path;
-    VmrQmpClient *client;
-    GHashTable *tracks;       /* job id -> MirrorTrack *, owned */
-    JsonArray *iothreads;     /* the domain's I/O threads as last queried, NULL before */
-    GHashTable *iothread_cpu; /* I/O thread id -> IothreadReading *, owned */
-};
-
-/* CPU time of one I/O thread at one moment, for the next reading's difference */
-typedef struct {
-    gint64 thread_id;
-    guint64 ticks;  /* utime + stime, clock ticks */
-    gint64 time_us; /* monotonic */
-} IothreadReading;
 
 G_DEFINE_TYPE (VmrBackendQmp, vmr_backend_qmp, VMR_TYPE_BACKEND)
 
@@ -61,8 +29,8 @@ mirror_track_free (MirrorTrack *track)
     g_free (track);
 }
 
-static JsonArray *
-reply_array (JsonNode *reply, const gchar *command, GError **error)
+JsonArray *
+vmr_backend_qmp_reply_array (JsonNode *reply, const gchar *command, GError **error)
 {
     if (reply == NULL || !JSON_NODE_HOLDS_ARRAY (reply)) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
@@ -72,16 +40,16 @@ reply_array (JsonNode *reply, const gchar *command, GError **error)
     return json_node_get_array (reply);
 }
 
-static JsonObject *
-member_object (JsonObject *obj, const gchar *name)
+JsonObject *
+vmr_backend_qmp_member_object (JsonObject *obj, const gchar *name)
 {
     JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
 
     return node != NULL && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
 }
 
-static const gchar *
-member_string (JsonObject *obj, const gchar *name)
+const gchar *
+vmr_backend_qmp_member_string (JsonObject *obj, const gchar *name)
 {
     JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
 
@@ -90,8 +58,8 @@ member_string (JsonObject *obj, const gchar *name)
     return json_node_get_string (node);
 }
 
-static gint64
-member_int (JsonObject *obj, const gchar *name)
+gint64
+vmr_backend_qmp_member_int (JsonObject *obj, const gchar *name)
 {
     JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
 
@@ -100,8 +68,8 @@ member_int (JsonObject *obj, const gchar *name)
     return json_node_get_int (node);
 }
 
-static gboolean
-member_bool (JsonObject *obj, const gchar *name)
+gboolean
+vmr_backend_qmp_member_bool (JsonObject *obj, const gchar *name)
 {
     JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
 
@@ -110,8 +78,8 @@ member_bool (JsonObject *obj, const gchar *name)
     return json_node_get_boolean (node);
 }
 
-static JsonObject *
-args_device (const gchar *key, const gchar *value)
+JsonObject *
+vmr_backend_qmp_args_device (const gchar *key, const gchar *value)
 {
     JsonObject *args = json_object_new ();
 
@@ -120,8 +88,8 @@ args_device (const gchar *key, const gchar *value)
 }
 
 /* runs a command whose failure only matters for the log */
-static void
-best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+void
+vmr_backend_qmp_best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     g_autofree gchar *what = user_data;
     g_autoptr (GError) error = NULL;
@@ -130,437 +98,6 @@ best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
     if (reply == NULL)
         g_debug ("%s: %s", what, error->message);
-}
-
-/* ---- disk discovery ---- */
-
-typedef struct {
-    GPtrArray *disks;      /* of VmrDisk * */
-    GPtrArray *qdev_paths; /* QOM path per disk, for the iothread look-up */
-    guint pending;
-} QueryDisksData;
-
-static void
-query_disks_data_free (QueryDisksData *data)
-{
-    g_ptr_array_unref (data->disks);
-    g_ptr_array_unref (data->qdev_paths);
-    g_free (data);
-}
-
-/*
- * QEMU names an image "json:{...}" when it was opened with options beyond a
- * plain file name; the file name then sits in the innermost "file" object.
- */
-static gchar *
-plain_filename (const gchar *name)
-{
-    g_autoptr (JsonParser) parser = NULL;
-    JsonObject *obj;
-
-    if (name == NULL || !g_str_has_prefix (name, "json:"))
-        return g_strdup (name);
-    parser = json_parser_new ();
-    if (!json_parser_load_from_data (parser, name + 5, -1, NULL)
-        || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-        return g_strdup (name);
-    obj = json_node_get_object (json_parser_get_root (parser));
-    while (obj != NULL) {
-        const gchar *filename = member_string (obj, "filename");
-
-        if (filename != NULL)
-            return g_strdup (filename);
-        obj = member_object (obj, "file");
-    }
-    return g_strdup (name);
-}
-
-/* "/machine/peripheral/disk0/virtio-backend" -> "disk0" */
-static gchar *
-qdev_id_from_path (const gchar *qdev, const gchar *device, const gchar *node)
-{
-    const gchar *prefix = "/machine/peripheral/";
-
-    if (qdev != NULL && g_str_has_prefix (qdev, prefix)) {
-        const gchar *start = qdev + strlen (prefix);
-        const gchar *end = strchr (start, '/');
-
-        return end != NULL ? g_strndup (start, (gsize) (end - start)) : g_strdup (start);
-    }
-    if (qdev != NULL && *qdev != '\0' && strchr (qdev, '/') == NULL)
-        return g_strdup (qdev);
-    if (device != NULL && *device != '\0')
-        return g_strdup (device);
-    return g_strdup (node);
-}
-
-/* ends one look-up; after the last, the disks' single and listed I/O threads agree */
-static void
-query_disks_done_one (GTask *task)
-{
-    QueryDisksData *data = g_task_get_task_data (task);
-
-    if (--data->pending != 0)
-        return;
-    for (guint i = 0; i < data->disks->len; i++) {
-        VmrDisk *disk = g_ptr_array_index (data->disks, i);
-
-        if (disk->iothreads != NULL && disk->iothread == NULL)
-            disk->iothread = g_strdup (disk->iothreads[0]);
-        if (disk->iothreads == NULL && disk->iothread != NULL) {
-            const gchar *const one[] = { disk->iothread, NULL };
-
-            disk->iothreads = g_strdupv ((gchar **) one);
-        }
-    }
-    g_task_return_pointer (task, g_ptr_array_ref (data->disks), (GDestroyNotify) g_ptr_array_unref);
-}
-
-/* iothread-vq-mapping: [{"iothread": "io0", "vqs": [0]}, ...], each thread once */
-static GStrv
-vq_mapping_iothreads (JsonArray *mapping)
-{
-    g_autoptr (GStrvBuilder) builder = g_strv_builder_new ();
-    g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
-
-    for (guint i = 0; i < json_array_get_length (mapping); i++) {
-        JsonNode *entry = json_array_get_element (mapping, i);
-        const gchar *id = JSON_NODE_HOLDS_OBJECT (entry)
-                              ? member_string (json_node_get_object (entry), "iothread")
-                              : NULL;
-
-        if (id == NULL || !g_hash_table_add (seen, (gpointer) id))
-            continue;
-        g_strv_builder_add (builder, id);
-    }
-    if (g_hash_table_size (seen) == 0)
-        return NULL;
-    return g_strv_builder_end (builder);
-}
-
-/* the reply to qom-get of "iothread" (a path) or of "iothread-vq-mapping" (a list) */
-static void
-iothread_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    VmrDisk *disk = g_object_get_data (G_OBJECT (res), "vmr-disk");
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    /* devices without the property have no I/O thread of their own */
-    if (reply != NULL && json_node_get_value_type (reply) == G_TYPE_STRING) {
-        const gchar *path = json_node_get_string (reply);
-
-        if (path != NULL && *path != '\0') {
-            const gchar *slash = strrchr (path, '/');
-
-            disk->iothread = g_strdup (slash != NULL ? slash + 1 : path);
-        }
-    } else if (reply != NULL && JSON_NODE_HOLDS_ARRAY (reply) && disk->iothreads == NULL) {
-        disk->iothreads = vq_mapping_iothreads (json_node_get_array (reply));
-    }
-    query_disks_done_one (task);
-}
-
-/* the CPU time of QEMU's thread @thread_id, in clock ticks; FALSE if it cannot be read */
-static gboolean
-read_thread_ticks (gint64 thread_id, guint64 *ticks)
-{
-    g_autofree gchar *status_path
-        = g_strdup_printf ("/proc/%" G_GINT64_FORMAT "/status", thread_id);
-    g_autofree gchar *status = NULL;
-    g_autofree gchar *stat_path = NULL;
-    g_autofree gchar *stat = NULL;
-    g_auto (GStrv) fields = NULL;
-    const gchar *tgid;
-    const gchar *end;
-
-    /* the process QEMU runs as, so that the thread is read as one of its tasks */
-    if (!g_file_get_contents (status_path, &status, NULL, NULL)
-        || (tgid = strstr (status, "\nTgid:")) == NULL)
-        return FALSE;
-    stat_path = g_strdup_printf ("/proc/%" G_GINT64_FORMAT "/task/%" G_GINT64_FORMAT "/stat",
-                                 g_ascii_strtoll (tgid + 6, NULL, 10), thread_id);
-    if (!g_file_get_contents (stat_path, &stat, NULL, NULL) || (end = strrchr (stat, ')')) == NULL)
-        return FALSE;
-    /* after "pid (comm)": state is field 3, utime 14 and stime 15 */
-    fields = g_strsplit (g_strstrip ((gchar *) end + 1), " ", -1);
-    if (g_strv_length (fields) < 13)
-        return FALSE;
-    *ticks = g_ascii_strtoull (fields[11], NULL, 10) + g_ascii_strtoull (fields[12], NULL, 10);
-    return TRUE;
-}
-
-/* query-iothreads: each thread with its CPU use since the previous reading */
-static void
-query_iothreads_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    VmrBackendQmp *self = g_task_get_source_object (task);
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-    JsonArray *threads;
-    JsonArray *result;
-    gint64 now = g_get_monotonic_time ();
-    glong ticks_per_s = sysconf (_SC_CLK_TCK);
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    threads = reply != NULL ? reply_array (reply, "query-iothreads", &error) : NULL;
-    if (threads == NULL) {
-        g_debug ("cannot list the I/O threads of %s: %s", self->monitor_path, error->message);
-        query_disks_done_one (task);
-        return;
-    }
-    result = json_array_new ();
-    for (guint i = 0; i < json_array_get_length (threads); i++) {
-        JsonNode *node = json_array_get_element (threads, i);
-        JsonObject *thread = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        const gchar *id = member_string (thread, "id");
-        gint64 thread_id = member_int (thread, "thread-id");
-        IothreadReading *previous;
-        JsonObject *entry;
-        guint64 ticks = 0;
-
-        if (id == NULL)
-            continue;
-        entry = json_object_new ();
-        json_object_set_string_member (entry, "id", id);
-        json_object_set_int_member (entry, "thread-id", thread_id);
-        json_object_set_null_member (entry, "cpu");
-        previous = g_hash_table_lookup (self->iothread_cpu, id);
-        if (thread_id > 0 && ticks_per_s > 0 && read_thread_ticks (thread_id, &ticks)) {
-            IothreadReading *reading = g_new0 (IothreadReading, 1);
-
-            if (previous != NULL && previous->thread_id == thread_id && now > previous->time_us
-                && ticks >= previous->ticks) {
-                gdouble busy_s = (gdouble) (ticks - previous->ticks) / (gdouble) ticks_per_s;
-                gdouble percent = busy_s * 1e8 / (gdouble) (now - previous->time_us);
-
-                json_object_set_double_member (entry, "cpu", round (percent * 10.0) / 10.0);
-            }
-            reading->thread_id = thread_id;
-            reading->ticks = ticks;
-            reading->time_us = now;
-            g_hash_table_replace (self->iothread_cpu, g_strdup (id), reading);
-        }
-        json_array_add_object_element (result, entry);
-    }
-    g_clear_pointer (&self->iothreads, json_array_unref);
-    self->iothreads = result;
-    query_disks_done_one (task);
-}
-
-typedef struct {
-    GTask *task;
-    VmrDisk *disk;
-} IothreadLookup;
-
-static void
-iothread_lookup_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    IothreadLookup *lookup = user_data;
-
-    g_object_set_data (G_OBJECT (res), "vmr-disk", lookup->disk);
-    iothread_cb (source, res, lookup->task);
-    g_free (lookup);
-}
-
-/*
- * asks for the I/O thread properties of the device at the QOM path @qdev:
- * one thread for the device, or (QEMU 9.0+) a thread per group of queues
- */
-static void
-look_up_iothreads (VmrBackendQmp *self, GTask *task, VmrDisk *disk, const gchar *qdev)
-{
-    static const gchar *const properties[] = { "iothread", "iothread-vq-mapping" };
-    QueryDisksData *data = g_task_get_task_data (task);
-
-    for (guint p = 0; p < G_N_ELEMENTS (properties); p++) {
-        g_autoptr (JsonObject) args = args_device ("path", qdev);
-        IothreadLookup *lookup = g_new0 (IothreadLookup, 1);
-
-        json_object_set_string_member (args, "property", properties[p]);
-        lookup->task = g_object_ref (task);
-        lookup->disk = disk;
-        data->pending++;
-        vmr_qmp_client_execute_async (self->client, "qom-get", args, 0,
-                                      g_task_get_cancellable (task), iothread_lookup_cb, lookup);
-    }
-}
-
-/*
- * "/machine/peripheral/scsi0/virtio-backend/scsi0.0", the bus of a scsi-hd:
- * the controller's virtio device, two levels up, has the I/O thread
- */
-static void
-parent_bus_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    IothreadLookup *lookup = user_data;
-    g_autoptr (GTask) task = lookup->task;
-    VmrBackendQmp *self = g_task_get_source_object (task);
-    g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (GError) error = NULL;
-    const gchar *bus;
-    const gchar *slash;
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    bus = reply != NULL && json_node_get_value_type (reply) == G_TYPE_STRING
-              ? json_node_get_string (reply)
-              : NULL;
-    /* devices on no bus, or a bus without a device above it, have no thread of theirs */
-    if (bus != NULL && bus[0] == '/' && (slash = strrchr (bus, '/')) != NULL && slash != bus) {
-        g_autofree gchar *controller = g_strndup (bus, (gsize) (slash - bus));
-
-        look_up_iothreads (self, task, lookup->disk, controller);
-    }
-    g_free (lookup);
-    query_disks_done_one (task);
-}
-
-static void
-named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    VmrBackendQmp *self = g_task_get_source_object (task);
-    QueryDisksData *data = g_task_get_task_data (task);
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-    JsonArray *nodes;
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    nodes = reply != NULL ? reply_array (reply, "query-named-block-nodes", &error) : NULL;
-    if (nodes == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    /* the protocol node below each disk's top node: same file, protocol driver */
-    for (guint i = 0; i < data->disks->len; i++) {
-        VmrDisk *disk = g_ptr_array_index (data->disks, i);
-
-        for (guint j = 0; j < json_array_get_length (nodes); j++) {
-            JsonObject *node = json_array_get_object_element (nodes, j);
-            const gchar *drv = member_string (node, "drv");
-            JsonObject *cache = member_object (node, "cache");
-
-            g_autofree gchar *filename = plain_filename (member_string (node, "file"));
-
-            if (g_strcmp0 (member_string (node, "node-name"), disk->node) == 0
-                || g_strcmp0 (filename, disk->path) != 0)
-                continue;
-            if (g_strcmp0 (drv, "file") != 0 && g_strcmp0 (drv, "host_device") != 0)
-                continue;
-            disk->file_node = g_strdup (member_string (node, "node-name"));
-            disk->file_cache_direct = member_bool (cache, "direct");
-            disk->file_cache_no_flush = member_bool (cache, "no-flush");
-            break;
-        }
-    }
-    data->pending = 2;
-    for (guint i = 0; i < data->disks->len; i++) {
-        const gchar *qdev = g_ptr_array_index (data->qdev_paths, i);
-        VmrDisk *disk = g_ptr_array_index (data->disks, i);
-
-        if (qdev == NULL || *qdev == '\0')
-            continue;
-        if (qdev[0] == '/') {
-            look_up_iothreads (self, task, disk, qdev);
-        } else {
-            /* a device of a bus (scsi-hd): the I/O thread is its controller's */
-            g_autofree gchar *path = g_strdup_printf ("/machine/peripheral/%s", qdev);
-            g_autoptr (JsonObject) args = args_device ("path", path);
-            IothreadLookup *lookup = g_new0 (IothreadLookup, 1);
-
-            json_object_set_string_member (args, "property", "parent_bus");
-            lookup->task = g_object_ref (task);
-            lookup->disk = disk;
-            data->pending++;
-            vmr_qmp_client_execute_async (self->client, "qom-get", args, 0,
-                                          g_task_get_cancellable (task), parent_bus_cb, lookup);
-        }
-    }
-    vmr_qmp_client_execute_async (self->client, "query-iothreads", NULL, 0,
-                                  g_task_get_cancellable (task), query_iothreads_cb,
-                                  g_object_ref (task));
-    query_disks_done_one (task);
-}
-
-/* the image file of a query-block "inserted" object, plain; NULL for none */
-static gchar *
-inserted_path (JsonObject *inserted)
-{
-    JsonObject *image = member_object (inserted, "image");
-
-    return plain_filename (image != NULL && member_string (image, "filename") != NULL
-                               ? member_string (image, "filename")
-                               : member_string (inserted, "file"));
-}
-
-static void
-query_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    VmrBackendQmp *self = g_task_get_source_object (task);
-    QueryDisksData *data = g_task_get_task_data (task);
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (JsonObject) args = json_object_new ();
-    JsonArray *devices;
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    devices = reply != NULL ? reply_array (reply, "query-block", &error) : NULL;
-    if (devices == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    for (guint i = 0; i < json_array_get_length (devices); i++) {
-        JsonObject *dev = json_array_get_object_element (devices, i);
-        JsonObject *inserted = member_object (dev, "inserted");
-        JsonObject *image = member_object (inserted, "image");
-        JsonObject *cache = member_object (inserted, "cache");
-        VmrDisk *disk;
-
-        /* an empty drive has nothing to migrate */
-        if (inserted == NULL || member_string (inserted, "node-name") == NULL)
-            continue;
-        disk = vmr_disk_new ();
-        disk->node = g_strdup (member_string (inserted, "node-name"));
-        disk->id = qdev_id_from_path (member_string (dev, "qdev"), member_string (dev, "device"),
-                                      disk->node);
-        disk->format = g_strdup (member_string (inserted, "drv"));
-        disk->path = inserted_path (inserted);
-        disk->size = (guint64) member_int (image, "virtual-size");
-        disk->cache_direct = member_bool (cache, "direct");
-        disk->cache_no_flush = member_bool (cache, "no-flush");
-        disk->read_only = member_bool (inserted, "ro");
-        g_ptr_array_add (data->disks, disk);
-        g_ptr_array_add (data->qdev_paths, g_strdup (member_string (dev, "qdev")));
-    }
-    json_object_set_boolean_member (args, "flat", TRUE);
-    vmr_qmp_client_execute_async (self->client, "query-named-block-nodes", args, 0,
-                                  g_task_get_cancellable (task), named_nodes_cb,
-                                  g_object_ref (task));
-}
-
-static void
-vmr_backend_qmp_query_disks_async (VmrBackend *backend, GCancellable *cancellable,
-                                   GAsyncReadyCallback callback, gpointer user_data)
-{
-    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-    QueryDisksData *data = g_new0 (QueryDisksData, 1);
-
-    data->disks = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_disk_free);
-    data->qdev_paths = g_ptr_array_new_with_free_func (g_free);
-    g_task_set_task_data (task, data, (GDestroyNotify) query_disks_data_free);
-    vmr_qmp_client_execute_async (self->client, "query-block", NULL, 0, cancellable, query_block_cb,
-                                  task);
-}
-
-static GPtrArray *
-vmr_backend_qmp_query_disks_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
-{
-    return g_task_propagate_pointer (G_TASK (res), error);
 }
 
 /* ---- starting a copy ---- */
@@ -621,9 +158,10 @@ start_fail (GTask *task, GError *error)
     if (data->track == NULL)
         g_hash_table_remove (self->tracks, data->job->id);
     if (data->dest_added) {
-        g_autoptr (JsonObject) args = args_device ("node-name", data->dest_node);
+        g_autoptr (JsonObject) args = vmr_backend_qmp_args_device ("node-name", data->dest_node);
 
-        vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL, best_effort_cb,
+        vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL,
+                                      vmr_backend_qmp_best_effort_cb,
                                       g_strdup_printf ("releasing %s", data->job->destination));
     }
     if (data->job->created_destination)
@@ -680,7 +218,8 @@ check_dest_size_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     JsonArray *nodes;
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    nodes = reply != NULL ? reply_array (reply, "query-named-block-nodes", &error) : NULL;
+    nodes = reply != NULL ? vmr_backend_qmp_reply_array (reply, "query-named-block-nodes", &error)
+                          : NULL;
     if (nodes == NULL) {
         start_fail (task, g_steal_pointer (&error));
         g_object_unref (task);
@@ -690,9 +229,10 @@ check_dest_size_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         JsonObject *node = json_array_get_object_element (nodes, i);
         guint64 size;
 
-        if (g_strcmp0 (member_string (node, "node-name"), data->dest_node) != 0)
+        if (g_strcmp0 (vmr_backend_qmp_member_string (node, "node-name"), data->dest_node) != 0)
             continue;
-        size = (guint64) member_int (member_object (node, "image"), "virtual-size");
+        size = (guint64) vmr_backend_qmp_member_int (vmr_backend_qmp_member_object (node, "image"),
+                                                     "virtual-size");
         if (size != data->disk->size) {
             start_fail (task, g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                            "destination %s has a virtual size of %" G_GUINT64_FORMAT
@@ -820,8 +360,6 @@ vmr_backend_qmp_start_copy_finish (VmrBackend *backend, GAsyncResult *res, GErro
 
 /* ---- the end of a job ---- */
 
-static void finish_track (VmrBackendQmp *self, MirrorTrack *track);
-
 static void
 release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -838,9 +376,9 @@ release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 }
 
 /* blockdev-del of @node, if it exists; never fails */
-static void
-release_node_async (VmrBackendQmp *self, const gchar *node, GAsyncReadyCallback callback,
-                    gpointer user_data)
+void
+vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
+                                    GAsyncReadyCallback callback, gpointer user_data)
 {
     GTask *task = g_task_new (self, NULL, callback, user_data);
     g_autoptr (JsonObject) args = NULL;
@@ -851,7 +389,7 @@ release_node_async (VmrBackendQmp *self, const gchar *node, GAsyncReadyCallback 
         return;
     }
     g_task_set_task_data (task, g_strdup (node), g_free);
-    args = args_device ("node-name", node);
+    args = vmr_backend_qmp_args_device ("node-name", node);
     vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL, release_cb, task);
 }
 
@@ -897,7 +435,7 @@ first_release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     FinishData *data = user_data;
 
-    release_node_async (data->self, data->second_node, second_release_cb, data);
+    vmr_backend_qmp_release_node_async (data->self, data->second_node, second_release_cb, data);
 }
 
 static void
@@ -926,11 +464,11 @@ dismiss_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         if (track->created)
             data->remove_file = g_strdup (track->destination);
     }
-    release_node_async (data->self, first_node, first_release_cb, data);
+    vmr_backend_qmp_release_node_async (data->self, first_node, first_release_cb, data);
 }
 
-static void
-finish_track (VmrBackendQmp *self, MirrorTrack *track)
+void
+vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track)
 {
     FinishData *data;
     g_autoptr (JsonObject) args = NULL;
@@ -954,7 +492,7 @@ finish_track (VmrBackendQmp *self, MirrorTrack *track)
         data->outcome = VMR_BACKEND_OUTCOME_FAILED;
         data->reason = g_strdup ("QEMU ended the job without saying why");
     }
-    args = args_device ("id", track->job_id);
+    args = vmr_backend_qmp_args_device ("id", track->job_id);
     vmr_qmp_client_execute_async (self->client, "job-dismiss", args, 0, NULL, dismiss_cb, data);
 }
 
@@ -963,11 +501,11 @@ client_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *event_data
                  gint64 timestamp_us, gpointer user_data)
 {
     VmrBackendQmp *self = user_data;
-    const gchar *job_id = member_string (event_data, "id");
+    const gchar *job_id = vmr_backend_qmp_member_string (event_data, "id");
     MirrorTrack *track;
 
     if (g_str_has_prefix (name, "BLOCK_JOB_"))
-        job_id = member_string (event_data, "device");
+        job_id = vmr_backend_qmp_member_string (event_data, "device");
     if (job_id == NULL)
         return;
     track = g_hash_table_lookup (self->tracks, job_id);
@@ -976,7 +514,7 @@ client_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *event_data
     g_debug ("job %s: event %s", job_id, name);
 
     if (g_strcmp0 (name, "BLOCK_JOB_COMPLETED") == 0) {
-        const gchar *error = member_string (event_data, "error");
+        const gchar *error = vmr_backend_qmp_member_string (event_data, "error");
 
         if (error != NULL) {
             g_free (track->error);
@@ -990,437 +528,21 @@ client_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *event_data
         /* QEMU reports every failed request; one line per job says it */
         if (!track->io_error_logged)
             g_message ("job %s: I/O error during %s", job_id,
-                       member_string (event_data, "operation"));
+                       vmr_backend_qmp_member_string (event_data, "operation"));
         track->io_error_logged = TRUE;
     } else if (g_strcmp0 (name, "BLOCK_JOB_READY") == 0
                || (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0
-                   && g_strcmp0 (member_string (event_data, "status"), "ready") == 0)) {
+                   && g_strcmp0 (vmr_backend_qmp_member_string (event_data, "status"), "ready")
+                          == 0)) {
         if (!track->ready) {
             track->ready = TRUE;
             vmr_backend_emit_job_ready (VMR_BACKEND (self), job_id);
         }
     } else if (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0
-               && g_strcmp0 (member_string (event_data, "status"), "concluded") == 0) {
-        finish_track (self, track);
+               && g_strcmp0 (vmr_backend_qmp_member_string (event_data, "status"), "concluded")
+                      == 0) {
+        vmr_backend_qmp_finish_track (self, track);
     }
-}
-
-/* ---- picking up a copy of an earlier run ---- */
-
-typedef struct {
-    VmrJob *job;
-    JsonObject *info; /* our job in query-block-jobs, NULL if QEMU has none */
-    VmrBackendAdoption *adoption;
-} AdoptData;
-
-static void
-adopt_data_free (AdoptData *data)
-{
-    vmr_job_unref (data->job);
-    if (data->info != NULL)
-        json_object_unref (data->info);
-    g_free (data->adoption);
-    g_free (data);
-}
-
-static MirrorTrack *
-track_from_job (VmrJob *job)
-{
-    MirrorTrack *track = g_new0 (MirrorTrack, 1);
-
-    /* the names start_copy gave them */
-    track->job_id = g_strdup (job->id);
-    track->dest_node = g_strdup_printf ("%s-dst", job->id);
-    track->destination = g_strdup (job->destination);
-    track->created = job->created_destination;
-    track->source_node = g_strdup (job->source_node);
-    track->source_file_node = g_strdup (job->source_file_node);
-    return track;
-}
-
-static void
-adopt_return (GTask *task, VmrBackendAdoptOutcome outcome)
-{
-    AdoptData *data = g_task_get_task_data (task);
-
-    data->adoption->outcome = outcome;
-    g_task_return_pointer (task, g_steal_pointer (&data->adoption), g_free);
-    g_object_unref (task);
-}
-
-static void
-adopt_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    GTask *task = user_data;
-
-    adopt_return (task, GPOINTER_TO_INT (g_object_get_data (G_OBJECT (task), "vmr-outcome")));
-}
-
-static void
-adopt_first_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    GTask *task = user_data;
-    VmrBackendQmp *self = g_task_get_source_object (task);
-    AdoptData *data = g_task_get_task_data (task);
-
-    release_node_async (self, data->job->source_file_node, adopt_released_cb, task);
-}
-
-static void
-adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    GTask *task = user_data;
-    VmrBackendQmp *self = g_task_get_source_object (task);
-    AdoptData *data = g_task_get_task_data (task);
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply
-        = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    JsonArray *devices = reply != NULL ? reply_array (reply, "query-block", &error) : NULL;
-    g_autofree gchar *dest_node = g_strdup_printf ("%s-dst", data->job->id);
-    gboolean on_destination = FALSE;
-    gboolean dest_in_use = FALSE;
-    MirrorTrack *track;
-
-    if (devices == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        g_object_unref (task);
-        return;
-    }
-    for (guint i = 0; i < json_array_get_length (devices); i++) {
-        JsonObject *inserted
-            = member_object (json_array_get_object_element (devices, i), "inserted");
-        g_autofree gchar *path = inserted_path (inserted);
-
-        if (inserted == NULL)
-            continue;
-        if (g_strcmp0 (member_string (inserted, "node-name"), dest_node) == 0)
-            on_destination = TRUE;
-        if (g_strcmp0 (path, data->job->destination) == 0)
-            dest_in_use = TRUE;
-    }
-
-    if (data->info != NULL) {
-        const gchar *status = member_string (data->info, "status");
-
-        track = track_from_job (data->job);
-        track->ready = member_bool (data->info, "ready") || g_strcmp0 (status, "ready") == 0;
-        g_hash_table_replace (self->tracks, g_strdup (track->job_id), track);
-        if (g_strcmp0 (status, "concluded") == 0) {
-            /* it ended unseen: how, QEMU's error and the device's node say */
-            /* a cancel shows as QEMU's (unlocalised) strerror (ECANCELED) */
-            if (g_strcmp0 (member_string (data->info, "error"), "Operation canceled") == 0)
-                track->cancelled = TRUE;
-            else if (member_string (data->info, "error") != NULL)
-                track->error = g_strdup (member_string (data->info, "error"));
-            else if (on_destination)
-                track->completed = TRUE;
-            else
-                track->cancelled = TRUE;
-            track->cancel_requested = FALSE;
-            finish_track (self, track);
-            adopt_return (task, VMR_BACKEND_ADOPT_ENDING);
-            return;
-        }
-        if (g_strcmp0 (status, "aborting") == 0) {
-            /* its end comes as events, to the track */
-            adopt_return (task, VMR_BACKEND_ADOPT_ENDING);
-            return;
-        }
-        data->adoption->ready = track->ready;
-        data->adoption->paused = member_bool (data->info, "paused");
-        data->adoption->speed = (guint64) member_int (data->info, "speed");
-        data->adoption->total_bytes = (guint64) member_int (data->info, "len");
-        data->adoption->done_bytes = (guint64) member_int (data->info, "offset");
-        adopt_return (task, VMR_BACKEND_ADOPT_RUNNING);
-        return;
-    }
-    /* no copy and a disk on the destination file: it pivoted (QEMU may even have been
-     * started again on the new image, under other node names) */
-    if (on_destination || dest_in_use) {
-        /* it pivoted and was dismissed: let go of the old image, as after a pivot */
-        g_object_set_data (G_OBJECT (task), "vmr-outcome",
-                           GINT_TO_POINTER (VMR_BACKEND_ADOPT_ON_DESTINATION));
-        release_node_async (self, data->job->source_node, adopt_first_released_cb, task);
-        return;
-    }
-    /* no copy, the disk on its source: close the destination, remove what the job made */
-    if (data->job->created_destination && !dest_in_use && data->job->state != VMR_JOB_STATE_QUEUED
-        && data->job->state != VMR_JOB_STATE_DELAYED)
-        vmr_destination_remove (data->job->destination);
-    g_object_set_data (G_OBJECT (task), "vmr-outcome", GINT_TO_POINTER (VMR_BACKEND_ADOPT_GONE));
-    release_node_async (self, dest_node, adopt_released_cb, task);
-}
-
-static void
-adopt_jobs_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    GTask *task = user_data;
-    AdoptData *data = g_task_get_task_data (task);
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply
-        = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    JsonArray *jobs = reply != NULL ? reply_array (reply, "query-block-jobs", &error) : NULL;
-
-    if (jobs == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        g_object_unref (task);
-        return;
-    }
-    for (guint i = 0; i < json_array_get_length (jobs); i++) {
-        JsonObject *info = json_array_get_object_element (jobs, i);
-
-        if (g_strcmp0 (member_string (info, "device"), data->job->id) == 0)
-            data->info = json_object_ref (info);
-    }
-    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "query-block", NULL, 0,
-                                  g_task_get_cancellable (task), adopt_block_cb, task);
-}
-
-static void
-vmr_backend_qmp_adopt_copy_async (VmrBackend *backend, VmrJob *job, GCancellable *cancellable,
-                                  GAsyncReadyCallback callback, gpointer user_data)
-{
-    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-    AdoptData *data = g_new0 (AdoptData, 1);
-
-    data->job = vmr_job_ref (job);
-    data->adoption = g_new0 (VmrBackendAdoption, 1);
-    g_task_set_task_data (task, data, (GDestroyNotify) adopt_data_free);
-    vmr_qmp_client_execute_async (self->client, "query-block-jobs", NULL, 0, cancellable,
-                                  adopt_jobs_cb, task);
-}
-
-static VmrBackendAdoption *
-vmr_backend_qmp_adopt_copy_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
-{
-    return g_task_propagate_pointer (G_TASK (res), error);
-}
-
-/* ---- commands on a running job ---- */
-
-static void
-command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    if (reply == NULL) {
-        g_prefix_error (&error, "QEMU refused '%s': ", (const gchar *) g_task_get_task_data (task));
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    g_task_return_boolean (task, TRUE);
-}
-
-static void
-copy_mode_schema_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    GTask *task = user_data;
-    g_autofree gchar *job_id = g_strdup (g_task_get_task_data (task));
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) schema = NULL;
-    g_autoptr (JsonObject) args = json_object_new ();
-
-    schema = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    if (schema == NULL) {
-        g_prefix_error (&error, "QEMU refused 'query-qmp-schema': ");
-        g_task_return_error (task, g_steal_pointer (&error));
-        g_object_unref (task);
-        return;
-    }
-    if (!vmr_qmp_schema_has_command (schema, "block-job-change")) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
-                                 "this QEMU cannot change the copy mode of a running mirror "
-                                 "(no block-job-change; QEMU 8.2 or later has it)");
-        g_object_unref (task);
-        return;
-    }
-    json_object_set_string_member (args, "id", job_id);
-    json_object_set_string_member (args, "type", "mirror");
-    json_object_set_string_member (args, "copy-mode", "write-blocking");
-    g_task_set_task_data (task, g_strdup ("block-job-change"), g_free);
-    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "block-job-change", args, 0,
-                                  g_task_get_cancellable (task), command_cb, task);
-}
-
-static void
-vmr_backend_qmp_job_command_async (VmrBackend *backend, VmrJob *job, VmrBackendCommand command,
-                                   guint64 speed, GCancellable *cancellable,
-                                   GAsyncReadyCallback callback, gpointer user_data)
-{
-    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-    MirrorTrack *track = g_hash_table_lookup (self->tracks, job->id);
-    g_autoptr (JsonObject) args = args_device ("device", job->id);
-    const gchar *qmp_command = NULL;
-
-    switch (command) {
-        case VMR_BACKEND_COMMAND_PAUSE:
-            qmp_command = "block-job-pause";
-            break;
-        case VMR_BACKEND_COMMAND_RESUME:
-            qmp_command = "block-job-resume";
-            break;
-        case VMR_BACKEND_COMMAND_CANCEL:
-            /* force: a READY mirror must not complete, it must abort */
-            qmp_command = "block-job-cancel";
-            json_object_set_boolean_member (args, "force", TRUE);
-            if (track != NULL)
-                track->cancel_requested = TRUE;
-            break;
-        case VMR_BACKEND_COMMAND_PIVOT:
-            /* a rate-limited job sleeps between chunks; lifting the limit
-             * wakes it so that the pivot does not wait for the next chunk */
-            if (job->speed > 0) {
-                g_autoptr (JsonObject) speed_args = args_device ("device", job->id);
-
-                json_object_set_int_member (speed_args, "speed", 0);
-                vmr_qmp_client_execute_async (self->client, "block-job-set-speed", speed_args, 0,
-                                              NULL, best_effort_cb,
-                                              g_strdup_printf ("unthrottling %s", job->id));
-            }
-            qmp_command = "job-complete";
-            json_object_remove_member (args, "device");
-            json_object_set_string_member (args, "id", job->id);
-            if (track != NULL)
-                track->pivot_requested = TRUE;
-            break;
-        case VMR_BACKEND_COMMAND_SET_SPEED:
-            qmp_command = "block-job-set-speed";
-            json_object_set_int_member (args, "speed", (gint64) speed);
-            break;
-        case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
-            /* block-job-change came with QEMU 8.2: ask the schema, not the version */
-            g_task_set_task_data (task, g_strdup (job->id), g_free);
-            vmr_qmp_client_execute_async (self->client, "query-qmp-schema", NULL, 0, cancellable,
-                                          copy_mode_schema_cb, task);
-            return;
-        default:
-            g_assert_not_reached ();
-    }
-    g_task_set_task_data (task, g_strdup (qmp_command), g_free);
-    vmr_qmp_client_execute_async (self->client, qmp_command, args, 0, cancellable, command_cb,
-                                  task);
-}
-
-static gboolean
-vmr_backend_qmp_job_command_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
-{
-    return g_task_propagate_boolean (G_TASK (res), error);
-}
-
-static void
-query_jobs_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    VmrBackendQmp *self = g_task_get_source_object (task);
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (GPtrArray) result = NULL;
-    JsonArray *jobs;
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    jobs = reply != NULL ? reply_array (reply, "query-block-jobs", &error) : NULL;
-    if (jobs == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    result = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_backend_progress_free);
-    for (guint i = 0; i < json_array_get_length (jobs); i++) {
-        JsonObject *info = json_array_get_object_element (jobs, i);
-        const gchar *id = member_string (info, "device");
-        VmrBackendProgress *progress;
-
-        if (id == NULL || !g_hash_table_contains (self->tracks, id))
-            continue;
-        progress = g_new0 (VmrBackendProgress, 1);
-        progress->job_id = g_strdup (id);
-        progress->total_bytes = (guint64) member_int (info, "len");
-        progress->done_bytes = (guint64) member_int (info, "offset");
-        progress->speed = (guint64) member_int (info, "speed");
-        progress->paused = member_bool (info, "paused");
-        progress->ready = member_bool (info, "ready");
-        g_ptr_array_add (result, progress);
-    }
-    g_task_return_pointer (task, g_steal_pointer (&result), (GDestroyNotify) g_ptr_array_unref);
-}
-
-static void
-vmr_backend_qmp_query_progress_async (VmrBackend *backend, GCancellable *cancellable,
-                                      GAsyncReadyCallback callback, gpointer user_data)
-{
-    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-
-    vmr_qmp_client_execute_async (self->client, "query-block-jobs", NULL, 0, cancellable,
-                                  query_jobs_cb, task);
-}
-
-static GPtrArray *
-vmr_backend_qmp_query_progress_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
-{
-    return g_task_propagate_pointer (G_TASK (res), error);
-}
-
-/* ---- guest load ---- */
-
-static void
-blockstats_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (GHashTable) result = NULL;
-    JsonArray *entries;
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    entries = reply != NULL ? reply_array (reply, "query-blockstats", &error) : NULL;
-    if (entries == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    result = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-    for (guint i = 0; i < json_array_get_length (entries); i++) {
-        JsonObject *entry = json_array_get_object_element (entries, i);
-        JsonObject *stats = member_object (entry, "stats");
-        const gchar *qdev = member_string (entry, "qdev");
-        VmrIoCounters *counters;
-
-        /* keyed by the device: its node changes at the pivot and a mirror
-         * filter sits on top while copying, but the device stays */
-        if (stats == NULL || qdev == NULL || *qdev == '\0')
-            continue;
-        counters = g_new0 (VmrIoCounters, 1);
-        counters->read_ops = (guint64) member_int (stats, "rd_operations");
-        counters->write_ops = (guint64) member_int (stats, "wr_operations");
-        counters->read_time_ns = (guint64) member_int (stats, "rd_total_time_ns");
-        counters->write_time_ns = (guint64) member_int (stats, "wr_total_time_ns");
-        g_hash_table_insert (result,
-                             qdev_id_from_path (qdev, member_string (entry, "device"),
-                                                member_string (entry, "node-name")),
-                             counters);
-    }
-    g_task_return_pointer (task, g_steal_pointer (&result), (GDestroyNotify) g_hash_table_unref);
-}
-
-static void
-vmr_backend_qmp_query_load_async (VmrBackend *backend, GCancellable *cancellable,
-                                  GAsyncReadyCallback callback, gpointer user_data)
-{
-    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-
-    vmr_qmp_client_execute_async (self->client, "query-blockstats", NULL, 0, cancellable,
-                                  blockstats_cb, task);
-}
-
-static GHashTable *
-vmr_backend_qmp_query_load_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
-{
-    return g_task_propagate_pointer (G_TASK (res), error);
 }
 
 /* ---- connection ---- */
@@ -1453,8 +575,8 @@ connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                                      "%s is not a QEMU monitor: %s", path, error->message);
         return;
     }
-    version = member_object (vmr_qmp_client_get_greeting (client), "version");
-    if (member_object (version, "qemu") == NULL) {
+    version = vmr_backend_qmp_member_object (vmr_qmp_client_get_greeting (client), "version");
+    if (vmr_backend_qmp_member_object (version, "qemu") == NULL) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                  "%s is not a QEMU monitor (its greeting names no QEMU version)",
                                  path);

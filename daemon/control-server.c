@@ -1,33 +1,21 @@
+/*
+ * The control socket's server: listening, the client connections, replies to
+ * a request, dispatch of a message to its command (control-commands.c) and
+ * the job events sent to every client.
+ */
 #define G_LOG_DOMAIN "vmr-daemon"
 
-#include "control-server.h"
+#include "control-server-private.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <sys/stat.h>
 
-#include "qmp-stream.h"
 #include "vmr-error.h"
-
-struct _VmrControlServer {
-    GObject parent_instance;
-
-    VmrEngine *engine;
-    GSocketService *service;
-    gchar *path;
-    GPtrArray *connections; /* of VmrQmpStream *, owned */
-    gulong job_changed_id;
-};
 
 G_DEFINE_TYPE (VmrControlServer, vmr_control_server, G_TYPE_OBJECT)
 
-/* one command being answered */
-typedef struct {
-    VmrControlServer *server;
-    VmrQmpStream *stream;
-    JsonNode *id; /* copied into the reply, NULL if the client sent none */
-    gchar *command;
-} Request;
+/* ---- replies ---- */
 
 static void
 request_free (Request *req)
@@ -58,8 +46,8 @@ request_return (Request *req, JsonNode *value)
     request_free (req);
 }
 
-static void
-request_return_object (Request *req, JsonObject *obj)
+void
+vmr_control_request_return_object (Request *req, JsonObject *obj)
 {
     JsonNode *node = json_node_new (JSON_NODE_OBJECT);
 
@@ -67,8 +55,8 @@ request_return_object (Request *req, JsonObject *obj)
     request_return (req, node);
 }
 
-static void
-request_return_array (Request *req, JsonArray *array)
+void
+vmr_control_request_return_array (Request *req, JsonArray *array)
 {
     JsonNode *node = json_node_new (JSON_NODE_ARRAY);
 
@@ -77,8 +65,8 @@ request_return_array (Request *req, JsonArray *array)
 }
 
 /* answers with @error and frees @req */
-static void
-request_error (Request *req, const GError *error)
+void
+vmr_control_request_error (Request *req, const GError *error)
 {
     JsonObject *err = json_object_new ();
     JsonNode *node = json_node_new (JSON_NODE_OBJECT);
@@ -92,503 +80,7 @@ request_error (Request *req, const GError *error)
     request_free (req);
 }
 
-/* ---- arguments ---- */
-
-typedef enum { ARG_STRING, ARG_BOOL, ARG_UINT, ARG_ARRAY } ArgType;
-
-typedef struct {
-    const gchar *name;
-    ArgType type;
-    gboolean required;
-} ArgSpec;
-
-/* checks @args against @spec: unknown, missing and mistyped arguments */
-static gboolean
-check_args (JsonObject *args, const ArgSpec *spec, GError **error)
-{
-    g_autoptr (GList) members = json_object_get_members (args);
-
-    for (GList *l = members; l != NULL; l = l->next) {
-        gboolean known = FALSE;
-
-        for (const ArgSpec *s = spec; s != NULL && s->name != NULL; s++)
-            known |= g_strcmp0 (s->name, l->data) == 0;
-        if (!known) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "parameter '%s' is unexpected", (const gchar *) l->data);
-            return FALSE;
-        }
-    }
-    for (const ArgSpec *s = spec; s != NULL && s->name != NULL; s++) {
-        JsonNode *node = json_object_get_member (args, s->name);
-        GType value_type;
-
-        if (node == NULL || JSON_NODE_HOLDS_NULL (node)) {
-            if (s->required) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "parameter '%s' is missing", s->name);
-                return FALSE;
-            }
-            continue;
-        }
-        value_type = JSON_NODE_HOLDS_VALUE (node) ? json_node_get_value_type (node) : G_TYPE_NONE;
-        if (s->type == ARG_ARRAY) {
-            if (!JSON_NODE_HOLDS_ARRAY (node)) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "parameter '%s' must be an array", s->name);
-                return FALSE;
-            }
-            continue;
-        }
-        if ((s->type == ARG_STRING && value_type != G_TYPE_STRING)
-            || (s->type == ARG_BOOL && value_type != G_TYPE_BOOLEAN)
-            || (s->type == ARG_UINT
-                && (value_type != G_TYPE_INT64 || json_node_get_int (node) < 0))) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "parameter '%s' must be %s",
-                         s->name,
-                         s->type == ARG_STRING ? "a string"
-                         : s->type == ARG_BOOL ? "a boolean"
-                                               : "a non-negative integer");
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
-static const gchar *
-arg_string (JsonObject *args, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (args, name);
-
-    return node != NULL && !JSON_NODE_HOLDS_NULL (node) ? json_node_get_string (node) : NULL;
-}
-
-static gboolean
-arg_bool (JsonObject *args, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (args, name);
-
-    return node != NULL && !JSON_NODE_HOLDS_NULL (node) && json_node_get_boolean (node);
-}
-
-static guint64
-arg_uint (JsonObject *args, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (args, name);
-
-    return node != NULL && !JSON_NODE_HOLDS_NULL (node) ? (guint64) json_node_get_int (node) : 0;
-}
-
-/* ---- commands ---- */
-
-static void
-handle_capabilities (Request *req, JsonObject *args)
-{
-    request_return_object (req, json_object_new ());
-}
-
-static void
-handle_query_version (Request *req, JsonObject *args)
-{
-    JsonObject *obj = json_object_new ();
-
-    json_object_set_string_member (obj, "version", VMR_VERSION);
-    request_return_object (req, obj);
-}
-
-static void
-attach_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    Request *req = user_data;
-    g_autoptr (GError) error = NULL;
-    JsonObject *domain = vmr_engine_attach_finish (VMR_ENGINE (source), res, &error);
-
-    if (domain == NULL) {
-        request_error (req, error);
-        return;
-    }
-    request_return_object (req, domain);
-}
-
-static void
-handle_attach (Request *req, JsonObject *args)
-{
-    vmr_engine_attach_async (req->server->engine, arg_string (args, "name"),
-                             arg_string (args, "qmp"), NULL, attach_cb, req);
-}
-
-static void
-handle_detach (Request *req, JsonObject *args)
-{
-    g_autoptr (GError) error = NULL;
-
-    if (!vmr_engine_detach (req->server->engine, arg_string (args, "name"), &error)) {
-        request_error (req, error);
-        return;
-    }
-    request_return_object (req, json_object_new ());
-}
-
-static void
-query_domains_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    Request *req = user_data;
-    g_autoptr (GError) error = NULL;
-    JsonArray *domains = vmr_engine_query_domains_finish (VMR_ENGINE (source), res, &error);
-
-    if (domains == NULL) {
-        request_error (req, error);
-        return;
-    }
-    request_return_array (req, domains);
-}
-
-static void
-handle_query_domains (Request *req, JsonObject *args)
-{
-    vmr_engine_query_domains_async (req->server->engine, NULL, query_domains_cb, req);
-}
-
-static void
-job_reply_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    Request *req = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (VmrJob) job = vmr_engine_job_command_finish (VMR_ENGINE (source), res, &error);
-
-    if (job == NULL) {
-        request_error (req, error);
-        return;
-    }
-    request_return_object (req, vmr_engine_job_to_json (req->server->engine, job));
-}
-
-typedef struct {
-    Request *req;
-    gboolean group; /* the request named its disks as a group */
-} MigrateReply;
-
-static void
-migrate_reply_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    MigrateReply *reply = user_data;
-    Request *req = reply->req;
-    gboolean group = reply->group;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (GPtrArray) jobs = vmr_engine_migrate_finish (VMR_ENGINE (source), res, &error);
-    JsonObject *obj;
-    JsonArray *array;
-
-    g_free (reply);
-    if (jobs == NULL) {
-        request_error (req, error);
-        return;
-    }
-    if (!group) {
-        request_return_object (
-            req, vmr_engine_job_to_json (req->server->engine, g_ptr_array_index (jobs, 0)));
-        return;
-    }
-    obj = json_object_new ();
-    array = json_array_new ();
-    json_object_set_string_member (obj, "group", ((VmrJob *) g_ptr_array_index (jobs, 0))->group);
-    for (guint i = 0; i < jobs->len; i++)
-        json_array_add_object_element (
-            array, vmr_engine_job_to_json (req->server->engine, g_ptr_array_index (jobs, i)));
-    json_object_set_array_member (obj, "jobs", array);
-    request_return_object (req, obj);
-}
-
-/* the "disks" of a group migrate: [{"disk": ..., "destination": ...}, ...] */
-static GArray *
-parse_targets (JsonArray *array, GError **error)
-{
-    g_autoptr (GArray) targets = g_array_new (FALSE, TRUE, sizeof (VmrMigrateTarget));
-
-    for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonNode *node = json_array_get_element (array, i);
-        JsonObject *obj = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        JsonNode *disk = obj != NULL ? json_object_get_member (obj, "disk") : NULL;
-        JsonNode *dest = obj != NULL ? json_object_get_member (obj, "destination") : NULL;
-        VmrMigrateTarget target = { 0 };
-
-        if (disk == NULL || dest == NULL || json_node_get_value_type (disk) != G_TYPE_STRING
-            || json_node_get_value_type (dest) != G_TYPE_STRING
-            || json_object_get_size (obj) != 2) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "parameter 'disks' must be a list of {\"disk\", \"destination\"} "
-                         "objects (element %u is not)",
-                         i);
-            return NULL;
-        }
-        target.disk = json_node_get_string (disk);
-        target.destination = json_node_get_string (dest);
-        g_array_append_val (targets, target);
-    }
-    if (targets->len < 2) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "parameter 'disks' must name two disks or more (one disk: use 'disk' and "
-                     "'destination')");
-        return NULL;
-    }
-    return g_steal_pointer (&targets);
-}
-
-static void
-handle_migrate (Request *req, JsonObject *args)
-{
-    JsonNode *disks = json_object_get_member (args, "disks");
-    g_autoptr (GArray) targets = NULL;
-    g_autoptr (GError) error = NULL;
-    MigrateReply *reply;
-    VmrMigrateRequest request = {
-        .domain = arg_string (args, "domain"),
-        .disk = arg_string (args, "disk"),
-        .destination = arg_string (args, "destination"),
-        .format = arg_string (args, "format"),
-        .reuse = arg_bool (args, "reuse"),
-        .speed = arg_uint (args, "speed"),
-        .speed_given = json_object_has_member (args, "speed")
-                       && !JSON_NODE_HOLDS_NULL (json_object_get_member (args, "speed")),
-        .manual_pivot = arg_bool (args, "manual-pivot"),
-    };
-
-    if (disks != NULL && !JSON_NODE_HOLDS_NULL (disks)) {
-        if (request.disk != NULL || request.destination != NULL) {
-            g_set_error_literal (&error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "give either 'disks' or 'disk' and 'destination', not both");
-            request_error (req, error);
-            return;
-        }
-        targets = parse_targets (json_node_get_array (disks), &error);
-        if (targets == NULL) {
-            request_error (req, error);
-            return;
-        }
-        request.targets = (const VmrMigrateTarget *) targets->data;
-        request.n_targets = targets->len;
-    } else if (request.disk == NULL || request.destination == NULL) {
-        g_set_error (&error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "parameter '%s' is missing",
-                     request.disk == NULL ? "disk" : "destination");
-        request_error (req, error);
-        return;
-    }
-    reply = g_new0 (MigrateReply, 1);
-    reply->req = req;
-    reply->group = targets != NULL;
-    vmr_engine_migrate_async (req->server->engine, &request, NULL, migrate_reply_cb, reply);
-}
-
-static void
-evacuate_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    Request *req = user_data;
-    g_autoptr (GError) error = NULL;
-    JsonObject *plan = vmr_engine_evacuate_finish (VMR_ENGINE (source), res, &error);
-
-    if (plan == NULL) {
-        request_error (req, error);
-        return;
-    }
-    request_return_object (req, plan);
-}
-
-static void
-handle_evacuate (Request *req, JsonObject *args)
-{
-    VmrEvacuateRequest request = {
-        .from = arg_string (args, "from"),
-        .to = arg_string (args, "to"),
-        .domains = arg_string (args, "domains"),
-        .format = arg_string (args, "format"),
-        .speed = arg_uint (args, "speed"),
-        .speed_given = json_object_has_member (args, "speed")
-                       && !JSON_NODE_HOLDS_NULL (json_object_get_member (args, "speed")),
-        .dry_run = arg_bool (args, "dry-run"),
-    };
-
-    vmr_engine_evacuate_async (req->server->engine, &request, NULL, evacuate_cb, req);
-}
-
-static void
-handle_query_jobs (Request *req, JsonObject *args)
-{
-    request_return_array (req, vmr_engine_list_jobs (req->server->engine));
-}
-
-static void
-handle_query_job (Request *req, JsonObject *args)
-{
-    g_autoptr (GError) error = NULL;
-    VmrJob *job = vmr_engine_lookup_job (req->server->engine, arg_string (args, "id"), &error);
-
-    if (job == NULL) {
-        request_error (req, error);
-        return;
-    }
-    request_return_object (req, vmr_engine_job_to_json (req->server->engine, job));
-}
-
-static void
-job_command (Request *req, JsonObject *args, VmrBackendCommand command)
-{
-    vmr_engine_job_command_async (req->server->engine, arg_string (args, "id"), command,
-                                  arg_uint (args, "speed"), NULL, job_reply_cb, req);
-}
-
-static void
-handle_job_pause (Request *req, JsonObject *args)
-{
-    job_command (req, args, VMR_BACKEND_COMMAND_PAUSE);
-}
-
-static void
-handle_job_resume (Request *req, JsonObject *args)
-{
-    job_command (req, args, VMR_BACKEND_COMMAND_RESUME);
-}
-
-static void
-handle_job_cancel (Request *req, JsonObject *args)
-{
-    job_command (req, args, VMR_BACKEND_COMMAND_CANCEL);
-}
-
-static void
-handle_job_pivot (Request *req, JsonObject *args)
-{
-    job_command (req, args, VMR_BACKEND_COMMAND_PIVOT);
-}
-
-static void
-handle_job_set_speed (Request *req, JsonObject *args)
-{
-    job_command (req, args, VMR_BACKEND_COMMAND_SET_SPEED);
-}
-
-static void
-handle_job_set_copy_mode (Request *req, JsonObject *args)
-{
-    const gchar *mode = arg_string (args, "mode");
-    g_autoptr (GError) error = NULL;
-
-    /* QEMU can only go from background to write-blocking */
-    if (g_strcmp0 (mode, "write-blocking") != 0 && g_strcmp0 (mode, "active") != 0) {
-        error = g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "copy mode '%s' is not supported: only 'write-blocking' (or "
-                             "'active') can be set on a running copy",
-                             mode);
-        request_error (req, error);
-        return;
-    }
-    job_command (req, args, VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE);
-}
-
-static void
-handle_reload (Request *req, JsonObject *args)
-{
-    g_autoptr (GError) error = NULL;
-    JsonObject *obj;
-
-    if (!vmr_engine_reload_policy (req->server->engine, &error)) {
-        request_error (req, error);
-        return;
-    }
-    obj = vmr_engine_show_policy (req->server->engine, NULL, NULL, NULL);
-    request_return_object (req, obj);
-}
-
-static void
-handle_query_policy (Request *req, JsonObject *args)
-{
-    g_autoptr (GError) error = NULL;
-    JsonObject *obj = vmr_engine_show_policy (req->server->engine, arg_string (args, "domain"),
-                                              arg_string (args, "disk"), &error);
-
-    if (obj == NULL) {
-        request_error (req, error);
-        return;
-    }
-    request_return_object (req, obj);
-}
-
-/*
- * The libvirt hook, while libvirtd waits for it: the answer goes out first,
- * whatever follows (libvirt calls included) happens afterwards.
- */
-static void
-handle_hook_event (Request *req, JsonObject *args)
-{
-    g_autoptr (VmrEngine) engine = g_object_ref (req->server->engine);
-    g_autofree gchar *domain = g_strdup (arg_string (args, "domain"));
-    g_autofree gchar *op = g_strdup (arg_string (args, "op"));
-    g_autofree gchar *subop = g_strdup (arg_string (args, "subop"));
-    g_autofree gchar *uuid = g_strdup (arg_string (args, "uuid"));
-
-    request_return_object (req, json_object_new ());
-    vmr_engine_hook_event (engine, domain, op, subop, uuid);
-}
-
-static const ArgSpec no_args[] = { { NULL } };
-static const ArgSpec policy_args[]
-    = { { "domain", ARG_STRING, FALSE }, { "disk", ARG_STRING, FALSE }, { NULL } };
-static const ArgSpec attach_args[]
-    = { { "name", ARG_STRING, TRUE }, { "qmp", ARG_STRING, TRUE }, { NULL } };
-static const ArgSpec name_args[] = { { "name", ARG_STRING, TRUE }, { NULL } };
-static const ArgSpec id_args[] = { { "id", ARG_STRING, TRUE }, { NULL } };
-static const ArgSpec speed_args[]
-    = { { "id", ARG_STRING, TRUE }, { "speed", ARG_UINT, TRUE }, { NULL } };
-static const ArgSpec copy_mode_args[]
-    = { { "id", ARG_STRING, TRUE }, { "mode", ARG_STRING, TRUE }, { NULL } };
-static const ArgSpec hook_args[] = {
-    { "domain", ARG_STRING, TRUE }, { "op", ARG_STRING, TRUE },    { "subop", ARG_STRING, FALSE },
-    { "extra", ARG_STRING, FALSE }, { "uuid", ARG_STRING, FALSE }, { NULL },
-};
-static const ArgSpec migrate_args[] = {
-    { "domain", ARG_STRING, TRUE },
-    { "disk", ARG_STRING, FALSE },
-    { "destination", ARG_STRING, FALSE },
-    { "disks", ARG_ARRAY, FALSE },
-    { "format", ARG_STRING, FALSE },
-    { "reuse", ARG_BOOL, FALSE },
-    { "speed", ARG_UINT, FALSE },
-    { "manual-pivot", ARG_BOOL, FALSE },
-    { NULL },
-};
-static const ArgSpec evacuate_args[] = {
-    { "from", ARG_STRING, TRUE },
-    { "to", ARG_STRING, TRUE },
-    { "domains", ARG_STRING, FALSE },
-    { "format", ARG_STRING, FALSE },
-    { "speed", ARG_UINT, FALSE },
-    { "dry-run", ARG_BOOL, FALSE },
-    { NULL },
-};
-
-static const struct {
-    const gchar *name;
-    const ArgSpec *args;
-    void (*handler) (Request *req, JsonObject *args);
-} commands[] = {
-    { "qmp_capabilities", NULL, handle_capabilities },
-    { "query-version", no_args, handle_query_version },
-    { "attach", attach_args, handle_attach },
-    { "detach", name_args, handle_detach },
-    { "query-domains", no_args, handle_query_domains },
-    { "migrate", migrate_args, handle_migrate },
-    { "evacuate", evacuate_args, handle_evacuate },
-    { "query-jobs", no_args, handle_query_jobs },
-    { "query-job", id_args, handle_query_job },
-    { "job-pause", id_args, handle_job_pause },
-    { "job-resume", id_args, handle_job_resume },
-    { "job-cancel", id_args, handle_job_cancel },
-    { "job-pivot", id_args, handle_job_pivot },
-    { "job-set-speed", speed_args, handle_job_set_speed },
-    { "job-set-copy-mode", copy_mode_args, handle_job_set_copy_mode },
-    { "reload", no_args, handle_reload },
-    { "query-policy", policy_args, handle_query_policy },
-    { "hook-event", hook_args, handle_hook_event },
-};
+/* ---- dispatch ---- */
 
 static void
 dispatch (VmrControlServer *self, VmrQmpStream *stream, JsonObject *msg)
@@ -607,7 +99,7 @@ dispatch (VmrControlServer *self, VmrQmpStream *stream, JsonObject *msg)
         req->command = g_strdup ("(none)");
         error = g_error_new_literal (VMR_ERROR, VMR_ERROR_GENERIC,
                                      "expected a member 'execute' naming a command");
-        request_error (req, error);
+        vmr_control_request_error (req, error);
         return;
     }
     req->command = g_strdup (json_node_get_string (execute));
@@ -615,27 +107,28 @@ dispatch (VmrControlServer *self, VmrQmpStream *stream, JsonObject *msg)
         && !JSON_NODE_HOLDS_NULL (args_node)) {
         error = g_error_new_literal (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                      "'arguments' must be an object");
-        request_error (req, error);
+        vmr_control_request_error (req, error);
         return;
     }
     args = args_node != NULL && JSON_NODE_HOLDS_OBJECT (args_node)
                ? json_object_ref (json_node_get_object (args_node))
                : json_object_new ();
-    for (gsize i = 0; i < G_N_ELEMENTS (commands); i++) {
-        if (g_strcmp0 (commands[i].name, req->command) != 0)
+    for (gsize i = 0; i < vmr_control_n_commands; i++) {
+        if (g_strcmp0 (vmr_control_commands[i].name, req->command) != 0)
             continue;
-        if (commands[i].args != NULL && !check_args (args, commands[i].args, &error)) {
+        if (vmr_control_commands[i].args != NULL
+            && !vmr_control_check_args (args, vmr_control_commands[i].args, &error)) {
             g_prefix_error (&error, "%s: ", req->command);
-            request_error (req, error);
+            vmr_control_request_error (req, error);
             return;
         }
         g_debug ("command %s", req->command);
-        commands[i].handler (req, args);
+        vmr_control_commands[i].handler (req, args);
         return;
     }
     error = g_error_new (VMR_ERROR, VMR_ERROR_COMMAND_NOT_FOUND,
                          "the command %s has not been found", req->command);
-    request_error (req, error);
+    vmr_control_request_error (req, error);
 }
 
 /* ---- connections ---- */

@@ -1,0 +1,210 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+/*
+ * The QMP backend: picking up, after a restart of the daemon, a copy that
+ * an earlier run started in QEMU, whatever became of it meanwhile.
+ */
+
+#include "backend-qmp-private.h"
+
+#include "destination.h"
+#include "qmp-client.h"
+#include "vmr-error.h"
+
+/* ---- picking up a copy of an earlier run ---- */
+
+typedef struct {
+    VmrJob *job;
+    JsonObject *info; /* our job in query-block-jobs, NULL if QEMU has none */
+    VmrBackendAdoption *adoption;
+} AdoptData;
+
+static void
+adopt_data_free (AdoptData *data)
+{
+    vmr_job_unref (data->job);
+    if (data->info != NULL)
+        json_object_unref (data->info);
+    g_free (data->adoption);
+    g_free (data);
+}
+
+static MirrorTrack *
+track_from_job (VmrJob *job)
+{
+    MirrorTrack *track = g_new0 (MirrorTrack, 1);
+
+    /* the names start_copy gave them */
+    track->job_id = g_strdup (job->id);
+    track->dest_node = g_strdup_printf ("%s-dst", job->id);
+    track->destination = g_strdup (job->destination);
+    track->created = job->created_destination;
+    track->source_node = g_strdup (job->source_node);
+    track->source_file_node = g_strdup (job->source_file_node);
+    return track;
+}
+
+static void
+adopt_return (GTask *task, VmrBackendAdoptOutcome outcome)
+{
+    AdoptData *data = g_task_get_task_data (task);
+
+    data->adoption->outcome = outcome;
+    g_task_return_pointer (task, g_steal_pointer (&data->adoption), g_free);
+    g_object_unref (task);
+}
+
+static void
+adopt_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+
+    adopt_return (task, GPOINTER_TO_INT (g_object_get_data (G_OBJECT (task), "vmr-outcome")));
+}
+
+static void
+adopt_first_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    AdoptData *data = g_task_get_task_data (task);
+
+    vmr_backend_qmp_release_node_async (self, data->job->source_file_node, adopt_released_cb, task);
+}
+
+static void
+adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    AdoptData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply
+        = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    JsonArray *devices
+        = reply != NULL ? vmr_backend_qmp_reply_array (reply, "query-block", &error) : NULL;
+    g_autofree gchar *dest_node = g_strdup_printf ("%s-dst", data->job->id);
+    gboolean on_destination = FALSE;
+    gboolean dest_in_use = FALSE;
+    MirrorTrack *track;
+
+    if (devices == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        g_object_unref (task);
+        return;
+    }
+    for (guint i = 0; i < json_array_get_length (devices); i++) {
+        JsonObject *inserted = vmr_backend_qmp_member_object (
+            json_array_get_object_element (devices, i), "inserted");
+        g_autofree gchar *path = vmr_backend_qmp_inserted_path (inserted);
+
+        if (inserted == NULL)
+            continue;
+        if (g_strcmp0 (vmr_backend_qmp_member_string (inserted, "node-name"), dest_node) == 0)
+            on_destination = TRUE;
+        if (g_strcmp0 (path, data->job->destination) == 0)
+            dest_in_use = TRUE;
+    }
+
+    if (data->info != NULL) {
+        const gchar *status = vmr_backend_qmp_member_string (data->info, "status");
+
+        track = track_from_job (data->job);
+        track->ready
+            = vmr_backend_qmp_member_bool (data->info, "ready") || g_strcmp0 (status, "ready") == 0;
+        g_hash_table_replace (self->tracks, g_strdup (track->job_id), track);
+        if (g_strcmp0 (status, "concluded") == 0) {
+            /* it ended unseen: how, QEMU's error and the device's node say */
+            /* a cancel shows as QEMU's (unlocalised) strerror (ECANCELED) */
+            if (g_strcmp0 (vmr_backend_qmp_member_string (data->info, "error"),
+                           "Operation canceled")
+                == 0)
+                track->cancelled = TRUE;
+            else if (vmr_backend_qmp_member_string (data->info, "error") != NULL)
+                track->error = g_strdup (vmr_backend_qmp_member_string (data->info, "error"));
+            else if (on_destination)
+                track->completed = TRUE;
+            else
+                track->cancelled = TRUE;
+            track->cancel_requested = FALSE;
+            vmr_backend_qmp_finish_track (self, track);
+            adopt_return (task, VMR_BACKEND_ADOPT_ENDING);
+            return;
+        }
+        if (g_strcmp0 (status, "aborting") == 0) {
+            /* its end comes as events, to the track */
+            adopt_return (task, VMR_BACKEND_ADOPT_ENDING);
+            return;
+        }
+        data->adoption->ready = track->ready;
+        data->adoption->paused = vmr_backend_qmp_member_bool (data->info, "paused");
+        data->adoption->speed = (guint64) vmr_backend_qmp_member_int (data->info, "speed");
+        data->adoption->total_bytes = (guint64) vmr_backend_qmp_member_int (data->info, "len");
+        data->adoption->done_bytes = (guint64) vmr_backend_qmp_member_int (data->info, "offset");
+        adopt_return (task, VMR_BACKEND_ADOPT_RUNNING);
+        return;
+    }
+    /* no copy and a disk on the destination file: it pivoted (QEMU may even have been
+     * started again on the new image, under other node names) */
+    if (on_destination || dest_in_use) {
+        /* it pivoted and was dismissed: let go of the old image, as after a pivot */
+        g_object_set_data (G_OBJECT (task), "vmr-outcome",
+                           GINT_TO_POINTER (VMR_BACKEND_ADOPT_ON_DESTINATION));
+        vmr_backend_qmp_release_node_async (self, data->job->source_node, adopt_first_released_cb,
+                                            task);
+        return;
+    }
+    /* no copy, the disk on its source: close the destination, remove what the job made */
+    if (data->job->created_destination && !dest_in_use && data->job->state != VMR_JOB_STATE_QUEUED
+        && data->job->state != VMR_JOB_STATE_DELAYED)
+        vmr_destination_remove (data->job->destination);
+    g_object_set_data (G_OBJECT (task), "vmr-outcome", GINT_TO_POINTER (VMR_BACKEND_ADOPT_GONE));
+    vmr_backend_qmp_release_node_async (self, dest_node, adopt_released_cb, task);
+}
+
+static void
+adopt_jobs_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+    AdoptData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply
+        = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    JsonArray *jobs
+        = reply != NULL ? vmr_backend_qmp_reply_array (reply, "query-block-jobs", &error) : NULL;
+
+    if (jobs == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        g_object_unref (task);
+        return;
+    }
+    for (guint i = 0; i < json_array_get_length (jobs); i++) {
+        JsonObject *info = json_array_get_object_element (jobs, i);
+
+        if (g_strcmp0 (vmr_backend_qmp_member_string (info, "device"), data->job->id) == 0)
+            data->info = json_object_ref (info);
+    }
+    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "query-block", NULL, 0,
+                                  g_task_get_cancellable (task), adopt_block_cb, task);
+}
+
+void
+vmr_backend_qmp_adopt_copy_async (VmrBackend *backend, VmrJob *job, GCancellable *cancellable,
+                                  GAsyncReadyCallback callback, gpointer user_data)
+{
+    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    AdoptData *data = g_new0 (AdoptData, 1);
+
+    data->job = vmr_job_ref (job);
+    data->adoption = g_new0 (VmrBackendAdoption, 1);
+    g_task_set_task_data (task, data, (GDestroyNotify) adopt_data_free);
+    vmr_qmp_client_execute_async (self->client, "query-block-jobs", NULL, 0, cancellable,
+                                  adopt_jobs_cb, task);
+}
+
+VmrBackendAdoption *
+vmr_backend_qmp_adopt_copy_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}

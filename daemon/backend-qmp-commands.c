@@ -1,0 +1,179 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+/*
+ * The QMP backend: commands on a running copy (pause, resume, speed, pivot,
+ * cancel, copy mode) and the progress of every copy.
+ */
+
+#include "backend-qmp-private.h"
+
+#include "qmp-client.h"
+#include "vmr-error.h"
+
+/* ---- commands on a running job ---- */
+
+static void
+command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL) {
+        g_prefix_error (&error, "QEMU refused '%s': ", (const gchar *) g_task_get_task_data (task));
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    g_task_return_boolean (task, TRUE);
+}
+
+static void
+copy_mode_schema_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+    g_autofree gchar *job_id = g_strdup (g_task_get_task_data (task));
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) schema = NULL;
+    g_autoptr (JsonObject) args = json_object_new ();
+
+    schema = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (schema == NULL) {
+        g_prefix_error (&error, "QEMU refused 'query-qmp-schema': ");
+        g_task_return_error (task, g_steal_pointer (&error));
+        g_object_unref (task);
+        return;
+    }
+    if (!vmr_qmp_schema_has_command (schema, "block-job-change")) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
+                                 "this QEMU cannot change the copy mode of a running mirror "
+                                 "(no block-job-change; QEMU 8.2 or later has it)");
+        g_object_unref (task);
+        return;
+    }
+    json_object_set_string_member (args, "id", job_id);
+    json_object_set_string_member (args, "type", "mirror");
+    json_object_set_string_member (args, "copy-mode", "write-blocking");
+    g_task_set_task_data (task, g_strdup ("block-job-change"), g_free);
+    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "block-job-change", args, 0,
+                                  g_task_get_cancellable (task), command_cb, task);
+}
+
+void
+vmr_backend_qmp_job_command_async (VmrBackend *backend, VmrJob *job, VmrBackendCommand command,
+                                   guint64 speed, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data)
+{
+    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    MirrorTrack *track = g_hash_table_lookup (self->tracks, job->id);
+    g_autoptr (JsonObject) args = vmr_backend_qmp_args_device ("device", job->id);
+    const gchar *qmp_command = NULL;
+
+    switch (command) {
+        case VMR_BACKEND_COMMAND_PAUSE:
+            qmp_command = "block-job-pause";
+            break;
+        case VMR_BACKEND_COMMAND_RESUME:
+            qmp_command = "block-job-resume";
+            break;
+        case VMR_BACKEND_COMMAND_CANCEL:
+            /* force: a READY mirror must not complete, it must abort */
+            qmp_command = "block-job-cancel";
+            json_object_set_boolean_member (args, "force", TRUE);
+            if (track != NULL)
+                track->cancel_requested = TRUE;
+            break;
+        case VMR_BACKEND_COMMAND_PIVOT:
+            /* a rate-limited job sleeps between chunks; lifting the limit
+             * wakes it so that the pivot does not wait for the next chunk */
+            if (job->speed > 0) {
+                g_autoptr (JsonObject) speed_args = vmr_backend_qmp_args_device ("device", job->id);
+
+                json_object_set_int_member (speed_args, "speed", 0);
+                vmr_qmp_client_execute_async (self->client, "block-job-set-speed", speed_args, 0,
+                                              NULL, vmr_backend_qmp_best_effort_cb,
+                                              g_strdup_printf ("unthrottling %s", job->id));
+            }
+            qmp_command = "job-complete";
+            json_object_remove_member (args, "device");
+            json_object_set_string_member (args, "id", job->id);
+            if (track != NULL)
+                track->pivot_requested = TRUE;
+            break;
+        case VMR_BACKEND_COMMAND_SET_SPEED:
+            qmp_command = "block-job-set-speed";
+            json_object_set_int_member (args, "speed", (gint64) speed);
+            break;
+        case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
+            /* block-job-change came with QEMU 8.2: ask the schema, not the version */
+            g_task_set_task_data (task, g_strdup (job->id), g_free);
+            vmr_qmp_client_execute_async (self->client, "query-qmp-schema", NULL, 0, cancellable,
+                                          copy_mode_schema_cb, task);
+            return;
+        default:
+            g_assert_not_reached ();
+    }
+    g_task_set_task_data (task, g_strdup (qmp_command), g_free);
+    vmr_qmp_client_execute_async (self->client, qmp_command, args, 0, cancellable, command_cb,
+                                  task);
+}
+
+gboolean
+vmr_backend_qmp_job_command_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_boolean (G_TASK (res), error);
+}
+
+static void
+query_jobs_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GPtrArray) result = NULL;
+    JsonArray *jobs;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    jobs = reply != NULL ? vmr_backend_qmp_reply_array (reply, "query-block-jobs", &error) : NULL;
+    if (jobs == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    result = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_backend_progress_free);
+    for (guint i = 0; i < json_array_get_length (jobs); i++) {
+        JsonObject *info = json_array_get_object_element (jobs, i);
+        const gchar *id = vmr_backend_qmp_member_string (info, "device");
+        VmrBackendProgress *progress;
+
+        if (id == NULL || !g_hash_table_contains (self->tracks, id))
+            continue;
+        progress = g_new0 (VmrBackendProgress, 1);
+        progress->job_id = g_strdup (id);
+        progress->total_bytes = (guint64) vmr_backend_qmp_member_int (info, "len");
+        progress->done_bytes = (guint64) vmr_backend_qmp_member_int (info, "offset");
+        progress->speed = (guint64) vmr_backend_qmp_member_int (info, "speed");
+        progress->paused = vmr_backend_qmp_member_bool (info, "paused");
+        progress->ready = vmr_backend_qmp_member_bool (info, "ready");
+        g_ptr_array_add (result, progress);
+    }
+    g_task_return_pointer (task, g_steal_pointer (&result), (GDestroyNotify) g_ptr_array_unref);
+}
+
+void
+vmr_backend_qmp_query_progress_async (VmrBackend *backend, GCancellable *cancellable,
+                                      GAsyncReadyCallback callback, gpointer user_data)
+{
+    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+
+    vmr_qmp_client_execute_async (self->client, "query-block-jobs", NULL, 0, cancellable,
+                                  query_jobs_cb, task);
+}
+
+GPtrArray *
+vmr_backend_qmp_query_progress_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}

@@ -1,0 +1,116 @@
+/*
+ * What the files of the QMP backend share: the backend's instance, the
+ * mirror jobs it tracks in QEMU, and the helpers they all use. The files:
+ * backend-qmp.c (the object, starting a copy, the end of a job, the
+ * connection), backend-qmp-disks.c (disks, I/O threads, guest load),
+ * backend-qmp-commands.c (commands on a running copy, progress),
+ * backend-qmp-adopt.c (picking up a copy of an earlier run).
+ */
+#pragma once
+
+#include "backend-qmp.h"
+
+#include <json-glib/json-glib.h>
+
+#include "qmp-client.h"
+
+G_BEGIN_DECLS
+/* what we track of a mirror job of ours inside QEMU */
+typedef struct {
+    gchar *job_id;
+    gchar *dest_node;        /* format node of the destination */
+    gchar *destination;      /* its file */
+    gboolean created;        /* we created the file */
+    gchar *source_node;      /* released after a pivot */
+    gchar *source_file_node; /* likewise, NULL if none */
+    gboolean ready;
+    gboolean pivot_requested;
+    gboolean cancel_requested;
+    gboolean cancelled;       /* BLOCK_JOB_CANCELLED seen */
+    gboolean io_error_logged; /* a BLOCK_JOB_ERROR was logged */
+    gboolean completed;       /* BLOCK_JOB_COMPLETED without error seen */
+    gchar *error;             /* BLOCK_JOB_COMPLETED's error */
+    gboolean finishing;
+} MirrorTrack;
+
+struct _VmrBackendQmp {
+    VmrBackend parent_instance;
+
+    gchar *monitor_path;
+    VmrQmpClient *client;
+    GHashTable *tracks;       /* job id -> MirrorTrack *, owned */
+    JsonArray *iothreads;     /* the domain's I/O threads as last queried, NULL before */
+    GHashTable *iothread_cpu; /* I/O thread id -> IothreadReading *, owned */
+};
+
+/* CPU time of one I/O thread at one moment, for the next reading's difference */
+typedef struct {
+    gint64 thread_id;
+    guint64 ticks;  /* utime + stime, clock ticks */
+    gint64 time_us; /* monotonic */
+} IothreadReading;
+
+/* ---- helpers of all the files ---- */
+
+/* members of peer data: NULL, 0 or FALSE when missing or of another type */
+JsonObject *vmr_backend_qmp_member_object (JsonObject *obj, const gchar *name);
+
+const gchar *vmr_backend_qmp_member_string (JsonObject *obj, const gchar *name);
+
+gint64 vmr_backend_qmp_member_int (JsonObject *obj, const gchar *name);
+
+gboolean vmr_backend_qmp_member_bool (JsonObject *obj, const gchar *name);
+
+/* the reply to @command as an array; an error naming it otherwise */
+JsonArray *vmr_backend_qmp_reply_array (JsonNode *reply, const gchar *command, GError **error);
+
+/* {@key: @value}, the arguments of a command on one device or node */
+JsonObject *vmr_backend_qmp_args_device (const gchar *key, const gchar *value);
+
+/* runs a command whose failure only matters for the log */
+void vmr_backend_qmp_best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data);
+
+/* blockdev-del of @node, if it exists; never fails */
+void vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
+                                         GAsyncReadyCallback callback, gpointer user_data);
+
+/* once a tracked mirror has ended in QEMU: dismiss it, release the nodes, report the end */
+void vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track);
+
+/* the image file of a query-block "inserted" object, plain; NULL for none */
+gchar *vmr_backend_qmp_inserted_path (JsonObject *inserted);
+
+/* the VmrBackend methods that live in the other files */
+
+void vmr_backend_qmp_query_disks_async (VmrBackend *backend, GCancellable *cancellable,
+                                        GAsyncReadyCallback callback, gpointer user_data);
+
+GPtrArray *vmr_backend_qmp_query_disks_finish (VmrBackend *backend, GAsyncResult *res,
+                                               GError **error);
+
+void vmr_backend_qmp_job_command_async (VmrBackend *backend, VmrJob *job, VmrBackendCommand command,
+                                        guint64 speed, GCancellable *cancellable,
+                                        GAsyncReadyCallback callback, gpointer user_data);
+
+gboolean vmr_backend_qmp_job_command_finish (VmrBackend *backend, GAsyncResult *res,
+                                             GError **error);
+
+void vmr_backend_qmp_query_progress_async (VmrBackend *backend, GCancellable *cancellable,
+                                           GAsyncReadyCallback callback, gpointer user_data);
+
+GPtrArray *vmr_backend_qmp_query_progress_finish (VmrBackend *backend, GAsyncResult *res,
+                                                  GError **error);
+
+void vmr_backend_qmp_query_load_async (VmrBackend *backend, GCancellable *cancellable,
+                                       GAsyncReadyCallback callback, gpointer user_data);
+
+GHashTable *vmr_backend_qmp_query_load_finish (VmrBackend *backend, GAsyncResult *res,
+                                               GError **error);
+
+void vmr_backend_qmp_adopt_copy_async (VmrBackend *backend, VmrJob *job, GCancellable *cancellable,
+                                       GAsyncReadyCallback callback, gpointer user_data);
+
+VmrBackendAdoption *vmr_backend_qmp_adopt_copy_finish (VmrBackend *backend, GAsyncResult *res,
+                                                       GError **error);
+
+G_END_DECLS
