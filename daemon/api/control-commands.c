@@ -6,6 +6,7 @@
 
 #include "control-server-private.h"
 
+#include "backend-qmp.h"
 #include "vmr-error.h"
 
 /* ---- arguments ---- */
@@ -109,7 +110,7 @@ attach_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     Request *req = user_data;
     g_autoptr (GError) error = NULL;
-    JsonObject *domain = vmr_engine_attach_finish (VMR_ENGINE (source), res, &error);
+    JsonObject *domain = vmr_engine_add_domain_finish (VMR_ENGINE (source), res, &error);
 
     if (domain == NULL) {
         vmr_control_request_error (req, error);
@@ -118,11 +119,55 @@ attach_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     vmr_control_request_return_object (req, domain);
 }
 
+typedef struct {
+    Request *req;
+    gchar *name;
+} AttachData;
+
+static void
+attach_connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autofree AttachData *data = user_data;
+    g_autofree gchar *name = data->name;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (VmrBackend) backend = vmr_backend_qmp_connect_finish (res, &error);
+
+    if (backend == NULL) {
+        vmr_control_request_error (data->req, error);
+        return;
+    }
+    vmr_engine_add_domain_async (data->req->server->engine, name, backend, NULL, attach_cb,
+                                 data->req);
+}
+
+/* a QEMU process by its monitor socket: the QMP backend, built here */
 static void
 handle_attach (Request *req, JsonObject *args)
 {
-    vmr_engine_attach_async (req->server->engine, arg_string (args, "name"),
-                             arg_string (args, "qmp"), NULL, attach_cb, req);
+    const gchar *name = arg_string (args, "name");
+    const gchar *monitor_path = arg_string (args, "qmp");
+    g_autoptr (GError) error = NULL;
+    AttachData *data;
+
+    if (name == NULL || *name == '\0')
+        error = g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "a domain needs a name");
+    else if (vmr_engine_has_domain (req->server->engine, name))
+        error = g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "a domain named %s is attached already", name);
+    else if (monitor_path == NULL || !g_path_is_absolute (monitor_path))
+        error = g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "the monitor socket must be an absolute path");
+    else if (!g_file_test (monitor_path, G_FILE_TEST_EXISTS))
+        error = g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "monitor socket %s does not exist", monitor_path);
+    if (error != NULL) {
+        vmr_control_request_error (req, error);
+        return;
+    }
+    data = g_new0 (AttachData, 1);
+    data->req = req;
+    data->name = g_strdup (name);
+    vmr_backend_qmp_connect_async (monitor_path, NULL, attach_connect_cb, data);
 }
 
 static void

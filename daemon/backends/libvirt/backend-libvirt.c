@@ -525,6 +525,12 @@ vmr_backend_libvirt_adopt_copy_finish (VmrBackend *backend, GAsyncResult *res, G
 
 /* ---- object ---- */
 
+static gboolean
+vmr_backend_libvirt_follows_domain (VmrBackend *backend)
+{
+    return TRUE;
+}
+
 static const gchar *
 vmr_backend_libvirt_get_kind (VmrBackend *backend)
 {
@@ -601,6 +607,7 @@ vmr_backend_libvirt_class_init (VmrBackendLibvirtClass *klass)
 
     object_class->finalize = vmr_backend_libvirt_finalize;
     backend_class->get_kind = vmr_backend_libvirt_get_kind;
+    backend_class->follows_domain = vmr_backend_libvirt_follows_domain;
     backend_class->describe = vmr_backend_libvirt_describe;
     backend_class->query_disks_async = vmr_backend_libvirt_query_disks_async;
     backend_class->query_disks_finish = propagate_pointer;

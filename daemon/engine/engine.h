@@ -66,12 +66,6 @@ JsonObject *vmr_engine_job_to_json (VmrEngine *self, VmrJob *job);
 /* closes every backend; jobs inside QEMU keep running */
 void vmr_engine_shutdown (VmrEngine *self);
 
-void vmr_engine_attach_async (VmrEngine *self, const gchar *name, const gchar *monitor_path,
-                              GCancellable *cancellable, GAsyncReadyCallback callback,
-                              gpointer user_data);
-/* the new domain's protocol object */
-JsonObject *vmr_engine_attach_finish (VmrEngine *self, GAsyncResult *res, GError **error);
-
 gboolean vmr_engine_detach (VmrEngine *self, const gchar *name, GError **error);
 
 /*
@@ -84,6 +78,9 @@ void vmr_engine_add_domain_async (VmrEngine *self, const gchar *name, VmrBackend
                                   gpointer user_data);
 /* the new domain's protocol object */
 JsonObject *vmr_engine_add_domain_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+/* whether a domain named @name is known */
+gboolean vmr_engine_has_domain (VmrEngine *self, const gchar *name);
 
 /* the backend of the domain @name (transfer none), or NULL */
 VmrBackend *vmr_engine_get_backend (VmrEngine *self, const gchar *name);

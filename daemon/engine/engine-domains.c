@@ -8,7 +8,6 @@
 
 #include "engine-private.h"
 
-#include "backend-qmp.h"
 #include "destination.h"
 #include "vmr-error.h"
 
@@ -186,62 +185,6 @@ attach_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_task_return_pointer (task, domain_to_json (self, entry), (GDestroyNotify) json_object_unref);
 }
 
-static void
-attach_connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    AttachData *data = g_task_get_task_data (task);
-    g_autoptr (GError) error = NULL;
-
-    data->backend = vmr_backend_qmp_connect_finish (res, &error);
-    if (data->backend == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    vmr_backend_query_disks_async (data->backend, g_task_get_cancellable (task), attach_disks_cb,
-                                   g_object_ref (task));
-}
-
-void
-vmr_engine_attach_async (VmrEngine *self, const gchar *name, const gchar *monitor_path,
-                         GCancellable *cancellable, GAsyncReadyCallback callback,
-                         gpointer user_data)
-{
-    g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
-    AttachData *data = g_new0 (AttachData, 1);
-
-    data->name = g_strdup (name);
-    g_task_set_task_data (task, data, (GDestroyNotify) attach_data_free);
-    if (name == NULL || *name == '\0') {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "a domain needs a name");
-        return;
-    }
-    if (g_hash_table_contains (self->domains, name)) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "a domain named %s is attached already", name);
-        return;
-    }
-    if (monitor_path == NULL || !g_path_is_absolute (monitor_path)) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "the monitor socket must be an absolute path");
-        return;
-    }
-    if (!g_file_test (monitor_path, G_FILE_TEST_EXISTS)) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "monitor socket %s does not exist", monitor_path);
-        return;
-    }
-    vmr_backend_qmp_connect_async (monitor_path, cancellable, attach_connect_cb,
-                                   g_steal_pointer (&task));
-}
-
-JsonObject *
-vmr_engine_attach_finish (VmrEngine *self, GAsyncResult *res, GError **error)
-{
-    return g_task_propagate_pointer (G_TASK (res), error);
-}
-
 void
 vmr_engine_add_domain_async (VmrEngine *self, const gchar *name, VmrBackend *backend,
                              GCancellable *cancellable, GAsyncReadyCallback callback,
@@ -265,6 +208,12 @@ JsonObject *
 vmr_engine_add_domain_finish (VmrEngine *self, GAsyncResult *res, GError **error)
 {
     return g_task_propagate_pointer (G_TASK (res), error);
+}
+
+gboolean
+vmr_engine_has_domain (VmrEngine *self, const gchar *name)
+{
+    return name != NULL && g_hash_table_contains (self->domains, name);
 }
 
 VmrBackend *
@@ -315,10 +264,11 @@ vmr_engine_detach (VmrEngine *self, const gchar *name, GError **error)
 
     if (entry == NULL)
         return FALSE;
-    /* libvirt's domains come and go with libvirt */
-    if (g_strcmp0 (vmr_backend_get_kind (entry->backend), "libvirt") == 0) {
+    /* a domain its backend found comes and goes with it */
+    if (vmr_backend_follows_domain (entry->backend)) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "domain %s is followed through libvirt; it leaves when it stops", name);
+                     "domain %s is followed through %s; it leaves when it stops", name,
+                     vmr_backend_get_kind (entry->backend));
         return FALSE;
     }
     for (guint i = 0; i < self->job_order->len; i++) {

@@ -85,6 +85,9 @@ struct _VmrBackendClass {
     GObjectClass parent_class;
 
     const gchar *(*get_kind) (VmrBackend *self);
+    /* TRUE when the backend found the domain itself and follows its life
+     * (libvirt): it leaves when the domain stops, never by hand */
+    gboolean (*follows_domain) (VmrBackend *self);
     JsonObject *(*describe) (VmrBackend *self);
 
     void (*query_disks_async) (VmrBackend *self, GCancellable *cancellable,
@@ -127,6 +130,7 @@ struct _VmrBackendClass {
 };
 
 const gchar *vmr_backend_get_kind (VmrBackend *self);
+gboolean vmr_backend_follows_domain (VmrBackend *self);
 JsonObject *vmr_backend_describe (VmrBackend *self);
 
 void vmr_backend_query_disks_async (VmrBackend *self, GCancellable *cancellable,

@@ -24,6 +24,14 @@ vmr_backend_get_kind (VmrBackend *self)
     return VMR_BACKEND_GET_CLASS (self)->get_kind (self);
 }
 
+gboolean
+vmr_backend_follows_domain (VmrBackend *self)
+{
+    VmrBackendClass *klass = VMR_BACKEND_GET_CLASS (self);
+
+    return klass->follows_domain != NULL && klass->follows_domain (self);
+}
+
 JsonObject *
 vmr_backend_describe (VmrBackend *self)
 {
