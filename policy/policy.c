@@ -41,7 +41,17 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD] = "max-parallel-per-iothread",
     [VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN] = "max-parallel-per-domain",
     [VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION] = "max-parallel-per-destination",
+    [VMR_POLICY_KEY_KEEP_FINISHED] = "keep-finished",
+    [VMR_POLICY_KEY_KEEP_FINISHED_COUNT] = "keep-finished-count",
 };
+
+/* the keys about the whole host, read from [defaults] only */
+static gboolean
+key_is_host_wide (VmrPolicyKey key)
+{
+    return key == VMR_POLICY_KEY_MAX_PARALLEL || key == VMR_POLICY_KEY_KEEP_FINISHED
+           || key == VMR_POLICY_KEY_KEEP_FINISHED_COUNT;
+}
 
 const gchar *
 vmr_policy_key_name (VmrPolicyKey key)
@@ -67,6 +77,8 @@ set_built_in (VmrPolicyRule *rule)
     rule->limits[VMR_LIMIT_IOTHREAD] = 1;
     rule->limits[VMR_LIMIT_DOMAIN] = 0;
     rule->limits[VMR_LIMIT_DESTINATION] = 0;
+    rule->keep_finished_us = G_GINT64_CONSTANT (7 * 24 * 3600) * G_USEC_PER_SEC;
+    rule->keep_finished = 1000;
 }
 
 static void
@@ -138,6 +150,12 @@ copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPolicyKey key)
         case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
             to->limits[key - VMR_POLICY_KEY_MAX_PARALLEL]
                 = from->limits[key - VMR_POLICY_KEY_MAX_PARALLEL];
+            break;
+        case VMR_POLICY_KEY_KEEP_FINISHED:
+            to->keep_finished_us = from->keep_finished_us;
+            break;
+        case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
+            to->keep_finished = from->keep_finished;
             break;
         case VMR_POLICY_KEY_LAST:
         default:
@@ -259,6 +277,16 @@ parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text, GError **
                 return FALSE;
             }
             rule->limits[key - VMR_POLICY_KEY_MAX_PARALLEL] = number;
+            return TRUE;
+        case VMR_POLICY_KEY_KEEP_FINISHED:
+            return vmr_units_parse_duration (text, &rule->keep_finished_us, error);
+        case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
+            if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT32, &number, NULL)) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is not a whole number of jobs", text);
+                return FALSE;
+            }
+            rule->keep_finished = (guint) number;
             return TRUE;
         case VMR_POLICY_KEY_LAST:
         default:
@@ -591,9 +619,11 @@ vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
                 continue;
             }
             g_strstrip (value);
-            if (key == VMR_POLICY_KEY_MAX_PARALLEL && section->specificity > 0) {
+            if (key_is_host_wide (key) && section->specificity > 0) {
                 add_error (&loader, groups[g], keys[k], 0,
-                           "counts the copies of the whole host: set it in [defaults]");
+                           key == VMR_POLICY_KEY_MAX_PARALLEL
+                               ? "counts the copies of the whole host: set it in [defaults]"
+                               : "is about the whole host: set it in [defaults]");
                 continue;
             }
             if (!parse_value (&section->values, key, value, &value_error)) {
@@ -743,6 +773,10 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
         case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
             return g_strdup_printf ("%" G_GUINT64_FORMAT,
                                     rule->limits[key - VMR_POLICY_KEY_MAX_PARALLEL]);
+        case VMR_POLICY_KEY_KEEP_FINISHED:
+            return format_duration (rule->keep_finished_us);
+        case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
+            return g_strdup_printf ("%u", rule->keep_finished);
         case VMR_POLICY_KEY_LAST:
         default:
             return g_strdup ("");

@@ -37,6 +37,9 @@ typedef enum {
     VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD,
     VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN,
     VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION,
+    /* how long and how many finished jobs the daemon keeps */
+    VMR_POLICY_KEY_KEEP_FINISHED,
+    VMR_POLICY_KEY_KEEP_FINISHED_COUNT,
     VMR_POLICY_KEY_LAST,
 } VmrPolicyKey;
 
@@ -65,6 +68,8 @@ typedef struct {
     gint64 max_delay_us;       /* longest time a copy may be held back, 0 = no limit */
     VmrOnMaxDelay on_max_delay;
     guint64 limits[VMR_LIMIT_LAST]; /* running copies allowed per group, 0 = no limit */
+    gint64 keep_finished_us; /* a finished job is forgotten this long after it ended, 0 = never */
+    guint keep_finished;     /* at most this many finished jobs are kept, 0 = no limit */
 
     /* the section each value came from, e.g. "defaults", "domain web*", or
      * "built-in" for a key no section sets */

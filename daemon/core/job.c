@@ -374,7 +374,7 @@ compare_job_numbers (gconstpointer a, gconstpointer b)
 }
 
 GPtrArray *
-vmr_job_load_unfinished (const gchar *state_dir)
+vmr_job_load_records (const gchar *state_dir)
 {
     g_autofree gchar *dir_path = g_build_filename (state_dir, "jobs", NULL);
     g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
@@ -403,10 +403,6 @@ vmr_job_load_unfinished (const gchar *state_dir)
         if (job == NULL) {
             g_warning ("cannot read job record %s: %s", path,
                        error != NULL ? error->message : "not a JSON object");
-            continue;
-        }
-        if (vmr_job_state_is_final (job->state)) {
-            vmr_job_unref (job);
             continue;
         }
         g_ptr_array_add (jobs, job);

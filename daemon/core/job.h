@@ -116,10 +116,10 @@ JsonObject *vmr_job_to_json (VmrJob *self);
 gboolean vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error);
 
 /*
- * The jobs of the records DIR/jobs/vmr-N.json that had not ended, oldest
- * first, marked orphaned; a record that cannot be read is logged and skipped.
+ * The jobs of the records DIR/jobs/vmr-N.json, oldest first, those that had
+ * not ended marked orphaned; a record that cannot be read is logged and skipped.
  */
-GPtrArray *vmr_job_load_unfinished (const gchar *state_dir);
+GPtrArray *vmr_job_load_records (const gchar *state_dir);
 
 /* the highest N of the records DIR/jobs/vmr-N.json, 0 when there are none */
 guint vmr_job_scan_last_number (const gchar *state_dir);

@@ -89,9 +89,10 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
 {
     g_autoptr (VmrAdmission) admission = vmr_admission_new ();
     g_autoptr (GPtrArray) waiting = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
+    GPtrArray *active = vmr_job_table_get_active (self->jobs);
 
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *job = g_ptr_array_index (self->job_order, i);
+    for (guint i = 0; i < active->len; i++) {
+        VmrJob *job = g_ptr_array_index (active, i);
 
         if (job_is_waiting (job))
             g_ptr_array_add (waiting, vmr_job_ref (job));
@@ -102,8 +103,8 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
             complete_task (new_job, g_steal_pointer (&task));
         return;
     }
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *job = g_ptr_array_index (self->job_order, i);
+    for (guint i = 0; i < active->len; i++) {
+        VmrJob *job = g_ptr_array_index (active, i);
 
         if (vmr_engine_job_holds_copy (job)) {
             VmrAdmissionCopy copy = { 0 };
@@ -159,4 +160,20 @@ vmr_engine_admission_schedule (VmrEngine *self)
 {
     if (self->admission_source == 0)
         self->admission_source = g_idle_add (admission_idle_cb, self);
+}
+
+void
+vmr_engine_admission_admit (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
+{
+    /* the admission limits come first, then the load */
+    vmr_engine_admission_run (self, job, task);
+}
+
+void
+vmr_engine_admission_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous)
+{
+    /* a slot may be free, or the job was first in line for one; a synced
+     * job's bulk copy is over, its slot is free for the next in line */
+    if (vmr_job_state_is_final (job->state) || job->state == VMR_JOB_STATE_SYNCED)
+        vmr_engine_admission_schedule (self);
 }

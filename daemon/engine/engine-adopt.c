@@ -16,18 +16,14 @@
 void
 vmr_engine_load_unfinished (VmrEngine *self)
 {
-    g_autoptr (GPtrArray) jobs = vmr_job_load_unfinished (self->state_dir);
+    g_autoptr (GPtrArray) jobs = vmr_job_table_load_unfinished (self->jobs);
 
     for (guint i = 0; i < jobs->len; i++) {
         VmrJob *job = g_ptr_array_index (jobs, i);
 
-        if (g_hash_table_contains (self->jobs, job->id))
-            continue;
         g_message ("job %s (%s %s -> %s): %s when the daemon stopped; waiting for domain %s",
                    job->id, job->domain, job->disk, job->destination,
                    vmr_job_state_to_string (job->state), job->domain);
-        g_hash_table_insert (self->jobs, g_strdup (job->id), vmr_job_ref (job));
-        g_ptr_array_add (self->job_order, vmr_job_ref (job));
     }
 }
 
@@ -174,8 +170,10 @@ adopt_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 void
 vmr_engine_adopt_jobs (VmrEngine *self, DomainEntry *entry)
 {
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *job = g_ptr_array_index (self->job_order, i);
+    g_autoptr (GPtrArray) jobs = vmr_job_table_list (self->jobs);
+
+    for (guint i = 0; i < jobs->len; i++) {
+        VmrJob *job = g_ptr_array_index (jobs, i);
         AdoptData *data;
 
         if (!job->orphaned || !vmr_engine_job_is_active (job)

@@ -18,65 +18,6 @@ command_data_free (CommandData *data)
     g_free (data);
 }
 
-void
-vmr_engine_add_waiter (VmrEngine *self, VmrJob *job, GTask *task)
-{
-    GPtrArray *tasks = g_hash_table_lookup (self->waiters, job->id);
-
-    if (tasks == NULL) {
-        tasks = g_ptr_array_new_with_free_func (g_object_unref);
-        g_hash_table_insert (self->waiters, g_strdup (job->id), tasks);
-    }
-    g_ptr_array_add (tasks, task);
-}
-
-typedef struct {
-    VmrEngine *engine;
-    VmrJob *job;
-    GTask *task; /* NULL for an automatic pivot */
-} PivotData;
-
-static void
-pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    PivotData *data = user_data;
-    g_autoptr (GError) error = NULL;
-
-    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
-        g_message ("job %s: pivot refused: %s", data->job->id, error->message);
-        if (data->job->state == VMR_JOB_STATE_PIVOTING)
-            vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
-        if (data->task != NULL)
-            g_task_return_error (data->task, g_steal_pointer (&error));
-    } else if (data->task != NULL) {
-        g_task_return_pointer (data->task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
-    }
-    g_clear_object (&data->task);
-    g_object_unref (data->engine);
-    vmr_job_unref (data->job);
-    g_free (data);
-}
-
-/*
- * Cuts @job over: job-complete, then the backend's "job-finished" moves it on
- * to completed. @task (consumed), if not NULL, completes when QEMU accepted.
- */
-void
-vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
-{
-    PivotData *data = g_new0 (PivotData, 1);
-
-    data->engine = g_object_ref (self);
-    data->job = vmr_job_ref (job);
-    data->task = task;
-    /* QEMU first: saving the records costs fsyncs the pivot need not wait for */
-    vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_PIVOT, 0, NULL,
-                                   pivot_cb, data);
-    if (job->state != VMR_JOB_STATE_SYNCED)
-        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
-    vmr_engine_set_job_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
-}
-
 static void
 command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -133,7 +74,7 @@ command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         case VMR_BACKEND_COMMAND_CANCEL:
             /* the reply waits for the end of the job */
             if (vmr_engine_job_is_active (data->job)) {
-                vmr_engine_add_waiter (self, data->job, g_steal_pointer (&task));
+                vmr_job_table_add_waiter (self->jobs, data->job, g_steal_pointer (&task));
                 return;
             }
             break;

@@ -11,6 +11,154 @@
 #include "destination.h"
 #include "vmr-error.h"
 
+/* ---- the table ---- */
+
+void
+vmr_engine_domain_entry_free (DomainEntry *entry)
+{
+    if (entry->progress_source != 0)
+        g_source_remove (entry->progress_source);
+    if (entry->backend != NULL) {
+        g_signal_handlers_disconnect_by_data (entry->backend, entry);
+        vmr_backend_close (entry->backend);
+        g_object_unref (entry->backend);
+    }
+    if (entry->sample_source != 0)
+        g_source_remove (entry->sample_source);
+    g_clear_pointer (&entry->load, g_hash_table_unref);
+    g_clear_pointer (&entry->disks, g_ptr_array_unref);
+    g_free (entry->name);
+    g_free (entry);
+}
+
+DomainEntry *
+vmr_engine_lookup_domain (VmrEngine *self, const gchar *name, GError **error)
+{
+    DomainEntry *entry = name != NULL ? g_hash_table_lookup (self->domains, name) : NULL;
+
+    if (entry == NULL)
+        g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "unknown domain '%s'",
+                     name != NULL ? name : "");
+    return entry;
+}
+
+/* ---- progress ---- */
+
+static void
+progress_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autofree gchar *domain_name = user_data;
+    VmrBackend *backend = VMR_BACKEND (source);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) progress = NULL;
+    VmrEngine *self = g_object_get_data (G_OBJECT (backend), "vmr-engine");
+    DomainEntry *entry;
+
+    progress = vmr_backend_query_progress_finish (backend, res, &error);
+    if (self == NULL)
+        return;
+    entry = g_hash_table_lookup (self->domains, domain_name);
+    if (entry == NULL || entry->backend != backend)
+        return;
+    entry->progress_in_flight = FALSE;
+    if (progress == NULL) {
+        g_debug ("progress of %s: %s", domain_name, error->message);
+        return;
+    }
+    for (guint i = 0; i < progress->len; i++) {
+        VmrBackendProgress *p = g_ptr_array_index (progress, i);
+        VmrJob *job = vmr_job_table_lookup (self->jobs, p->job_id);
+
+        if (job == NULL || !vmr_engine_job_is_active (job))
+            continue;
+        vmr_job_update_progress (job, p->total_bytes, p->done_bytes, g_get_monotonic_time ());
+        job->speed = p->speed;
+    }
+}
+
+static gboolean
+progress_tick_cb (gpointer user_data)
+{
+    DomainEntry *entry = user_data;
+
+    if (entry->progress_in_flight || !entry->connected)
+        return G_SOURCE_CONTINUE;
+    entry->progress_in_flight = TRUE;
+    vmr_backend_query_progress_async (entry->backend, NULL, progress_cb, g_strdup (entry->name));
+    return G_SOURCE_CONTINUE;
+}
+
+void
+vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry)
+{
+    gboolean wanted = FALSE;
+    GPtrArray *active = vmr_job_table_get_active (self->jobs);
+
+    for (guint i = 0; entry->connected && i < active->len && !wanted; i++)
+        wanted = g_strcmp0 (((VmrJob *) g_ptr_array_index (active, i))->domain, entry->name) == 0;
+    if (wanted && entry->progress_source == 0)
+        entry->progress_source = g_timeout_add (PROGRESS_INTERVAL_MS, progress_tick_cb, entry);
+    else if (!wanted && entry->progress_source != 0)
+        g_clear_handle_id (&entry->progress_source, g_source_remove);
+}
+
+/* why the jobs of a domain fail all at once */
+typedef enum {
+    DOMAIN_GONE,  /* the domain stopped: the cause is the whole reason */
+    MONITOR_LOST, /* the connection to its QEMU broke */
+} DomainLoss;
+
+static gchar *
+loss_reason (DomainLoss loss, const gchar *cause, VmrJob *job)
+{
+    if (job->state == VMR_JOB_STATE_PIVOTING) {
+        /* the switch may have happened: both files stay, the user checks */
+        if (loss == MONITOR_LOST)
+            return g_strdup_printf ("QEMU monitor connection lost during the pivot (%s); "
+                                    "check which of %s and %s the VM uses",
+                                    cause, job->source, job->destination);
+        return g_strdup_printf ("%s during the pivot; check which of %s and %s "
+                                "the domain's definition names",
+                                cause, job->source, job->destination);
+    }
+    if (loss == MONITOR_LOST)
+        return g_strdup_printf ("QEMU monitor connection lost (%s); the source %s "
+                                "was not changed",
+                                cause, job->source);
+    return g_strdup (cause);
+}
+
+/*
+ * Fails every job of @entry that this connection runs, because the domain or
+ * its connection is gone. A job that was cutting over keeps both files; any
+ * other removes the destination the daemon made (a copy that never started
+ * made none; a start in flight cleans up after itself).
+ */
+static void
+fail_domain_jobs (VmrEngine *self, DomainEntry *entry, DomainLoss loss, const gchar *cause)
+{
+    g_autoptr (GPtrArray) jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
+    GPtrArray *active = vmr_job_table_get_active (self->jobs);
+
+    /* a failure changes the active list: work on a copy */
+    for (guint i = 0; i < active->len; i++) {
+        VmrJob *job = g_ptr_array_index (active, i);
+
+        /* an orphaned job was never this connection's: it waits for the next */
+        if (g_strcmp0 (job->domain, entry->name) == 0 && !job->orphaned)
+            g_ptr_array_add (jobs, vmr_job_ref (job));
+    }
+    for (guint i = 0; i < jobs->len; i++) {
+        VmrJob *job = g_ptr_array_index (jobs, i);
+        g_autofree gchar *reason = loss_reason (loss, cause, job);
+
+        if (job->state != VMR_JOB_STATE_PIVOTING && job->created_destination
+            && job->state != VMR_JOB_STATE_QUEUED && job->state != VMR_JOB_STATE_DELAYED)
+            vmr_destination_remove (job->destination);
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
+    }
+}
+
 /* ---- reacting to the backend ---- */
 
 static void
@@ -18,7 +166,7 @@ backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_da
 {
     DomainEntry *entry = user_data;
     VmrEngine *self = entry->engine;
-    VmrJob *job = g_hash_table_lookup (self->jobs, job_id);
+    VmrJob *job = vmr_job_table_lookup (self->jobs, job_id);
 
     if (job == NULL || !vmr_engine_job_is_active (job))
         return;
@@ -31,7 +179,7 @@ backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_da
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COPYING, NULL);
     if (job->state != VMR_JOB_STATE_COPYING && job->state != VMR_JOB_STATE_THROTTLED)
         return;
-    vmr_engine_job_in_sync (self, entry, job);
+    self->hooks.copy_in_sync (self, entry, job);
 }
 
 static void
@@ -40,7 +188,7 @@ backend_job_finished_cb (VmrBackend *backend, const gchar *job_id, gint outcome,
 {
     DomainEntry *entry = user_data;
     VmrEngine *self = entry->engine;
-    VmrJob *job = g_hash_table_lookup (self->jobs, job_id);
+    VmrJob *job = vmr_job_table_lookup (self->jobs, job_id);
 
     if (job == NULL || !vmr_engine_job_is_active (job))
         return;
@@ -77,35 +225,10 @@ static void
 backend_disconnected_cb (VmrBackend *backend, GError *error, gpointer user_data)
 {
     DomainEntry *entry = user_data;
-    VmrEngine *self = entry->engine;
 
     entry->connected = FALSE;
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *job = g_ptr_array_index (self->job_order, i);
-        g_autofree gchar *reason = NULL;
-
-        /* an orphaned job was never this connection's: it waits for the next */
-        if (!vmr_engine_job_is_active (job) || g_strcmp0 (job->domain, entry->name) != 0
-            || job->orphaned)
-            continue;
-        if (job->state == VMR_JOB_STATE_PIVOTING) {
-            /* QEMU may have switched to the destination already: keep both */
-            reason = g_strdup_printf ("QEMU monitor connection lost during the pivot (%s); "
-                                      "check which of %s and %s the VM uses",
-                                      error->message, job->source, job->destination);
-        } else {
-            reason = g_strdup_printf ("QEMU monitor connection lost (%s); the source %s "
-                                      "was not changed",
-                                      error->message, job->source);
-            /* a copy that never started made no file; a start in flight
-             * cleans up after itself */
-            if (job->created_destination && job->state != VMR_JOB_STATE_QUEUED
-                && job->state != VMR_JOB_STATE_DELAYED)
-                vmr_destination_remove (job->destination);
-        }
-        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
-    }
-    vmr_engine_update_timers (self, entry);
+    fail_domain_jobs (entry->engine, entry, MONITOR_LOST, error->message);
+    vmr_engine_update_timers (entry->engine, entry);
 }
 
 /* ---- attach and detach ---- */
@@ -134,7 +257,7 @@ domain_to_json (VmrEngine *self, DomainEntry *entry)
     json_object_set_boolean_member (obj, "connected", entry->connected);
     for (guint i = 0; entry->disks != NULL && i < entry->disks->len; i++) {
         VmrDisk *disk = g_ptr_array_index (entry->disks, i);
-        VmrJob *job = vmr_engine_active_job_for_disk (self, entry->name, disk->id);
+        VmrJob *job = vmr_job_table_active_for_disk (self->jobs, entry->name, disk->id);
 
         json_array_add_object_element (disks,
                                        vmr_disk_to_json (disk, job != NULL ? job->id : NULL));
@@ -179,9 +302,8 @@ attach_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_hash_table_insert (self->domains, g_strdup (entry->name), entry);
     g_message ("domain %s attached (%u disk%s)", entry->name, entry->disks->len,
                entry->disks->len == 1 ? "" : "s");
-    vmr_engine_policy_watch (self, entry);
-    /* the jobs an earlier run left with this domain */
-    vmr_engine_adopt_jobs (self, entry);
+    /* the load sampling and the jobs an earlier run left with this domain */
+    self->hooks.domain_added (self, entry);
     g_task_return_pointer (task, domain_to_json (self, entry), (GDestroyNotify) json_object_unref);
 }
 
@@ -233,26 +355,7 @@ vmr_engine_remove_domain (VmrEngine *self, const gchar *name, const gchar *reaso
         return;
     /* nothing more goes to the backend */
     entry->connected = FALSE;
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *job = g_ptr_array_index (self->job_order, i);
-        g_autofree gchar *pivot_reason = NULL;
-
-        if (!vmr_engine_job_is_active (job) || g_strcmp0 (job->domain, name) != 0 || job->orphaned)
-            continue;
-        if (job->state == VMR_JOB_STATE_PIVOTING) {
-            /* the switch may have happened: keep both files */
-            pivot_reason = g_strdup_printf ("%s during the pivot; check which of %s and %s "
-                                            "the domain's definition names",
-                                            reason, job->source, job->destination);
-            vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, pivot_reason);
-            continue;
-        }
-        /* a copy that never started made no file */
-        if (job->created_destination && job->state != VMR_JOB_STATE_QUEUED
-            && job->state != VMR_JOB_STATE_DELAYED)
-            vmr_destination_remove (job->destination);
-        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
-    }
+    fail_domain_jobs (self, entry, DOMAIN_GONE, reason);
     g_message ("domain %s is gone: %s", name, reason);
     g_hash_table_remove (self->domains, name);
 }
@@ -271,10 +374,10 @@ vmr_engine_detach (VmrEngine *self, const gchar *name, GError **error)
                      vmr_backend_get_kind (entry->backend));
         return FALSE;
     }
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *job = g_ptr_array_index (self->job_order, i);
+    for (guint i = 0; i < vmr_job_table_get_active (self->jobs)->len; i++) {
+        VmrJob *job = g_ptr_array_index (vmr_job_table_get_active (self->jobs), i);
 
-        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->domain, name) == 0) {
+        if (g_strcmp0 (job->domain, name) == 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
                          "domain %s has a migration running (job %s); cancel it first", name,
                          job->id);

@@ -104,7 +104,7 @@ path_user (VmrEngine *self, const gchar *path)
                 return g_strdup_printf ("%s of %s", disk->id, entry->name);
         }
     }
-    job = vmr_engine_active_job_for_destination (self, path);
+    job = vmr_job_table_active_for_destination (self->jobs, path);
     return job != NULL ? g_strdup_printf ("job %s", job->id) : NULL;
 }
 
@@ -265,7 +265,7 @@ make_plan (VmrEngine *self, EvacuateData *data, GError **error)
             e->size = disk->size;
             g_ptr_array_add (data->plan, e);
 
-            busy = vmr_engine_active_job_for_disk (self, entry->name, disk->id);
+            busy = vmr_job_table_active_for_disk (self->jobs, entry->name, disk->id);
             if (busy != NULL) {
                 e->job = g_strdup (busy->id);
                 e->group = g_strdup (busy->group);

@@ -21,8 +21,10 @@ vmr_engine_group_members (VmrEngine *self, VmrJob *job)
         g_ptr_array_add (members, job);
         return members;
     }
-    for (guint i = 0; i < self->job_order->len; i++) {
-        VmrJob *other = g_ptr_array_index (self->job_order, i);
+    g_autoptr (GPtrArray) all = vmr_job_table_list (self->jobs);
+
+    for (guint i = 0; i < all->len; i++) {
+        VmrJob *other = g_ptr_array_index (all, i);
 
         if (g_strcmp0 (other->group, job->group) == 0)
             g_ptr_array_add (members, other);
@@ -187,8 +189,8 @@ vmr_engine_group_cancel_member (VmrEngine *self, VmrJob *job)
                                    member_cancel_cb, vmr_job_ref (job));
 }
 
-void
-vmr_engine_group_member_ended (VmrEngine *self, VmrJob *job)
+static void
+group_member_ended (VmrEngine *self, VmrJob *job)
 {
     g_autoptr (GPtrArray) members = NULL;
     g_autofree gchar *reason = NULL;
@@ -211,4 +213,15 @@ vmr_engine_group_member_ended (VmrEngine *self, VmrJob *job)
         member->group_cancel_reason = g_strdup (reason);
         vmr_engine_group_cancel_member (self, member);
     }
+}
+
+void
+vmr_engine_group_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous)
+{
+    if (vmr_job_state_is_final (job->state))
+        group_member_ended (self, job);
+    /* a copy that was on its way to QEMU when its group failed */
+    if (job->group_cancel_reason != NULL
+        && (previous == VMR_JOB_STATE_QUEUED || previous == VMR_JOB_STATE_DELAYED))
+        vmr_engine_group_cancel_member (self, job);
 }

@@ -1,12 +1,24 @@
 /*
- * What the parts of the engine share: engine.c (jobs and migrations),
- * engine-domains.c (domains and their backends' events), engine-commands.c
- * (commands on jobs), engine-policy.c (load sampling and the policy's
- * decisions) and engine-admission.c (the limits on copies running at once).
+ * What the parts of the engine share. Not an API: engine.h is.
+ *
+ * The parts, each calling only those listed before it:
+ *   engine-domains.c    the domain table, the backends' events, progress
+ *   engine-copy.c       starting a copy, cutting a job over
+ *   engine-group.c      the disks of one domain that cut over together
+ *   engine-policy.c     the policy's load decisions and their actions
+ *   engine-admission.c  the limits on copies running at once
+ *   engine-sampling.c   reading the guests' load
+ *   engine-policy-file.c, engine-commands.c, engine-adopt.c
+ *                       the policy file, users' commands, an earlier run's jobs
+ *   engine-migrate.c    migrate requests
+ *   engine-evacuate.c   evacuate requests
+ *   engine.c            the facade: builds the parts and keeps them in step
+ * The jobs themselves are core/'s job table.
  */
 #pragma once
 
 #include "engine.h"
+#include "job-table.h"
 #include "load-history.h"
 #include "policy.h"
 
@@ -15,7 +27,9 @@ G_BEGIN_DECLS
 /* how often a running copy's progress is read from QEMU */
 #define PROGRESS_INTERVAL_MS 500
 
-typedef struct {
+typedef struct _DomainEntry DomainEntry;
+
+struct _DomainEntry {
     VmrEngine *engine; /* not a reference: the engine owns the entry */
     gchar *name;
     VmrBackend *backend;
@@ -28,17 +42,23 @@ typedef struct {
     guint sample_source;
     gint64 sample_interval_us; /* of the running sample timer */
     gboolean sample_in_flight;
-} DomainEntry;
+};
+
+/* how the lower parts tell the upper ones; engine.c sets them */
+typedef struct {
+    /* a domain joined the table: sample its load, pick up its old jobs */
+    void (*domain_added) (VmrEngine *self, DomainEntry *entry);
+    /* the backend says a copy is in sync */
+    void (*copy_in_sync) (VmrEngine *self, DomainEntry *entry, VmrJob *job);
+} VmrEngineHooks;
 
 struct _VmrEngine {
     GObject parent_instance;
 
     gchar *state_dir;
-    GHashTable *domains;  /* name -> DomainEntry *, owned */
-    GHashTable *jobs;     /* id -> VmrJob *, owned */
-    GPtrArray *job_order; /* of VmrJob *, owned, oldest first */
-    GHashTable *waiters;  /* job id -> GPtrArray of GTask * waiting for the end */
-    guint last_job_number;
+    GHashTable *domains; /* name -> DomainEntry *, owned */
+    VmrJobTable *jobs;
+    VmrEngineHooks hooks;
 
     VmrPolicy *policy;
     gchar *policy_path;     /* NULL: built-in values only */
@@ -48,20 +68,28 @@ struct _VmrEngine {
     guint admission_source; /* an admission pass is due */
 };
 
-/* writes @job's record; a failure is logged */
-void vmr_engine_save_job (VmrEngine *self, VmrJob *job);
+/* the job table's calls under the names the parts use */
+static inline gboolean
+vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state, const gchar *reason)
+{
+    return vmr_job_table_set_state (self->jobs, job, state, reason);
+}
 
-/* moves @job to @state: logs it, saves the record and tells the watchers */
-gboolean vmr_engine_set_job_state (VmrEngine *self, VmrJob *job, VmrJobState state,
-                                   const gchar *reason);
+static inline void
+vmr_engine_save_job (VmrEngine *self, VmrJob *job)
+{
+    vmr_job_table_save (self->jobs, job);
+}
 
-gboolean vmr_engine_job_is_active (VmrJob *job);
+static inline gboolean
+vmr_engine_job_is_active (VmrJob *job)
+{
+    return !vmr_job_state_is_final (job->state);
+}
 
-/* the unfinished job on @disk of @domain, or NULL */
-VmrJob *vmr_engine_active_job_for_disk (VmrEngine *self, const gchar *domain, const gchar *disk);
+/* engine-domains.c */
 
-/* the unfinished job that writes @destination, or NULL */
-VmrJob *vmr_engine_active_job_for_destination (VmrEngine *self, const gchar *destination);
+void vmr_engine_domain_entry_free (DomainEntry *entry);
 
 /* the domain @name, or NULL with VMR_ERROR_NOT_FOUND */
 DomainEntry *vmr_engine_lookup_domain (VmrEngine *self, const gchar *name, GError **error);
@@ -69,11 +97,7 @@ DomainEntry *vmr_engine_lookup_domain (VmrEngine *self, const gchar *name, GErro
 /* starts or stops the domain's progress timer as its jobs need */
 void vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry);
 
-/* cuts @job over; @task (consumed, may be NULL) completes when QEMU accepted */
-void vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
-
-/* completes @task (consumed) with the job once it has ended */
-void vmr_engine_add_waiter (VmrEngine *self, VmrJob *job, GTask *task);
+/* engine-copy.c */
 
 /*
  * Starts the copy of a queued or delayed @job at @speed (bytes/s, 0 =
@@ -83,55 +107,8 @@ void vmr_engine_add_waiter (VmrEngine *self, VmrJob *job, GTask *task);
 void vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, guint64 speed,
                             VmrJobState state, GTask *task);
 
-/* engine-policy.c */
-
-/* starts sampling the guest load of a newly attached domain */
-void vmr_engine_policy_watch (VmrEngine *self, DomainEntry *entry);
-
-/* frees what the policy keeps of a domain */
-void vmr_engine_policy_forget (DomainEntry *entry);
-
-/*
- * The first decision on a new job: starts its copy (completing @task, consumed,
- * when it runs) or holds it back (completing @task at once).
- */
-void vmr_engine_policy_admit (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
-
-/* the "policy" member of a job object: decision, reason, guest load */
-JsonObject *vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job);
-
-/* tells the policy that a job's state changed on its own (held time) */
-void vmr_engine_policy_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
-
-/*
- * The policy's load decision on @job, and its action; @task (consumed, may
- * be NULL) as in vmr_engine_policy_admit()
- */
-void vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
-
-/* engine-admission.c */
-
-/* whether @job copies in bulk in QEMU, or is starting to: what the limits count */
-gboolean vmr_engine_job_holds_copy (VmrJob *job);
-
-/*
- * Goes over the jobs that have not started, oldest first: a job the
- * admission limits hold stays as it is, with waiting_for set; the others
- * get the policy's load decision. @job and @task (consumed, may be NULL)
- * are a new job and the migrate call to complete when it starts or waits.
- */
-void vmr_engine_admission_run (VmrEngine *self, VmrJob *job, GTask *task);
-
-/* runs an admission pass from the main loop soon (a copy ended, the policy changed) */
-void vmr_engine_admission_schedule (VmrEngine *self);
-
-/* engine-adopt.c */
-
-/* loads the records of the jobs an earlier run had not ended, orphaned */
-void vmr_engine_load_unfinished (VmrEngine *self);
-
-/* asks @entry's backend about the orphaned jobs of its domain, and carries on with them */
-void vmr_engine_adopt_jobs (VmrEngine *self, DomainEntry *entry);
+/* cuts @job over; @task (consumed, may be NULL) completes when QEMU accepted */
+void vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
 
 /* engine-group.c */
 
@@ -151,10 +128,68 @@ void vmr_engine_job_in_sync (VmrEngine *self, DomainEntry *entry, VmrJob *job);
 /* cuts every member of @job's group over, back to back; @task (consumed, may be NULL) */
 void vmr_engine_pivot_group (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
 
-/* a member of a group ended: if it did not complete, the others are cancelled */
-void vmr_engine_group_member_ended (VmrEngine *self, VmrJob *job);
-
 /* cancels @job, whose group failed, as far as its state allows now */
 void vmr_engine_group_cancel_member (VmrEngine *self, VmrJob *job);
+
+/* after a transition: a member that ended without completing takes its group along */
+void vmr_engine_group_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
+
+/* engine-policy.c */
+
+/* the "policy" member of a job object: decision, reason, guest load */
+JsonObject *vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job);
+
+/*
+ * The policy's load decision on @job, and its action; @task (consumed, may
+ * be NULL) completes with the job when its copy runs or is held back.
+ */
+void vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* engine-admission.c */
+
+/* whether @job copies in bulk in QEMU, or is starting to: what the limits count */
+gboolean vmr_engine_job_holds_copy (VmrJob *job);
+
+/*
+ * Goes over the jobs that have not started, oldest first: a job the
+ * admission limits hold stays as it is, with waiting_for set; the others
+ * get the policy's load decision. @job and @task (consumed, may be NULL)
+ * are a new job and the migrate call to complete when it starts or waits.
+ */
+void vmr_engine_admission_run (VmrEngine *self, VmrJob *job, GTask *task);
+
+/* runs an admission pass from the main loop soon (a copy ended, the policy changed) */
+void vmr_engine_admission_schedule (VmrEngine *self);
+
+/*
+ * The first decision on a new job: the limits, then the load; starts its
+ * copy (completing @task, consumed, when it runs) or holds it back
+ * (completing @task at once).
+ */
+void vmr_engine_admission_admit (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* after a transition: a copy that ended or is in sync frees a slot */
+void vmr_engine_admission_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
+
+/* engine-sampling.c */
+
+/* starts sampling the guest load of a newly known domain */
+void vmr_engine_sampling_watch (VmrEngine *self, DomainEntry *entry);
+
+/* (re)arms the domain's sample timer at its rules' smallest sample-interval */
+void vmr_engine_sampling_schedule (VmrEngine *self, DomainEntry *entry);
+
+/* engine-policy-file.c */
+
+/* hands the policy's retention of finished jobs to the job table */
+void vmr_engine_apply_retention (VmrEngine *self);
+
+/* engine-adopt.c */
+
+/* loads the records of the jobs an earlier run had not ended, orphaned */
+void vmr_engine_load_unfinished (VmrEngine *self);
+
+/* asks @entry's backend about the orphaned jobs of its domain, and carries on with them */
+void vmr_engine_adopt_jobs (VmrEngine *self, DomainEntry *entry);
 
 G_END_DECLS

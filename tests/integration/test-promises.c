@@ -7,7 +7,8 @@
  * with the source's cache mode; a reused raw file larger than the source is
  * copied onto without the guest seeing a larger disk, and its tail is left
  * alone; `policy check` from the CLI; `migrate --wait` interrupted by SIGINT
- * stops waiting, not the copy.
+ * stops waiting, not the copy; finished jobs are kept as the policy says
+ * (keep-finished-count, keep-finished), then gone from `jobs` and from disk.
  */
 
 #include <signal.h>
@@ -330,6 +331,89 @@ test_wait_sigint (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_migrated (h, "vmr-1", "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
+static gboolean
+record_exists (VmrHarness *h, const gchar *id)
+{
+    g_autofree gchar *name = g_strconcat (id, ".json", NULL);
+    g_autofree gchar *path = g_build_filename (h->state_dir, "jobs", name, NULL);
+
+    return g_file_test (path, G_FILE_TEST_EXISTS);
+}
+
+/* migrates disk0 of "vm" from @from to @to with guest writes, and checks the bytes */
+static gchar *
+migrate_and_check (VmrHarness *h, VmrHarnessVm *vm, const gchar *from, const gchar *to)
+{
+    gchar *id = vmr_harness_migrate (h, "vm", "disk0", to, NULL);
+    g_autoptr (JsonObject) job = NULL;
+
+    vmr_harness_writer_write (vm->writer, WRITES);
+    job = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_assert_migrated (h, id, "disk0", from, to, "raw", vm->expected);
+    return id;
+}
+
+/*
+ * policy.md: at most keep-finished-count finished jobs are kept, and none
+ * longer than keep-finished; a dropped job is gone from `jobs`, `job show`
+ * and the state directory, and its number is never given again
+ */
+static void
+test_retention (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_autofree gchar *policy = NULL;
+    g_autofree gchar *second_dest = NULL;
+    g_autofree gchar *first = NULL;
+    g_autofree gchar *second = NULL;
+    g_autoptr (VmrCliResult) show = NULL;
+    g_autoptr (VmrCliResult) reload = NULL;
+    gint64 deadline;
+
+    if (vmr_harness_skipped (h))
+        return;
+    policy = vmr_harness_write_policy (h, "[defaults]\nkeep-finished-count = 1\n");
+    vmr_harness_start_daemon (h, "--policy", policy, NULL);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e);
+    second_dest = vmr_harness_path (h, "second.raw");
+
+    first = migrate_and_check (h, &vm, vm.source, vm.dest);
+    g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 1);
+    g_assert_true (record_exists (h, first));
+    /* the disk moves on: the second finished job pushes the first out */
+    second = migrate_and_check (h, &vm, vm.dest, second_dest);
+    g_assert_cmpstr (second, !=, first);
+    g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 1);
+    g_assert_false (record_exists (h, first));
+    g_assert_true (record_exists (h, second));
+    show = vmr_harness_cli (h, "job", first, NULL);
+    g_assert_cmpint (show->status, !=, 0);
+    if (strstr (show->err, "unknown job") == NULL)
+        vmr_fail ("job show of a dropped job: %s", show->err);
+
+    /* a reload with a time limit drops the last one about a second later */
+    g_free (vmr_harness_write_policy (h, "[defaults]\nkeep-finished = 1s\n"));
+    reload = vmr_harness_cli (h, "reload", NULL);
+    vmr_cli_result_assert_ok (reload);
+    deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+    while (vmr_harness_count_jobs (h) > 0 && g_get_monotonic_time () < deadline)
+        g_usleep (100 * 1000);
+    g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
+    g_assert_false (record_exists (h, second));
+
+    /* after a restart the numbers go on from where they were */
+    vmr_harness_stop_daemon (h);
+    {
+        const gchar *const extra[] = { "--policy", policy, NULL };
+
+        vmr_harness_restart_daemon (h, extra);
+    }
+    vmr_harness_attach (h, "vm");
+    g_free (first);
+    first = migrate_and_check (h, &vm, second_dest, vm.dest);
+    g_assert_cmpstr (first, ==, "vmr-3");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -340,5 +424,6 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/promises/reuse-larger", NULL, test_reuse_larger);
     VMR_HARNESS_ADD ("/promises/policy-check", NULL, test_policy_check);
     VMR_HARNESS_ADD ("/promises/wait-sigint", NULL, test_wait_sigint);
+    VMR_HARNESS_ADD_NO_DAEMON ("/promises/retention", NULL, test_retention);
     return g_test_run ();
 }

@@ -221,12 +221,14 @@ test_job_load_unfinished (void)
 
     g_test_expect_message ("vmr-daemon", G_LOG_LEVEL_WARNING,
                            "cannot read job record *vmr-9.json*");
-    loaded = vmr_job_load_unfinished (dir);
+    loaded = vmr_job_load_records (dir);
     g_test_assert_expected_messages ();
-    g_assert_cmpuint (loaded->len, ==, 2);
-    /* by number, not by name: vmr-3 before vmr-12 */
+    g_assert_cmpuint (loaded->len, ==, 3);
+    /* by number, not by name: vmr-3 before vmr-7 before vmr-12 */
     b = g_ptr_array_index (loaded, 0);
-    a = g_ptr_array_index (loaded, 1);
+    g_assert_cmpstr (((VmrJob *) g_ptr_array_index (loaded, 1))->id, ==, "vmr-7");
+    g_assert_cmpint (((VmrJob *) g_ptr_array_index (loaded, 1))->state, ==, S (FAILED));
+    a = g_ptr_array_index (loaded, 2);
     g_assert_cmpstr (b->id, ==, "vmr-3");
     g_assert_cmpint (b->state, ==, S (QUEUED));
     g_assert_true (b->orphaned);

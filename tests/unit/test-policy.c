@@ -143,7 +143,9 @@ test_policy_fields (void)
                                          "max-parallel = 6\n"
                                          "max-parallel-per-iothread = 2\n"
                                          "max-parallel-per-domain = 3\n"
-                                         "max-parallel-per-destination = 0\n",
+                                         "max-parallel-per-destination = 0\n"
+                                         "keep-finished = 2h\n"
+                                         "keep-finished-count = 50\n",
                                          &error);
     g_autoptr (VmrPolicyRule) rule = NULL;
     const VmrWindow *w;
@@ -163,6 +165,8 @@ test_policy_fields (void)
     g_assert_cmpuint (rule->limits[VMR_LIMIT_IOTHREAD], ==, 2);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_DOMAIN], ==, 3);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_DESTINATION], ==, 0);
+    g_assert_cmpint (rule->keep_finished_us, ==, G_GINT64_CONSTANT (2) * 3600 * G_USEC_PER_SEC);
+    g_assert_cmpuint (rule->keep_finished, ==, 50);
     g_assert_cmpuint (rule->windows->len, ==, 2);
     w = &g_array_index (rule->windows, VmrWindow, 0);
     g_assert_cmpint (w->start, ==, 23 * 3600);
@@ -191,6 +195,8 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD] = "1",
     [VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN] = "0",
     [VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION] = "0",
+    [VMR_POLICY_KEY_KEEP_FINISHED] = "168h",
+    [VMR_POLICY_KEY_KEEP_FINISHED_COUNT] = "1000",
 };
 
 static void
@@ -443,6 +449,12 @@ static const InvalidCase invalid_cases[] = {
     { "max-parallel in a disk section",
       "[domain web* disk vda]\nmax-parallel = 1\n",
       { { 2, "[domain web* disk vda] max-parallel: ", "set it in [defaults]" } } },
+    { "keep-finished in a domain section",
+      "[domain web*]\nkeep-finished = 1h\n",
+      { { 2, "[domain web*] keep-finished: ", "whole host: set it in [defaults]" } } },
+    { "keep-finished-count not a number",
+      "[defaults]\nkeep-finished-count = many\n",
+      { { 2, "[defaults] keep-finished-count: ", "not a whole number of jobs" } } },
 
     /* several problems, reported together in the order of the file */
     { "several errors",

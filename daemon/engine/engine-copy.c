@@ -1,0 +1,116 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+/*
+ * Starting a copy and cutting a job over: the two steps every path (the
+ * policy, groups, commands, adoption) takes through the backend.
+ */
+
+#include "engine-private.h"
+
+#include "vmr-error.h"
+
+typedef struct {
+    VmrEngine *engine;
+    VmrJob *job;
+    VmrJobState state; /* copying or throttled */
+    GTask *task;       /* may be NULL */
+} StartData;
+
+static void
+copy_started_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    StartData *data = user_data;
+    g_autoptr (GError) error = NULL;
+
+    data->job->policy_busy = FALSE;
+    if (!vmr_backend_start_copy_finish (VMR_BACKEND (source), res, &error)) {
+        vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_FAILED, error->message);
+        if (data->task != NULL)
+            g_task_return_error (data->task, g_steal_pointer (&error));
+    } else {
+        if (data->job->state == VMR_JOB_STATE_QUEUED || data->job->state == VMR_JOB_STATE_DELAYED)
+            vmr_engine_set_job_state (data->engine, data->job, data->state, NULL);
+        if (data->task != NULL)
+            g_task_return_pointer (data->task, vmr_job_ref (data->job),
+                                   (GDestroyNotify) vmr_job_unref);
+    }
+    g_clear_object (&data->task);
+    g_object_unref (data->engine);
+    vmr_job_unref (data->job);
+    g_free (data);
+}
+
+void
+vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, guint64 speed,
+                       VmrJobState state, GTask *task)
+{
+    VmrDisk *disk = vmr_disk_lookup (entry->disks, job->disk);
+    StartData *data;
+
+    if (disk == NULL) {
+        g_autofree gchar *reason
+            = g_strdup_printf ("disk %s of %s is gone", job->disk, job->domain);
+
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
+        if (task != NULL) {
+            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_NOT_FOUND, "%s", reason);
+            g_object_unref (task);
+        }
+        return;
+    }
+    data = g_new0 (StartData, 1);
+    data->engine = g_object_ref (self);
+    data->job = vmr_job_ref (job);
+    data->state = state;
+    data->task = task;
+    job->speed = speed;
+    job->policy_busy = TRUE;
+    vmr_backend_start_copy_async (entry->backend, job, disk, NULL, copy_started_cb, data);
+}
+
+typedef struct {
+    VmrEngine *engine;
+    VmrJob *job;
+    GTask *task; /* NULL for an automatic pivot */
+} PivotData;
+
+static void
+pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    PivotData *data = user_data;
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
+        g_message ("job %s: pivot refused: %s", data->job->id, error->message);
+        if (data->job->state == VMR_JOB_STATE_PIVOTING)
+            vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
+        if (data->task != NULL)
+            g_task_return_error (data->task, g_steal_pointer (&error));
+    } else if (data->task != NULL) {
+        g_task_return_pointer (data->task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
+    }
+    g_clear_object (&data->task);
+    g_object_unref (data->engine);
+    vmr_job_unref (data->job);
+    g_free (data);
+}
+
+/*
+ * Cuts @job over: job-complete, then the backend's "job-finished" moves it on
+ * to completed. @task (consumed), if not NULL, completes when QEMU accepted.
+ */
+void
+vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
+{
+    PivotData *data = g_new0 (PivotData, 1);
+
+    data->engine = g_object_ref (self);
+    data->job = vmr_job_ref (job);
+    data->task = task;
+    /* QEMU first: saving the records costs fsyncs the pivot need not wait for */
+    vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_PIVOT, 0, NULL,
+                                   pivot_cb, data);
+    if (job->state != VMR_JOB_STATE_SYNCED)
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
+    vmr_engine_set_job_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
+}
