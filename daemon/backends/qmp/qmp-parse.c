@@ -235,28 +235,47 @@ vmr_qmp_iothread_free (VmrQmpIothread *self)
     g_free (self);
 }
 
+/*
+ * The array reply to @command, each object with a string member @id_member
+ * made an item by @item_new; the others are left out.
+ */
+static GPtrArray *
+parse_list (JsonNode *reply, const gchar *command, const gchar *id_member,
+            gpointer (*item_new) (JsonObject *obj, const gchar *id), GDestroyNotify item_free,
+            GError **error)
+{
+    JsonArray *array = vmr_qmp_parse_reply_array (reply, command, error);
+    GPtrArray *result;
+
+    if (array == NULL)
+        return NULL;
+    result = g_ptr_array_new_with_free_func (item_free);
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *obj = vmr_json_array_object (array, i);
+        const gchar *id = vmr_json_get_string (obj, id_member);
+
+        if (id != NULL)
+            g_ptr_array_add (result, item_new (obj, id));
+    }
+    return result;
+}
+
+/* the entry @id of query-iothreads, a VmrQmpIothread */
+static gpointer
+iothread_new (JsonObject *thread, const gchar *id)
+{
+    VmrQmpIothread *iothread = g_new0 (VmrQmpIothread, 1);
+
+    iothread->id = g_strdup (id);
+    iothread->thread_id = vmr_json_int_or (thread, "thread-id", 0);
+    return iothread;
+}
+
 GPtrArray *
 vmr_qmp_parse_iothreads (JsonNode *reply, GError **error)
 {
-    JsonArray *threads = vmr_qmp_parse_reply_array (reply, "query-iothreads", error);
-    GPtrArray *result;
-
-    if (threads == NULL)
-        return NULL;
-    result = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_qmp_iothread_free);
-    for (guint i = 0; i < json_array_get_length (threads); i++) {
-        JsonObject *thread = vmr_json_array_object (threads, i);
-        const gchar *id = vmr_json_get_string (thread, "id");
-        VmrQmpIothread *iothread;
-
-        if (id == NULL)
-            continue;
-        iothread = g_new0 (VmrQmpIothread, 1);
-        iothread->id = g_strdup (id);
-        iothread->thread_id = vmr_json_int_or (thread, "thread-id", 0);
-        g_ptr_array_add (result, iothread);
-    }
-    return result;
+    return parse_list (reply, "query-iothreads", "id", iothread_new,
+                       (GDestroyNotify) vmr_qmp_iothread_free, error);
 }
 
 gboolean
@@ -337,34 +356,28 @@ vmr_qmp_block_job_free (VmrQmpBlockJob *self)
     g_free (self);
 }
 
+/* the job @id of query-block-jobs, a VmrQmpBlockJob */
+static gpointer
+block_job_new (JsonObject *info, const gchar *id)
+{
+    VmrQmpBlockJob *job = g_new0 (VmrQmpBlockJob, 1);
+
+    job->id = g_strdup (id);
+    job->status = g_strdup (vmr_json_get_string (info, "status"));
+    job->error = g_strdup (vmr_json_get_string (info, "error"));
+    job->total_bytes = vmr_json_uint_or (info, "len", 0);
+    job->done_bytes = vmr_json_uint_or (info, "offset", 0);
+    job->speed = vmr_json_uint_or (info, "speed", 0);
+    job->paused = vmr_json_bool_or (info, "paused", FALSE);
+    job->ready = vmr_json_bool_or (info, "ready", FALSE);
+    return job;
+}
+
 GPtrArray *
 vmr_qmp_parse_block_jobs (JsonNode *reply, GError **error)
 {
-    JsonArray *jobs = vmr_qmp_parse_reply_array (reply, "query-block-jobs", error);
-    GPtrArray *result;
-
-    if (jobs == NULL)
-        return NULL;
-    result = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_qmp_block_job_free);
-    for (guint i = 0; i < json_array_get_length (jobs); i++) {
-        JsonObject *info = vmr_json_array_object (jobs, i);
-        const gchar *id = vmr_json_get_string (info, "device");
-        VmrQmpBlockJob *job;
-
-        if (id == NULL)
-            continue;
-        job = g_new0 (VmrQmpBlockJob, 1);
-        job->id = g_strdup (id);
-        job->status = g_strdup (vmr_json_get_string (info, "status"));
-        job->error = g_strdup (vmr_json_get_string (info, "error"));
-        job->total_bytes = vmr_json_uint_or (info, "len", 0);
-        job->done_bytes = vmr_json_uint_or (info, "offset", 0);
-        job->speed = vmr_json_uint_or (info, "speed", 0);
-        job->paused = vmr_json_bool_or (info, "paused", FALSE);
-        job->ready = vmr_json_bool_or (info, "ready", FALSE);
-        g_ptr_array_add (result, job);
-    }
-    return result;
+    return parse_list (reply, "query-block-jobs", "device", block_job_new,
+                       (GDestroyNotify) vmr_qmp_block_job_free, error);
 }
 
 VmrQmpBlockJob *
