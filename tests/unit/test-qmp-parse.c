@@ -77,7 +77,9 @@ typedef struct {
     gboolean file_cache_direct;
 } DiskCase;
 
-/* what the capture set up; cd0 has no medium and is no disk */
+/* what the capture set up; cd0 has no medium and is no disk. disk0's image
+ * QEMU names "json:{...}" (its backing is given by node), its plain file
+ * name is read out of that */
 static const DiskCase captured_disks[] = {
     { "disk0", "disk0-fmt", "qcow2", "/images/disk0.qcow2", 64 * MiB, FALSE,
       "/machine/peripheral/disk0/virtio-backend", "disk0-file", TRUE },
@@ -138,6 +140,12 @@ check_disks (const gchar *nodes_file)
 static void
 test_disks_flat (void)
 {
+    g_autoptr (JsonNode) block = load_return ("query-block.json");
+    JsonObject *inserted
+        = vmr_json_get_object (vmr_json_array_object (vmr_json_node_array (block), 0), "inserted");
+
+    /* the capture is what the comment above says */
+    g_assert_true (g_str_has_prefix (vmr_json_get_string (inserted, "file"), "json:{"));
     check_disks ("query-named-block-nodes-flat.json");
 }
 
@@ -175,6 +183,8 @@ test_node_size (void)
     g_assert_cmpuint (size, ==, 32 * MiB);
     g_assert_true (vmr_qmp_parse_node_size (nodes, "disk2-fmt", &size));
     g_assert_cmpuint (size, ==, 16 * MiB);
+    g_assert_true (vmr_qmp_parse_node_size (nodes, "disk0-base-fmt", &size));
+    g_assert_cmpuint (size, ==, 4 * MiB);
     g_assert_false (vmr_qmp_parse_node_size (nodes, "job1-dst", &size));
     g_assert_false (vmr_qmp_parse_node_size (NULL, "disk0-fmt", &size));
 }
@@ -401,9 +411,9 @@ static const JobCase job_cases[] = {
     /* after the pivot: no error, and no longer "ready" */
     { "query-block-jobs-concluded.json", "job1", "concluded", NULL, 32 * MiB, 32 * MiB, 0, FALSE,
       FALSE },
-    /* disk0's 8 MiB of data, cancelled once in sync */
-    { "query-block-jobs-cancelled.json", "job2", "concluded", "Operation canceled", 8 * MiB,
-      8 * MiB, 0, FALSE, FALSE },
+    /* disk0 with its backing file, cancelled once in sync */
+    { "query-block-jobs-cancelled.json", "job2", "concluded", "Operation canceled", 64 * MiB,
+      64 * MiB, 0, FALSE, FALSE },
     { "query-block-jobs-failed.json", "job3", "concluded", "Input/output error", 16 * MiB, 0, 0,
       FALSE, FALSE },
 };
