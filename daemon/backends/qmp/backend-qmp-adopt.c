@@ -9,13 +9,14 @@
 
 #include "destination.h"
 #include "qmp-client.h"
+#include "qmp-parse.h"
 #include "vmr-error.h"
 
 /* ---- picking up a copy of an earlier run ---- */
 
 typedef struct {
     VmrJob *job;
-    JsonObject *info; /* our job in query-block-jobs, NULL if QEMU has none */
+    VmrQmpBlockJob *info; /* our job in query-block-jobs, NULL if QEMU has none */
     VmrBackendAdoption *adoption;
 } AdoptData;
 
@@ -23,25 +24,9 @@ static void
 adopt_data_free (AdoptData *data)
 {
     vmr_job_unref (data->job);
-    if (data->info != NULL)
-        json_object_unref (data->info);
+    vmr_qmp_block_job_free (data->info);
     g_free (data->adoption);
     g_free (data);
-}
-
-static MirrorTrack *
-track_from_job (VmrJob *job)
-{
-    MirrorTrack *track = g_new0 (MirrorTrack, 1);
-
-    /* the names start_copy gave them */
-    track->job_id = g_strdup (job->id);
-    track->dest_node = g_strdup_printf ("%s-dst", job->id);
-    track->destination = g_strdup (job->destination);
-    track->created = job->created_destination;
-    track->source_node = g_strdup (job->source_node);
-    track->source_file_node = g_strdup (job->source_file_node);
-    return track;
 }
 
 static void
@@ -79,49 +64,35 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     VmrBackendQmp *self = g_task_get_source_object (task);
     AdoptData *data = g_task_get_task_data (task);
     g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply
-        = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    JsonArray *devices
-        = reply != NULL ? vmr_backend_qmp_reply_array (reply, "query-block", &error) : NULL;
+    g_autoptr (JsonNode) reply = NULL;
     g_autofree gchar *dest_node = g_strdup_printf ("%s-dst", data->job->id);
     gboolean on_destination = FALSE;
     gboolean dest_in_use = FALSE;
     MirrorTrack *track;
 
-    if (devices == NULL) {
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL
+        || !vmr_qmp_parse_block_uses (reply, dest_node, data->job->destination, &on_destination,
+                                      &dest_in_use, &error)) {
         g_task_return_error (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;
     }
-    for (guint i = 0; i < json_array_get_length (devices); i++) {
-        JsonObject *inserted = vmr_backend_qmp_member_object (
-            json_array_get_object_element (devices, i), "inserted");
-        g_autofree gchar *path = vmr_backend_qmp_inserted_path (inserted);
-
-        if (inserted == NULL)
-            continue;
-        if (g_strcmp0 (vmr_backend_qmp_member_string (inserted, "node-name"), dest_node) == 0)
-            on_destination = TRUE;
-        if (g_strcmp0 (path, data->job->destination) == 0)
-            dest_in_use = TRUE;
-    }
 
     if (data->info != NULL) {
-        const gchar *status = vmr_backend_qmp_member_string (data->info, "status");
+        const gchar *status = data->info->status;
 
-        track = track_from_job (data->job);
-        track->ready
-            = vmr_backend_qmp_member_bool (data->info, "ready") || g_strcmp0 (status, "ready") == 0;
+        track = vmr_backend_qmp_track_new (data->job, data->job->source_node,
+                                           data->job->source_file_node);
+        track->ready = data->info->ready || g_strcmp0 (status, "ready") == 0;
         g_hash_table_replace (self->tracks, g_strdup (track->job_id), track);
         if (g_strcmp0 (status, "concluded") == 0) {
             /* it ended unseen: how, QEMU's error and the device's node say */
             /* a cancel shows as QEMU's (unlocalised) strerror (ECANCELED) */
-            if (g_strcmp0 (vmr_backend_qmp_member_string (data->info, "error"),
-                           "Operation canceled")
-                == 0)
+            if (g_strcmp0 (data->info->error, "Operation canceled") == 0)
                 track->cancelled = TRUE;
-            else if (vmr_backend_qmp_member_string (data->info, "error") != NULL)
-                track->error = g_strdup (vmr_backend_qmp_member_string (data->info, "error"));
+            else if (data->info->error != NULL)
+                track->error = g_strdup (data->info->error);
             else if (on_destination)
                 track->completed = TRUE;
             else
@@ -137,10 +108,10 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             return;
         }
         data->adoption->ready = track->ready;
-        data->adoption->paused = vmr_backend_qmp_member_bool (data->info, "paused");
-        data->adoption->speed = (guint64) vmr_backend_qmp_member_int (data->info, "speed");
-        data->adoption->total_bytes = (guint64) vmr_backend_qmp_member_int (data->info, "len");
-        data->adoption->done_bytes = (guint64) vmr_backend_qmp_member_int (data->info, "offset");
+        data->adoption->paused = data->info->paused;
+        data->adoption->speed = data->info->speed;
+        data->adoption->total_bytes = data->info->total_bytes;
+        data->adoption->done_bytes = data->info->done_bytes;
         adopt_return (task, VMR_BACKEND_ADOPT_RUNNING);
         return;
     }
@@ -168,22 +139,19 @@ adopt_jobs_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     GTask *task = user_data;
     AdoptData *data = g_task_get_task_data (task);
     g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply
-        = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    JsonArray *jobs
-        = reply != NULL ? vmr_backend_qmp_reply_array (reply, "query-block-jobs", &error) : NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GPtrArray) jobs = NULL;
+    guint index;
 
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    jobs = reply != NULL ? vmr_qmp_parse_block_jobs (reply, &error) : NULL;
     if (jobs == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;
     }
-    for (guint i = 0; i < json_array_get_length (jobs); i++) {
-        JsonObject *info = json_array_get_object_element (jobs, i);
-
-        if (g_strcmp0 (vmr_backend_qmp_member_string (info, "device"), data->job->id) == 0)
-            data->info = json_object_ref (info);
-    }
+    if (g_ptr_array_find (jobs, vmr_qmp_block_jobs_find (jobs, data->job->id), &index))
+        data->info = g_ptr_array_steal_index (jobs, index);
     vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "query-block", NULL, 0,
                                   g_task_get_cancellable (task), adopt_block_cb, task);
 }
@@ -192,7 +160,7 @@ void
 vmr_backend_qmp_adopt_copy_async (VmrBackend *backend, VmrJob *job, GCancellable *cancellable,
                                   GAsyncReadyCallback callback, gpointer user_data)
 {
-    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
+    VmrBackendQmp *self = vmr_backend_qmp_of (backend);
     GTask *task = g_task_new (self, cancellable, callback, user_data);
     AdoptData *data = g_new0 (AdoptData, 1);
 

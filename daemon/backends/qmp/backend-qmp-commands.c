@@ -8,6 +8,7 @@
 #include "backend-qmp-private.h"
 
 #include "qmp-client.h"
+#include "qmp-parse.h"
 #include "vmr-error.h"
 
 /* ---- commands on a running job ---- */
@@ -64,7 +65,7 @@ vmr_backend_qmp_job_command_async (VmrBackend *backend, VmrJob *job, VmrBackendC
                                    guint64 speed, GCancellable *cancellable,
                                    GAsyncReadyCallback callback, gpointer user_data)
 {
-    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
+    VmrBackendQmp *self = vmr_backend_qmp_of (backend);
     GTask *task = g_task_new (self, cancellable, callback, user_data);
     MirrorTrack *track = g_hash_table_lookup (self->tracks, job->id);
     g_autoptr (JsonObject) args = vmr_backend_qmp_args_device ("device", job->id);
@@ -132,31 +133,22 @@ query_jobs_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     VmrBackendQmp *self = g_task_get_source_object (task);
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GPtrArray) jobs = NULL;
     g_autoptr (GPtrArray) result = NULL;
-    JsonArray *jobs;
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    jobs = reply != NULL ? vmr_backend_qmp_reply_array (reply, "query-block-jobs", &error) : NULL;
+    jobs = reply != NULL ? vmr_qmp_parse_block_jobs (reply, &error) : NULL;
     if (jobs == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
     result = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_backend_progress_free);
-    for (guint i = 0; i < json_array_get_length (jobs); i++) {
-        JsonObject *info = json_array_get_object_element (jobs, i);
-        const gchar *id = vmr_backend_qmp_member_string (info, "device");
-        VmrBackendProgress *progress;
+    for (guint i = 0; i < jobs->len; i++) {
+        const VmrQmpBlockJob *job = g_ptr_array_index (jobs, i);
 
-        if (id == NULL || !g_hash_table_contains (self->tracks, id))
-            continue;
-        progress = g_new0 (VmrBackendProgress, 1);
-        progress->job_id = g_strdup (id);
-        progress->total_bytes = (guint64) vmr_backend_qmp_member_int (info, "len");
-        progress->done_bytes = (guint64) vmr_backend_qmp_member_int (info, "offset");
-        progress->speed = (guint64) vmr_backend_qmp_member_int (info, "speed");
-        progress->paused = vmr_backend_qmp_member_bool (info, "paused");
-        progress->ready = vmr_backend_qmp_member_bool (info, "ready");
-        g_ptr_array_add (result, progress);
+        /* other jobs in QEMU are none of ours */
+        if (g_hash_table_contains (self->tracks, job->id))
+            g_ptr_array_add (result, vmr_qmp_block_job_to_progress (job));
     }
     g_task_return_pointer (task, g_steal_pointer (&result), (GDestroyNotify) g_ptr_array_unref);
 }
@@ -165,7 +157,7 @@ void
 vmr_backend_qmp_query_progress_async (VmrBackend *backend, GCancellable *cancellable,
                                       GAsyncReadyCallback callback, gpointer user_data)
 {
-    VmrBackendQmp *self = VMR_BACKEND_QMP (backend);
+    VmrBackendQmp *self = vmr_backend_qmp_of (backend);
     GTask *task = g_task_new (self, cancellable, callback, user_data);
 
     vmr_qmp_client_execute_async (self->client, "query-block-jobs", NULL, 0, cancellable,

@@ -1,10 +1,13 @@
 /*
  * What the files of the QMP backend share: the backend's instance, the
- * mirror jobs it tracks in QEMU, and the helpers they all use. The files:
- * backend-qmp.c (the object, starting a copy, the end of a job, the
- * connection), backend-qmp-disks.c (disks, I/O threads, guest load),
- * backend-qmp-commands.c (commands on a running copy, progress),
- * backend-qmp-adopt.c (picking up a copy of an earlier run).
+ * mirror jobs it tracks in QEMU, and the helpers they all use. The files,
+ * each calling only those after it:
+ *   backend-qmp.c          the object, the connection, QEMU's events, starting a copy
+ *   backend-qmp-disks.c    disks, I/O threads, guest load
+ *   backend-qmp-commands.c commands on a running copy, progress
+ *   backend-qmp-adopt.c    picking up a copy of an earlier run
+ *   backend-qmp-track.c    a tracked job and its end in QEMU, the shared helpers
+ *   qmp-parse.c            what QEMU's replies and events say, no monitor behind
  */
 #pragma once
 
@@ -50,24 +53,30 @@ typedef struct {
     gint64 time_us; /* monotonic */
 } IothreadReading;
 
-/* ---- helpers of all the files ---- */
+/*
+ * @backend as the QMP backend, for the methods that live in the files below
+ * backend-qmp.c: they are installed on its class only, and VMR_BACKEND_QMP()
+ * would call up into backend-qmp.c for its check of the type.
+ */
+static inline VmrBackendQmp *
+vmr_backend_qmp_of (VmrBackend *backend)
+{
+    return (VmrBackendQmp *) backend;
+}
 
-/* members of peer data: NULL, 0 or FALSE when missing or of another type */
-JsonObject *vmr_backend_qmp_member_object (JsonObject *obj, const gchar *name);
+/* ---- backend-qmp-track.c ---- */
 
-const gchar *vmr_backend_qmp_member_string (JsonObject *obj, const gchar *name);
+/* the track of @job's mirror of the node @source_node (and @source_file_node, may be NULL) */
+MirrorTrack *vmr_backend_qmp_track_new (VmrJob *job, const gchar *source_node,
+                                        const gchar *source_file_node);
 
-gint64 vmr_backend_qmp_member_int (JsonObject *obj, const gchar *name);
-
-gboolean vmr_backend_qmp_member_bool (JsonObject *obj, const gchar *name);
-
-/* the reply to @command as an array; an error naming it otherwise */
-JsonArray *vmr_backend_qmp_reply_array (JsonNode *reply, const gchar *command, GError **error);
+void vmr_backend_qmp_track_free (MirrorTrack *track);
 
 /* {@key: @value}, the arguments of a command on one device or node */
 JsonObject *vmr_backend_qmp_args_device (const gchar *key, const gchar *value);
 
-/* runs a command whose failure only matters for the log */
+/* the callback of a command whose failure only matters for the log; @user_data: what it does, freed
+ */
 void vmr_backend_qmp_best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data);
 
 /* blockdev-del of @node, if it exists; never fails */
@@ -77,10 +86,7 @@ void vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
 /* once a tracked mirror has ended in QEMU: dismiss it, release the nodes, report the end */
 void vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track);
 
-/* the image file of a query-block "inserted" object, plain; NULL for none */
-gchar *vmr_backend_qmp_inserted_path (JsonObject *inserted);
-
-/* the VmrBackend methods that live in the other files */
+/* ---- the VmrBackend methods that live in the other files ---- */
 
 void vmr_backend_qmp_query_disks_async (VmrBackend *backend, GCancellable *cancellable,
                                         GAsyncReadyCallback callback, gpointer user_data);

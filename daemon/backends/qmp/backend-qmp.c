@@ -2,103 +2,21 @@
 
 /*
  * The QMP backend: the object and its connection to a QEMU monitor,
- * starting a copy, and the end of a job (see backend-qmp-private.h for the
- * other files).
+ * starting a copy, and following QEMU's events about a job (see
+ * backend-qmp-private.h for the other files).
  */
 
 #include "backend-qmp-private.h"
 
 #include "destination.h"
 #include "qmp-client.h"
+#include "qmp-parse.h"
 #include "vmr-error.h"
 
 /* how long a monitor may take to greet us before we decide it is not QEMU */
 #define GREETING_TIMEOUT_MS 5000
 
 G_DEFINE_TYPE (VmrBackendQmp, vmr_backend_qmp, VMR_TYPE_BACKEND)
-
-static void
-mirror_track_free (MirrorTrack *track)
-{
-    g_free (track->job_id);
-    g_free (track->dest_node);
-    g_free (track->destination);
-    g_free (track->source_node);
-    g_free (track->source_file_node);
-    g_free (track->error);
-    g_free (track);
-}
-
-JsonArray *
-vmr_backend_qmp_reply_array (JsonNode *reply, const gchar *command, GError **error)
-{
-    if (reply == NULL || !JSON_NODE_HOLDS_ARRAY (reply)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
-                     "unexpected reply to '%s' (expected an array)", command);
-        return NULL;
-    }
-    return json_node_get_array (reply);
-}
-
-JsonObject *
-vmr_backend_qmp_member_object (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    return node != NULL && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-}
-
-const gchar *
-vmr_backend_qmp_member_string (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string (node);
-}
-
-gint64
-vmr_backend_qmp_member_int (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || !JSON_NODE_HOLDS_VALUE (node))
-        return 0;
-    return json_node_get_int (node);
-}
-
-gboolean
-vmr_backend_qmp_member_bool (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
-        return FALSE;
-    return json_node_get_boolean (node);
-}
-
-JsonObject *
-vmr_backend_qmp_args_device (const gchar *key, const gchar *value)
-{
-    JsonObject *args = json_object_new ();
-
-    json_object_set_string_member (args, key, value);
-    return args;
-}
-
-/* runs a command whose failure only matters for the log */
-void
-vmr_backend_qmp_best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autofree gchar *what = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    if (reply == NULL)
-        g_debug ("%s: %s", what, error->message);
-}
 
 /* ---- starting a copy ---- */
 
@@ -117,7 +35,7 @@ start_data_free (StartData *data)
     vmr_disk_free (data->disk);
     g_free (data->dest_node);
     if (data->track != NULL)
-        mirror_track_free (data->track);
+        vmr_backend_qmp_track_free (data->track);
     g_free (data);
 }
 
@@ -216,31 +134,23 @@ check_dest_size_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) reply = NULL;
     JsonArray *nodes;
+    guint64 size = 0;
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    nodes = reply != NULL ? vmr_backend_qmp_reply_array (reply, "query-named-block-nodes", &error)
+    nodes = reply != NULL ? vmr_qmp_parse_reply_array (reply, "query-named-block-nodes", &error)
                           : NULL;
     if (nodes == NULL) {
         start_fail (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;
     }
-    for (guint i = 0; i < json_array_get_length (nodes); i++) {
-        JsonObject *node = json_array_get_object_element (nodes, i);
-        guint64 size;
-
-        if (g_strcmp0 (vmr_backend_qmp_member_string (node, "node-name"), data->dest_node) != 0)
-            continue;
-        size = (guint64) vmr_backend_qmp_member_int (vmr_backend_qmp_member_object (node, "image"),
-                                                     "virtual-size");
-        if (size != data->disk->size) {
-            start_fail (task, g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                           "destination %s has a virtual size of %" G_GUINT64_FORMAT
-                                           " bytes, the source %" G_GUINT64_FORMAT,
-                                           data->job->destination, size, data->disk->size));
-            g_object_unref (task);
-            return;
-        }
+    if (vmr_qmp_parse_node_size (nodes, data->dest_node, &size) && size != data->disk->size) {
+        start_fail (task, g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                       "destination %s has a virtual size of %" G_GUINT64_FORMAT
+                                       " bytes, the source %" G_GUINT64_FORMAT,
+                                       data->job->destination, size, data->disk->size));
+        g_object_unref (task);
+        return;
     }
     start_mirror (task);
 }
@@ -334,14 +244,8 @@ vmr_backend_qmp_start_copy_async (VmrBackend *backend, VmrJob *job, const VmrDis
 
     data->job = vmr_job_ref (job);
     data->disk = disk_copy (disk);
-    data->track = g_new0 (MirrorTrack, 1);
-    data->track->job_id = g_strdup (job->id);
-    data->track->dest_node = g_strdup_printf ("%s-dst", job->id);
+    data->track = vmr_backend_qmp_track_new (job, disk->node, disk->file_node);
     data->dest_node = g_strdup (data->track->dest_node);
-    data->track->destination = g_strdup (job->destination);
-    data->track->created = job->created_destination;
-    data->track->source_node = g_strdup (disk->node);
-    data->track->source_file_node = g_strdup (disk->file_node);
     g_task_set_task_data (task, data, (GDestroyNotify) start_data_free);
 
     if (job->created_destination) {
@@ -358,190 +262,49 @@ vmr_backend_qmp_start_copy_finish (VmrBackend *backend, GAsyncResult *res, GErro
     return g_task_propagate_boolean (G_TASK (res), error);
 }
 
-/* ---- the end of a job ---- */
-
-static void
-release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-    const gchar *node = g_task_get_task_data (task);
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    /* nodes that QEMU created for -drive go away by themselves */
-    if (reply == NULL)
-        g_debug ("not releasing node %s: %s", node, error->message);
-    g_task_return_boolean (task, TRUE);
-}
-
-/* blockdev-del of @node, if it exists; never fails */
-void
-vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
-                                    GAsyncReadyCallback callback, gpointer user_data)
-{
-    GTask *task = g_task_new (self, NULL, callback, user_data);
-    g_autoptr (JsonObject) args = NULL;
-
-    if (node == NULL) {
-        g_task_return_boolean (task, TRUE);
-        g_object_unref (task);
-        return;
-    }
-    g_task_set_task_data (task, g_strdup (node), g_free);
-    args = vmr_backend_qmp_args_device ("node-name", node);
-    vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL, release_cb, task);
-}
-
-typedef struct {
-    VmrBackendQmp *self;
-    gchar *job_id;
-    VmrBackendOutcome outcome;
-    gchar *reason;
-    gchar *second_node; /* released after the first */
-    gchar *remove_file; /* unlinked at the end */
-} FinishData;
-
-static void
-finish_data_free (FinishData *data)
-{
-    g_object_unref (data->self);
-    g_free (data->job_id);
-    g_free (data->reason);
-    g_free (data->second_node);
-    g_free (data->remove_file);
-    g_free (data);
-}
-
-static void
-finish_done (FinishData *data)
-{
-    if (data->remove_file != NULL)
-        vmr_destination_remove (data->remove_file);
-    g_hash_table_remove (data->self->tracks, data->job_id);
-    vmr_backend_emit_job_finished (VMR_BACKEND (data->self), data->job_id, data->outcome,
-                                   data->reason);
-    finish_data_free (data);
-}
-
-static void
-second_release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    finish_done (user_data);
-}
-
-static void
-first_release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    FinishData *data = user_data;
-
-    vmr_backend_qmp_release_node_async (data->self, data->second_node, second_release_cb, data);
-}
-
-static void
-dismiss_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    FinishData *data = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-    MirrorTrack *track = g_hash_table_lookup (data->self->tracks, data->job_id);
-    const gchar *first_node = NULL;
-
-    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    if (reply == NULL)
-        g_debug ("job-dismiss %s: %s", data->job_id, error->message);
-    if (track == NULL) {
-        finish_done (data);
-        return;
-    }
-    if (data->outcome == VMR_BACKEND_OUTCOME_COMPLETED) {
-        /* the VM runs on the destination now: let go of the old image */
-        first_node = track->source_node;
-        data->second_node = g_strdup (track->source_file_node);
-    } else {
-        /* the VM stays on its source: close the destination again */
-        first_node = track->dest_node;
-        if (track->created)
-            data->remove_file = g_strdup (track->destination);
-    }
-    vmr_backend_qmp_release_node_async (data->self, first_node, first_release_cb, data);
-}
-
-void
-vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track)
-{
-    FinishData *data;
-    g_autoptr (JsonObject) args = NULL;
-
-    if (track->finishing)
-        return;
-    track->finishing = TRUE;
-    data = g_new0 (FinishData, 1);
-    data->self = g_object_ref (self);
-    data->job_id = g_strdup (track->job_id);
-    if (track->cancelled) {
-        data->outcome = VMR_BACKEND_OUTCOME_CANCELLED;
-        data->reason = g_strdup (track->cancel_requested ? "cancelled on request"
-                                                         : "cancelled outside virt-mirror");
-    } else if (track->error != NULL) {
-        data->outcome = VMR_BACKEND_OUTCOME_FAILED;
-        data->reason = g_strdup_printf ("the copy failed: %s", track->error);
-    } else if (track->completed) {
-        data->outcome = VMR_BACKEND_OUTCOME_COMPLETED;
-    } else {
-        data->outcome = VMR_BACKEND_OUTCOME_FAILED;
-        data->reason = g_strdup ("QEMU ended the job without saying why");
-    }
-    args = vmr_backend_qmp_args_device ("id", track->job_id);
-    vmr_qmp_client_execute_async (self->client, "job-dismiss", args, 0, NULL, dismiss_cb, data);
-}
-
 static void
 client_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *event_data,
                  gint64 timestamp_us, gpointer user_data)
 {
     VmrBackendQmp *self = user_data;
-    const gchar *job_id = vmr_backend_qmp_member_string (event_data, "id");
+    VmrQmpJobEvent event;
     MirrorTrack *track;
 
-    if (g_str_has_prefix (name, "BLOCK_JOB_"))
-        job_id = vmr_backend_qmp_member_string (event_data, "device");
-    if (job_id == NULL)
+    if (!vmr_qmp_parse_job_event (name, event_data, &event))
         return;
-    track = g_hash_table_lookup (self->tracks, job_id);
+    track = g_hash_table_lookup (self->tracks, event.job_id);
     if (track == NULL)
         return;
-    g_debug ("job %s: event %s", job_id, name);
+    g_debug ("job %s: event %s", event.job_id, name);
 
-    if (g_strcmp0 (name, "BLOCK_JOB_COMPLETED") == 0) {
-        const gchar *error = vmr_backend_qmp_member_string (event_data, "error");
-
-        if (error != NULL) {
-            g_free (track->error);
-            track->error = g_strdup (error);
-        } else {
+    switch (event.kind) {
+        case VMR_QMP_JOB_EVENT_COMPLETED:
             track->completed = TRUE;
-        }
-    } else if (g_strcmp0 (name, "BLOCK_JOB_CANCELLED") == 0) {
-        track->cancelled = TRUE;
-    } else if (g_strcmp0 (name, "BLOCK_JOB_ERROR") == 0) {
-        /* QEMU reports every failed request; one line per job says it */
-        if (!track->io_error_logged)
-            g_message ("job %s: I/O error during %s", job_id,
-                       vmr_backend_qmp_member_string (event_data, "operation"));
-        track->io_error_logged = TRUE;
-    } else if (g_strcmp0 (name, "BLOCK_JOB_READY") == 0
-               || (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0
-                   && g_strcmp0 (vmr_backend_qmp_member_string (event_data, "status"), "ready")
-                          == 0)) {
-        if (!track->ready) {
-            track->ready = TRUE;
-            vmr_backend_emit_job_ready (VMR_BACKEND (self), job_id);
-        }
-    } else if (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0
-               && g_strcmp0 (vmr_backend_qmp_member_string (event_data, "status"), "concluded")
-                      == 0) {
-        vmr_backend_qmp_finish_track (self, track);
+            break;
+        case VMR_QMP_JOB_EVENT_FAILED:
+            g_free (track->error);
+            track->error = g_strdup (event.error);
+            break;
+        case VMR_QMP_JOB_EVENT_CANCELLED:
+            track->cancelled = TRUE;
+            break;
+        case VMR_QMP_JOB_EVENT_IO_ERROR:
+            /* QEMU reports every failed request; one line per job says it */
+            if (!track->io_error_logged)
+                g_message ("job %s: I/O error during %s", event.job_id, event.operation);
+            track->io_error_logged = TRUE;
+            break;
+        case VMR_QMP_JOB_EVENT_READY:
+            if (!track->ready) {
+                track->ready = TRUE;
+                vmr_backend_emit_job_ready (VMR_BACKEND (self), event.job_id);
+            }
+            break;
+        case VMR_QMP_JOB_EVENT_CONCLUDED:
+            vmr_backend_qmp_finish_track (self, track);
+            break;
+        case VMR_QMP_JOB_EVENT_NONE:
+            break;
     }
 }
 
@@ -564,7 +327,6 @@ connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
     g_autoptr (VmrQmpClient) client = NULL;
     VmrBackendQmp *self;
-    JsonObject *version;
 
     client = vmr_qmp_client_connect_finish (res, &error);
     if (client == NULL) {
@@ -575,8 +337,7 @@ connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                                      "%s is not a QEMU monitor: %s", path, error->message);
         return;
     }
-    version = vmr_backend_qmp_member_object (vmr_qmp_client_get_greeting (client), "version");
-    if (vmr_backend_qmp_member_object (version, "qemu") == NULL) {
+    if (!vmr_qmp_parse_greeting_is_qemu (vmr_qmp_client_get_greeting (client))) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                  "%s is not a QEMU monitor (its greeting names no QEMU version)",
                                  path);
@@ -656,7 +417,7 @@ static void
 vmr_backend_qmp_init (VmrBackendQmp *self)
 {
     self->tracks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify) mirror_track_free);
+                                          (GDestroyNotify) vmr_backend_qmp_track_free);
     self->iothread_cpu = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 

@@ -1,0 +1,196 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+/*
+ * The QMP backend: a mirror job it tracks in QEMU, and the end of one
+ * (dismiss it, release the nodes it leaves behind, report how it ended);
+ * with the two small helpers every file's commands use.
+ */
+
+#include "backend-qmp-private.h"
+
+#include "destination.h"
+#include "qmp-client.h"
+
+MirrorTrack *
+vmr_backend_qmp_track_new (VmrJob *job, const gchar *source_node, const gchar *source_file_node)
+{
+    MirrorTrack *track = g_new0 (MirrorTrack, 1);
+
+    /* the names start_copy gives them */
+    track->job_id = g_strdup (job->id);
+    track->dest_node = g_strdup_printf ("%s-dst", job->id);
+    track->destination = g_strdup (job->destination);
+    track->created = job->created_destination;
+    track->source_node = g_strdup (source_node);
+    track->source_file_node = g_strdup (source_file_node);
+    return track;
+}
+
+void
+vmr_backend_qmp_track_free (MirrorTrack *track)
+{
+    g_free (track->job_id);
+    g_free (track->dest_node);
+    g_free (track->destination);
+    g_free (track->source_node);
+    g_free (track->source_file_node);
+    g_free (track->error);
+    g_free (track);
+}
+
+JsonObject *
+vmr_backend_qmp_args_device (const gchar *key, const gchar *value)
+{
+    JsonObject *args = json_object_new ();
+
+    json_object_set_string_member (args, key, value);
+    return args;
+}
+
+void
+vmr_backend_qmp_best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autofree gchar *what = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL)
+        g_debug ("%s: %s", what, error->message);
+}
+
+static void
+release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    const gchar *node = g_task_get_task_data (task);
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    /* nodes that QEMU created for -drive go away by themselves */
+    if (reply == NULL)
+        g_debug ("not releasing node %s: %s", node, error->message);
+    g_task_return_boolean (task, TRUE);
+}
+
+/* blockdev-del of @node, if it exists; never fails */
+void
+vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
+                                    GAsyncReadyCallback callback, gpointer user_data)
+{
+    GTask *task = g_task_new (self, NULL, callback, user_data);
+    g_autoptr (JsonObject) args = NULL;
+
+    if (node == NULL) {
+        g_task_return_boolean (task, TRUE);
+        g_object_unref (task);
+        return;
+    }
+    g_task_set_task_data (task, g_strdup (node), g_free);
+    args = vmr_backend_qmp_args_device ("node-name", node);
+    vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL, release_cb, task);
+}
+
+typedef struct {
+    VmrBackendQmp *self;
+    gchar *job_id;
+    VmrBackendOutcome outcome;
+    gchar *reason;
+    gchar *second_node; /* released after the first */
+    gchar *remove_file; /* unlinked at the end */
+} FinishData;
+
+static void
+finish_data_free (FinishData *data)
+{
+    g_object_unref (data->self);
+    g_free (data->job_id);
+    g_free (data->reason);
+    g_free (data->second_node);
+    g_free (data->remove_file);
+    g_free (data);
+}
+
+static void
+finish_done (FinishData *data)
+{
+    if (data->remove_file != NULL)
+        vmr_destination_remove (data->remove_file);
+    g_hash_table_remove (data->self->tracks, data->job_id);
+    vmr_backend_emit_job_finished (VMR_BACKEND (data->self), data->job_id, data->outcome,
+                                   data->reason);
+    finish_data_free (data);
+}
+
+static void
+second_release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    finish_done (user_data);
+}
+
+static void
+first_release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    FinishData *data = user_data;
+
+    vmr_backend_qmp_release_node_async (data->self, data->second_node, second_release_cb, data);
+}
+
+static void
+dismiss_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    FinishData *data = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    MirrorTrack *track = g_hash_table_lookup (data->self->tracks, data->job_id);
+    const gchar *first_node = NULL;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL)
+        g_debug ("job-dismiss %s: %s", data->job_id, error->message);
+    if (track == NULL) {
+        finish_done (data);
+        return;
+    }
+    if (data->outcome == VMR_BACKEND_OUTCOME_COMPLETED) {
+        /* the VM runs on the destination now: let go of the old image */
+        first_node = track->source_node;
+        data->second_node = g_strdup (track->source_file_node);
+    } else {
+        /* the VM stays on its source: close the destination again */
+        first_node = track->dest_node;
+        if (track->created)
+            data->remove_file = g_strdup (track->destination);
+    }
+    vmr_backend_qmp_release_node_async (data->self, first_node, first_release_cb, data);
+}
+
+void
+vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track)
+{
+    FinishData *data;
+    g_autoptr (JsonObject) args = NULL;
+
+    if (track->finishing)
+        return;
+    track->finishing = TRUE;
+    data = g_new0 (FinishData, 1);
+    data->self = g_object_ref (self);
+    data->job_id = g_strdup (track->job_id);
+    if (track->cancelled) {
+        data->outcome = VMR_BACKEND_OUTCOME_CANCELLED;
+        data->reason = g_strdup (track->cancel_requested ? "cancelled on request"
+                                                         : "cancelled outside virt-mirror");
+    } else if (track->error != NULL) {
+        data->outcome = VMR_BACKEND_OUTCOME_FAILED;
+        data->reason = g_strdup_printf ("the copy failed: %s", track->error);
+    } else if (track->completed) {
+        data->outcome = VMR_BACKEND_OUTCOME_COMPLETED;
+    } else {
+        data->outcome = VMR_BACKEND_OUTCOME_FAILED;
+        data->reason = g_strdup ("QEMU ended the job without saying why");
+    }
+    args = vmr_backend_qmp_args_device ("id", track->job_id);
+    vmr_qmp_client_execute_async (self->client, "job-dismiss", args, 0, NULL, dismiss_cb, data);
+}
