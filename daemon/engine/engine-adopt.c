@@ -24,7 +24,7 @@ vmr_engine_load_unfinished (VmrEngine *self)
         if (g_hash_table_contains (self->jobs, job->id))
             continue;
         g_message ("job %s (%s %s -> %s): %s when the daemon stopped; waiting for domain %s",
-                   job->id, job->domain, job->disk, job->destination,
+                   job->id, job->domain, job->disk, job->dest->location,
                    vmr_job_state_to_string (job->state), job->domain);
         g_hash_table_insert (self->jobs, g_strdup (job->id), vmr_job_ref (job));
         g_ptr_array_add (self->job_order, vmr_job_ref (job));

@@ -92,16 +92,15 @@ backend_disconnected_cb (VmrBackend *backend, GError *error, gpointer user_data)
             /* QEMU may have switched to the destination already: keep both */
             reason = g_strdup_printf ("QEMU monitor connection lost during the pivot (%s); "
                                       "check which of %s and %s the VM uses",
-                                      error->message, job->source, job->destination);
+                                      error->message, job->source, job->dest->location);
         } else {
             reason = g_strdup_printf ("QEMU monitor connection lost (%s); the source %s "
                                       "was not changed",
                                       error->message, job->source);
             /* a copy that never started made no file; a start in flight
              * cleans up after itself */
-            if (job->created_destination && job->state != VMR_JOB_STATE_QUEUED
-                && job->state != VMR_JOB_STATE_DELAYED)
-                vmr_destination_remove (job->destination);
+            if (job->state != VMR_JOB_STATE_QUEUED && job->state != VMR_JOB_STATE_DELAYED)
+                vmr_destination_remove (job->dest);
         }
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
     }
@@ -243,14 +242,13 @@ vmr_engine_remove_domain (VmrEngine *self, const gchar *name, const gchar *reaso
             /* the switch may have happened: keep both files */
             pivot_reason = g_strdup_printf ("%s during the pivot; check which of %s and %s "
                                             "the domain's definition names",
-                                            reason, job->source, job->destination);
+                                            reason, job->source, job->dest->location);
             vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, pivot_reason);
             continue;
         }
         /* a copy that never started made no file */
-        if (job->created_destination && job->state != VMR_JOB_STATE_QUEUED
-            && job->state != VMR_JOB_STATE_DELAYED)
-            vmr_destination_remove (job->destination);
+        if (job->state != VMR_JOB_STATE_QUEUED && job->state != VMR_JOB_STATE_DELAYED)
+            vmr_destination_remove (job->dest);
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
     }
     g_message ("domain %s is gone: %s", name, reason);

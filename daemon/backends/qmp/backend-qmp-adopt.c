@@ -37,8 +37,7 @@ track_from_job (VmrJob *job)
     /* the names start_copy gave them */
     track->job_id = g_strdup (job->id);
     track->dest_node = g_strdup_printf ("%s-dst", job->id);
-    track->destination = g_strdup (job->destination);
-    track->created = job->created_destination;
+    track->destination = vmr_destination_ref (job->dest);
     track->source_node = g_strdup (job->source_node);
     track->source_file_node = g_strdup (job->source_file_node);
     return track;
@@ -102,7 +101,7 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             continue;
         if (g_strcmp0 (vmr_backend_qmp_member_string (inserted, "node-name"), dest_node) == 0)
             on_destination = TRUE;
-        if (g_strcmp0 (path, data->job->destination) == 0)
+        if (vmr_destination_same_target (data->job->dest, path))
             dest_in_use = TRUE;
     }
 
@@ -155,9 +154,9 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         return;
     }
     /* no copy, the disk on its source: close the destination, remove what the job made */
-    if (data->job->created_destination && !dest_in_use && data->job->state != VMR_JOB_STATE_QUEUED
+    if (!dest_in_use && data->job->state != VMR_JOB_STATE_QUEUED
         && data->job->state != VMR_JOB_STATE_DELAYED)
-        vmr_destination_remove (data->job->destination);
+        vmr_destination_remove (data->job->dest);
     g_object_set_data (G_OBJECT (task), "vmr-outcome", GINT_TO_POINTER (VMR_BACKEND_ADOPT_GONE));
     vmr_backend_qmp_release_node_async (self, dest_node, adopt_released_cb, task);
 }

@@ -22,7 +22,7 @@ mirror_track_free (MirrorTrack *track)
 {
     g_free (track->job_id);
     g_free (track->dest_node);
-    g_free (track->destination);
+    g_clear_pointer (&track->destination, vmr_destination_unref);
     g_free (track->source_node);
     g_free (track->source_file_node);
     g_free (track->error);
@@ -137,16 +137,6 @@ disk_copy (const VmrDisk *disk)
     return copy;
 }
 
-static JsonObject *
-cache_object (gboolean direct, gboolean no_flush)
-{
-    JsonObject *cache = json_object_new ();
-
-    json_object_set_boolean_member (cache, "direct", direct);
-    json_object_set_boolean_member (cache, "no-flush", no_flush);
-    return cache;
-}
-
 /* undoes what start_copy did so far, then fails the task */
 static void
 start_fail (GTask *task, GError *error)
@@ -162,10 +152,9 @@ start_fail (GTask *task, GError *error)
 
         vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL,
                                       vmr_backend_qmp_best_effort_cb,
-                                      g_strdup_printf ("releasing %s", data->job->destination));
+                                      g_strdup_printf ("releasing %s", data->job->dest->location));
     }
-    if (data->job->created_destination)
-        vmr_destination_remove (data->job->destination);
+    vmr_destination_remove (data->job->dest);
     g_task_return_error (task, error);
 }
 
@@ -237,7 +226,7 @@ check_dest_size_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             start_fail (task, g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                            "destination %s has a virtual size of %" G_GUINT64_FORMAT
                                            " bytes, the source %" G_GUINT64_FORMAT,
-                                           data->job->destination, size, data->disk->size));
+                                           data->job->dest->location, size, data->disk->size));
             g_object_unref (task);
             return;
         }
@@ -256,13 +245,13 @@ blockdev_add_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
     if (reply == NULL) {
-        g_prefix_error (&error, "QEMU cannot open %s: ", data->job->destination);
+        g_prefix_error (&error, "QEMU cannot open %s: ", data->job->dest->location);
         start_fail (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;
     }
     data->dest_added = TRUE;
-    if (g_strcmp0 (data->job->format, "raw") != 0) {
+    if (vmr_destination_has_virtual_size (data->job->dest)) {
         g_autoptr (JsonObject) args = json_object_new ();
 
         json_object_set_boolean_member (args, "flat", TRUE);
@@ -278,33 +267,9 @@ add_destination (GTask *task)
 {
     VmrBackendQmp *self = g_task_get_source_object (task);
     StartData *data = g_task_get_task_data (task);
-    g_autoptr (JsonObject) args = json_object_new ();
-    JsonObject *file = json_object_new ();
-    g_autofree gchar *file_node = g_strdup_printf ("%s-dst-file", data->job->id);
+    g_autoptr (JsonObject) args
+        = vmr_destination_to_blockdev_add (data->job->dest, data->dest_node, data->disk);
 
-    json_object_set_string_member (
-        file, "driver",
-        vmr_destination_is_block_device (data->job->destination) ? "host_device" : "file");
-    json_object_set_string_member (file, "filename", data->job->destination);
-    json_object_set_string_member (file, "node-name", file_node);
-    json_object_set_object_member (
-        file, "cache",
-        cache_object (data->disk->file_cache_direct, data->disk->file_cache_no_flush));
-
-    json_object_set_string_member (args, "driver", data->job->format);
-    json_object_set_string_member (args, "node-name", data->dest_node);
-    json_object_set_object_member (args, "file", file);
-    json_object_set_object_member (
-        args, "cache", cache_object (data->disk->cache_direct, data->disk->cache_no_flush));
-    json_object_set_string_member (args, "discard", "unmap");
-    /* a larger raw file or device is used for its first bytes only */
-    if (g_strcmp0 (data->job->format, "raw") == 0 && !data->job->created_destination) {
-        guint64 dest_size = 0;
-
-        if (vmr_destination_get_size (data->job->destination, &dest_size, NULL)
-            && dest_size > data->disk->size)
-            json_object_set_int_member (args, "size", (gint64) data->disk->size);
-    }
     vmr_qmp_client_execute_async (self->client, "blockdev-add", args, 0,
                                   g_task_get_cancellable (task), blockdev_add_cb, task);
 }
@@ -338,15 +303,14 @@ vmr_backend_qmp_start_copy_async (VmrBackend *backend, VmrJob *job, const VmrDis
     data->track->job_id = g_strdup (job->id);
     data->track->dest_node = g_strdup_printf ("%s-dst", job->id);
     data->dest_node = g_strdup (data->track->dest_node);
-    data->track->destination = g_strdup (job->destination);
-    data->track->created = job->created_destination;
+    data->track->destination = vmr_destination_ref (job->dest);
     data->track->source_node = g_strdup (disk->node);
     data->track->source_file_node = g_strdup (disk->file_node);
     g_task_set_task_data (task, data, (GDestroyNotify) start_data_free);
 
-    if (job->created_destination) {
-        vmr_destination_create_async (job->destination, job->format, disk->size, disk->path,
-                                      cancellable, create_cb, task);
+    if (job->dest->created) {
+        vmr_destination_create_async (job->dest, disk->size, disk->path, cancellable, create_cb,
+                                      task);
         return;
     }
     add_destination (task);
@@ -398,8 +362,8 @@ typedef struct {
     gchar *job_id;
     VmrBackendOutcome outcome;
     gchar *reason;
-    gchar *second_node; /* released after the first */
-    gchar *remove_file; /* unlinked at the end */
+    gchar *second_node;                 /* released after the first */
+    VmrDestination *remove_destination; /* removed at the end if the copy made it, or NULL */
 } FinishData;
 
 static void
@@ -409,15 +373,15 @@ finish_data_free (FinishData *data)
     g_free (data->job_id);
     g_free (data->reason);
     g_free (data->second_node);
-    g_free (data->remove_file);
+    g_clear_pointer (&data->remove_destination, vmr_destination_unref);
     g_free (data);
 }
 
 static void
 finish_done (FinishData *data)
 {
-    if (data->remove_file != NULL)
-        vmr_destination_remove (data->remove_file);
+    if (data->remove_destination != NULL)
+        vmr_destination_remove (data->remove_destination);
     g_hash_table_remove (data->self->tracks, data->job_id);
     vmr_backend_emit_job_finished (VMR_BACKEND (data->self), data->job_id, data->outcome,
                                    data->reason);
@@ -461,8 +425,7 @@ dismiss_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     } else {
         /* the VM stays on its source: close the destination again */
         first_node = track->dest_node;
-        if (track->created)
-            data->remove_file = g_strdup (track->destination);
+        data->remove_destination = vmr_destination_ref (track->destination);
     }
     vmr_backend_qmp_release_node_async (data->self, first_node, first_release_cb, data);
 }
