@@ -94,7 +94,7 @@ struct _VmrBackendClass {
                                GAsyncReadyCallback callback, gpointer user_data);
     GPtrArray *(*query_disks_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
 
-    /* opens the destination (creating it when job->created_destination is set)
+    /* opens the destination (creating it when job->dest->created is set)
      * and starts the copy of @disk described by @job */
     void (*start_copy_async) (VmrBackend *self, VmrJob *job, const VmrDisk *disk,
                               GCancellable *cancellable, GAsyncReadyCallback callback,

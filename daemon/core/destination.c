@@ -1,10 +1,9 @@
 #define G_LOG_DOMAIN "vmr-daemon"
 
-#include "destination.h"
+#include "destination-private.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <glib/gstdio.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -13,8 +12,124 @@
 #include "units.h"
 #include "vmr-error.h"
 
+/* the formats a destination may have */
+static const struct {
+    const gchar *name;
+    gboolean has_virtual_size; /* the image records its size; FALSE: the file's size is it */
+} formats[] = {
+    { "raw", FALSE },
+    { "qcow2", TRUE },
+};
+
+static gint
+format_index (const gchar *format)
+{
+    for (guint i = 0; i < G_N_ELEMENTS (formats); i++) {
+        if (g_strcmp0 (formats[i].name, format) == 0)
+            return (gint) i;
+    }
+    return -1;
+}
+
 gboolean
-vmr_destination_same_file (const gchar *a, const gchar *b)
+vmr_destination_format_is_valid (const gchar *format)
+{
+    return format_index (format) >= 0;
+}
+
+gboolean
+vmr_destination_check_format (const gchar *format, GError **error)
+{
+    if (vmr_destination_format_is_valid (format))
+        return TRUE;
+    g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                 "unsupported destination format '%s' (use raw or qcow2)", format);
+    return FALSE;
+}
+
+gboolean
+vmr_destination_has_virtual_size (const VmrDestination *self)
+{
+    gint i = format_index (self->format);
+
+    return i >= 0 && formats[i].has_virtual_size;
+}
+
+/* ---- the object ---- */
+
+VmrDestinationKind
+vmr_destination_kind_of (const GStatBuf *st)
+{
+    return st != NULL && S_ISBLK (st->st_mode) ? VMR_DESTINATION_BLOCK : VMR_DESTINATION_FILE;
+}
+
+VmrDestination *
+vmr_destination_new_of_kind (VmrDestinationKind kind, const gchar *location, const gchar *format,
+                             gboolean created)
+{
+    VmrDestination *self = g_atomic_rc_box_new0 (VmrDestination);
+
+    self->kind = kind;
+    self->location = g_strdup (location);
+    self->format = g_strdup (format);
+    self->created = created;
+    switch (kind) {
+        case VMR_DESTINATION_FILE:
+            /* files share the bandwidth of their directory's file system */
+            self->admission_key = g_path_get_dirname (location);
+            break;
+        case VMR_DESTINATION_BLOCK:
+            /* a block device is a destination of its own */
+            self->admission_key = g_strdup (location);
+            break;
+    }
+    return self;
+}
+
+VmrDestination *
+vmr_destination_new (const gchar *location, const gchar *format, gboolean created, GError **error)
+{
+    GStatBuf st;
+
+    if (format == NULL)
+        format = "raw";
+    if (location == NULL || !g_path_is_absolute (location)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "destination '%s' is not an absolute path", location ? location : "");
+        return NULL;
+    }
+    if (!vmr_destination_check_format (format, error))
+        return NULL;
+    return vmr_destination_new_of_kind (
+        vmr_destination_kind_of (g_stat (location, &st) == 0 ? &st : NULL), location, format,
+        created);
+}
+
+VmrDestination *
+vmr_destination_ref (VmrDestination *self)
+{
+    return g_atomic_rc_box_acquire (self);
+}
+
+static void
+destination_clear (VmrDestination *self)
+{
+    g_free (self->location);
+    g_free (self->format);
+    g_free (self->admission_key);
+}
+
+void
+vmr_destination_unref (VmrDestination *self)
+{
+    g_atomic_rc_box_release_full (self, (GDestroyNotify) destination_clear);
+}
+
+/* ---- a file or block device on this host ---- */
+
+/* TRUE when @a and @b are the same file, or the same canonical path when either is missing */
+static gboolean
+same_file (const gchar *a, const gchar *b)
 {
     GStatBuf sa, sb;
     g_autofree gchar *ca = NULL;
@@ -25,6 +140,19 @@ vmr_destination_same_file (const gchar *a, const gchar *b)
     ca = g_canonicalize_filename (a, "/");
     cb = g_canonicalize_filename (b, "/");
     return g_strcmp0 (ca, cb) == 0;
+}
+
+gboolean
+vmr_destination_same_target (const VmrDestination *self, const gchar *location)
+{
+    if (location == NULL)
+        return FALSE;
+    switch (self->kind) {
+        case VMR_DESTINATION_FILE:
+        case VMR_DESTINATION_BLOCK:
+            return same_file (self->location, location);
+    }
+    g_assert_not_reached ();
 }
 
 static gboolean
@@ -51,95 +179,9 @@ file_size (const gchar *path, const GStatBuf *st, guint64 *out_size, GError **er
     return TRUE;
 }
 
-gboolean
-vmr_destination_check (const VmrDestinationCheck *check, guint64 *out_size, GError **error)
-{
-    g_autofree gchar *dir = NULL;
-    GStatBuf st;
-    gboolean exists;
-
-    *out_size = 0;
-    if (check->path == NULL || !g_path_is_absolute (check->path)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "destination '%s' is not an absolute path", check->path ? check->path : "");
-        return FALSE;
-    }
-    if (g_strcmp0 (check->format, "raw") != 0 && g_strcmp0 (check->format, "qcow2") != 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "unsupported destination format '%s' (use raw or qcow2)", check->format);
-        return FALSE;
-    }
-    for (guint i = 0; check->in_use != NULL && check->in_use[i] != NULL; i++) {
-        if (vmr_destination_same_file (check->path, check->in_use[i])) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "destination %s is a disk of the domain already", check->path);
-            return FALSE;
-        }
-    }
-    dir = g_path_get_dirname (check->path);
-    if (!g_file_test (dir, G_FILE_TEST_IS_DIR)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "destination directory %s does not exist", dir);
-        return FALSE;
-    }
-    exists = g_stat (check->path, &st) == 0;
-    if (!exists && errno != ENOENT) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "cannot use destination %s: %s",
-                     check->path, g_strerror (errno));
-        return FALSE;
-    }
-    if (!exists) {
-        if (check->reuse) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "destination %s does not exist (--reuse needs an existing file)",
-                         check->path);
-            return FALSE;
-        }
-        /* access() also reports a read-only or immutable directory for root */
-        if (access (dir, W_OK | X_OK) < 0) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "destination directory %s is not writable: %s", dir, g_strerror (errno));
-            return FALSE;
-        }
-        return TRUE;
-    }
-    if (!check->reuse) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "destination %s exists; pass --reuse to copy onto it", check->path);
-        return FALSE;
-    }
-    if (S_ISDIR (st.st_mode)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "destination %s is a directory",
-                     check->path);
-        return FALSE;
-    }
-    if (!S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "destination %s is neither a file nor a block device", check->path);
-        return FALSE;
-    }
-    if (access (check->path, R_OK | W_OK) < 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "destination %s is not writable: %s", check->path, g_strerror (errno));
-        return FALSE;
-    }
-    if (!file_size (check->path, &st, out_size, error))
-        return FALSE;
-    /* a qcow2 file's virtual size is checked once QEMU has opened it */
-    if (g_strcmp0 (check->format, "raw") == 0 && *out_size < check->source_size) {
-        g_autofree gchar *have = vmr_units_format_bytes (*out_size);
-        g_autofree gchar *need = vmr_units_format_bytes (check->source_size);
-
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "destination %s is smaller than the source (%s < %s)", check->path, have,
-                     need);
-        return FALSE;
-    }
-    return TRUE;
-}
-
-gboolean
-vmr_destination_get_size (const gchar *path, guint64 *out_size, GError **error)
+/* the size in bytes of the file or block device @path */
+static gboolean
+get_size (const gchar *path, guint64 *out_size, GError **error)
 {
     GStatBuf st;
 
@@ -151,12 +193,126 @@ vmr_destination_get_size (const gchar *path, guint64 *out_size, GError **error)
     return file_size (path, &st, out_size, error);
 }
 
-gboolean
-vmr_destination_is_block_device (const gchar *path)
+/* vmr_destination_check() of a file or block device */
+static gboolean
+check_local (const VmrDestination *self, guint64 source_size, const gchar *const *in_use,
+             guint64 *out_size, GError **error)
 {
+    const gchar *path = self->location;
+    gboolean reuse = !self->created;
+    g_autofree gchar *dir = NULL;
     GStatBuf st;
+    gboolean exists;
 
-    return g_stat (path, &st) == 0 && S_ISBLK (st.st_mode);
+    for (guint i = 0; in_use != NULL && in_use[i] != NULL; i++) {
+        if (vmr_destination_same_target (self, in_use[i])) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "destination %s is a disk of the domain already", path);
+            return FALSE;
+        }
+    }
+    dir = g_path_get_dirname (path);
+    if (!g_file_test (dir, G_FILE_TEST_IS_DIR)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "destination directory %s does not exist", dir);
+        return FALSE;
+    }
+    exists = g_stat (path, &st) == 0;
+    if (!exists && errno != ENOENT) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "cannot use destination %s: %s",
+                     path, g_strerror (errno));
+        return FALSE;
+    }
+    if (!exists) {
+        if (reuse) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "destination %s does not exist (--reuse needs an existing file)", path);
+            return FALSE;
+        }
+        /* access() also reports a read-only or immutable directory for root */
+        if (access (dir, W_OK | X_OK) < 0) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "destination directory %s is not writable: %s", dir, g_strerror (errno));
+            return FALSE;
+        }
+        return TRUE;
+    }
+    if (!reuse) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "destination %s exists; pass --reuse to copy onto it", path);
+        return FALSE;
+    }
+    if (S_ISDIR (st.st_mode)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "destination %s is a directory",
+                     path);
+        return FALSE;
+    }
+    if (!S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "destination %s is neither a file nor a block device", path);
+        return FALSE;
+    }
+    if (access (path, R_OK | W_OK) < 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "destination %s is not writable: %s", path, g_strerror (errno));
+        return FALSE;
+    }
+    if (!file_size (path, &st, out_size, error))
+        return FALSE;
+    /* a qcow2 file's virtual size is checked once QEMU has opened it */
+    if (!vmr_destination_has_virtual_size (self) && *out_size < source_size) {
+        g_autofree gchar *have = vmr_units_format_bytes (*out_size);
+        g_autofree gchar *need = vmr_units_format_bytes (source_size);
+
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "destination %s is smaller than the source (%s < %s)", path, have, need);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+vmr_destination_check (const VmrDestination *self, guint64 source_size, const gchar *const *in_use,
+                       guint64 *out_size, GError **error)
+{
+    guint64 existing_size = 0;
+    gboolean ok = FALSE;
+
+    switch (self->kind) {
+        case VMR_DESTINATION_FILE:
+        case VMR_DESTINATION_BLOCK:
+            ok = check_local (self, source_size, in_use, &existing_size, error);
+            break;
+    }
+    if (out_size != NULL)
+        *out_size = ok ? existing_size : 0;
+    return ok;
+}
+
+/* ---- creating and removing ---- */
+
+static void
+remove_file (const gchar *path)
+{
+    if (g_unlink (path) < 0 && errno != ENOENT)
+        g_warning ("cannot remove %s: %s", path, g_strerror (errno));
+    else
+        g_debug ("removed %s", path);
+}
+
+void
+vmr_destination_remove (const VmrDestination *self)
+{
+    if (!self->created)
+        return;
+    switch (self->kind) {
+        case VMR_DESTINATION_FILE:
+            remove_file (self->location);
+            break;
+        case VMR_DESTINATION_BLOCK:
+            /* a device node is never ours to remove */
+            break;
+    }
 }
 
 static void
@@ -174,14 +330,14 @@ copy_owner_and_mode (const gchar *path, const gchar *like_path)
 }
 
 typedef struct {
-    gchar *path;
+    VmrDestination *destination;
     gchar *like_path;
 } CreateData;
 
 static void
 create_data_free (CreateData *data)
 {
-    g_free (data->path);
+    vmr_destination_unref (data->destination);
     g_free (data->like_path);
     g_free (data);
 }
@@ -191,84 +347,105 @@ qemu_img_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     g_autoptr (GTask) task = user_data;
     CreateData *data = g_task_get_task_data (task);
+    const gchar *path = data->destination->location;
     g_autoptr (GError) error = NULL;
     g_autofree gchar *stderr_text = NULL;
 
     if (!g_subprocess_communicate_utf8_finish (G_SUBPROCESS (source), res, NULL, &stderr_text,
                                                &error)) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
-                                 "cannot create %s: qemu-img: %s", data->path, error->message);
+                                 "cannot create %s: qemu-img: %s", path, error->message);
         return;
     }
     if (!g_subprocess_get_successful (G_SUBPROCESS (source))) {
-        g_task_return_new_error (
-            task, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", data->path,
-            stderr_text != NULL ? g_strstrip (stderr_text) : "qemu-img failed");
-        vmr_destination_remove (data->path);
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", path,
+                                 stderr_text != NULL ? g_strstrip (stderr_text)
+                                                     : "qemu-img failed");
+        remove_file (path);
         return;
     }
-    copy_owner_and_mode (data->path, data->like_path);
+    copy_owner_and_mode (path, data->like_path);
     g_task_return_boolean (task, TRUE);
 }
 
-void
-vmr_destination_create_async (const gchar *path, const gchar *format, guint64 size,
-                              const gchar *like_path, GCancellable *cancellable,
-                              GAsyncReadyCallback callback, gpointer user_data)
+/* a qcow2 file made by qemu-img */
+static void
+create_qcow2 (GTask *task, const gchar *path, guint64 size)
 {
-    g_autoptr (GTask) task = g_task_new (NULL, cancellable, callback, user_data);
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *size_arg = g_strdup_printf ("%" G_GUINT64_FORMAT, size);
+    g_autoptr (GSubprocess) proc = NULL;
+
+    if (g_file_test (path, G_FILE_TEST_EXISTS)) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "destination %s exists", path);
+        g_object_unref (task);
+        return;
+    }
+    proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE,
+                             &error, "qemu-img", "create", "-q", "-f", "qcow2", path, size_arg,
+                             NULL);
+    if (proc == NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
+                                 "cannot create %s: cannot run qemu-img: %s", path, error->message);
+        g_object_unref (task);
+        return;
+    }
+    g_subprocess_communicate_utf8_async (proc, NULL, g_task_get_cancellable (task), qemu_img_cb,
+                                         task);
+}
+
+/* a sparse raw file */
+static void
+create_raw (GTask *task, const gchar *path, guint64 size, const gchar *like_path)
+{
+    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+    if (fd < 0) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "cannot create %s: %s", path, g_strerror (errno));
+        g_object_unref (task);
+        return;
+    }
+    if (ftruncate (fd, (off_t) size) < 0) {
+        int saved = errno;
+
+        close (fd);
+        remove_file (path);
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
+                                 "cannot size %s to %" G_GUINT64_FORMAT " bytes: %s", path, size,
+                                 g_strerror (saved));
+        g_object_unref (task);
+        return;
+    }
+    close (fd);
+    copy_owner_and_mode (path, like_path);
+    g_task_return_boolean (task, TRUE);
+    g_object_unref (task);
+}
+
+void
+vmr_destination_create_async (VmrDestination *self, guint64 size, const gchar *like_path,
+                              GCancellable *cancellable, GAsyncReadyCallback callback,
+                              gpointer user_data)
+{
+    GTask *task = g_task_new (NULL, cancellable, callback, user_data);
     CreateData *data = g_new0 (CreateData, 1);
 
-    data->path = g_strdup (path);
+    data->destination = vmr_destination_ref (self);
     data->like_path = g_strdup (like_path);
     g_task_set_task_data (task, data, (GDestroyNotify) create_data_free);
 
-    if (g_strcmp0 (format, "qcow2") == 0) {
-        g_autoptr (GError) error = NULL;
-        g_autofree gchar *size_arg = g_strdup_printf ("%" G_GUINT64_FORMAT, size);
-        g_autoptr (GSubprocess) proc = NULL;
-
-        if (g_file_test (path, G_FILE_TEST_EXISTS)) {
-            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                     "destination %s exists", path);
-            return;
-        }
-        proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE,
-                                 &error, "qemu-img", "create", "-q", "-f", "qcow2", path, size_arg,
-                                 NULL);
-        if (proc == NULL) {
-            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
-                                     "cannot create %s: cannot run qemu-img: %s", path,
-                                     error->message);
-            return;
-        }
-        g_subprocess_communicate_utf8_async (proc, NULL, cancellable, qemu_img_cb,
-                                             g_steal_pointer (&task));
+    if (self->kind != VMR_DESTINATION_FILE || !self->created) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "destination %s exists", self->location);
+        g_object_unref (task);
         return;
     }
-
-    {
-        int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-
-        if (fd < 0) {
-            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                     "cannot create %s: %s", path, g_strerror (errno));
-            return;
-        }
-        if (ftruncate (fd, (off_t) size) < 0) {
-            int saved = errno;
-
-            close (fd);
-            vmr_destination_remove (path);
-            g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
-                                     "cannot size %s to %" G_GUINT64_FORMAT " bytes: %s", path,
-                                     size, g_strerror (saved));
-            return;
-        }
-        close (fd);
-        copy_owner_and_mode (path, like_path);
-        g_task_return_boolean (task, TRUE);
-    }
+    if (vmr_destination_has_virtual_size (self))
+        create_qcow2 (task, self->location, size);
+    else
+        create_raw (task, self->location, size, like_path);
 }
 
 gboolean
@@ -277,11 +454,67 @@ vmr_destination_create_finish (GAsyncResult *res, GError **error)
     return g_task_propagate_boolean (G_TASK (res), error);
 }
 
-void
-vmr_destination_remove (const gchar *path)
+/* ---- how the backends name it ---- */
+
+static JsonObject *
+cache_object (gboolean direct, gboolean no_flush)
 {
-    if (g_unlink (path) < 0 && errno != ENOENT)
-        g_warning ("cannot remove %s: %s", path, g_strerror (errno));
-    else
-        g_debug ("removed %s", path);
+    JsonObject *cache = json_object_new ();
+
+    json_object_set_boolean_member (cache, "direct", direct);
+    json_object_set_boolean_member (cache, "no-flush", no_flush);
+    return cache;
+}
+
+JsonObject *
+vmr_destination_to_blockdev_add (const VmrDestination *self, const gchar *node_name,
+                                 const VmrDisk *source)
+{
+    JsonObject *args = json_object_new ();
+    JsonObject *file = json_object_new ();
+    g_autofree gchar *file_node = g_strdup_printf ("%s-file", node_name);
+
+    switch (self->kind) {
+        case VMR_DESTINATION_FILE:
+            json_object_set_string_member (file, "driver", "file");
+            break;
+        case VMR_DESTINATION_BLOCK:
+            json_object_set_string_member (file, "driver", "host_device");
+            break;
+    }
+    json_object_set_string_member (file, "filename", self->location);
+    json_object_set_string_member (file, "node-name", file_node);
+    json_object_set_object_member (
+        file, "cache", cache_object (source->file_cache_direct, source->file_cache_no_flush));
+
+    json_object_set_string_member (args, "driver", self->format);
+    json_object_set_string_member (args, "node-name", node_name);
+    json_object_set_object_member (args, "file", file);
+    json_object_set_object_member (args, "cache",
+                                   cache_object (source->cache_direct, source->cache_no_flush));
+    json_object_set_string_member (args, "discard", "unmap");
+    /* a larger raw file or device is used for its first bytes only */
+    if (!vmr_destination_has_virtual_size (self) && !self->created) {
+        guint64 dest_size = 0;
+
+        if (get_size (self->location, &dest_size, NULL) && dest_size > source->size)
+            json_object_set_int_member (args, "size", (gint64) source->size);
+    }
+    return args;
+}
+
+gchar *
+vmr_destination_to_libvirt_xml (const VmrDestination *self)
+{
+    switch (self->kind) {
+        case VMR_DESTINATION_FILE:
+            return g_markup_printf_escaped (
+                "<disk type='file'><source file='%s'/><driver type='%s'/></disk>", self->location,
+                self->format);
+        case VMR_DESTINATION_BLOCK:
+            return g_markup_printf_escaped (
+                "<disk type='block'><source dev='%s'/><driver type='%s'/></disk>", self->location,
+                self->format);
+    }
+    g_assert_not_reached ();
 }

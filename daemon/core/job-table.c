@@ -183,7 +183,7 @@ vmr_job_table_active_for_destination (VmrJobTable *self, const gchar *destinatio
     for (guint i = 0; i < self->active->len; i++) {
         VmrJob *job = g_ptr_array_index (self->active, i);
 
-        if (g_strcmp0 (job->destination, destination) == 0)
+        if (vmr_destination_same_target (job->dest, destination))
             return job;
     }
     return NULL;
@@ -260,11 +260,11 @@ vmr_job_table_set_state (VmrJobTable *self, VmrJob *job, VmrJobState state, cons
     }
     if (reason != NULL)
         g_message ("job %s (%s %s -> %s): %s -> %s: %s", job->id, job->domain, job->disk,
-                   job->destination, vmr_job_state_to_string (previous),
+                   job->dest->location, vmr_job_state_to_string (previous),
                    vmr_job_state_to_string (state), reason);
     else
         g_message ("job %s (%s %s -> %s): %s -> %s", job->id, job->domain, job->disk,
-                   job->destination, vmr_job_state_to_string (previous),
+                   job->dest->location, vmr_job_state_to_string (previous),
                    vmr_job_state_to_string (state));
     account_held (job);
     /* only a job that has not started waits for a limit */

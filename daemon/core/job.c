@@ -84,7 +84,6 @@ vmr_job_new (const gchar *id, const gchar *domain, const gchar *disk, gint64 now
     self->id = g_strdup (id);
     self->domain = g_strdup (domain);
     self->disk = g_strdup (disk);
-    self->format = g_strdup ("raw");
     self->state = VMR_JOB_STATE_QUEUED;
     self->created_us = now_us;
     self->updated_us = now_us;
@@ -112,8 +111,7 @@ vmr_job_unref (VmrJob *self)
     g_free (self->source_format);
     g_free (self->source_node);
     g_free (self->source_file_node);
-    g_free (self->destination);
-    g_free (self->format);
+    g_clear_pointer (&self->dest, vmr_destination_unref);
     g_free (self->reason);
     g_free (self->decision);
     g_free (self->decision_reason);
@@ -184,9 +182,10 @@ vmr_job_to_json (VmrJob *self)
     set_nullable_string (obj, "source-format", self->source_format);
     set_nullable_string (obj, "source-node", self->source_node);
     set_nullable_string (obj, "source-file-node", self->source_file_node);
-    set_nullable_string (obj, "destination", self->destination);
-    set_nullable_string (obj, "format", self->format);
-    json_object_set_boolean_member (obj, "created-destination", self->created_destination);
+    set_nullable_string (obj, "destination", self->dest != NULL ? self->dest->location : NULL);
+    json_object_set_string_member (obj, "format", self->dest != NULL ? self->dest->format : "raw");
+    json_object_set_boolean_member (obj, "created-destination",
+                                    self->dest != NULL && self->dest->created);
     json_object_set_string_member (obj, "state", vmr_job_state_to_string (self->state));
     set_nullable_string (obj, "reason", self->reason);
     set_nullable_string (obj, "waiting-for", self->waiting_for);
@@ -323,12 +322,12 @@ job_from_record (JsonObject *obj, GError **error)
     job->source_format = g_strdup (record_string (obj, "source-format"));
     job->source_node = g_strdup (record_string (obj, "source-node"));
     job->source_file_node = g_strdup (record_string (obj, "source-file-node"));
-    job->destination = g_strdup (record_string (obj, "destination"));
-    if (record_string (obj, "format") != NULL) {
-        g_free (job->format);
-        job->format = g_strdup (record_string (obj, "format"));
-    }
-    job->created_destination = record_bool (obj, "created-destination");
+    /* its kind and admission group are those of what the path is now */
+    job->dest
+        = vmr_destination_new (record_string (obj, "destination"), record_string (obj, "format"),
+                               record_bool (obj, "created-destination"), error);
+    if (job->dest == NULL)
+        return NULL;
     job->manual_pivot = record_bool (obj, "manual-pivot");
     job->group = g_strdup (record_string (obj, "group"));
     job->write_blocking = g_strcmp0 (record_string (obj, "copy-mode"), "write-blocking") == 0;

@@ -7,6 +7,8 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+#include "destination.h"
+
 G_BEGIN_DECLS
 
 typedef enum {
@@ -35,13 +37,11 @@ typedef struct {
     gchar *domain; /* domain name */
     gchar *disk;   /* qdev id of the guest device */
 
-    gchar *source;                /* image path before the pivot */
-    gchar *source_format;         /* "raw", "qcow2", ... */
-    gchar *source_node;           /* top node QEMU used before the pivot */
-    gchar *source_file_node;      /* its protocol child, NULL if none */
-    gchar *destination;           /* absolute path */
-    gchar *format;                /* destination format */
-    gboolean created_destination; /* we created the file: remove it on failure */
+    gchar *source;           /* image path before the pivot */
+    gchar *source_format;    /* "raw", "qcow2", ... */
+    gchar *source_node;      /* top node QEMU used before the pivot */
+    gchar *source_file_node; /* its protocol child, NULL if none */
+    VmrDestination *dest;    /* where it goes, owned; NULL until the request is checked */
     gboolean manual_pivot;
     gboolean ready;          /* QEMU reported the copy in sync; it stays so until the end */
     gboolean write_blocking; /* copy-mode write-blocking: guest writes reach both images */

@@ -2,8 +2,6 @@
 
 #include "engine-private.h"
 
-#include <sys/stat.h>
-
 #include "admission.h"
 
 gboolean
@@ -38,24 +36,18 @@ job_is_waiting (VmrJob *job)
            && !job->policy_busy && !job->orphaned;
 }
 
-/* what the limits count of @job; the strings belong to @job, @entry or @out_dest */
+/* what the limits count of @job; the strings belong to @job or @entry */
 static void
-describe_copy (VmrEngine *self, VmrJob *job, VmrAdmissionCopy *copy, gchar **out_dest)
+describe_copy (VmrEngine *self, VmrJob *job, VmrAdmissionCopy *copy)
 {
     g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, job->domain, job->disk);
     DomainEntry *entry = g_hash_table_lookup (self->domains, job->domain);
     VmrDisk *disk
         = entry != NULL && entry->disks != NULL ? vmr_disk_lookup (entry->disks, job->disk) : NULL;
-    struct stat st;
 
     copy->domain = job->domain;
     copy->iothreads = disk != NULL ? (const gchar *const *) disk->iothreads : NULL;
-    /* a block device is a destination of its own; files share their directory */
-    if (stat (job->destination, &st) == 0 && S_ISBLK (st.st_mode))
-        *out_dest = g_strdup (job->destination);
-    else
-        *out_dest = g_path_get_dirname (job->destination);
-    copy->destination = *out_dest;
+    copy->destination = job->dest->admission_key;
     memcpy (copy->limits, rule->limits, sizeof copy->limits);
 }
 
@@ -108,9 +100,8 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
 
         if (vmr_engine_job_holds_copy (job)) {
             VmrAdmissionCopy copy = { 0 };
-            g_autofree gchar *dest = NULL;
 
-            describe_copy (self, job, &copy, &dest);
+            describe_copy (self, job, &copy);
             vmr_admission_add_running (admission, &copy);
         }
     }
@@ -120,7 +111,6 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
         DomainEntry *entry = g_hash_table_lookup (self->domains, job->domain);
         GTask *job_task = job == new_job ? g_steal_pointer (&task) : NULL;
         VmrAdmissionCopy copy = { 0 };
-        g_autofree gchar *dest = NULL;
         g_autofree gchar *reason = NULL;
         VmrLimit limit;
 
@@ -128,7 +118,7 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
             complete_task (job, job_task);
             continue;
         }
-        describe_copy (self, job, &copy, &dest);
+        describe_copy (self, job, &copy);
         limit = vmr_admission_check (admission, &copy, &reason);
         if (limit != VMR_LIMIT_LAST) {
             hold_job (job, limit, reason);

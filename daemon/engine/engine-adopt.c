@@ -22,7 +22,7 @@ vmr_engine_load_unfinished (VmrEngine *self)
         VmrJob *job = g_ptr_array_index (jobs, i);
 
         g_message ("job %s (%s %s -> %s): %s when the daemon stopped; waiting for domain %s",
-                   job->id, job->domain, job->disk, job->destination,
+                   job->id, job->domain, job->disk, job->dest->location,
                    vmr_job_state_to_string (job->state), job->domain);
     }
 }

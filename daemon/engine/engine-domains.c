@@ -116,10 +116,10 @@ loss_reason (DomainLoss loss, const gchar *cause, VmrJob *job)
         if (loss == MONITOR_LOST)
             return g_strdup_printf ("QEMU monitor connection lost during the pivot (%s); "
                                     "check which of %s and %s the VM uses",
-                                    cause, job->source, job->destination);
+                                    cause, job->source, job->dest->location);
         return g_strdup_printf ("%s during the pivot; check which of %s and %s "
                                 "the domain's definition names",
-                                cause, job->source, job->destination);
+                                cause, job->source, job->dest->location);
     }
     if (loss == MONITOR_LOST)
         return g_strdup_printf ("QEMU monitor connection lost (%s); the source %s "
@@ -152,9 +152,9 @@ fail_domain_jobs (VmrEngine *self, DomainEntry *entry, DomainLoss loss, const gc
         VmrJob *job = g_ptr_array_index (jobs, i);
         g_autofree gchar *reason = loss_reason (loss, cause, job);
 
-        if (job->state != VMR_JOB_STATE_PIVOTING && job->created_destination
-            && job->state != VMR_JOB_STATE_QUEUED && job->state != VMR_JOB_STATE_DELAYED)
-            vmr_destination_remove (job->destination);
+        if (job->state != VMR_JOB_STATE_PIVOTING && job->state != VMR_JOB_STATE_QUEUED
+            && job->state != VMR_JOB_STATE_DELAYED)
+            vmr_destination_remove (job->dest);
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
     }
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "destination.h"
 #include "vmr-error.h"
 
 typedef struct {
@@ -276,7 +277,7 @@ make_plan (VmrEngine *self, EvacuateData *data, GError **error)
                 e->skipped = g_strdup ("read-only: move it while the domain is shut off");
                 continue;
             }
-            if (g_strcmp0 (e->format, "raw") != 0 && g_strcmp0 (e->format, "qcow2") != 0) {
+            if (!vmr_destination_format_is_valid (e->format)) {
                 g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                              "%s of %s is in format %s; give --format raw or qcow2", disk->id,
                              entry->name, e->format);
@@ -454,11 +455,8 @@ vmr_engine_evacuate_async (VmrEngine *self, const VmrEvacuateRequest *request,
                                  data->to, data->from);
         return;
     }
-    if (request->format != NULL && g_strcmp0 (request->format, "raw") != 0
-        && g_strcmp0 (request->format, "qcow2") != 0) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                                 "unsupported destination format '%s' (use raw or qcow2)",
-                                 request->format);
+    if (request->format != NULL && !vmr_destination_check_format (request->format, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
     data->domains = g_strdup (request->domains);

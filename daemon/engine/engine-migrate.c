@@ -15,6 +15,7 @@ typedef struct {
     gchar *disk;
     gchar *destination;
     gchar *format;
+    VmrDestination *dest; /* made by check_target() */
 } MigrateTarget;
 
 typedef struct {
@@ -35,6 +36,7 @@ migrate_target_clear (MigrateTarget *target)
     g_free (target->disk);
     g_free (target->destination);
     g_free (target->format);
+    g_clear_pointer (&target->dest, vmr_destination_unref);
 }
 
 static void
@@ -54,7 +56,8 @@ migrate_data_free (MigrateData *data)
  * does not give)
  */
 static gboolean
-check_not_elsewhere (VmrEngine *self, DomainEntry *entry, const gchar *destination, GError **error)
+check_not_elsewhere (VmrEngine *self, DomainEntry *entry, const VmrDestination *destination,
+                     GError **error)
 {
     GHashTableIter iter;
     gpointer value;
@@ -68,10 +71,10 @@ check_not_elsewhere (VmrEngine *self, DomainEntry *entry, const gchar *destinati
         for (guint i = 0; i < other->disks->len; i++) {
             VmrDisk *d = g_ptr_array_index (other->disks, i);
 
-            if (d->path != NULL && vmr_destination_same_file (destination, d->path)) {
+            if (vmr_destination_same_target (destination, d->path)) {
                 g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "destination %s is the disk %s of domain %s", destination, d->id,
-                             other->name);
+                             "destination %s is the disk %s of domain %s", destination->location,
+                             d->id, other->name);
                 return FALSE;
             }
         }
@@ -86,7 +89,6 @@ check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
 {
     MigrateTarget *target = &g_array_index (data->targets, MigrateTarget, n);
     g_autoptr (GString) names = g_string_new (NULL);
-    VmrDestinationCheck check = { 0 };
     VmrDisk *disk = vmr_disk_lookup (entry->disks, target->disk);
     VmrJob *busy;
 
@@ -135,14 +137,10 @@ check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
                      entry->name);
         return NULL;
     }
-    if (!check_not_elsewhere (self, entry, target->destination, error))
+    target->dest = vmr_destination_new (target->destination, target->format, !data->reuse, error);
+    if (target->dest == NULL || !check_not_elsewhere (self, entry, target->dest, error))
         return NULL;
-    check.path = target->destination;
-    check.format = target->format;
-    check.reuse = data->reuse;
-    check.source_size = disk->size;
-    check.in_use = in_use;
-    if (!vmr_destination_check (&check, out_existing_size, error))
+    if (!vmr_destination_check (target->dest, disk->size, in_use, out_existing_size, error))
         return NULL;
     return disk;
 }
@@ -158,10 +156,7 @@ create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *dis
     job->source_format = g_strdup (disk->format);
     job->source_node = g_strdup (disk->node);
     job->source_file_node = g_strdup (disk->file_node);
-    job->destination = g_strdup (target->destination);
-    g_free (job->format);
-    job->format = g_strdup (target->format);
-    job->created_destination = !data->reuse;
+    job->dest = vmr_destination_ref (target->dest);
     job->speed = data->speed;
     job->base_speed = data->speed;
     job->speed_from_user = data->speed_given;
@@ -242,10 +237,10 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         g_ptr_array_add (data->jobs, job);
         if (job->group != NULL)
             g_message ("job %s (%s %s -> %s): queued, group %s", job->id, job->domain, job->disk,
-                       job->destination, job->group);
+                       job->dest->location, job->group);
         else
             g_message ("job %s (%s %s -> %s): queued", job->id, job->domain, job->disk,
-                       job->destination);
+                       job->dest->location);
         vmr_job_table_add (self->jobs, job);
     }
     vmr_engine_update_timers (self, entry);
@@ -276,11 +271,8 @@ add_target (MigrateData *data, const gchar *disk, const gchar *destination, cons
                      "each disk to migrate needs a disk and a destination");
         return FALSE;
     }
-    if (g_strcmp0 (format, "raw") != 0 && g_strcmp0 (format, "qcow2") != 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "unsupported destination format '%s' (use raw or qcow2)", format);
+    if (!vmr_destination_check_format (format, error))
         return FALSE;
-    }
     target.disk = g_strdup (disk);
     target.destination = g_strdup (destination);
     target.format = g_strdup (format);

@@ -187,11 +187,12 @@ check_malformed (const MalformedCase *c)
             n = ok ? items->len : 0;
             break;
         case PARSE_BLOCK_USES: {
+            g_autoptr (VmrDestination) dest
+                = vmr_destination_new ("/images/job1-dst.raw", "raw", FALSE, NULL);
             gboolean node_used = FALSE;
             gboolean path_used = FALSE;
 
-            ok = vmr_qmp_parse_block_uses (reply, "job1-dst", "/images/job1-dst.raw", &node_used,
-                                           &path_used, &error);
+            ok = vmr_qmp_parse_block_uses (reply, "job1-dst", dest, &node_used, &path_used, &error);
             n = node_used || path_used ? 1 : 0;
             break;
         }

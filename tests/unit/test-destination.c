@@ -1,122 +1,483 @@
 #define G_LOG_DOMAIN "vmr-test"
 
+#include <errno.h>
 #include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "destination.h"
+#include "destination-private.h"
+#include "libvirt-xml.h"
 #include "vmr-error.h"
 
 #define MiB (1024 * 1024)
 
+/* ---- helpers ---- */
+
+/* a fresh directory for each test, removed with all in it at the end */
 typedef struct {
-    const gchar *name;
-    const gchar *path; /* relative to the test dir, or absolute when it starts with '/' */
-    const gchar *format;
-    gboolean reuse;
-    guint64 source_size;
-    gboolean ok;
-    const gchar *message_part; /* expected in the error message */
-} CheckCase;
+    gchar *dir;
+    GPtrArray *paths; /* the paths at() handed out, owned */
+    gchar *device;    /* the block tests' loop device over "backing.raw", or NULL */
+} Fixture;
 
-/* the test dir holds: source.raw (8 MiB, the disk in use), other.raw (8 MiB,
- * another disk), small.raw (4 MiB), big.raw (16 MiB), a directory sub/ and a
- * symlink alias.raw -> source.raw */
-static const CheckCase check_cases[] = {
-    { "new file", "new.raw", "raw", FALSE, 8 * MiB, TRUE, NULL },
-    { "new qcow2", "new.qcow2", "qcow2", FALSE, 8 * MiB, TRUE, NULL },
-    { "relative", "relative.raw", "raw", FALSE, 8 * MiB, FALSE, "not an absolute path" },
-    { "bad format", "new.vmdk", "vmdk", FALSE, 8 * MiB, FALSE, "unsupported destination format" },
-    { "exists", "big.raw", "raw", FALSE, 8 * MiB, FALSE, "pass --reuse" },
-    { "reuse missing", "missing.raw", "raw", TRUE, 8 * MiB, FALSE, "does not exist" },
-    { "reuse smaller", "small.raw", "raw", TRUE, 8 * MiB, FALSE, "smaller than the source" },
-    { "reuse bigger", "big.raw", "raw", TRUE, 8 * MiB, TRUE, NULL },
-    { "reuse same size", "other-size.raw", "raw", TRUE, 8 * MiB, TRUE, NULL },
-    { "is the source", "source.raw", "raw", TRUE, 8 * MiB, FALSE, "a disk of the domain" },
-    { "another disk", "other.raw", "raw", TRUE, 8 * MiB, FALSE, "a disk of the domain" },
-    { "source via symlink", "alias.raw", "raw", TRUE, 8 * MiB, FALSE, "a disk of the domain" },
-    { "source without reuse", "source.raw", "raw", FALSE, 8 * MiB, FALSE, "a disk of the domain" },
-    { "no directory", "nowhere/new.raw", "raw", FALSE, 8 * MiB, FALSE, "does not exist" },
-    { "a directory", "sub", "raw", TRUE, 8 * MiB, FALSE, "is a directory" },
-    { "not a file", "/dev/null", "raw", TRUE, 0, FALSE, "neither a file nor a block device" },
-};
-
-static void
-make_file (const gchar *dir, const gchar *name, gsize size)
+/* @name in the test's directory; the fixture owns the string */
+static const gchar *
+at (Fixture *f, const gchar *name)
 {
-    g_autofree gchar *path = g_build_filename (dir, name, NULL);
-    FILE *f = g_fopen (path, "w");
+    gchar *path = g_build_filename (f->dir, name, NULL);
 
-    g_assert_nonnull (f);
-    g_assert_cmpint (ftruncate (fileno (f), (off_t) size), ==, 0);
-    fclose (f);
+    g_ptr_array_add (f->paths, path);
+    return path;
 }
 
-static void
-test_destination_check (void)
+/* a sparse file of @size bytes; returns its path, as at() */
+static const gchar *
+make_file (Fixture *f, const gchar *name, gsize size)
 {
-    g_autofree gchar *dir = g_dir_make_tmp ("vmr-test-dest-XXXXXX", NULL);
-    g_autofree gchar *source = g_build_filename (dir, "source.raw", NULL);
-    g_autofree gchar *other = g_build_filename (dir, "other.raw", NULL);
-    g_autofree gchar *alias = g_build_filename (dir, "alias.raw", NULL);
-    g_autofree gchar *sub = g_build_filename (dir, "sub", NULL);
-    const gchar *in_use[] = { source, other, NULL };
-    const gchar *names[] = { "source.raw",     "other.raw", "small.raw", "big.raw",
-                             "other-size.raw", "alias.raw", "sub" };
+    const gchar *path = at (f, name);
+    FILE *file = g_fopen (path, "w");
 
-    make_file (dir, "source.raw", 8 * MiB);
-    make_file (dir, "other.raw", 8 * MiB);
-    make_file (dir, "other-size.raw", 8 * MiB);
-    make_file (dir, "small.raw", 4 * MiB);
-    make_file (dir, "big.raw", 16 * MiB);
-    g_assert_cmpint (symlink (source, alias), ==, 0);
-    g_assert_cmpint (g_mkdir (sub, 0700), ==, 0);
+    g_assert_nonnull (file);
+    g_assert_cmpint (ftruncate (fileno (file), (off_t) size), ==, 0);
+    fclose (file);
+    return path;
+}
 
-    for (gsize i = 0; i < G_N_ELEMENTS (check_cases); i++) {
-        const CheckCase *c = &check_cases[i];
-        g_autofree gchar *path = NULL;
-        g_autoptr (GError) error = NULL;
-        VmrDestinationCheck check = { 0 };
-        guint64 size = 0;
-        gboolean ok;
+/* removes @dir and everything in it */
+static void
+remove_tree (const gchar *dir)
+{
+    g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+    const gchar *name;
 
-        g_test_message ("case: %s", c->name);
-        if (c->path[0] == '/')
-            path = g_strdup (c->path);
-        else if (g_str_equal (c->name, "relative"))
-            path = g_strdup (c->path);
+    while (d != NULL && (name = g_dir_read_name (d)) != NULL) {
+        g_autofree gchar *path = g_build_filename (dir, name, NULL);
+
+        if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+            remove_tree (path);
         else
-            path = g_build_filename (dir, c->path, NULL);
-        check.path = path;
-        check.format = c->format;
-        check.reuse = c->reuse;
-        check.source_size = c->source_size;
-        check.in_use = in_use;
-        ok = vmr_destination_check (&check, &size, &error);
-        if (c->ok) {
-            g_assert_no_error (error);
-            g_assert_true (ok);
-        } else {
-            g_assert_false (ok);
-            g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
-            g_assert_nonnull (strstr (error->message, c->message_part));
-            /* one line for the user */
-            g_assert_null (strchr (error->message, '\n'));
-        }
-    }
-    /* the check changed nothing */
-    {
-        g_autofree gchar *new_path = g_build_filename (dir, "new.raw", NULL);
-
-        g_assert_false (g_file_test (new_path, G_FILE_TEST_EXISTS));
-    }
-
-    for (gsize i = 0; i < G_N_ELEMENTS (names); i++) {
-        g_autofree gchar *path = g_build_filename (dir, names[i], NULL);
-
-        g_assert_cmpint (g_remove (path), ==, 0);
+            g_assert_cmpint (g_unlink (path), ==, 0);
     }
     g_assert_cmpint (g_rmdir (dir), ==, 0);
 }
+
+static void
+fixture_setup (Fixture *f, gconstpointer user_data)
+{
+    f->dir = g_dir_make_tmp ("vmr-test-dest-XXXXXX", NULL);
+    g_assert_nonnull (f->dir);
+    f->paths = g_ptr_array_new_with_free_func (g_free);
+}
+
+static void
+fixture_teardown (Fixture *f, gconstpointer user_data)
+{
+    remove_tree (f->dir);
+    g_free (f->dir);
+    g_ptr_array_unref (f->paths);
+}
+
+/* @text with each '@' replaced by @dir */
+static gchar *
+expand (const gchar *text, const gchar *dir)
+{
+    g_auto (GStrv) parts = g_strsplit (text, "@", -1);
+
+    return g_strjoinv (dir, parts);
+}
+
+/*
+ * A loop device over @backing, made with losetup: a real block device of a
+ * known size. NULL, with the test skipped, where that cannot be done here.
+ */
+static gchar *
+make_loop_device (const gchar *backing)
+{
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+    g_autoptr (GError) error = NULL;
+    const gchar *argv[] = { "losetup", "--find", "--show", backing, NULL };
+    g_autofree gchar *program = g_find_program_in_path ("losetup");
+    gint status = 0;
+
+    if (program == NULL) {
+        g_test_skip ("losetup not found");
+        return NULL;
+    }
+    if (!g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
+                       &status, &error)
+        || !g_spawn_check_wait_status (status, NULL)) {
+        g_autofree gchar *reason = g_strdup_printf (
+            "cannot make a loop device: %s", error != NULL ? error->message : g_strstrip (err));
+
+        g_test_skip (reason);
+        return NULL;
+    }
+    return g_strdup (g_strstrip (out));
+}
+
+static void
+remove_loop_device (const gchar *device)
+{
+    const gchar *argv[] = { "losetup", "--detach", device, NULL };
+    gint status = 0;
+
+    g_assert_true (g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
+                                 NULL, &status, NULL));
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+}
+
+/* the first block device under /dev, or NULL */
+static gchar *
+find_block_device (void)
+{
+    g_autoptr (GDir) dev = g_dir_open ("/dev", 0, NULL);
+    const gchar *name;
+
+    while (dev != NULL && (name = g_dir_read_name (dev)) != NULL) {
+        g_autofree gchar *path = g_build_filename ("/dev", name, NULL);
+        GStatBuf st;
+
+        if (g_lstat (path, &st) == 0 && S_ISBLK (st.st_mode))
+            return g_steal_pointer (&path);
+    }
+    return NULL;
+}
+
+static gboolean
+file_is_zero (const gchar *path, gsize expected_size)
+{
+    g_autofree gchar *contents = NULL;
+    gsize length = 0;
+
+    g_assert_true (g_file_get_contents (path, &contents, &length, NULL));
+    if (length != expected_size)
+        return FALSE;
+    for (gsize i = 0; i < length; i++) {
+        if (contents[i] != 0)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* the fixture with a loop device over an 8 MiB "backing.raw" (the test is skipped without) */
+static void
+loop_setup (Fixture *f, gconstpointer user_data)
+{
+    fixture_setup (f, user_data);
+    f->device = make_loop_device (make_file (f, "backing.raw", 8 * MiB));
+}
+
+static void
+loop_teardown (Fixture *f, gconstpointer user_data)
+{
+    if (f->device != NULL)
+        remove_loop_device (f->device);
+    g_free (f->device);
+    fixture_teardown (f, user_data);
+}
+
+/* ---- kinds ---- */
+
+typedef struct {
+    const gchar *name;
+    gboolean exists;
+    mode_t mode;
+    VmrDestinationKind kind;
+} KindCase;
+
+static const KindCase kind_cases[] = {
+    { "missing", FALSE, 0, VMR_DESTINATION_FILE },
+    { "regular file", TRUE, S_IFREG | 0600, VMR_DESTINATION_FILE },
+    { "block device", TRUE, S_IFBLK | 0660, VMR_DESTINATION_BLOCK },
+    /* what check() refuses is a file here: it names the problem */
+    { "character device", TRUE, S_IFCHR | 0666, VMR_DESTINATION_FILE },
+    { "directory", TRUE, S_IFDIR | 0700, VMR_DESTINATION_FILE },
+};
+
+static void
+test_destination_kind (Fixture *f, gconstpointer user_data)
+{
+    g_autofree gchar *block = find_block_device ();
+    const struct {
+        const gchar *path;
+        VmrDestinationKind kind;
+    } real[] = {
+        { make_file (f, "a.raw", MiB), VMR_DESTINATION_FILE },
+        { at (f, "missing.raw"), VMR_DESTINATION_FILE },
+        { "/dev/null", VMR_DESTINATION_FILE },
+        { block, VMR_DESTINATION_BLOCK },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS (kind_cases); i++) {
+        const KindCase *c = &kind_cases[i];
+        GStatBuf st = { 0 };
+
+        g_test_message ("case: %s", c->name);
+        st.st_mode = c->mode;
+        g_assert_cmpint (vmr_destination_kind_of (c->exists ? &st : NULL), ==, c->kind);
+    }
+    if (block == NULL)
+        g_test_message ("no block device under /dev: its kind is tested by mode only");
+    for (gsize i = 0; i < G_N_ELEMENTS (real); i++) {
+        g_autoptr (VmrDestination) dest = NULL;
+        g_autoptr (GError) error = NULL;
+
+        if (real[i].path == NULL)
+            continue;
+        g_test_message ("path: %s", real[i].path);
+        dest = vmr_destination_new (real[i].path, "raw", FALSE, &error);
+        g_assert_no_error (error);
+        g_assert_cmpint (dest->kind, ==, real[i].kind);
+        g_assert_cmpstr (dest->location, ==, real[i].path);
+    }
+}
+
+/* ---- formats ---- */
+
+typedef struct {
+    const gchar *format;
+    gboolean valid;
+    gboolean has_virtual_size;
+} FormatCase;
+
+static const FormatCase format_cases[] = {
+    { "raw", TRUE, FALSE },  { "qcow2", TRUE, TRUE }, { "vmdk", FALSE, FALSE },
+    { "RAW", FALSE, FALSE }, { "", FALSE, FALSE },    { NULL, FALSE, FALSE },
+};
+
+static void
+test_destination_format (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (format_cases); i++) {
+        const FormatCase *c = &format_cases[i];
+        g_autoptr (GError) error = NULL;
+
+        g_test_message ("format: %s", c->format != NULL ? c->format : "(null)");
+        g_assert_cmpint (vmr_destination_format_is_valid (c->format), ==, c->valid);
+        g_assert_cmpint (vmr_destination_check_format (c->format, &error), ==, c->valid);
+        if (c->valid) {
+            g_autoptr (VmrDestination) dest
+                = vmr_destination_new ("/srv/a.img", c->format, TRUE, NULL);
+
+            g_assert_no_error (error);
+            g_assert_cmpint (vmr_destination_has_virtual_size (dest), ==, c->has_virtual_size);
+        } else if (c->format != NULL) {
+            g_autofree gchar *expected = g_strdup_printf (
+                "unsupported destination format '%s' (use raw or qcow2)", c->format);
+
+            g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
+            g_assert_cmpstr (error->message, ==, expected);
+        }
+    }
+    /* no format is raw */
+    {
+        g_autoptr (VmrDestination) dest = vmr_destination_new ("/srv/a.img", NULL, TRUE, NULL);
+
+        g_assert_cmpstr (dest->format, ==, "raw");
+    }
+}
+
+/* ---- check ---- */
+
+/*
+ * The test dir holds: source.raw (8 MiB, the disk in use), other.raw (8 MiB,
+ * another disk), small.raw (4 MiB), big.raw (16 MiB), same-size.raw (8 MiB),
+ * a directory sub/, a symlink alias.raw -> source.raw and a hard link
+ * hard.raw of source.raw. The source has 8 MiB. In paths and messages '@'
+ * stands for the test dir, '%' for the destination.
+ */
+#define SOURCE_SIZE (8 * MiB)
+
+typedef struct {
+    const gchar *path;
+    const gchar *format;
+    gboolean reuse;
+    guint64 existing_size; /* what check() says is there */
+} AcceptedCase;
+
+static const AcceptedCase accepted_cases[] = {
+    { "@/new.raw", "raw", FALSE, 0 },
+    { "@/new.qcow2", "qcow2", FALSE, 0 },
+    /* a qcow2 file's virtual size is QEMU's to check */
+    { "@/small.raw", "qcow2", TRUE, 4 * MiB },
+    { "@/big.raw", "raw", TRUE, 16 * MiB },
+    { "@/same-size.raw", "raw", TRUE, 8 * MiB },
+};
+
+typedef struct {
+    const gchar *path;
+    const gchar *format;
+    gboolean reuse;
+    const gchar *message; /* all of it, word for word */
+} RefusedCase;
+
+static const RefusedCase refused_cases[] = {
+    { "relative.raw", "raw", FALSE, "destination '%' is not an absolute path" },
+    { "@/new.vmdk", "vmdk", FALSE, "unsupported destination format 'vmdk' (use raw or qcow2)" },
+    { "@/big.raw", "raw", FALSE, "destination % exists; pass --reuse to copy onto it" },
+    { "@/missing.raw", "raw", TRUE,
+      "destination % does not exist (--reuse needs an existing file)" },
+    { "@/small.raw", "raw", TRUE, "destination % is smaller than the source (4 MiB < 8 MiB)" },
+    { "@/nowhere/new.raw", "raw", FALSE, "destination directory @/nowhere does not exist" },
+    { "@/sub", "raw", TRUE, "destination % is a directory" },
+    { "/dev/null", "raw", TRUE, "destination % is neither a file nor a block device" },
+};
+
+/* a disk of the domain by any name, reused or not */
+static const gchar *const in_use_cases[]
+    = { "@/source.raw", "@/other.raw", "@/alias.raw", "@/hard.raw" };
+
+/* new() then check(), as the engine does; NULL or the error message */
+static gchar *
+new_and_check (const gchar *path, const gchar *format, gboolean reuse, guint64 source_size,
+               const gchar *const *in_use, guint64 *out_size)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (VmrDestination) dest = vmr_destination_new (path, format, !reuse, &error);
+
+    if (dest != NULL && vmr_destination_check (dest, source_size, in_use, out_size, &error))
+        return NULL;
+    g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
+    /* one line for the user */
+    g_assert_null (strchr (error->message, '\n'));
+    return g_strdup (error->message);
+}
+
+/* @text with '%' replaced by @path and '@' by @dir */
+static gchar *
+expand_message (const gchar *text, const gchar *path, const gchar *dir)
+{
+    g_auto (GStrv) parts = g_strsplit (text, "%", -1);
+    g_autofree gchar *with_path = g_strjoinv (path, parts);
+
+    return expand (with_path, dir);
+}
+
+static void
+test_destination_check (Fixture *f, gconstpointer user_data)
+{
+    const gchar *in_use[]
+        = { make_file (f, "source.raw", 8 * MiB), make_file (f, "other.raw", 8 * MiB), NULL };
+
+    make_file (f, "same-size.raw", 8 * MiB);
+    make_file (f, "small.raw", 4 * MiB);
+    make_file (f, "big.raw", 16 * MiB);
+    g_assert_cmpint (symlink (in_use[0], at (f, "alias.raw")), ==, 0);
+    g_assert_cmpint (link (in_use[0], at (f, "hard.raw")), ==, 0);
+    g_assert_cmpint (g_mkdir (at (f, "sub"), 0700), ==, 0);
+
+    for (gsize i = 0; i < G_N_ELEMENTS (accepted_cases); i++) {
+        const AcceptedCase *c = &accepted_cases[i];
+        g_autofree gchar *path = expand (c->path, f->dir);
+        guint64 size = 1;
+
+        g_test_message ("accepted: %s (%s)", path, c->format);
+        g_assert_null (new_and_check (path, c->format, c->reuse, SOURCE_SIZE, in_use, &size));
+        g_assert_cmpuint (size, ==, c->existing_size);
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS (refused_cases); i++) {
+        const RefusedCase *c = &refused_cases[i];
+        g_autofree gchar *path = expand (c->path, f->dir);
+        g_autofree gchar *expected = expand_message (c->message, path, f->dir);
+        g_autofree gchar *message
+            = new_and_check (path, c->format, c->reuse, SOURCE_SIZE, in_use, NULL);
+
+        g_assert_cmpstr (message, ==, expected);
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS (in_use_cases) * 2; i++) {
+        g_autofree gchar *path = expand (in_use_cases[i / 2], f->dir);
+        g_autofree gchar *expected
+            = g_strdup_printf ("destination %s is a disk of the domain already", path);
+        g_autofree gchar *message
+            = new_and_check (path, "raw", i % 2 == 0, SOURCE_SIZE, in_use, NULL);
+
+        g_assert_cmpstr (message, ==, expected);
+    }
+    /* the check changed nothing */
+    g_assert_false (g_file_test (at (f, "new.raw"), G_FILE_TEST_EXISTS));
+}
+
+/* a directory that root could write to all the same is tested by others */
+static void
+test_destination_check_not_writable (Fixture *f, gconstpointer user_data)
+{
+    const gchar *locked = at (f, "locked");
+    g_autofree gchar *path = g_build_filename (locked, "new.raw", NULL);
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *message = NULL;
+
+    if (geteuid () == 0) {
+        g_test_skip ("root may write to any directory");
+        return;
+    }
+    g_assert_cmpint (g_mkdir (locked, 0500), ==, 0);
+    expected = g_strdup_printf ("destination directory %s is not writable: %s", locked,
+                                g_strerror (EACCES));
+    message = new_and_check (path, "raw", FALSE, MiB, NULL, NULL);
+    g_assert_cmpstr (message, ==, expected);
+    g_assert_cmpint (g_chmod (locked, 0700), ==, 0);
+}
+
+/* ---- a block device ---- */
+
+static void
+test_destination_block (Fixture *f, gconstpointer user_data)
+{
+    g_autoptr (VmrDestination) dest = NULL;
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *message = NULL;
+    g_autofree gchar *expected = NULL;
+    const gchar *in_use[] = { at (f, "backing.raw"), NULL };
+    g_autoptr (VmrDisk) source = vmr_disk_new ();
+    g_autoptr (JsonObject) args = NULL;
+    JsonObject *file;
+    guint64 size = 0;
+
+    if (f->device == NULL)
+        return;
+    dest = vmr_destination_new (f->device, "raw", FALSE, &error);
+    g_assert_no_error (error);
+    g_assert_cmpint (dest->kind, ==, VMR_DESTINATION_BLOCK);
+    /* a block device is a group of its own */
+    g_assert_cmpstr (dest->admission_key, ==, f->device);
+
+    g_assert_true (vmr_destination_check (dest, 8 * MiB, NULL, &size, &error));
+    g_assert_cmpuint (size, ==, 8 * MiB);
+    g_assert_true (vmr_destination_check (dest, 4 * MiB, NULL, NULL, &error));
+    g_assert_no_error (error);
+
+    message = new_and_check (f->device, "raw", TRUE, 16 * MiB, NULL, NULL);
+    expected
+        = g_strdup_printf ("destination %s is smaller than the source (8 MiB < 16 MiB)", f->device);
+    g_assert_cmpstr (message, ==, expected);
+    g_clear_pointer (&message, g_free);
+    g_clear_pointer (&expected, g_free);
+
+    message = new_and_check (f->device, "raw", FALSE, 8 * MiB, NULL, NULL);
+    expected = g_strdup_printf ("destination %s exists; pass --reuse to copy onto it", f->device);
+    g_assert_cmpstr (message, ==, expected);
+
+    /* the device is not the file it reads from: no inode in common */
+    g_assert_true (vmr_destination_check (dest, 8 * MiB, in_use, NULL, &error));
+    g_assert_true (vmr_destination_same_target (dest, f->device));
+    g_assert_false (vmr_destination_same_target (dest, in_use[0]));
+
+    /* a device node is never removed */
+    vmr_destination_remove (dest);
+    g_assert_true (g_file_test (f->device, G_FILE_TEST_EXISTS));
+
+    /* QEMU opens it as a host device, for the source's size when it is larger */
+    source->size = 4 * MiB;
+    args = vmr_destination_to_blockdev_add (dest, "vmr-4-dst", source);
+    file = json_object_get_object_member (args, "file");
+    g_assert_cmpstr (json_object_get_string_member (file, "driver"), ==, "host_device");
+    g_assert_cmpstr (json_object_get_string_member (file, "filename"), ==, f->device);
+    g_assert_cmpint (json_object_get_int_member (args, "size"), ==, 4 * MiB);
+}
+
+/* ---- creating and removing ---- */
 
 static void
 create_cb (GObject *source, GAsyncResult *res, gpointer user_data)
@@ -126,41 +487,301 @@ create_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     *out = g_object_ref (res);
 }
 
-static void
-test_destination_create_raw (void)
+/* creates @dest and returns what create_finish said */
+static gboolean
+create_sync (VmrDestination *dest, guint64 size, const gchar *like_path, GError **error)
 {
-    g_autofree gchar *dir = g_dir_make_tmp ("vmr-test-dest-XXXXXX", NULL);
-    g_autofree gchar *path = g_build_filename (dir, "new.raw", NULL);
     g_autoptr (GAsyncResult) res = NULL;
-    g_autoptr (GAsyncResult) res2 = NULL;
+
+    vmr_destination_create_async (dest, size, like_path, NULL, create_cb, &res);
+    while (res == NULL)
+        g_main_context_iteration (NULL, TRUE);
+    return vmr_destination_create_finish (res, error);
+}
+
+/* never over an existing file; and what it made goes, once or twice */
+static void
+assert_not_twice_then_remove (VmrDestination *dest)
+{
+    g_autoptr (GError) error = NULL;
+
+    g_assert_false (create_sync (dest, MiB, NULL, &error));
+    g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
+    vmr_destination_remove (dest);
+    g_assert_false (g_file_test (dest->location, G_FILE_TEST_EXISTS));
+    vmr_destination_remove (dest);
+}
+
+static void
+test_destination_create_raw (Fixture *f, gconstpointer user_data)
+{
+    const gchar *like = make_file (f, "like.raw", MiB);
+    g_autoptr (VmrDestination) dest = vmr_destination_new (at (f, "new.raw"), "raw", TRUE, NULL);
     g_autoptr (GError) error = NULL;
     GStatBuf st;
 
-    vmr_destination_create_async (path, "raw", 3 * MiB, NULL, NULL, create_cb, &res);
-    while (res == NULL)
-        g_main_context_iteration (NULL, TRUE);
-    g_assert_true (vmr_destination_create_finish (res, &error));
+    g_assert_cmpint (g_chmod (like, 0640), ==, 0);
+    g_assert_true (create_sync (dest, 3 * MiB, like, &error));
     g_assert_no_error (error);
-    g_assert_cmpint (g_stat (path, &st), ==, 0);
+    g_assert_cmpint (g_stat (dest->location, &st), ==, 0);
     g_assert_cmpint (st.st_size, ==, 3 * MiB);
-
-    /* never over an existing file */
-    vmr_destination_create_async (path, "raw", 3 * MiB, NULL, NULL, create_cb, &res2);
-    while (res2 == NULL)
-        g_main_context_iteration (NULL, TRUE);
-    g_assert_false (vmr_destination_create_finish (res2, &error));
-    g_assert_nonnull (error);
-
-    vmr_destination_remove (path);
-    g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
-    g_assert_cmpint (g_rmdir (dir), ==, 0);
+    /* the mode of the source, so that QEMU opens it as it opened that */
+    g_assert_cmpint (st.st_mode & 07777, ==, 0640);
+    /* sparse and zero: the copy writes every byte that is not */
+    g_assert_cmpint (st.st_blocks, <, 3 * MiB / 512);
+    g_assert_true (file_is_zero (dest->location, 3 * MiB));
+    assert_not_twice_then_remove (dest);
 }
+
+static void
+test_destination_create_qcow2 (Fixture *f, gconstpointer user_data)
+{
+    g_autoptr (VmrDestination) dest
+        = vmr_destination_new (at (f, "new.qcow2"), "qcow2", TRUE, NULL);
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *contents = NULL;
+    g_autofree gchar *program = g_find_program_in_path ("qemu-img");
+    gsize length = 0;
+    guint64 virtual_size = 0;
+
+    if (program == NULL) {
+        g_test_skip ("qemu-img not found");
+        return;
+    }
+    g_assert_true (create_sync (dest, 5 * MiB, NULL, &error));
+    g_assert_no_error (error);
+    /* a qcow2 header: magic, version, then the virtual size at byte 24, big-endian */
+    g_assert_true (g_file_get_contents (dest->location, &contents, &length, NULL));
+    g_assert_cmpuint (length, >=, 32);
+    g_assert_cmpmem (contents, 4, "QFI\xfb", 4);
+    memcpy (&virtual_size, contents + 24, sizeof virtual_size);
+    g_assert_cmpuint (GUINT64_FROM_BE (virtual_size), ==, 5 * MiB);
+    /* qemu-img would write over it: the daemon refuses */
+    assert_not_twice_then_remove (dest);
+}
+
+/* only what the copy made goes; what was there before stays, byte for byte */
+static void
+test_destination_remove_only_created (Fixture *f, gconstpointer user_data)
+{
+    const gchar *path = at (f, "kept.raw");
+    g_autoptr (VmrDestination) reused = vmr_destination_new (path, "raw", FALSE, NULL);
+    g_autoptr (VmrDestination) as_block
+        = vmr_destination_new_of_kind (VMR_DESTINATION_BLOCK, path, "raw", TRUE);
+    g_autoptr (VmrDestination) made = vmr_destination_new (path, "raw", TRUE, NULL);
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *contents = NULL;
+
+    g_assert_true (g_file_set_contents (path, "the user's data", -1, NULL));
+    vmr_destination_remove (reused);
+    vmr_destination_remove (as_block);
+    g_assert_true (g_file_get_contents (path, &contents, NULL, NULL));
+    g_assert_cmpstr (contents, ==, "the user's data");
+
+    /* nor is one that is not to be made created */
+    g_assert_false (create_sync (reused, MiB, NULL, &error));
+    g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
+
+    vmr_destination_remove (made);
+    g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+}
+
+/* ---- admission key ---- */
+
+typedef struct {
+    VmrDestinationKind kind;
+    const gchar *location;
+    const gchar *key;
+} KeyCase;
+
+static const KeyCase key_cases[] = {
+    { VMR_DESTINATION_FILE, "/srv/fast/web01.raw", "/srv/fast" },
+    { VMR_DESTINATION_FILE, "/srv/fast/sub/web01.qcow2", "/srv/fast/sub" },
+    { VMR_DESTINATION_FILE, "/web01.raw", "/" },
+    { VMR_DESTINATION_BLOCK, "/dev/vg0/web01", "/dev/vg0/web01" },
+};
+
+static void
+test_destination_admission_key (Fixture *f, gconstpointer user_data)
+{
+    g_autoptr (VmrDestination) dest = vmr_destination_new (at (f, "a.raw"), "raw", TRUE, NULL);
+
+    for (gsize i = 0; i < G_N_ELEMENTS (key_cases); i++) {
+        const KeyCase *c = &key_cases[i];
+        g_autoptr (VmrDestination) keyed
+            = vmr_destination_new_of_kind (c->kind, c->location, "raw", FALSE);
+
+        g_assert_cmpstr (keyed->admission_key, ==, c->key);
+    }
+    /* made once with the destination: it does not follow the file */
+    g_assert_cmpstr (dest->admission_key, ==, f->dir);
+    make_file (f, "a.raw", MiB);
+    g_assert_cmpstr (dest->admission_key, ==, f->dir);
+}
+
+/* ---- same target ---- */
+
+static void
+test_destination_same_target (Fixture *f, gconstpointer user_data)
+{
+    const gchar *file = make_file (f, "a.raw", MiB);
+    const gchar *missing = at (f, "missing.raw");
+    g_autoptr (VmrDestination) dest = vmr_destination_new (file, "raw", FALSE, NULL);
+    g_autoptr (VmrDestination) not_yet = vmr_destination_new (missing, "raw", TRUE, NULL);
+
+    g_assert_cmpint (link (file, at (f, "hard.raw")), ==, 0);
+    g_assert_cmpint (symlink (file, at (f, "sym.raw")), ==, 0);
+    g_assert_true (vmr_destination_same_target (dest, file));
+    g_assert_true (vmr_destination_same_target (dest, at (f, "hard.raw")));
+    g_assert_true (vmr_destination_same_target (dest, at (f, "sym.raw")));
+    g_assert_true (vmr_destination_same_target (dest, at (f, "./a.raw")));
+    g_assert_false (vmr_destination_same_target (dest, make_file (f, "b.raw", MiB)));
+    g_assert_false (vmr_destination_same_target (dest, missing));
+    g_assert_false (vmr_destination_same_target (dest, NULL));
+    /* a file that is not there yet is its path */
+    g_assert_true (vmr_destination_same_target (not_yet, missing));
+    g_assert_true (vmr_destination_same_target (not_yet, at (f, "sub/../missing.raw")));
+    g_assert_false (vmr_destination_same_target (not_yet, at (f, "missing-b.raw")));
+    g_assert_false (vmr_destination_same_target (not_yet, file));
+}
+
+/* ---- how the backends name it ---- */
+
+static gchar *
+json_text (JsonObject *obj)
+{
+    g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+
+    json_node_set_object (node, obj);
+    return json_to_string (node, FALSE);
+}
+
+/* what blockdev-add gets for the source of test_destination_blockdev_add() */
+static const gchar blockdev_template[]
+    = "{\"driver\":\"%s\",\"node-name\":\"vmr-3-dst\",\"file\":{\"driver\":\"%s\","
+      "\"filename\":\"%s\",\"node-name\":\"vmr-3-dst-file\",\"cache\":{\"direct\":false,"
+      "\"no-flush\":true}},\"cache\":{\"direct\":true,\"no-flush\":false},"
+      "\"discard\":\"unmap\"%s}";
+
+typedef struct {
+    VmrDestinationKind kind;
+    const gchar *location; /* '@' for the test dir */
+    const gchar *format;
+    gboolean created;
+    const gchar *protocol; /* the driver of the file node */
+    const gchar *size;     /* the size member, "" for none */
+} BlockdevCase;
+
+static const BlockdevCase blockdev_cases[] = {
+    { VMR_DESTINATION_FILE, "/srv/b.qcow2", "qcow2", TRUE, "file", "" },
+    /* a larger raw file is opened for the source's size */
+    { VMR_DESTINATION_FILE, "@/big.raw", "raw", FALSE, "file", ",\"size\":8388608" },
+    { VMR_DESTINATION_FILE, "@/same.raw", "raw", FALSE, "file", "" },
+    { VMR_DESTINATION_BLOCK, "/dev/vg0/b", "raw", FALSE, "host_device", "" },
+};
+
+static void
+test_destination_blockdev_add (Fixture *f, gconstpointer user_data)
+{
+    g_autoptr (VmrDisk) source = vmr_disk_new ();
+
+    make_file (f, "big.raw", 16 * MiB);
+    make_file (f, "same.raw", 8 * MiB);
+    source->size = 8 * MiB;
+    source->cache_direct = TRUE;
+    source->cache_no_flush = FALSE;
+    source->file_cache_direct = FALSE;
+    source->file_cache_no_flush = TRUE;
+    for (gsize i = 0; i < G_N_ELEMENTS (blockdev_cases); i++) {
+        const BlockdevCase *c = &blockdev_cases[i];
+        g_autofree gchar *location = expand (c->location, f->dir);
+        g_autofree gchar *expected
+            = g_strdup_printf (blockdev_template, c->format, c->protocol, location, c->size);
+        g_autoptr (VmrDestination) dest
+            = vmr_destination_new_of_kind (c->kind, location, c->format, c->created);
+        g_autoptr (JsonObject) args = vmr_destination_to_blockdev_add (dest, "vmr-3-dst", source);
+        g_autofree gchar *text = json_text (args);
+
+        g_test_message ("case: %s", location);
+        g_assert_cmpstr (text, ==, expected);
+    }
+}
+
+static void
+test_destination_libvirt_xml (void)
+{
+    g_autoptr (VmrDestination) file
+        = vmr_destination_new_of_kind (VMR_DESTINATION_FILE, "/srv/a'b&c.raw", "raw", TRUE);
+    g_autoptr (VmrDestination) block
+        = vmr_destination_new_of_kind (VMR_DESTINATION_BLOCK, "/dev/vg0/x", "qcow2", FALSE);
+    g_autofree gchar *file_xml = vmr_destination_to_libvirt_xml (file);
+    g_autofree gchar *block_xml = vmr_destination_to_libvirt_xml (block);
+    g_autoptr (GPtrArray) disks = NULL;
+    g_autofree gchar *wrapped = NULL;
+    VmrLibvirtDisk *disk;
+
+    g_assert_cmpstr (file_xml, ==,
+                     "<disk type='file'><source file='/srv/a&apos;b&amp;c.raw'/>"
+                     "<driver type='raw'/></disk>");
+    g_assert_cmpstr (block_xml, ==,
+                     "<disk type='block'><source dev='/dev/vg0/x'/><driver type='qcow2'/></disk>");
+    /* they read back as the disks they describe */
+    wrapped = g_strdup_printf ("<domain><devices>%s%s</devices></domain>", file_xml, block_xml);
+    disks = vmr_libvirt_xml_parse_disks (wrapped, NULL);
+    g_assert_nonnull (disks);
+    g_assert_cmpuint (disks->len, ==, 2);
+    disk = g_ptr_array_index (disks, 0);
+    g_assert_cmpstr (disk->type, ==, "file");
+    g_assert_cmpstr (disk->path, ==, "/srv/a'b&c.raw");
+    g_assert_cmpstr (disk->format, ==, "raw");
+    disk = g_ptr_array_index (disks, 1);
+    g_assert_cmpstr (disk->type, ==, "block");
+    g_assert_cmpstr (disk->path, ==, "/dev/vg0/x");
+    g_assert_cmpstr (disk->format, ==, "qcow2");
+}
+
+/* one reference per holder; the last one frees it */
+static void
+test_destination_ref (void)
+{
+    VmrDestination *dest = vmr_destination_new ("/srv/a.raw", "raw", TRUE, NULL);
+
+    g_assert_true (vmr_destination_ref (dest) == dest);
+    vmr_destination_unref (dest);
+    /* still there for the other holder */
+    g_assert_cmpstr (dest->location, ==, "/srv/a.raw");
+    vmr_destination_unref (dest);
+}
+
+static const struct {
+    const gchar *path;
+    void (*func) (Fixture *f, gconstpointer user_data);
+    gboolean loop_device;
+} fixture_tests[] = {
+    { "/destination/kind", test_destination_kind, FALSE },
+    { "/destination/check", test_destination_check, FALSE },
+    { "/destination/check-not-writable", test_destination_check_not_writable, FALSE },
+    { "/destination/block-device", test_destination_block, TRUE },
+    { "/destination/create-raw", test_destination_create_raw, FALSE },
+    { "/destination/create-qcow2", test_destination_create_qcow2, FALSE },
+    { "/destination/remove-only-created", test_destination_remove_only_created, FALSE },
+    { "/destination/admission-key", test_destination_admission_key, FALSE },
+    { "/destination/same-target", test_destination_same_target, FALSE },
+    { "/destination/blockdev-add", test_destination_blockdev_add, FALSE },
+};
 
 int
 main (int argc, char **argv)
 {
     g_test_init (&argc, &argv, NULL);
-    g_test_add_func ("/destination/check", test_destination_check);
-    g_test_add_func ("/destination/create-raw", test_destination_create_raw);
+    g_test_add_func ("/destination/format", test_destination_format);
+    g_test_add_func ("/destination/libvirt-xml", test_destination_libvirt_xml);
+    g_test_add_func ("/destination/ref", test_destination_ref);
+    for (gsize i = 0; i < G_N_ELEMENTS (fixture_tests); i++) {
+        gboolean loop = fixture_tests[i].loop_device;
+
+        g_test_add (fixture_tests[i].path, Fixture, NULL, loop ? loop_setup : fixture_setup,
+                    fixture_tests[i].func, loop ? loop_teardown : fixture_teardown);
+    }
     return g_test_run ();
 }

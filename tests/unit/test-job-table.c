@@ -55,7 +55,8 @@ add_job (Fixture *f, const gchar *domain, const gchar *disk, const gchar *destin
     g_autofree gchar *id = vmr_job_table_next_id (f->table);
     VmrJob *job = vmr_job_new (id, domain, disk, g_get_real_time ());
 
-    job->destination = g_strdup (destination);
+    job->dest = vmr_destination_new (destination, "raw", FALSE, NULL);
+    g_assert_nonnull (job->dest);
     vmr_job_table_add (f->table, job);
     vmr_job_unref (job);
     return vmr_job_table_lookup (f->table, id);

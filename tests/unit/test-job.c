@@ -157,7 +157,7 @@ test_job_save (void)
 
     g_assert_nonnull (dir);
     g_assert_cmpuint (vmr_job_scan_last_number (dir), ==, 0);
-    job->destination = g_strdup ("/new/web01.raw");
+    job->dest = vmr_destination_new ("/new/web01.raw", "raw", TRUE, &error);
     g_assert_true (vmr_job_save (job, dir, &error));
     g_assert_no_error (error);
     g_assert_true (vmr_job_set_state (job, S (COPYING), NULL, 6));
@@ -168,6 +168,8 @@ test_job_save (void)
     obj = json_node_get_object (json_parser_get_root (parser));
     g_assert_cmpstr (json_object_get_string_member (obj, "state"), ==, "copying");
     g_assert_cmpstr (json_object_get_string_member (obj, "destination"), ==, "/new/web01.raw");
+    g_assert_cmpstr (json_object_get_string_member (obj, "format"), ==, "raw");
+    g_assert_true (json_object_get_boolean_member (obj, "created-destination"));
     g_assert_cmpuint (vmr_job_scan_last_number (dir), ==, 41);
 
     g_assert_cmpint (g_unlink (path), ==, 0);
@@ -195,10 +197,7 @@ test_job_load_unfinished (void)
     running->source_format = g_strdup ("raw");
     running->source_node = g_strdup ("drive0");
     running->source_file_node = g_strdup ("file0");
-    running->destination = g_strdup ("/new/web01.qcow2");
-    g_free (running->format);
-    running->format = g_strdup ("qcow2");
-    running->created_destination = TRUE;
+    running->dest = vmr_destination_new ("/new/web01.qcow2", "qcow2", TRUE, &error);
     running->manual_pivot = TRUE;
     running->group = g_strdup ("vmr-11");
     running->base_speed = 1048576;
@@ -211,8 +210,8 @@ test_job_load_unfinished (void)
     g_assert_true (vmr_job_set_state (running, S (COPYING), NULL, 6));
     g_assert_true (vmr_job_set_state (running, S (SYNCED), NULL, 7));
     g_assert_true (vmr_job_set_state (running, S (PAUSED), NULL, 8));
-    queued->destination = g_strdup ("/new/db01.raw");
-    ended->destination = g_strdup ("/new/web01-b.raw");
+    queued->dest = vmr_destination_new ("/new/db01.raw", NULL, FALSE, &error);
+    ended->dest = vmr_destination_new ("/new/web01-b.raw", "raw", TRUE, &error);
     g_assert_true (vmr_job_set_state (ended, S (FAILED), "no space", 9));
     g_assert_true (vmr_job_save (running, dir, &error));
     g_assert_true (vmr_job_save (queued, dir, &error));
@@ -238,9 +237,13 @@ test_job_load_unfinished (void)
     g_assert_cmpstr (a->source, ==, "/old/web01.raw");
     g_assert_cmpstr (a->source_node, ==, "drive0");
     g_assert_cmpstr (a->source_file_node, ==, "file0");
-    g_assert_cmpstr (a->destination, ==, "/new/web01.qcow2");
-    g_assert_cmpstr (a->format, ==, "qcow2");
-    g_assert_true (a->created_destination);
+    g_assert_cmpint (a->dest->kind, ==, VMR_DESTINATION_FILE);
+    g_assert_cmpstr (a->dest->location, ==, "/new/web01.qcow2");
+    g_assert_cmpstr (a->dest->format, ==, "qcow2");
+    g_assert_true (a->dest->created);
+    g_assert_cmpstr (a->dest->admission_key, ==, "/new");
+    g_assert_cmpstr (b->dest->format, ==, "raw");
+    g_assert_false (b->dest->created);
     g_assert_true (a->manual_pivot);
     g_assert_cmpstr (a->group, ==, "vmr-11");
     g_assert_cmpuint (a->base_speed, ==, 1048576);
@@ -270,6 +273,66 @@ test_job_load_unfinished (void)
     g_assert_cmpint (g_rmdir (dir), ==, 0);
 }
 
+/* records as earlier versions wrote them: the destination's members as they were */
+typedef struct {
+    const gchar *members; /* of the record, besides id, domain, disk and state */
+    const gchar *location;
+    const gchar *format;
+    gboolean created;
+} RecordCase;
+
+static const RecordCase record_cases[] = {
+    { "\"destination\": \"/new/a.qcow2\", \"format\": \"qcow2\", \"created-destination\": true",
+      "/new/a.qcow2", "qcow2", TRUE },
+    /* a record without a format is raw */
+    { "\"destination\": \"/new/b.raw\"", "/new/b.raw", "raw", FALSE },
+    /* one naming no usable destination is not loaded */
+    { "\"destination\": \"new/c.raw\"", NULL, NULL, FALSE },
+};
+
+static void
+test_job_load_record (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (record_cases); i++) {
+        const RecordCase *c = &record_cases[i];
+        g_autofree gchar *dir = g_dir_make_tmp ("vmr-test-job-XXXXXX", NULL);
+        g_autofree gchar *jobs_dir = g_build_filename (dir, "jobs", NULL);
+        g_autofree gchar *path = g_build_filename (jobs_dir, "vmr-5.json", NULL);
+        g_autofree gchar *text = g_strdup_printf (
+            "{\"id\": \"vmr-5\", \"domain\": \"web01\", \"disk\": \"vda\", %s, \"state\": "
+            "\"copying\"}",
+            c->members);
+        g_autoptr (GPtrArray) loaded = NULL;
+        g_autoptr (JsonObject) obj = NULL;
+        VmrJob *job;
+
+        g_test_message ("record: %s", text);
+        g_assert_cmpint (g_mkdir (jobs_dir, 0700), ==, 0);
+        g_assert_true (g_file_set_contents (path, text, -1, NULL));
+        if (c->location == NULL)
+            g_test_expect_message ("vmr-daemon", G_LOG_LEVEL_WARNING,
+                                   "cannot read job record *not an absolute path*");
+        loaded = vmr_job_load_records (dir);
+        g_test_assert_expected_messages ();
+        g_assert_cmpuint (loaded->len, ==, c->location != NULL ? 1 : 0);
+        if (c->location != NULL) {
+            job = g_ptr_array_index (loaded, 0);
+            g_assert_cmpstr (job->dest->location, ==, c->location);
+            g_assert_cmpstr (job->dest->format, ==, c->format);
+            g_assert_cmpint (job->dest->created, ==, c->created);
+            /* and the job object names it as before */
+            obj = vmr_job_to_json (job);
+            g_assert_cmpstr (json_object_get_string_member (obj, "destination"), ==, c->location);
+            g_assert_cmpstr (json_object_get_string_member (obj, "format"), ==, c->format);
+            g_assert_cmpint (json_object_get_boolean_member (obj, "created-destination"), ==,
+                             c->created);
+        }
+        g_assert_cmpint (g_unlink (path), ==, 0);
+        g_assert_cmpint (g_rmdir (jobs_dir), ==, 0);
+        g_assert_cmpint (g_rmdir (dir), ==, 0);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -280,5 +343,6 @@ main (int argc, char **argv)
     g_test_add_func ("/job/progress", test_job_progress);
     g_test_add_func ("/job/save", test_job_save);
     g_test_add_func ("/job/load-unfinished", test_job_load_unfinished);
+    g_test_add_func ("/job/load-record", test_job_load_record);
     return g_test_run ();
 }

@@ -217,27 +217,6 @@ test_parse_scsi (void)
     assert_disks (disks, scsi_disks, G_N_ELEMENTS (scsi_disks));
 }
 
-static void
-test_copy_destination (void)
-{
-    g_autofree gchar *file = vmr_libvirt_xml_copy_destination ("/srv/a'b&c.raw", FALSE, "raw");
-    g_autofree gchar *block = vmr_libvirt_xml_copy_destination ("/dev/vg0/x", TRUE, "qcow2");
-    g_autoptr (GPtrArray) disks = NULL;
-    g_autofree gchar *wrapped = NULL;
-
-    g_assert_cmpstr (file, ==,
-                     "<disk type='file'><source file='/srv/a&apos;b&amp;c.raw'/>"
-                     "<driver type='raw'/></disk>");
-    g_assert_cmpstr (block, ==,
-                     "<disk type='block'><source dev='/dev/vg0/x'/><driver type='qcow2'/></disk>");
-    /* it reads back as the disk it describes */
-    wrapped = g_strdup_printf ("<domain><devices>%s</devices></domain>", file);
-    disks = vmr_libvirt_xml_parse_disks (wrapped, NULL);
-    g_assert_nonnull (disks);
-    g_assert_cmpuint (disks->len, ==, 1);
-    g_assert_cmpstr (((VmrLibvirtDisk *) g_ptr_array_index (disks, 0))->path, ==, "/srv/a'b&c.raw");
-}
-
 static const gchar inactive_xml[] = "<domain type='qemu'>\n"
                                     "  <name>web01</name>\n"
                                     "  <!-- kept as it is -->\n"
@@ -339,7 +318,6 @@ main (int argc, char **argv)
     g_test_add_func ("/libvirt-xml/parse-live", test_parse_live);
     g_test_add_func ("/libvirt-xml/parse-cases", test_parse_cases);
     g_test_add_func ("/libvirt-xml/parse-scsi", test_parse_scsi);
-    g_test_add_func ("/libvirt-xml/copy-destination", test_copy_destination);
     g_test_add_func ("/libvirt-xml/set-disk-source", test_set_disk_source);
     g_test_add_func ("/libvirt-xml/set-disk-source-errors", test_set_disk_source_errors);
     return g_test_run ();

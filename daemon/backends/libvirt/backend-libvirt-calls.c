@@ -46,7 +46,7 @@ vmr_backend_libvirt_persist_thread (GTask *task, gpointer source, gpointer task_
 
     if (dom != NULL)
         vmr_libvirt_domain_persist_disk (dom, call->job_id, call->target, call->source,
-                                         call->destination, call->block, call->format);
+                                         call->destination);
     else
         g_message ("%s: not checking the persistent definition: %s", call->job_id, error->message);
     g_task_return_boolean (task, TRUE);
@@ -74,7 +74,8 @@ vmr_backend_libvirt_start_copy_thread (GTask *task, gpointer source, gpointer ta
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
-    if (call->reuse)
+    /* without REUSE_EXT libvirt creates the destination itself */
+    if (!call->destination->created)
         flags |= VIR_DOMAIN_BLOCK_COPY_REUSE_EXT;
     if (call->speed > 0
         && virTypedParamsAddULLong (&params, &n_params, &max_params,
@@ -84,14 +85,14 @@ vmr_backend_libvirt_start_copy_thread (GTask *task, gpointer source, gpointer ta
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
-    dest_xml = vmr_libvirt_xml_copy_destination (call->destination, call->block, call->format);
+    dest_xml = vmr_destination_to_libvirt_xml (call->destination);
     g_debug ("%s: virDomainBlockCopy %s %s flags 0x%x", call->job_id, call->target, dest_xml,
              flags);
     rc = virDomainBlockCopy (dom, call->target, dest_xml, params, n_params, flags);
     virTypedParamsFree (params, n_params);
     if (rc < 0) {
         vmr_libvirt_set_error (&error, "libvirt refused to copy %s to %s", call->target,
-                               call->destination);
+                               call->destination->location);
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
@@ -260,7 +261,7 @@ vmr_backend_libvirt_copy_probe_free (CopyProbe *probe)
  */
 static CopyProbe *
 probe_copy (virDomain *dom, GPtrArray *disks, const gchar *job_id, const gchar *target,
-            const gchar *destination)
+            const VmrDestination *destination)
 {
     VmrLibvirtDisk *disk = vmr_libvirt_xml_find_disk (disks, target);
     virDomainBlockJobInfo info = { 0 };
@@ -277,7 +278,7 @@ probe_copy (virDomain *dom, GPtrArray *disks, const gchar *job_id, const gchar *
         vmr_libvirt_set_error (&probe->error, "cannot read the block job of %s", target);
     probe->running = rc == 1 && info.type == VIR_DOMAIN_BLOCK_JOB_TYPE_COPY
                      && (disk->mirror_path == NULL || *disk->mirror_path == '\0'
-                         || g_strcmp0 (disk->mirror_path, destination) == 0);
+                         || vmr_destination_same_target (destination, disk->mirror_path));
     if (rc == 1 && !probe->running)
         g_message ("%s: libvirt runs another block job (type %d) on %s", job_id, info.type, target);
     if (probe->running) {
@@ -323,9 +324,9 @@ vmr_backend_libvirt_resync_thread (GTask *task, gpointer source, gpointer task_d
 
 /* ---- a copy that an earlier run of the daemon started ---- */
 
-/* TRUE when a disk of @dom, live or in its persistent definition, names @path */
+/* TRUE when a disk of @dom, live or in its persistent definition, leads to @destination */
 static gboolean
-path_in_use (virDomain *dom, GPtrArray *live_disks, const gchar *path)
+path_in_use (virDomain *dom, GPtrArray *live_disks, const VmrDestination *destination)
 {
     g_autofree gchar *inactive_xml = NULL;
     g_autoptr (GPtrArray) inactive_disks = NULL;
@@ -343,7 +344,8 @@ path_in_use (virDomain *dom, GPtrArray *live_disks, const gchar *path)
         for (guint i = 0; i < lists[l]->len; i++) {
             VmrLibvirtDisk *disk = g_ptr_array_index (lists[l], i);
 
-            if (g_strcmp0 (disk->path, path) == 0 || g_strcmp0 (disk->mirror_path, path) == 0)
+            if (vmr_destination_same_target (destination, disk->path)
+                || vmr_destination_same_target (destination, disk->mirror_path))
                 return TRUE;
         }
     }
@@ -401,22 +403,23 @@ vmr_backend_libvirt_adopt_copy_thread (GTask *task, gpointer source, gpointer ta
                 g_message ("%s: cannot tell whether the copy is paused: %s", call->job_id,
                            qemu_error->message);
         }
-        g_debug (
-            "%s: libvirt still copies %s to %s (%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT ", %s%s)",
-            call->job_id, call->target, call->destination, probe->done_bytes, probe->total_bytes,
-            probe->ready ? "ready" : "not ready", adoption->paused ? ", paused" : "");
-    } else if (g_strcmp0 (probe->disk_path, call->destination) == 0) {
+        g_debug ("%s: libvirt still copies %s to %s (%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+                 ", %s%s)",
+                 call->job_id, call->target, call->destination->location, probe->done_bytes,
+                 probe->total_bytes, probe->ready ? "ready" : "not ready",
+                 adoption->paused ? ", paused" : "");
+    } else if (vmr_destination_same_target (call->destination, probe->disk_path)) {
         adoption->outcome = VMR_BACKEND_ADOPT_ON_DESTINATION;
         /* as after a pivot we saw: the definition must not send it back at the next boot */
         vmr_libvirt_domain_persist_disk (dom, call->job_id, call->target, call->source,
-                                         call->destination, call->block, call->format);
+                                         call->destination);
     } else {
         adoption->outcome = VMR_BACKEND_ADOPT_GONE;
         if (g_strcmp0 (probe->disk_path, call->source) != 0)
             g_message ("%s: %s of %s runs on %s, neither source nor destination", call->job_id,
                        call->target, virDomainGetName (dom),
                        probe->disk_path != NULL ? probe->disk_path : "nothing");
-        if (call->created && !path_in_use (dom, disks, call->destination))
+        if (call->destination->created && !path_in_use (dom, disks, call->destination))
             vmr_destination_remove (call->destination);
     }
     g_task_return_pointer (task, g_steal_pointer (&adoption), g_free);

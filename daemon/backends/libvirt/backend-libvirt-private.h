@@ -8,18 +8,18 @@
 
 #include "backend-libvirt.h"
 
+#include "destination.h"
+
 G_BEGIN_DECLS
 
 /* what we track of a copy of ours that libvirt runs */
 typedef struct {
-    gchar *job_id;      /* ours, e.g. "vmr-3"; libvirt names its job after the disk */
-    gchar *target;      /* the disk, e.g. "vda" */
-    gchar *source;      /* the image before the pivot */
-    gchar *destination; /* absolute path */
-    gchar *format;      /* of the destination */
-    gboolean block;     /* the destination is a block device */
-    gboolean created;   /* made for this copy (by libvirt): removed if the copy fails */
-    gboolean started;   /* virDomainBlockCopy() succeeded */
+    gchar *job_id;               /* ours, e.g. "vmr-3"; libvirt names its job after the disk */
+    gchar *target;               /* the disk, e.g. "vda" */
+    gchar *source;               /* the image before the pivot */
+    VmrDestination *destination; /* owned; made by libvirt when ->created, removed if the
+                                  * copy fails */
+    gboolean started;            /* virDomainBlockCopy() succeeded */
     gboolean ready;
     gboolean cancel_requested;
     gboolean finishing;
@@ -37,12 +37,8 @@ typedef struct {
     gchar *job_id;
     gchar *target;
     gchar *source;
-    gchar *destination;
-    gchar *format;
-    gboolean block;
-    gboolean reuse;
-    gboolean created;      /* the copy made the destination */
-    gboolean query_paused; /* ask QEMU whether the copy is paused */
+    VmrDestination *destination; /* owned, shared with the track */
+    gboolean query_paused;       /* ask QEMU whether the copy is paused */
     guint64 speed;
     guint64 old_speed;
     VmrBackendCommand command;

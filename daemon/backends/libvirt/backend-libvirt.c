@@ -34,8 +34,7 @@ copy_track_free (CopyTrack *track)
     g_free (track->job_id);
     g_free (track->target);
     g_free (track->source);
-    g_free (track->destination);
-    g_free (track->format);
+    g_clear_pointer (&track->destination, vmr_destination_unref);
     g_free (track);
 }
 
@@ -61,8 +60,7 @@ call_free (Call *call)
     g_free (call->job_id);
     g_free (call->target);
     g_free (call->source);
-    g_free (call->destination);
-    g_free (call->format);
+    g_clear_pointer (&call->destination, vmr_destination_unref);
     g_clear_pointer (&call->tracks, g_ptr_array_unref);
     g_free (call);
 }
@@ -78,10 +76,7 @@ call_new (VmrBackendLibvirt *self, CopyTrack *track)
         call->job_id = g_strdup (track->job_id);
         call->target = g_strdup (track->target);
         call->source = g_strdup (track->source);
-        call->destination = g_strdup (track->destination);
-        call->format = g_strdup (track->format);
-        call->block = track->block;
-        call->created = track->created;
+        call->destination = vmr_destination_ref (track->destination);
     }
     return call;
 }
@@ -105,8 +100,7 @@ started_tracks (VmrBackendLibvirt *self)
         copy->job_id = g_strdup (track->job_id);
         copy->target = g_strdup (track->target);
         copy->source = g_strdup (track->source);
-        copy->destination = g_strdup (track->destination);
-        copy->format = g_strdup (track->format);
+        copy->destination = vmr_destination_ref (track->destination);
         g_ptr_array_add (tracks, copy);
     }
     return tracks;
@@ -174,8 +168,7 @@ finish_track (VmrBackendLibvirt *self, CopyTrack *track, VmrBackendOutcome outco
         return;
     }
     /* the domain stays on its source: a destination made for the copy goes */
-    if (track->created)
-        vmr_destination_remove (track->destination);
+    vmr_destination_remove (track->destination);
     g_hash_table_remove (self->tracks, job_id);
     vmr_backend_emit_job_finished (VMR_BACKEND (self), job_id, outcome, reason);
 }
@@ -245,7 +238,7 @@ start_copy_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     if (!g_task_propagate_boolean (G_TASK (res), &error)) {
         /* libvirt may have made the file before it failed */
-        if (track != NULL && track->created)
+        if (track != NULL)
             vmr_destination_remove (track->destination);
         g_hash_table_remove (self->tracks, job_id);
         g_task_return_error (task, g_steal_pointer (&error));
@@ -269,14 +262,9 @@ vmr_backend_libvirt_start_copy_async (VmrBackend *backend, VmrJob *job, const Vm
     track->job_id = g_strdup (job->id);
     track->target = g_strdup (disk->id);
     track->source = g_strdup (disk->path);
-    track->destination = g_strdup (job->destination);
-    track->format = g_strdup (job->format != NULL ? job->format : "raw");
-    track->block = vmr_destination_is_block_device (job->destination);
-    /* without REUSE_EXT libvirt creates the destination itself */
-    track->created = job->created_destination;
+    track->destination = vmr_destination_ref (job->dest);
     g_task_set_task_data (task, g_strdup (job->id), g_free);
     call = call_new (self, track);
-    call->reuse = !job->created_destination;
     call->speed = job->speed;
     /* events may come before the call returns */
     g_hash_table_insert (self->tracks, g_strdup (job->id), track);
@@ -391,7 +379,7 @@ resync_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             }
             continue;
         }
-        if (g_strcmp0 (result->disk_path, track->destination) == 0) {
+        if (vmr_destination_same_target (track->destination, result->disk_path)) {
             finish_track (self, track, VMR_BACKEND_OUTCOME_COMPLETED, NULL);
             continue;
         }
@@ -502,10 +490,7 @@ vmr_backend_libvirt_adopt_copy_async (VmrBackend *backend, VmrJob *job, GCancell
     track->job_id = g_strdup (job->id);
     track->target = g_strdup (job->disk);
     track->source = g_strdup (job->source);
-    track->destination = g_strdup (job->destination);
-    track->format = g_strdup (job->format != NULL ? job->format : "raw");
-    track->block = vmr_destination_is_block_device (job->destination);
-    track->created = job->created_destination;
+    track->destination = vmr_destination_ref (job->dest);
     track->adopting = TRUE;
     track->adopt_event = -1;
     g_task_set_task_data (task, g_strdup (job->id), g_free);

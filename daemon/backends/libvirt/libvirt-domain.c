@@ -179,8 +179,7 @@ vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GError **
 
 void
 vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gchar *target,
-                                 const gchar *source, const gchar *destination, gboolean block,
-                                 const gchar *format)
+                                 const gchar *source, const VmrDestination *destination)
 {
     const gchar *name = virDomainGetName (dom);
     g_autoptr (GError) error = NULL;
@@ -200,9 +199,9 @@ vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gcha
         g_message ("%s: the persistent definition of %s has no disk %s", job_id, name, target);
         return;
     }
-    if (g_strcmp0 (disk->path, destination) == 0) {
+    if (vmr_destination_same_target (destination, disk->path)) {
         g_debug ("%s: libvirt moved the persistent definition of %s to %s", job_id, name,
-                 destination);
+                 destination->location);
         return;
     }
     if (g_strcmp0 (disk->path, source) != 0) {
@@ -211,7 +210,9 @@ vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gcha
                    job_id, name, disk->path, target);
         return;
     }
-    new_xml = vmr_libvirt_xml_set_disk_source (xml, target, destination, block, format, &error);
+    new_xml = vmr_libvirt_xml_set_disk_source (xml, target, destination->location,
+                                               destination->kind == VMR_DESTINATION_BLOCK,
+                                               destination->format, &error);
     if (new_xml != NULL)
         defined = virDomainDefineXML (virDomainGetConnect (dom), new_xml);
     if (defined == NULL) {
@@ -221,6 +222,6 @@ vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gcha
                    source, target, error->message);
         return;
     }
-    g_message ("%s: the persistent definition of %s now names %s for %s", job_id, name, destination,
-               target);
+    g_message ("%s: the persistent definition of %s now names %s for %s", job_id, name,
+               destination->location, target);
 }

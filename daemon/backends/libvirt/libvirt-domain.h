@@ -8,6 +8,7 @@
 
 #include <json-glib/json-glib.h>
 
+#include "destination.h"
 #include "libvirt-connection.h"
 
 G_BEGIN_DECLS
@@ -46,7 +47,6 @@ gchar *vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GE
  * third image was changed on purpose and is left alone.
  */
 void vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gchar *target,
-                                      const gchar *source, const gchar *destination, gboolean block,
-                                      const gchar *format);
+                                      const gchar *source, const VmrDestination *destination);
 
 G_END_DECLS

@@ -268,14 +268,6 @@ vmr_libvirt_xml_find_disk (GPtrArray *disks, const gchar *target)
     return NULL;
 }
 
-gchar *
-vmr_libvirt_xml_copy_destination (const gchar *path, gboolean block, const gchar *format)
-{
-    return g_markup_printf_escaped ("<disk type='%s'><source %s='%s'/><driver type='%s'/></disk>",
-                                    block ? "block" : "file", block ? "dev" : "file", path,
-                                    format != NULL ? format : "raw");
-}
-
 /* ---- rewriting a disk's source ---- */
 
 typedef struct {

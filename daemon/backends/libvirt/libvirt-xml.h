@@ -1,7 +1,7 @@
 /*
  * The parts of libvirt's domain XML that virt-mirror reads and writes: the
- * disks of a domain, the destination of a block copy, and a disk's source in
- * the persistent definition. Pure text handling (GMarkup), no libvirt calls,
+ * disks of a domain and a disk's source in the persistent definition (the
+ * destination of a block copy is destination.c's). Pure text handling (GMarkup), no libvirt calls,
  * so that it builds and is tested without libvirt.
  */
 #pragma once
@@ -37,12 +37,6 @@ GPtrArray *vmr_libvirt_xml_parse_disks (const gchar *xml, GError **error);
 
 /* the disk with target @target in @disks (transfer none), or NULL */
 VmrLibvirtDisk *vmr_libvirt_xml_find_disk (GPtrArray *disks, const gchar *target);
-
-/*
- * The <disk> element virDomainBlockCopy() takes for a destination: a file
- * or, when @block is set, a block device at @path in @format.
- */
-gchar *vmr_libvirt_xml_copy_destination (const gchar *path, gboolean block, const gchar *format);
 
 /*
  * @xml (a domain definition) with the disk @target on @path in @format: the

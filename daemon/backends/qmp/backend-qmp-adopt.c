@@ -72,7 +72,7 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
     if (reply == NULL
-        || !vmr_qmp_parse_block_uses (reply, dest_node, data->job->destination, &on_destination,
+        || !vmr_qmp_parse_block_uses (reply, dest_node, data->job->dest, &on_destination,
                                       &dest_in_use, &error)) {
         g_task_return_error (task, g_steal_pointer (&error));
         g_object_unref (task);
@@ -126,9 +126,9 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         return;
     }
     /* no copy, the disk on its source: close the destination, remove what the job made */
-    if (data->job->created_destination && !dest_in_use && data->job->state != VMR_JOB_STATE_QUEUED
+    if (!dest_in_use && data->job->state != VMR_JOB_STATE_QUEUED
         && data->job->state != VMR_JOB_STATE_DELAYED)
-        vmr_destination_remove (data->job->destination);
+        vmr_destination_remove (data->job->dest);
     g_object_set_data (G_OBJECT (task), "vmr-outcome", GINT_TO_POINTER (VMR_BACKEND_ADOPT_GONE));
     vmr_backend_qmp_release_node_async (self, dest_node, adopt_released_cb, task);
 }

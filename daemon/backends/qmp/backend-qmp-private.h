@@ -21,11 +21,10 @@ G_BEGIN_DECLS
 /* what we track of a mirror job of ours inside QEMU */
 typedef struct {
     gchar *job_id;
-    gchar *dest_node;        /* format node of the destination */
-    gchar *destination;      /* its file */
-    gboolean created;        /* we created the file */
-    gchar *source_node;      /* released after a pivot */
-    gchar *source_file_node; /* likewise, NULL if none */
+    gchar *dest_node;            /* format node of the destination */
+    VmrDestination *destination; /* owned */
+    gchar *source_node;          /* released after a pivot */
+    gchar *source_file_node;     /* likewise, NULL if none */
     gboolean ready;
     gboolean pivot_requested;
     gboolean cancel_requested;

@@ -19,8 +19,7 @@ vmr_backend_qmp_track_new (VmrJob *job, const gchar *source_node, const gchar *s
     /* the names start_copy gives them */
     track->job_id = g_strdup (job->id);
     track->dest_node = g_strdup_printf ("%s-dst", job->id);
-    track->destination = g_strdup (job->destination);
-    track->created = job->created_destination;
+    track->destination = vmr_destination_ref (job->dest);
     track->source_node = g_strdup (source_node);
     track->source_file_node = g_strdup (source_file_node);
     return track;
@@ -31,7 +30,7 @@ vmr_backend_qmp_track_free (MirrorTrack *track)
 {
     g_free (track->job_id);
     g_free (track->dest_node);
-    g_free (track->destination);
+    g_clear_pointer (&track->destination, vmr_destination_unref);
     g_free (track->source_node);
     g_free (track->source_file_node);
     g_free (track->error);
@@ -97,8 +96,8 @@ typedef struct {
     gchar *job_id;
     VmrBackendOutcome outcome;
     gchar *reason;
-    gchar *second_node; /* released after the first */
-    gchar *remove_file; /* unlinked at the end */
+    gchar *second_node;                 /* released after the first */
+    VmrDestination *remove_destination; /* removed at the end if the copy made it, or NULL */
 } FinishData;
 
 static void
@@ -108,15 +107,15 @@ finish_data_free (FinishData *data)
     g_free (data->job_id);
     g_free (data->reason);
     g_free (data->second_node);
-    g_free (data->remove_file);
+    g_clear_pointer (&data->remove_destination, vmr_destination_unref);
     g_free (data);
 }
 
 static void
 finish_done (FinishData *data)
 {
-    if (data->remove_file != NULL)
-        vmr_destination_remove (data->remove_file);
+    if (data->remove_destination != NULL)
+        vmr_destination_remove (data->remove_destination);
     g_hash_table_remove (data->self->tracks, data->job_id);
     vmr_backend_emit_job_finished (VMR_BACKEND (data->self), data->job_id, data->outcome,
                                    data->reason);
@@ -160,8 +159,7 @@ dismiss_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     } else {
         /* the VM stays on its source: close the destination again */
         first_node = track->dest_node;
-        if (track->created)
-            data->remove_file = g_strdup (track->destination);
+        data->remove_destination = vmr_destination_ref (track->destination);
     }
     vmr_backend_qmp_release_node_async (data->self, first_node, first_release_cb, data);
 }

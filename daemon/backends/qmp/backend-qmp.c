@@ -55,16 +55,6 @@ disk_copy (const VmrDisk *disk)
     return copy;
 }
 
-static JsonObject *
-cache_object (gboolean direct, gboolean no_flush)
-{
-    JsonObject *cache = json_object_new ();
-
-    json_object_set_boolean_member (cache, "direct", direct);
-    json_object_set_boolean_member (cache, "no-flush", no_flush);
-    return cache;
-}
-
 /* undoes what start_copy did so far, then fails the task */
 static void
 start_fail (GTask *task, GError *error)
@@ -80,10 +70,9 @@ start_fail (GTask *task, GError *error)
 
         vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL,
                                       vmr_backend_qmp_best_effort_cb,
-                                      g_strdup_printf ("releasing %s", data->job->destination));
+                                      g_strdup_printf ("releasing %s", data->job->dest->location));
     }
-    if (data->job->created_destination)
-        vmr_destination_remove (data->job->destination);
+    vmr_destination_remove (data->job->dest);
     g_task_return_error (task, error);
 }
 
@@ -148,7 +137,7 @@ check_dest_size_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         start_fail (task, g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                        "destination %s has a virtual size of %" G_GUINT64_FORMAT
                                        " bytes, the source %" G_GUINT64_FORMAT,
-                                       data->job->destination, size, data->disk->size));
+                                       data->job->dest->location, size, data->disk->size));
         g_object_unref (task);
         return;
     }
@@ -166,13 +155,13 @@ blockdev_add_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
     if (reply == NULL) {
-        g_prefix_error (&error, "QEMU cannot open %s: ", data->job->destination);
+        g_prefix_error (&error, "QEMU cannot open %s: ", data->job->dest->location);
         start_fail (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;
     }
     data->dest_added = TRUE;
-    if (g_strcmp0 (data->job->format, "raw") != 0) {
+    if (vmr_destination_has_virtual_size (data->job->dest)) {
         g_autoptr (JsonObject) args = json_object_new ();
 
         json_object_set_boolean_member (args, "flat", TRUE);
@@ -188,33 +177,9 @@ add_destination (GTask *task)
 {
     VmrBackendQmp *self = g_task_get_source_object (task);
     StartData *data = g_task_get_task_data (task);
-    g_autoptr (JsonObject) args = json_object_new ();
-    JsonObject *file = json_object_new ();
-    g_autofree gchar *file_node = g_strdup_printf ("%s-dst-file", data->job->id);
+    g_autoptr (JsonObject) args
+        = vmr_destination_to_blockdev_add (data->job->dest, data->dest_node, data->disk);
 
-    json_object_set_string_member (
-        file, "driver",
-        vmr_destination_is_block_device (data->job->destination) ? "host_device" : "file");
-    json_object_set_string_member (file, "filename", data->job->destination);
-    json_object_set_string_member (file, "node-name", file_node);
-    json_object_set_object_member (
-        file, "cache",
-        cache_object (data->disk->file_cache_direct, data->disk->file_cache_no_flush));
-
-    json_object_set_string_member (args, "driver", data->job->format);
-    json_object_set_string_member (args, "node-name", data->dest_node);
-    json_object_set_object_member (args, "file", file);
-    json_object_set_object_member (
-        args, "cache", cache_object (data->disk->cache_direct, data->disk->cache_no_flush));
-    json_object_set_string_member (args, "discard", "unmap");
-    /* a larger raw file or device is used for its first bytes only */
-    if (g_strcmp0 (data->job->format, "raw") == 0 && !data->job->created_destination) {
-        guint64 dest_size = 0;
-
-        if (vmr_destination_get_size (data->job->destination, &dest_size, NULL)
-            && dest_size > data->disk->size)
-            json_object_set_int_member (args, "size", (gint64) data->disk->size);
-    }
     vmr_qmp_client_execute_async (self->client, "blockdev-add", args, 0,
                                   g_task_get_cancellable (task), blockdev_add_cb, task);
 }
@@ -248,9 +213,9 @@ vmr_backend_qmp_start_copy_async (VmrBackend *backend, VmrJob *job, const VmrDis
     data->dest_node = g_strdup (data->track->dest_node);
     g_task_set_task_data (task, data, (GDestroyNotify) start_data_free);
 
-    if (job->created_destination) {
-        vmr_destination_create_async (job->destination, job->format, disk->size, disk->path,
-                                      cancellable, create_cb, task);
+    if (job->dest->created) {
+        vmr_destination_create_async (job->dest, disk->size, disk->path, cancellable, create_cb,
+                                      task);
         return;
     }
     add_destination (task);

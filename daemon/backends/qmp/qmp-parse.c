@@ -409,7 +409,7 @@ vmr_qmp_block_job_to_progress (const VmrQmpBlockJob *job)
 }
 
 gboolean
-vmr_qmp_parse_block_uses (JsonNode *reply, const gchar *node_name, const gchar *path,
+vmr_qmp_parse_block_uses (JsonNode *reply, const gchar *node_name, const VmrDestination *dest,
                           gboolean *node_used, gboolean *path_used, GError **error)
 {
     JsonArray *devices = vmr_qmp_parse_reply_array (reply, "query-block", error);
@@ -428,7 +428,7 @@ vmr_qmp_parse_block_uses (JsonNode *reply, const gchar *node_name, const gchar *
         if (node_name != NULL
             && g_strcmp0 (vmr_json_get_string (inserted, "node-name"), node_name) == 0)
             *node_used = TRUE;
-        if (path != NULL && g_strcmp0 (image, path) == 0)
+        if (dest != NULL && vmr_destination_same_target (dest, image))
             *path_used = TRUE;
     }
     return TRUE;

@@ -12,6 +12,7 @@
 #include <json-glib/json-glib.h>
 
 #include "backend.h"
+#include "destination.h"
 #include "disk.h"
 #include "load-history.h"
 
@@ -131,10 +132,12 @@ VmrBackendProgress *vmr_qmp_block_job_to_progress (const VmrQmpBlockJob *job);
 
 /*
  * Whether a query-block reply has a disk on the node @node_name and one on
- * the image file @path (either may be NULL: not looked for).
+ * the image of @dest, by vmr_destination_same_target() (either may be NULL:
+ * not looked for).
  */
-gboolean vmr_qmp_parse_block_uses (JsonNode *reply, const gchar *node_name, const gchar *path,
-                                   gboolean *node_used, gboolean *path_used, GError **error);
+gboolean vmr_qmp_parse_block_uses (JsonNode *reply, const gchar *node_name,
+                                   const VmrDestination *dest, gboolean *node_used,
+                                   gboolean *path_used, GError **error);
 
 /* what an event says of a block job */
 typedef enum {
