@@ -383,7 +383,7 @@ handle_query_job (Request *req, JsonObject *args)
 }
 
 static void
-job_command (Request *req, JsonObject *args, VmrBackendCommand command)
+job_command (Request *req, JsonObject *args, VmrJobCommand command)
 {
     vmr_engine_job_command_async (req->server->engine, arg_string (args, "id"), command,
                                   arg_uint (args, "speed"), NULL, job_reply_cb, req);
@@ -392,31 +392,31 @@ job_command (Request *req, JsonObject *args, VmrBackendCommand command)
 static void
 handle_job_pause (Request *req, JsonObject *args)
 {
-    job_command (req, args, VMR_BACKEND_COMMAND_PAUSE);
+    job_command (req, args, VMR_JOB_COMMAND_PAUSE);
 }
 
 static void
 handle_job_resume (Request *req, JsonObject *args)
 {
-    job_command (req, args, VMR_BACKEND_COMMAND_RESUME);
+    job_command (req, args, VMR_JOB_COMMAND_RESUME);
 }
 
 static void
 handle_job_cancel (Request *req, JsonObject *args)
 {
-    job_command (req, args, VMR_BACKEND_COMMAND_CANCEL);
+    job_command (req, args, VMR_JOB_COMMAND_CANCEL);
 }
 
 static void
 handle_job_pivot (Request *req, JsonObject *args)
 {
-    job_command (req, args, VMR_BACKEND_COMMAND_PIVOT);
+    job_command (req, args, VMR_JOB_COMMAND_PIVOT);
 }
 
 static void
 handle_job_set_speed (Request *req, JsonObject *args)
 {
-    job_command (req, args, VMR_BACKEND_COMMAND_SET_SPEED);
+    job_command (req, args, VMR_JOB_COMMAND_SET_SPEED);
 }
 
 static void
@@ -434,7 +434,7 @@ handle_job_set_copy_mode (Request *req, JsonObject *args)
         vmr_control_request_error (req, error);
         return;
     }
-    job_command (req, args, VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE);
+    job_command (req, args, VMR_JOB_COMMAND_SET_COPY_MODE_ACTIVE);
 }
 
 static void

@@ -23,20 +23,13 @@ vmr_disk_free (VmrDisk *self)
     g_free (self);
 }
 
-/* a libvirt domain's disk carries its mapping as "iothread1,iothread2" only */
 static JsonArray *
 iothreads_to_json (const VmrDisk *self)
 {
     JsonArray *array = json_array_new ();
-    g_auto (GStrv) split = NULL;
-    const gchar *const *ids = (const gchar *const *) self->iothreads;
 
-    if (ids == NULL && self->iothread != NULL) {
-        split = g_strsplit (self->iothread, ",", -1);
-        ids = (const gchar *const *) split;
-    }
-    for (guint i = 0; ids != NULL && ids[i] != NULL; i++)
-        json_array_add_string_element (array, ids[i]);
+    for (guint i = 0; self->iothreads != NULL && self->iothreads[i] != NULL; i++)
+        json_array_add_string_element (array, self->iothreads[i]);
     return array;
 }
 

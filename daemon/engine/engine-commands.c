@@ -172,11 +172,33 @@ check_command (VmrJob *job, VmrBackendCommand command, GError **error)
     }
 }
 
+/* the backend's step for a user's command */
+static VmrBackendCommand
+backend_command_of (VmrJobCommand command)
+{
+    switch (command) {
+        case VMR_JOB_COMMAND_PAUSE:
+            return VMR_BACKEND_COMMAND_PAUSE;
+        case VMR_JOB_COMMAND_RESUME:
+            return VMR_BACKEND_COMMAND_RESUME;
+        case VMR_JOB_COMMAND_CANCEL:
+            return VMR_BACKEND_COMMAND_CANCEL;
+        case VMR_JOB_COMMAND_PIVOT:
+            return VMR_BACKEND_COMMAND_PIVOT;
+        case VMR_JOB_COMMAND_SET_SPEED:
+            return VMR_BACKEND_COMMAND_SET_SPEED;
+        case VMR_JOB_COMMAND_SET_COPY_MODE_ACTIVE:
+        default:
+            return VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE;
+    }
+}
+
 void
-vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendCommand command,
+vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrJobCommand user_command,
                               guint64 speed, GCancellable *cancellable,
                               GAsyncReadyCallback callback, gpointer user_data)
 {
+    VmrBackendCommand command = backend_command_of (user_command);
     g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
     g_autoptr (GError) error = NULL;
     VmrJob *job = vmr_engine_lookup_job (self, id, &error);

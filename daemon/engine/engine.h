@@ -139,11 +139,22 @@ JsonArray *vmr_engine_list_jobs (VmrEngine *self);
 /* the job @id (transfer none), or NULL with VMR_ERROR_NOT_FOUND */
 VmrJob *vmr_engine_lookup_job (VmrEngine *self, const gchar *id, GError **error);
 
+/* what a user may do to a job */
+typedef enum {
+    VMR_JOB_COMMAND_PAUSE,
+    VMR_JOB_COMMAND_RESUME,
+    VMR_JOB_COMMAND_CANCEL,
+    VMR_JOB_COMMAND_PIVOT,
+    VMR_JOB_COMMAND_SET_SPEED,
+    /* background -> write-blocking; there is no way back */
+    VMR_JOB_COMMAND_SET_COPY_MODE_ACTIVE,
+} VmrJobCommand;
+
 /*
  * Pauses, resumes, cancels, pivots or sets the speed of job @id. A cancel
  * finishes when the job has ended; the others when QEMU accepted them.
  */
-void vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrBackendCommand command,
+void vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrJobCommand command,
                                    guint64 speed, GCancellable *cancellable,
                                    GAsyncReadyCallback callback, gpointer user_data);
 VmrJob *vmr_engine_job_command_finish (VmrEngine *self, GAsyncResult *res, GError **error);

@@ -73,7 +73,7 @@ typedef struct {
     const gchar *path;
     const gchar *format;
     const gchar *alias;
-    const gchar *iothread;
+    const gchar *iothreads; /* the list, comma-separated here */
     gboolean read_only;
     const gchar *mirror_path;
     gboolean mirror_ready;
@@ -105,7 +105,16 @@ assert_disks (GPtrArray *disks, const DiskCase *cases, guint n_cases)
         g_assert_cmpstr (disk->path, ==, c->path);
         g_assert_cmpstr (disk->format, ==, c->format);
         g_assert_cmpstr (disk->alias, ==, c->alias);
-        g_assert_cmpstr (disk->iothread, ==, c->iothread);
+        {
+            g_autofree gchar *joined
+                = disk->iothreads != NULL ? g_strjoinv (",", disk->iothreads) : NULL;
+            g_auto (GStrv) expected
+                = c->iothreads != NULL ? g_strsplit (c->iothreads, ",", -1) : NULL;
+
+            /* the list, and its first as the disk's I/O thread */
+            g_assert_cmpstr (joined, ==, c->iothreads);
+            g_assert_cmpstr (disk->iothread, ==, expected != NULL ? expected[0] : NULL);
+        }
         g_assert_cmpint (disk->read_only, ==, c->read_only);
         g_assert_cmpstr (disk->mirror_path, ==, c->mirror_path);
         g_assert_cmpint (disk->mirror_ready, ==, c->mirror_ready);

@@ -42,6 +42,7 @@ vmr_libvirt_domain_read_disks (virDomain *dom, GError **error)
         disk->path = g_strdup (found_disk->path);
         disk->size = info.capacity;
         disk->iothread = g_strdup (found_disk->iothread);
+        disk->iothreads = g_strdupv (found_disk->iothreads);
         disk->read_only = found_disk->read_only;
         g_ptr_array_add (disks, disk);
     }

@@ -16,6 +16,7 @@ vmr_libvirt_disk_free (VmrLibvirtDisk *self)
     g_free (self->format);
     g_free (self->alias);
     g_free (self->iothread);
+    g_strfreev (self->iothreads);
     g_free (self->mirror_path);
     g_free (self);
 }
@@ -201,8 +202,9 @@ parse_end_cb (GMarkupParseContext *context, const gchar *name, gpointer user_dat
         return;
     if (state->disk->iothread == NULL && state->queue_iothreads->len > 0) {
         g_ptr_array_add (state->queue_iothreads, NULL);
-        state->disk->iothread = g_strjoinv (",", (gchar **) state->queue_iothreads->pdata);
+        state->disk->iothreads = g_strdupv ((gchar **) state->queue_iothreads->pdata);
         g_ptr_array_remove_index (state->queue_iothreads, state->queue_iothreads->len - 1);
+        state->disk->iothread = g_strdup (state->disk->iothreads[0]);
     }
     {
         gint controller = state->disk_scsi < 0 ? -1 : state->disk_controller;
@@ -226,6 +228,19 @@ take_controller_iothreads (ParseState *state)
             continue;
         iothread = g_hash_table_lookup (state->scsi_iothreads, GINT_TO_POINTER (controller));
         disk->iothread = g_strdup (iothread);
+    }
+}
+
+/* a disk on one I/O thread lists just that one */
+static void
+list_single_iothreads (ParseState *state)
+{
+    for (guint i = 0; i < state->disks->len; i++) {
+        VmrLibvirtDisk *disk = g_ptr_array_index (state->disks, i);
+        const gchar *one[] = { disk->iothread, NULL };
+
+        if (disk->iothread != NULL && disk->iothreads == NULL)
+            disk->iothreads = g_strdupv ((gchar **) one);
     }
 }
 
@@ -253,6 +268,7 @@ vmr_libvirt_xml_parse_disks (const gchar *xml, GError **error)
         return NULL;
     }
     take_controller_iothreads (&state);
+    list_single_iothreads (&state);
     return g_steal_pointer (&disks);
 }
 

@@ -19,8 +19,9 @@ typedef struct {
     gchar *path;     /* <source file> or <source dev>; NULL for other types or no medium */
     gchar *format;   /* <driver type>, e.g. "raw"; NULL when not given */
     gchar *alias;    /* <alias name> (live XML only), e.g. "virtio-disk0" */
-    gchar *iothread; /* QEMU's I/O thread id(s): "iothread1", or "iothread1,iothread2"
-                      * for a per-queue mapping; NULL for the main loop */
+    gchar *iothread; /* QEMU's I/O thread id, e.g. "iothread1": the first of @iothreads */
+    GStrv iothreads; /* every I/O thread serving the disk (a per-queue mapping names
+                      * several); NULL for the main loop */
     gboolean read_only;
     gchar *mirror_path;    /* destination of a running block copy, NULL if none */
     gboolean mirror_ready; /* <mirror ready='yes'>: the copy is in sync */
