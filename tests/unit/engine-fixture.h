@@ -142,4 +142,7 @@ void engine_case_run (gconstpointer data);
 /* registers each case as a test named after it */
 void engine_cases_add (const EngineCase *cases, guint n_cases);
 
+/* the tables of the other files of the program */
+void engine_add_group_cases (void);
+
 G_END_DECLS

@@ -1,7 +1,8 @@
 /*
  * The engine against a fake backend, one job at a time: its state machine,
  * the user's commands in every state, failures in every state, and the
- * orders of events a real QEMU cannot be made to show on demand.
+ * orders of events a real QEMU cannot be made to show on demand. The groups
+ * and the admission limits are in engine-cases-group.c.
  */
 #define G_LOG_DOMAIN "vmr-test"
 
@@ -269,5 +270,6 @@ main (int argc, char **argv)
     g_test_init (&argc, &argv, NULL);
     engine_fixture_init_logging ();
     engine_cases_add (job_cases, G_N_ELEMENTS (job_cases));
+    engine_add_group_cases ();
     return g_test_run ();
 }
