@@ -2,7 +2,8 @@
  * The engine against a fake backend, one job at a time: its state machine,
  * the user's commands in every state, failures in every state, and the
  * orders of events a real QEMU cannot be made to show on demand. The groups
- * and the admission limits are in engine-cases-group.c.
+ * and the admission limits are in engine-cases-group.c, the life of domains
+ * and the restart of the daemon in engine-cases-domain.c.
  */
 #define G_LOG_DOMAIN "vmr-test"
 
@@ -271,5 +272,6 @@ main (int argc, char **argv)
     engine_fixture_init_logging ();
     engine_cases_add (job_cases, G_N_ELEMENTS (job_cases));
     engine_add_group_cases ();
+    engine_add_domain_cases ();
     return g_test_run ();
 }
