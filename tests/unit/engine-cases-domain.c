@@ -70,6 +70,29 @@ static const EngineCase domain_cases[] = {
           { STEP_REMOVE_DOMAIN, .states = "vmr-1 failed, vmr-2 failed", .calls = "close",
             .reasons = "vmr-1=the domain stopped | vmr-2=the domain stopped", .files = SRCS } } },
 
+    { "/engine/domain/removed-while-cancelling", .manual_finish = TRUE,
+      .steps = { COPYING,
+                 COMMAND (.arg = "cancel", .states = "vmr-1 copying", .calls = "cancel vmr-1",
+                          .replies = ""),
+                 /* the cancel is answered once the job has ended, whichever way */
+                 { STEP_REMOVE_DOMAIN, .states = "vmr-1 failed", .calls = "close",
+                   .replies = "cancel vmr-1 ok failed", .files = SRC } } },
+
+    /* ---- events from the backend of another domain ---- */
+    { "/engine/event/finished-from-another-domain", .domains = TWO_DOMAINS,
+      .bug = "the engine takes job-finished for a job of another domain from any "
+             "backend: it looks the job up by id alone (backend_job_finished_cb)",
+      .steps = { COPYING,
+                 FINISHED (.domain = "db01", .arg = "failed", .text = "not ours",
+                           .states = "vmr-1 copying", .changes = "", .calls = ""),
+                 CANCEL ("vmr-1") } },
+    { "/engine/event/ready-from-another-domain", .domains = TWO_DOMAINS,
+      .bug = "the engine takes job-ready for a job of another domain from any backend and "
+             "sends that backend the pivot (backend_job_ready_cb)",
+      .steps
+      = { COPYING, READY (.domain = "db01", .states = "vmr-1 copying", .changes = "", .calls = ""),
+          CANCEL ("vmr-1") } },
+
     /* ---- the monitor connection is lost ---- */
     { "/engine/disconnect/copying",
       .steps = { COPYING,
