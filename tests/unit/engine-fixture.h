@@ -145,5 +145,6 @@ void engine_cases_add (const EngineCase *cases, guint n_cases);
 /* the tables of the other files of the program */
 void engine_add_group_cases (void);
 void engine_add_domain_cases (void);
+void engine_add_policy_cases (void);
 
 G_END_DECLS

@@ -273,5 +273,6 @@ main (int argc, char **argv)
     engine_cases_add (job_cases, G_N_ELEMENTS (job_cases));
     engine_add_group_cases ();
     engine_add_domain_cases ();
+    engine_add_policy_cases ();
     return g_test_run ();
 }
