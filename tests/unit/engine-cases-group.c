@@ -121,6 +121,47 @@ static const EngineCase group_cases[] = {
                     .reasons = "vmr-2=cancelled with its group: vmr-1 failed: I/O error",
                     .files = SRCS) } },
 
+    { "/engine/group/invalid-member", .domains = TWO_DISKS,
+      /* nothing is created unless every disk of the request is valid */
+      .steps = { MIGRATE (.arg = "disk0,disk9", .states = "", .calls = "",
+                          .replies = "migrate error: domain web01 has no disk 'disk9' (its "
+                                     "disks: disk0, disk1)") } },
+    { "/engine/group/paused-member-holds-the-cut-over", .domains = TWO_DISKS,
+      .steps
+      = { BOTH_STARTED, COMMAND (.job = "vmr-2", .arg = "pause"),
+          READY (.states = "vmr-1 synced, vmr-2 paused", .calls = ""),
+          READY (.job = "vmr-2", .states = "vmr-1 synced, vmr-2 paused", .calls = ""),
+          /* the resume finds it in sync, the last of its group */
+          COMMAND (.job = "vmr-2", .arg = "resume", .states = "vmr-1 completed, vmr-2 completed",
+                   .calls = "resume vmr-2; pivot vmr-1; pivot vmr-2") },
+      .files = ALL },
+
+    /* ---- evacuation: each domain's disks under a directory move as one group ---- */
+    { "/engine/evacuate/dry-run", .domains = TWO_DISKS,
+      .steps = { { STEP_EVACUATE, .arg = "dry-run", .states = "", .calls = "",
+                   .replies = "evacuate ok web01 disk0 -, web01 disk1 -" } },
+      .files = SRCS },
+    { "/engine/evacuate/a-group-per-domain", .domains = TWO_DISKS " db01=disk0",
+      .steps = { { STEP_EVACUATE, .states = "vmr-1 copying, vmr-2 copying, vmr-3 copying",
+                   .calls = "start_copy vmr-2 0; start_copy vmr-3 0; start_copy vmr-1 0",
+                   .replies = "evacuate ok db01 disk0 vmr-1, web01 disk0 vmr-2, web01 disk1 "
+                              "vmr-3" },
+                 READY (.states = "vmr-1 completed, vmr-2 copying, vmr-3 copying"),
+                 READY (.job = "vmr-2", .states = "vmr-1 completed, vmr-2 synced, vmr-3 copying"),
+                 READY (.job = "vmr-3", .calls = "pivot vmr-2; pivot vmr-3",
+                        .states = "vmr-1 completed, vmr-2 completed, vmr-3 completed") },
+      .files
+      = "db01-disk0.img " SRCS " new/db01-disk0.img new/web01-disk0.img new/web01-disk1.img" },
+    { "/engine/evacuate/skips-a-disk-that-migrates", .domains = TWO_DISKS,
+      .steps
+      = { MIGRATE (.states = "vmr-1 copying"),
+          { STEP_EVACUATE, .states = "vmr-1 copying, vmr-2 copying", .calls = "start_copy vmr-2 0",
+            .replies = "evacuate ok web01 disk0 skipped: already migrating, web01 disk1 "
+                       "vmr-2" },
+          COMMAND (.arg = "cancel", .states = "vmr-1 cancelled, vmr-2 copying"),
+          COMMAND (.job = "vmr-2", .arg = "cancel", .states = "vmr-1 cancelled, vmr-2 cancelled") },
+      .files = SRCS },
+
     /* ---- admission limits ---- */
     { "/engine/admission/max-parallel", .domains = TWO_DOMAINS, .policy = ONE_ON_HOST,
       .steps = { MIGRATE (.states = "vmr-1 copying", .calls = "start_copy vmr-1 0"),

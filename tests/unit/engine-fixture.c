@@ -126,6 +126,20 @@ list_files (const gchar *dir)
     return g_strjoinv (" ", (gchar **) names->pdata);
 }
 
+/* the images directory, then the files of "new" */
+static gchar *
+list_images (EngineFixture *f)
+{
+    g_autofree gchar *images = list_files (f->dir);
+    g_autofree gchar *moved = f->new_dir != NULL ? list_files (f->new_dir) : g_strdup ("");
+    g_auto (GStrv) names = g_strsplit (moved, " ", -1);
+    GString *text = g_string_new (images);
+
+    for (guint i = 0; names[i] != NULL && *names[i] != '\0'; i++)
+        g_string_append_printf (text, " new/%s", names[i]);
+    return g_string_free (text, FALSE);
+}
+
 /* "vmr-1=*lost* | vmr-2=cancelled*": each job's reason against its glob */
 static gchar *
 match_reasons (EngineFixture *f, const gchar *expected)
@@ -156,8 +170,9 @@ check (EngineFixture *f, guint index, const gchar *what, const gchar *expected, 
     ok = glob ? g_pattern_match_simple (expected, actual) : g_str_equal (expected, actual);
     if (ok)
         return TRUE;
-    g_test_message ("%s, step %u: %s: expected \"%s\", got \"%s\"", f->tc->name, index + 1, what,
-                    expected, actual);
+    /* the checks at the end come after the last step */
+    g_test_message ("%s, step %u: %s: expected \"%s\", got \"%s\"", f->tc->name,
+                    MIN (index + 1, ENGINE_MAX_STEPS + 1), what, expected, actual);
     if (f->tc->bug != NULL) {
         f->bug_seen = TRUE;
         return FALSE;
@@ -378,13 +393,16 @@ engine_fixture_teardown (EngineFixture *f)
     g_ptr_array_add (sources, NULL);
     expected = f->tc->files != NULL ? g_strdup (f->tc->files)
                                     : g_strjoinv (" ", (gchar **) sources->pdata);
-    files = list_files (f->dir);
+    files = list_images (f);
     if (!f->bug_seen) {
         check (f, ENGINE_MAX_STEPS, "files at the end", expected, files, FALSE);
         check (f, ENGINE_MAX_STEPS, "warnings at the end", "", engine_warnings->str, FALSE);
     }
     remove_tree (f->dir);
     remove_tree (f->state_dir);
+    if (f->new_dir != NULL)
+        remove_tree (f->new_dir);
+    g_free (f->new_dir);
     g_free (f->dir);
     g_free (f->state_dir);
     g_free (f->policy_path);
@@ -489,6 +507,55 @@ outcome_from_name (const gchar *name)
     return VMR_BACKEND_OUTCOME_FAILED;
 }
 
+/* "web01 disk0 vmr-1, web01 disk1 skipped: already migrating" */
+static gchar *
+describe_plan (JsonObject *plan)
+{
+    JsonArray *disks = json_object_get_array_member (plan, "disks");
+    g_autoptr (GString) text = g_string_new (NULL);
+
+    for (guint i = 0; i < json_array_get_length (disks); i++) {
+        JsonObject *disk = json_array_get_object_element (disks, i);
+        const gchar *skipped = json_object_get_string_member_with_default (disk, "skipped", NULL);
+
+        g_string_append_printf (text, "%s%s %s ", i > 0 ? ", " : "",
+                                json_object_get_string_member (disk, "domain"),
+                                json_object_get_string_member (disk, "disk"));
+        if (skipped != NULL)
+            g_string_append_printf (text, "skipped: %s", skipped);
+        else
+            g_string_append (text, json_object_get_string_member_with_default (disk, "job", "-"));
+    }
+    return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+static void
+evacuate_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    ReplyData *data = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonObject) plan = vmr_engine_evacuate_finish (VMR_ENGINE (source), res, &error);
+    g_autofree gchar *planned = plan != NULL ? describe_plan (plan) : NULL;
+
+    add_reply (data->f, data->label, planned, error);
+    g_free (data);
+}
+
+static void
+evacuate (EngineFixture *f, const EngineStep *step)
+{
+    VmrEvacuateRequest request = { 0 };
+
+    if (f->new_dir == NULL)
+        f->new_dir = g_dir_make_tmp ("vmr-engine-new-XXXXXX", NULL);
+    g_assert_nonnull (f->new_dir);
+    request.from = f->dir;
+    request.to = f->new_dir;
+    request.dry_run = g_strcmp0 (step->arg, "dry-run") == 0;
+    vmr_engine_evacuate_async (f->engine, &request, NULL, evacuate_cb,
+                               reply_data_new (f, "evacuate", NULL));
+}
+
 static void
 restart (EngineFixture *f)
 {
@@ -564,6 +631,9 @@ do_step (EngineFixture *f, const EngineStep *step)
         case STEP_ATTACH:
             attach (f, step_domain (f, step));
             break;
+        case STEP_EVACUATE:
+            evacuate (f, step);
+            break;
         case STEP_END:
         default:
             g_assert_not_reached ();
@@ -600,7 +670,7 @@ engine_fixture_run_step (EngineFixture *f, guint index, const EngineStep *step)
     engine_fixture_iterate ();
     states = engine_fixture_describe_jobs (f);
     calls = take_calls (f);
-    files = list_files (f->dir);
+    files = list_images (f);
     reasons = step->reasons != NULL ? match_reasons (f, step->reasons) : NULL;
     ok = check (f, index, "states", step->states, states, FALSE)
          && check (f, index, "changes", step->changes, f->changes->str, FALSE)

@@ -28,6 +28,7 @@ typedef enum {
     STEP_RESTART,       /* a new engine on the same state directory, no domain attached */
     STEP_ADOPTION,      /* what the backend finds of .job: outcome .value, ADOPT_* .flags */
     STEP_ATTACH,        /* .domain is attached (again) */
+    STEP_EVACUATE,      /* a user: evacuate the images to the directory "new" (.arg "dry-run") */
 } EngineStepKind;
 
 /* .flags of STEP_MIGRATE */
@@ -55,7 +56,9 @@ typedef struct {
     const gchar *calls;   /* the backend calls of the step, queries left out: "pause vmr-1" */
     const gchar *replies; /* a glob on the replies that came: "pause vmr-1 ok paused" */
     const gchar *reasons; /* globs on the jobs' reasons: "vmr-1=*lost* | vmr-2=cancelled*" */
-    const gchar *files;   /* the images directory, sorted: "web01-disk0-dst.img web01-disk0.img" */
+    /* the images directory, sorted, then "new/NAME" for the files of "new":
+     * "web01-disk0-dst.img web01-disk0.img" */
+    const gchar *files;
 } EngineStep;
 
 #define ENGINE_MAX_STEPS 16
@@ -96,6 +99,7 @@ typedef struct {
 typedef struct {
     const EngineCase *tc;
     gchar *dir;       /* the images */
+    gchar *new_dir;   /* where an evacuation moves them, or NULL */
     gchar *state_dir; /* the engine's records and the policy file */
     gchar *policy_path;
     VmrEngine *engine;
