@@ -133,6 +133,15 @@ static const EngineCase domain_cases[] = {
                  CANCEL ("vmr-1"),
                  { STEP_DETACH, .calls = "close", .replies = "detach ok" } } },
 
+    { "/engine/detach/follows-its-domain", .follows = TRUE,
+      .steps = { { STEP_DETACH, .calls = "",
+                   .replies = "detach error: domain web01 is followed through fake; it leaves "
+                              "when it stops" },
+                 { STEP_REMOVE_DOMAIN, .calls = "close", .states = "" } } },
+    { "/engine/domain/attached-twice",
+      .steps = { { STEP_ATTACH, .calls = "",
+                   .replies = "attach web01 error: a domain named web01 is attached already" } } },
+
     /* ---- the daemon restarts ---- */
     { "/engine/restart/running",
       .steps = { COPYING, RESTART ("vmr-1 copying orphaned"),
@@ -193,6 +202,30 @@ static const EngineCase domain_cases[] = {
                            .calls = "start_copy vmr-2 0"),
                  CANCEL ("vmr-2") },
       .files = WEB_DONE },
+    { "/engine/restart/speed-set-while-waiting", .domains = TWO_DOMAINS, .policy = ONE_ON_HOST,
+      .bug = "a speed set on a job that has not started is not written to its record: the "
+             "next run starts the copy at the old speed (vmr_engine_job_command_async)",
+      .steps = { COPYING, WAITING,
+                 COMMAND (.job = "vmr-2", .arg = "set_speed", .value = 2000,
+                          .replies = "set_speed vmr-2 ok queued"),
+                 RESTART ("vmr-1 copying orphaned, vmr-2 queued orphaned"), ADOPTION (RUNNING),
+                 ATTACH (.domain = "web01"), ATTACH (.domain = "db01"),
+                 FINISHED (.arg = "completed", .states = "vmr-1 completed, vmr-2 copying",
+                           .calls = "start_copy vmr-2 2000"),
+                 CANCEL ("vmr-2") },
+      .files = WEB_DONE },
+    { "/engine/restart/speed-set-while-copying",
+      .bug = "a speed set on a running copy is not written to its record: after a restart the "
+             "old speed is the job's full speed, and a resume calls the copy throttled "
+             "(vmr_engine_job_command_async)",
+      .steps
+      = { MIGRATE (.value = 1000, .calls = "start_copy vmr-1 1000"),
+          COMMAND (.arg = "set_speed", .value = 5000, .calls = "set_speed vmr-1 5000"),
+          RESTART ("vmr-1 copying orphaned"), ADOPTION (RUNNING, .speed = 5000),
+          ATTACH (.states = "vmr-1 copying"), COMMAND (.arg = "pause", .states = "vmr-1 paused"),
+          COMMAND (.arg = "resume", .states = "vmr-1 copying",
+                   .replies = "resume vmr-1 ok copying"),
+          CANCEL ("vmr-1") } },
     { "/engine/restart/cannot-pick-up",
       .steps
       = { COPYING,

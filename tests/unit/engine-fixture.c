@@ -258,6 +258,7 @@ make_backends (EngineFixture *f)
         FakeBackend *backend = fake_backend_new (NULL);
 
         fake_backend_set_auto_finish (backend, !f->tc->manual_finish);
+        fake_backend_set_follows_domain (backend, f->tc->follows);
         for (guint d = 0; disks[d] != NULL; d++) {
             g_auto (GStrv) disk = g_strsplit (disks[d], "@", 2);
             g_autofree gchar *name = g_strdup_printf ("%s-%s.img", parts[0], disk[0]);
@@ -593,6 +594,12 @@ do_step (EngineFixture *f, const EngineStep *step)
             f->pending_replies++;
             add_reply (f, "detach", NULL, error);
             break;
+        case STEP_RELOAD:
+            g_assert_true (g_file_set_contents (f->policy_path, step->text, -1, NULL));
+            vmr_engine_reload_policy (f->engine, &error);
+            f->pending_replies++;
+            add_reply (f, "reload", NULL, error);
+            break;
         case STEP_READY:
             fake_backend_ready (backend, step_job (step));
             break;
@@ -624,6 +631,7 @@ do_step (EngineFixture *f, const EngineStep *step)
             adoption.outcome = (VmrBackendAdoptOutcome) step->value;
             adoption.ready = (step->flags & ADOPT_READY) != 0;
             adoption.paused = (step->flags & ADOPT_PAUSED) != 0;
+            adoption.speed = step->speed;
             adoption.total_bytes = ENGINE_DISK_SIZE;
             adoption.done_bytes = adoption.ready ? ENGINE_DISK_SIZE : ENGINE_DISK_SIZE / 2;
             fake_backend_set_adoption (backend, step_job (step), &adoption);

@@ -28,6 +28,7 @@ typedef enum {
     STEP_RESTART,       /* a new engine on the same state directory, no domain attached */
     STEP_ADOPTION,      /* what the backend finds of .job: outcome .value, ADOPT_* .flags */
     STEP_ATTACH,        /* .domain is attached (again) */
+    STEP_RELOAD,        /* the policy file becomes .text and is loaded again */
     STEP_EVACUATE,      /* a user: evacuate the images to the directory "new" (.arg "dry-run") */
 } EngineStepKind;
 
@@ -48,6 +49,7 @@ typedef struct {
     const gchar *text;
     guint64 value;
     guint flags;
+    guint64 speed;        /* STEP_ADOPTION: the copy's speed in QEMU, bytes/s */
     const gchar *warning; /* a glob on the warnings the step makes the engine log; NULL: none */
 
     /* checked once the loop is quiet after the step; NULL is not checked, "" is none */
@@ -84,6 +86,7 @@ typedef struct {
     const gchar *domains;
     const gchar *policy;    /* the policy file; NULL: ENGINE_TEST_POLICY */
     gboolean manual_finish; /* a cancel or pivot is not followed by QEMU's job-finished */
+    gboolean follows;       /* the backends follow their domains' lives, as libvirt does */
     const gchar *bug;       /* an engine bug this case shows: it is reported incomplete */
     EngineStep steps[ENGINE_MAX_STEPS];
     /* the images directory at the end, after the engine shut down; NULL: the sources */
