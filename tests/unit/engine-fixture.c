@@ -14,9 +14,11 @@
 /* the engine's warnings since the last step */
 static GString *engine_warnings;
 
+/* the engine's messages as TAP comments: kept in the log, shown for a failed test */
 static void
-drop_log_cb (const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer user_data)
+comment_log_cb (const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer user_data)
 {
+    g_test_message ("%s: %s", domain, message);
 }
 
 static void
@@ -38,10 +40,8 @@ engine_fixture_init_logging (void)
 {
     engine_warnings = g_string_new (NULL);
     g_log_set_handler ("vmr-daemon", G_LOG_LEVEL_WARNING | G_LOG_FLAG_FATAL, keep_warning_cb, NULL);
-    /* the engine tells of every transition; --verbose shows it */
-    if (!g_test_verbose ())
-        g_log_set_handler ("vmr-daemon", G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG,
-                           drop_log_cb, NULL);
+    g_log_set_handler ("vmr-daemon", G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG,
+                       comment_log_cb, NULL);
 }
 
 void

@@ -117,7 +117,7 @@ typedef struct {
 
 /*
  * Keeps the engine's warnings for the steps to check instead of aborting,
- * and its messages quiet unless --verbose; called once, after g_test_init()
+ * and passes its messages on as TAP comments; called once, after g_test_init()
  */
 void engine_fixture_init_logging (void);
 
