@@ -2,8 +2,8 @@
  * What the engine makes of its backend's answers to the queries it sends on
  * its timers: the guest's load (query_load) drives the policy, the copy's
  * progress (query_progress) shows in the job. The policies sample every
- * 100 ms and act at the first sample (hold = 0); each case waits a few
- * samples at most.
+ * 100 ms and act at the first sample (hold = 0); each phase of a case waits
+ * a few samples at most.
  */
 #define G_LOG_DOMAIN "vmr-test"
 
@@ -14,19 +14,63 @@
 /* a wait longer than this is a hang, not a slow machine */
 #define WAIT_LIMIT_MS 3000
 
+/* how long a job that must stay as it is is watched */
+#define STAYS_MS 500
+
 /* the guest's reads per wake-up of the loop (about 10 ms) while it is busy */
 #define BUSY_READS 1000
 
 #define SAMPLE_FAST "[defaults]\nsample-interval = 100ms\nmax-parallel-per-iothread = 0\nhold = 0\n"
 
-static const EngineCase throttle_case = {
-    "/engine/query/load-throttles",
-    .policy = SAMPLE_FAST "iops-throttle = 100\nthrottle-speed = 1M\n",
+/* the guest is busy or quiet until vmr-1 is in @state */
+typedef struct {
+    gboolean busy;
+    VmrJobState state;
+    const gchar *calls;    /* the backend calls on the way, queries left out */
+    const gchar *decision; /* the policy's decision then */
+    gboolean stays;        /* it stays in @state for STAYS_MS, whatever the load */
+} LoadPhase;
+
+typedef struct {
+    EngineCase engine; /* its steps: the submission, and the end if any */
+    LoadPhase phases[4];
+    const gchar *reason; /* a glob on vmr-1's reason at the end, NULL: not checked */
+} LoadCase;
+
+#define CANCEL_AT_THE_END                                                                          \
+    COMMAND (.arg = "cancel", .states = "vmr-1 cancelled", .calls = "cancel vmr-1",                \
+             .files = "web01-disk0.img")
+
+static const LoadCase load_cases[] = {
+    { { "/engine/query/load-throttles",
+        .policy = SAMPLE_FAST "iops-throttle = 100\nthrottle-speed = 1M\n",
+        .steps = { MIGRATE (.states = "vmr-1 copying", .calls = "start_copy vmr-1 0"),
+                   CANCEL_AT_THE_END } },
+      /* a busy guest slows the copy down to throttle-speed, a quiet one lets it go */
+      { { TRUE, VMR_JOB_STATE_THROTTLED, "set_speed vmr-1 1048576", "throttle" },
+        { FALSE, VMR_JOB_STATE_COPYING, "set_speed vmr-1 0", "unthrottle" } } },
+    { { "/engine/query/load-delays-and-pauses", .policy = SAMPLE_FAST "iops-delay = 100\n",
+        /* nothing starts before the first load sample */
+        .steps = { MIGRATE (.states = "vmr-1 delayed", .calls = ""), CANCEL_AT_THE_END } },
+      { { FALSE, VMR_JOB_STATE_COPYING, "start_copy vmr-1 0", "start" },
+        { TRUE, VMR_JOB_STATE_PAUSED, "pause vmr-1", "pause" },
+        { FALSE, VMR_JOB_STATE_COPYING, "resume vmr-1", "resume" } } },
+    { { "/engine/query/held-too-long-fails",
+        .policy = SAMPLE_FAST "iops-delay = 100\nmax-delay = 300ms\non-max-delay = fail\n",
+        .steps = { MIGRATE (.states = "vmr-1 delayed") } },
+      /* QEMU cancels the paused copy; the job fails for the policy */
+      { { FALSE, VMR_JOB_STATE_COPYING, "start_copy vmr-1 0", "start" },
+        { TRUE, VMR_JOB_STATE_PAUSED, "pause vmr-1", "pause" },
+        { TRUE, VMR_JOB_STATE_FAILED, "cancel vmr-1", "fail" } },
+      .reason = "held back for *, longer than max-delay (*" },
+    { { "/engine/query/held-too-long-proceeds",
+        .policy = SAMPLE_FAST "iops-delay = 100\nmax-delay = 300ms\n",
+        .steps = { MIGRATE (.states = "vmr-1 delayed"), CANCEL_AT_THE_END } },
+      /* it starts regardless of the load, and the policy leaves it alone */
+      { { TRUE, VMR_JOB_STATE_COPYING, "start_copy vmr-1 0", "proceed" },
+        { TRUE, VMR_JOB_STATE_COPYING, "", "proceed", .stays = TRUE } } },
 };
-static const EngineCase delay_case = {
-    "/engine/query/load-delays-and-pauses",
-    .policy = SAMPLE_FAST "iops-delay = 100\n",
-};
+
 static const EngineCase progress_case = { "/engine/query/progress" };
 
 /* the guest of web01's disk0 and what a wait waits for */
@@ -54,14 +98,10 @@ state_reached (EngineFixture *f)
     return job_1 (f)->state == awaited_state;
 }
 
-/* the guest is busy or quiet until vmr-1 is in @state; the calls made meanwhile */
-static gchar *
-wait_for_state (EngineFixture *f, gboolean busy, VmrJobState state)
+static gboolean
+state_left (EngineFixture *f)
 {
-    guest_busy = busy;
-    awaited_state = state;
-    g_assert_true (engine_fixture_wait_for (state_reached, f, WAIT_LIMIT_MS));
-    return fake_backend_take_log (engine_fixture_backend (f, "web01"), FALSE);
+    return !state_reached (f);
 }
 
 static const gchar *
@@ -75,59 +115,46 @@ policy_member (EngineFixture *f, const gchar *name)
     return g_intern_string (value);
 }
 
+static void
+run_phase (EngineFixture *f, const LoadPhase *phase)
+{
+    g_autofree gchar *calls = NULL;
+
+    guest_busy = phase->busy;
+    awaited_state = phase->state;
+    if (phase->stays)
+        g_assert_false (engine_fixture_wait_for (state_left, f, STAYS_MS));
+    else
+        g_assert_true (engine_fixture_wait_for (state_reached, f, WAIT_LIMIT_MS));
+    calls = fake_backend_take_log (engine_fixture_backend (f, "web01"), FALSE);
+    g_assert_cmpstr (calls, ==, phase->calls);
+    g_assert_cmpstr (policy_member (f, "decision"), ==, phase->decision);
+    /* what the policy pauses, it resumes: no pause of a user's */
+    g_assert_false (job_1 (f)->user_paused);
+}
+
+static void
+test_load (gconstpointer data)
+{
+    const LoadCase *tc = data;
+    EngineFixture f;
+
+    memset (&guest_io, 0, sizeof guest_io);
+    guest_busy = tc->phases[0].busy;
+    engine_fixture_setup (&f, &tc->engine);
+    g_assert_true (engine_fixture_run_step (&f, 0, &tc->engine.steps[0]));
+    for (guint i = 0; i < G_N_ELEMENTS (tc->phases) && tc->phases[i].calls != NULL; i++)
+        run_phase (&f, &tc->phases[i]);
+    if (tc->reason != NULL)
+        g_assert_true (g_pattern_match_simple (tc->reason, job_1 (&f)->reason));
+    if (tc->engine.steps[1].kind != STEP_END)
+        g_assert_true (engine_fixture_run_step (&f, 1, &tc->engine.steps[1]));
+    engine_fixture_teardown (&f);
+}
+
 static const EngineStep copying
     = MIGRATE (.states = "vmr-1 copying", .calls = "start_copy vmr-1 0");
-static const EngineStep cancelled = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
-                                             .calls = "cancel vmr-1", .files = "web01-disk0.img");
-
-static void
-test_load_throttles (void)
-{
-    EngineFixture f;
-    g_autofree gchar *throttled = NULL;
-    g_autofree gchar *unthrottled = NULL;
-
-    memset (&guest_io, 0, sizeof guest_io);
-    engine_fixture_setup (&f, &throttle_case);
-    g_assert_true (engine_fixture_run_step (&f, 0, &copying));
-    /* a busy guest slows the copy down to throttle-speed */
-    throttled = wait_for_state (&f, TRUE, VMR_JOB_STATE_THROTTLED);
-    g_assert_cmpstr (throttled, ==, "set_speed vmr-1 1048576");
-    g_assert_cmpstr (policy_member (&f, "decision"), ==, "throttle");
-    g_assert_cmpuint (job_1 (&f)->speed, ==, 1048576);
-    /* and a quiet one lets it go back to full speed, unlimited here */
-    unthrottled = wait_for_state (&f, FALSE, VMR_JOB_STATE_COPYING);
-    g_assert_cmpstr (unthrottled, ==, "set_speed vmr-1 0");
-    g_assert_cmpstr (policy_member (&f, "decision"), ==, "unthrottle");
-    g_assert_true (engine_fixture_run_step (&f, 1, &cancelled));
-    engine_fixture_teardown (&f);
-}
-
-static void
-test_load_delays_and_pauses (void)
-{
-    static const EngineStep delayed = MIGRATE (.states = "vmr-1 delayed", .calls = "");
-    EngineFixture f;
-    g_autofree gchar *started = NULL;
-    g_autofree gchar *paused = NULL;
-    g_autofree gchar *resumed = NULL;
-
-    memset (&guest_io, 0, sizeof guest_io);
-    engine_fixture_setup (&f, &delay_case);
-    /* with iops-delay, nothing starts before the first load sample */
-    g_assert_true (engine_fixture_run_step (&f, 0, &delayed));
-    g_assert_cmpstr (policy_member (&f, "decision"), ==, "delay");
-    started = wait_for_state (&f, FALSE, VMR_JOB_STATE_COPYING);
-    g_assert_cmpstr (started, ==, "start_copy vmr-1 0");
-    /* a busy guest pauses the copy; the pause is the policy's, not a user's */
-    paused = wait_for_state (&f, TRUE, VMR_JOB_STATE_PAUSED);
-    g_assert_cmpstr (paused, ==, "pause vmr-1");
-    g_assert_false (job_1 (&f)->user_paused);
-    resumed = wait_for_state (&f, FALSE, VMR_JOB_STATE_COPYING);
-    g_assert_cmpstr (resumed, ==, "resume vmr-1");
-    g_assert_true (engine_fixture_run_step (&f, 1, &cancelled));
-    engine_fixture_teardown (&f);
-}
+static const EngineStep cancelled = CANCEL_AT_THE_END;
 
 static gboolean
 progress_reached (EngineFixture *f)
@@ -173,7 +200,7 @@ test_progress (void)
 void
 engine_add_policy_cases (void)
 {
-    g_test_add_func (throttle_case.name, test_load_throttles);
-    g_test_add_func (delay_case.name, test_load_delays_and_pauses);
+    for (guint i = 0; i < G_N_ELEMENTS (load_cases); i++)
+        g_test_add_data_func (load_cases[i].engine.name, &load_cases[i], test_load);
     g_test_add_func (progress_case.name, test_progress);
 }
