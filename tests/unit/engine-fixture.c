@@ -557,10 +557,44 @@ evacuate (EngineFixture *f, const EngineStep *step)
                                reply_data_new (f, "evacuate", NULL));
 }
 
-static void
-restart (EngineFixture *f)
+/* the job records: path -> contents */
+static GHashTable *
+read_records (EngineFixture *f)
 {
+    g_autofree gchar *dir = g_build_filename (f->state_dir, "jobs", NULL);
+    g_autofree gchar *names = list_files (dir);
+    g_auto (GStrv) records = g_strsplit (names, " ", -1);
+    GHashTable *contents = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+
+    for (guint i = 0; records[i] != NULL && *records[i] != '\0'; i++) {
+        g_autofree gchar *path = g_build_filename (dir, records[i], NULL);
+        gchar *text = NULL;
+
+        g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+        g_hash_table_insert (contents, g_steal_pointer (&path), text);
+    }
+    return contents;
+}
+
+/* a new engine; after a crash the old one had no time to write or clean up anything */
+static void
+restart (EngineFixture *f, gboolean crash)
+{
+    g_autoptr (GHashTable) records = crash ? read_records (f) : NULL;
+    GHashTableIter iter;
+    gpointer backend;
+    gpointer path;
+    gpointer text;
+
+    g_hash_table_iter_init (&iter, f->backends);
+    while (crash && g_hash_table_iter_next (&iter, NULL, &backend))
+        fake_backend_crash (backend);
     stop_engine (f);
+    if (crash) {
+        g_hash_table_iter_init (&iter, records);
+        while (g_hash_table_iter_next (&iter, &path, &text))
+            g_assert_true (g_file_set_contents (path, text, -1, NULL));
+    }
     /* the next run talks to the same domains through new connections */
     make_backends (f);
     start_engine (f);
@@ -625,7 +659,8 @@ do_step (EngineFixture *f, const EngineStep *step)
                                       step->text != NULL ? step->text : "the domain stopped");
             break;
         case STEP_RESTART:
-            restart (f);
+        case STEP_CRASH:
+            restart (f, step->kind == STEP_CRASH);
             break;
         case STEP_ADOPTION:
             adoption.outcome = (VmrBackendAdoptOutcome) step->value;

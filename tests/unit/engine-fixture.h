@@ -26,6 +26,7 @@ typedef enum {
     STEP_DISCONNECT,    /* the backend: "disconnected" with .text */
     STEP_REMOVE_DOMAIN, /* the domain stopped: vmr_engine_remove_domain (.text) */
     STEP_RESTART,       /* a new engine on the same state directory, no domain attached */
+    STEP_CRASH,         /* the same, the old one killed: its records and files as they were */
     STEP_ADOPTION,      /* what the backend finds of .job: outcome .value, ADOPT_* .flags */
     STEP_ATTACH,        /* .domain is attached (again) */
     STEP_RELOAD,        /* the policy file becomes .text and is loaded again */

@@ -2,6 +2,7 @@
 
 #include "fake-backend.h"
 
+#include <errno.h>
 #include <glib/gstdio.h>
 
 #include "vmr-error.h"
@@ -33,6 +34,7 @@ struct _FakeBackend {
     gboolean auto_finish;
     gboolean disconnected;
     gboolean closed;
+    gboolean crashed;    /* nothing is cleaned up any more */
     GArray *disks;       /* of DiskSpec */
     GHashTable *replies; /* call name -> ReplyRule * */
     GPtrArray *held;     /* of GTask *, oldest first */
@@ -171,6 +173,12 @@ fake_backend_take_log (FakeBackend *self, gboolean with_queries)
             g_string_append_printf (text, " %" G_GUINT64_FORMAT, call->speed);
     }
     return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+void
+fake_backend_crash (FakeBackend *self)
+{
+    self->crashed = TRUE;
 }
 
 gboolean
@@ -345,8 +353,8 @@ complete_call (FakeBackend *self, GTask *task, const GError *error)
     gpointer tag = g_task_get_source_tag (task);
 
     if (error != NULL) {
-        /* a start that failed undoes what it did */
-        if (g_str_equal (data->call.name, "start_copy")) {
+        /* a start that failed undoes what it did, unless the daemon died */
+        if (g_str_equal (data->call.name, "start_copy") && !self->crashed) {
             const gchar *created = g_hash_table_lookup (self->created, data->call.job_id);
 
             if (created != NULL)
@@ -491,8 +499,13 @@ fake_backend_start_copy_async (VmrBackend *backend, VmrJob *job, const VmrDisk *
     g_autoptr (GError) error = NULL;
 
     g_task_set_source_tag (task, vmr_backend_start_copy_async);
-    /* the file exists before QEMU answers, as with a real backend */
-    if (job->created_destination && !g_file_set_contents (job->destination, contents, -1, &error)) {
+    /* the file exists before QEMU answers, as with a real backend, and is new */
+    if (job->created_destination && g_file_test (job->destination, G_FILE_TEST_EXISTS))
+        error = g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "cannot create %s: %s",
+                             job->destination, g_strerror (EEXIST));
+    if (error != NULL
+        || (job->created_destination
+            && !g_file_set_contents (job->destination, contents, -1, &error))) {
         g_task_return_error (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;

@@ -110,6 +110,12 @@ GPtrArray *fake_backend_get_log (FakeBackend *self);
  */
 gchar *fake_backend_take_log (FakeBackend *self, gboolean with_queries);
 
+/*
+ * The daemon is killed: from now on nothing the backend does cleans up
+ * after a copy (its calls still end, for the engine to be finalized)
+ */
+void fake_backend_crash (FakeBackend *self);
+
 /* whether close was called */
 gboolean fake_backend_is_closed (FakeBackend *self);
 
