@@ -15,7 +15,7 @@
 #define WAIT_LIMIT_MS 3000
 
 /* how long a job that must stay as it is is watched */
-#define STAYS_MS 500
+#define STAYS_MS 300
 
 /* the guest's reads per wake-up of the loop (about 10 ms) while it is busy */
 #define BUSY_READS 1000
@@ -56,7 +56,7 @@ static const LoadCase load_cases[] = {
         { TRUE, VMR_JOB_STATE_PAUSED, "pause vmr-1", "pause" },
         { FALSE, VMR_JOB_STATE_COPYING, "resume vmr-1", "resume" } } },
     { { "/engine/query/held-too-long-fails",
-        .policy = SAMPLE_FAST "iops-delay = 100\nmax-delay = 300ms\non-max-delay = fail\n",
+        .policy = SAMPLE_FAST "iops-delay = 100\nmax-delay = 200ms\non-max-delay = fail\n",
         .steps = { MIGRATE (.states = "vmr-1 delayed") } },
       /* QEMU cancels the paused copy; the job fails for the policy */
       { { FALSE, VMR_JOB_STATE_COPYING, "start_copy vmr-1 0", "start" },
@@ -64,7 +64,7 @@ static const LoadCase load_cases[] = {
         { TRUE, VMR_JOB_STATE_FAILED, "cancel vmr-1", "fail" } },
       .reason = "held back for *, longer than max-delay (*" },
     { { "/engine/query/held-too-long-proceeds",
-        .policy = SAMPLE_FAST "iops-delay = 100\nmax-delay = 300ms\n",
+        .policy = SAMPLE_FAST "iops-delay = 100\nmax-delay = 200ms\n",
         .steps = { MIGRATE (.states = "vmr-1 delayed"), CANCEL_AT_THE_END } },
       /* it starts regardless of the load, and the policy leaves it alone */
       { { TRUE, VMR_JOB_STATE_COPYING, "start_copy vmr-1 0", "proceed" },

@@ -291,15 +291,24 @@ start_engine (EngineFixture *f)
 static void
 stop_engine (EngineFixture *f)
 {
+    g_autoptr (GPtrArray) attached = g_ptr_array_new ();
     GHashTableIter iter;
+    const gchar *name;
     FakeBackend *backend;
 
+    g_hash_table_iter_init (&iter, f->backends);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &name, (gpointer *) &backend)) {
+        if (vmr_engine_has_domain (f->engine, name))
+            g_ptr_array_add (attached, backend);
+    }
     vmr_engine_shutdown (f->engine);
     engine_fixture_iterate ();
     g_object_add_weak_pointer (G_OBJECT (f->engine), (gpointer *) &f->engine);
     g_object_unref (f->engine);
-    /* nothing may keep a stopped engine alive */
+    /* nothing may keep a stopped engine alive, and nothing was left on its way */
     g_assert_null (f->engine);
+    for (guint i = 0; i < attached->len; i++)
+        g_assert_true (fake_backend_is_closed (g_ptr_array_index (attached, i)));
     g_hash_table_iter_init (&iter, f->backends);
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &backend))
         g_assert_cmpuint (fake_backend_count_held (backend), ==, 0);
