@@ -4,7 +4,9 @@
  * an event of a backend or a command of a user; after each the main loop
  * runs until it is quiet, and what the step expects is checked: the jobs'
  * states, the transitions the step made, the backend calls it caused, the
- * replies that came, reasons and the files in the images directory.
+ * replies that came, reasons, the engine's warnings and the files in the
+ * images directory. At the end the engine is shut down: it must close its
+ * backends, leave no call held and be finalized.
  */
 #pragma once
 
@@ -75,10 +77,7 @@ typedef struct {
 #define COMMAND(...)  STEP (STEP_COMMAND, __VA_ARGS__)
 #define READY(...)    STEP (STEP_READY, __VA_ARGS__)
 #define FINISHED(...) STEP (STEP_FINISHED, __VA_ARGS__)
-#define HOLD(call)                                                                                 \
-    {                                                                                              \
-        .kind = STEP_REPLY, .arg = call, .value = FAKE_REPLY_HOLD                                  \
-    }
+#define HOLD(call)    STEP (STEP_REPLY, .arg = call, .value = FAKE_REPLY_HOLD)
 
 typedef struct {
     const gchar *name; /* the test path */
