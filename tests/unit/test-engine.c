@@ -1,0 +1,278 @@
+/*
+ * The engine against a fake backend, one job at a time: its state machine,
+ * the user's commands in every state, failures in every state, and the
+ * orders of events a real QEMU cannot be made to show on demand. The groups
+ * and the admission limits are in engine-cases-group.c, the life of domains
+ * and the restart of the daemon in engine-cases-domain.c.
+ */
+#define G_LOG_DOMAIN "vmr-test"
+
+#include "engine-fixture.h"
+
+/* the images of web01's disk0 */
+#define SRC  "web01-disk0.img"
+#define BOTH "web01-disk0-dst.img web01-disk0.img"
+
+/* the first step of most cases: the copy runs */
+#define STARTED                                                                                    \
+    MIGRATE (.states = "vmr-1 copying", .changes = "vmr-1 queued, vmr-1 copying",                  \
+             .calls = "start_copy vmr-1 0", .replies = "migrate ok vmr-1", .files = BOTH)
+#define STARTED_MANUAL                                                                             \
+    MIGRATE (.flags = MIGRATE_MANUAL_PIVOT, .states = "vmr-1 copying",                             \
+             .calls = "start_copy vmr-1 0", .replies = "migrate ok vmr-1")
+#define CANCELLED                                                                                  \
+    COMMAND (.arg = "cancel", .states = "vmr-1 cancelled", .changes = "vmr-1 cancelled",           \
+             .calls = "cancel vmr-1", .replies = "cancel vmr-1 ok cancelled", .files = SRC)
+
+/* QEMU refuses @command: the job stays as it was and the user is told why */
+#define REFUSED(command, message)                                                                  \
+    { STEP_REPLY, .arg = command, .value = FAKE_REPLY_FAIL, .text = message },                     \
+        COMMAND (.arg = command, .states = "vmr-1 copying", .calls = command " vmr-1",             \
+                 .replies = command " vmr-1 error: " message)
+
+static const EngineCase job_cases[] = {
+    /* ---- the state machine ---- */
+    { "/engine/job/lifecycle",
+      .steps = { HOLD ("pivot"),
+                 STARTED,
+                 READY (.calls = "pivot vmr-1", .states = "vmr-1 pivoting",
+                        .changes = "vmr-1 synced, vmr-1 pivoting"),
+                 /* QEMU accepted the pivot; its job-finished follows */
+                 { STEP_RELEASE, "vmr-1", .arg = "pivot", .calls = "", .states = "vmr-1 completed",
+                   .changes = "vmr-1 completed" } },
+      .files = BOTH },
+    { "/engine/job/manual-pivot",
+      .steps
+      = { STARTED_MANUAL, READY (.states = "vmr-1 synced", .changes = "vmr-1 synced", .calls = ""),
+          COMMAND (.arg = "pivot", .states = "vmr-1 completed",
+                   .changes = "vmr-1 pivoting, vmr-1 completed", .calls = "pivot vmr-1",
+                   .replies = "pivot vmr-1 ok pivoting"),
+          COMMAND (.arg = "pivot", .calls = "",
+                   .replies = "pivot vmr-1 error: job vmr-1 is completed already") },
+      .files = BOTH },
+    { "/engine/job/pivot-before-sync",
+      .steps = { STARTED_MANUAL,
+                 COMMAND (.arg = "pivot", .states = "vmr-1 copying", .calls = "",
+                          .replies = "pivot vmr-1 error: job vmr-1 is copying; it can pivot "
+                                     "once it is synced"),
+                 CANCELLED } },
+    { "/engine/job/pivot-refused",
+      .steps = { HOLD ("pivot"),
+                 STARTED,
+                 READY (.states = "vmr-1 pivoting"),
+                 { STEP_FAIL, "vmr-1", .arg = "pivot", .text = "not ready",
+                   .states = "vmr-1 synced", .changes = "vmr-1 synced", .calls = "" },
+                 { STEP_REPLY, .arg = "pivot", .value = FAKE_REPLY_AT_ONCE },
+                 COMMAND (.arg = "pivot", .states = "vmr-1 completed", .calls = "pivot vmr-1",
+                          .replies = "pivot vmr-1 ok pivoting") },
+      .files = BOTH },
+    { "/engine/job/unknown",
+      .steps = { COMMAND (.job = "vmr-7", .arg = "pause", .states = "", .calls = "",
+                          .replies = "pause vmr-7 error: unknown job 'vmr-7'") } },
+    { "/engine/job/migrate-unknown-disk",
+      .steps = { MIGRATE (.arg = "disk9", .states = "", .calls = "",
+                          .replies = "migrate error: domain web01 has no disk 'disk9' (its "
+                                     "disks: disk0)") } },
+    { "/engine/job/migrate-twice",
+      .steps = { STARTED,
+                 MIGRATE (.states = "vmr-1 copying", .calls = "",
+                          .replies = "migrate error: disk0 of web01 is already "
+                                     "migrating (job vmr-1)"),
+                 CANCELLED } },
+    { "/engine/job/reuse",
+      .steps = { MIGRATE (.flags = MIGRATE_REUSE, .states = "vmr-1 copying",
+                          .calls = "start_copy vmr-1 0", .files = BOTH),
+                 /* a destination the daemon did not make stays */
+                 FINISHED (.arg = "failed", .text = "I/O error", .states = "vmr-1 failed",
+                           .files = BOTH) },
+      .files = BOTH },
+
+    /* ---- cancel in every state ---- */
+    { "/engine/cancel/copying", .steps = { STARTED, CANCELLED } },
+    { "/engine/cancel/starting",
+      .steps = { HOLD ("start_copy"),
+                 MIGRATE (.states = "vmr-1 queued", .calls = "start_copy vmr-1 0", .replies = "",
+                          .files = BOTH),
+                 COMMAND (.arg = "cancel", .states = "vmr-1 queued", .calls = "",
+                          .replies = "cancel vmr-1 error: job vmr-1 is starting; try again"),
+                 { STEP_RELEASE, "vmr-1", .arg = "start_copy", .states = "vmr-1 copying",
+                   .replies = "migrate ok vmr-1" },
+                 CANCELLED } },
+    { "/engine/cancel/paused",
+      .steps = { STARTED,
+                 COMMAND (.arg = "pause", .states = "vmr-1 paused", .calls = "pause vmr-1",
+                          .replies = "pause vmr-1 ok paused"),
+                 CANCELLED } },
+    { "/engine/cancel/synced",
+      .steps = { STARTED_MANUAL, READY (.states = "vmr-1 synced"), CANCELLED } },
+    { "/engine/cancel/pivoting",
+      .steps = { HOLD ("pivot"),
+                 STARTED,
+                 READY (.states = "vmr-1 pivoting"),
+                 COMMAND (.arg = "cancel", .states = "vmr-1 pivoting", .calls = "",
+                          .replies = "cancel vmr-1 error: job vmr-1 is pivoting; it can no "
+                                     "longer be cancelled"),
+                 { STEP_RELEASE, "vmr-1", .arg = "pivot", .states = "vmr-1 completed" } },
+      .files = BOTH },
+    { "/engine/cancel/refused",
+      .steps = { STARTED, REFUSED ("cancel", "no job"),
+                 FINISHED (.arg = "cancelled", .states = "vmr-1 cancelled", .files = SRC) } },
+
+    /* ---- failure in every state ---- */
+    { "/engine/fail/start",
+      .steps = { { STEP_REPLY, .arg = "start_copy", .value = FAKE_REPLY_FAIL, .text = "busy" },
+                 MIGRATE (.states = "vmr-1 failed", .changes = "vmr-1 queued, vmr-1 failed",
+                          .calls = "start_copy vmr-1 0", .replies = "migrate error: busy",
+                          .reasons = "vmr-1=busy", .files = SRC) } },
+    { "/engine/fail/copying",
+      .steps = { STARTED, FINISHED (.arg = "failed", .text = "I/O error", .states = "vmr-1 failed",
+                                    .changes = "vmr-1 failed", .calls = "",
+                                    .reasons = "vmr-1=I/O error", .files = SRC) } },
+    { "/engine/fail/paused",
+      .steps = { STARTED, COMMAND (.arg = "pause", .states = "vmr-1 paused"),
+                 FINISHED (.arg = "failed", .text = "I/O error", .states = "vmr-1 failed",
+                           .reasons = "vmr-1=I/O error", .files = SRC),
+                 COMMAND (.arg = "resume", .calls = "",
+                          .replies = "resume vmr-1 error: job vmr-1 is failed already") } },
+    { "/engine/fail/synced",
+      .steps = { STARTED_MANUAL, READY (.states = "vmr-1 synced"),
+                 FINISHED (.arg = "failed", .text = "I/O error", .states = "vmr-1 failed",
+                           .changes = "vmr-1 failed", .files = SRC) } },
+    { "/engine/fail/pivoting",
+      .steps = { HOLD ("pivot"),
+                 STARTED,
+                 READY (.states = "vmr-1 pivoting"),
+                 FINISHED (.arg = "failed", .text = "pivot failed", .states = "vmr-1 failed",
+                           .changes = "vmr-1 failed", .reasons = "vmr-1=pivot failed"),
+                 /* the answer to the pivot comes after the end: nothing moves */
+                 { STEP_RELEASE, "vmr-1", .arg = "pivot", .states = "vmr-1 failed", .changes = "",
+                   .calls = "" } } },
+
+    /* ---- pause, resume, speed ---- */
+    { "/engine/pause/resume",
+      .steps = { STARTED,
+                 COMMAND (.arg = "pause", .states = "vmr-1 paused", .changes = "vmr-1 paused",
+                          .calls = "pause vmr-1", .replies = "pause vmr-1 ok paused"),
+                 COMMAND (.arg = "pause", .calls = "",
+                          .replies = "pause vmr-1 error: job vmr-1 is paused already"),
+                 COMMAND (.arg = "resume", .states = "vmr-1 copying", .changes = "vmr-1 copying",
+                          .calls = "resume vmr-1", .replies = "resume vmr-1 ok copying"),
+                 COMMAND (.arg = "resume", .calls = "",
+                          .replies = "resume vmr-1 error: job vmr-1 is copying, not paused"),
+                 READY (.states = "vmr-1 completed", .calls = "pivot vmr-1") },
+      .files = BOTH },
+    { "/engine/pause/ready-while-paused",
+      .steps = { STARTED, COMMAND (.arg = "pause", .states = "vmr-1 paused"),
+                 /* READY while paused: the job waits for the resume */
+                 READY (.states = "vmr-1 paused", .changes = "", .calls = ""),
+                 COMMAND (.arg = "resume", .states = "vmr-1 completed",
+                          .changes = "vmr-1 synced, vmr-1 pivoting, vmr-1 completed",
+                          .calls = "resume vmr-1; pivot vmr-1", .replies = "resume vmr-1 ok *") },
+      .files = BOTH },
+    { "/engine/pause/pivot-resumes-first",
+      .steps
+      = { STARTED_MANUAL, READY (.states = "vmr-1 synced"),
+          COMMAND (.arg = "pause", .states = "vmr-1 paused", .calls = "pause vmr-1"),
+          COMMAND (.arg = "pivot", .states = "vmr-1 completed",
+                   .changes = "vmr-1 synced, vmr-1 pivoting, vmr-1 completed",
+                   .calls = "resume vmr-1; pivot vmr-1", .replies = "pivot vmr-1 ok pivoting") },
+      .files = BOTH },
+    { "/engine/pause/refused", .steps = { STARTED, REFUSED ("pause", "no such job"), CANCELLED } },
+    { "/engine/speed/set",
+      .steps
+      = { MIGRATE (.value = 1000, .states = "vmr-1 copying", .calls = "start_copy vmr-1 1000"),
+          COMMAND (.arg = "set_speed", .value = 5000, .states = "vmr-1 copying", .changes = "",
+                   .calls = "set_speed vmr-1 5000", .replies = "set_speed vmr-1 ok copying"),
+          COMMAND (.arg = "pause", .states = "vmr-1 paused"),
+          /* the user's speed is the full speed: the resume is not throttled */
+          COMMAND (.arg = "resume", .states = "vmr-1 copying", .calls = "resume vmr-1"),
+          CANCELLED } },
+    { "/engine/speed/while-pivoting",
+      .steps = { HOLD ("pivot"),
+                 STARTED,
+                 READY (.states = "vmr-1 pivoting"),
+                 COMMAND (.arg = "set_speed", .value = 5000, .calls = "",
+                          .replies = "set_speed vmr-1 error: job vmr-1 is pivoting"),
+                 { STEP_RELEASE, "vmr-1", .arg = "pivot", .states = "vmr-1 completed" } },
+      .files = BOTH },
+    { "/engine/copy-mode/active",
+      .steps = { STARTED,
+                 COMMAND (.arg = "set_copy_mode_active", .states = "vmr-1 copying",
+                          .calls = "set_copy_mode_active vmr-1",
+                          .replies = "set_copy_mode_active vmr-1 ok copying"),
+                 COMMAND (.arg = "set_copy_mode_active", .calls = "",
+                          .replies = "* error: job vmr-1 is write-blocking already"),
+                 CANCELLED } },
+
+    /* ---- orders of events ---- */
+    { "/engine/race/ready-before-start-reply",
+      .steps = { HOLD ("start_copy"),
+                 MIGRATE (.states = "vmr-1 queued", .replies = ""),
+                 /* QEMU may send READY before the reply to blockdev-mirror is read */
+                 READY (.states = "vmr-1 completed",
+                        .changes = "vmr-1 copying, vmr-1 synced, vmr-1 pivoting, vmr-1 completed",
+                        .calls = "pivot vmr-1"),
+                 { STEP_RELEASE, "vmr-1", .arg = "start_copy", .states = "vmr-1 completed",
+                   .changes = "", .replies = "migrate ok vmr-1" } },
+      .files = BOTH },
+    { "/engine/race/ready-before-start-reply-manual",
+      .steps
+      = { HOLD ("start_copy"),
+          MIGRATE (.flags = MIGRATE_MANUAL_PIVOT, .states = "vmr-1 queued"),
+          READY (.states = "vmr-1 synced", .changes = "vmr-1 copying, vmr-1 synced", .calls = ""),
+          { STEP_RELEASE, "vmr-1", .arg = "start_copy", .states = "vmr-1 synced", .changes = "",
+            .replies = "migrate ok vmr-1" },
+          CANCELLED } },
+    { "/engine/race/failed-during-pause",
+      .steps
+      = { HOLD ("pause"),
+          STARTED,
+          COMMAND (.arg = "pause", .states = "vmr-1 copying", .calls = "pause vmr-1",
+                   .replies = ""),
+          FINISHED (.arg = "failed", .text = "I/O error", .states = "vmr-1 failed", .files = SRC),
+          /* the pause QEMU accepted before the end moves nothing */
+          { STEP_RELEASE, "vmr-1", .arg = "pause", .states = "vmr-1 failed", .changes = "",
+            .replies = "pause vmr-1 ok failed" } } },
+    { "/engine/race/failed-during-user-pivot",
+      .steps
+      = { HOLD ("pivot"),
+          STARTED_MANUAL,
+          READY (.states = "vmr-1 synced"),
+          COMMAND (.arg = "pivot", .states = "vmr-1 pivoting", .replies = ""),
+          FINISHED (.arg = "failed", .text = "I/O error", .states = "vmr-1 failed"),
+          { STEP_FAIL, "vmr-1", .arg = "pivot", .text = "no such job", .states = "vmr-1 failed",
+            .changes = "", .replies = "pivot vmr-1 error: no such job" } } },
+    { "/engine/race/cancel-reply-after-the-end", .manual_finish = TRUE,
+      .steps = { HOLD ("cancel"),
+                 STARTED,
+                 COMMAND (.arg = "cancel", .states = "vmr-1 copying", .replies = ""),
+                 FINISHED (.arg = "cancelled", .states = "vmr-1 cancelled", .replies = ""),
+                 { STEP_RELEASE, "vmr-1", .arg = "cancel", .states = "vmr-1 cancelled",
+                   .replies = "cancel vmr-1 ok cancelled" } } },
+    { "/engine/race/completed-without-pivot",
+      /* a pivot made by someone else is a pivot all the same */
+      .steps = { STARTED, FINISHED (.arg = "completed", .states = "vmr-1 completed",
+                                    .changes = "vmr-1 synced, vmr-1 pivoting, vmr-1 completed") },
+      .files = BOTH },
+    { "/engine/event/unknown-job",
+      .steps = { STARTED,
+                 { STEP_FINISHED, "vmr-99", .arg = "failed", .text = "?", .states = "vmr-1 copying",
+                   .changes = "", .calls = "" },
+                 { STEP_READY, "vmr-99", .states = "vmr-1 copying", .changes = "" },
+                 CANCELLED } },
+    { "/engine/event/ready-twice",
+      .steps = { STARTED_MANUAL, READY (.states = "vmr-1 synced"),
+                 READY (.states = "vmr-1 synced", .changes = "", .calls = ""), CANCELLED } },
+};
+
+int
+main (int argc, char **argv)
+{
+    g_test_init (&argc, &argv, NULL);
+    engine_fixture_init_logging ();
+    engine_cases_add (job_cases, G_N_ELEMENTS (job_cases));
+    engine_add_group_cases ();
+    engine_add_domain_cases ();
+    engine_add_policy_cases ();
+    return g_test_run ();
+}
