@@ -150,9 +150,11 @@ adopt_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         case VMR_BACKEND_ADOPT_GONE:
         default:
             if (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED) {
-                /* it never started: it waits for its turn again */
+                /* it never started: it waits for its turn again; a start cut short
+                 * may have made the file, which the next start makes anew */
                 g_message ("job %s (%s %s): picked up: not started yet", job->id, job->domain,
                            job->disk);
+                vmr_destination_remove (job->dest);
                 vmr_engine_save_job (self, job);
                 vmr_engine_update_timers (self, entry);
                 vmr_engine_admission_schedule (self);

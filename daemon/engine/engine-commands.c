@@ -60,9 +60,11 @@ command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             data->job->speed = data->speed;
             data->job->base_speed = data->speed;
             data->job->speed_from_user = TRUE;
-            if (data->job->state == VMR_JOB_STATE_THROTTLED)
-                vmr_engine_set_job_state (self, data->job, VMR_JOB_STATE_COPYING,
-                                          "speed set by a user");
+            /* a restarted daemon goes on at the user's speed */
+            if (data->job->state != VMR_JOB_STATE_THROTTLED
+                || !vmr_engine_set_job_state (self, data->job, VMR_JOB_STATE_COPYING,
+                                              "speed set by a user"))
+                vmr_engine_save_job (self, data->job);
             g_message ("job %s: speed set to %" G_GUINT64_FORMAT " bytes/s", data->job->id,
                        data->speed);
             break;
@@ -239,6 +241,7 @@ vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrJobCommand us
             job->base_speed = speed;
             job->speed = speed;
             job->speed_from_user = TRUE;
+            vmr_engine_save_job (self, job);
         }
         g_task_return_pointer (task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
         return;

@@ -161,14 +161,30 @@ fail_domain_jobs (VmrEngine *self, DomainEntry *entry, DomainLoss loss, const gc
 
 /* ---- reacting to the backend ---- */
 
+/* the active job @job_id of @entry's domain: a backend speaks only for its own domain */
+static VmrJob *
+job_of_backend (DomainEntry *entry, const gchar *job_id)
+{
+    VmrJob *job = vmr_job_table_lookup (entry->engine->jobs, job_id);
+
+    if (job == NULL || !vmr_engine_job_is_active (job))
+        return NULL;
+    if (g_strcmp0 (job->domain, entry->name) != 0) {
+        g_warning ("the backend of %s reported on job %s of %s: ignored", entry->name, job->id,
+                   job->domain);
+        return NULL;
+    }
+    return job;
+}
+
 static void
 backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_data)
 {
     DomainEntry *entry = user_data;
     VmrEngine *self = entry->engine;
-    VmrJob *job = vmr_job_table_lookup (self->jobs, job_id);
+    VmrJob *job = job_of_backend (entry, job_id);
 
-    if (job == NULL || !vmr_engine_job_is_active (job))
+    if (job == NULL)
         return;
     job->ready = TRUE;
     /* a job being picked up goes on once the backend has said how it found it */
@@ -188,9 +204,9 @@ backend_job_finished_cb (VmrBackend *backend, const gchar *job_id, gint outcome,
 {
     DomainEntry *entry = user_data;
     VmrEngine *self = entry->engine;
-    VmrJob *job = vmr_job_table_lookup (self->jobs, job_id);
+    VmrJob *job = job_of_backend (entry, job_id);
 
-    if (job == NULL || !vmr_engine_job_is_active (job))
+    if (job == NULL)
         return;
     switch ((VmrBackendOutcome) outcome) {
         case VMR_BACKEND_OUTCOME_COMPLETED:

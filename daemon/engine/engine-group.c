@@ -40,6 +40,10 @@ vmr_engine_group_laggard (VmrEngine *self, VmrJob *job)
     for (guint i = 0; i < members->len; i++) {
         VmrJob *member = g_ptr_array_index (members, i);
 
+        /* a member that cut over already (its group's pivot was refused for
+         * another) waits for nothing */
+        if (member->state == VMR_JOB_STATE_COMPLETED)
+            continue;
         if (member->state != VMR_JOB_STATE_SYNCED || !member->ready)
             return member;
     }
@@ -99,9 +103,17 @@ member_pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 void
 vmr_engine_pivot_group (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
 {
-    g_autoptr (GPtrArray) members = vmr_engine_group_members (self, job);
+    g_autoptr (GPtrArray) all = vmr_engine_group_members (self, job);
+    g_autoptr (GPtrArray) members = g_ptr_array_new ();
     GroupPivot *pivot = g_new0 (GroupPivot, 1);
 
+    /* the members still on their sources */
+    for (guint i = 0; i < all->len; i++) {
+        VmrJob *member = g_ptr_array_index (all, i);
+
+        if (member->state != VMR_JOB_STATE_COMPLETED)
+            g_ptr_array_add (members, member);
+    }
     pivot->engine = g_object_ref (self);
     pivot->task = task;
     pivot->job = vmr_job_ref (job);

@@ -86,8 +86,6 @@ static const EngineCase group_cases[] = {
                    .calls = "pivot vmr-1; pivot vmr-2", .replies = "pivot vmr-2 ok *") },
       .files = ALL },
     { "/engine/group/pivot-refused-for-one", .domains = TWO_DISKS,
-      .bug = "a member left synced by a refused group pivot can never pivot: the member that "
-             "did cut over counts as not in sync (vmr_engine_group_laggard)",
       .steps
       = { HOLD ("pivot"),
           BOTH_STARTED,

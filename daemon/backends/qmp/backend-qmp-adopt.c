@@ -125,10 +125,9 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                                             task);
         return;
     }
-    /* no copy, the disk on its source: close the destination, remove what the job made */
-    if (!dest_in_use && data->job->state != VMR_JOB_STATE_QUEUED
-        && data->job->state != VMR_JOB_STATE_DELAYED)
-        vmr_destination_remove (data->job->dest);
+    /* no copy, the disk on its source: close the destination, remove what the job made
+     * (also for a job whose start was cut short: the next start makes the file anew) */
+    vmr_destination_remove (data->job->dest);
     g_object_set_data (G_OBJECT (task), "vmr-outcome", GINT_TO_POINTER (VMR_BACKEND_ADOPT_GONE));
     vmr_backend_qmp_release_node_async (self, dest_node, adopt_released_cb, task);
 }
