@@ -614,3 +614,22 @@ vmr_qmp_schema_has_command (JsonNode *schema, const gchar *command)
     }
     return FALSE;
 }
+
+JsonObject *
+vmr_qmp_schema_copy_mode_args (JsonNode *schema, const gchar *job_id, GError **error)
+{
+    JsonObject *args;
+
+    /* block-job-change came with QEMU 8.2: ask the schema, not the version */
+    if (!vmr_qmp_schema_has_command (schema, "block-job-change")) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_FAILED,
+                             "this QEMU cannot change the copy mode of a running mirror "
+                             "(no block-job-change; QEMU 8.2 or later has it)");
+        return NULL;
+    }
+    args = json_object_new ();
+    json_object_set_string_member (args, "id", job_id);
+    json_object_set_string_member (args, "type", "mirror");
+    json_object_set_string_member (args, "copy-mode", "write-blocking");
+    return args;
+}

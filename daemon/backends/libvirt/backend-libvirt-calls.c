@@ -110,6 +110,7 @@ vmr_backend_libvirt_job_command_thread (GTask *task, gpointer source, gpointer t
         = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
     g_autofree gchar *qemu_job = NULL;
     g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonObject) change_args = NULL;
     g_autoptr (JsonNode) reply = NULL;
     const unsigned int bytes = VIR_DOMAIN_BLOCK_JOB_SPEED_BANDWIDTH_BYTES;
     const gchar *what = "";
@@ -139,21 +140,14 @@ vmr_backend_libvirt_job_command_thread (GTask *task, gpointer source, gpointer t
         case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
             /* libvirt has no API for this either; the schema says whether QEMU can */
             reply = vmr_libvirt_domain_qemu_command (dom, "query-qmp-schema", NULL, &error);
-            if (reply != NULL && !vmr_qmp_schema_has_command (reply, "block-job-change")) {
-                g_set_error (&error, VMR_ERROR, VMR_ERROR_FAILED,
-                             "this QEMU cannot change the copy mode of a running mirror "
-                             "(no block-job-change; QEMU 8.2 or later has it)");
-                g_clear_pointer (&reply, json_node_unref);
-            }
-            if (reply != NULL) {
-                g_clear_pointer (&reply, json_node_unref);
+            if (reply != NULL)
                 qemu_job = vmr_libvirt_domain_find_copy_job (dom, call->target, &error);
-            }
-            if (qemu_job != NULL) {
-                json_object_set_string_member (args, "id", qemu_job);
-                json_object_set_string_member (args, "type", "mirror");
-                json_object_set_string_member (args, "copy-mode", "write-blocking");
-                reply = vmr_libvirt_domain_qemu_command (dom, "block-job-change", args, &error);
+            if (qemu_job != NULL)
+                change_args = vmr_qmp_schema_copy_mode_args (reply, qemu_job, &error);
+            g_clear_pointer (&reply, json_node_unref);
+            if (change_args != NULL) {
+                reply = vmr_libvirt_domain_qemu_command (dom, "block-job-change", change_args,
+                                                         &error);
             }
             if (reply == NULL) {
                 g_task_return_error (task, g_steal_pointer (&error));
