@@ -300,7 +300,7 @@ vmr_backend_libvirt_resync_thread (GTask *task, gpointer source, gpointer task_d
     g_autoptr (GPtrArray) disks = NULL;
 
     /* a domain that stopped meanwhile is the tracker's business */
-    if (dom == NULL || (xml = virDomainGetXMLDesc (dom, 0)) == NULL
+    if (dom == NULL || (xml = vmr_libvirt_domain_get_xml (dom, 0, NULL)) == NULL
         || (disks = vmr_libvirt_xml_parse_disks (xml, NULL)) == NULL) {
         g_task_return_pointer (task, g_steal_pointer (&results),
                                (GDestroyNotify) g_ptr_array_unref);
@@ -326,7 +326,7 @@ path_in_use (virDomain *dom, GPtrArray *live_disks, const gchar *path)
     GPtrArray *lists[2] = { live_disks, NULL };
 
     if (virDomainIsPersistent (dom) == 1) {
-        inactive_xml = virDomainGetXMLDesc (dom, VIR_DOMAIN_XML_INACTIVE);
+        inactive_xml = vmr_libvirt_domain_get_xml (dom, VIR_DOMAIN_XML_INACTIVE, NULL);
         /* a definition we cannot read may name it: keep the file then */
         if (inactive_xml == NULL
             || (inactive_disks = vmr_libvirt_xml_parse_disks (inactive_xml, NULL)) == NULL)
@@ -361,13 +361,8 @@ vmr_backend_libvirt_adopt_copy_thread (GTask *task, gpointer source, gpointer ta
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
-    xml = virDomainGetXMLDesc (dom, 0);
-    if (xml == NULL) {
-        vmr_libvirt_set_error (&error, "cannot read the definition of %s", virDomainGetName (dom));
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    disks = vmr_libvirt_xml_parse_disks (xml, &error);
+    xml = vmr_libvirt_domain_get_xml (dom, 0, &error);
+    disks = xml != NULL ? vmr_libvirt_xml_parse_disks (xml, &error) : NULL;
     if (disks == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
         return;
