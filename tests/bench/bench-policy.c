@@ -136,21 +136,19 @@ start_daemon (Bench *self, const gchar *policy, GError **error)
     g_autofree gchar *state_dir = g_strdup_printf ("%s/state-%u", self->run_dir, self->run_number);
     g_autofree gchar *log
         = g_strdup_printf ("%s/virt-mirrord-%u.log", self->run_dir, self->run_number);
-    const gchar *argv[]
-        = { self->daemon_path, "--foreground", "--no-libvirt", "--socket", self->control_socket,
-            "--state-dir",     state_dir,      "--policy",     policy,     NULL };
+    const VmrBenchDaemonSpec spec = {
+        .daemon_path = self->daemon_path,
+        .run_dir = self->run_dir,
+        .control_socket = self->control_socket,
+        .state_dir = state_dir,
+        .policy_path = policy,
+        .log_path = log,
+        .timeout_s = START_TIMEOUT_S,
+    };
 
-    self->daemon = vmr_bench_spawn (argv, self->run_dir, log, error);
-    if (self->daemon == NULL) {
-        g_prefix_error (error, "cannot start %s: ", self->daemon_path);
+    self->daemon = vmr_bench_start_daemon (&spec, &self->control, NULL, error);
+    if (self->daemon == NULL)
         return FALSE;
-    }
-    self->control = vmr_bench_connect (self->daemon, self->control_socket, "virt-mirrord",
-                                       START_TIMEOUT_S, error);
-    if (self->control == NULL) {
-        g_prefix_error (error, "see %s: ", log);
-        return FALSE;
-    }
     g_signal_connect (self->control, "event", G_CALLBACK (control_event_cb), self);
     return TRUE;
 }
@@ -159,15 +157,7 @@ static void
 stop_daemon (Bench *self)
 {
     vmr_bench_close (&self->control, self);
-    if (self->daemon == NULL)
-        return;
-    if (vmr_bench_is_running (self->daemon)) {
-        /* SIGTERM first, so that it removes its socket */
-        g_subprocess_send_signal (self->daemon, SIGTERM);
-        if (!vmr_bench_wait_exit (self->daemon, STOP_TIMEOUT_S))
-            vmr_bench_kill (&self->daemon);
-    }
-    g_clear_object (&self->daemon);
+    vmr_bench_stop_daemon (&self->daemon, STOP_TIMEOUT_S);
 }
 
 /* ---- the guest ---- */
@@ -687,14 +677,11 @@ main (int argc, char **argv)
           "Skip the unthrottled variant (to try policy files)", NULL },
         { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
           "The policy of the second variant (default: the example, data/policy.conf)", "FILE" },
-        { "dir", 'd', 0, G_OPTION_ARG_FILENAME, &dir_opt,
-          "Put the images in a new directory under DIR (default: the temporary directory)", "DIR" },
+        VMR_BENCH_OPTION_DIR (&dir_opt),
         { "guest", 'g', 0, G_OPTION_ARG_FILENAME, &guest_opt,
           "The test guest's directory (env VMR_GUEST_DIR; built there if needed)", "DIR" },
-        { "daemon", 0, 0, G_OPTION_ARG_FILENAME, &daemon_opt,
-          "virt-mirrord to run (env VMR_DAEMON, default: the one built with the bench)", "PATH" },
-        { "qemu", 0, 0, G_OPTION_ARG_FILENAME, &qemu_opt,
-          "QEMU binary (env VMR_QEMU, default qemu-system-x86_64)", "PATH" },
+        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
+        VMR_BENCH_OPTION_QEMU (&qemu_opt),
         { NULL },
     };
     g_autoptr (GOptionContext) context = g_option_context_new (NULL);
@@ -731,8 +718,7 @@ main (int argc, char **argv)
     self->after_gap_s = (guint) after_gap_s;
     self->after_s = (guint) after_s;
 
-    g_unix_signal_add (SIGINT, vmr_bench_interrupt_cb, &self->interrupted);
-    g_unix_signal_add (SIGTERM, vmr_bench_interrupt_cb, &self->interrupted);
+    vmr_bench_catch_signals (&self->interrupted);
     for (guint v = 0; v < N_VARIANTS; v++)
         bench_policy_figures_init (&figures[v]);
 
