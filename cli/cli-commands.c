@@ -5,6 +5,7 @@
 #include "cli-domain-commands.h"
 #include "cli-evacuate-command.h"
 #include "cli-job-commands.h"
+#include "cli-json.h"
 #include "cli-output.h"
 #include "cli-policy-commands.h"
 #include "units.h"
@@ -276,6 +277,21 @@ vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session,
     }
     *out_args = positional != NULL ? g_steal_pointer (&positional) : g_new0 (gchar *, 1);
     return TRUE;
+}
+
+JsonNode *
+vmr_cli_command_call (VmrCliSession *session, const gchar *command, JsonObject *arguments,
+                      const gchar *what, GError **error)
+{
+    JsonNode *reply = vmr_cli_session_call (session, command, arguments, error);
+
+    if (reply == NULL) {
+        g_prefix_error (error, "cannot %s: ", what);
+        return NULL;
+    }
+    if (session->json)
+        vmr_cli_json_print (reply);
+    return reply;
 }
 
 gboolean

@@ -283,16 +283,10 @@ vmr_cli_cmd_jobs (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv
         return FALSE;
     if (args == NULL)
         return TRUE;
-    reply = vmr_cli_session_call (session, "query-jobs", NULL, error);
-    if (reply == NULL) {
-        g_prefix_error (error, "cannot list jobs: ");
+    reply = vmr_cli_command_call (session, "query-jobs", NULL, "list jobs", error);
+    if (reply == NULL)
         return FALSE;
-    }
-    if (session->json) {
-        vmr_cli_json_print (reply);
-        return TRUE;
-    }
-    return vmr_cli_output_jobs (reply, error);
+    return session->json || vmr_cli_output_jobs (reply, error);
 }
 
 /*
@@ -303,17 +297,10 @@ static JsonNode *
 call_job_command (VmrCliSession *session, gchar **args, const gchar *command, JsonObject *arguments,
                   const gchar *what, GError **error)
 {
-    JsonNode *reply;
+    g_autofree gchar *what_job = g_strdup_printf ("%s job %s", what, args[0]);
 
     json_object_set_string_member (arguments, "id", args[0]);
-    reply = vmr_cli_session_call (session, command, arguments, error);
-    if (reply == NULL) {
-        g_prefix_error (error, "cannot %s job %s: ", what, args[0]);
-        return NULL;
-    }
-    if (session->json)
-        vmr_cli_json_print (reply);
-    return reply;
+    return vmr_cli_command_call (session, command, arguments, what_job, error);
 }
 
 gboolean
