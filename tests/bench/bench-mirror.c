@@ -211,19 +211,17 @@ control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gin
 static gboolean
 start_daemon (Bench *self, GError **error)
 {
-    g_autofree gchar *state_dir = g_build_filename (self->run_dir, "state", NULL);
-    g_autofree gchar *quiet_log = g_build_filename (self->run_dir, "virt-mirrord.log", NULL);
     const VmrBenchDaemonSpec spec = {
         .daemon_path = self->daemon_path,
         .run_dir = self->run_dir,
         .control_socket = self->control_socket,
-        .state_dir = state_dir,
-        .log_path = self->daemon_log != NULL ? self->daemon_log : quiet_log,
+        .log_path = self->daemon_log, /* NULL: a quiet one, in the run directory */
         .verbose = self->daemon_log != NULL,
         .timeout_s = START_TIMEOUT_S,
     };
 
-    self->daemon = vmr_bench_start_daemon (&spec, &self->control, &self->daemon_version, error);
+    self->daemon
+        = vmr_bench_start_daemon (&spec, NULL, 0, &self->control, &self->daemon_version, error);
     if (self->daemon == NULL)
         return FALSE;
     g_signal_connect (self->control, "event", G_CALLBACK (control_event_cb), self);

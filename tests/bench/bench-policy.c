@@ -101,9 +101,10 @@ typedef struct {
     gboolean direct;
     /* the running job: the only one of the run's daemon */
     gchar *job_id;
-    gint64 job_synced_mono; /* when it reached `synced`, 0 = not yet */
-    gint64 job_end_mono;    /* when its final state arrived, 0 = not yet */
-    gchar *job_final;       /* that state */
+    gint64 job_synced_mono;         /* when it reached `synced`, 0 = not yet */
+    gint64 job_end_mono;            /* when its final state arrived, 0 = not yet */
+    gchar *job_final;               /* that state */
+    VmrBenchDaemonSpec daemon_spec; /* borrows the paths above */
     guint run_number;
     gboolean interrupted;
 } Bench;
@@ -133,20 +134,8 @@ control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gin
 static gboolean
 start_daemon (Bench *self, const gchar *policy, GError **error)
 {
-    g_autofree gchar *state_dir = g_strdup_printf ("%s/state-%u", self->run_dir, self->run_number);
-    g_autofree gchar *log
-        = g_strdup_printf ("%s/virt-mirrord-%u.log", self->run_dir, self->run_number);
-    const VmrBenchDaemonSpec spec = {
-        .daemon_path = self->daemon_path,
-        .run_dir = self->run_dir,
-        .control_socket = self->control_socket,
-        .state_dir = state_dir,
-        .policy_path = policy,
-        .log_path = log,
-        .timeout_s = START_TIMEOUT_S,
-    };
-
-    self->daemon = vmr_bench_start_daemon (&spec, &self->control, NULL, error);
+    self->daemon = vmr_bench_start_daemon (&self->daemon_spec, policy, self->run_number,
+                                           &self->control, NULL, error);
     if (self->daemon == NULL)
         return FALSE;
     g_signal_connect (self->control, "event", G_CALLBACK (control_event_cb), self);
@@ -633,6 +622,12 @@ make_dirs (Bench *self, const gchar *image_parent, GError **error)
     if (!vmr_bench_make_dirs (image_parent, &self->run_dir, &self->image_dir, error))
         return FALSE;
     self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
+    self->daemon_spec = (VmrBenchDaemonSpec){
+        .daemon_path = self->daemon_path,
+        .run_dir = self->run_dir,
+        .control_socket = self->control_socket,
+        .timeout_s = START_TIMEOUT_S,
+    };
     self->qemu_monitor = g_build_filename (self->run_dir, "qmp.sock", NULL);
     self->bench_monitor = g_build_filename (self->run_dir, "bench.sock", NULL);
     /* [defaults] alone: the built-in values, no limit of any kind */

@@ -387,12 +387,17 @@ vmr_bench_remove_dirs (const gchar *run_dir, const gchar *image_dir, gboolean ke
 }
 
 GSubprocess *
-vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, VmrQmpClient **out_control,
-                        gchar **out_version, GError **error)
+vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, const gchar *policy_path, guint run_number,
+                        VmrQmpClient **out_control, gchar **out_version, GError **error)
 {
+    g_autofree gchar *suffix = run_number > 0 ? g_strdup_printf ("-%u", run_number) : g_strdup ("");
+    g_autofree gchar *state_dir = g_strdup_printf ("%s/state%s", spec->run_dir, suffix);
+    g_autofree gchar *log_path
+        = spec->log_path != NULL ? g_strdup (spec->log_path)
+                                 : g_strdup_printf ("%s/virt-mirrord%s.log", spec->run_dir, suffix);
     const gchar *const fixed_args[]
         = { spec->daemon_path,    "--foreground", "--no-libvirt", "--socket",
-            spec->control_socket, "--state-dir",  spec->state_dir };
+            spec->control_socket, "--state-dir",  state_dir };
     g_autoptr (GPtrArray) argv = g_ptr_array_new ();
     g_autoptr (GSubprocess) daemon = NULL;
     g_autoptr (VmrQmpClient) control = NULL;
@@ -400,15 +405,14 @@ vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, VmrQmpClient **out_contr
 
     for (gsize i = 0; i < G_N_ELEMENTS (fixed_args); i++)
         g_ptr_array_add (argv, (gpointer) fixed_args[i]);
-    if (spec->policy_path != NULL) {
+    if (policy_path != NULL) {
         g_ptr_array_add (argv, "--policy");
-        g_ptr_array_add (argv, (gpointer) spec->policy_path);
+        g_ptr_array_add (argv, (gpointer) policy_path);
     }
     if (spec->verbose)
         g_ptr_array_add (argv, "--verbose");
     g_ptr_array_add (argv, NULL);
-    daemon = vmr_bench_spawn ((const gchar *const *) argv->pdata, spec->run_dir, spec->log_path,
-                              error);
+    daemon = vmr_bench_spawn ((const gchar *const *) argv->pdata, spec->run_dir, log_path, error);
     if (daemon == NULL) {
         g_prefix_error (error, "cannot start %s: ", spec->daemon_path);
         return NULL;
@@ -424,7 +428,7 @@ vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, VmrQmpClient **out_contr
         g_clear_pointer (&version, json_node_unref);
     }
     if (version == NULL) {
-        g_prefix_error (error, "see %s: ", spec->log_path);
+        g_prefix_error (error, "see %s: ", log_path);
         if (control != NULL)
             vmr_qmp_client_close (control);
         vmr_bench_kill (&daemon);

@@ -73,26 +73,28 @@ void vmr_bench_kill (GSubprocess **proc);
 VmrQmpClient *vmr_bench_connect (GSubprocess *proc, const gchar *path, const gchar *what,
                                  guint timeout_s, GError **error);
 
-/* how virt-mirrord is started for a benchmark: never with libvirt */
+/* how a bench starts virt-mirrord, run after run: never with libvirt */
 typedef struct {
     const gchar *daemon_path;    /* the virt-mirrord to run */
-    const gchar *run_dir;        /* its working directory */
+    const gchar *run_dir;        /* its working directory, and where its state goes */
     const gchar *control_socket; /* --socket */
-    const gchar *state_dir;      /* --state-dir */
-    const gchar *policy_path;    /* --policy, NULL: none */
-    const gchar *log_path;       /* its stdout and stderr are appended there */
+    const gchar *log_path;       /* its stdout and stderr; NULL: in run_dir */
     gboolean verbose;            /* --verbose */
     guint timeout_s;             /* how long it may take to answer */
 } VmrBenchDaemonSpec;
 
 /*
- * Starts virt-mirrord as @spec says and waits until it answers query-version
- * on its control socket. Returns the process; *@out_control (may be NULL:
- * then it is closed) gets the control connection, *@out_version (may be
- * NULL) the daemon's version or NULL. NULL with @error set, naming the log,
- * when it did not start or answer; a process that started is killed then.
+ * Starts virt-mirrord as @spec says, with the policy file @policy_path
+ * (nullable), for run @run_number of the bench (0: the only one): its state
+ * in run_dir/state-N ("state"), its output, unless @spec names a log, in
+ * run_dir/virt-mirrord-N.log ("virt-mirrord.log"). Waits until it answers
+ * query-version on its control socket. Returns the process; *@out_control
+ * (may be NULL: then it is closed) gets the control connection, *@out_version
+ * (may be NULL) the daemon's version or NULL. NULL with @error set, naming the
+ * log, when it did not start or answer; a process that started is killed then.
  */
-GSubprocess *vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, VmrQmpClient **out_control,
+GSubprocess *vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, const gchar *policy_path,
+                                     guint run_number, VmrQmpClient **out_control,
                                      gchar **out_version, GError **error);
 
 /*

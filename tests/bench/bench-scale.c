@@ -79,6 +79,7 @@ typedef struct {
     guint n_running; /* QEMUs started in this run */
     gchar *qemu_version;
     gchar *daemon_version;
+    VmrBenchDaemonSpec daemon_spec; /* borrows the paths above */
     guint run_number;
     gboolean interrupted;
 } Bench;
@@ -146,22 +147,11 @@ run_cli (Bench *self, const gchar *const *args, const gchar *log_name, guint tim
 static gboolean
 start_daemon (Bench *self, const gchar *policy, GError **error)
 {
-    g_autofree gchar *state_dir = g_strdup_printf ("%s/state-%u", self->run_dir, self->run_number);
-    g_autofree gchar *log
-        = g_strdup_printf ("%s/virt-mirrord-%u.log", self->run_dir, self->run_number);
-    const VmrBenchDaemonSpec spec = {
-        .daemon_path = self->daemon_path,
-        .run_dir = self->run_dir,
-        .control_socket = self->control_socket,
-        .state_dir = state_dir,
-        .policy_path = policy,
-        .log_path = log,
-        .timeout_s = START_TIMEOUT_S,
-    };
     g_autofree gchar *version = NULL;
 
     /* the bench talks to the daemon through the CLI only: the connection is closed */
-    self->daemon = vmr_bench_start_daemon (&spec, NULL, &version, error);
+    self->daemon = vmr_bench_start_daemon (&self->daemon_spec, policy, self->run_number, NULL,
+                                           &version, error);
     if (self->daemon == NULL)
         return FALSE;
     if (self->daemon_version == NULL)
@@ -557,6 +547,12 @@ make_dirs (Bench *self, const gchar *image_parent, GError **error)
     if (!vmr_bench_make_dirs (image_parent, &self->run_dir, &self->image_dir, error))
         return FALSE;
     self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
+    self->daemon_spec = (VmrBenchDaemonSpec){
+        .daemon_path = self->daemon_path,
+        .run_dir = self->run_dir,
+        .control_socket = self->control_socket,
+        .timeout_s = START_TIMEOUT_S,
+    };
     self->from_dir = g_build_filename (self->image_dir, "from", NULL);
     self->to_dir = g_build_filename (self->image_dir, "to", NULL);
     self->device_dir = g_build_filename (self->image_dir, "device", NULL);
