@@ -43,6 +43,7 @@
 #include "bench-process.h"
 #include "bench-series.h"
 #include "guest-console.h"
+#include "guest-disk.h"
 #include "qmp-client.h"
 #include "vmr-error.h"
 
@@ -181,26 +182,6 @@ find_guest (Bench *self, GError **error)
     return TRUE;
 }
 
-/* whether @path can be read with O_DIRECT (tmpfs cannot) */
-static gboolean
-takes_o_direct (const gchar *path)
-{
-    gpointer buf = NULL;
-    gboolean ok;
-    int fd = open (path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-
-    if (fd < 0)
-        return FALSE;
-    if (posix_memalign (&buf, 4096, 4096) != 0) {
-        close (fd);
-        return FALSE;
-    }
-    ok = pread (fd, buf, 4096, 0) >= 0;
-    free (buf);
-    close (fd);
-    return ok;
-}
-
 static void
 child_setup_cb (gpointer user_data)
 {
@@ -233,7 +214,7 @@ start_guest (Bench *self, const gchar *image, GError **error)
 
         escaped = g_strjoinv (",,", parts);
     }
-    self->direct = takes_o_direct (image);
+    self->direct = vmr_guest_disk_takes_o_direct (image);
     file_arg = g_strdup_printf ("driver=file,filename=%s,node-name=f0%s", escaped,
                                 self->direct ? ",cache.direct=on,aio=native" : "");
     {
@@ -732,7 +713,8 @@ main (int argc, char **argv)
         g_print ("  guest: fio randrw 70/30, 8 KiB, iodepth 1, vmr.iops=%u, %d MiB raw disk "
                  "(iothread%s)\n",
                  self->iops, disk_mib,
-                 takes_o_direct (source) ? ", cache.direct=on, aio=native" : ", host cache");
+                 vmr_guest_disk_takes_o_direct (source) ? ", cache.direct=on, aio=native"
+                                                        : ", host cache");
         g_print ("  policy variant: %s\n", self->policy_path);
         g_print ("  IOPS and latency (us) are the guest's; during is migrate -> synced; migration "
                  "is that plus job-pivot -> completed (s)\n");
