@@ -6,27 +6,13 @@
 #define G_LOG_DOMAIN "vmr-test"
 
 #include "decision.h"
+#include "test-report.h"
 
 #define SECOND G_USEC_PER_SEC
 #define NOW    (G_GINT64_CONSTANT (100000) * SECOND)
 #define HOURS  3600
 
 /* the parts of a rule the decision reads; the others keep their built-in value */
-/* marks the test failed and goes on, so that one run lists every failing case */
-G_GNUC_PRINTF (1, 2)
-static void
-report_failure (const gchar *format, ...)
-{
-    g_autofree gchar *message = NULL;
-    va_list args;
-
-    va_start (args, format);
-    message = g_strdup_vprintf (format, args);
-    va_end (args);
-    g_test_message ("FAILED: %s", message);
-    g_test_fail_printf ("%s", message);
-}
-
 typedef struct {
     guint64 iops_throttle;
     guint64 iops_delay;
@@ -691,12 +677,13 @@ test_decision_table (void)
         g_test_message ("%s: %s (%s)", c->name, vmr_policy_action_to_string (decision.action),
                         decision.reason);
         if (decision.action != c->action)
-            report_failure ("%s: %s (%s), expected %s", c->name,
-                            vmr_policy_action_to_string (decision.action), decision.reason,
-                            vmr_policy_action_to_string (c->action));
+            vmr_test_report_failure ("%s: %s (%s), expected %s", c->name,
+                                     vmr_policy_action_to_string (decision.action), decision.reason,
+                                     vmr_policy_action_to_string (c->action));
         /* every decision says why, KEEP included */
         else if (decision.reason == NULL || strstr (decision.reason, c->reason) == NULL)
-            report_failure ("%s: reason '%s' lacks '%s'", c->name, decision.reason, c->reason);
+            vmr_test_report_failure ("%s: reason '%s' lacks '%s'", c->name, decision.reason,
+                                     c->reason);
     }
 }
 
@@ -860,8 +847,8 @@ test_decision_no_flapping (void)
                 phase = next;
             }
             if (changes > c->max_changes)
-                report_failure ("%s (%s): %u changes", c->name,
-                                pattern == 0 ? "alternating" : "random", changes);
+                vmr_test_report_failure ("%s (%s): %u changes", c->name,
+                                         pattern == 0 ? "alternating" : "random", changes);
         }
     }
 }
