@@ -299,6 +299,27 @@ connect_cancelled_cb (GCancellable *cancellable, gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
+/*
+ * The two ends of a wait on @self's context: a timeout after @timeout_ms (0:
+ * the default) calling @timeout_cb, and with @cancellable (nullable) its
+ * cancellation calling @cancel_cb, both with @data. The sources are stored in
+ * *@out_timeout and *@out_cancel (left alone without @cancellable).
+ */
+static void
+attach_wait_ends (VmrQmpClient *self, guint timeout_ms, GCancellable *cancellable,
+                  GSourceFunc timeout_cb, GSourceFunc cancel_cb, gpointer data,
+                  GSource **out_timeout, GSource **out_cancel)
+{
+    *out_timeout = g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
+    g_source_set_callback (*out_timeout, timeout_cb, data, NULL);
+    g_source_attach (*out_timeout, self->context);
+    if (cancellable == NULL)
+        return;
+    *out_cancel = g_cancellable_source_new (cancellable);
+    g_source_set_callback (*out_cancel, cancel_cb, data, NULL);
+    g_source_attach (*out_cancel, self->context);
+}
+
 static void
 start_on_stream (GIOStream *stream, guint timeout_ms, GTask *task)
 {
@@ -315,16 +336,9 @@ start_on_stream (GIOStream *stream, guint timeout_ms, GTask *task)
 
     /* the task keeps the client alive until the greeting is handled */
     g_task_set_task_data (task, g_object_ref (self), g_object_unref);
-    self->connect_timeout
-        = g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
-    g_source_set_callback (self->connect_timeout, connect_timeout_cb, self, NULL);
-    g_source_attach (self->connect_timeout, self->context);
-    if (cancellable != NULL) {
-        self->connect_cancel = g_cancellable_source_new (cancellable);
-        g_source_set_callback (self->connect_cancel, G_SOURCE_FUNC (connect_cancelled_cb), self,
-                               NULL);
-        g_source_attach (self->connect_cancel, self->context);
-    }
+    attach_wait_ends (self, timeout_ms, cancellable, connect_timeout_cb,
+                      G_SOURCE_FUNC (connect_cancelled_cb), self, &self->connect_timeout,
+                      &self->connect_cancel);
     vmr_qmp_stream_start (self->stream);
 }
 
@@ -481,16 +495,9 @@ vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, JsonObje
     cmd->id = g_strdup_printf ("vmr-%" G_GUINT64_FORMAT, ++self->next_id);
     g_task_set_task_data (task, cmd, (GDestroyNotify) pending_command_free);
 
-    cmd->timeout_source
-        = g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
-    g_source_set_callback (cmd->timeout_source, command_timeout_cb, task, NULL);
-    g_source_attach (cmd->timeout_source, self->context);
-    if (cancellable != NULL) {
-        cmd->cancel_source = g_cancellable_source_new (cancellable);
-        g_source_set_callback (cmd->cancel_source, G_SOURCE_FUNC (command_cancelled_cb), task,
-                               NULL);
-        g_source_attach (cmd->cancel_source, self->context);
-    }
+    attach_wait_ends (self, timeout_ms, cancellable, command_timeout_cb,
+                      G_SOURCE_FUNC (command_cancelled_cb), task, &cmd->timeout_source,
+                      &cmd->cancel_source);
 
     json_object_set_string_member (msg, "execute", command);
     if (arguments != NULL)
