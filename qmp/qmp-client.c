@@ -436,36 +436,45 @@ vmr_qmp_client_connect_sync (const gchar *path, guint timeout_ms, GError **error
     return vmr_qmp_client_connect_finish (res, error);
 }
 
+/*
+ * Takes the command of @task out of the pending ones, so that a reply that
+ * comes later is dropped as a late one, and drops *@fired, the source (in
+ * the command's data) that ends the wait. NULL when it was no longer pending.
+ */
+static GTask *
+take_pending (GTask *task, GSource **fired)
+{
+    VmrQmpClient *self = g_task_get_source_object (task);
+    PendingCommand *cmd = g_task_get_task_data (task);
+    GTask *owned = NULL;
+
+    if (!g_hash_table_steal_extended (self->pending, cmd->id, NULL, (gpointer *) &owned))
+        return NULL;
+    g_clear_pointer (fired, g_source_unref);
+    return owned;
+}
+
 static gboolean
 command_timeout_cb (gpointer user_data)
 {
-    GTask *task = user_data;
-    VmrQmpClient *self = g_task_get_source_object (task);
-    PendingCommand *cmd = g_task_get_task_data (task);
-    g_autoptr (GTask) owned = NULL;
+    PendingCommand *cmd = g_task_get_task_data (user_data);
+    g_autoptr (GTask) owned = take_pending (user_data, &cmd->timeout_source);
 
-    if (!g_hash_table_steal_extended (self->pending, cmd->id, NULL, (gpointer *) &owned))
-        return G_SOURCE_REMOVE;
-    /* a late reply is dropped as no longer pending */
-    g_clear_pointer (&cmd->timeout_source, g_source_unref);
-    g_task_return_new_error (owned, VMR_ERROR, VMR_ERROR_TIMEOUT, "no reply to '%s' in time",
-                             cmd->command);
+    if (owned != NULL)
+        g_task_return_new_error (owned, VMR_ERROR, VMR_ERROR_TIMEOUT, "no reply to '%s' in time",
+                                 cmd->command);
     return G_SOURCE_REMOVE;
 }
 
 static gboolean
 command_cancelled_cb (GCancellable *cancellable, gpointer user_data)
 {
-    GTask *task = user_data;
-    VmrQmpClient *self = g_task_get_source_object (task);
-    PendingCommand *cmd = g_task_get_task_data (task);
-    g_autoptr (GTask) owned = NULL;
-
-    if (!g_hash_table_steal_extended (self->pending, cmd->id, NULL, (gpointer *) &owned))
-        return G_SOURCE_REMOVE;
+    PendingCommand *cmd = g_task_get_task_data (user_data);
     /* QEMU may still run the command; its reply is dropped like a late one */
-    g_clear_pointer (&cmd->cancel_source, g_source_unref);
-    g_task_return_error_if_cancelled (owned);
+    g_autoptr (GTask) owned = take_pending (user_data, &cmd->cancel_source);
+
+    if (owned != NULL)
+        g_task_return_error_if_cancelled (owned);
     return G_SOURCE_REMOVE;
 }
 
