@@ -268,7 +268,8 @@ print_progress (const Progress *progress, gboolean ended, guint64 average)
 
 /*
  * Polls query-jobs until every job of @plan_jobs has ended, printing a
- * progress line each time unless the session prints JSON. Fills @progress
+ * progress line at the start, at most every VMR_CLI_WAIT_PRINT_INTERVAL_US
+ * and at the end unless the session prints JSON. Fills @progress
  * with the last reading. Sets an error when the wait was interrupted or the
  * daemon cut off; the jobs then keep running.
  */
