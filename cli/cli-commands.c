@@ -54,12 +54,12 @@ static const VmrCliCommand commands[] = {
       vmr_cli_cmd_evacuate },
     { "jobs", "", "", "List the migration jobs", NULL, vmr_cli_cmd_jobs },
     { "job", "ID", "ID", "Show everything about a job, with its history", NULL, vmr_cli_cmd_job },
-    { "pause", "ID", "ID", "Pause the copy of a job", NULL, vmr_cli_cmd_pause },
-    { "resume", "ID", "ID", "Resume a paused job", NULL, vmr_cli_cmd_resume },
+    { "pause", "ID", "ID", "Pause the copy of a job", NULL, vmr_cli_cmd_job_step },
+    { "resume", "ID", "ID", "Resume a paused job", NULL, vmr_cli_cmd_job_step },
     { "cancel", "ID", "ID", "Stop a job before its pivot; the VM stays on its source", NULL,
-      vmr_cli_cmd_cancel },
+      vmr_cli_cmd_job_step },
     { "pivot", "ID", "ID", "Switch a synced --manual-pivot job over to its destination", NULL,
-      vmr_cli_cmd_pivot },
+      vmr_cli_cmd_job_step },
     { "set-speed", "ID RATE", "ID RATE", "Limit the copy rate of a job (0 = unlimited)",
       "RATE is in bytes/s with optional K, M, G suffixes (1024-based); 0 removes\n"
       "the limit.\n"

@@ -359,10 +359,11 @@ print_confirmation (JsonNode *reply, const gchar *id, const gchar *command)
     }
 }
 
-static gboolean
-run_simple_job_command (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
-                        const gchar *command, const gchar *what, GError **error)
+gboolean
+vmr_cli_cmd_job_step (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
+                      GError **error)
 {
+    g_autofree gchar *command = g_strconcat ("job-", cmd->name, NULL);
     g_auto (GStrv) args = NULL;
     g_autoptr (JsonObject) arguments = json_object_new ();
     g_autoptr (JsonNode) reply = NULL;
@@ -371,36 +372,12 @@ run_simple_job_command (const VmrCliCommand *cmd, VmrCliSession *session, gchar 
         return FALSE;
     if (args == NULL)
         return TRUE;
-    reply = call_job_command (session, args, command, arguments, what, error);
+    reply = call_job_command (session, args, command, arguments, cmd->name, error);
     if (reply == NULL)
         return FALSE;
     if (!session->json)
         print_confirmation (reply, args[0], command);
     return TRUE;
-}
-
-gboolean
-vmr_cli_cmd_pause (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
-{
-    return run_simple_job_command (cmd, session, argv, "job-pause", "pause", error);
-}
-
-gboolean
-vmr_cli_cmd_resume (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
-{
-    return run_simple_job_command (cmd, session, argv, "job-resume", "resume", error);
-}
-
-gboolean
-vmr_cli_cmd_cancel (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
-{
-    return run_simple_job_command (cmd, session, argv, "job-cancel", "cancel", error);
-}
-
-gboolean
-vmr_cli_cmd_pivot (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
-{
-    return run_simple_job_command (cmd, session, argv, "job-pivot", "pivot", error);
 }
 
 gboolean
