@@ -5,6 +5,7 @@
 #include "cli-domain-commands.h"
 #include "cli-evacuate-command.h"
 #include "cli-job-commands.h"
+#include "cli-json.h"
 #include "cli-output.h"
 #include "cli-policy-commands.h"
 #include "units.h"
@@ -53,12 +54,12 @@ static const VmrCliCommand commands[] = {
       vmr_cli_cmd_evacuate },
     { "jobs", "", "", "List the migration jobs", NULL, vmr_cli_cmd_jobs },
     { "job", "ID", "ID", "Show everything about a job, with its history", NULL, vmr_cli_cmd_job },
-    { "pause", "ID", "ID", "Pause the copy of a job", NULL, vmr_cli_cmd_pause },
-    { "resume", "ID", "ID", "Resume a paused job", NULL, vmr_cli_cmd_resume },
+    { "pause", "ID", "ID", "Pause the copy of a job", NULL, vmr_cli_cmd_job_step },
+    { "resume", "ID", "ID", "Resume a paused job", NULL, vmr_cli_cmd_job_step },
     { "cancel", "ID", "ID", "Stop a job before its pivot; the VM stays on its source", NULL,
-      vmr_cli_cmd_cancel },
+      vmr_cli_cmd_job_step },
     { "pivot", "ID", "ID", "Switch a synced --manual-pivot job over to its destination", NULL,
-      vmr_cli_cmd_pivot },
+      vmr_cli_cmd_job_step },
     { "set-speed", "ID RATE", "ID RATE", "Limit the copy rate of a job (0 = unlimited)",
       "RATE is in bytes/s with optional K, M, G suffixes (1024-based); 0 removes\n"
       "the limit.\n"
@@ -276,6 +277,21 @@ vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session,
     }
     *out_args = positional != NULL ? g_steal_pointer (&positional) : g_new0 (gchar *, 1);
     return TRUE;
+}
+
+JsonNode *
+vmr_cli_command_call (VmrCliSession *session, const gchar *command, JsonObject *arguments,
+                      const gchar *what, GError **error)
+{
+    JsonNode *reply = vmr_cli_session_call (session, command, arguments, error);
+
+    if (reply == NULL) {
+        g_prefix_error (error, "cannot %s: ", what);
+        return NULL;
+    }
+    if (session->json)
+        vmr_cli_json_print (reply);
+    return reply;
 }
 
 gboolean

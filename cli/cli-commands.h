@@ -59,6 +59,14 @@ gboolean vmr_cli_command_parse (const VmrCliCommand *cmd, VmrCliSession *session
                                 const GOptionEntry *entries, gchar **argv, gchar ***out_args,
                                 GError **error);
 
+/*
+ * Runs the control command @command with @arguments (nullable, not consumed)
+ * and, in JSON mode, prints the reply as it came. Returns the reply (free
+ * with json_node_unref), or NULL with @error prefixed "cannot @what: ".
+ */
+JsonNode *vmr_cli_command_call (VmrCliSession *session, const gchar *command, JsonObject *arguments,
+                                const gchar *what, GError **error);
+
 /* sets a VMR_CLI_USAGE_ERROR about @cmd that points to its --help */
 void vmr_cli_command_set_usage_error (GError **error, const VmrCliCommand *cmd, const gchar *format,
                                       ...) G_GNUC_PRINTF (3, 4);

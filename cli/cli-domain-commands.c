@@ -11,6 +11,7 @@ vmr_cli_cmd_attach (const VmrCliCommand *cmd, VmrCliSession *session, gchar **ar
     g_autofree gchar *qmp = NULL;
     g_auto (GStrv) args = NULL;
     g_autofree gchar *qmp_path = NULL;
+    g_autofree gchar *what = NULL;
     g_autoptr (JsonObject) arguments = json_object_new ();
     g_autoptr (JsonNode) reply = NULL;
     JsonObject *domain;
@@ -35,15 +36,12 @@ vmr_cli_cmd_attach (const VmrCliCommand *cmd, VmrCliSession *session, gchar **ar
     qmp_path = g_canonicalize_filename (qmp, NULL);
     json_object_set_string_member (arguments, "name", args[0]);
     json_object_set_string_member (arguments, "qmp", qmp_path);
-    reply = vmr_cli_session_call (session, "attach", arguments, error);
-    if (reply == NULL) {
-        g_prefix_error (error, "cannot attach %s: ", args[0]);
+    what = g_strdup_printf ("attach %s", args[0]);
+    reply = vmr_cli_command_call (session, "attach", arguments, what, error);
+    if (reply == NULL)
         return FALSE;
-    }
-    if (session->json) {
-        vmr_cli_json_print (reply);
+    if (session->json)
         return TRUE;
-    }
     domain = vmr_cli_json_expect_object (reply, "attach", error);
     if (domain == NULL)
         return FALSE;
@@ -66,6 +64,7 @@ gboolean
 vmr_cli_cmd_detach (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
 {
     g_auto (GStrv) args = NULL;
+    g_autofree gchar *what = NULL;
     g_autoptr (JsonObject) arguments = json_object_new ();
     g_autoptr (JsonNode) reply = NULL;
 
@@ -74,14 +73,11 @@ vmr_cli_cmd_detach (const VmrCliCommand *cmd, VmrCliSession *session, gchar **ar
     if (args == NULL)
         return TRUE;
     json_object_set_string_member (arguments, "name", args[0]);
-    reply = vmr_cli_session_call (session, "detach", arguments, error);
-    if (reply == NULL) {
-        g_prefix_error (error, "cannot detach %s: ", args[0]);
+    what = g_strdup_printf ("detach %s", args[0]);
+    reply = vmr_cli_command_call (session, "detach", arguments, what, error);
+    if (reply == NULL)
         return FALSE;
-    }
-    if (session->json)
-        vmr_cli_json_print (reply);
-    else
+    if (!session->json)
         g_print ("Domain %s detached\n", args[0]);
     return TRUE;
 }
@@ -96,16 +92,10 @@ vmr_cli_cmd_domains (const VmrCliCommand *cmd, VmrCliSession *session, gchar **a
         return FALSE;
     if (args == NULL)
         return TRUE;
-    reply = vmr_cli_session_call (session, "query-domains", NULL, error);
-    if (reply == NULL) {
-        g_prefix_error (error, "cannot list domains: ");
+    reply = vmr_cli_command_call (session, "query-domains", NULL, "list domains", error);
+    if (reply == NULL)
         return FALSE;
-    }
-    if (session->json) {
-        vmr_cli_json_print (reply);
-        return TRUE;
-    }
-    return vmr_cli_output_domains (reply, error);
+    return session->json || vmr_cli_output_domains (reply, error);
 }
 
 gboolean

@@ -2,22 +2,16 @@
 
 #include "cli-evacuate-command.h"
 
-#include <glib-unix.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 
 #include "cli-job.h"
 #include "cli-json.h"
 #include "cli-output.h"
 #include "cli-table.h"
+#include "cli-wait.h"
 #include "units.h"
 #include "vmr-error.h"
-
-/* a progress line per poll: a whole evacuation is long, and its lines go to logs */
-/* the end is seen within a poll; a progress line comes every few polls */
-#define VMR_CLI_EVACUATE_POLL_INTERVAL_MS  200
-#define VMR_CLI_EVACUATE_PRINT_INTERVAL_US (2 * G_USEC_PER_SEC)
 
 /* where the jobs of the plan stand, from one query-jobs */
 typedef struct {
@@ -37,14 +31,6 @@ progress_clear (Progress *progress)
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Progress, progress_clear)
-
-/* paces the polls; a signal ends the wait, not the jobs */
-typedef struct {
-    GMainLoop *loop;
-    guint tick_id;
-    gboolean interrupted;
-    gboolean job_ended; /* since the last poll: poll again at once */
-} Pacer;
 
 /* the entries of the reply's "disks" (borrowed), the malformed ones left out */
 static GPtrArray *
@@ -280,81 +266,28 @@ print_progress (const Progress *progress, gboolean ended, guint64 average)
     fflush (stdout);
 }
 
-static gboolean
-interrupted_cb (gpointer user_data)
-{
-    Pacer *pacer = user_data;
-
-    pacer->interrupted = TRUE;
-    g_main_loop_quit (pacer->loop);
-    return G_SOURCE_CONTINUE;
-}
-
-/* a job that ends wakes the wait: the last one ends it without delay */
-static void
-job_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
-              gpointer user_data)
-{
-    Pacer *pacer = user_data;
-    const gchar *state = vmr_cli_json_get_string (data, "state");
-
-    if (g_str_equal (name, "JOB_STATE_CHANGED")
-        && (g_strcmp0 (state, "completed") == 0 || g_strcmp0 (state, "failed") == 0
-            || g_strcmp0 (state, "cancelled") == 0)) {
-        pacer->job_ended = TRUE;
-        g_main_loop_quit (pacer->loop);
-    }
-}
-
-static gboolean
-tick_cb (gpointer user_data)
-{
-    Pacer *pacer = user_data;
-
-    pacer->tick_id = 0;
-    g_main_loop_quit (pacer->loop);
-    return G_SOURCE_REMOVE;
-}
-
-/* waits for the next poll; FALSE when a signal came, now or during the last call */
-static gboolean
-pause_until_next_poll (Pacer *pacer)
-{
-    if (pacer->interrupted)
-        return FALSE;
-    /* an event that came during the last poll is not lost */
-    if (pacer->job_ended) {
-        pacer->job_ended = FALSE;
-        return TRUE;
-    }
-    pacer->tick_id = g_timeout_add (VMR_CLI_EVACUATE_POLL_INTERVAL_MS, tick_cb, pacer);
-    g_main_loop_run (pacer->loop);
-    g_clear_handle_id (&pacer->tick_id, g_source_remove);
-    pacer->job_ended = FALSE;
-    return !pacer->interrupted;
-}
-
 /*
  * Polls query-jobs until every job of @plan_jobs has ended, printing a
- * progress line each time unless the session prints JSON. Fills @progress
+ * progress line at the start, at most every VMR_CLI_WAIT_PRINT_INTERVAL_US
+ * and at the end unless the session prints JSON. Fills @progress
  * with the last reading. Sets an error when the wait was interrupted or the
  * daemon cut off; the jobs then keep running.
  */
 static gboolean
 follow_jobs (VmrCliSession *session, GPtrArray *plan_jobs, Progress *progress, GError **error)
 {
-    g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
-    Pacer pacer = { .loop = loop };
-    guint sigint_id = g_unix_signal_add (SIGINT, interrupted_cb, &pacer);
-    guint sigterm_id = g_unix_signal_add (SIGTERM, interrupted_cb, &pacer);
-    gboolean ok = TRUE;
-    gulong event_id = 0;
+    VmrQmpClient *client = vmr_cli_session_get_client (session, error);
+    g_autoptr (VmrCliWaitPacer) pacer = NULL;
     gint64 start_us = g_get_monotonic_time ();
     gint64 printed_us = 0;
     guint64 start_done = 0;
     gboolean first = TRUE;
 
-    while (TRUE) {
+    if (client == NULL)
+        return FALSE;
+    /* the end of any job wakes the wait: the last one ends it without delay */
+    pacer = vmr_cli_wait_pacer_new (client, NULL);
+    do {
         g_autoptr (JsonNode) reply = vmr_cli_session_call (session, "query-jobs", NULL, error);
         gboolean ended;
         gint64 now_us;
@@ -362,13 +295,10 @@ follow_jobs (VmrCliSession *session, GPtrArray *plan_jobs, Progress *progress, G
         if (reply == NULL) {
             g_prefix_error (error, "lost track of the evacuation, whose jobs may still be "
                                    "running (see 'virt-mirror jobs'): ");
-            ok = FALSE;
-            break;
+            return FALSE;
         }
-        if (!read_progress (reply, plan_jobs, progress, error)) {
-            ok = FALSE;
-            break;
-        }
+        if (!read_progress (reply, plan_jobs, progress, error))
+            return FALSE;
         now_us = g_get_monotonic_time ();
         ended = progress->n_ended == progress->n_jobs;
         if (first)
@@ -376,7 +306,7 @@ follow_jobs (VmrCliSession *session, GPtrArray *plan_jobs, Progress *progress, G
         first = FALSE;
         if (!session->json
             && (ended || printed_us == 0
-                || now_us - printed_us >= VMR_CLI_EVACUATE_PRINT_INTERVAL_US)) {
+                || now_us - printed_us >= VMR_CLI_WAIT_PRINT_INTERVAL_US)) {
             gdouble seconds = (gdouble) MAX (now_us - start_us, 1) / G_USEC_PER_SEC;
             guint64 moved = progress->done - MIN (start_done, progress->done);
 
@@ -384,23 +314,12 @@ follow_jobs (VmrCliSession *session, GPtrArray *plan_jobs, Progress *progress, G
             printed_us = now_us;
         }
         if (ended)
-            break;
-        if (event_id == 0 && session->client != NULL)
-            event_id
-                = g_signal_connect (session->client, "event", G_CALLBACK (job_event_cb), &pacer);
-        if (!pause_until_next_poll (&pacer)) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
-                         "interrupted: the jobs of the evacuation keep running; follow them "
-                         "with 'virt-mirror jobs'");
-            ok = FALSE;
-            break;
-        }
-    }
-    if (event_id != 0)
-        g_signal_handler_disconnect (session->client, event_id);
-    g_source_remove (sigterm_id);
-    g_source_remove (sigint_id);
-    return ok;
+            return TRUE;
+    } while (vmr_cli_wait_pacer_next (pacer));
+    g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
+                 "interrupted: the jobs of the evacuation keep running; follow them "
+                 "with 'virt-mirror jobs'");
+    return FALSE;
 }
 
 /* once the reply is printed in JSON mode it stays alone on stdout: errors go to stderr */

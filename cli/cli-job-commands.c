@@ -283,16 +283,10 @@ vmr_cli_cmd_jobs (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv
         return FALSE;
     if (args == NULL)
         return TRUE;
-    reply = vmr_cli_session_call (session, "query-jobs", NULL, error);
-    if (reply == NULL) {
-        g_prefix_error (error, "cannot list jobs: ");
+    reply = vmr_cli_command_call (session, "query-jobs", NULL, "list jobs", error);
+    if (reply == NULL)
         return FALSE;
-    }
-    if (session->json) {
-        vmr_cli_json_print (reply);
-        return TRUE;
-    }
-    return vmr_cli_output_jobs (reply, error);
+    return session->json || vmr_cli_output_jobs (reply, error);
 }
 
 /*
@@ -303,17 +297,10 @@ static JsonNode *
 call_job_command (VmrCliSession *session, gchar **args, const gchar *command, JsonObject *arguments,
                   const gchar *what, GError **error)
 {
-    JsonNode *reply;
+    g_autofree gchar *what_job = g_strdup_printf ("%s job %s", what, args[0]);
 
     json_object_set_string_member (arguments, "id", args[0]);
-    reply = vmr_cli_session_call (session, command, arguments, error);
-    if (reply == NULL) {
-        g_prefix_error (error, "cannot %s job %s: ", what, args[0]);
-        return NULL;
-    }
-    if (session->json)
-        vmr_cli_json_print (reply);
-    return reply;
+    return vmr_cli_command_call (session, command, arguments, what_job, error);
 }
 
 gboolean
@@ -372,10 +359,11 @@ print_confirmation (JsonNode *reply, const gchar *id, const gchar *command)
     }
 }
 
-static gboolean
-run_simple_job_command (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
-                        const gchar *command, const gchar *what, GError **error)
+gboolean
+vmr_cli_cmd_job_step (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
+                      GError **error)
 {
+    g_autofree gchar *command = g_strconcat ("job-", cmd->name, NULL);
     g_auto (GStrv) args = NULL;
     g_autoptr (JsonObject) arguments = json_object_new ();
     g_autoptr (JsonNode) reply = NULL;
@@ -384,36 +372,12 @@ run_simple_job_command (const VmrCliCommand *cmd, VmrCliSession *session, gchar 
         return FALSE;
     if (args == NULL)
         return TRUE;
-    reply = call_job_command (session, args, command, arguments, what, error);
+    reply = call_job_command (session, args, command, arguments, cmd->name, error);
     if (reply == NULL)
         return FALSE;
     if (!session->json)
         print_confirmation (reply, args[0], command);
     return TRUE;
-}
-
-gboolean
-vmr_cli_cmd_pause (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
-{
-    return run_simple_job_command (cmd, session, argv, "job-pause", "pause", error);
-}
-
-gboolean
-vmr_cli_cmd_resume (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
-{
-    return run_simple_job_command (cmd, session, argv, "job-resume", "resume", error);
-}
-
-gboolean
-vmr_cli_cmd_cancel (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
-{
-    return run_simple_job_command (cmd, session, argv, "job-cancel", "cancel", error);
-}
-
-gboolean
-vmr_cli_cmd_pivot (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
-{
-    return run_simple_job_command (cmd, session, argv, "job-pivot", "pivot", error);
 }
 
 gboolean

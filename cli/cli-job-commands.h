@@ -14,14 +14,9 @@ gboolean vmr_cli_cmd_jobs (const VmrCliCommand *cmd, VmrCliSession *session, gch
                            GError **error);
 gboolean vmr_cli_cmd_job (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
                           GError **error);
-gboolean vmr_cli_cmd_pause (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
-                            GError **error);
-gboolean vmr_cli_cmd_resume (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
-                             GError **error);
-gboolean vmr_cli_cmd_cancel (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
-                             GError **error);
-gboolean vmr_cli_cmd_pivot (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
-                            GError **error);
+/* pause, resume, cancel and pivot: the control command "job-" + cmd->name on the job ID */
+gboolean vmr_cli_cmd_job_step (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
+                               GError **error);
 gboolean vmr_cli_cmd_set_copy_mode (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
                                     GError **error);
 gboolean vmr_cli_cmd_set_speed (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,

@@ -238,16 +238,10 @@ vmr_cli_cmd_policy_show (const VmrCliCommand *cmd, VmrCliSession *session, gchar
         json_object_set_string_member (arguments, "domain", args[0]);
     if (args[0] != NULL && args[1] != NULL)
         json_object_set_string_member (arguments, "disk", args[1]);
-    reply = vmr_cli_session_call (session, "query-policy", arguments, error);
-    if (reply == NULL) {
-        g_prefix_error (error, "cannot show the policy: ");
+    reply = vmr_cli_command_call (session, "query-policy", arguments, "show the policy", error);
+    if (reply == NULL)
         return FALSE;
-    }
-    if (session->json) {
-        vmr_cli_json_print (reply);
-        return TRUE;
-    }
-    return print_policy (reply, error);
+    return session->json || print_policy (reply, error);
 }
 
 /* ---- reload ---- */

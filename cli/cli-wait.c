@@ -13,23 +13,130 @@
 #include "units.h"
 #include "vmr-error.h"
 
-#define VMR_CLI_POLL_INTERVAL_MS 200
-/* plain output goes to logs: a line every poll would flood them */
-#define VMR_CLI_PROGRESS_LINE_INTERVAL_US (2 * G_USEC_PER_SEC)
-#define VMR_CLI_BAR_MIN_WIDTH             10
-#define VMR_CLI_BAR_MAX_WIDTH             30
+#define VMR_CLI_BAR_MIN_WIDTH 10
+#define VMR_CLI_BAR_MAX_WIDTH 30
 /* room for the id, state and figures of a typical progress line */
 #define VMR_CLI_BAR_TEXT_BUDGET 80
 
-typedef struct {
+/* ---- pacing the polls of any wait ---- */
+
+struct _VmrCliWaitPacer {
     VmrQmpClient *client; /* owned */
-    gchar *job_id;
+    gchar *job_id;        /* NULL: the end of any job wakes the wait */
     GMainLoop *loop;
+    guint tick_id; /* the timer of the next poll, 0 once it fired */
+    guint sigint_id;
+    guint sigterm_id;
+    gulong event_id;
+    gulong disconnected_id;
+    gboolean interrupted; /* SIGINT or SIGTERM came */
+    gboolean woken;       /* since the last poll: poll again at once */
+};
+
+/* the loop may not be running (an event during a poll): the flag keeps it */
+static void
+pacer_wake (VmrCliWaitPacer *self)
+{
+    self->woken = TRUE;
+    g_main_loop_quit (self->loop);
+}
+
+static gboolean
+pacer_interrupted_cb (gpointer user_data)
+{
+    VmrCliWaitPacer *self = user_data;
+
+    self->interrupted = TRUE;
+    g_main_loop_quit (self->loop);
+    return G_SOURCE_CONTINUE;
+}
+
+static void
+pacer_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
+                gpointer user_data)
+{
+    VmrCliWaitPacer *self = user_data;
+    const gchar *state = vmr_cli_json_get_string (data, "state");
+
+    if (!g_str_equal (name, "JOB_STATE_CHANGED"))
+        return;
+    if (self->job_id != NULL
+            ? g_strcmp0 (vmr_cli_json_get_string (data, "id"), self->job_id) == 0
+            : g_strcmp0 (state, "completed") == 0 || g_strcmp0 (state, "failed") == 0
+                  || g_strcmp0 (state, "cancelled") == 0)
+        pacer_wake (self);
+}
+
+/* the next poll fails at once and says why */
+static void
+pacer_disconnected_cb (VmrQmpClient *client, GError *error, gpointer user_data)
+{
+    pacer_wake (user_data);
+}
+
+static gboolean
+pacer_tick_cb (gpointer user_data)
+{
+    VmrCliWaitPacer *self = user_data;
+
+    self->tick_id = 0;
+    g_main_loop_quit (self->loop);
+    return G_SOURCE_REMOVE;
+}
+
+VmrCliWaitPacer *
+vmr_cli_wait_pacer_new (VmrQmpClient *client, const gchar *job_id)
+{
+    VmrCliWaitPacer *self = g_new0 (VmrCliWaitPacer, 1);
+
+    self->client = g_object_ref (client);
+    self->job_id = g_strdup (job_id);
+    self->loop = g_main_loop_new (NULL, FALSE);
+    self->sigint_id = g_unix_signal_add (SIGINT, pacer_interrupted_cb, self);
+    self->sigterm_id = g_unix_signal_add (SIGTERM, pacer_interrupted_cb, self);
+    self->event_id = g_signal_connect (client, "event", G_CALLBACK (pacer_event_cb), self);
+    self->disconnected_id
+        = g_signal_connect (client, "disconnected", G_CALLBACK (pacer_disconnected_cb), self);
+    return self;
+}
+
+gboolean
+vmr_cli_wait_pacer_next (VmrCliWaitPacer *self)
+{
+    if (self->interrupted)
+        return FALSE;
+    if (self->woken) {
+        self->woken = FALSE;
+        return TRUE;
+    }
+    self->tick_id = g_timeout_add (VMR_CLI_WAIT_POLL_INTERVAL_MS, pacer_tick_cb, self);
+    g_main_loop_run (self->loop);
+    g_clear_handle_id (&self->tick_id, g_source_remove);
+    self->woken = FALSE;
+    return !self->interrupted;
+}
+
+void
+vmr_cli_wait_pacer_free (VmrCliWaitPacer *self)
+{
+    if (self == NULL)
+        return;
+    g_signal_handler_disconnect (self->client, self->disconnected_id);
+    g_signal_handler_disconnect (self->client, self->event_id);
+    g_source_remove (self->sigterm_id);
+    g_source_remove (self->sigint_id);
+    g_main_loop_unref (self->loop);
+    g_free (self->job_id);
+    g_object_unref (self->client);
+    g_free (self);
+}
+
+/* ---- following one job ---- */
+
+typedef struct {
+    gchar *job_id;
     gboolean tty;             /* draw a bar in place instead of lines */
     gboolean quiet;           /* JSON mode: stdout is for the result only */
-    gboolean ended;           /* the loop was told to quit; late replies are ignored */
-    gboolean query_pending;   /* a query-job is in flight */
-    gboolean query_again;     /* an event came while it was */
     VmrCliJob *job;           /* the latest job seen, owned */
     gchar *shown_state;       /* the state last printed */
     guint shown_history;      /* history entries already printed */
@@ -37,39 +144,17 @@ typedef struct {
     guint64 shown_done;       /* bytes done in the last plain progress line */
     gboolean bar_on_screen;   /* a bar is drawn and its line not ended yet */
     gboolean pivot_hint_shown;
-    GError *error; /* why the wait ended early, owned */
 } WaitState;
 
 static void
-wait_state_clear (gpointer data)
+wait_state_clear (WaitState *state)
 {
-    WaitState *state = data;
-
-    g_clear_object (&state->client);
     g_free (state->job_id);
-    g_clear_pointer (&state->loop, g_main_loop_unref);
     g_clear_pointer (&state->job, vmr_cli_job_free);
     g_free (state->shown_state);
-    g_clear_error (&state->error);
 }
 
-static void
-wait_state_release (WaitState *state)
-{
-    g_rc_box_release_full (state, wait_state_clear);
-}
-
-static void
-end_wait (WaitState *state, GError *error /* consumed, nullable */)
-{
-    if (state->ended) {
-        g_clear_error (&error);
-        return;
-    }
-    state->ended = TRUE;
-    state->error = error;
-    g_main_loop_quit (state->loop);
-}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (WaitState, wait_state_clear)
 
 static guint
 terminal_columns (void)
@@ -235,7 +320,7 @@ show_plain (WaitState *state)
     }
     /* a synced job only follows the guest's writes: nothing to report */
     if (g_str_equal (job->state, "synced") || !job->has_progress || job->done == state->shown_done
-        || now - state->progress_shown_us < VMR_CLI_PROGRESS_LINE_INTERVAL_US)
+        || now - state->progress_shown_us < VMR_CLI_WAIT_PRINT_INTERVAL_US)
         return;
     print_progress_line (state);
     state->progress_shown_us = now;
@@ -262,125 +347,46 @@ show_job (WaitState *state, VmrCliJob *job /* consumed */)
     fflush (stdout);
 }
 
-static void query_job (WaitState *state, gboolean after_event);
-
-static void
-handle_query_reply (WaitState *state, GAsyncResult *res)
+/*
+ * Polls query-job until the job ends. FALSE with an error when the wait was
+ * interrupted or cut off: the job keeps running then.
+ */
+static gboolean
+follow_job (VmrCliSession *session, VmrQmpClient *client, WaitState *state, GError **error)
 {
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-    VmrCliJob *job;
+    g_autoptr (VmrCliWaitPacer) pacer = vmr_cli_wait_pacer_new (client, state->job_id);
+    g_autoptr (JsonObject) arguments = json_object_new ();
 
-    reply = vmr_qmp_client_execute_finish (state->client, res, &error);
-    state->query_pending = FALSE;
-    if (state->ended)
-        return;
-    if (reply == NULL) {
-        g_prefix_error (&error, "lost track of job %s: ", state->job_id);
-        end_wait (state, g_steal_pointer (&error));
-        return;
-    }
-    job = vmr_cli_job_new (reply, "query-job", &error);
-    if (job == NULL) {
-        end_wait (state, g_steal_pointer (&error));
-        return;
-    }
-    show_job (state, job);
-    if (vmr_cli_job_is_finished (job)) {
-        end_wait (state, NULL);
-        return;
-    }
-    if (state->query_again) {
-        state->query_again = FALSE;
-        query_job (state, FALSE);
-    }
-}
-
-static void
-query_job_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    WaitState *state = user_data;
-
-    handle_query_reply (state, res);
-    wait_state_release (state);
-}
-
-static void
-query_job (WaitState *state, gboolean after_event)
-{
-    g_autoptr (JsonObject) arguments = NULL;
-
-    /* a timer tick can skip a beat; an event must not be lost */
-    if (state->query_pending) {
-        state->query_again |= after_event;
-        return;
-    }
-    arguments = json_object_new ();
     json_object_set_string_member (arguments, "id", state->job_id);
-    state->query_pending = TRUE;
-    vmr_qmp_client_execute_async (state->client, "query-job", arguments, 0, NULL, query_job_cb,
-                                  g_rc_box_acquire (state));
-}
+    while (vmr_cli_wait_pacer_next (pacer)) {
+        g_autoptr (GError) local_error = NULL;
+        g_autoptr (JsonNode) reply
+            = vmr_cli_session_call (session, "query-job", arguments, &local_error);
+        VmrCliJob *job;
 
-static gboolean
-poll_cb (gpointer user_data)
-{
-    query_job (user_data, FALSE);
-    return G_SOURCE_CONTINUE;
-}
-
-static void
-event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
-          gpointer user_data)
-{
-    WaitState *state = user_data;
-
-    if (g_str_equal (name, "JOB_STATE_CHANGED")
-        && g_strcmp0 (vmr_cli_json_get_string (data, "id"), state->job_id) == 0)
-        query_job (state, TRUE);
-}
-
-static void
-disconnected_cb (VmrQmpClient *client, GError *error, gpointer user_data)
-{
-    WaitState *state = user_data;
-
-    end_wait (state, g_error_new (VMR_ERROR, VMR_ERROR_DISCONNECTED,
-                                  "lost the connection to virt-mirrord (%s); job %s may still "
-                                  "be running: see 'virt-mirror job %s'",
-                                  error != NULL ? error->message : "closed", state->job_id,
-                                  state->job_id));
-}
-
-static gboolean
-interrupted_cb (gpointer user_data)
-{
-    WaitState *state = user_data;
-
-    end_wait (state, g_error_new (VMR_ERROR, VMR_ERROR_FAILED,
-                                  "interrupted: job %s keeps running; follow it with "
-                                  "'virt-mirror job %s'",
-                                  state->job_id, state->job_id));
-    return G_SOURCE_CONTINUE;
-}
-
-static void
-run_loop (WaitState *state)
-{
-    guint poll_id = g_timeout_add (VMR_CLI_POLL_INTERVAL_MS, poll_cb, state);
-    guint sigint_id = g_unix_signal_add (SIGINT, interrupted_cb, state);
-    guint sigterm_id = g_unix_signal_add (SIGTERM, interrupted_cb, state);
-    gulong event_id = g_signal_connect (state->client, "event", G_CALLBACK (event_cb), state);
-    gulong disconnected_id
-        = g_signal_connect (state->client, "disconnected", G_CALLBACK (disconnected_cb), state);
-
-    g_main_loop_run (state->loop);
-
-    g_signal_handler_disconnect (state->client, disconnected_id);
-    g_signal_handler_disconnect (state->client, event_id);
-    g_source_remove (sigterm_id);
-    g_source_remove (sigint_id);
-    g_source_remove (poll_id);
+        if (reply == NULL && g_error_matches (local_error, VMR_ERROR, VMR_ERROR_DISCONNECTED)) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                         "lost the connection to virt-mirrord (%s); job %s may still be "
+                         "running: see 'virt-mirror job %s'",
+                         local_error->message, state->job_id, state->job_id);
+            return FALSE;
+        }
+        if (reply == NULL) {
+            g_propagate_prefixed_error (error, g_steal_pointer (&local_error),
+                                        "lost track of job %s: ", state->job_id);
+            return FALSE;
+        }
+        job = vmr_cli_job_new (reply, "query-job", error);
+        if (job == NULL)
+            return FALSE;
+        show_job (state, job);
+        if (vmr_cli_job_is_finished (job))
+            return TRUE;
+    }
+    g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
+                 "interrupted: job %s keeps running; follow it with 'virt-mirror job %s'",
+                 state->job_id, state->job_id);
+    return FALSE;
 }
 
 static GError *
@@ -402,32 +408,28 @@ VmrCliJob *
 vmr_cli_wait_job (VmrCliSession *session, const VmrCliJob *job, GError **error)
 {
     VmrQmpClient *client = vmr_cli_session_get_client (session, error);
-    WaitState *state;
+    g_auto (WaitState) state = { 0 };
     VmrCliJob *first;
-    VmrCliJob *result = NULL;
+    gboolean followed = TRUE;
 
     if (client == NULL)
         return NULL;
     first = vmr_cli_job_new (job->node, "migrate", error);
     if (first == NULL)
         return NULL;
-    state = g_rc_box_new0 (WaitState);
-    state->client = g_object_ref (client);
-    state->job_id = g_strdup (job->id);
-    state->loop = g_main_loop_new (NULL, FALSE);
-    state->quiet = session->json;
-    state->tty = !session->json && isatty (STDOUT_FILENO);
-    show_job (state, first);
-    if (!vmr_cli_job_is_finished (state->job))
-        run_loop (state);
-    end_bar (state);
+    state.job_id = g_strdup (job->id);
+    state.quiet = session->json;
+    state.tty = !session->json && isatty (STDOUT_FILENO);
+    show_job (&state, first);
+    if (!vmr_cli_job_is_finished (state.job))
+        followed = follow_job (session, client, &state, error);
+    end_bar (&state);
 
-    if (state->error != NULL)
-        g_propagate_error (error, g_steal_pointer (&state->error));
-    else if (g_str_equal (state->job->state, "completed"))
-        result = g_steal_pointer (&state->job);
-    else
-        g_propagate_error (error, error_for_end (state->job));
-    wait_state_release (state);
-    return result;
+    if (!followed)
+        return NULL;
+    if (!g_str_equal (state.job->state, "completed")) {
+        g_propagate_error (error, error_for_end (state.job));
+        return NULL;
+    }
+    return g_steal_pointer (&state.job);
 }

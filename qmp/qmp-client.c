@@ -299,6 +299,27 @@ connect_cancelled_cb (GCancellable *cancellable, gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
+/*
+ * The two ends of a wait on @self's context: a timeout after @timeout_ms (0:
+ * the default) calling @timeout_cb, and with @cancellable (nullable) its
+ * cancellation calling @cancel_cb, both with @data. The sources are stored in
+ * *@out_timeout and *@out_cancel (left alone without @cancellable).
+ */
+static void
+attach_wait_ends (VmrQmpClient *self, guint timeout_ms, GCancellable *cancellable,
+                  GSourceFunc timeout_cb, GSourceFunc cancel_cb, gpointer data,
+                  GSource **out_timeout, GSource **out_cancel)
+{
+    *out_timeout = g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
+    g_source_set_callback (*out_timeout, timeout_cb, data, NULL);
+    g_source_attach (*out_timeout, self->context);
+    if (cancellable == NULL)
+        return;
+    *out_cancel = g_cancellable_source_new (cancellable);
+    g_source_set_callback (*out_cancel, cancel_cb, data, NULL);
+    g_source_attach (*out_cancel, self->context);
+}
+
 static void
 start_on_stream (GIOStream *stream, guint timeout_ms, GTask *task)
 {
@@ -315,16 +336,9 @@ start_on_stream (GIOStream *stream, guint timeout_ms, GTask *task)
 
     /* the task keeps the client alive until the greeting is handled */
     g_task_set_task_data (task, g_object_ref (self), g_object_unref);
-    self->connect_timeout
-        = g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
-    g_source_set_callback (self->connect_timeout, connect_timeout_cb, self, NULL);
-    g_source_attach (self->connect_timeout, self->context);
-    if (cancellable != NULL) {
-        self->connect_cancel = g_cancellable_source_new (cancellable);
-        g_source_set_callback (self->connect_cancel, G_SOURCE_FUNC (connect_cancelled_cb), self,
-                               NULL);
-        g_source_attach (self->connect_cancel, self->context);
-    }
+    attach_wait_ends (self, timeout_ms, cancellable, connect_timeout_cb,
+                      G_SOURCE_FUNC (connect_cancelled_cb), self, &self->connect_timeout,
+                      &self->connect_cancel);
     vmr_qmp_stream_start (self->stream);
 }
 
@@ -422,36 +436,45 @@ vmr_qmp_client_connect_sync (const gchar *path, guint timeout_ms, GError **error
     return vmr_qmp_client_connect_finish (res, error);
 }
 
+/*
+ * Takes the command of @task out of the pending ones, so that a reply that
+ * comes later is dropped as a late one, and drops *@fired, the source (in
+ * the command's data) that ends the wait. NULL when it was no longer pending.
+ */
+static GTask *
+take_pending (GTask *task, GSource **fired)
+{
+    VmrQmpClient *self = g_task_get_source_object (task);
+    PendingCommand *cmd = g_task_get_task_data (task);
+    GTask *owned = NULL;
+
+    if (!g_hash_table_steal_extended (self->pending, cmd->id, NULL, (gpointer *) &owned))
+        return NULL;
+    g_clear_pointer (fired, g_source_unref);
+    return owned;
+}
+
 static gboolean
 command_timeout_cb (gpointer user_data)
 {
-    GTask *task = user_data;
-    VmrQmpClient *self = g_task_get_source_object (task);
-    PendingCommand *cmd = g_task_get_task_data (task);
-    g_autoptr (GTask) owned = NULL;
+    PendingCommand *cmd = g_task_get_task_data (user_data);
+    g_autoptr (GTask) owned = take_pending (user_data, &cmd->timeout_source);
 
-    if (!g_hash_table_steal_extended (self->pending, cmd->id, NULL, (gpointer *) &owned))
-        return G_SOURCE_REMOVE;
-    /* a late reply is dropped as no longer pending */
-    g_clear_pointer (&cmd->timeout_source, g_source_unref);
-    g_task_return_new_error (owned, VMR_ERROR, VMR_ERROR_TIMEOUT, "no reply to '%s' in time",
-                             cmd->command);
+    if (owned != NULL)
+        g_task_return_new_error (owned, VMR_ERROR, VMR_ERROR_TIMEOUT, "no reply to '%s' in time",
+                                 cmd->command);
     return G_SOURCE_REMOVE;
 }
 
 static gboolean
 command_cancelled_cb (GCancellable *cancellable, gpointer user_data)
 {
-    GTask *task = user_data;
-    VmrQmpClient *self = g_task_get_source_object (task);
-    PendingCommand *cmd = g_task_get_task_data (task);
-    g_autoptr (GTask) owned = NULL;
-
-    if (!g_hash_table_steal_extended (self->pending, cmd->id, NULL, (gpointer *) &owned))
-        return G_SOURCE_REMOVE;
+    PendingCommand *cmd = g_task_get_task_data (user_data);
     /* QEMU may still run the command; its reply is dropped like a late one */
-    g_clear_pointer (&cmd->cancel_source, g_source_unref);
-    g_task_return_error_if_cancelled (owned);
+    g_autoptr (GTask) owned = take_pending (user_data, &cmd->cancel_source);
+
+    if (owned != NULL)
+        g_task_return_error_if_cancelled (owned);
     return G_SOURCE_REMOVE;
 }
 
@@ -481,16 +504,9 @@ vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, JsonObje
     cmd->id = g_strdup_printf ("vmr-%" G_GUINT64_FORMAT, ++self->next_id);
     g_task_set_task_data (task, cmd, (GDestroyNotify) pending_command_free);
 
-    cmd->timeout_source
-        = g_timeout_source_new (timeout_ms != 0 ? timeout_ms : VMR_QMP_DEFAULT_TIMEOUT_MS);
-    g_source_set_callback (cmd->timeout_source, command_timeout_cb, task, NULL);
-    g_source_attach (cmd->timeout_source, self->context);
-    if (cancellable != NULL) {
-        cmd->cancel_source = g_cancellable_source_new (cancellable);
-        g_source_set_callback (cmd->cancel_source, G_SOURCE_FUNC (command_cancelled_cb), task,
-                               NULL);
-        g_source_attach (cmd->cancel_source, self->context);
-    }
+    attach_wait_ends (self, timeout_ms, cancellable, command_timeout_cb,
+                      G_SOURCE_FUNC (command_cancelled_cb), task, &cmd->timeout_source,
+                      &cmd->cancel_source);
 
     json_object_set_string_member (msg, "execute", command);
     if (arguments != NULL)
@@ -613,4 +629,23 @@ vmr_qmp_schema_has_command (JsonNode *schema, const gchar *command)
             return TRUE;
     }
     return FALSE;
+}
+
+JsonObject *
+vmr_qmp_schema_copy_mode_args (JsonNode *schema, const gchar *job_id, GError **error)
+{
+    JsonObject *args;
+
+    /* block-job-change came with QEMU 8.2: ask the schema, not the version */
+    if (!vmr_qmp_schema_has_command (schema, "block-job-change")) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_FAILED,
+                             "this QEMU cannot change the copy mode of a running mirror "
+                             "(no block-job-change; QEMU 8.2 or later has it)");
+        return NULL;
+    }
+    args = json_object_new ();
+    json_object_set_string_member (args, "id", job_id);
+    json_object_set_string_member (args, "type", "mirror");
+    json_object_set_string_member (args, "copy-mode", "write-blocking");
+    return args;
 }

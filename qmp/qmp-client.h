@@ -65,6 +65,14 @@ JsonNode *vmr_qmp_client_execute_sync (VmrQmpClient *self, const gchar *command,
  */
 gboolean vmr_qmp_schema_has_command (JsonNode *schema, const gchar *command);
 
+/*
+ * The arguments of block-job-change that make the running mirror @job_id
+ * write-blocking (free with json_object_unref), when @schema (the "return" of
+ * query-qmp-schema) lists block-job-change. Otherwise NULL with
+ * VMR_ERROR_FAILED: this QEMU cannot change the copy mode of a running mirror.
+ */
+JsonObject *vmr_qmp_schema_copy_mode_args (JsonNode *schema, const gchar *job_id, GError **error);
+
 /* the "QMP" member of the greeting (version, capabilities); owned by @self */
 JsonObject *vmr_qmp_client_get_greeting (VmrQmpClient *self);
 

@@ -9,27 +9,12 @@
 
 #include "vmr-error.h"
 
+/* all @len bytes at @buf, written to @fd or read from it; a short read is a failure */
 static gboolean
-write_all (int fd, const guint8 *buf, gsize len)
+transfer_all (int fd, guint8 *buf, gsize len, gboolean writing)
 {
     while (len > 0) {
-        ssize_t n = write (fd, buf, len);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return FALSE;
-        buf += n;
-        len -= (gsize) n;
-    }
-    return TRUE;
-}
-
-static gboolean
-read_all (int fd, guint8 *buf, gsize len)
-{
-    while (len > 0) {
-        ssize_t n = read (fd, buf, len);
+        ssize_t n = writing ? write (fd, buf, len) : read (fd, buf, len);
 
         if (n < 0 && errno == EINTR)
             continue;
@@ -91,7 +76,7 @@ vmr_bench_image_create_source (const gchar *path, guint64 size, guint32 seed, GE
      */
     for (guint64 done = 0; written && done < size; done += VMR_BENCH_BLOCK_SIZE) {
         fill_block (block, seed, done / VMR_BENCH_BLOCK_SIZE);
-        written = write_all (fd, block, MIN (VMR_BENCH_BLOCK_SIZE, size - done));
+        written = transfer_all (fd, block, MIN (VMR_BENCH_BLOCK_SIZE, size - done), TRUE);
     }
     /* no writeback of the source may run during the measurements */
     if (!written || fdatasync (fd) < 0)
@@ -137,8 +122,8 @@ vmr_bench_image_compare (const gchar *source, const gchar *dest, guint64 size, G
     while (equal && offset < size) {
         gsize len = MIN (VMR_BENCH_BLOCK_SIZE, size - offset);
 
-        equal = read_all (source_fd, want, len) && read_all (dest_fd, have, len)
-                && memcmp (want, have, len) == 0;
+        equal = transfer_all (source_fd, want, len, FALSE)
+                && transfer_all (dest_fd, have, len, FALSE) && memcmp (want, have, len) == 0;
         if (equal)
             offset += len;
     }

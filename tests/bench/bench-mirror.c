@@ -27,7 +27,6 @@
 #include <string.h>
 
 #include <gio/gio.h>
-#include <glib-unix.h>
 #include <glib/gstdio.h>
 
 #include "bench-image.h"
@@ -212,37 +211,20 @@ control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gin
 static gboolean
 start_daemon (Bench *self, GError **error)
 {
-    g_autofree gchar *state_dir = g_build_filename (self->run_dir, "state", NULL);
-    g_autofree gchar *quiet_log = g_build_filename (self->run_dir, "virt-mirrord.log", NULL);
-    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-    g_autoptr (JsonNode) version = NULL;
+    const VmrBenchDaemonSpec spec = {
+        .daemon_path = self->daemon_path,
+        .run_dir = self->run_dir,
+        .control_socket = self->control_socket,
+        .log_path = self->daemon_log, /* NULL: a quiet one, in the run directory */
+        .verbose = self->daemon_log != NULL,
+        .timeout_s = START_TIMEOUT_S,
+    };
 
-    g_ptr_array_add (argv, self->daemon_path);
-    g_ptr_array_add (argv, "--foreground");
-    g_ptr_array_add (argv, "--no-libvirt");
-    g_ptr_array_add (argv, "--socket");
-    g_ptr_array_add (argv, self->control_socket);
-    g_ptr_array_add (argv, "--state-dir");
-    g_ptr_array_add (argv, state_dir);
-    if (self->daemon_log != NULL)
-        g_ptr_array_add (argv, "--verbose");
-    g_ptr_array_add (argv, NULL);
-    self->daemon = vmr_bench_spawn ((const gchar *const *) argv->pdata, self->run_dir,
-                                    self->daemon_log != NULL ? self->daemon_log : quiet_log, error);
-    if (self->daemon == NULL) {
-        g_prefix_error (error, "cannot start %s: ", self->daemon_path);
-        return FALSE;
-    }
-    self->control = vmr_bench_connect (self->daemon, self->control_socket, "virt-mirrord",
-                                       START_TIMEOUT_S, error);
-    if (self->control == NULL)
+    self->daemon
+        = vmr_bench_start_daemon (&spec, NULL, 0, &self->control, &self->daemon_version, error);
+    if (self->daemon == NULL)
         return FALSE;
     g_signal_connect (self->control, "event", G_CALLBACK (control_event_cb), self);
-    version = vmr_qmp_client_execute_sync (self->control, "query-version", NULL, 0, error);
-    if (version == NULL || !JSON_NODE_HOLDS_OBJECT (version))
-        return FALSE;
-    self->daemon_version
-        = g_strdup (vmr_bench_member_string (json_node_get_object (version), "version"));
     return TRUE;
 }
 
@@ -250,16 +232,7 @@ static void
 stop_daemon (Bench *self)
 {
     vmr_bench_close (&self->control, self);
-    if (!vmr_bench_is_running (self->daemon)) {
-        g_clear_object (&self->daemon);
-        return;
-    }
-    /* SIGTERM first, so that it removes its socket */
-    g_subprocess_send_signal (self->daemon, SIGTERM);
-    if (vmr_bench_wait_exit (self->daemon, STOP_TIMEOUT_S))
-        g_clear_object (&self->daemon);
-    else
-        vmr_bench_kill (&self->daemon);
+    vmr_bench_stop_daemon (&self->daemon, STOP_TIMEOUT_S);
 }
 
 /* ---- QEMU ---- */
@@ -656,7 +629,7 @@ bench_free (Bench *self)
     vmr_bench_close (&self->qemu_watch, self);
     vmr_bench_kill (&self->qemu);
     stop_daemon (self);
-    vmr_bench_remove_dirs (self->run_dir, self->image_dir);
+    vmr_bench_remove_dirs (self->run_dir, self->image_dir, FALSE);
     run_events_clear (&self->ev);
     g_free (self->daemon_path);
     g_free (self->daemon_log);
@@ -726,12 +699,9 @@ main (int argc, char **argv)
           "Disk size for the copy time, MiB (default 2048)", "MIB" },
         { "small-size", 0, 0, G_OPTION_ARG_INT, &small_mib,
           "Disk size for the orchestration, MiB (default 64)", "MIB" },
-        { "dir", 'd', 0, G_OPTION_ARG_FILENAME, &dir_opt,
-          "Put the images in a new directory under DIR (default: the temporary directory)", "DIR" },
-        { "daemon", 0, 0, G_OPTION_ARG_FILENAME, &daemon_opt,
-          "virt-mirrord to run (env VMR_DAEMON, default: the one built with the bench)", "PATH" },
-        { "qemu", 0, 0, G_OPTION_ARG_FILENAME, &qemu_opt,
-          "QEMU binary (env VMR_QEMU, default qemu-system-x86_64)", "PATH" },
+        VMR_BENCH_OPTION_DIR (&dir_opt),
+        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
+        VMR_BENCH_OPTION_QEMU (&qemu_opt),
         { "daemon-log", 0, 0, G_OPTION_ARG_FILENAME, &daemon_log,
           "Run the daemon with --verbose and keep its log in FILE", "FILE" },
         { NULL },
@@ -763,9 +733,7 @@ main (int argc, char **argv)
     if (daemon_log != NULL)
         self->daemon_log = g_canonicalize_filename (daemon_log, NULL);
 
-    g_unix_signal_add (SIGINT, vmr_bench_interrupt_cb, &self->interrupted);
-    g_unix_signal_add (SIGTERM, vmr_bench_interrupt_cb, &self->interrupted);
-    g_unix_signal_add (SIGHUP, vmr_bench_interrupt_cb, &self->interrupted);
+    vmr_bench_catch_signals (&self->interrupted);
     figures_init (&copy_figures);
     figures_init (&overhead_figures);
 

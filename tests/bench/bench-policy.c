@@ -43,6 +43,7 @@
 #include "bench-process.h"
 #include "bench-series.h"
 #include "guest-console.h"
+#include "guest-disk.h"
 #include "qmp-client.h"
 #include "vmr-error.h"
 
@@ -101,9 +102,10 @@ typedef struct {
     gboolean direct;
     /* the running job: the only one of the run's daemon */
     gchar *job_id;
-    gint64 job_synced_mono; /* when it reached `synced`, 0 = not yet */
-    gint64 job_end_mono;    /* when its final state arrived, 0 = not yet */
-    gchar *job_final;       /* that state */
+    gint64 job_synced_mono;         /* when it reached `synced`, 0 = not yet */
+    gint64 job_end_mono;            /* when its final state arrived, 0 = not yet */
+    gchar *job_final;               /* that state */
+    VmrBenchDaemonSpec daemon_spec; /* borrows the paths above */
     guint run_number;
     gboolean interrupted;
 } Bench;
@@ -133,24 +135,10 @@ control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gin
 static gboolean
 start_daemon (Bench *self, const gchar *policy, GError **error)
 {
-    g_autofree gchar *state_dir = g_strdup_printf ("%s/state-%u", self->run_dir, self->run_number);
-    g_autofree gchar *log
-        = g_strdup_printf ("%s/virt-mirrord-%u.log", self->run_dir, self->run_number);
-    const gchar *argv[]
-        = { self->daemon_path, "--foreground", "--no-libvirt", "--socket", self->control_socket,
-            "--state-dir",     state_dir,      "--policy",     policy,     NULL };
-
-    self->daemon = vmr_bench_spawn (argv, self->run_dir, log, error);
-    if (self->daemon == NULL) {
-        g_prefix_error (error, "cannot start %s: ", self->daemon_path);
+    self->daemon = vmr_bench_start_daemon (&self->daemon_spec, policy, self->run_number,
+                                           &self->control, NULL, error);
+    if (self->daemon == NULL)
         return FALSE;
-    }
-    self->control = vmr_bench_connect (self->daemon, self->control_socket, "virt-mirrord",
-                                       START_TIMEOUT_S, error);
-    if (self->control == NULL) {
-        g_prefix_error (error, "see %s: ", log);
-        return FALSE;
-    }
     g_signal_connect (self->control, "event", G_CALLBACK (control_event_cb), self);
     return TRUE;
 }
@@ -159,15 +147,7 @@ static void
 stop_daemon (Bench *self)
 {
     vmr_bench_close (&self->control, self);
-    if (self->daemon == NULL)
-        return;
-    if (vmr_bench_is_running (self->daemon)) {
-        /* SIGTERM first, so that it removes its socket */
-        g_subprocess_send_signal (self->daemon, SIGTERM);
-        if (!vmr_bench_wait_exit (self->daemon, STOP_TIMEOUT_S))
-            vmr_bench_kill (&self->daemon);
-    }
-    g_clear_object (&self->daemon);
+    vmr_bench_stop_daemon (&self->daemon, STOP_TIMEOUT_S);
 }
 
 /* ---- the guest ---- */
@@ -202,26 +182,6 @@ find_guest (Bench *self, GError **error)
     return TRUE;
 }
 
-/* whether @path can be read with O_DIRECT (tmpfs cannot) */
-static gboolean
-takes_o_direct (const gchar *path)
-{
-    gpointer buf = NULL;
-    gboolean ok;
-    int fd = open (path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-
-    if (fd < 0)
-        return FALSE;
-    if (posix_memalign (&buf, 4096, 4096) != 0) {
-        close (fd);
-        return FALSE;
-    }
-    ok = pread (fd, buf, 4096, 0) >= 0;
-    free (buf);
-    close (fd);
-    return ok;
-}
-
 static void
 child_setup_cb (gpointer user_data)
 {
@@ -254,7 +214,7 @@ start_guest (Bench *self, const gchar *image, GError **error)
 
         escaped = g_strjoinv (",,", parts);
     }
-    self->direct = takes_o_direct (image);
+    self->direct = vmr_guest_disk_takes_o_direct (image);
     file_arg = g_strdup_printf ("driver=file,filename=%s,node-name=f0%s", escaped,
                                 self->direct ? ",cache.direct=on,aio=native" : "");
     {
@@ -643,6 +603,12 @@ make_dirs (Bench *self, const gchar *image_parent, GError **error)
     if (!vmr_bench_make_dirs (image_parent, &self->run_dir, &self->image_dir, error))
         return FALSE;
     self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
+    self->daemon_spec = (VmrBenchDaemonSpec){
+        .daemon_path = self->daemon_path,
+        .run_dir = self->run_dir,
+        .control_socket = self->control_socket,
+        .timeout_s = START_TIMEOUT_S,
+    };
     self->qemu_monitor = g_build_filename (self->run_dir, "qmp.sock", NULL);
     self->bench_monitor = g_build_filename (self->run_dir, "bench.sock", NULL);
     /* [defaults] alone: the built-in values, no limit of any kind */
@@ -687,14 +653,11 @@ main (int argc, char **argv)
           "Skip the unthrottled variant (to try policy files)", NULL },
         { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
           "The policy of the second variant (default: the example, data/policy.conf)", "FILE" },
-        { "dir", 'd', 0, G_OPTION_ARG_FILENAME, &dir_opt,
-          "Put the images in a new directory under DIR (default: the temporary directory)", "DIR" },
+        VMR_BENCH_OPTION_DIR (&dir_opt),
         { "guest", 'g', 0, G_OPTION_ARG_FILENAME, &guest_opt,
           "The test guest's directory (env VMR_GUEST_DIR; built there if needed)", "DIR" },
-        { "daemon", 0, 0, G_OPTION_ARG_FILENAME, &daemon_opt,
-          "virt-mirrord to run (env VMR_DAEMON, default: the one built with the bench)", "PATH" },
-        { "qemu", 0, 0, G_OPTION_ARG_FILENAME, &qemu_opt,
-          "QEMU binary (env VMR_QEMU, default qemu-system-x86_64)", "PATH" },
+        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
+        VMR_BENCH_OPTION_QEMU (&qemu_opt),
         { NULL },
     };
     g_autoptr (GOptionContext) context = g_option_context_new (NULL);
@@ -731,8 +694,7 @@ main (int argc, char **argv)
     self->after_gap_s = (guint) after_gap_s;
     self->after_s = (guint) after_s;
 
-    g_unix_signal_add (SIGINT, vmr_bench_interrupt_cb, &self->interrupted);
-    g_unix_signal_add (SIGTERM, vmr_bench_interrupt_cb, &self->interrupted);
+    vmr_bench_catch_signals (&self->interrupted);
     for (guint v = 0; v < N_VARIANTS; v++)
         bench_policy_figures_init (&figures[v]);
 
@@ -751,7 +713,8 @@ main (int argc, char **argv)
         g_print ("  guest: fio randrw 70/30, 8 KiB, iodepth 1, vmr.iops=%u, %d MiB raw disk "
                  "(iothread%s)\n",
                  self->iops, disk_mib,
-                 takes_o_direct (source) ? ", cache.direct=on, aio=native" : ", host cache");
+                 vmr_guest_disk_takes_o_direct (source) ? ", cache.direct=on, aio=native"
+                                                        : ", host cache");
         g_print ("  policy variant: %s\n", self->policy_path);
         g_print ("  IOPS and latency (us) are the guest's; during is migrate -> synced; migration "
                  "is that plus job-pivot -> completed (s)\n");

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <glib-unix.h>
 #include <glib/gstdio.h>
 
 #include "vmr-error.h"
@@ -326,13 +327,21 @@ vmr_bench_pick_program (const gchar *option, const gchar *env_name, const gchar 
     return g_canonicalize_filename (name, NULL);
 }
 
-gboolean
-vmr_bench_interrupt_cb (gpointer flag)
+static gboolean
+interrupt_cb (gpointer flag)
 {
     gboolean *interrupted = flag;
 
     *interrupted = TRUE;
     return G_SOURCE_CONTINUE;
+}
+
+void
+vmr_bench_catch_signals (gboolean *interrupted)
+{
+    g_unix_signal_add (SIGINT, interrupt_cb, interrupted);
+    g_unix_signal_add (SIGTERM, interrupt_cb, interrupted);
+    g_unix_signal_add (SIGHUP, interrupt_cb, interrupted);
 }
 
 gboolean
@@ -363,11 +372,90 @@ vmr_bench_make_dirs (const gchar *image_parent, gchar **out_run_dir, gchar **out
 }
 
 void
-vmr_bench_remove_dirs (const gchar *run_dir, const gchar *image_dir)
+vmr_bench_remove_dirs (const gchar *run_dir, const gchar *image_dir, gboolean keep)
 {
-    if (image_dir != NULL && g_strcmp0 (image_dir, run_dir) != 0)
+    gboolean apart = image_dir != NULL && g_strcmp0 (image_dir, run_dir) != 0;
+
+    if (keep) {
+        if (run_dir != NULL)
+            g_printerr ("kept %s%s%s\n", run_dir, apart ? " and " : "", apart ? image_dir : "");
+        return;
+    }
+    if (apart)
         vmr_bench_remove_tree (image_dir);
     vmr_bench_remove_tree (run_dir);
+}
+
+GSubprocess *
+vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, const gchar *policy_path, guint run_number,
+                        VmrQmpClient **out_control, gchar **out_version, GError **error)
+{
+    g_autofree gchar *suffix = run_number > 0 ? g_strdup_printf ("-%u", run_number) : g_strdup ("");
+    g_autofree gchar *state_dir = g_strdup_printf ("%s/state%s", spec->run_dir, suffix);
+    g_autofree gchar *log_path
+        = spec->log_path != NULL ? g_strdup (spec->log_path)
+                                 : g_strdup_printf ("%s/virt-mirrord%s.log", spec->run_dir, suffix);
+    const gchar *const fixed_args[]
+        = { spec->daemon_path,    "--foreground", "--no-libvirt", "--socket",
+            spec->control_socket, "--state-dir",  state_dir };
+    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+    g_autoptr (GSubprocess) daemon = NULL;
+    g_autoptr (VmrQmpClient) control = NULL;
+    g_autoptr (JsonNode) version = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS (fixed_args); i++)
+        g_ptr_array_add (argv, (gpointer) fixed_args[i]);
+    if (policy_path != NULL) {
+        g_ptr_array_add (argv, "--policy");
+        g_ptr_array_add (argv, (gpointer) policy_path);
+    }
+    if (spec->verbose)
+        g_ptr_array_add (argv, "--verbose");
+    g_ptr_array_add (argv, NULL);
+    daemon = vmr_bench_spawn ((const gchar *const *) argv->pdata, spec->run_dir, log_path, error);
+    if (daemon == NULL) {
+        g_prefix_error (error, "cannot start %s: ", spec->daemon_path);
+        return NULL;
+    }
+    /* an answer to query-version is the readiness check */
+    control
+        = vmr_bench_connect (daemon, spec->control_socket, "virt-mirrord", spec->timeout_s, error);
+    if (control != NULL)
+        version = vmr_qmp_client_execute_sync (control, "query-version", NULL, 0, error);
+    if (version != NULL && !JSON_NODE_HOLDS_OBJECT (version)) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                             "query-version did not return an object");
+        g_clear_pointer (&version, json_node_unref);
+    }
+    if (version == NULL) {
+        g_prefix_error (error, "see %s: ", log_path);
+        if (control != NULL)
+            vmr_qmp_client_close (control);
+        vmr_bench_kill (&daemon);
+        return NULL;
+    }
+    if (out_version != NULL)
+        *out_version
+            = g_strdup (vmr_bench_member_string (json_node_get_object (version), "version"));
+    if (out_control != NULL)
+        *out_control = g_steal_pointer (&control);
+    else
+        vmr_qmp_client_close (control);
+    return g_steal_pointer (&daemon);
+}
+
+void
+vmr_bench_stop_daemon (GSubprocess **daemon, guint timeout_s)
+{
+    if (*daemon == NULL)
+        return;
+    if (vmr_bench_is_running (*daemon)) {
+        /* SIGTERM first, so that it removes its socket */
+        g_subprocess_send_signal (*daemon, SIGTERM);
+        if (!vmr_bench_wait_exit (*daemon, timeout_s))
+            vmr_bench_kill (daemon);
+    }
+    g_clear_object (daemon);
 }
 
 const gchar *

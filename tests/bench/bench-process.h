@@ -73,6 +73,36 @@ void vmr_bench_kill (GSubprocess **proc);
 VmrQmpClient *vmr_bench_connect (GSubprocess *proc, const gchar *path, const gchar *what,
                                  guint timeout_s, GError **error);
 
+/* how a bench starts virt-mirrord, run after run: never with libvirt */
+typedef struct {
+    const gchar *daemon_path;    /* the virt-mirrord to run */
+    const gchar *run_dir;        /* its working directory, and where its state goes */
+    const gchar *control_socket; /* --socket */
+    const gchar *log_path;       /* its stdout and stderr; NULL: in run_dir */
+    gboolean verbose;            /* --verbose */
+    guint timeout_s;             /* how long it may take to answer */
+} VmrBenchDaemonSpec;
+
+/*
+ * Starts virt-mirrord as @spec says, with the policy file @policy_path
+ * (nullable), for run @run_number of the bench (0: the only one): its state
+ * in run_dir/state-N ("state"), its output, unless @spec names a log, in
+ * run_dir/virt-mirrord-N.log ("virt-mirrord.log"). Waits until it answers
+ * query-version on its control socket. Returns the process; *@out_control
+ * (may be NULL: then it is closed) gets the control connection, *@out_version
+ * (may be NULL) the daemon's version or NULL. NULL with @error set, naming the
+ * log, when it did not start or answer; a process that started is killed then.
+ */
+GSubprocess *vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, const gchar *policy_path,
+                                     guint run_number, VmrQmpClient **out_control,
+                                     gchar **out_version, GError **error);
+
+/*
+ * SIGTERM to *@daemon, so that it removes its socket, then SIGKILL when it
+ * has not exited within @timeout_s; clears *@daemon. Nothing when it is NULL.
+ */
+void vmr_bench_stop_daemon (GSubprocess **daemon, guint timeout_s);
+
 /* QEMU's version from the greeting of @client, "MAJOR.MINOR.MICRO", or NULL */
 gchar *vmr_bench_qemu_version (VmrQmpClient *client);
 
@@ -93,10 +123,29 @@ gchar *vmr_bench_load_average (void);
 gchar *vmr_bench_pick_program (const gchar *option, const gchar *env_name, const gchar *fallback);
 
 /*
- * A g_unix_signal_add() callback that sets the gboolean @flag points to
- * (the bench's "interrupted"), and keeps the source.
+ * From now on SIGINT, SIGTERM and SIGHUP set *@interrupted (the bench's flag,
+ * which must outlive the main loop) instead of ending the bench, so that it
+ * can stop its processes and remove its directories.
  */
-gboolean vmr_bench_interrupt_cb (gpointer flag);
+void vmr_bench_catch_signals (gboolean *interrupted);
+
+/* the options every bench takes, for its GOptionEntry table */
+#define VMR_BENCH_OPTION_DIR(dir_opt)                                                              \
+    {                                                                                              \
+        "dir", 'd', 0, G_OPTION_ARG_FILENAME, (dir_opt),                                           \
+            "Put the images in a new directory under DIR (default: the temporary directory)",      \
+            "DIR"                                                                                  \
+    }
+#define VMR_BENCH_OPTION_DAEMON(daemon_opt)                                                        \
+    {                                                                                              \
+        "daemon", 0, 0, G_OPTION_ARG_FILENAME, (daemon_opt),                                       \
+            "virt-mirrord to run (env VMR_DAEMON, default: the one built with the bench)", "PATH"  \
+    }
+#define VMR_BENCH_OPTION_QEMU(qemu_opt)                                                            \
+    {                                                                                              \
+        "qemu", 0, 0, G_OPTION_ARG_FILENAME, (qemu_opt),                                           \
+            "QEMU binary (env VMR_QEMU, default qemu-system-x86_64)", "PATH"                       \
+    }
 
 /*
  * Makes the bench's directories: a fresh one in the temporary directory
@@ -109,8 +158,11 @@ gboolean vmr_bench_interrupt_cb (gpointer flag);
 gboolean vmr_bench_make_dirs (const gchar *image_parent, gchar **out_run_dir, gchar **out_image_dir,
                               GError **error);
 
-/* removes @image_dir (when it is not @run_dir) and @run_dir, see vmr_bench_remove_tree() */
-void vmr_bench_remove_dirs (const gchar *run_dir, const gchar *image_dir);
+/*
+ * Removes @image_dir (when it is not @run_dir) and @run_dir, see
+ * vmr_bench_remove_tree(); with @keep, says on stderr where they are instead.
+ */
+void vmr_bench_remove_dirs (const gchar *run_dir, const gchar *image_dir, gboolean keep);
 
 /* the string member @name of @obj, NULL when @obj is NULL or it is missing or not a string */
 const gchar *vmr_bench_member_string (JsonObject *obj, const gchar *name);

@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 #include <gio/gio.h>
-#include <glib-unix.h>
 #include <glib/gstdio.h>
 
 #include "bench-image.h"
@@ -80,6 +79,7 @@ typedef struct {
     guint n_running; /* QEMUs started in this run */
     gchar *qemu_version;
     gchar *daemon_version;
+    VmrBenchDaemonSpec daemon_spec; /* borrows the paths above */
     guint run_number;
     gboolean interrupted;
 } Bench;
@@ -147,49 +147,22 @@ run_cli (Bench *self, const gchar *const *args, const gchar *log_name, guint tim
 static gboolean
 start_daemon (Bench *self, const gchar *policy, GError **error)
 {
-    g_autofree gchar *state_dir = g_strdup_printf ("%s/state-%u", self->run_dir, self->run_number);
-    g_autofree gchar *log
-        = g_strdup_printf ("%s/virt-mirrord-%u.log", self->run_dir, self->run_number);
-    const gchar *argv[]
-        = { self->daemon_path, "--foreground", "--no-libvirt", "--socket", self->control_socket,
-            "--state-dir",     state_dir,      "--policy",     policy,     NULL };
-    g_autoptr (VmrQmpClient) control = NULL;
-    g_autoptr (JsonNode) version = NULL;
+    g_autofree gchar *version = NULL;
 
-    self->daemon = vmr_bench_spawn (argv, self->run_dir, log, error);
-    if (self->daemon == NULL) {
-        g_prefix_error (error, "cannot start %s: ", self->daemon_path);
-        return FALSE;
-    }
-    /* the bench talks to the daemon through the CLI only: this is the readiness check */
-    control = vmr_bench_connect (self->daemon, self->control_socket, "virt-mirrord",
-                                 START_TIMEOUT_S, error);
-    if (control == NULL) {
-        g_prefix_error (error, "see %s: ", log);
-        return FALSE;
-    }
-    version = vmr_qmp_client_execute_sync (control, "query-version", NULL, 0, error);
-    vmr_qmp_client_close (control);
-    if (version == NULL || !JSON_NODE_HOLDS_OBJECT (version))
+    /* the bench talks to the daemon through the CLI only: the connection is closed */
+    self->daemon = vmr_bench_start_daemon (&self->daemon_spec, policy, self->run_number, NULL,
+                                           &version, error);
+    if (self->daemon == NULL)
         return FALSE;
     if (self->daemon_version == NULL)
-        self->daemon_version
-            = g_strdup (vmr_bench_member_string (json_node_get_object (version), "version"));
+        self->daemon_version = g_steal_pointer (&version);
     return TRUE;
 }
 
 static void
 stop_daemon (Bench *self)
 {
-    if (self->daemon == NULL)
-        return;
-    if (vmr_bench_is_running (self->daemon)) {
-        /* SIGTERM first, so that it removes its socket */
-        g_subprocess_send_signal (self->daemon, SIGTERM);
-        if (!vmr_bench_wait_exit (self->daemon, STOP_TIMEOUT_S))
-            vmr_bench_kill (&self->daemon);
-    }
-    g_clear_object (&self->daemon);
+    vmr_bench_stop_daemon (&self->daemon, STOP_TIMEOUT_S);
 }
 
 /* ---- the QEMUs ---- */
@@ -549,13 +522,7 @@ bench_free (Bench *self)
 {
     stop_daemon (self);
     kill_qemus (self);
-    if (!self->keep) {
-        vmr_bench_remove_dirs (self->run_dir, self->image_dir);
-    } else if (self->run_dir != NULL) {
-        g_printerr ("kept %s%s%s\n", self->run_dir,
-                    g_strcmp0 (self->image_dir, self->run_dir) != 0 ? " and " : "",
-                    g_strcmp0 (self->image_dir, self->run_dir) != 0 ? self->image_dir : "");
-    }
+    vmr_bench_remove_dirs (self->run_dir, self->image_dir, self->keep);
     g_clear_pointer (&self->vms, g_ptr_array_unref);
     g_free (self->daemon_path);
     g_free (self->cli_path);
@@ -580,6 +547,12 @@ make_dirs (Bench *self, const gchar *image_parent, GError **error)
     if (!vmr_bench_make_dirs (image_parent, &self->run_dir, &self->image_dir, error))
         return FALSE;
     self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
+    self->daemon_spec = (VmrBenchDaemonSpec){
+        .daemon_path = self->daemon_path,
+        .run_dir = self->run_dir,
+        .control_socket = self->control_socket,
+        .timeout_s = START_TIMEOUT_S,
+    };
     self->from_dir = g_build_filename (self->image_dir, "from", NULL);
     self->to_dir = g_build_filename (self->image_dir, "to", NULL);
     self->device_dir = g_build_filename (self->image_dir, "device", NULL);
@@ -684,12 +657,10 @@ main (int argc, char **argv)
           "Put the images in a new directory under DIR (default: the temporary directory)", "DIR" },
         { "keep", 'k', 0, G_OPTION_ARG_NONE, &keep,
           "Keep the images, the logs and the daemon's state at the end", NULL },
-        { "daemon", 0, 0, G_OPTION_ARG_FILENAME, &daemon_opt,
-          "virt-mirrord to run (env VMR_DAEMON, default: the one built with the bench)", "PATH" },
+        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
         { "cli", 0, 0, G_OPTION_ARG_FILENAME, &cli_opt,
           "virt-mirror to run (env VMR_CLI, default: the one built with the bench)", "PATH" },
-        { "qemu", 0, 0, G_OPTION_ARG_FILENAME, &qemu_opt,
-          "QEMU binary (env VMR_QEMU, default qemu-system-x86_64)", "PATH" },
+        VMR_BENCH_OPTION_QEMU (&qemu_opt),
         { "qemu-img", 0, 0, G_OPTION_ARG_FILENAME, &qemu_img_opt,
           "qemu-img binary for the device baseline (env VMR_QEMU_IMG, default qemu-img)", "PATH" },
         { NULL },
@@ -738,9 +709,7 @@ main (int argc, char **argv)
             figures.runs[c][q] = g_array_new (FALSE, FALSE, sizeof (RunResult));
     }
 
-    g_unix_signal_add (SIGINT, vmr_bench_interrupt_cb, &self->interrupted);
-    g_unix_signal_add (SIGTERM, vmr_bench_interrupt_cb, &self->interrupted);
-    g_unix_signal_add (SIGHUP, vmr_bench_interrupt_cb, &self->interrupted);
+    vmr_bench_catch_signals (&self->interrupted);
 
     load_at_start = vmr_bench_load_average ();
     ok = make_dirs (self, dir_opt, &error) && make_vms (self, max_count, &error);

@@ -5,11 +5,6 @@
  * booted by a QEMU like the harness's others, its console read line by line.
  */
 
-#ifndef _GNU_SOURCE
-/* O_DIRECT under -std=c17 */
-#define _GNU_SOURCE
-#endif
-
 #include "harness-private.h"
 
 #include <errno.h>
@@ -19,6 +14,8 @@
 #include <unistd.h>
 
 #include <gio/gunixinputstream.h>
+
+#include "guest-disk.h"
 
 struct _VmrHarnessGuest {
     VmrGuestConsole *console;
@@ -102,25 +99,6 @@ vmr_harness_require_guest (VmrHarness *h)
     return FALSE;
 }
 
-gboolean
-vmr_harness_takes_o_direct (const gchar *path)
-{
-    gpointer buf = NULL;
-    gboolean ok;
-    int fd = open (path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-
-    if (fd < 0)
-        return FALSE;
-    if (posix_memalign (&buf, 4096, 4096) != 0) {
-        close (fd);
-        return FALSE;
-    }
-    ok = pread (fd, buf, 4096, 0) >= 0;
-    free (buf);
-    close (fd);
-    return ok;
-}
-
 /* the kernel command line for @job */
 static gchar *
 guest_append (const VmrHarnessGuestJob *job)
@@ -146,7 +124,7 @@ vmr_harness_start_guest (VmrHarness *h, const VmrHarnessDisk *disk, const VmrHar
     g_autoptr (JsonObject) fmt = json_object_new ();
     g_autofree gchar *device = NULL;
     g_autofree gchar *log = vmr_harness_path (h, "console.log");
-    gboolean direct = vmr_harness_takes_o_direct (disk->path);
+    gboolean direct = vmr_guest_disk_takes_o_direct (disk->path);
     const gchar *fixed[]
         = { "qemu-system-x86_64", "-machine", "q35",  "-accel",       "tcg",     "-m",   "256",
             "-nodefaults",        "-display", "none", "-no-shutdown", "-serial", "stdio" };

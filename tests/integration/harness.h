@@ -54,9 +54,6 @@ typedef struct {
  */
 gchar *vmr_harness_scsi_controller (const VmrHarnessDisk *disk);
 
-/* whether @path can be read with O_DIRECT, which cache.direct=on needs (tmpfs cannot) */
-gboolean vmr_harness_takes_o_direct (const gchar *path);
-
 /* the test guest QEMU boots, see vmr_harness_start_guest() */
 typedef struct _VmrHarnessGuest VmrHarnessGuest;
 

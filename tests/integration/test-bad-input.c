@@ -208,28 +208,24 @@ test_already_migrating (VmrHarness *h, gconstpointer user_data)
     assert_unchanged (h, &vm, 1);
 }
 
+/* a destination that is a file already: it keeps its bytes */
+typedef struct {
+    gsize size;           /* of the file, bytes */
+    gboolean reuse;       /* migrate --reuse */
+    const gchar *refusal; /* a part of the CLI's error */
+} ExistingDestCase;
+
 /* an existing file is never overwritten without --reuse */
-static void
-test_dest_exists (VmrHarness *h, gconstpointer user_data)
-{
-    g_auto (Vm) vm = { 0 };
-    g_autofree gchar *dest = NULL;
-    g_autofree gchar *pristine = NULL;
-
-    if (vmr_harness_skipped (h))
-        return;
-    vm_start (h, &vm);
-    dest = vmr_harness_create_file (h, "dest.raw", IMAGE_SIZE, 0xaa);
-    pristine = vmr_harness_create_file (h, "dest.pristine", IMAGE_SIZE, 0xaa);
-    assert_migrate_refused (h, &vm, 1, "exists; pass --reuse to copy onto it", "vm", "disk0", dest,
-                            NULL);
-    vmr_harness_assert_image_equals (dest, "raw", pristine);
-}
-
+static const ExistingDestCase dest_exists
+    = { IMAGE_SIZE, FALSE, "exists; pass --reuse to copy onto it" };
 /* --reuse onto a file smaller than the disk */
+static const ExistingDestCase reuse_smaller
+    = { IMAGE_SIZE / 2, TRUE, "is smaller than the source" };
+
 static void
-test_reuse_smaller (VmrHarness *h, gconstpointer user_data)
+test_existing_dest (VmrHarness *h, gconstpointer user_data)
 {
+    const ExistingDestCase *c = user_data;
     g_auto (Vm) vm = { 0 };
     g_autofree gchar *dest = NULL;
     g_autofree gchar *pristine = NULL;
@@ -237,40 +233,30 @@ test_reuse_smaller (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     vm_start (h, &vm);
-    dest = vmr_harness_create_file (h, "dest.raw", IMAGE_SIZE / 2, 0xaa);
-    pristine = vmr_harness_create_file (h, "dest.pristine", IMAGE_SIZE / 2, 0xaa);
-    assert_migrate_refused (h, &vm, 1, "is smaller than the source", "vm", "disk0", dest, "--reuse",
+    dest = vmr_harness_create_file (h, "dest.raw", c->size, 0xaa);
+    pristine = vmr_harness_create_file (h, "dest.pristine", c->size, 0xaa);
+    assert_migrate_refused (h, &vm, 1, c->refusal, "vm", "disk0", dest, c->reuse ? "--reuse" : NULL,
                             NULL);
     vmr_harness_assert_image_equals (dest, "raw", pristine);
 }
 
-/* --reuse of the disk's own source: the size fits, the path must not */
+/*
+ * --reuse of a disk of the same VM: the disk's own source (the size fits,
+ * the path must not) or, with user_data TRUE, another disk (copying there
+ * would destroy it)
+ */
 static void
-test_dest_is_source (VmrHarness *h, gconstpointer user_data)
+test_dest_is_a_disk (VmrHarness *h, gconstpointer user_data)
 {
+    gboolean other_disk = GPOINTER_TO_INT (user_data);
     g_auto (Vm) vm = { 0 };
-    g_autofree gchar *source = NULL;
+    g_autofree gchar *disk_path = NULL;
 
     if (vmr_harness_skipped (h))
         return;
     vm_start (h, &vm);
-    source = g_strdup (vm.source0);
-    assert_migrate_refused (h, &vm, 1, "is a disk of the domain already", "vm", "disk0", source,
-                            "--reuse", NULL);
-}
-
-/* --reuse of another disk of the same VM: copying there would destroy it */
-static void
-test_dest_is_other_disk (VmrHarness *h, gconstpointer user_data)
-{
-    g_auto (Vm) vm = { 0 };
-    g_autofree gchar *other = NULL;
-
-    if (vmr_harness_skipped (h))
-        return;
-    vm_start (h, &vm);
-    other = g_strdup (vm.source1);
-    assert_migrate_refused (h, &vm, 1, "is a disk of the domain already", "vm", "disk0", other,
+    disk_path = g_strdup (other_disk ? vm.source1 : vm.source0);
+    assert_migrate_refused (h, &vm, 1, "is a disk of the domain already", "vm", "disk0", disk_path,
                             "--reuse", NULL);
 }
 
@@ -599,10 +585,10 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/bad-input/unknown-domain", NULL, test_unknown_domain);
     VMR_HARNESS_ADD ("/bad-input/unknown-disk", NULL, test_unknown_disk);
     VMR_HARNESS_ADD ("/bad-input/already-migrating", NULL, test_already_migrating);
-    VMR_HARNESS_ADD ("/bad-input/dest-exists", NULL, test_dest_exists);
-    VMR_HARNESS_ADD ("/bad-input/reuse-smaller", NULL, test_reuse_smaller);
-    VMR_HARNESS_ADD ("/bad-input/dest-is-source", NULL, test_dest_is_source);
-    VMR_HARNESS_ADD ("/bad-input/dest-is-other-disk", NULL, test_dest_is_other_disk);
+    VMR_HARNESS_ADD ("/bad-input/dest-exists", &dest_exists, test_existing_dest);
+    VMR_HARNESS_ADD ("/bad-input/reuse-smaller", &reuse_smaller, test_existing_dest);
+    VMR_HARNESS_ADD ("/bad-input/dest-is-source", GINT_TO_POINTER (FALSE), test_dest_is_a_disk);
+    VMR_HARNESS_ADD ("/bad-input/dest-is-other-disk", GINT_TO_POINTER (TRUE), test_dest_is_a_disk);
     VMR_HARNESS_ADD ("/bad-input/reuse-symlink", NULL, test_reuse_symlink);
     VMR_HARNESS_ADD ("/bad-input/dest-dir-missing", NULL, test_dest_dir_missing);
     VMR_HARNESS_ADD ("/bad-input/dest-dir-unwritable", NULL, test_dest_dir_unwritable);

@@ -18,6 +18,7 @@
 
 #include <glib/gstdio.h>
 
+#include "guest-disk.h"
 #include "harness.h"
 
 #define IMAGE_SIZE (32 * 1024 * 1024)
@@ -118,7 +119,7 @@ test_cache_mode (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     source = vmr_harness_create_image (h, "source.raw", "raw", IMAGE_SIZE, 0xcac);
-    if (!vmr_harness_takes_o_direct (source)) {
+    if (!vmr_guest_disk_takes_o_direct (source)) {
         vmr_harness_skip (h, "the test directory does not take O_DIRECT (cache.direct=on)");
         return;
     }

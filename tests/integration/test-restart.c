@@ -361,13 +361,27 @@ cancel_while_away (VmrHarness *h, VmrHarnessVm *vm, const gchar *id, gboolean di
     return ended;
 }
 
+/* a copy cancelled in QEMU while no daemon runs, and what the job becomes */
+typedef struct {
+    gboolean dismissed;       /* dismissed too: gone from QEMU */
+    const gchar *final_state; /* the job's end once its domain is back */
+    const gchar *reason;      /* a part of the job's reason, or NULL */
+} AwayCancelCase;
+
+/* QEMU reports the cancel as its error "Operation canceled": still a cancel */
+static const AwayCancelCase cancelled_meanwhile = { FALSE, "cancelled", "outside virt-mirror" };
+/* the copy is gone when the daemon comes back: the job fails */
+static const AwayCancelCase gone_meanwhile = { TRUE, "failed", NULL };
+
 /*
  * the copy is cancelled in QEMU while no daemon runs: once its domain is
- * back the job ends without completing, and QEMU is cleaned up
+ * back the job ends without completing, QEMU is cleaned up, the VM stays on
+ * its source, and the destination the job created is removed
  */
 static void
 test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
 {
+    const AwayCancelCase *c = user_data;
     g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) ended = NULL;
@@ -376,11 +390,11 @@ test_cancelled_meanwhile (VmrHarness *h, gconstpointer user_data)
         return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
     id = start_slow_migration (h, &vm);
-    ended = cancel_while_away (h, &vm, id, FALSE);
-    /* QEMU reports the cancel as its error "Operation canceled": still a cancel */
-    g_assert_cmpstr (vmr_json_job_state (ended), ==, "cancelled");
-    g_assert_nonnull (strstr (vmr_json_job_reason (ended), "outside virt-mirror"));
-    vmr_harness_assert_job_record (h, id, vmr_json_job_state (ended));
+    ended = cancel_while_away (h, &vm, id, c->dismissed);
+    g_assert_cmpstr (vmr_json_job_state (ended), ==, c->final_state);
+    if (c->reason != NULL)
+        g_assert_nonnull (strstr (vmr_json_job_reason (ended), c->reason));
+    vmr_harness_assert_job_record (h, id, c->final_state);
 
     wait_qemu_cleaned (h, vm.dest);
     /* the daemon created the destination, so it removes it */
@@ -429,31 +443,6 @@ test_completed_meanwhile (VmrHarness *h, gconstpointer user_data)
     vmr_harness_writer_write (vm.writer, WRITES);
     wait_qemu_cleaned (h, vm.source);
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
-}
-
-/*
- * the copy is gone when the daemon comes back (cancelled and dismissed
- * through QMP meanwhile): the job fails, the VM stays on its source, and
- * the destination the job created is removed
- */
-static void
-test_gone (VmrHarness *h, gconstpointer user_data)
-{
-    g_auto (VmrHarnessVm) vm = { 0 };
-    g_autofree gchar *id = NULL;
-    g_autoptr (JsonObject) ended = NULL;
-
-    if (vmr_harness_skipped (h))
-        return;
-    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e57);
-    id = start_slow_migration (h, &vm);
-    ended = cancel_while_away (h, &vm, id, TRUE);
-    g_assert_cmpstr (vmr_json_job_state (ended), ==, "failed");
-    vmr_harness_assert_job_record (h, id, "failed");
-    wait_qemu_cleaned (h, vm.dest);
-    wait_removed (vm.dest);
-    vmr_harness_writer_write (vm.writer, WRITES);
-    vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
 }
 
 /* the policy of /restart/queued: one bulk copy at a time */
@@ -664,9 +653,10 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/restart/copying", GINT_TO_POINTER (FALSE), test_copying);
     VMR_HARNESS_ADD ("/restart/sigterm", GINT_TO_POINTER (TRUE), test_copying);
     VMR_HARNESS_ADD ("/restart/synced-manual", NULL, test_synced_manual);
-    VMR_HARNESS_ADD ("/restart/cancelled-meanwhile", NULL, test_cancelled_meanwhile);
+    VMR_HARNESS_ADD ("/restart/cancelled-meanwhile", &cancelled_meanwhile,
+                     test_cancelled_meanwhile);
     VMR_HARNESS_ADD ("/restart/completed-meanwhile", NULL, test_completed_meanwhile);
-    VMR_HARNESS_ADD ("/restart/gone", NULL, test_gone);
+    VMR_HARNESS_ADD ("/restart/gone", &gone_meanwhile, test_cancelled_meanwhile);
     VMR_HARNESS_ADD_NO_DAEMON ("/restart/queued", NULL, test_queued);
     VMR_HARNESS_ADD ("/restart/orphan-cancel", NULL, test_orphan_cancel);
     return g_test_run ();

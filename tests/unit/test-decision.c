@@ -1,67 +1,11 @@
 /*
  * The decision function: every transition from tables of rule, load, phase,
- * time held back and clock, and no flapping when the load hovers around a
- * threshold.
+ * time held back and clock (no flapping is test-decision-flapping.c's).
  */
 #define G_LOG_DOMAIN "vmr-test"
 
-#include "decision.h"
-
-#define SECOND G_USEC_PER_SEC
-#define NOW    (G_GINT64_CONSTANT (100000) * SECOND)
-#define HOURS  3600
-
-/* the parts of a rule the decision reads; the others keep their built-in value */
-/* marks the test failed and goes on, so that one run lists every failing case */
-G_GNUC_PRINTF (1, 2)
-static void
-report_failure (const gchar *format, ...)
-{
-    g_autofree gchar *message = NULL;
-    va_list args;
-
-    va_start (args, format);
-    message = g_strdup_vprintf (format, args);
-    va_end (args);
-    g_test_message ("FAILED: %s", message);
-    g_test_fail_printf ("%s", message);
-}
-
-typedef struct {
-    guint64 iops_throttle;
-    guint64 iops_delay;
-    guint resume_below; /* 0: 80 */
-    gint hold_s;        /* < 0: 0 s; 0: 30 s */
-    gint window_start;  /* seconds of day */
-    gint window_end;    /* == window_start: no window */
-    gint max_delay_s;
-    VmrOnMaxDelay on_max_delay;
-} RuleSpec;
-
-/* a guest doing ~1400 IOPS, slowed above 2000, held back above 4000 */
-#define BUSY_RULE .iops_throttle = 2000, .iops_delay = 4000
-#define NIGHT     .window_start = 23 * HOURS, .window_end = 2 * HOURS
-
-static VmrPolicyRule *
-rule_new (const RuleSpec *spec)
-{
-    g_autoptr (VmrPolicy) built_in = vmr_policy_new_default ();
-    VmrPolicyRule *rule = vmr_policy_lookup (built_in, NULL, NULL);
-
-    rule->sample_interval_us = SECOND;
-    rule->iops_throttle = spec->iops_throttle;
-    rule->iops_delay = spec->iops_delay;
-    rule->resume_below = spec->resume_below != 0 ? spec->resume_below : 80;
-    rule->hold_us = spec->hold_s < 0 ? 0 : (spec->hold_s != 0 ? spec->hold_s : 30) * SECOND;
-    if (spec->window_start != spec->window_end) {
-        VmrWindow window = { spec->window_start, spec->window_end };
-
-        g_array_append_val (rule->windows, window);
-    }
-    rule->max_delay_us = (gint64) spec->max_delay_s * SECOND;
-    rule->on_max_delay = spec->on_max_delay;
-    return rule;
-}
+#include "decision-rule.h"
+#include "test-report.h"
 
 /*
  * "4500 1000*30": one sample per second, the last one ending at NOW, with
@@ -682,7 +626,7 @@ test_decision_table (void)
 {
     for (gsize i = 0; i < G_N_ELEMENTS (decide_cases); i++) {
         const DecideCase *c = &decide_cases[i];
-        g_autoptr (VmrPolicyRule) rule = rule_new (&c->rule);
+        g_autoptr (VmrPolicyRule) rule = vmr_test_rule_new (&c->rule);
         g_autoptr (GArray) samples = samples_new (c->load);
         g_auto (VmrPolicyDecision) decision = { 0 };
 
@@ -691,12 +635,13 @@ test_decision_table (void)
         g_test_message ("%s: %s (%s)", c->name, vmr_policy_action_to_string (decision.action),
                         decision.reason);
         if (decision.action != c->action)
-            report_failure ("%s: %s (%s), expected %s", c->name,
-                            vmr_policy_action_to_string (decision.action), decision.reason,
-                            vmr_policy_action_to_string (c->action));
+            vmr_test_report_failure ("%s: %s (%s), expected %s", c->name,
+                                     vmr_policy_action_to_string (decision.action), decision.reason,
+                                     vmr_policy_action_to_string (c->action));
         /* every decision says why, KEEP included */
         else if (decision.reason == NULL || strstr (decision.reason, c->reason) == NULL)
-            report_failure ("%s: reason '%s' lacks '%s'", c->name, decision.reason, c->reason);
+            vmr_test_report_failure ("%s: reason '%s' lacks '%s'", c->name, decision.reason,
+                                     c->reason);
     }
 }
 
@@ -705,7 +650,7 @@ static void
 test_decision_reuse (void)
 {
     RuleSpec spec = { BUSY_RULE };
-    g_autoptr (VmrPolicyRule) rule = rule_new (&spec);
+    g_autoptr (VmrPolicyRule) rule = vmr_test_rule_new (&spec);
     g_autoptr (GArray) busy = samples_new ("4500");
     g_autoptr (GArray) quiet = samples_new ("1000*40");
     g_auto (VmrPolicyDecision) decision = { 0 };
@@ -730,173 +675,6 @@ test_decision_names (void)
     g_assert_cmpstr (vmr_policy_phase_to_string (VMR_POLICY_PHASE_RELEASED + 1), ==, "unknown");
 }
 
-/* ---- no flapping ---- */
-
-/* the phase a job is in after @action, as the daemon applies it */
-static VmrPolicyPhase
-phase_after (VmrPolicyPhase phase, VmrPolicyAction action)
-{
-    switch (action) {
-        case VMR_POLICY_ACTION_START:
-        case VMR_POLICY_ACTION_RESUME:
-        case VMR_POLICY_ACTION_UNTHROTTLE:
-            return VMR_POLICY_PHASE_RUNNING;
-        case VMR_POLICY_ACTION_START_THROTTLED:
-        case VMR_POLICY_ACTION_RESUME_THROTTLED:
-        case VMR_POLICY_ACTION_THROTTLE:
-            return VMR_POLICY_PHASE_THROTTLED;
-        case VMR_POLICY_ACTION_DELAY:
-            return VMR_POLICY_PHASE_DELAYED;
-        case VMR_POLICY_ACTION_PAUSE:
-            return VMR_POLICY_PHASE_PAUSED;
-        case VMR_POLICY_ACTION_PROCEED:
-            return VMR_POLICY_PHASE_RELEASED;
-        case VMR_POLICY_ACTION_KEEP:
-        case VMR_POLICY_ACTION_FAIL:
-        default:
-            return phase;
-    }
-}
-
-typedef struct {
-    const gchar *name;
-    RuleSpec rule;
-    VmrPolicyPhase phase; /* at the start */
-    gdouble level;        /* the load hovers at +-1% around it */
-    guint max_changes;
-} FlapCase;
-
-static const FlapCase flap_cases[] = {
-    { "iops-throttle, running", { BUSY_RULE }, VMR_POLICY_PHASE_RUNNING, 2000, 1 },
-    { "iops-throttle, throttled", { BUSY_RULE }, VMR_POLICY_PHASE_THROTTLED, 2000, 1 },
-    { "iops-throttle, running, hold 0",
-      { BUSY_RULE, .hold_s = -1 },
-      VMR_POLICY_PHASE_RUNNING,
-      2000,
-      1 },
-    { "iops-delay, throttled", { BUSY_RULE }, VMR_POLICY_PHASE_THROTTLED, 4000, 1 },
-    { "iops-delay, paused", { BUSY_RULE }, VMR_POLICY_PHASE_PAUSED, 4000, 1 },
-    { "iops-delay, paused, hold 0", { BUSY_RULE, .hold_s = -1 }, VMR_POLICY_PHASE_PAUSED, 4000, 1 },
-    { "iops-delay, delayed", { BUSY_RULE }, VMR_POLICY_PHASE_DELAYED, 4000, 1 },
-    { "iops-delay, delayed, hold 0",
-      { BUSY_RULE, .hold_s = -1 },
-      VMR_POLICY_PHASE_DELAYED,
-      4000,
-      1 },
-    { "iops-delay only, running", { .iops_delay = 4000 }, VMR_POLICY_PHASE_RUNNING, 4000, 1 },
-    { "iops-delay only, running, hold 0",
-      { .iops_delay = 4000, .hold_s = -1 },
-      VMR_POLICY_PHASE_RUNNING,
-      4000,
-      1 },
-    /* around the levels that end a slow-down or a pause */
-    { "resume level of iops-throttle, throttled",
-      { BUSY_RULE },
-      VMR_POLICY_PHASE_THROTTLED,
-      1600,
-      1 },
-    { "resume level of iops-throttle, throttled, hold 0",
-      { BUSY_RULE, .hold_s = -1 },
-      VMR_POLICY_PHASE_THROTTLED,
-      1600,
-      1 },
-    { "resume level of iops-delay, paused", { BUSY_RULE }, VMR_POLICY_PHASE_PAUSED, 3200, 1 },
-    { "resume level of iops-delay, paused, hold 0",
-      { BUSY_RULE, .hold_s = -1 },
-      VMR_POLICY_PHASE_PAUSED,
-      3200,
-      1 },
-    { "resume level of iops-delay, delayed, hold 0",
-      { BUSY_RULE, .hold_s = -1 },
-      VMR_POLICY_PHASE_DELAYED,
-      3200,
-      1 },
-};
-
-/* the load of second @i: alternating, or drawn from a fixed seed, within +-1% of @level */
-static gdouble
-hovering_load (GRand *rand, gboolean alternate, gdouble level, guint i)
-{
-    if (alternate)
-        return level * (i % 2 == 0 ? 1.01 : 0.99);
-    return level * g_rand_double_range (rand, 0.99, 1.01);
-}
-
-static void
-test_decision_no_flapping (void)
-{
-    for (gsize i = 0; i < G_N_ELEMENTS (flap_cases); i++) {
-        const FlapCase *c = &flap_cases[i];
-
-        for (guint pattern = 0; pattern < 2; pattern++) {
-            g_autoptr (VmrPolicyRule) rule = rule_new (&c->rule);
-            g_autoptr (GArray) samples = g_array_new (FALSE, FALSE, sizeof (VmrLoadSample));
-            g_autoptr (GRand) rand = g_rand_new_with_seed (4242 + i);
-            VmrPolicyPhase phase = c->phase;
-            gint64 held = 0;
-            guint changes = 0;
-
-            for (guint s = 0; s < 30; s++) {
-                g_auto (VmrPolicyDecision) decision = { 0 };
-                VmrLoadSample sample = {
-                    .time_us = NOW + (gint64) s * SECOND,
-                    .iops = hovering_load (rand, pattern == 0, c->level, s),
-                };
-                VmrPolicyPhase next;
-
-                g_array_append_val (samples, sample);
-                if (phase == VMR_POLICY_PHASE_DELAYED || phase == VMR_POLICY_PHASE_PAUSED)
-                    held += SECOND;
-                vmr_policy_decide (rule, (const VmrLoadSample *) samples->data, samples->len, phase,
-                                   held, sample.time_us, 12 * HOURS, &decision);
-                g_assert_cmpint (decision.action, !=, VMR_POLICY_ACTION_FAIL);
-                next = phase_after (phase, decision.action);
-                if (next != phase) {
-                    g_test_message ("%s: %.0f IOPS at %us: %s -> %s (%s)", c->name, sample.iops, s,
-                                    vmr_policy_phase_to_string (phase),
-                                    vmr_policy_phase_to_string (next), decision.reason);
-                    changes++;
-                }
-                phase = next;
-            }
-            if (changes > c->max_changes)
-                report_failure ("%s (%s): %u changes", c->name,
-                                pattern == 0 ? "alternating" : "random", changes);
-        }
-    }
-}
-
-/* the same guest going busy and quiet again: one slow-down, one speed-up */
-static void
-test_decision_burst (void)
-{
-    RuleSpec spec = { BUSY_RULE };
-    g_autoptr (VmrPolicyRule) rule = rule_new (&spec);
-    g_autoptr (GArray) samples = g_array_new (FALSE, FALSE, sizeof (VmrLoadSample));
-    VmrPolicyPhase phase = VMR_POLICY_PHASE_RUNNING;
-    g_autoptr (GString) path = g_string_new ("running");
-
-    /* 20 s normal, 20 s burst, 60 s normal again */
-    for (guint s = 0; s < 100; s++) {
-        g_auto (VmrPolicyDecision) decision = { 0 };
-        VmrLoadSample sample = {
-            .time_us = NOW + (gint64) s * SECOND,
-            .iops = s >= 20 && s < 40 ? 2400 : 1400,
-        };
-        VmrPolicyPhase next;
-
-        g_array_append_val (samples, sample);
-        vmr_policy_decide (rule, (const VmrLoadSample *) samples->data, samples->len, phase, 0,
-                           sample.time_us, 12 * HOURS, &decision);
-        next = phase_after (phase, decision.action);
-        if (next != phase)
-            g_string_append_printf (path, " %u:%s", s, vmr_policy_phase_to_string (next));
-        phase = next;
-    }
-    /* quiet from the end of second 39: 30 s later, at the end of second 69 */
-    g_assert_cmpstr (path->str, ==, "running 20:throttled 69:running");
-}
-
 int
 main (int argc, char **argv)
 {
@@ -904,7 +682,5 @@ main (int argc, char **argv)
     g_test_add_func ("/decision/table", test_decision_table);
     g_test_add_func ("/decision/reuse", test_decision_reuse);
     g_test_add_func ("/decision/names", test_decision_names);
-    g_test_add_func ("/decision/no-flapping", test_decision_no_flapping);
-    g_test_add_func ("/decision/burst", test_decision_burst);
     return g_test_run ();
 }

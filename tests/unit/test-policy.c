@@ -8,6 +8,7 @@
 
 #include "policy.h"
 #include "vmr-error.h"
+#include "test-report.h"
 
 #define NAME "test.conf"
 
@@ -18,21 +19,6 @@ load (const gchar *text, GError **error)
 }
 
 /* ---- valid values ---- */
-
-/* marks the test failed and goes on, so that one run lists every failing case */
-G_GNUC_PRINTF (1, 2)
-static void
-report_failure (const gchar *format, ...)
-{
-    g_autofree gchar *message = NULL;
-    va_list args;
-
-    va_start (args, format);
-    message = g_strdup_vprintf (format, args);
-    va_end (args);
-    g_test_message ("FAILED: %s", message);
-    g_test_fail_printf ("%s", message);
-}
 
 typedef struct {
     const gchar *line;     /* a line of [defaults] */
@@ -494,8 +480,8 @@ test_policy_invalid (void)
         while (n_expected < G_N_ELEMENTS (c->errors) && c->errors[n_expected].line > 0)
             n_expected++;
         if (g_strv_length (lines) != n_expected) {
-            report_failure ("%s: %u errors, expected %u:\n%s", c->name, g_strv_length (lines),
-                            n_expected, error->message);
+            vmr_test_report_failure ("%s: %u errors, expected %u:\n%s", c->name,
+                                     g_strv_length (lines), n_expected, error->message);
             continue;
         }
         for (guint e = 0; e < n_expected; e++) {
@@ -503,8 +489,8 @@ test_policy_invalid (void)
             g_autofree gchar *prefix = g_strdup_printf (NAME ":%u: %s", x->line, x->prefix);
 
             if (!g_str_has_prefix (lines[e], prefix) || strstr (lines[e], x->fragment) == NULL)
-                report_failure ("%s: error %u is '%s', expected '%s...%s...'", c->name, e, lines[e],
-                                prefix, x->fragment);
+                vmr_test_report_failure ("%s: error %u is '%s', expected '%s...%s...'", c->name, e,
+                                         lines[e], prefix, x->fragment);
         }
     }
 }

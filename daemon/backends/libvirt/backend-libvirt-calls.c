@@ -111,6 +111,7 @@ vmr_backend_libvirt_job_command_thread (GTask *task, gpointer source, gpointer t
         = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
     g_autofree gchar *qemu_job = NULL;
     g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonObject) change_args = NULL;
     g_autoptr (JsonNode) reply = NULL;
     const unsigned int bytes = VIR_DOMAIN_BLOCK_JOB_SPEED_BANDWIDTH_BYTES;
     const gchar *what = "";
@@ -140,21 +141,14 @@ vmr_backend_libvirt_job_command_thread (GTask *task, gpointer source, gpointer t
         case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
             /* libvirt has no API for this either; the schema says whether QEMU can */
             reply = vmr_libvirt_domain_qemu_command (dom, "query-qmp-schema", NULL, &error);
-            if (reply != NULL && !vmr_qmp_schema_has_command (reply, "block-job-change")) {
-                g_set_error (&error, VMR_ERROR, VMR_ERROR_FAILED,
-                             "this QEMU cannot change the copy mode of a running mirror "
-                             "(no block-job-change; QEMU 8.2 or later has it)");
-                g_clear_pointer (&reply, json_node_unref);
-            }
-            if (reply != NULL) {
-                g_clear_pointer (&reply, json_node_unref);
+            if (reply != NULL)
                 qemu_job = vmr_libvirt_domain_find_copy_job (dom, call->target, &error);
-            }
-            if (qemu_job != NULL) {
-                json_object_set_string_member (args, "id", qemu_job);
-                json_object_set_string_member (args, "type", "mirror");
-                json_object_set_string_member (args, "copy-mode", "write-blocking");
-                reply = vmr_libvirt_domain_qemu_command (dom, "block-job-change", args, &error);
+            if (qemu_job != NULL)
+                change_args = vmr_qmp_schema_copy_mode_args (reply, qemu_job, &error);
+            g_clear_pointer (&reply, json_node_unref);
+            if (change_args != NULL) {
+                reply = vmr_libvirt_domain_qemu_command (dom, "block-job-change", change_args,
+                                                         &error);
             }
             if (reply == NULL) {
                 g_task_return_error (task, g_steal_pointer (&error));
@@ -307,7 +301,7 @@ vmr_backend_libvirt_resync_thread (GTask *task, gpointer source, gpointer task_d
     g_autoptr (GPtrArray) disks = NULL;
 
     /* a domain that stopped meanwhile is the tracker's business */
-    if (dom == NULL || (xml = virDomainGetXMLDesc (dom, 0)) == NULL
+    if (dom == NULL || (xml = vmr_libvirt_domain_get_xml (dom, 0, NULL)) == NULL
         || (disks = vmr_libvirt_xml_parse_disks (xml, NULL)) == NULL) {
         g_task_return_pointer (task, g_steal_pointer (&results),
                                (GDestroyNotify) g_ptr_array_unref);
@@ -333,7 +327,7 @@ path_in_use (virDomain *dom, GPtrArray *live_disks, const VmrDestination *destin
     GPtrArray *lists[2] = { live_disks, NULL };
 
     if (virDomainIsPersistent (dom) == 1) {
-        inactive_xml = virDomainGetXMLDesc (dom, VIR_DOMAIN_XML_INACTIVE);
+        inactive_xml = vmr_libvirt_domain_get_xml (dom, VIR_DOMAIN_XML_INACTIVE, NULL);
         /* a definition we cannot read may name it: keep the file then */
         if (inactive_xml == NULL
             || (inactive_disks = vmr_libvirt_xml_parse_disks (inactive_xml, NULL)) == NULL)
@@ -369,13 +363,8 @@ vmr_backend_libvirt_adopt_copy_thread (GTask *task, gpointer source, gpointer ta
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
-    xml = virDomainGetXMLDesc (dom, 0);
-    if (xml == NULL) {
-        vmr_libvirt_set_error (&error, "cannot read the definition of %s", virDomainGetName (dom));
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    disks = vmr_libvirt_xml_parse_disks (xml, &error);
+    xml = vmr_libvirt_domain_get_xml (dom, 0, &error);
+    disks = xml != NULL ? vmr_libvirt_xml_parse_disks (xml, &error) : NULL;
     if (disks == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
         return;

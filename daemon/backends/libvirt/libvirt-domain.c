@@ -5,21 +5,34 @@
 #include <libvirt/libvirt-qemu.h>
 
 #include "disk.h"
+#include "libvirt-reply.h"
 #include "libvirt-xml.h"
 #include "load-history.h"
 #include "vmr-error.h"
 
-GPtrArray *
-vmr_libvirt_domain_read_disks (virDomain *dom, GError **error)
+gchar *
+vmr_libvirt_domain_get_xml (virDomain *dom, guint flags, GError **error)
 {
-    g_autofree gchar *xml = virDomainGetXMLDesc (dom, 0);
-    g_autoptr (GPtrArray) found = NULL;
-    g_autoptr (GPtrArray) disks = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_disk_free);
+    g_autofree gchar *xml = virDomainGetXMLDesc (dom, flags);
 
     if (xml == NULL) {
         vmr_libvirt_set_error (error, "cannot read the definition of %s", virDomainGetName (dom));
         return NULL;
     }
+    if (!vmr_libvirt_reply_check (xml, "virDomainGetXMLDesc", virDomainGetName (dom), error))
+        return NULL;
+    return g_steal_pointer (&xml);
+}
+
+GPtrArray *
+vmr_libvirt_domain_read_disks (virDomain *dom, GError **error)
+{
+    g_autofree gchar *xml = vmr_libvirt_domain_get_xml (dom, 0, error);
+    g_autoptr (GPtrArray) found = NULL;
+    g_autoptr (GPtrArray) disks = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_disk_free);
+
+    if (xml == NULL)
+        return NULL;
     found = vmr_libvirt_xml_parse_disks (xml, error);
     if (found == NULL)
         return NULL;
@@ -117,6 +130,11 @@ vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObjec
         vmr_libvirt_set_error (error, "QMP passthrough '%s'", command);
         return NULL;
     }
+    if (!vmr_libvirt_reply_check (result, "virDomainQemuMonitorCommand", virDomainGetName (dom),
+                                  error)) {
+        g_prefix_error (error, "QMP passthrough '%s': ", command);
+        return NULL;
+    }
     g_debug ("libvirt QMP passthrough: %s -> %s", text, result);
     if (!json_parser_load_from_data (parser, result, -1, NULL)
         || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))) {
@@ -193,9 +211,14 @@ vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gcha
     /* a transient domain has no definition to keep */
     if (virDomainIsPersistent (dom) != 1)
         return;
-    xml = virDomainGetXMLDesc (dom, VIR_DOMAIN_XML_INACTIVE);
+    xml = vmr_libvirt_domain_get_xml (dom, VIR_DOMAIN_XML_INACTIVE, &error);
     disks = xml != NULL ? vmr_libvirt_xml_parse_disks (xml, NULL) : NULL;
     disk = vmr_libvirt_xml_find_disk (disks, target);
+    if (xml == NULL) {
+        g_message ("%s: cannot read the persistent definition of %s: %s", job_id, name,
+                   error->message);
+        return;
+    }
     if (disk == NULL) {
         g_message ("%s: the persistent definition of %s has no disk %s", job_id, name, target);
         return;

@@ -14,6 +14,13 @@
 G_BEGIN_DECLS
 
 /*
+ * The XML of @dom (virDomainGetXMLDesc with @flags; free with g_free), or NULL
+ * with the libvirt error, or VMR_ERROR_PROTOCOL when it is longer than the
+ * bound on what the daemon parses (see vmr_libvirt_reply_check()).
+ */
+gchar *vmr_libvirt_domain_get_xml (virDomain *dom, guint flags, GError **error);
+
+/*
  * The disks of @dom that can move (files and block devices, not removable
  * media or network disks): a GPtrArray of VmrDisk with the target name as
  * id, the I/O thread from the XML and the virtual size from libvirt.
@@ -26,7 +33,9 @@ GHashTable *vmr_libvirt_domain_read_load (virDomain *dom, GError **error);
 /*
  * Runs the QMP @command with @args (may be NULL) through libvirt and
  * returns its "return" value. A QMP error is VMR_ERROR_GENERIC with QEMU's
- * text. libvirt marks the domain tainted ("custom-monitor") the first time.
+ * text; a reply over the bound of vmr_libvirt_reply_check() is
+ * VMR_ERROR_PROTOCOL, not parsed. libvirt marks the domain tainted ("custom-monitor") the first
+ * time.
  */
 JsonNode *vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObject *args,
                                            GError **error);

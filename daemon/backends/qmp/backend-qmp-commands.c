@@ -36,25 +36,18 @@ copy_mode_schema_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autofree gchar *job_id = g_strdup (g_task_get_task_data (task));
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) schema = NULL;
-    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonObject) args = NULL;
 
     schema = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    if (schema == NULL) {
+    if (schema == NULL)
         g_prefix_error (&error, "QEMU refused 'query-qmp-schema': ");
+    else
+        args = vmr_qmp_schema_copy_mode_args (schema, job_id, &error);
+    if (args == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;
     }
-    if (!vmr_qmp_schema_has_command (schema, "block-job-change")) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
-                                 "this QEMU cannot change the copy mode of a running mirror "
-                                 "(no block-job-change; QEMU 8.2 or later has it)");
-        g_object_unref (task);
-        return;
-    }
-    json_object_set_string_member (args, "id", job_id);
-    json_object_set_string_member (args, "type", "mirror");
-    json_object_set_string_member (args, "copy-mode", "write-blocking");
     g_task_set_task_data (task, g_strdup ("block-job-change"), g_free);
     vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "block-job-change", args, 0,
                                   g_task_get_cancellable (task), command_cb, task);
@@ -107,7 +100,7 @@ vmr_backend_qmp_job_command_async (VmrBackend *backend, VmrJob *job, VmrBackendC
             json_object_set_int_member (args, "speed", (gint64) speed);
             break;
         case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
-            /* block-job-change came with QEMU 8.2: ask the schema, not the version */
+            /* the schema says whether this QEMU can */
             g_task_set_task_data (task, g_strdup (job->id), g_free);
             vmr_qmp_client_execute_async (self->client, "query-qmp-schema", NULL, 0, cancellable,
                                           copy_mode_schema_cb, task);
