@@ -11,59 +11,6 @@
 
 /* ---- arguments ---- */
 
-/* checks @args against @spec: unknown, missing and mistyped arguments */
-gboolean
-vmr_control_check_args (JsonObject *args, const ArgSpec *spec, GError **error)
-{
-    g_autoptr (GList) members = json_object_get_members (args);
-
-    for (GList *l = members; l != NULL; l = l->next) {
-        gboolean known = FALSE;
-
-        for (const ArgSpec *s = spec; s != NULL && s->name != NULL; s++)
-            known |= g_strcmp0 (s->name, l->data) == 0;
-        if (!known) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "parameter '%s' is unexpected", (const gchar *) l->data);
-            return FALSE;
-        }
-    }
-    for (const ArgSpec *s = spec; s != NULL && s->name != NULL; s++) {
-        JsonNode *node = json_object_get_member (args, s->name);
-        GType value_type;
-
-        if (node == NULL || JSON_NODE_HOLDS_NULL (node)) {
-            if (s->required) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "parameter '%s' is missing", s->name);
-                return FALSE;
-            }
-            continue;
-        }
-        value_type = JSON_NODE_HOLDS_VALUE (node) ? json_node_get_value_type (node) : G_TYPE_NONE;
-        if (s->type == ARG_ARRAY) {
-            if (!JSON_NODE_HOLDS_ARRAY (node)) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "parameter '%s' must be an array", s->name);
-                return FALSE;
-            }
-            continue;
-        }
-        if ((s->type == ARG_STRING && value_type != G_TYPE_STRING)
-            || (s->type == ARG_BOOL && value_type != G_TYPE_BOOLEAN)
-            || (s->type == ARG_UINT
-                && (value_type != G_TYPE_INT64 || json_node_get_int (node) < 0))) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "parameter '%s' must be %s",
-                         s->name,
-                         s->type == ARG_STRING ? "a string"
-                         : s->type == ARG_BOOL ? "a boolean"
-                                               : "a non-negative integer");
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
 static const gchar *
 arg_string (JsonObject *args, const gchar *name)
 {
