@@ -218,8 +218,8 @@ evac_find_job (JsonNode *jobs, Domain *d, guint i)
     for (guint j = 0; j < json_array_get_length (array); j++) {
         JsonObject *job = json_array_get_object_element (array, j);
 
-        if (g_strcmp0 (vmr_json_get_string (job, "domain"), d->name) == 0
-            && g_strcmp0 (vmr_json_get_string (job, "disk"), d->ids[i]) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (job, "domain"), d->name) == 0
+            && g_strcmp0 (vmr_harness_json_string (job, "disk"), d->ids[i]) == 0)
             return job;
     }
     return NULL;
@@ -253,6 +253,6 @@ evac_guests_write (Evac *e, guint n_jobs)
     for (guint j = 0; j < json_array_get_length (array); j++) {
         JsonObject *job = json_array_get_object_element (array, j);
         g_autoptr (JsonObject) unlimited
-            = vmr_harness_job_command (e->h, "set-speed", vmr_json_get_string (job, "id"), "0");
+            = vmr_harness_job_command (e->h, "set-speed", vmr_harness_json_string (job, "id"), "0");
     }
 }

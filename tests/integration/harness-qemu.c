@@ -308,7 +308,7 @@ vmr_harness_find_block_job (VmrHarness *h, const gchar *id)
     for (guint i = 0; i < json_array_get_length (array); i++) {
         JsonObject *job = json_array_get_object_element (array, i);
 
-        if (g_strcmp0 (vmr_json_get_string (job, "device"), id) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (job, "device"), id) == 0)
             return json_object_ref (job);
     }
     return NULL;
@@ -355,10 +355,10 @@ vmr_harness_assert_disk_on (VmrHarness *h, const gchar *qdev_id, const gchar *pa
 
     if (entry == NULL)
         vmr_fail ("query-block has no device %s", qdev_id);
-    inserted = vmr_json_get_object (entry, "inserted");
-    g_assert_cmpstr (vmr_json_get_string (inserted, "file"), ==, path);
-    image = vmr_json_get_object (inserted, "image");
-    g_assert_cmpstr (vmr_json_get_string (image, "filename"), ==, path);
+    inserted = vmr_harness_json_object (entry, "inserted");
+    g_assert_cmpstr (vmr_harness_json_string (inserted, "file"), ==, path);
+    image = vmr_harness_json_object (inserted, "image");
+    g_assert_cmpstr (vmr_harness_json_string (image, "filename"), ==, path);
 }
 
 JsonNode *
@@ -405,8 +405,8 @@ vmr_harness_assert_job_record (VmrHarness *h, const gchar *id, const gchar *stat
     g_assert_no_error (error);
     root = json_parser_get_root (parser);
     g_assert_true (root != NULL && JSON_NODE_HOLDS_OBJECT (root));
-    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (root), "id"), ==, id);
-    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (root), "state"), ==, state);
+    g_assert_cmpstr (vmr_harness_json_string (json_node_get_object (root), "id"), ==, id);
+    g_assert_cmpstr (vmr_harness_json_string (json_node_get_object (root), "state"), ==, state);
 }
 
 void

@@ -754,44 +754,41 @@ vmr_harness_unmount_tmpfs (VmrHarness *h)
 /* ---- JSON ---- */
 
 const gchar *
-vmr_json_get_string (JsonObject *object, const gchar *member)
+vmr_harness_json_string (JsonObject *object, const gchar *member)
 {
-    JsonNode *node = json_object_get_member (object, member);
+    const gchar *value = vmr_json_get_string (object, member);
 
-    if (node == NULL || !JSON_NODE_HOLDS_VALUE (node)
-        || json_node_get_value_type (node) != G_TYPE_STRING)
+    if (value == NULL)
         vmr_fail ("member '%s' is missing or not a string", member);
-    return json_node_get_string (node);
+    return value;
 }
 
 gint64
-vmr_json_get_int (JsonObject *object, const gchar *member)
+vmr_harness_json_int (JsonObject *object, const gchar *member)
 {
-    JsonNode *node = json_object_get_member (object, member);
+    gint64 value = 0;
 
-    if (node == NULL || !JSON_NODE_HOLDS_VALUE (node)
-        || json_node_get_value_type (node) != G_TYPE_INT64)
+    if (!vmr_json_get_int (object, member, &value))
         vmr_fail ("member '%s' is missing or not an integer", member);
-    return json_node_get_int (node);
+    return value;
 }
 
 JsonObject *
-vmr_json_get_object (JsonObject *object, const gchar *member)
+vmr_harness_json_object (JsonObject *object, const gchar *member)
 {
-    JsonNode *node = json_object_get_member (object, member);
+    JsonObject *value = vmr_json_get_object (object, member);
 
-    if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
+    if (value == NULL)
         vmr_fail ("member '%s' is missing or not an object", member);
-    return json_node_get_object (node);
+    return value;
 }
 
 gboolean
-vmr_json_get_bool (JsonObject *object, const gchar *member)
+vmr_harness_json_bool (JsonObject *object, const gchar *member)
 {
-    JsonNode *node = json_object_get_member (object, member);
+    gboolean value = FALSE;
 
-    if (node == NULL || !JSON_NODE_HOLDS_VALUE (node)
-        || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
+    if (!vmr_json_get_bool (object, member, &value))
         vmr_fail ("member '%s' is missing or not a boolean", member);
-    return json_node_get_boolean (node);
+    return value;
 }

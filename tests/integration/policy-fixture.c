@@ -44,13 +44,13 @@ start_idle_vm (VmrHarness *h)
 const gchar *
 job_state (JsonObject *job)
 {
-    return vmr_json_get_string (job, "state");
+    return vmr_harness_json_string (job, "state");
 }
 
 JsonObject *
 job_policy (JsonObject *job)
 {
-    return vmr_json_get_object (job, "policy");
+    return vmr_harness_json_object (job, "policy");
 }
 
 /* the policy's reason, "" when it has none */
@@ -90,8 +90,8 @@ history_time (JsonObject *job, const gchar *state)
     for (guint i = 0; i < json_array_get_length (history); i++) {
         JsonObject *entry = json_array_get_object_element (history, i);
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
-            time_us = vmr_json_get_int (entry, "time");
+        if (g_strcmp0 (vmr_harness_json_string (entry, "state"), state) == 0)
+            time_us = vmr_harness_json_int (entry, "time");
     }
     return time_us;
 }
@@ -108,11 +108,11 @@ assert_history (JsonObject *job, const gchar *first, ...)
     g_assert_nonnull (history);
     va_start (ap, first);
     while (wanted != NULL) {
-        while (
-            i < json_array_get_length (history)
-            && g_strcmp0 (vmr_json_get_string (json_array_get_object_element (history, i), "state"),
-                          wanted)
-                   != 0)
+        while (i < json_array_get_length (history)
+               && g_strcmp0 (
+                      vmr_harness_json_string (json_array_get_object_element (history, i), "state"),
+                      wanted)
+                      != 0)
             i++;
         if (i == json_array_get_length (history)) {
             g_autofree gchar *text = job_text (job);
@@ -137,7 +137,7 @@ block_job_speed (VmrHarness *h)
 {
     g_autoptr (JsonObject) block_job = vmr_harness_get_block_job (h);
 
-    return vmr_json_get_int (block_job, "speed");
+    return vmr_harness_json_int (block_job, "speed");
 }
 
 gboolean
@@ -145,7 +145,7 @@ block_job_paused (VmrHarness *h)
 {
     g_autoptr (JsonObject) block_job = vmr_harness_get_block_job (h);
 
-    return vmr_json_get_bool (block_job, "paused");
+    return vmr_harness_json_bool (block_job, "paused");
 }
 
 /*
@@ -202,10 +202,11 @@ assert_left_after (JsonObject *job, const gchar *state, gint64 done_us)
     for (guint i = 0; i < json_array_get_length (history); i++) {
         JsonObject *entry = json_array_get_object_element (history, i);
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0) {
+        if (g_strcmp0 (vmr_harness_json_string (entry, "state"), state) == 0) {
             entered++;
             if (i + 1 < json_array_get_length (history))
-                left = vmr_json_get_int (json_array_get_object_element (history, i + 1), "time");
+                left
+                    = vmr_harness_json_int (json_array_get_object_element (history, i + 1), "time");
         }
     }
     g_assert_cmpuint (entered, ==, 1);
@@ -320,8 +321,8 @@ shown_value (VmrHarness *h, const gchar *key)
     for (guint i = 0; i < json_array_get_length (values); i++) {
         JsonObject *value = json_array_get_object_element (values, i);
 
-        if (g_strcmp0 (vmr_json_get_string (value, "key"), key) == 0)
-            return g_strdup (vmr_json_get_string (value, "value"));
+        if (g_strcmp0 (vmr_harness_json_string (value, "key"), key) == 0)
+            return g_strdup (vmr_harness_json_string (value, "value"));
     }
     vmr_fail ("policy show has no key %s", key);
 }

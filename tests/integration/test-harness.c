@@ -92,8 +92,8 @@ job_status (VmrHarness *h, const gchar *id)
     for (guint i = 0; i < json_array_get_length (array); i++) {
         JsonObject *job = json_array_get_object_element (array, i);
 
-        if (g_strcmp0 (vmr_json_get_string (job, "id"), id) == 0)
-            return g_strdup (vmr_json_get_string (job, "status"));
+        if (g_strcmp0 (vmr_harness_json_string (job, "id"), id) == 0)
+            return g_strdup (vmr_harness_json_string (job, "status"));
     }
     return NULL;
 }
@@ -166,9 +166,9 @@ test_qemu_mirror (VmrHarness *h, gconstpointer user_data)
     /* a limited copy is still running: what the slow tests rely on */
     g_usleep (G_USEC_PER_SEC);
     job = vmr_harness_get_block_job (h);
-    g_assert_cmpstr (vmr_json_get_string (job, "status"), ==, "running");
-    g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 1048576);
-    g_assert_cmpint (vmr_json_get_int (job, "offset"), <, IMAGE_SIZE);
+    g_assert_cmpstr (vmr_harness_json_string (job, "status"), ==, "running");
+    g_assert_cmpint (vmr_harness_json_int (job, "speed"), ==, 1048576);
+    g_assert_cmpint (vmr_harness_json_int (job, "offset"), <, IMAGE_SIZE);
     vmr_harness_assert_disk_on (h, "disk0", src);
 
     qmp_node (h, "block-job-set-speed", "{\"device\": \"mirror\", \"speed\": 0}");

@@ -50,14 +50,14 @@ find_domain_disk (VmrHarness *h, const gchar *domain, const gchar *disk_id)
         JsonObject *entry = json_array_get_object_element (array, i);
         JsonArray *disks;
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "name"), domain) != 0)
+        if (g_strcmp0 (vmr_harness_json_string (entry, "name"), domain) != 0)
             continue;
         disks = json_object_get_array_member (entry, "disks");
         g_assert_nonnull (disks);
         for (guint j = 0; j < json_array_get_length (disks); j++) {
             JsonObject *disk = json_array_get_object_element (disks, j);
 
-            if (g_strcmp0 (vmr_json_get_string (disk, "id"), disk_id) == 0)
+            if (g_strcmp0 (vmr_harness_json_string (disk, "id"), disk_id) == 0)
                 return json_object_ref (disk);
         }
     }
@@ -72,14 +72,14 @@ assert_domain_disk (VmrHarness *h, const gchar *disk_id, const gchar *path, cons
     g_autoptr (JsonObject) disk = find_domain_disk (h, "vm", disk_id);
     JsonNode *io = json_object_get_member (disk, "iothread");
 
-    g_assert_cmpstr (vmr_json_get_string (disk, "path"), ==, path);
-    g_assert_cmpstr (vmr_json_get_string (disk, "format"), ==, format);
-    g_assert_cmpint (vmr_json_get_int (disk, "size"), ==, IMAGE_SIZE);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "path"), ==, path);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "format"), ==, format);
+    g_assert_cmpint (vmr_harness_json_int (disk, "size"), ==, IMAGE_SIZE);
     g_assert_nonnull (io);
     if (iothread_id == NULL)
         g_assert_true (JSON_NODE_HOLDS_NULL (io));
     else
-        g_assert_cmpstr (vmr_json_get_string (disk, "iothread"), ==, iothread_id);
+        g_assert_cmpstr (vmr_harness_json_string (disk, "iothread"), ==, iothread_id);
 }
 
 /* the id of the iothread a qom-get reply names: "/objects/io0" -> "io0" */
@@ -130,17 +130,18 @@ assert_device_threads (VmrHarness *h, const VmrHarnessDisk *disk, const gchar *s
     for (guint i = 0; vq != NULL && vq[i] != NULL; i++) {
         JsonObject *entry = json_array_get_object_element (json_node_get_array (mapping), i);
 
-        g_assert_cmpstr (vmr_json_get_string (entry, "iothread"), ==, vq[i]);
+        g_assert_cmpstr (vmr_harness_json_string (entry, "iothread"), ==, vq[i]);
     }
 
     blocks = vmr_harness_qmp (h, "query-block", NULL);
     for (guint i = 0; i < json_array_get_length (json_node_get_array (blocks)); i++) {
         JsonObject *dev = json_array_get_object_element (json_node_get_array (blocks), i);
 
-        const gchar *qdev = vmr_json_get_string (dev, "qdev");
+        const gchar *qdev = vmr_harness_json_string (dev, "qdev");
 
         if (g_strcmp0 (qdev, "disk0") == 0 || g_str_has_prefix (qdev, "/machine/peripheral/disk0/"))
-            device_node = vmr_json_get_string (vmr_json_get_object (dev, "inserted"), "node-name");
+            device_node
+                = vmr_harness_json_string (vmr_harness_json_object (dev, "inserted"), "node-name");
     }
     g_assert_nonnull (device_node);
     json_object_set_boolean_member (flat, "flat", TRUE);
@@ -148,8 +149,8 @@ assert_device_threads (VmrHarness *h, const VmrHarnessDisk *disk, const gchar *s
     for (guint i = 0; i < json_array_get_length (json_node_get_array (nodes)); i++) {
         JsonObject *node = json_array_get_object_element (json_node_get_array (nodes), i);
 
-        if (g_strcmp0 (vmr_json_get_string (node, "node-name"), device_node) == 0) {
-            g_assert_cmpstr (vmr_json_get_string (node, "file"), ==, dest);
+        if (g_strcmp0 (vmr_harness_json_string (node, "node-name"), device_node) == 0) {
+            g_assert_cmpstr (vmr_harness_json_string (node, "file"), ==, dest);
             found = TRUE;
         }
     }
@@ -169,7 +170,7 @@ assert_history (JsonObject *job)
     for (guint i = 0; i < json_array_get_length (history) && next < G_N_ELEMENTS (wanted); i++) {
         JsonObject *entry = json_array_get_object_element (history, i);
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), wanted[next]) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (entry, "state"), wanted[next]) == 0)
             next++;
     }
     if (next != G_N_ELEMENTS (wanted)) {
@@ -190,21 +191,22 @@ assert_completed_job (VmrHarness *h, const gchar *id, const MigrateCase *c, cons
     const gchar *disk;
 
     g_assert_nonnull (job);
-    g_assert_cmpstr (vmr_json_get_string (job, "id"), ==, id);
-    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
-    disk = vmr_json_get_string (job, "disk");
+    g_assert_cmpstr (vmr_harness_json_string (job, "id"), ==, id);
+    g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "completed");
+    disk = vmr_harness_json_string (job, "disk");
     /* a disk named by its node may be reported by either name */
     if (g_strcmp0 (disk, "disk0") != 0 && !(c->by_node && g_strcmp0 (disk, "test-fmt0") == 0))
         vmr_fail ("job %s is for disk '%s', expected disk0", id, disk);
-    g_assert_cmpstr (vmr_json_get_string (job, "source"), ==, source);
-    g_assert_cmpstr (vmr_json_get_string (job, "source-format"), ==, c->source_format);
-    g_assert_cmpstr (vmr_json_get_string (job, "format"), ==, c->dest_format);
-    g_assert_cmpint (vmr_json_get_bool (job, "created-destination"), ==, !c->reuse);
+    g_assert_cmpstr (vmr_harness_json_string (job, "source"), ==, source);
+    g_assert_cmpstr (vmr_harness_json_string (job, "source-format"), ==, c->source_format);
+    g_assert_cmpstr (vmr_harness_json_string (job, "format"), ==, c->dest_format);
+    g_assert_cmpint (vmr_harness_json_bool (job, "created-destination"), ==, !c->reuse);
     /* QEMU's figures: the disk, and what the guest wrote again while it copied */
-    progress = vmr_json_get_object (job, "progress");
-    g_assert_cmpint (vmr_json_get_int (progress, "total"), >=, IMAGE_SIZE);
-    g_assert_cmpint (vmr_json_get_int (progress, "done"), ==, vmr_json_get_int (progress, "total"));
-    g_assert_cmpint (vmr_json_get_int (progress, "backlog"), ==, 0);
+    progress = vmr_harness_json_object (job, "progress");
+    g_assert_cmpint (vmr_harness_json_int (progress, "total"), >=, IMAGE_SIZE);
+    g_assert_cmpint (vmr_harness_json_int (progress, "done"), ==,
+                     vmr_harness_json_int (progress, "total"));
+    g_assert_cmpint (vmr_harness_json_int (progress, "backlog"), ==, 0);
     assert_history (job);
 }
 
@@ -298,7 +300,7 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
         g_clear_pointer (&job, json_object_unref);
         job = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     }
-    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
+    g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "completed");
     assert_completed_job (h, id, c, source);
     /* the daemon's view follows the pivot, and the disk is free again */
     assert_domain_disk (h, "disk0", dest, c->dest_format, c->iothread);
@@ -322,8 +324,8 @@ assert_disk_iothreads (VmrHarness *h, const gchar *path, const gchar *const *wan
     g_autoptr (JsonObject) disk = find_domain_disk (h, "vm", "disk0");
     JsonArray *ids = json_object_get_array_member (disk, "iothreads");
 
-    g_assert_cmpstr (vmr_json_get_string (disk, "path"), ==, path);
-    g_assert_cmpstr (vmr_json_get_string (disk, "iothread"), ==, wanted[0]);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "path"), ==, path);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "iothread"), ==, wanted[0]);
     g_assert_nonnull (ids);
     g_assert_cmpuint (json_array_get_length (ids), ==, g_strv_length ((gchar **) wanted));
     for (guint i = 0; wanted[i] != NULL; i++)
@@ -347,12 +349,12 @@ assert_domain_iothreads (VmrHarness *h, const gchar *const *wanted)
         for (guint j = 0; j < json_array_get_length (threads); j++) {
             JsonObject *candidate = json_array_get_object_element (threads, j);
 
-            if (g_strcmp0 (vmr_json_get_string (candidate, "id"), wanted[i]) == 0)
+            if (g_strcmp0 (vmr_harness_json_string (candidate, "id"), wanted[i]) == 0)
                 thread = candidate;
         }
         if (thread == NULL)
             vmr_fail ("the domain's iothreads lack %s", wanted[i]);
-        g_assert_cmpint (vmr_json_get_int (thread, "thread-id"), >, 0);
+        g_assert_cmpint (vmr_harness_json_int (thread, "thread-id"), >, 0);
         cpu = json_object_get_member (thread, "cpu");
         g_assert_nonnull (cpu);
         g_assert_true (JSON_NODE_HOLDS_VALUE (cpu));
@@ -449,9 +451,9 @@ test_second_disk (VmrHarness *h, gconstpointer user_data)
         JsonObject *job = json_array_get_object_element (json_node_get_array (jobs), 0);
 
         g_assert_cmpuint (json_array_get_length (json_node_get_array (jobs)), ==, 1);
-        g_assert_cmpstr (vmr_json_get_string (job, "disk"), ==, "disk1");
-        g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
-        id = g_strdup (vmr_json_get_string (job, "id"));
+        g_assert_cmpstr (vmr_harness_json_string (job, "disk"), ==, "disk1");
+        g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "completed");
+        id = g_strdup (vmr_harness_json_string (job, "id"));
     }
     vmr_harness_assert_disk_on (h, "disk0", source0);
     /* each takes the guest's writes where it runs now */

@@ -145,8 +145,8 @@ test_throttle_while_busy (VmrHarness *h, gconstpointer user_data)
     throttled = vmr_harness_wait_job (h, c.id, "throttled", 15);
     named = g_strdup_printf ("iops-throttle %u", c.threshold);
     assert_contains (policy_reason (throttled), named, "the policy's reason");
-    g_assert_cmpint (vmr_json_get_int (throttled, "speed"), ==, 1 * MIB);
-    g_assert_cmpint (vmr_json_get_int (job_policy (throttled), "base-speed"), ==, 16 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (throttled, "speed"), ==, 1 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (job_policy (throttled), "base-speed"), ==, 16 * MIB);
     g_assert_cmpint (block_job_speed (h), ==, 1 * MIB);
 
     assert_state_at_points (h, c.id, "throttled", 1 * MIB, load_end (h, load.runtime_s));
@@ -154,7 +154,7 @@ test_throttle_while_busy (VmrHarness *h, gconstpointer user_data)
     note_guest_load (h);
     copying = vmr_harness_wait_job (h, c.id, "copying", 30);
     g_assert_cmpstr (policy_decision (copying), ==, "unthrottle");
-    g_assert_cmpint (vmr_json_get_int (copying, "speed"), ==, 16 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (copying, "speed"), ==, 16 * MIB);
     g_assert_cmpint (block_job_speed (h), ==, 16 * MIB);
     unthrottled = history_time (copying, "copying");
     g_test_message ("back to full speed %.1f s after VMR-DONE",
@@ -210,9 +210,10 @@ test_pause_while_busy (VmrHarness *h, gconstpointer user_data)
     paused = vmr_harness_wait_job (h, id, "paused", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S + 30);
     g_assert_cmpstr (policy_decision (paused), ==, "pause");
     assert_contains (policy_reason (paused), "iops-delay 200", "the policy's reason");
-    g_assert_false (vmr_json_get_bool (job_policy (paused), "user-paused"));
+    g_assert_false (vmr_harness_json_bool (job_policy (paused), "user-paused"));
     g_assert_true (block_job_paused (h));
-    g_assert_cmpint (vmr_json_get_int (vmr_json_get_object (paused, "progress"), "done"), >, 0);
+    g_assert_cmpint (vmr_harness_json_int (vmr_harness_json_object (paused, "progress"), "done"), >,
+                     0);
 
     assert_state_at_points (h, id, "paused", -1, load_end (h, load.runtime_s));
     g_assert_true (block_job_paused (h));
@@ -355,7 +356,7 @@ test_verify_guest (VmrHarness *h, gconstpointer user_data)
     pause = vmr_harness_cli (h, "pause", id, NULL);
     vmr_cli_result_assert_ok (pause);
     paused = vmr_harness_wait_job (h, id, "paused", 10);
-    g_assert_true (vmr_json_get_bool (job_policy (paused), "user-paused"));
+    g_assert_true (vmr_harness_json_bool (job_policy (paused), "user-paused"));
     g_assert_true (block_job_paused (h));
     /* the guest keeps writing; the policy leaves a user's pause alone */
     g_usleep (2 * G_USEC_PER_SEC);

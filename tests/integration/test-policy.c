@@ -97,7 +97,7 @@ test_max_delay_fail (VmrHarness *h, gconstpointer user_data)
     job = vmr_harness_get_job (h, id);
     g_assert_cmpstr (job_state (job), ==, "delayed");
     failed = vmr_harness_wait_job (h, id, "failed", 20);
-    assert_contains (vmr_json_get_string (failed, "reason"), "max-delay", "the job's reason");
+    assert_contains (vmr_harness_json_string (failed, "reason"), "max-delay", "the job's reason");
     g_assert_cmpstr (policy_decision (failed), ==, "fail");
     g_assert_cmpint (history_time (failed, "failed") - history_time (failed, "delayed"), >=,
                      2 * G_USEC_PER_SEC);
@@ -191,7 +191,7 @@ wait_refused (VmrHarness *h)
         JsonObject *obj = json_node_get_object (policy);
 
         if (json_object_has_member (obj, "refused"))
-            return json_object_ref (vmr_json_get_object (obj, "refused"));
+            return json_object_ref (vmr_harness_json_object (obj, "refused"));
         g_assert_cmpint (g_get_monotonic_time (), <, deadline);
         g_usleep (50 * 1000);
     }
@@ -215,8 +215,8 @@ test_sighup_invalid (VmrHarness *h, gconstpointer user_data)
     /* the daemon's refusal, as query-policy tells it */
     refused = wait_refused (h);
     where = g_strdup (":3: [defaults] hold:");
-    assert_contains (vmr_json_get_string (refused, "error"), where, "the refusal");
-    assert_contains (vmr_json_get_string (refused, "error"), "the policy is unchanged",
+    assert_contains (vmr_harness_json_string (refused, "error"), where, "the refusal");
+    assert_contains (vmr_harness_json_string (refused, "error"), "the policy is unchanged",
                      "the refusal");
     vmr_harness_assert_daemon_serving (h);
     assert_shown (h, "speed", "100M");

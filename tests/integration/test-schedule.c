@@ -78,7 +78,7 @@ find_job (JsonNode *jobs, const gchar *id)
     for (guint i = 0; i < json_array_get_length (array); i++) {
         JsonObject *job = json_array_get_object_element (array, i);
 
-        if (g_strcmp0 (vmr_json_get_string (job, "id"), id) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (job, "id"), id) == 0)
             return job;
     }
     vmr_fail ("job %s is not in the list", id);
@@ -104,7 +104,7 @@ count_block_jobs (VmrHarness *h, const ScheduleCase *c, gchar **ids, guint *out_
     *out_total = 0;
     for (guint i = 0; i < json_array_get_length (array); i++) {
         JsonObject *job = json_array_get_object_element (array, i);
-        const gchar *device = vmr_json_get_string (job, "device");
+        const gchar *device = vmr_harness_json_string (job, "device");
 
         if (json_object_get_boolean_member_with_default (job, "ready", FALSE))
             continue;
@@ -179,19 +179,19 @@ test_schedule (VmrHarness *h, gconstpointer user_data)
     for (guint d = 0; d < N_DISKS; d++) {
         JsonObject *job = find_job (jobs, ids[d]);
         JsonNode *waiting_for = json_object_get_member (job, "waiting-for");
-        JsonObject *decision = vmr_json_get_object (job, "policy");
+        JsonObject *decision = vmr_harness_json_object (job, "policy");
 
         g_assert_nonnull (waiting_for);
         if (!c->waiting[d]) {
             g_assert_true (JSON_NODE_HOLDS_NULL (waiting_for));
-            g_assert_cmpstr (vmr_json_get_string (job, "state"), !=, "queued");
+            g_assert_cmpstr (vmr_harness_json_string (job, "state"), !=, "queued");
             continue;
         }
-        g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "queued");
+        g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "queued");
         g_assert_cmpstr (json_node_get_string (waiting_for), ==, c->limit);
-        g_assert_cmpstr (vmr_json_get_string (decision, "decision"), ==, "wait");
-        g_assert_true (g_str_has_prefix (vmr_json_get_string (decision, "reason"), "held by "));
-        g_assert_nonnull (strstr (vmr_json_get_string (decision, "reason"), c->limit));
+        g_assert_cmpstr (vmr_harness_json_string (decision, "decision"), ==, "wait");
+        g_assert_true (g_str_has_prefix (vmr_harness_json_string (decision, "reason"), "held by "));
+        g_assert_nonnull (strstr (vmr_harness_json_string (decision, "reason"), c->limit));
     }
     {
         g_autofree gchar *column = g_strdup_printf ("queued (%s)", c->limit);
@@ -212,7 +212,7 @@ test_schedule (VmrHarness *h, gconstpointer user_data)
         now = vmr_harness_cli_json (h, "jobs", NULL);
         done = TRUE;
         for (guint d = 0; d < N_DISKS; d++) {
-            const gchar *state = vmr_json_get_string (find_job (now, ids[d]), "state");
+            const gchar *state = vmr_harness_json_string (find_job (now, ids[d]), "state");
 
             if (g_str_equal (state, "failed") || g_str_equal (state, "cancelled"))
                 vmr_fail ("job %s ended %s", ids[d], state);
