@@ -12,6 +12,7 @@
 #include "cli-output.h"
 #include "units.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 #define VMR_CLI_POLL_INTERVAL_MS 200
 /* plain output goes to logs: a line every poll would flood them */
@@ -177,18 +178,17 @@ static gboolean
 print_new_states (WaitState *state)
 {
     const VmrCliJob *job = state->job;
-    JsonArray *history = vmr_cli_json_get_array (json_node_get_object (job->node), "history");
+    JsonArray *history = vmr_json_get_array (vmr_json_node_object (job->node), "history");
     guint n_entries = history != NULL ? json_array_get_length (history) : 0;
     gboolean printed = FALSE;
 
     for (guint i = state->shown_history; i < n_entries; i++) {
-        JsonNode *node = json_array_get_element (history, i);
-        JsonObject *entry = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        const gchar *entry_state = vmr_cli_json_get_string (entry, "state");
+        JsonObject *entry = vmr_json_array_object (history, i);
+        const gchar *entry_state = vmr_json_get_string (entry, "state");
 
         if (entry_state == NULL)
             continue;
-        print_state_line (state, entry_state, vmr_cli_json_get_string (entry, "reason"));
+        print_state_line (state, entry_state, vmr_json_get_string (entry, "reason"));
         printed = TRUE;
     }
     state->shown_history = MAX (state->shown_history, n_entries);
@@ -336,7 +336,7 @@ event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 time
     WaitState *state = user_data;
 
     if (g_str_equal (name, "JOB_STATE_CHANGED")
-        && g_strcmp0 (vmr_cli_json_get_string (data, "id"), state->job_id) == 0)
+        && g_strcmp0 (vmr_json_get_string (data, "id"), state->job_id) == 0)
         query_job (state, TRUE);
 }
 
