@@ -264,14 +264,14 @@ write_records (const gchar *const *records, gsize n_records)
     return g_steal_pointer (&dir);
 }
 
+/* removes what write_records() wrote */
 static void
-remove_records (const gchar *dir)
+remove_records (const gchar *dir, gsize n_records)
 {
     g_autofree gchar *jobs_dir = g_build_filename (dir, "jobs", NULL);
-    g_autoptr (GDir) d = g_dir_open (jobs_dir, 0, NULL);
-    const gchar *name;
 
-    while (d != NULL && (name = g_dir_read_name (d)) != NULL) {
+    for (gsize i = 0; i < n_records; i++) {
+        g_autofree gchar *name = g_strdup_printf ("vmr-%zu.json", i + 1);
         g_autofree gchar *path = g_build_filename (jobs_dir, name, NULL);
 
         g_assert_cmpint (g_unlink (path), ==, 0);
@@ -314,7 +314,7 @@ test_json_job_records_refused (void)
         loaded = vmr_job_load_unfinished (dir);
         g_test_assert_expected_messages ();
         g_assert_cmpuint (loaded->len, ==, 0);
-        remove_records (dir);
+        remove_records (dir, 1);
     }
 }
 
@@ -388,7 +388,7 @@ test_json_job_records (void)
     g_assert_cmpint (g_array_index (job->history, VmrJobTransition, 1).state, ==,
                      VMR_JOB_STATE_PAUSED);
     g_assert_cmpint (g_array_index (job->history, VmrJobTransition, 1).time_us, ==, 7);
-    remove_records (dir);
+    remove_records (dir, G_N_ELEMENTS (records));
 }
 
 /* a QMP schema from a peer: entries of the wrong shape are passed over */
