@@ -147,14 +147,14 @@ test_found_at_start (VmrE2e *e, gconstpointer data)
     g_assert_cmpstr (vmr_harness_json_string (domain, "backend"), ==, "libvirt");
     g_assert_cmpstr (vmr_harness_json_string (domain, "uri"), ==, VMR_E2E_URI);
     g_assert_true (vmr_harness_json_bool (domain, "connected"));
-    disks = json_object_get_array_member (domain, "disks");
+    disks = vmr_harness_json_array (domain, "disks");
     g_assert_cmpuint (json_array_get_length (disks), ==, 1);
-    disk = json_array_get_object_element (disks, 0);
+    disk = vmr_harness_json_element (disks, 0);
     g_assert_cmpstr (vmr_harness_json_string (disk, "id"), ==, "vda");
     g_assert_cmpstr (vmr_harness_json_string (disk, "path"), ==, source);
     g_assert_cmpstr (vmr_harness_json_string (disk, "format"), ==, "raw");
     g_assert_cmpint (vmr_harness_json_int (disk, "size"), ==, IMAGE_SIZE);
-    g_assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "iothread")));
+    g_assert_true (vmr_harness_json_is_null (disk, "iothread"));
 }
 
 /* how long a `domains` round trip takes now, in µs (the daemon asks libvirt) */
@@ -267,12 +267,12 @@ test_migrate (VmrE2e *e, gconstpointer data)
         dest = vmr_harness_path (&e->h, dest_name);
     vmr_e2e_start_daemon (e, TRUE);
     domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
-    disk = json_array_get_object_element (json_object_get_array_member (domain, "disks"), 0);
+    disk = vmr_harness_json_element (vmr_harness_json_array (domain, "disks"), 0);
     g_assert_cmpstr (vmr_harness_json_string (disk, "format"), ==, c->source_format);
     if (c->iothread_id != NULL)
         g_assert_cmpstr (vmr_harness_json_string (disk, "iothread"), ==, c->iothread_id);
     else
-        g_assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "iothread")));
+        g_assert_true (vmr_harness_json_is_null (disk, "iothread"));
 
     if (c->wait) {
         g_autoptr (VmrCliResult) result = vmr_harness_cli (
@@ -292,7 +292,7 @@ test_migrate (VmrE2e *e, gconstpointer data)
         /* the disk keeps its I/O threads on the destination */
         g_autoptr (JsonObject) after = vmr_e2e_wait_domain (e, name, TRUE, 1000);
         JsonObject *after_disk
-            = json_array_get_object_element (json_object_get_array_member (after, "disks"), 0);
+            = vmr_harness_json_element (vmr_harness_json_array (after, "disks"), 0);
 
         g_assert_cmpstr (vmr_harness_json_string (after_disk, "path"), ==, dest);
         g_assert_cmpstr (vmr_harness_json_string (after_disk, "iothread"), ==, c->iothread_id);
@@ -639,9 +639,9 @@ test_daemon_killed (VmrE2e *e, gconstpointer data)
         g_assert_cmpstr (vmr_harness_json_string (adopted, "state"), ==, c->picked_up);
         g_assert_true (vmr_e2e_daemon_log_has (e, "picked up"));
         /* the progress is libvirt's, read at the adoption: the disk, and what the guest rewrote */
-        g_assert_cmpint (json_object_get_int_member (
-                             json_object_get_object_member (adopted, "progress"), "total"),
-                         >=, IMAGE_SIZE);
+        g_assert_cmpint (
+            vmr_harness_json_int (vmr_harness_json_object (adopted, "progress"), "total"), >=,
+            IMAGE_SIZE);
         /* libvirt's job keeps the speed it had */
         g_assert_cmpint (vmr_harness_json_int (adopted, "speed"), ==, c->synced ? 0 : 1024 * 1024);
         if (g_str_equal (c->command, "set-speed"))

@@ -525,6 +525,17 @@ const gchar *vmr_harness_json_string (JsonObject *object, const gchar *member);
 gint64 vmr_harness_json_int (JsonObject *object, const gchar *member);
 gboolean vmr_harness_json_bool (JsonObject *object, const gchar *member);
 JsonObject *vmr_harness_json_object (JsonObject *object, const gchar *member);
+JsonArray *vmr_harness_json_array (JsonObject *object, const gchar *member);
+
+/* the member @member is there, and null */
+gboolean vmr_harness_json_is_null (JsonObject *object, const gchar *member);
+
+/* element @index of @array, which must be an object */
+JsonObject *vmr_harness_json_element (JsonArray *array, guint index);
+
+/* @node's object or array, which it must hold */
+JsonObject *vmr_harness_json_node_object (JsonNode *node);
+JsonArray *vmr_harness_json_node_array (JsonNode *node);
 
 /* job objects (`jobs --json`, query-job): members that assert their type */
 

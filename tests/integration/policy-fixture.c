@@ -57,17 +57,17 @@ job_policy (JsonObject *job)
 const gchar *
 policy_reason (JsonObject *job)
 {
-    JsonNode *node = json_object_get_member (job_policy (job), "reason");
+    const gchar *reason = vmr_json_get_string (job_policy (job), "reason");
 
-    return node != NULL && JSON_NODE_HOLDS_VALUE (node) ? json_node_get_string (node) : "";
+    return reason != NULL ? reason : "";
 }
 
 const gchar *
 policy_decision (JsonObject *job)
 {
-    JsonNode *node = json_object_get_member (job_policy (job), "decision");
+    const gchar *decision = vmr_json_get_string (job_policy (job), "decision");
 
-    return node != NULL && JSON_NODE_HOLDS_VALUE (node) ? json_node_get_string (node) : "";
+    return decision != NULL ? decision : "";
 }
 
 gchar *
@@ -83,12 +83,12 @@ job_text (JsonObject *job)
 gint64
 history_time (JsonObject *job, const gchar *state)
 {
-    JsonArray *history = json_object_get_array_member (job, "history");
+    JsonArray *history = vmr_harness_json_array (job, "history");
     gint64 time_us = 0;
 
     g_assert_nonnull (history);
     for (guint i = 0; i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
+        JsonObject *entry = vmr_harness_json_element (history, i);
 
         if (g_strcmp0 (vmr_harness_json_string (entry, "state"), state) == 0)
             time_us = vmr_harness_json_int (entry, "time");
@@ -100,7 +100,7 @@ history_time (JsonObject *job, const gchar *state)
 void
 assert_history (JsonObject *job, const gchar *first, ...)
 {
-    JsonArray *history = json_object_get_array_member (job, "history");
+    JsonArray *history = vmr_harness_json_array (job, "history");
     const gchar *wanted = first;
     guint i = 0;
     va_list ap;
@@ -108,11 +108,11 @@ assert_history (JsonObject *job, const gchar *first, ...)
     g_assert_nonnull (history);
     va_start (ap, first);
     while (wanted != NULL) {
-        while (i < json_array_get_length (history)
-               && g_strcmp0 (
-                      vmr_harness_json_string (json_array_get_object_element (history, i), "state"),
-                      wanted)
-                      != 0)
+        while (
+            i < json_array_get_length (history)
+            && g_strcmp0 (vmr_harness_json_string (vmr_harness_json_element (history, i), "state"),
+                          wanted)
+                   != 0)
             i++;
         if (i == json_array_get_length (history)) {
             g_autofree gchar *text = job_text (job);
@@ -194,19 +194,18 @@ assert_state_at_points (VmrHarness *h, const gchar *id, const gchar *state, gint
 void
 assert_left_after (JsonObject *job, const gchar *state, gint64 done_us)
 {
-    JsonArray *history = json_object_get_array_member (job, "history");
+    JsonArray *history = vmr_harness_json_array (job, "history");
     guint entered = 0;
     gint64 left = 0;
 
     g_assert_nonnull (history);
     for (guint i = 0; i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
+        JsonObject *entry = vmr_harness_json_element (history, i);
 
         if (g_strcmp0 (vmr_harness_json_string (entry, "state"), state) == 0) {
             entered++;
             if (i + 1 < json_array_get_length (history))
-                left
-                    = vmr_harness_json_int (json_array_get_object_element (history, i + 1), "time");
+                left = vmr_harness_json_int (vmr_harness_json_element (history, i + 1), "time");
         }
     }
     g_assert_cmpuint (entered, ==, 1);
@@ -315,11 +314,11 @@ gchar *
 shown_value (VmrHarness *h, const gchar *key)
 {
     g_autoptr (JsonNode) shown = vmr_harness_cli_json (h, "policy", "show", NULL);
-    JsonArray *values = json_object_get_array_member (json_node_get_object (shown), "values");
+    JsonArray *values = vmr_harness_json_array (vmr_harness_json_node_object (shown), "values");
 
     g_assert_nonnull (values);
     for (guint i = 0; i < json_array_get_length (values); i++) {
-        JsonObject *value = json_array_get_object_element (values, i);
+        JsonObject *value = vmr_harness_json_element (values, i);
 
         if (g_strcmp0 (vmr_harness_json_string (value, "key"), key) == 0)
             return g_strdup (vmr_harness_json_string (value, "value"));

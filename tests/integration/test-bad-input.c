@@ -65,13 +65,13 @@ static gchar *
 domain_names (VmrHarness *h)
 {
     g_autoptr (JsonNode) domains = vmr_harness_cli_json (h, "domains", NULL);
-    JsonArray *array = json_node_get_array (domains);
+    JsonArray *array = vmr_harness_json_node_array (domains);
     g_autoptr (GPtrArray) names = g_ptr_array_new ();
 
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++)
         g_ptr_array_add (names, (gpointer) vmr_harness_json_string (
-                                    json_array_get_object_element (array, i), "name"));
+                                    vmr_harness_json_element (array, i), "name"));
     g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
     g_ptr_array_add (names, NULL);
     return g_strjoinv (",", (gchar **) names->pdata);
@@ -391,11 +391,10 @@ test_qemu_refuses (VmrHarness *h, gconstpointer user_data)
 
     /* a job may have been recorded as failed; none may be left running */
     jobs = vmr_harness_cli_json (h, "jobs", NULL);
-    array = json_node_get_array (jobs);
+    array = vmr_harness_json_node_array (jobs);
     for (guint i = 0; i < json_array_get_length (array); i++)
-        g_assert_cmpstr (
-            vmr_harness_json_string (json_array_get_object_element (array, i), "state"), ==,
-            "failed");
+        g_assert_cmpstr (vmr_harness_json_string (vmr_harness_json_element (array, i), "state"), ==,
+                         "failed");
     assert_unchanged (h, &vm, json_array_get_length (array));
 }
 

@@ -269,7 +269,7 @@ test_detach_busy (VmrHarness *h, gconstpointer user_data)
     job = vmr_harness_get_job (h, id);
     g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "copying");
     domains = vmr_harness_cli_json (h, "domains", NULL);
-    g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 1);
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (domains)), ==, 1);
 
     g_clear_pointer (&job, json_object_unref);
     job = vmr_harness_job_command (h, "cancel", id, NULL);
@@ -278,7 +278,7 @@ test_detach_busy (VmrHarness *h, gconstpointer user_data)
     vmr_cli_result_assert_ok (detached);
     g_clear_pointer (&domains, json_node_unref);
     domains = vmr_harness_cli_json (h, "domains", NULL);
-    g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 0);
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (domains)), ==, 0);
     vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
 }
 
@@ -306,8 +306,8 @@ test_qemu_killed (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_job_record (h, id, "failed");
     vmr_harness_assert_daemon_serving (h);
     domains = vmr_harness_cli_json (h, "domains", NULL);
-    g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 1);
-    domain = json_array_get_object_element (json_node_get_array (domains), 0);
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (domains)), ==, 1);
+    domain = vmr_harness_json_element (vmr_harness_json_node_array (domains), 0);
     g_assert_false (vmr_harness_json_bool (domain, "connected"));
     /* the daemon created the destination: a copy that failed leaves nothing behind */
     g_assert_false (g_file_test (vm.dest, G_FILE_TEST_EXISTS));

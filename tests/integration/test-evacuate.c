@@ -22,7 +22,7 @@ find_entry (JsonArray *disks, Domain *d, guint i)
     JsonObject *found = NULL;
 
     for (guint j = 0; j < json_array_get_length (disks); j++) {
-        JsonObject *entry = json_array_get_object_element (disks, j);
+        JsonObject *entry = vmr_harness_json_element (disks, j);
 
         if (g_strcmp0 (vmr_harness_json_string (entry, "domain"), d->name) != 0
             || g_strcmp0 (vmr_harness_json_string (entry, "disk"), d->ids[i]) != 0)
@@ -49,12 +49,12 @@ assert_plan (Evac *e, JsonNode *reply, const gchar *glob, gboolean dry_run)
     guint planned = evac_count_planned (e, glob, &n_domains, &bytes);
 
     g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
-    object = json_node_get_object (reply);
+    object = vmr_harness_json_node_object (reply);
     g_assert_cmpstr (vmr_harness_json_string (object, "from"), ==, e->from);
     g_assert_cmpstr (vmr_harness_json_string (object, "to"), ==, e->to);
     g_assert_cmpint (vmr_harness_json_bool (object, "dry-run"), ==, dry_run);
     g_assert_cmpint (vmr_harness_json_int (object, "total-bytes"), ==, (gint64) bytes);
-    disks = json_object_get_array_member (object, "disks");
+    disks = vmr_harness_json_array (object, "disks");
     g_assert_nonnull (disks);
     g_assert_cmpuint (json_array_get_length (disks), ==, planned);
     for (guint k = 0; k < e->domains->len; k++) {
@@ -110,12 +110,12 @@ assert_plan (Evac *e, JsonNode *reply, const gchar *glob, gboolean dry_run)
 static GStrv
 reply_jobs (JsonNode *reply)
 {
-    JsonArray *disks = json_object_get_array_member (json_node_get_object (reply), "disks");
+    JsonArray *disks = vmr_harness_json_array (vmr_harness_json_node_object (reply), "disks");
     g_autoptr (GStrvBuilder) ids = g_strv_builder_new ();
 
     for (guint j = 0; j < json_array_get_length (disks); j++)
-        g_strv_builder_add (
-            ids, vmr_harness_json_string (json_array_get_object_element (disks, j), "job"));
+        g_strv_builder_add (ids,
+                            vmr_harness_json_string (vmr_harness_json_element (disks, j), "job"));
     return g_strv_builder_end (ids);
 }
 
@@ -135,7 +135,7 @@ assert_evacuated (Evac *e, const gchar *glob, const gchar *output)
     guint n_domains = 0;
     guint64 bytes = 0;
 
-    g_assert_cmpuint (json_array_get_length (json_node_get_array (jobs)), ==,
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (jobs)), ==,
                       evac_count_planned (e, glob, &n_domains, &bytes));
     for (guint k = 0; k < e->domains->len; k++) {
         Domain *d = evac_domain_at (e, k);
@@ -333,7 +333,7 @@ test_domains_glob (VmrHarness *h, gconstpointer user_data)
 static JsonObject *
 get_entry (JsonNode *reply, Domain *d, guint i)
 {
-    JsonArray *disks = json_object_get_array_member (json_node_get_object (reply), "disks");
+    JsonArray *disks = vmr_harness_json_array (vmr_harness_json_node_object (reply), "disks");
     JsonObject *entry;
 
     g_assert_nonnull (disks);
@@ -388,9 +388,9 @@ test_skips_migrating (VmrHarness *h, gconstpointer user_data)
     planned_json = evac_run (&e, json_dry_run);
     vmr_cli_result_assert_ok (planned_json);
     plan = vmr_cli_result_parse_json (planned_json);
-    g_assert_cmpuint (
-        json_array_get_length (json_object_get_array_member (json_node_get_object (plan), "disks")),
-        ==, 2);
+    g_assert_cmpuint (json_array_get_length (
+                          vmr_harness_json_array (vmr_harness_json_node_object (plan), "disks")),
+                      ==, 2);
     entry = get_entry (plan, d, 0);
     g_assert_cmpstr (vmr_harness_json_string (entry, "job"), ==, busy);
     g_assert_cmpstr (vmr_harness_json_string (entry, "skipped"), ==, "already migrating");
@@ -572,9 +572,9 @@ test_empty_plan (VmrHarness *h, gconstpointer user_data)
     vmr_cli_result_assert_ok (empty_json);
     plan = vmr_cli_result_parse_json (empty_json);
     assert_plan (&e, plan, NULL, FALSE);
-    g_assert_cmpuint (
-        json_array_get_length (json_object_get_array_member (json_node_get_object (plan), "disks")),
-        ==, 0);
+    g_assert_cmpuint (json_array_get_length (
+                          vmr_harness_json_array (vmr_harness_json_node_object (plan), "disks")),
+                      ==, 0);
 
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
     to_tree = evac_describe_tree (e.to);

@@ -144,14 +144,14 @@ group_migrate (VmrHarness *h, Group *g, const gchar *const *extra)
     reply = vmr_cli_result_parse_json (result);
     if (!JSON_NODE_HOLDS_OBJECT (reply))
         vmr_fail ("migrate of a group printed no object: %s", result->out);
-    object = json_node_get_object (reply);
-    jobs = json_object_get_array_member (object, "jobs");
+    object = vmr_harness_json_node_object (reply);
+    jobs = vmr_harness_json_array (object, "jobs");
     if (jobs == NULL)
         vmr_fail ("migrate of a group printed no \"jobs\": %s", result->out);
     g_assert_cmpuint (json_array_get_length (jobs), ==, g->n);
     g->group = g_strdup (vmr_harness_json_string (object, "group"));
     for (guint i = 0; i < g->n; i++) {
-        JsonObject *job = json_array_get_object_element (jobs, i);
+        JsonObject *job = vmr_harness_json_element (jobs, i);
 
         g_assert_nonnull (job);
         assert_member (job, g, i);
@@ -177,7 +177,7 @@ count_block_jobs (VmrHarness *h)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
 
-    return json_array_get_length (json_node_get_array (jobs));
+    return json_array_get_length (vmr_harness_json_node_array (jobs));
 }
 
 /* every member in `jobs --json` says which group it belongs to */
@@ -185,14 +185,14 @@ static void
 assert_jobs_list_group (VmrHarness *h, Group *g)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     g_assert_cmpuint (json_array_get_length (array), ==, g->n);
     for (guint i = 0; i < g->n; i++) {
         gboolean found = FALSE;
 
         for (guint j = 0; j < json_array_get_length (array); j++) {
-            JsonObject *job = json_array_get_object_element (array, j);
+            JsonObject *job = vmr_harness_json_element (array, j);
 
             if (g_strcmp0 (vmr_harness_json_string (job, "id"), g->jobs[i]) != 0)
                 continue;
@@ -303,7 +303,8 @@ test_cutover (VmrHarness *h, gconstpointer user_data)
         g_autoptr (JsonNode) reply = vmr_harness_cli_json (h, "set-speed", g.jobs[1], "0", NULL);
 
         g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
-        g_assert_cmpint (vmr_harness_json_int (json_node_get_object (reply), "speed"), ==, 0);
+        g_assert_cmpint (vmr_harness_json_int (vmr_harness_json_node_object (reply), "speed"), ==,
+                         0);
     }
     done1 = vmr_harness_wait_job (h, g.jobs[1], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     done0 = vmr_harness_wait_job (h, g.jobs[0], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
@@ -396,14 +397,14 @@ static gboolean
 find_members (VmrHarness *h, Group *g)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
     JsonObject *members[G_N_ELEMENTS (g->jobs)] = { NULL };
 
     if (json_array_get_length (array) < g->n)
         return FALSE;
     g_assert_cmpuint (json_array_get_length (array), ==, g->n);
     for (guint j = 0; j < g->n; j++) {
-        JsonObject *job = json_array_get_object_element (array, j);
+        JsonObject *job = vmr_harness_json_element (array, j);
 
         for (guint i = 0; i < g->n; i++) {
             if (g_strcmp0 (vmr_harness_json_string (job, "disk"), g->ids[i]) == 0)

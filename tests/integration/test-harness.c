@@ -87,10 +87,10 @@ static gchar *
 job_status (VmrHarness *h, const gchar *id)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *job = json_array_get_object_element (array, i);
+        JsonObject *job = vmr_harness_json_element (array, i);
 
         if (g_strcmp0 (vmr_harness_json_string (job, "id"), id) == 0)
             return g_strdup (vmr_harness_json_string (job, "status"));
@@ -121,7 +121,7 @@ qmp_node (VmrHarness *h, const gchar *command, const gchar *json_args)
     g_autoptr (JsonNode) reply = NULL;
 
     g_assert_nonnull (args);
-    reply = vmr_harness_qmp (h, command, json_node_get_object (args));
+    reply = vmr_harness_qmp (h, command, vmr_harness_json_node_object (args));
 }
 
 /*

@@ -274,14 +274,19 @@ test_copy_not_counted (VmrHarness *h, gconstpointer user_data)
     id = vmr_harness_migrate (h, "vm", "disk0", dest, "--speed", "64M", NULL);
     while (TRUE) {
         g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
-        JsonArray *iops = json_object_get_array_member (job_policy (job), "guest-iops");
+        JsonArray *iops = vmr_harness_json_array (job_policy (job), "guest-iops");
         const gchar *state = job_state (job);
 
         if (g_strcmp0 (state, "copying") != 0 && g_strcmp0 (state, "queued") != 0)
             break;
         g_assert_nonnull (iops);
         if (g_strcmp0 (state, "copying") == 0 && json_array_get_length (iops) > 0) {
-            gint64 newest = json_array_get_int_element (iops, json_array_get_length (iops) - 1);
+            JsonNode *last = json_array_get_element (iops, json_array_get_length (iops) - 1);
+            gint64 newest;
+
+            g_assert_true (JSON_NODE_HOLDS_VALUE (last)
+                           && json_node_get_value_type (last) == G_TYPE_INT64);
+            newest = json_node_get_int (last);
 
             highest = MAX (highest, newest);
             g_string_append_printf (seen, " %" G_GINT64_FORMAT, newest);

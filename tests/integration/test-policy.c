@@ -52,7 +52,7 @@ test_window (VmrHarness *h, gconstpointer user_data)
         vmr_harness_assert_no_block_jobs (h);
         g_usleep (500 * 1000);
     }
-    g_assert_cmpfloat (json_object_get_double_member (job_policy (job), "held"), >=, 2.0);
+    g_assert_cmpfloat (vmr_json_double_or (job_policy (job), "held", -1), >=, 2.0);
 
     open = window_around_now (-60, 60);
     g_clear_pointer (&policy, g_free);
@@ -188,7 +188,7 @@ wait_refused (VmrHarness *h)
 
     while (TRUE) {
         g_autoptr (JsonNode) policy = vmr_harness_cli_json (h, "policy", "show", NULL);
-        JsonObject *obj = json_node_get_object (policy);
+        JsonObject *obj = vmr_harness_json_node_object (policy);
 
         if (json_object_has_member (obj, "refused"))
             return json_object_ref (vmr_harness_json_object (obj, "refused"));
@@ -244,8 +244,8 @@ test_sighup_invalid (VmrHarness *h, gconstpointer user_data)
     {
         g_autoptr (JsonNode) policy = vmr_harness_cli_json (h, "policy", "show", NULL);
 
-        g_assert_false (json_object_has_member (json_node_get_object (policy), "refused"));
-        g_assert_true (json_object_has_member (json_node_get_object (policy), "loaded"));
+        g_assert_false (json_object_has_member (vmr_harness_json_node_object (policy), "refused"));
+        g_assert_true (json_object_has_member (vmr_harness_json_node_object (policy), "loaded"));
     }
     vmr_harness_assert_daemon_serving (h);
 }

@@ -80,13 +80,11 @@ static JsonObject *
 node_cache (VmrHarness *h, const gchar *node_name)
 {
     g_autoptr (JsonNode) nodes = vmr_harness_query_nodes (h);
-    JsonArray *array = json_node_get_array (nodes);
+    JsonArray *array = vmr_harness_json_node_array (nodes);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *node = json_array_get_object_element (array, i);
+        JsonObject *node = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (json_object_get_string_member_with_default (node, "node-name", ""),
-                       node_name)
-            == 0)
+        if (g_strcmp0 (vmr_json_get_string (node, "node-name"), node_name) == 0)
             return json_object_ref (vmr_harness_json_object (node, "cache"));
     }
     vmr_fail ("QEMU has no block node %s", node_name);
@@ -177,13 +175,12 @@ static gint64
 device_size (VmrHarness *h, const gchar *qdev_id)
 {
     g_autoptr (JsonNode) blocks = vmr_harness_qmp (h, "query-block", NULL);
-    JsonArray *array = json_node_get_array (blocks);
+    JsonArray *array = vmr_harness_json_node_array (blocks);
 
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *entry = json_array_get_object_element (array, i);
+        JsonObject *entry = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (json_object_get_string_member_with_default (entry, "qdev", ""), qdev_id)
-            == 0)
+        if (g_strcmp0 (vmr_json_get_string (entry, "qdev"), qdev_id) == 0)
             return vmr_harness_json_int (
                 vmr_harness_json_object (vmr_harness_json_object (entry, "inserted"), "image"),
                 "virtual-size");
@@ -282,10 +279,10 @@ test_policy_check (VmrHarness *h, gconstpointer user_data)
     as_json = vmr_harness_cli (h, "--json", "policy", "check", bad, NULL);
     g_assert_cmpint (as_json->status, ==, 1);
     reply = vmr_cli_result_parse_json (as_json);
-    obj = json_node_get_object (reply);
+    obj = vmr_harness_json_node_object (reply);
     g_assert_cmpstr (vmr_harness_json_string (obj, "file"), ==, bad);
     g_assert_false (vmr_harness_json_bool (obj, "valid"));
-    g_assert_cmpuint (json_array_get_length (json_object_get_array_member (obj, "errors")), ==, 2);
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_array (obj, "errors")), ==, 2);
     /* it asked no daemon: nothing changed there */
     vmr_harness_assert_daemon_serving (h);
 }

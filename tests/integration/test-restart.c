@@ -53,11 +53,11 @@ state_is_final (const gchar *state)
 static JsonObject *
 listed_job (JsonNode *jobs, const gchar *id)
 {
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *job = json_array_get_object_element (array, i);
+        JsonObject *job = vmr_harness_json_element (array, i);
 
         if (g_strcmp0 (vmr_harness_json_string (job, "id"), id) == 0)
             return json_object_ref (job);
@@ -181,12 +181,12 @@ static gboolean
 node_has_file (VmrHarness *h, const gchar *path)
 {
     g_autoptr (JsonNode) nodes = vmr_harness_query_nodes (h);
-    JsonArray *array = json_node_get_array (nodes);
+    JsonArray *array = vmr_harness_json_node_array (nodes);
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *node = json_array_get_object_element (array, i);
+        JsonObject *node = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (json_object_get_string_member_with_default (node, "file", ""), path) == 0)
+        if (g_strcmp0 (vmr_json_get_string (node, "file"), path) == 0)
             return TRUE;
     }
     return FALSE;
@@ -204,7 +204,8 @@ wait_qemu_cleaned (VmrHarness *h, const gchar *dest)
     while (TRUE) {
         g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
 
-        if (json_array_get_length (json_node_get_array (jobs)) == 0 && !node_has_file (h, dest))
+        if (json_array_get_length (vmr_harness_json_node_array (jobs)) == 0
+            && !node_has_file (h, dest))
             break;
         if (g_get_monotonic_time () > deadline)
             break;
@@ -482,7 +483,6 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) second = NULL;
     g_autoptr (JsonObject) unlimited = NULL;
     const gchar *restart_args[] = { "--policy", NULL, NULL };
-    JsonNode *waiting_for;
     gint64 deadline;
     gboolean done = FALSE;
 
@@ -508,9 +508,7 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     ids[1] = vmr_harness_migrate (h, "vm", "disk1", dests[1], NULL);
     queued = vmr_harness_get_job (h, ids[1]);
     g_assert_cmpstr (vmr_json_job_state (queued), ==, "queued");
-    waiting_for = json_object_get_member (queued, "waiting-for");
-    g_assert_nonnull (waiting_for);
-    g_assert_cmpstr (json_node_get_string (waiting_for), ==, "max-parallel");
+    g_assert_cmpstr (vmr_harness_json_string (queued, "waiting-for"), ==, "max-parallel");
 
     vmr_harness_kill_daemon (h);
     vmr_harness_assert_job_record (h, ids[0], "copying");
@@ -539,14 +537,14 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     deadline = g_get_monotonic_time () + ALL_DONE_TIMEOUT_S * G_USEC_PER_SEC;
     while (!done) {
         g_autoptr (JsonNode) reply = vmr_harness_qmp (h, "query-block-jobs", NULL);
-        JsonArray *array = json_node_get_array (reply);
+        JsonArray *array = vmr_harness_json_node_array (reply);
         guint bulk = 0;
 
         /* never more than one copy not yet in sync */
         for (guint i = 0; i < json_array_get_length (array); i++) {
-            JsonObject *block_job = json_array_get_object_element (array, i);
+            JsonObject *block_job = vmr_harness_json_element (array, i);
 
-            if (!json_object_get_boolean_member_with_default (block_job, "ready", FALSE)
+            if (!vmr_json_bool_or (block_job, "ready", FALSE)
                 && g_strcmp0 (vmr_harness_json_string (block_job, "status"), "running") == 0)
                 bulk++;
         }
