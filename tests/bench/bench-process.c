@@ -251,19 +251,13 @@ gchar *
 vmr_bench_qemu_version (VmrQmpClient *client)
 {
     JsonObject *greeting = vmr_qmp_client_get_greeting (client);
-    JsonObject *version = greeting != NULL && json_object_has_member (greeting, "version")
-                              ? json_object_get_object_member (greeting, "version")
-                              : NULL;
-    JsonObject *qemu = version != NULL && json_object_has_member (version, "qemu")
-                           ? json_object_get_object_member (version, "qemu")
-                           : NULL;
+    JsonObject *qemu = vmr_json_get_object (vmr_json_get_object (greeting, "version"), "qemu");
 
     if (qemu == NULL)
         return NULL;
     return g_strdup_printf ("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
-                            vmr_bench_member_int (qemu, "major"),
-                            vmr_bench_member_int (qemu, "minor"),
-                            vmr_bench_member_int (qemu, "micro"));
+                            vmr_json_int_or (qemu, "major", 0), vmr_json_int_or (qemu, "minor", 0),
+                            vmr_json_int_or (qemu, "micro", 0));
 }
 
 void
@@ -368,24 +362,4 @@ vmr_bench_remove_dirs (const gchar *run_dir, const gchar *image_dir)
     if (image_dir != NULL && g_strcmp0 (image_dir, run_dir) != 0)
         vmr_bench_remove_tree (image_dir);
     vmr_bench_remove_tree (run_dir);
-}
-
-const gchar *
-vmr_bench_member_string (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string (node);
-}
-
-gint64
-vmr_bench_member_int (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_INT64)
-        return 0;
-    return json_node_get_int (node);
 }
