@@ -2,9 +2,12 @@
 
 #include <glib/gstdio.h>
 #include <math.h>
+#include <string.h>
 
+#include "cli-job.h"
 #include "job.h"
 #include "qmp-client.h"
+#include "vmr-error.h"
 #include "vmr-json.h"
 
 /* one object with a member of every JSON type, as a peer could send it */
@@ -391,6 +394,127 @@ test_json_job_records (void)
     remove_records (dir, G_N_ELEMENTS (records));
 }
 
+/* replies the CLI reads as no job: each refused with a protocol error that says why */
+static const struct {
+    const gchar *reply;
+    const gchar *message;
+} refused_cli_jobs[] = {
+    { "[{\"id\": \"vmr-1\", \"state\": \"copying\"}]", "not an object" },
+    { "\"vmr-1\"", "not an object" },
+    { "null", "not an object" },
+    { "{\"id\": 1, \"state\": \"copying\"}", "a job without id or state" },
+    { "{\"id\": \"vmr-1\", \"state\": {\"name\": \"copying\"}}", "a job without id or state" },
+    { "{\"id\": null, \"state\": \"copying\"}", "a job without id or state" },
+};
+
+static VmrCliJob *
+parse_cli_job (const gchar *reply, GError **error)
+{
+    g_autoptr (JsonParser) parser = json_parser_new ();
+
+    g_assert_true (json_parser_load_from_data (parser, reply, -1, NULL));
+    return vmr_cli_job_new (json_parser_get_root (parser), "query-job", error);
+}
+
+static void
+test_json_cli_job_refused (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (refused_cli_jobs); i++) {
+        g_autoptr (GError) error = NULL;
+        g_autoptr (VmrCliJob) job = parse_cli_job (refused_cli_jobs[i].reply, &error);
+
+        g_test_message ("reply %s", refused_cli_jobs[i].reply);
+        g_assert_null (job);
+        g_assert_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL);
+        g_assert_nonnull (strstr (error->message, refused_cli_jobs[i].message));
+    }
+}
+
+/* the CLI's reading of a job whose members, but for id and state, have the wrong types */
+static void
+test_json_cli_job (void)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (VmrCliJob) job = parse_cli_job (
+        "{\"id\": \"vmr-1\", \"state\": \"copying\", \"domain\": 7, \"disk\": [\"vda\"],"
+        " \"reason\": {}, \"waiting-for\": true, \"orphaned\": \"yes\", \"source\": null,"
+        " \"destination\": 1.5, \"created-destination\": 1, \"manual-pivot\": \"true\","
+        " \"speed\": \"fast\", \"progress\": [1, 2], \"created\": \"today\", \"updated\": {},"
+        " \"policy\": {\"decision\": 3, \"reason\": [], \"held\": \"long\","
+        " \"base-speed\": -1, \"user-paused\": null, \"guest-iops\": [5, {}, [], null, 7],"
+        " \"guest-latency-us\": \"slow\"}}",
+        &error);
+
+    g_assert_no_error (error);
+    g_assert_nonnull (job);
+    g_assert_cmpstr (job->id, ==, "vmr-1");
+    g_assert_cmpstr (job->state, ==, "copying");
+    g_assert_null (job->domain);
+    g_assert_null (job->disk);
+    g_assert_null (job->reason);
+    g_assert_null (job->waiting_for);
+    g_assert_false (job->orphaned);
+    g_assert_null (job->source);
+    g_assert_null (job->destination);
+    g_assert_false (job->created_destination);
+    g_assert_false (job->manual_pivot);
+    g_assert_cmpuint (job->speed, ==, 0);
+    g_assert_false (job->has_progress);
+    g_assert_cmpint (job->created, ==, 0);
+    g_assert_cmpint (job->updated, ==, 0);
+    g_assert_true (job->has_policy);
+    g_assert_null (job->decision);
+    g_assert_null (job->decision_reason);
+    g_assert_cmpfloat (job->held, ==, 0);
+    g_assert_false (job->has_base_speed);
+    g_assert_false (job->user_paused);
+    /* the values among the samples; containers and null are passed over */
+    g_assert_cmpuint (job->guest_iops->len, ==, 2);
+    g_assert_cmpint (g_array_index (job->guest_iops, gint64, 0), ==, 5);
+    g_assert_cmpint (g_array_index (job->guest_iops, gint64, 1), ==, 7);
+    g_assert_cmpfloat (job->guest_latency_us, <, 0);
+}
+
+/* the same job as the daemon sends it: read as it was before vmr-json */
+static void
+test_json_cli_job_valid (void)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (VmrCliJob) job = parse_cli_job (
+        "{\"id\": \"vmr-1\", \"state\": \"copying\", \"domain\": \"web01\", \"disk\": \"vda\","
+        " \"reason\": null, \"orphaned\": true, \"destination\": \"/new/web01.raw\","
+        " \"manual-pivot\": true, \"speed\": 65536,"
+        " \"progress\": {\"total\": 1000, \"done\": 400, \"rate\": 100, \"eta\": 6.0},"
+        " \"created\": 1700000000000000, \"updated\": 1700000000500000,"
+        " \"policy\": {\"decision\": \"throttle\", \"held\": 2.5, \"base-speed\": 1048576,"
+        " \"user-paused\": false, \"guest-iops\": [120, 340], \"guest-latency-us\": 250}}",
+        &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpstr (job->domain, ==, "web01");
+    g_assert_cmpstr (job->disk, ==, "vda");
+    g_assert_null (job->reason);
+    g_assert_true (job->orphaned);
+    g_assert_cmpstr (job->destination, ==, "/new/web01.raw");
+    g_assert_true (job->manual_pivot);
+    g_assert_cmpuint (job->speed, ==, 65536);
+    g_assert_true (job->has_progress);
+    g_assert_cmpuint (job->total, ==, 1000);
+    g_assert_cmpuint (job->done, ==, 400);
+    g_assert_cmpuint (job->backlog, ==, 600);
+    g_assert_cmpuint (job->rate, ==, 100);
+    g_assert_cmpfloat (job->eta, ==, 6.0);
+    g_assert_cmpint (job->created, ==, 1700000000000000);
+    g_assert_cmpint (job->updated, ==, 1700000000500000);
+    g_assert_cmpstr (job->decision, ==, "throttle");
+    g_assert_cmpfloat (job->held, ==, 2.5);
+    g_assert_true (job->has_base_speed);
+    g_assert_cmpuint (job->base_speed, ==, 1048576);
+    g_assert_cmpuint (job->guest_iops->len, ==, 2);
+    g_assert_cmpint (g_array_index (job->guest_iops, gint64, 1), ==, 340);
+    g_assert_cmpfloat (job->guest_latency_us, ==, 250);
+}
+
 /* a QMP schema from a peer: entries of the wrong shape are passed over */
 static void
 test_json_qmp_schema (void)
@@ -437,6 +561,9 @@ main (int argc, char **argv)
     g_test_add_func ("/json/nodes", test_json_nodes);
     g_test_add_func ("/json/job-records", test_json_job_records);
     g_test_add_func ("/json/job-records-refused", test_json_job_records_refused);
+    g_test_add_func ("/json/cli-job", test_json_cli_job);
+    g_test_add_func ("/json/cli-job-valid", test_json_cli_job_valid);
+    g_test_add_func ("/json/cli-job-refused", test_json_cli_job_refused);
     g_test_add_func ("/json/qmp-schema", test_json_qmp_schema);
     return g_test_run ();
 }
