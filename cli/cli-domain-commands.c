@@ -4,6 +4,7 @@
 
 #include "cli-json.h"
 #include "cli-output.h"
+#include "vmr-json.h"
 
 gboolean
 vmr_cli_cmd_attach (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
@@ -45,14 +46,11 @@ vmr_cli_cmd_attach (const VmrCliCommand *cmd, VmrCliSession *session, gchar **ar
     domain = vmr_cli_json_expect_object (reply, "attach", error);
     if (domain == NULL)
         return FALSE;
-    disks = vmr_cli_json_get_array (domain, "disks");
+    disks = vmr_json_get_array (domain, "disks");
     n_disks = disks != NULL ? json_array_get_length (disks) : 0;
     for (guint i = 0; i < n_disks; i++) {
-        JsonNode *disk = json_array_get_element (disks, i);
-        const gchar *id = NULL;
+        const gchar *id = vmr_json_get_string (vmr_json_array_object (disks, i), "id");
 
-        if (JSON_NODE_HOLDS_OBJECT (disk))
-            id = vmr_cli_json_get_string (json_node_get_object (disk), "id");
         g_string_append_printf (disk_names, "%s%s", i > 0 ? ", " : "", id != NULL ? id : "?");
     }
     g_print ("Domain %s attached via %s: %u disk%s%s%s\n", args[0], qmp_path, n_disks,
@@ -126,7 +124,7 @@ vmr_cli_cmd_version (const VmrCliCommand *cmd, VmrCliSession *session, gchar **a
         vmr_cli_json_print (reply);
         return TRUE;
     }
-    daemon_version = vmr_cli_json_get_string (version, "version");
+    daemon_version = vmr_json_get_string (version, "version");
     g_print ("virt-mirrord %s\n", daemon_version != NULL ? daemon_version : "(unknown)");
     return TRUE;
 }

@@ -12,6 +12,7 @@
 #include "cli-wait.h"
 #include "units.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 /* where the jobs of the plan stand, from one query-jobs */
 typedef struct {
@@ -36,14 +37,14 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Progress, progress_clear)
 static GPtrArray *
 get_plan_entries (JsonObject *plan)
 {
-    JsonArray *disks = vmr_cli_json_get_array (plan, "disks");
+    JsonArray *disks = vmr_json_get_array (plan, "disks");
     GPtrArray *entries = g_ptr_array_new ();
 
     for (guint i = 0; disks != NULL && i < json_array_get_length (disks); i++) {
-        JsonNode *node = json_array_get_element (disks, i);
+        JsonObject *entry = vmr_json_array_object (disks, i);
 
-        if (JSON_NODE_HOLDS_OBJECT (node))
-            g_ptr_array_add (entries, json_node_get_object (node));
+        if (entry != NULL)
+            g_ptr_array_add (entries, entry);
     }
     return entries;
 }
@@ -54,7 +55,7 @@ get_entry_size (JsonObject *entry)
 {
     gdouble size = 0;
 
-    if (!vmr_cli_json_get_double (entry, "size", &size) || !isfinite (size) || size < 0)
+    if (!vmr_json_get_double (entry, "size", &size) || !isfinite (size) || size < 0)
         return 0;
     return (guint64) size;
 }
@@ -63,10 +64,10 @@ get_entry_size (JsonObject *entry)
 static gchar *
 format_job_cell (JsonObject *entry)
 {
-    const gchar *job = vmr_cli_json_get_string (entry, "job");
-    const gchar *skipped = vmr_cli_json_get_string (entry, "skipped");
+    const gchar *job = vmr_json_get_string (entry, "job");
+    const gchar *skipped = vmr_json_get_string (entry, "skipped");
 
-    if (vmr_cli_json_get_string (entry, "error") != NULL)
+    if (vmr_json_get_string (entry, "error") != NULL)
         return g_strdup ("not submitted");
     if (skipped != NULL && job != NULL)
         return g_strdup_printf ("%s (%s)", job, skipped);
@@ -90,20 +91,20 @@ print_plan (JsonObject *plan, GPtrArray *entries, gboolean dry_run)
     table = vmr_cli_table_new ("DOMAIN", "DISK", "SIZE", "SOURCE", "DESTINATION", "JOB", NULL);
     for (guint i = 0; i < entries->len; i++) {
         JsonObject *entry = g_ptr_array_index (entries, i);
-        const gchar *domain = vmr_cli_json_get_string (entry, "domain");
+        const gchar *domain = vmr_json_get_string (entry, "domain");
         g_autofree gchar *size = NULL;
         g_autofree gchar *job = format_job_cell (entry);
 
         if (json_object_has_member (entry, "size"))
             size = vmr_units_format_bytes (get_entry_size (entry));
-        vmr_cli_table_add_row (table, domain, vmr_cli_json_get_string (entry, "disk"), size,
-                               vmr_cli_json_get_string (entry, "source"),
-                               vmr_cli_json_get_string (entry, "destination"), job, NULL);
+        vmr_cli_table_add_row (table, domain, vmr_json_get_string (entry, "disk"), size,
+                               vmr_json_get_string (entry, "source"),
+                               vmr_json_get_string (entry, "destination"), job, NULL);
         if (domain != NULL)
             g_hash_table_add (domains, (gpointer) domain);
         total_bytes += get_entry_size (entry);
     }
-    if (vmr_cli_json_get_double (plan, "total-bytes", &reported_total) && isfinite (reported_total)
+    if (vmr_json_get_double (plan, "total-bytes", &reported_total) && isfinite (reported_total)
         && reported_total >= 0)
         total_bytes = (guint64) reported_total;
     text = vmr_cli_table_to_string (table, "");
@@ -129,8 +130,8 @@ get_submission_failures (GPtrArray *entries, guint *out_n_disks)
     *out_n_disks = 0;
     for (guint i = 0; i < entries->len; i++) {
         JsonObject *entry = g_ptr_array_index (entries, i);
-        const gchar *domain = vmr_cli_json_get_string (entry, "domain");
-        const gchar *reason = vmr_cli_json_get_string (entry, "error");
+        const gchar *domain = vmr_json_get_string (entry, "domain");
+        const gchar *reason = vmr_json_get_string (entry, "error");
 
         if (reason == NULL)
             continue;
@@ -153,7 +154,7 @@ get_plan_jobs (GPtrArray *entries)
 
     for (guint i = 0; i < entries->len; i++) {
         JsonObject *entry = g_ptr_array_index (entries, i);
-        const gchar *id = vmr_cli_json_get_string (entry, "job");
+        const gchar *id = vmr_json_get_string (entry, "job");
 
         if (id != NULL && g_hash_table_add (ids, (gpointer) id))
             g_ptr_array_add (jobs, entry);
@@ -193,7 +194,7 @@ read_progress (JsonNode *reply, GPtrArray *plan_jobs, Progress *progress, GError
     *progress = (Progress){ .failed = g_ptr_array_new_with_free_func (g_free) };
     for (guint i = 0; i < plan_jobs->len; i++) {
         JsonObject *entry = g_ptr_array_index (plan_jobs, i);
-        const gchar *id = vmr_cli_json_get_string (entry, "job");
+        const gchar *id = vmr_json_get_string (entry, "job");
         const VmrCliJob *job = g_hash_table_lookup (by_id, id);
         guint64 size = get_entry_size (entry);
 
@@ -203,8 +204,8 @@ read_progress (JsonNode *reply, GPtrArray *plan_jobs, Progress *progress, GError
             progress->n_ended++;
             progress->total += size;
             g_ptr_array_add (progress->failed,
-                             format_failure (id, vmr_cli_json_get_string (entry, "domain"),
-                                             vmr_cli_json_get_string (entry, "disk"), "unknown",
+                             format_failure (id, vmr_json_get_string (entry, "domain"),
+                                             vmr_json_get_string (entry, "disk"), "unknown",
                                              "virt-mirrord no longer lists it"));
             continue;
         }
@@ -458,9 +459,8 @@ vmr_cli_cmd_evacuate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **
     submission_failures = get_submission_failures (entries, &n_unsubmitted);
     if (!session->json && entries->len == 0)
         g_print ("nothing to evacuate: no disk of a known domain lies under %s\n",
-                 vmr_cli_json_get_string (plan, "from") != NULL
-                     ? vmr_cli_json_get_string (plan, "from")
-                     : from_path);
+                 vmr_json_get_string (plan, "from") != NULL ? vmr_json_get_string (plan, "from")
+                                                            : from_path);
     else if (!session->json)
         print_plan (plan, entries, dry_run);
 

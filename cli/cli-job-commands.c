@@ -6,6 +6,7 @@
 #include "cli-output.h"
 #include "cli-wait.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 /* the options of migrate, which apply to every disk */
 typedef struct {
@@ -205,8 +206,8 @@ migrate_group (VmrCliSession *session, gchar **args, const MigrateOptions *optio
     obj = vmr_cli_json_expect_object (reply, "migrate", error);
     if (obj == NULL)
         return FALSE;
-    group_id = vmr_cli_json_get_string (obj, "group");
-    job_nodes = vmr_cli_json_get_array (obj, "jobs");
+    group_id = vmr_json_get_string (obj, "group");
+    job_nodes = vmr_json_get_array (obj, "jobs");
     if (group_id == NULL || job_nodes == NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
                      "unexpected reply to 'migrate' from virt-mirrord: a group without "

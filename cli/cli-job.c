@@ -7,13 +7,14 @@
 #include "cli-json.h"
 #include "units.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 static guint64
 get_size (JsonObject *obj, const gchar *name)
 {
     gdouble value = 0;
 
-    if (!vmr_cli_json_get_double (obj, name, &value) || !isfinite (value) || value < 0)
+    if (!vmr_json_get_double (obj, name, &value) || !isfinite (value) || value < 0)
         return 0;
     return (guint64) value;
 }
@@ -22,21 +23,21 @@ get_size (JsonObject *obj, const gchar *name)
 static void
 read_policy (VmrCliJob *self, JsonObject *policy)
 {
-    JsonArray *iops = vmr_cli_json_get_array (policy, "guest-iops");
+    JsonArray *iops = vmr_json_get_array (policy, "guest-iops");
     gdouble base_speed = 0;
 
     self->has_policy = TRUE;
-    self->decision = vmr_cli_json_get_string (policy, "decision");
-    self->decision_reason = vmr_cli_json_get_string (policy, "reason");
-    if (!vmr_cli_json_get_double (policy, "held", &self->held) || !isfinite (self->held)
+    self->decision = vmr_json_get_string (policy, "decision");
+    self->decision_reason = vmr_json_get_string (policy, "reason");
+    if (!vmr_json_get_double (policy, "held", &self->held) || !isfinite (self->held)
         || self->held < 0)
         self->held = 0;
-    if (vmr_cli_json_get_double (policy, "base-speed", &base_speed) && isfinite (base_speed)
+    if (vmr_json_get_double (policy, "base-speed", &base_speed) && isfinite (base_speed)
         && base_speed >= 0) {
         self->has_base_speed = TRUE;
         self->base_speed = (guint64) base_speed;
     }
-    self->user_paused = vmr_cli_json_get_boolean (policy, "user-paused", FALSE);
+    self->user_paused = vmr_json_bool_or (policy, "user-paused", FALSE);
     self->guest_iops = g_array_new (FALSE, FALSE, sizeof (gint64));
     for (guint i = 0; iops != NULL && i < json_array_get_length (iops); i++) {
         JsonNode *element = json_array_get_element (iops, i);
@@ -47,7 +48,7 @@ read_policy (VmrCliJob *self, JsonObject *policy)
         value = json_node_get_int (element);
         g_array_append_val (self->guest_iops, value);
     }
-    if (!vmr_cli_json_get_double (policy, "guest-latency-us", &self->guest_latency_us)
+    if (!vmr_json_get_double (policy, "guest-latency-us", &self->guest_latency_us)
         || !isfinite (self->guest_latency_us))
         self->guest_latency_us = -1;
 }
@@ -63,28 +64,28 @@ vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
     if (obj == NULL)
         return NULL;
     self->node = json_node_ref (node);
-    self->id = vmr_cli_json_get_string (obj, "id");
-    self->state = vmr_cli_json_get_string (obj, "state");
+    self->id = vmr_json_get_string (obj, "id");
+    self->state = vmr_json_get_string (obj, "state");
     if (self->id == NULL || self->state == NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
                      "unexpected reply to '%s' from virt-mirrord: a job without id or state",
                      command);
         return NULL;
     }
-    self->domain = vmr_cli_json_get_string (obj, "domain");
-    self->disk = vmr_cli_json_get_string (obj, "disk");
-    self->reason = vmr_cli_json_get_string (obj, "reason");
-    self->waiting_for = vmr_cli_json_get_string (obj, "waiting-for");
-    self->orphaned = vmr_cli_json_get_boolean (obj, "orphaned", FALSE);
-    self->source = vmr_cli_json_get_string (obj, "source");
-    self->source_format = vmr_cli_json_get_string (obj, "source-format");
-    self->destination = vmr_cli_json_get_string (obj, "destination");
-    self->format = vmr_cli_json_get_string (obj, "format");
-    self->created_destination = vmr_cli_json_get_boolean (obj, "created-destination", FALSE);
-    self->manual_pivot = vmr_cli_json_get_boolean (obj, "manual-pivot", FALSE);
+    self->domain = vmr_json_get_string (obj, "domain");
+    self->disk = vmr_json_get_string (obj, "disk");
+    self->reason = vmr_json_get_string (obj, "reason");
+    self->waiting_for = vmr_json_get_string (obj, "waiting-for");
+    self->orphaned = vmr_json_bool_or (obj, "orphaned", FALSE);
+    self->source = vmr_json_get_string (obj, "source");
+    self->source_format = vmr_json_get_string (obj, "source-format");
+    self->destination = vmr_json_get_string (obj, "destination");
+    self->format = vmr_json_get_string (obj, "format");
+    self->created_destination = vmr_json_bool_or (obj, "created-destination", FALSE);
+    self->manual_pivot = vmr_json_bool_or (obj, "manual-pivot", FALSE);
     self->speed = get_size (obj, "speed");
     self->eta = -1;
-    progress = vmr_cli_json_get_object (obj, "progress");
+    progress = vmr_json_get_object (obj, "progress");
     if (progress != NULL) {
         self->has_progress = TRUE;
         self->total = get_size (progress, "total");
@@ -94,13 +95,13 @@ vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
         else
             self->backlog = self->total - self->done;
         self->rate = get_size (progress, "rate");
-        if (!vmr_cli_json_get_double (progress, "eta", &self->eta) || !isfinite (self->eta))
+        if (!vmr_json_get_double (progress, "eta", &self->eta) || !isfinite (self->eta))
             self->eta = -1;
     }
-    vmr_cli_json_get_int (obj, "created", &self->created);
-    vmr_cli_json_get_int (obj, "updated", &self->updated);
+    vmr_json_get_int (obj, "created", &self->created);
+    vmr_json_get_int (obj, "updated", &self->updated);
     self->guest_latency_us = -1;
-    policy = vmr_cli_json_get_object (obj, "policy");
+    policy = vmr_json_get_object (obj, "policy");
     if (policy != NULL)
         read_policy (self, policy);
     return g_steal_pointer (&self);

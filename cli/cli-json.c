@@ -5,108 +5,28 @@
 #include <stdio.h>
 
 #include "vmr-error.h"
-
-static JsonNode *
-get_member (JsonObject *obj, const gchar *name)
-{
-    if (obj == NULL)
-        return NULL;
-    return json_object_get_member (obj, name);
-}
-
-const gchar *
-vmr_cli_json_get_string (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = get_member (obj, name);
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string (node);
-}
-
-JsonObject *
-vmr_cli_json_get_object (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = get_member (obj, name);
-
-    if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
-        return NULL;
-    return json_node_get_object (node);
-}
-
-JsonArray *
-vmr_cli_json_get_array (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = get_member (obj, name);
-
-    if (node == NULL || !JSON_NODE_HOLDS_ARRAY (node))
-        return NULL;
-    return json_node_get_array (node);
-}
-
-gboolean
-vmr_cli_json_get_double (JsonObject *obj, const gchar *name, gdouble *out)
-{
-    JsonNode *node = get_member (obj, name);
-    GType type;
-
-    if (node == NULL || !JSON_NODE_HOLDS_VALUE (node))
-        return FALSE;
-    type = json_node_get_value_type (node);
-    if (type == G_TYPE_INT64)
-        *out = (gdouble) json_node_get_int (node);
-    else if (type == G_TYPE_DOUBLE)
-        *out = json_node_get_double (node);
-    else
-        return FALSE;
-    return TRUE;
-}
-
-gboolean
-vmr_cli_json_get_int (JsonObject *obj, const gchar *name, gint64 *out)
-{
-    JsonNode *node = get_member (obj, name);
-    GType type;
-
-    if (node == NULL || !JSON_NODE_HOLDS_VALUE (node))
-        return FALSE;
-    type = json_node_get_value_type (node);
-    if (type != G_TYPE_INT64 && type != G_TYPE_DOUBLE)
-        return FALSE;
-    *out = json_node_get_int (node);
-    return TRUE;
-}
-
-gboolean
-vmr_cli_json_get_boolean (JsonObject *obj, const gchar *name, gboolean fallback)
-{
-    JsonNode *node = get_member (obj, name);
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
-        return fallback;
-    return json_node_get_boolean (node);
-}
+#include "vmr-json.h"
 
 JsonObject *
 vmr_cli_json_expect_object (JsonNode *node, const gchar *command, GError **error)
 {
-    if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node)) {
+    JsonObject *obj = vmr_json_node_object (node);
+
+    if (obj == NULL)
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
                      "unexpected reply to '%s' from virt-mirrord: not an object", command);
-        return NULL;
-    }
-    return json_node_get_object (node);
+    return obj;
 }
 
 JsonArray *
 vmr_cli_json_expect_array (JsonNode *node, const gchar *command, GError **error)
 {
-    if (node == NULL || !JSON_NODE_HOLDS_ARRAY (node)) {
+    JsonArray *array = vmr_json_node_array (node);
+
+    if (array == NULL)
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
                      "unexpected reply to '%s' from virt-mirrord: not a list", command);
-        return NULL;
-    }
-    return json_node_get_array (node);
+    return array;
 }
 
 gchar *

@@ -6,6 +6,7 @@
 #include "cli-table.h"
 #include "units.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 GQuark
 vmr_cli_usage_error_quark (void)
@@ -52,18 +53,18 @@ vmr_cli_output_error (const GError *error, gboolean json)
 static gchar *
 disk_iothreads (JsonObject *disk)
 {
-    JsonArray *ids = vmr_cli_json_get_array (disk, "iothreads");
+    JsonArray *ids = vmr_json_get_array (disk, "iothreads");
     g_autoptr (GString) text = g_string_new (NULL);
 
     for (guint i = 0; ids != NULL && i < json_array_get_length (ids); i++) {
-        JsonNode *id = json_array_get_element (ids, i);
+        const gchar *id = vmr_json_array_string (ids, i);
 
-        if (json_node_get_value_type (id) != G_TYPE_STRING)
+        if (id == NULL)
             continue;
-        g_string_append_printf (text, "%s%s", text->len > 0 ? "," : "", json_node_get_string (id));
+        g_string_append_printf (text, "%s%s", text->len > 0 ? "," : "", id);
     }
     if (text->len == 0)
-        return g_strdup (vmr_cli_json_get_string (disk, "iothread"));
+        return g_strdup (vmr_json_get_string (disk, "iothread"));
     return g_string_free (g_steal_pointer (&text), FALSE);
 }
 
@@ -74,34 +75,33 @@ add_disk_row (VmrCliTable *table, JsonObject *disk)
     g_autofree gchar *iothreads = disk_iothreads (disk);
     gdouble size_bytes = 0;
 
-    if (vmr_cli_json_get_double (disk, "size", &size_bytes) && size_bytes >= 0)
+    if (vmr_json_get_double (disk, "size", &size_bytes) && size_bytes >= 0)
         size = vmr_units_format_bytes ((guint64) size_bytes);
-    vmr_cli_table_add_row (
-        table, vmr_cli_json_get_string (disk, "id"), vmr_cli_json_get_string (disk, "node"),
-        vmr_cli_json_get_string (disk, "format"), size, iothreads,
-        vmr_cli_json_get_string (disk, "job"), vmr_cli_json_get_string (disk, "path"), NULL);
+    vmr_cli_table_add_row (table, vmr_json_get_string (disk, "id"),
+                           vmr_json_get_string (disk, "node"), vmr_json_get_string (disk, "format"),
+                           size, iothreads, vmr_json_get_string (disk, "job"),
+                           vmr_json_get_string (disk, "path"), NULL);
 }
 
 /* "  iothreads: io0 12.5% (tid 1234), io1 (tid 1235)": no figure before a second reading */
 static void
 print_domain_iothreads (JsonObject *domain)
 {
-    JsonArray *threads = vmr_cli_json_get_array (domain, "iothreads");
+    JsonArray *threads = vmr_json_get_array (domain, "iothreads");
     g_autoptr (GString) line = g_string_new (NULL);
 
     for (guint i = 0; threads != NULL && i < json_array_get_length (threads); i++) {
-        JsonNode *node = json_array_get_element (threads, i);
-        JsonObject *thread = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        const gchar *id = vmr_cli_json_get_string (thread, "id");
+        JsonObject *thread = vmr_json_array_object (threads, i);
+        const gchar *id = vmr_json_get_string (thread, "id");
         gdouble cpu = 0;
         gdouble thread_id = 0;
 
         if (id == NULL)
             continue;
         g_string_append_printf (line, "%s%s", line->len > 0 ? ", " : "", id);
-        if (vmr_cli_json_get_double (thread, "cpu", &cpu))
+        if (vmr_json_get_double (thread, "cpu", &cpu))
             g_string_append_printf (line, " %.1f%%", cpu);
-        if (vmr_cli_json_get_double (thread, "thread-id", &thread_id) && thread_id > 0)
+        if (vmr_json_get_double (thread, "thread-id", &thread_id) && thread_id > 0)
             g_string_append_printf (line, " (tid %.0f)", thread_id);
     }
     if (line->len > 0)
@@ -111,14 +111,14 @@ print_domain_iothreads (JsonObject *domain)
 static void
 print_domain (JsonObject *domain)
 {
-    const gchar *name = vmr_cli_json_get_string (domain, "name");
-    const gchar *backend = vmr_cli_json_get_string (domain, "backend");
+    const gchar *name = vmr_json_get_string (domain, "name");
+    const gchar *backend = vmr_json_get_string (domain, "backend");
     /* where the daemon reaches it: a QMP socket, or libvirt's URI */
-    const gchar *monitor = vmr_cli_json_get_string (domain, "monitor") != NULL
-                               ? vmr_cli_json_get_string (domain, "monitor")
-                               : vmr_cli_json_get_string (domain, "uri");
-    gboolean connected = vmr_cli_json_get_boolean (domain, "connected", FALSE);
-    JsonArray *disks = vmr_cli_json_get_array (domain, "disks");
+    const gchar *monitor = vmr_json_get_string (domain, "monitor") != NULL
+                               ? vmr_json_get_string (domain, "monitor")
+                               : vmr_json_get_string (domain, "uri");
+    gboolean connected = vmr_json_bool_or (domain, "connected", FALSE);
+    JsonArray *disks = vmr_json_get_array (domain, "disks");
     g_autoptr (VmrCliTable) table = NULL;
     g_autofree gchar *text = NULL;
 
@@ -132,10 +132,10 @@ print_domain (JsonObject *domain)
     }
     table = vmr_cli_table_new ("DISK", "NODE", "FORMAT", "SIZE", "IOTHREAD", "JOB", "PATH", NULL);
     for (guint i = 0; i < json_array_get_length (disks); i++) {
-        JsonNode *disk = json_array_get_element (disks, i);
+        JsonObject *disk = vmr_json_array_object (disks, i);
 
-        if (JSON_NODE_HOLDS_OBJECT (disk))
-            add_disk_row (table, json_node_get_object (disk));
+        if (disk != NULL)
+            add_disk_row (table, disk);
     }
     text = vmr_cli_table_to_string (table, "  ");
     g_print ("%s", text);
@@ -153,9 +153,9 @@ vmr_cli_output_domains (JsonNode *reply, GError **error)
         return TRUE;
     }
     for (guint i = 0; i < json_array_get_length (domains); i++) {
-        JsonNode *domain = json_array_get_element (domains, i);
+        JsonObject *domain = vmr_json_array_object (domains, i);
 
-        if (!JSON_NODE_HOLDS_OBJECT (domain)) {
+        if (domain == NULL) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
                          "unexpected reply to 'query-domains' from virt-mirrord: "
                          "a domain that is not an object");
@@ -163,7 +163,7 @@ vmr_cli_output_domains (JsonNode *reply, GError **error)
         }
         if (i > 0)
             g_print ("\n");
-        print_domain (json_node_get_object (domain));
+        print_domain (domain);
     }
     return TRUE;
 }
@@ -249,14 +249,13 @@ print_history (JsonArray *history)
 {
     g_print ("History:\n");
     for (guint i = 0; i < json_array_get_length (history); i++) {
-        JsonNode *node = json_array_get_element (history, i);
-        JsonObject *entry = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        const gchar *state = vmr_cli_json_get_string (entry, "state");
-        const gchar *reason = vmr_cli_json_get_string (entry, "reason");
+        JsonObject *entry = vmr_json_array_object (history, i);
+        const gchar *state = vmr_json_get_string (entry, "state");
+        const gchar *reason = vmr_json_get_string (entry, "reason");
         gint64 time_us = 0;
         g_autofree gchar *time_text = NULL;
 
-        vmr_cli_json_get_int (entry, "time", &time_us);
+        vmr_json_get_int (entry, "time", &time_us);
         time_text = vmr_cli_format_time (time_us);
         g_print ("  %s  %s%s%s%s\n", time_text, state != NULL ? state : "?",
                  reason != NULL ? " (" : "", reason != NULL ? reason : "",
@@ -317,8 +316,8 @@ print_policy (const VmrCliJob *job)
 void
 vmr_cli_output_job (const VmrCliJob *job)
 {
-    JsonObject *obj = json_node_get_object (job->node);
-    JsonArray *history = vmr_cli_json_get_array (obj, "history");
+    JsonObject *obj = vmr_json_node_object (job->node);
+    JsonArray *history = vmr_json_get_array (obj, "history");
     g_autofree gchar *source = describe_image (job->source, job->source_format, FALSE);
     g_autofree gchar *state = vmr_cli_job_format_state (job);
     g_autofree gchar *destination
@@ -344,17 +343,17 @@ vmr_cli_output_job (const VmrCliJob *job)
     }
     print_field ("Reason", job->reason);
     print_field ("Source", source);
-    print_field ("Source node", vmr_cli_json_get_string (obj, "source-node"));
+    print_field ("Source node", vmr_json_get_string (obj, "source-node"));
     print_field ("Destination", destination);
     print_field ("Speed limit", speed);
     print_field ("Manual pivot", job->manual_pivot ? "yes" : "no");
-    if (vmr_cli_json_get_string (obj, "group") != NULL) {
+    if (vmr_json_get_string (obj, "group") != NULL) {
         g_autofree gchar *group = g_strdup_printf ("%s (its disks cut over together)",
-                                                   vmr_cli_json_get_string (obj, "group"));
+                                                   vmr_json_get_string (obj, "group"));
 
         print_field ("Group", group);
     }
-    print_field ("Copy mode", vmr_cli_json_get_string (obj, "copy-mode"));
+    print_field ("Copy mode", vmr_json_get_string (obj, "copy-mode"));
     print_field ("Progress", progress);
     print_field ("Rate", rate);
     print_field ("ETA", eta);

@@ -8,6 +8,7 @@
 #include "policy.h"
 #include "vmr-config.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 /* ---- policy check ---- */
 
@@ -150,18 +151,18 @@ describe_origin (const gchar *from)
 static void
 print_load_times (JsonObject *obj)
 {
-    JsonObject *refused = vmr_cli_json_get_object (obj, "refused");
+    JsonObject *refused = vmr_json_get_object (obj, "refused");
     gint64 loaded = 0;
     gint64 when = 0;
 
-    if (vmr_cli_json_get_int (obj, "loaded", &loaded) && loaded > 0) {
+    if (vmr_json_get_int (obj, "loaded", &loaded) && loaded > 0) {
         g_autofree gchar *text = vmr_cli_format_time (loaded);
 
         g_print ("Loaded: %s\n", text);
     }
-    if (refused != NULL && vmr_cli_json_get_int (refused, "time", &when)) {
+    if (refused != NULL && vmr_json_get_int (refused, "time", &when)) {
         g_autofree gchar *text = vmr_cli_format_time (when);
-        const gchar *why = vmr_cli_json_get_string (refused, "error");
+        const gchar *why = vmr_json_get_string (refused, "error");
         g_auto (GStrv) lines = g_strsplit (why != NULL ? why : "", "\n", -1);
 
         g_print ("Last reload refused: %s; the values below are the ones loaded before\n", text);
@@ -184,10 +185,10 @@ print_policy (JsonNode *reply, GError **error)
 
     if (obj == NULL)
         return FALSE;
-    source = vmr_cli_json_get_string (obj, "source");
-    domain = vmr_cli_json_get_string (obj, "domain");
-    disk = vmr_cli_json_get_string (obj, "disk");
-    values = vmr_cli_json_get_array (obj, "values");
+    source = vmr_json_get_string (obj, "source");
+    domain = vmr_json_get_string (obj, "domain");
+    disk = vmr_json_get_string (obj, "disk");
+    values = vmr_json_get_array (obj, "values");
     if (source == NULL || values == NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
                      "unexpected reply to 'query-policy' from virt-mirrord: "
@@ -209,11 +210,10 @@ print_policy (JsonNode *reply, GError **error)
 
     table = vmr_cli_table_new ("KEY", "VALUE", "FROM", NULL);
     for (guint i = 0; i < json_array_get_length (values); i++) {
-        JsonNode *node = json_array_get_element (values, i);
-        JsonObject *value = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        const gchar *key = vmr_cli_json_get_string (value, "key");
-        g_autofree gchar *shown = describe_value (key, vmr_cli_json_get_string (value, "value"));
-        g_autofree gchar *from = describe_origin (vmr_cli_json_get_string (value, "from"));
+        JsonObject *value = vmr_json_array_object (values, i);
+        const gchar *key = vmr_json_get_string (value, "key");
+        g_autofree gchar *shown = describe_value (key, vmr_json_get_string (value, "value"));
+        g_autofree gchar *from = describe_origin (vmr_json_get_string (value, "from"));
 
         vmr_cli_table_add_row (table, key, shown, from, NULL);
     }
@@ -274,7 +274,7 @@ vmr_cli_cmd_reload (const VmrCliCommand *cmd, VmrCliSession *session, gchar **ar
     obj = vmr_cli_json_expect_object (reply, "reload", error);
     if (obj == NULL)
         return FALSE;
-    source = vmr_cli_json_get_string (obj, "source");
+    source = vmr_json_get_string (obj, "source");
     if (source == NULL || g_str_equal (source, "built-in"))
         g_print ("Policy reloaded: built-in values (no policy file)\n");
     else

@@ -6,6 +6,7 @@
 
 #include "cli-json.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 /* the daemon answers at once; a slow greeting means a wrong socket */
 #define VMR_CLI_CONNECT_TIMEOUT_MS 5000
@@ -103,7 +104,7 @@ connect_daemon (const gchar *socket_path, GError **error)
 
     /* a QEMU monitor greets the same way; catch a --connect to the wrong socket */
     greeting = vmr_qmp_client_get_greeting (client);
-    version = vmr_cli_json_get_object (greeting, "version");
+    version = vmr_json_get_object (greeting, "version");
     if (version == NULL || !json_object_has_member (version, "virt-mirror")) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_DISCONNECTED,
                      "%s is not the control socket of virt-mirrord (is it a QEMU monitor?)",

@@ -12,6 +12,7 @@
 #include "cli-output.h"
 #include "units.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 #define VMR_CLI_BAR_MIN_WIDTH 10
 #define VMR_CLI_BAR_MAX_WIDTH 30
@@ -56,12 +57,12 @@ pacer_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint6
                 gpointer user_data)
 {
     VmrCliWaitPacer *self = user_data;
-    const gchar *state = vmr_cli_json_get_string (data, "state");
+    const gchar *state = vmr_json_get_string (data, "state");
 
     if (!g_str_equal (name, "JOB_STATE_CHANGED"))
         return;
     if (self->job_id != NULL
-            ? g_strcmp0 (vmr_cli_json_get_string (data, "id"), self->job_id) == 0
+            ? g_strcmp0 (vmr_json_get_string (data, "id"), self->job_id) == 0
             : g_strcmp0 (state, "completed") == 0 || g_strcmp0 (state, "failed") == 0
                   || g_strcmp0 (state, "cancelled") == 0)
         pacer_wake (self);
@@ -262,18 +263,17 @@ static gboolean
 print_new_states (WaitState *state)
 {
     const VmrCliJob *job = state->job;
-    JsonArray *history = vmr_cli_json_get_array (json_node_get_object (job->node), "history");
+    JsonArray *history = vmr_json_get_array (vmr_json_node_object (job->node), "history");
     guint n_entries = history != NULL ? json_array_get_length (history) : 0;
     gboolean printed = FALSE;
 
     for (guint i = state->shown_history; i < n_entries; i++) {
-        JsonNode *node = json_array_get_element (history, i);
-        JsonObject *entry = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        const gchar *entry_state = vmr_cli_json_get_string (entry, "state");
+        JsonObject *entry = vmr_json_array_object (history, i);
+        const gchar *entry_state = vmr_json_get_string (entry, "state");
 
         if (entry_state == NULL)
             continue;
-        print_state_line (state, entry_state, vmr_cli_json_get_string (entry, "reason"));
+        print_state_line (state, entry_state, vmr_json_get_string (entry, "reason"));
         printed = TRUE;
     }
     state->shown_history = MAX (state->shown_history, n_entries);

@@ -9,6 +9,7 @@
 
 #include "qmp-stream.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 struct _VmrQmpClient {
     GObject parent_instance;
@@ -73,35 +74,11 @@ fail_all_pending (VmrQmpClient *self, const GError *error)
     }
 }
 
-/*
- * json-glib's typed getters raise a critical when a member has another type;
- * what the peer sends must never do that, so these check the type first
- */
-static const gchar *
-get_string_member (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (obj, name);
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string (node);
-}
-
-static gint64
-get_int_member (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (obj, name);
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_INT64)
-        return 0;
-    return json_node_get_int (node);
-}
-
 static GError *
 error_from_qmp (JsonObject *error_obj)
 {
-    const gchar *class_name = get_string_member (error_obj, "class");
-    const gchar *desc = get_string_member (error_obj, "desc");
+    const gchar *class_name = vmr_json_get_string (error_obj, "class");
+    const gchar *desc = vmr_json_get_string (error_obj, "desc");
 
     return g_error_new_literal (VMR_ERROR, vmr_error_code_from_class (class_name),
                                 desc != NULL ? desc : "unknown error");
@@ -111,29 +88,27 @@ static void
 handle_reply (VmrQmpClient *self, JsonObject *msg)
 {
     g_autoptr (GTask) task = NULL;
-    JsonNode *id_node = json_object_get_member (msg, "id");
-    const gchar *id;
+    const gchar *id = vmr_json_get_string (msg, "id");
     PendingCommand *cmd;
 
-    if (id_node == NULL || json_node_get_value_type (id_node) != G_TYPE_STRING) {
+    if (id == NULL) {
         g_debug ("dropping a reply without a known id");
         return;
     }
-    id = json_node_get_string (id_node);
     if (!g_hash_table_steal_extended (self->pending, id, NULL, (gpointer *) &task)) {
         g_debug ("dropping a reply to '%s', which is no longer pending", id);
         return;
     }
     cmd = g_task_get_task_data (task);
     if (json_object_has_member (msg, "error")) {
-        JsonNode *err = json_object_get_member (msg, "error");
+        JsonObject *err = vmr_json_get_object (msg, "error");
 
-        if (!JSON_NODE_HOLDS_OBJECT (err)) {
+        if (err == NULL) {
             g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_PROTOCOL,
                                      "malformed error reply to '%s'", cmd->command);
             return;
         }
-        g_task_return_error (task, error_from_qmp (json_node_get_object (err)));
+        g_task_return_error (task, error_from_qmp (err));
         return;
     }
     g_task_return_pointer (task, json_node_copy (json_object_get_member (msg, "return")),
@@ -143,15 +118,15 @@ handle_reply (VmrQmpClient *self, JsonObject *msg)
 static void
 handle_greeting (VmrQmpClient *self, JsonObject *msg)
 {
-    JsonNode *qmp = json_object_get_member (msg, "QMP");
+    JsonObject *qmp = vmr_json_get_object (msg, "QMP");
 
-    if (!JSON_NODE_HOLDS_OBJECT (qmp)) {
+    if (qmp == NULL) {
         g_autoptr (GTask) task = g_steal_pointer (&self->connect_task);
 
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_PROTOCOL, "malformed QMP greeting");
         return;
     }
-    self->greeting = json_object_ref (json_node_get_object (qmp));
+    self->greeting = json_object_ref (qmp);
 }
 
 static void
@@ -182,26 +157,20 @@ stream_message_cb (VmrQmpStream *stream, JsonObject *msg, gpointer user_data)
         return;
     }
     if (json_object_has_member (msg, "event")) {
-        const gchar *name = get_string_member (msg, "event");
+        const gchar *name = vmr_json_get_string (msg, "event");
+        JsonObject *data_given = vmr_json_get_object (msg, "data");
+        JsonObject *ts = vmr_json_get_object (msg, "timestamp");
         g_autoptr (JsonObject) data = NULL;
-        JsonNode *data_node = json_object_get_member (msg, "data");
-        JsonNode *ts_node = json_object_get_member (msg, "timestamp");
         gint64 timestamp_us = 0;
 
         if (name == NULL) {
             g_debug ("dropping an event without a name");
             return;
         }
-        if (data_node != NULL && JSON_NODE_HOLDS_OBJECT (data_node))
-            data = json_object_ref (json_node_get_object (data_node));
-        else
-            data = json_object_new ();
-        if (ts_node != NULL && JSON_NODE_HOLDS_OBJECT (ts_node)) {
-            JsonObject *ts = json_node_get_object (ts_node);
-
-            timestamp_us = get_int_member (ts, "seconds") * G_USEC_PER_SEC
-                           + get_int_member (ts, "microseconds");
-        }
+        data = data_given != NULL ? json_object_ref (data_given) : json_object_new ();
+        if (ts != NULL)
+            timestamp_us = vmr_json_int_or (ts, "seconds", 0) * G_USEC_PER_SEC
+                           + vmr_json_int_or (ts, "microseconds", 0);
         g_signal_emit (self, signals[SIGNAL_EVENT], 0, name, data, timestamp_us);
         return;
     }
@@ -611,21 +580,13 @@ vmr_qmp_client_class_init (VmrQmpClientClass *klass)
 gboolean
 vmr_qmp_schema_has_command (JsonNode *schema, const gchar *command)
 {
-    JsonArray *entries;
+    JsonArray *entries = vmr_json_node_array (schema);
 
-    if (schema == NULL || !JSON_NODE_HOLDS_ARRAY (schema))
-        return FALSE;
-    entries = json_node_get_array (schema);
-    for (guint i = 0; i < json_array_get_length (entries); i++) {
-        JsonNode *node = json_array_get_element (entries, i);
-        JsonObject *entry = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+    for (guint i = 0; entries != NULL && i < json_array_get_length (entries); i++) {
+        JsonObject *entry = vmr_json_array_object (entries, i);
 
-        if (entry != NULL
-            && g_strcmp0 (json_object_get_string_member_with_default (entry, "meta-type", NULL),
-                          "command")
-                   == 0
-            && g_strcmp0 (json_object_get_string_member_with_default (entry, "name", NULL), command)
-                   == 0)
+        if (g_strcmp0 (vmr_json_get_string (entry, "meta-type"), "command") == 0
+            && g_strcmp0 (vmr_json_get_string (entry, "name"), command) == 0)
             return TRUE;
     }
     return FALSE;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 struct _VmrQmpStream {
     GObject parent_instance;
@@ -40,19 +41,19 @@ vmr_qmp_parse_line (const gchar *line, gsize len, GError **error)
 {
     g_autoptr (JsonParser) parser = json_parser_new_immutable ();
     g_autoptr (GError) parse_error = NULL;
-    JsonNode *root;
+    JsonObject *root;
 
     if (!json_parser_load_from_data (parser, line, (gssize) len, &parse_error)) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "JSON parse error: %s",
                      parse_error->message);
         return NULL;
     }
-    root = json_parser_get_root (parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)) {
+    root = vmr_json_node_object (json_parser_get_root (parser));
+    if (root == NULL) {
         g_set_error_literal (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "expected a JSON object");
         return NULL;
     }
-    return json_object_ref (json_node_get_object (root));
+    return json_object_ref (root);
 }
 
 gchar *

@@ -8,85 +8,7 @@
 
 #include "backend-qmp.h"
 #include "vmr-error.h"
-
-/* ---- arguments ---- */
-
-/* checks @args against @spec: unknown, missing and mistyped arguments */
-gboolean
-vmr_control_check_args (JsonObject *args, const ArgSpec *spec, GError **error)
-{
-    g_autoptr (GList) members = json_object_get_members (args);
-
-    for (GList *l = members; l != NULL; l = l->next) {
-        gboolean known = FALSE;
-
-        for (const ArgSpec *s = spec; s != NULL && s->name != NULL; s++)
-            known |= g_strcmp0 (s->name, l->data) == 0;
-        if (!known) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "parameter '%s' is unexpected", (const gchar *) l->data);
-            return FALSE;
-        }
-    }
-    for (const ArgSpec *s = spec; s != NULL && s->name != NULL; s++) {
-        JsonNode *node = json_object_get_member (args, s->name);
-        GType value_type;
-
-        if (node == NULL || JSON_NODE_HOLDS_NULL (node)) {
-            if (s->required) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "parameter '%s' is missing", s->name);
-                return FALSE;
-            }
-            continue;
-        }
-        value_type = JSON_NODE_HOLDS_VALUE (node) ? json_node_get_value_type (node) : G_TYPE_NONE;
-        if (s->type == ARG_ARRAY) {
-            if (!JSON_NODE_HOLDS_ARRAY (node)) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "parameter '%s' must be an array", s->name);
-                return FALSE;
-            }
-            continue;
-        }
-        if ((s->type == ARG_STRING && value_type != G_TYPE_STRING)
-            || (s->type == ARG_BOOL && value_type != G_TYPE_BOOLEAN)
-            || (s->type == ARG_UINT
-                && (value_type != G_TYPE_INT64 || json_node_get_int (node) < 0))) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "parameter '%s' must be %s",
-                         s->name,
-                         s->type == ARG_STRING ? "a string"
-                         : s->type == ARG_BOOL ? "a boolean"
-                                               : "a non-negative integer");
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
-static const gchar *
-arg_string (JsonObject *args, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (args, name);
-
-    return node != NULL && !JSON_NODE_HOLDS_NULL (node) ? json_node_get_string (node) : NULL;
-}
-
-static gboolean
-arg_bool (JsonObject *args, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (args, name);
-
-    return node != NULL && !JSON_NODE_HOLDS_NULL (node) && json_node_get_boolean (node);
-}
-
-static guint64
-arg_uint (JsonObject *args, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (args, name);
-
-    return node != NULL && !JSON_NODE_HOLDS_NULL (node) ? (guint64) json_node_get_int (node) : 0;
-}
+#include "vmr-json.h"
 
 /* ---- commands ---- */
 
@@ -144,8 +66,8 @@ attach_connect_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 static void
 handle_attach (Request *req, JsonObject *args)
 {
-    const gchar *name = arg_string (args, "name");
-    const gchar *monitor_path = arg_string (args, "qmp");
+    const gchar *name = vmr_json_get_string (args, "name");
+    const gchar *monitor_path = vmr_json_get_string (args, "qmp");
     g_autoptr (GError) error = NULL;
     AttachData *data;
 
@@ -175,7 +97,7 @@ handle_detach (Request *req, JsonObject *args)
 {
     g_autoptr (GError) error = NULL;
 
-    if (!vmr_engine_detach (req->server->engine, arg_string (args, "name"), &error)) {
+    if (!vmr_engine_detach (req->server->engine, vmr_json_get_string (args, "name"), &error)) {
         vmr_control_request_error (req, error);
         return;
     }
@@ -259,23 +181,19 @@ parse_targets (JsonArray *array, GError **error)
     g_autoptr (GArray) targets = g_array_new (FALSE, TRUE, sizeof (VmrMigrateTarget));
 
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonNode *node = json_array_get_element (array, i);
-        JsonObject *obj = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        JsonNode *disk = obj != NULL ? json_object_get_member (obj, "disk") : NULL;
-        JsonNode *dest = obj != NULL ? json_object_get_member (obj, "destination") : NULL;
-        VmrMigrateTarget target = { 0 };
+        JsonObject *obj = vmr_json_array_object (array, i);
+        VmrMigrateTarget target = {
+            .disk = vmr_json_get_string (obj, "disk"),
+            .destination = vmr_json_get_string (obj, "destination"),
+        };
 
-        if (disk == NULL || dest == NULL || json_node_get_value_type (disk) != G_TYPE_STRING
-            || json_node_get_value_type (dest) != G_TYPE_STRING
-            || json_object_get_size (obj) != 2) {
+        if (target.disk == NULL || target.destination == NULL || json_object_get_size (obj) != 2) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                          "parameter 'disks' must be a list of {\"disk\", \"destination\"} "
                          "objects (element %u is not)",
                          i);
             return NULL;
         }
-        target.disk = json_node_get_string (disk);
-        target.destination = json_node_get_string (dest);
         g_array_append_val (targets, target);
     }
     if (targets->len < 2) {
@@ -290,30 +208,29 @@ parse_targets (JsonArray *array, GError **error)
 static void
 handle_migrate (Request *req, JsonObject *args)
 {
-    JsonNode *disks = json_object_get_member (args, "disks");
+    JsonArray *disks = vmr_json_get_array (args, "disks");
     g_autoptr (GArray) targets = NULL;
     g_autoptr (GError) error = NULL;
     MigrateReply *reply;
     VmrMigrateRequest request = {
-        .domain = arg_string (args, "domain"),
-        .disk = arg_string (args, "disk"),
-        .destination = arg_string (args, "destination"),
-        .format = arg_string (args, "format"),
-        .reuse = arg_bool (args, "reuse"),
-        .speed = arg_uint (args, "speed"),
-        .speed_given = json_object_has_member (args, "speed")
-                       && !JSON_NODE_HOLDS_NULL (json_object_get_member (args, "speed")),
-        .manual_pivot = arg_bool (args, "manual-pivot"),
+        .domain = vmr_json_get_string (args, "domain"),
+        .disk = vmr_json_get_string (args, "disk"),
+        .destination = vmr_json_get_string (args, "destination"),
+        .format = vmr_json_get_string (args, "format"),
+        .reuse = vmr_json_bool_or (args, "reuse", FALSE),
+        .manual_pivot = vmr_json_bool_or (args, "manual-pivot", FALSE),
     };
 
-    if (disks != NULL && !JSON_NODE_HOLDS_NULL (disks)) {
+    request.speed_given = vmr_json_get_uint (args, "speed", &request.speed);
+
+    if (disks != NULL) {
         if (request.disk != NULL || request.destination != NULL) {
             g_set_error_literal (&error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                  "give either 'disks' or 'disk' and 'destination', not both");
             vmr_control_request_error (req, error);
             return;
         }
-        targets = parse_targets (json_node_get_array (disks), &error);
+        targets = parse_targets (disks, &error);
         if (targets == NULL) {
             vmr_control_request_error (req, error);
             return;
@@ -350,15 +267,14 @@ static void
 handle_evacuate (Request *req, JsonObject *args)
 {
     VmrEvacuateRequest request = {
-        .from = arg_string (args, "from"),
-        .to = arg_string (args, "to"),
-        .domains = arg_string (args, "domains"),
-        .format = arg_string (args, "format"),
-        .speed = arg_uint (args, "speed"),
-        .speed_given = json_object_has_member (args, "speed")
-                       && !JSON_NODE_HOLDS_NULL (json_object_get_member (args, "speed")),
-        .dry_run = arg_bool (args, "dry-run"),
+        .from = vmr_json_get_string (args, "from"),
+        .to = vmr_json_get_string (args, "to"),
+        .domains = vmr_json_get_string (args, "domains"),
+        .format = vmr_json_get_string (args, "format"),
+        .dry_run = vmr_json_bool_or (args, "dry-run", FALSE),
     };
+
+    request.speed_given = vmr_json_get_uint (args, "speed", &request.speed);
 
     vmr_engine_evacuate_async (req->server->engine, &request, NULL, evacuate_cb, req);
 }
@@ -373,7 +289,8 @@ static void
 handle_query_job (Request *req, JsonObject *args)
 {
     g_autoptr (GError) error = NULL;
-    VmrJob *job = vmr_engine_lookup_job (req->server->engine, arg_string (args, "id"), &error);
+    VmrJob *job
+        = vmr_engine_lookup_job (req->server->engine, vmr_json_get_string (args, "id"), &error);
 
     if (job == NULL) {
         vmr_control_request_error (req, error);
@@ -385,8 +302,8 @@ handle_query_job (Request *req, JsonObject *args)
 static void
 job_command (Request *req, JsonObject *args, VmrJobCommand command)
 {
-    vmr_engine_job_command_async (req->server->engine, arg_string (args, "id"), command,
-                                  arg_uint (args, "speed"), NULL, job_reply_cb, req);
+    vmr_engine_job_command_async (req->server->engine, vmr_json_get_string (args, "id"), command,
+                                  vmr_json_uint_or (args, "speed", 0), NULL, job_reply_cb, req);
 }
 
 static void
@@ -422,7 +339,7 @@ handle_job_set_speed (Request *req, JsonObject *args)
 static void
 handle_job_set_copy_mode (Request *req, JsonObject *args)
 {
-    const gchar *mode = arg_string (args, "mode");
+    const gchar *mode = vmr_json_get_string (args, "mode");
     g_autoptr (GError) error = NULL;
 
     /* QEMU can only go from background to write-blocking */
@@ -455,8 +372,9 @@ static void
 handle_query_policy (Request *req, JsonObject *args)
 {
     g_autoptr (GError) error = NULL;
-    JsonObject *obj = vmr_engine_show_policy (req->server->engine, arg_string (args, "domain"),
-                                              arg_string (args, "disk"), &error);
+    JsonObject *obj
+        = vmr_engine_show_policy (req->server->engine, vmr_json_get_string (args, "domain"),
+                                  vmr_json_get_string (args, "disk"), &error);
 
     if (obj == NULL) {
         vmr_control_request_error (req, error);
@@ -473,10 +391,10 @@ static void
 handle_hook_event (Request *req, JsonObject *args)
 {
     g_autoptr (VmrEngine) engine = g_object_ref (req->server->engine);
-    g_autofree gchar *domain = g_strdup (arg_string (args, "domain"));
-    g_autofree gchar *op = g_strdup (arg_string (args, "op"));
-    g_autofree gchar *subop = g_strdup (arg_string (args, "subop"));
-    g_autofree gchar *uuid = g_strdup (arg_string (args, "uuid"));
+    g_autofree gchar *domain = g_strdup (vmr_json_get_string (args, "domain"));
+    g_autofree gchar *op = g_strdup (vmr_json_get_string (args, "op"));
+    g_autofree gchar *subop = g_strdup (vmr_json_get_string (args, "subop"));
+    g_autofree gchar *uuid = g_strdup (vmr_json_get_string (args, "uuid"));
 
     vmr_control_request_return_object (req, json_object_new ());
     vmr_engine_hook_event (engine, domain, op, subop, uuid);

@@ -1,7 +1,7 @@
 /*
- * The control socket's server: listening, the client connections, replies to
- * a request, dispatch of a message to its command (control-commands.c) and
- * the job events sent to every client.
+ * The control socket's server: listening, the client connections, dispatch
+ * of a message to its command (control-commands.c) and the job events sent
+ * to every client. Requests are answered through control-request.c.
  */
 #define G_LOG_DOMAIN "vmr-daemon"
 
@@ -12,107 +12,36 @@
 #include <sys/stat.h>
 
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 G_DEFINE_TYPE (VmrControlServer, vmr_control_server, G_TYPE_OBJECT)
-
-/* ---- replies ---- */
-
-static void
-request_free (Request *req)
-{
-    g_object_unref (req->server);
-    g_object_unref (req->stream);
-    g_clear_pointer (&req->id, json_node_unref);
-    g_free (req->command);
-    g_free (req);
-}
-
-static void
-request_reply (Request *req, const gchar *member, JsonNode *value)
-{
-    g_autoptr (JsonObject) msg = json_object_new ();
-
-    json_object_set_member (msg, member, value);
-    if (req->id != NULL)
-        json_object_set_member (msg, "id", json_node_copy (req->id));
-    vmr_qmp_stream_send (req->stream, msg);
-}
-
-/* answers with @value (consumed) and frees @req */
-static void
-request_return (Request *req, JsonNode *value)
-{
-    request_reply (req, "return", value);
-    request_free (req);
-}
-
-void
-vmr_control_request_return_object (Request *req, JsonObject *obj)
-{
-    JsonNode *node = json_node_new (JSON_NODE_OBJECT);
-
-    json_node_take_object (node, obj);
-    request_return (req, node);
-}
-
-void
-vmr_control_request_return_array (Request *req, JsonArray *array)
-{
-    JsonNode *node = json_node_new (JSON_NODE_ARRAY);
-
-    json_node_take_array (node, array);
-    request_return (req, node);
-}
-
-/* answers with @error and frees @req */
-void
-vmr_control_request_error (Request *req, const GError *error)
-{
-    JsonObject *err = json_object_new ();
-    JsonNode *node = json_node_new (JSON_NODE_OBJECT);
-    gint code = error->domain == VMR_ERROR ? error->code : VMR_ERROR_FAILED;
-
-    g_message ("%s: %s", req->command, error->message);
-    json_object_set_string_member (err, "class", vmr_error_class_name (code));
-    json_object_set_string_member (err, "desc", error->message);
-    json_node_take_object (node, err);
-    request_reply (req, "error", node);
-    request_free (req);
-}
 
 /* ---- dispatch ---- */
 
 static void
 dispatch (VmrControlServer *self, VmrQmpStream *stream, JsonObject *msg)
 {
-    Request *req = g_new0 (Request, 1);
-    JsonNode *execute = json_object_get_member (msg, "execute");
+    const gchar *command = vmr_json_get_string (msg, "execute");
     JsonNode *args_node = json_object_get_member (msg, "arguments");
+    JsonObject *args_given = vmr_json_node_object (args_node);
+    Request *req = vmr_control_request_new (self, stream, json_object_get_member (msg, "id"),
+                                            command != NULL ? command : "(none)");
     g_autoptr (JsonObject) args = NULL;
     g_autoptr (GError) error = NULL;
 
-    req->server = g_object_ref (self);
-    req->stream = g_object_ref (stream);
-    if (json_object_has_member (msg, "id"))
-        req->id = json_node_copy (json_object_get_member (msg, "id"));
-    if (execute == NULL || json_node_get_value_type (execute) != G_TYPE_STRING) {
-        req->command = g_strdup ("(none)");
+    if (command == NULL) {
         error = g_error_new_literal (VMR_ERROR, VMR_ERROR_GENERIC,
                                      "expected a member 'execute' naming a command");
         vmr_control_request_error (req, error);
         return;
     }
-    req->command = g_strdup (json_node_get_string (execute));
-    if (args_node != NULL && !JSON_NODE_HOLDS_OBJECT (args_node)
-        && !JSON_NODE_HOLDS_NULL (args_node)) {
+    if (args_node != NULL && args_given == NULL && !JSON_NODE_HOLDS_NULL (args_node)) {
         error = g_error_new_literal (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                      "'arguments' must be an object");
         vmr_control_request_error (req, error);
         return;
     }
-    args = args_node != NULL && JSON_NODE_HOLDS_OBJECT (args_node)
-               ? json_object_ref (json_node_get_object (args_node))
-               : json_object_new ();
+    args = args_given != NULL ? json_object_ref (args_given) : json_object_new ();
     for (gsize i = 0; i < vmr_control_n_commands; i++) {
         if (g_strcmp0 (vmr_control_commands[i].name, req->command) != 0)
             continue;

@@ -6,6 +6,7 @@
 #include <glib/gstdio.h>
 
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 static const gchar *const state_names[] = {
     [VMR_JOB_STATE_QUEUED] = "queued",     [VMR_JOB_STATE_DELAYED] = "delayed",
@@ -258,105 +259,62 @@ vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error)
     return TRUE;
 }
 
-static const gchar *
-record_string (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (obj, name);
-
-    return node != NULL && JSON_NODE_HOLDS_VALUE (node)
-                   && json_node_get_value_type (node) == G_TYPE_STRING
-               ? json_node_get_string (node)
-               : NULL;
-}
-
-static gint64
-record_int (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    return node != NULL && JSON_NODE_HOLDS_VALUE (node)
-                   && json_node_get_value_type (node) == G_TYPE_INT64
-               ? json_node_get_int (node)
-               : 0;
-}
-
-static gboolean
-record_bool (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    return node != NULL && JSON_NODE_HOLDS_VALUE (node)
-           && json_node_get_value_type (node) == G_TYPE_BOOLEAN && json_node_get_boolean (node);
-}
-
-static JsonObject *
-record_object (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = json_object_get_member (obj, name);
-
-    return node != NULL && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-}
-
 /* the job of one record, or NULL with @error */
 static VmrJob *
 job_from_record (JsonObject *obj, GError **error)
 {
-    const gchar *id = record_string (obj, "id");
-    const gchar *domain = record_string (obj, "domain");
-    const gchar *disk = record_string (obj, "disk");
-    const gchar *state = record_string (obj, "state");
-    JsonObject *progress = record_object (obj, "progress");
-    JsonObject *resume = record_object (obj, "resume");
-    JsonNode *history = json_object_get_member (obj, "history");
+    const gchar *id = vmr_json_get_string (obj, "id");
+    const gchar *domain = vmr_json_get_string (obj, "domain");
+    const gchar *disk = vmr_json_get_string (obj, "disk");
+    const gchar *state = vmr_json_get_string (obj, "state");
+    JsonObject *progress = vmr_json_get_object (obj, "progress");
+    JsonObject *resume = vmr_json_get_object (obj, "resume");
+    JsonArray *history = vmr_json_get_array (obj, "history");
     g_autoptr (VmrJob) job = NULL;
 
     if (id == NULL || domain == NULL || disk == NULL || state == NULL
-        || record_string (obj, "destination") == NULL
+        || vmr_json_get_string (obj, "destination") == NULL
         || vmr_job_state_from_string (state) == VMR_JOB_STATE_LAST) {
         g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                              "not a job record (id, domain, disk, destination or state missing)");
         return NULL;
     }
-    job = vmr_job_new (id, domain, disk, record_int (obj, "created"));
-    job->source = g_strdup (record_string (obj, "source"));
-    job->source_format = g_strdup (record_string (obj, "source-format"));
-    job->source_node = g_strdup (record_string (obj, "source-node"));
-    job->source_file_node = g_strdup (record_string (obj, "source-file-node"));
+    job = vmr_job_new (id, domain, disk, vmr_json_int_or (obj, "created", 0));
+    job->source = g_strdup (vmr_json_get_string (obj, "source"));
+    job->source_format = g_strdup (vmr_json_get_string (obj, "source-format"));
+    job->source_node = g_strdup (vmr_json_get_string (obj, "source-node"));
+    job->source_file_node = g_strdup (vmr_json_get_string (obj, "source-file-node"));
     /* its kind and admission group are those of what the path is now */
-    job->dest
-        = vmr_destination_new (record_string (obj, "destination"), record_string (obj, "format"),
-                               record_bool (obj, "created-destination"), error);
+    job->dest = vmr_destination_new (vmr_json_get_string (obj, "destination"),
+                                     vmr_json_get_string (obj, "format"),
+                                     vmr_json_bool_or (obj, "created-destination", FALSE), error);
     if (job->dest == NULL)
         return NULL;
-    job->manual_pivot = record_bool (obj, "manual-pivot");
-    job->group = g_strdup (record_string (obj, "group"));
-    job->write_blocking = g_strcmp0 (record_string (obj, "copy-mode"), "write-blocking") == 0;
-    job->speed = (guint64) MAX (record_int (obj, "speed"), 0);
-    job->base_speed = (guint64) MAX (record_int (resume, "base-speed"), 0);
-    job->speed_from_user = record_bool (resume, "speed-from-user");
-    job->user_paused = record_bool (resume, "user-paused");
-    job->ready = record_bool (resume, "ready");
-    job->total_bytes = (guint64) MAX (record_int (progress, "total"), 0);
-    job->done_bytes = (guint64) MAX (record_int (progress, "done"), 0);
+    job->manual_pivot = vmr_json_bool_or (obj, "manual-pivot", FALSE);
+    job->group = g_strdup (vmr_json_get_string (obj, "group"));
+    job->write_blocking = g_strcmp0 (vmr_json_get_string (obj, "copy-mode"), "write-blocking") == 0;
+    job->speed = vmr_json_uint_or (obj, "speed", 0);
+    job->base_speed = vmr_json_uint_or (resume, "base-speed", 0);
+    job->speed_from_user = vmr_json_bool_or (resume, "speed-from-user", FALSE);
+    job->user_paused = vmr_json_bool_or (resume, "user-paused", FALSE);
+    job->ready = vmr_json_bool_or (resume, "ready", FALSE);
+    job->total_bytes = vmr_json_uint_or (progress, "total", 0);
+    job->done_bytes = vmr_json_uint_or (progress, "done", 0);
     /* the history as recorded; the state is the last of it */
     g_array_set_size (job->history, 0);
-    for (guint i = 0; history != NULL && JSON_NODE_HOLDS_ARRAY (history)
-                      && i < json_array_get_length (json_node_get_array (history));
-         i++) {
-        JsonNode *entry_node = json_array_get_element (json_node_get_array (history), i);
-        JsonObject *entry
-            = JSON_NODE_HOLDS_OBJECT (entry_node) ? json_node_get_object (entry_node) : NULL;
+    for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
+        JsonObject *entry = vmr_json_array_object (history, i);
         VmrJobTransition t;
 
-        if (entry == NULL || record_string (entry, "state") == NULL)
+        if (vmr_json_get_string (entry, "state") == NULL)
             continue;
-        t.state = vmr_job_state_from_string (record_string (entry, "state"));
-        t.time_us = record_int (entry, "time");
+        t.state = vmr_job_state_from_string (vmr_json_get_string (entry, "state"));
+        t.time_us = vmr_json_int_or (entry, "time", 0);
         if (t.state != VMR_JOB_STATE_LAST)
             g_array_append_val (job->history, t);
     }
     job->state = vmr_job_state_from_string (state);
-    job->updated_us = record_int (obj, "updated");
+    job->updated_us = vmr_json_int_or (obj, "updated", 0);
     job->orphaned = TRUE;
     return g_steal_pointer (&job);
 }
@@ -384,7 +342,7 @@ vmr_job_load_records (const gchar *state_dir)
         g_autofree gchar *path = NULL;
         g_autoptr (JsonParser) parser = NULL;
         g_autoptr (GError) error = NULL;
-        JsonNode *root;
+        JsonObject *root;
         VmrJob *job;
 
         if (!g_str_has_prefix (name, "vmr-") || !g_str_has_suffix (name, ".json"))
@@ -395,10 +353,8 @@ vmr_job_load_records (const gchar *state_dir)
             g_warning ("cannot read job record %s: %s", path, error->message);
             continue;
         }
-        root = json_parser_get_root (parser);
-        job = root != NULL && JSON_NODE_HOLDS_OBJECT (root)
-                  ? job_from_record (json_node_get_object (root), &error)
-                  : NULL;
+        root = vmr_json_node_object (json_parser_get_root (parser));
+        job = root != NULL ? job_from_record (root, &error) : NULL;
         if (job == NULL) {
             g_warning ("cannot read job record %s: %s", path,
                        error != NULL ? error->message : "not a JSON object");

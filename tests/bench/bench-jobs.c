@@ -82,8 +82,8 @@ event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 time
           gpointer user_data)
 {
     VmrBenchJobLog *log = user_data;
-    const gchar *id = vmr_bench_member_string (data, "id");
-    const gchar *status = vmr_bench_member_string (data, "status");
+    const gchar *id = vmr_json_get_string (data, "id");
+    const gchar *status = vmr_json_get_string (data, "status");
     guint index;
     g_autofree gchar *key = NULL;
     JobSpans *spans;

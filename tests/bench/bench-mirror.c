@@ -162,14 +162,14 @@ qemu_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64
 {
     Bench *self = user_data;
     RunEvents *ev = &self->ev;
-    const gchar *status = vmr_bench_member_string (data, "status");
+    const gchar *status = vmr_json_get_string (data, "status");
 
     /* each run has a QEMU of its own: every job event is about the run's job */
     if (g_strcmp0 (name, "JOB_STATUS_CHANGE") == 0) {
         if (g_strcmp0 (status, "running") == 0 && ev->running_us == 0) {
             ev->running_us = timestamp_us;
         } else if (g_strcmp0 (status, "ready") == 0) {
-            job_ready (self, vmr_bench_member_string (data, "id"));
+            job_ready (self, vmr_json_get_string (data, "id"));
         } else if (g_strcmp0 (status, "concluded") == 0 && ev->concluded_mono == 0) {
             ev->concluded_us = timestamp_us;
             ev->concluded_mono = g_get_monotonic_time ();
@@ -177,10 +177,10 @@ qemu_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64
     } else if (g_strcmp0 (name, "BLOCK_JOB_READY") == 0) {
         if (ev->ready_us == 0)
             ev->ready_us = timestamp_us;
-        job_ready (self, vmr_bench_member_string (data, "device"));
+        job_ready (self, vmr_json_get_string (data, "device"));
     } else if (g_strcmp0 (name, "BLOCK_JOB_COMPLETED") == 0
-               && vmr_bench_member_string (data, "error") != NULL && ev->job_error == NULL) {
-        ev->job_error = g_strdup (vmr_bench_member_string (data, "error"));
+               && vmr_json_get_string (data, "error") != NULL && ev->job_error == NULL) {
+        ev->job_error = g_strdup (vmr_json_get_string (data, "error"));
     } else if (g_strcmp0 (name, "BLOCK_JOB_CANCELLED") == 0 && ev->job_error == NULL) {
         ev->job_error = g_strdup ("QEMU cancelled the job");
     }
@@ -192,17 +192,17 @@ control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gin
 {
     Bench *self = user_data;
     RunEvents *ev = &self->ev;
-    const gchar *state = vmr_bench_member_string (data, "state");
+    const gchar *state = vmr_json_get_string (data, "state");
 
     if (g_strcmp0 (name, "JOB_STATE_CHANGED") != 0 || ev->domain == NULL
-        || g_strcmp0 (vmr_bench_member_string (data, "domain"), ev->domain) != 0 || state == NULL)
+        || g_strcmp0 (vmr_json_get_string (data, "domain"), ev->domain) != 0 || state == NULL)
         return;
     if (g_strcmp0 (state, "completed") == 0 || g_strcmp0 (state, "failed") == 0
         || g_strcmp0 (state, "cancelled") == 0) {
         ev->vmr_final_mono = g_get_monotonic_time ();
         if (g_strcmp0 (state, "completed") != 0 && ev->job_error == NULL)
             ev->job_error = g_strdup_printf ("the daemon reports %s: %s", state,
-                                             vmr_bench_member_string (data, "reason"));
+                                             vmr_json_get_string (data, "reason"));
     }
 }
 

@@ -117,7 +117,7 @@ control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gin
                   gpointer user_data)
 {
     Bench *self = user_data;
-    const gchar *state = vmr_bench_member_string (data, "state");
+    const gchar *state = vmr_json_get_string (data, "state");
 
     /* a fresh daemon per run: its one job is the run's, even before `migrate` replied */
     if (g_strcmp0 (name, "JOB_STATE_CHANGED") != 0 || state == NULL)
@@ -346,39 +346,45 @@ control_call (Bench *self, const gchar *command, JsonObject *args, GError **erro
 {
     g_autoptr (JsonNode) reply
         = vmr_qmp_client_execute_sync (self->control, command, args, 0, error);
+    JsonObject *obj;
 
     if (reply == NULL)
         return NULL;
-    if (!JSON_NODE_HOLDS_OBJECT (reply)) {
+    obj = vmr_json_node_object (reply);
+    if (obj == NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "%s: reply is not an object", command);
         return NULL;
     }
-    return json_object_ref (json_node_get_object (reply));
+    return json_object_ref (obj);
 }
 
 /* what the job's record says about the run: its states and the policy's view */
 static void
 describe_job (JsonObject *job, RunResult *result)
 {
-    JsonArray *history = json_object_get_array_member (job, "history");
-    JsonObject *policy = json_object_get_object_member (job, "policy");
-    JsonArray *iops = policy != NULL ? json_object_get_array_member (policy, "guest-iops") : NULL;
+    JsonArray *history = vmr_json_get_array (job, "history");
+    JsonObject *policy = vmr_json_get_object (job, "policy");
+    JsonArray *iops = vmr_json_get_array (policy, "guest-iops");
     g_autoptr (GString) states = g_string_new (NULL);
     g_autoptr (GString) seen = g_string_new (NULL);
 
     for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
-        const gchar *state
-            = vmr_bench_member_string (json_array_get_object_element (history, i), "state");
+        const gchar *state = vmr_json_get_string (vmr_json_array_object (history, i), "state");
 
         g_string_append_printf (states, "%s%s", states->len > 0 ? " " : "", state);
     }
-    for (guint i = 0; iops != NULL && i < json_array_get_length (iops); i++)
-        g_string_append_printf (seen, "%s%" G_GINT64_FORMAT, seen->len > 0 ? " " : "",
-                                json_array_get_int_element (iops, i));
+    for (guint i = 0; iops != NULL && i < json_array_get_length (iops); i++) {
+        JsonNode *element = json_array_get_element (iops, i);
+
+        /* json_node_get_int() reads any value; only a container would be a critical */
+        if (JSON_NODE_HOLDS_VALUE (element))
+            g_string_append_printf (seen, "%s%" G_GINT64_FORMAT, seen->len > 0 ? " " : "",
+                                    json_node_get_int (element));
+    }
     result->states = g_string_free (g_steal_pointer (&states), FALSE);
     result->daemon_iops = g_string_free (g_steal_pointer (&seen), FALSE);
-    result->decision = g_strdup (vmr_bench_member_string (policy, "decision") != NULL
-                                     ? vmr_bench_member_string (policy, "decision")
+    result->decision = g_strdup (vmr_json_get_string (policy, "decision") != NULL
+                                     ? vmr_json_get_string (policy, "decision")
                                      : "-");
 }
 
@@ -438,7 +444,7 @@ migrate_and_check (Bench *self, const gchar *source, const gchar *dest, gint64 m
     reply = control_call (self, "migrate", migrate, error);
     if (reply == NULL)
         return FALSE;
-    self->job_id = g_strdup (vmr_bench_member_string (reply, "id"));
+    self->job_id = g_strdup (vmr_json_get_string (reply, "id"));
     if (!wait_job (self, &self->job_synced_mono, deadline, "synced", error))
         return FALSE;
     /* a job that ended before `synced` failed: its record says why, below */
@@ -466,7 +472,7 @@ migrate_and_check (Bench *self, const gchar *source, const gchar *dest, gint64 m
     describe_job (*out_job, result);
     if (self->job_synced_mono == 0 || g_strcmp0 (self->job_final, "completed") != 0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "the job ended %s: %s", self->job_final,
-                     vmr_bench_member_string (*out_job, "reason"));
+                     vmr_json_get_string (*out_job, "reason"));
         return FALSE;
     }
     /* the pivot was exact: the guest's disk now holds what its source held */

@@ -2,6 +2,8 @@
 
 #include "bench-process.h"
 
+#include "vmr-json.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -252,19 +254,13 @@ gchar *
 vmr_bench_qemu_version (VmrQmpClient *client)
 {
     JsonObject *greeting = vmr_qmp_client_get_greeting (client);
-    JsonObject *version = greeting != NULL && json_object_has_member (greeting, "version")
-                              ? json_object_get_object_member (greeting, "version")
-                              : NULL;
-    JsonObject *qemu = version != NULL && json_object_has_member (version, "qemu")
-                           ? json_object_get_object_member (version, "qemu")
-                           : NULL;
+    JsonObject *qemu = vmr_json_get_object (vmr_json_get_object (greeting, "version"), "qemu");
 
     if (qemu == NULL)
         return NULL;
     return g_strdup_printf ("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
-                            vmr_bench_member_int (qemu, "major"),
-                            vmr_bench_member_int (qemu, "minor"),
-                            vmr_bench_member_int (qemu, "micro"));
+                            vmr_json_int_or (qemu, "major", 0), vmr_json_int_or (qemu, "minor", 0),
+                            vmr_json_int_or (qemu, "micro", 0));
 }
 
 void
@@ -435,8 +431,7 @@ vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, const gchar *policy_path
         return NULL;
     }
     if (out_version != NULL)
-        *out_version
-            = g_strdup (vmr_bench_member_string (json_node_get_object (version), "version"));
+        *out_version = g_strdup (vmr_json_get_string (json_node_get_object (version), "version"));
     if (out_control != NULL)
         *out_control = g_steal_pointer (&control);
     else
@@ -456,24 +451,4 @@ vmr_bench_stop_daemon (GSubprocess **daemon, guint timeout_s)
             vmr_bench_kill (daemon);
     }
     g_clear_object (daemon);
-}
-
-const gchar *
-vmr_bench_member_string (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string (node);
-}
-
-gint64
-vmr_bench_member_int (JsonObject *obj, const gchar *name)
-{
-    JsonNode *node = obj != NULL ? json_object_get_member (obj, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type (node) != G_TYPE_INT64)
-        return 0;
-    return json_node_get_int (node);
 }

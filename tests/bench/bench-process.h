@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 
 #include "qmp-client.h"
+#include "vmr-json.h"
 
 G_BEGIN_DECLS
 
@@ -163,11 +164,5 @@ gboolean vmr_bench_make_dirs (const gchar *image_parent, gchar **out_run_dir, gc
  * vmr_bench_remove_tree(); with @keep, says on stderr where they are instead.
  */
 void vmr_bench_remove_dirs (const gchar *run_dir, const gchar *image_dir, gboolean keep);
-
-/* the string member @name of @obj, NULL when @obj is NULL or it is missing or not a string */
-const gchar *vmr_bench_member_string (JsonObject *obj, const gchar *name);
-
-/* the integer member @name of @obj, 0 when @obj is NULL or it is missing or not an integer */
-gint64 vmr_bench_member_int (JsonObject *obj, const gchar *name);
 
 G_END_DECLS

@@ -23,15 +23,13 @@ array_max (GArray *values)
 static gint64
 history_time (JsonObject *job, const gchar *state)
 {
-    JsonArray *history = json_object_has_member (job, "history")
-                             ? json_object_get_array_member (job, "history")
-                             : NULL;
+    JsonArray *history = vmr_json_get_array (job, "history");
 
     for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
+        JsonObject *entry = vmr_json_array_object (history, i);
 
-        if (g_strcmp0 (vmr_bench_member_string (entry, "state"), state) == 0)
-            return vmr_bench_member_int (entry, "time");
+        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
+            return vmr_json_int_or (entry, "time", 0);
     }
     return 0;
 }
@@ -47,26 +45,24 @@ bench_scale_parse_jobs (const gchar *json, GPtrArray *vms, guint n, gint64 start
     g_autoptr (GArray) ends = g_array_new (FALSE, FALSE, sizeof (gdouble));
     g_autofree gboolean *seen = g_new0 (gboolean, n);
     gint64 first_created = G_MAXINT64, last_completed = 0;
-    JsonNode *root;
     JsonArray *jobs;
 
     if (!json_parser_load_from_data (parser, json, -1, error))
         return FALSE;
-    root = json_parser_get_root (parser);
-    if (root == NULL || !JSON_NODE_HOLDS_ARRAY (root)) {
+    jobs = vmr_json_node_array (json_parser_get_root (parser));
+    if (jobs == NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "virt-mirror --json jobs: not a list");
         return FALSE;
     }
-    jobs = json_node_get_array (root);
     if (json_array_get_length (jobs) != n) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%u jobs for %u VMs",
                      json_array_get_length (jobs), n);
         return FALSE;
     }
     for (guint i = 0; i < n; i++) {
-        JsonObject *job = json_array_get_object_element (jobs, i);
-        const gchar *domain = vmr_bench_member_string (job, "domain");
-        gint64 created = vmr_bench_member_int (job, "created");
+        JsonObject *job = vmr_json_array_object (jobs, i);
+        const gchar *domain = vmr_json_get_string (job, "domain");
+        gint64 created = vmr_json_int_or (job, "created", 0);
         gint64 copying = history_time (job, "copying");
         gint64 synced = history_time (job, "synced");
         gint64 completed = history_time (job, "completed");
@@ -78,29 +74,28 @@ bench_scale_parse_jobs (const gchar *json, GPtrArray *vms, guint n, gint64 start
                 index = k;
         if (index == G_MAXUINT || seen[index]) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "job %s: unexpected domain %s",
-                         vmr_bench_member_string (job, "id"), domain);
+                         vmr_json_get_string (job, "id"), domain);
             return FALSE;
         }
         seen[index] = TRUE;
-        if (g_strcmp0 (vmr_bench_member_string (job, "state"), "completed") != 0) {
+        if (g_strcmp0 (vmr_json_get_string (job, "state"), "completed") != 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "job %s of %s ended %s: %s",
-                         vmr_bench_member_string (job, "id"), domain,
-                         vmr_bench_member_string (job, "state"),
-                         vmr_bench_member_string (job, "reason"));
+                         vmr_json_get_string (job, "id"), domain,
+                         vmr_json_get_string (job, "state"), vmr_json_get_string (job, "reason"));
             return FALSE;
         }
-        if (g_strcmp0 (vmr_bench_member_string (job, "destination"),
+        if (g_strcmp0 (vmr_json_get_string (job, "destination"),
                        ((Vm *) g_ptr_array_index (vms, index))->dest)
             != 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "job %s of %s went to %s",
-                         vmr_bench_member_string (job, "id"), domain,
-                         vmr_bench_member_string (job, "destination"));
+                         vmr_json_get_string (job, "id"), domain,
+                         vmr_json_get_string (job, "destination"));
             return FALSE;
         }
         if (created == 0 || copying == 0 || completed == 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
                          "job %s: no created, copying or completed time",
-                         vmr_bench_member_string (job, "id"));
+                         vmr_json_get_string (job, "id"));
             return FALSE;
         }
         value = (gdouble) (completed - created) / G_USEC_PER_SEC;

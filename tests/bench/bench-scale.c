@@ -356,8 +356,8 @@ count_qemu_copies (Bench *self, guint n, VmrBenchJobLog *log, RunResult *result,
             g_prefix_error (error, "%s: ", vm->name);
             return FALSE;
         }
-        if (!JSON_NODE_HOLDS_ARRAY (reply)
-            || json_array_get_length (json_node_get_array (reply)) != 0) {
+        if (vmr_json_node_array (reply) == NULL
+            || json_array_get_length (vmr_json_node_array (reply)) != 0) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s: QEMU still has a block job",
                          vm->name);
             return FALSE;

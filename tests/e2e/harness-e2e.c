@@ -210,11 +210,11 @@ vmr_e2e_wait_domain (VmrE2e *e, const gchar *name, gboolean present, guint timeo
 
         if (reply == NULL)
             vmr_fail ("query-domains: %s", error->message);
-        domains = json_node_get_array (reply);
+        domains = vmr_harness_json_node_array (reply);
         for (guint i = 0; domains != NULL && i < json_array_get_length (domains); i++) {
-            JsonObject *domain = json_array_get_object_element (domains, i);
+            JsonObject *domain = vmr_harness_json_element (domains, i);
 
-            if (g_strcmp0 (vmr_json_get_string (domain, "name"), name) == 0)
+            if (g_strcmp0 (vmr_harness_json_string (domain, "name"), name) == 0)
                 found = domain;
         }
         if (present && found != NULL)

@@ -143,17 +143,17 @@ test_found_at_start (VmrE2e *e, gconstpointer data)
     name = start_domain_on (e, "raw", 0, &source);
     vmr_e2e_start_daemon (e, TRUE);
     domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
-    g_assert_cmpstr (vmr_json_get_string (domain, "backend"), ==, "libvirt");
-    g_assert_cmpstr (vmr_json_get_string (domain, "uri"), ==, VMR_E2E_URI);
-    g_assert_true (vmr_json_get_bool (domain, "connected"));
-    disks = json_object_get_array_member (domain, "disks");
+    g_assert_cmpstr (vmr_harness_json_string (domain, "backend"), ==, "libvirt");
+    g_assert_cmpstr (vmr_harness_json_string (domain, "uri"), ==, VMR_E2E_URI);
+    g_assert_true (vmr_harness_json_bool (domain, "connected"));
+    disks = vmr_harness_json_array (domain, "disks");
     g_assert_cmpuint (json_array_get_length (disks), ==, 1);
-    disk = json_array_get_object_element (disks, 0);
-    g_assert_cmpstr (vmr_json_get_string (disk, "id"), ==, "vda");
-    g_assert_cmpstr (vmr_json_get_string (disk, "path"), ==, source);
-    g_assert_cmpstr (vmr_json_get_string (disk, "format"), ==, "raw");
-    g_assert_cmpint (vmr_json_get_int (disk, "size"), ==, IMAGE_SIZE);
-    g_assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "iothread")));
+    disk = vmr_harness_json_element (disks, 0);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "id"), ==, "vda");
+    g_assert_cmpstr (vmr_harness_json_string (disk, "path"), ==, source);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "format"), ==, "raw");
+    g_assert_cmpint (vmr_harness_json_int (disk, "size"), ==, IMAGE_SIZE);
+    g_assert_true (vmr_harness_json_is_null (disk, "iothread"));
 }
 
 /* how long a `domains` round trip takes now, in µs (the daemon asks libvirt) */
@@ -266,24 +266,21 @@ test_migrate (VmrE2e *e, gconstpointer data)
         dest = vmr_harness_path (&e->h, dest_name);
     vmr_e2e_start_daemon (e, TRUE);
     domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
-    disk = json_array_get_object_element (json_object_get_array_member (domain, "disks"), 0);
-    g_assert_cmpstr (vmr_json_get_string (disk, "format"), ==, c->source_format);
+    disk = vmr_harness_json_element (vmr_harness_json_array (domain, "disks"), 0);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "format"), ==, c->source_format);
     if (c->iothread_id != NULL)
-        g_assert_cmpstr (vmr_json_get_string (disk, "iothread"), ==, c->iothread_id);
+        g_assert_cmpstr (vmr_harness_json_string (disk, "iothread"), ==, c->iothread_id);
     else
-        g_assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "iothread")));
+        g_assert_true (vmr_harness_json_is_null (disk, "iothread"));
     /* every thread of the disk, iothread1 first, as for a QEMU attached by hand */
     {
-        JsonNode *threads = json_object_get_member (disk, "iothreads");
+        JsonArray *threads = vmr_harness_json_array (disk, "iothreads");
 
-        g_assert_true (threads != NULL && JSON_NODE_HOLDS_ARRAY (threads));
-        g_assert_cmpuint (json_array_get_length (json_node_get_array (threads)), ==, c->iothreads);
+        g_assert_cmpuint (json_array_get_length (threads), ==, c->iothreads);
         for (guint t = 0; t < c->iothreads; t++) {
             g_autofree gchar *id = g_strdup_printf ("iothread%u", t + 1);
-            JsonNode *element = json_array_get_element (json_node_get_array (threads), t);
 
-            g_assert_true (JSON_NODE_HOLDS_VALUE (element));
-            g_assert_cmpstr (json_node_get_string (element), ==, id);
+            g_assert_cmpstr (vmr_json_array_string (threads, t), ==, id);
         }
     }
 
@@ -305,10 +302,10 @@ test_migrate (VmrE2e *e, gconstpointer data)
         /* the disk keeps its I/O threads on the destination */
         g_autoptr (JsonObject) after = vmr_e2e_wait_domain (e, name, TRUE, 1000);
         JsonObject *after_disk
-            = json_array_get_object_element (json_object_get_array_member (after, "disks"), 0);
+            = vmr_harness_json_element (vmr_harness_json_array (after, "disks"), 0);
 
-        g_assert_cmpstr (vmr_json_get_string (after_disk, "path"), ==, dest);
-        g_assert_cmpstr (vmr_json_get_string (after_disk, "iothread"), ==, c->iothread_id);
+        g_assert_cmpstr (vmr_harness_json_string (after_disk, "path"), ==, dest);
+        g_assert_cmpstr (vmr_harness_json_string (after_disk, "iothread"), ==, c->iothread_id);
     }
     /* the guest's writes after the pivot go to the destination */
     if (c->iothreads < 2) {
@@ -396,7 +393,7 @@ test_domain_destroyed (VmrE2e *e, gconstpointer data)
     job_id = start_slow_copy (e, FALSE, &name, &source, &expected, &dest);
     vmr_e2e_destroy_domain (e, name);
     failed = vmr_harness_wait_job (&e->h, job_id, "failed", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_cmpstr (vmr_json_get_string (failed, "reason"), ==, "domain stopped");
+    g_assert_cmpstr (vmr_harness_json_string (failed, "reason"), ==, "domain stopped");
     vmr_harness_assert_job_record (&e->h, job_id, "failed");
     vmr_e2e_wait_domain (e, name, FALSE, 5000);
     vmr_harness_assert_image_equals (source, "raw", expected);
@@ -489,7 +486,7 @@ test_job_commands (VmrE2e *e, gconstpointer data)
             g_assert_nonnull (strstr (blockjobs, "\"device\":\"copy-vda-"));
         }
         if (i == 2)
-            g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 0);
+            g_assert_cmpint (vmr_harness_json_int (job, "speed"), ==, 0);
         vmr_harness_writer_write (writer, E2E_WRITES);
     }
     assert_libvirt_on (name, source, dest);
@@ -521,7 +518,7 @@ test_copy_mode (VmrE2e *e, gconstpointer data)
     vmr_cli_result_assert_ok (confirmed);
     g_assert_nonnull (strstr (confirmed->out, "copy mode set to write-blocking"));
     changed = vmr_harness_get_job (&e->h, job_id);
-    g_assert_cmpstr (vmr_json_get_string (changed, "copy-mode"), ==, "write-blocking");
+    g_assert_cmpstr (vmr_harness_json_string (changed, "copy-mode"), ==, "write-blocking");
 
     unlimited = vmr_harness_cli (&e->h, "set-speed", job_id, "0", NULL);
     vmr_cli_result_assert_ok (unlimited);
@@ -646,17 +643,17 @@ test_daemon_killed (VmrE2e *e, gconstpointer data)
     g_clear_pointer (&domain, json_object_unref);
     domain = vmr_e2e_wait_domain (e, name, TRUE, 10000);
     adopted = vmr_harness_wait_adopted (&e->h, job_id);
-    g_assert_cmpstr (vmr_json_get_string (adopted, "destination"), ==, dest);
+    g_assert_cmpstr (vmr_harness_json_string (adopted, "destination"), ==, dest);
     vmr_harness_writer_write (writer, E2E_WRITES);
     if (c->command != NULL) {
-        g_assert_cmpstr (vmr_json_get_string (adopted, "state"), ==, c->picked_up);
+        g_assert_cmpstr (vmr_harness_json_string (adopted, "state"), ==, c->picked_up);
         g_assert_true (vmr_e2e_daemon_log_has (e, "picked up"));
         /* the progress is libvirt's, read at the adoption: the disk, and what the guest rewrote */
-        g_assert_cmpint (json_object_get_int_member (
-                             json_object_get_object_member (adopted, "progress"), "total"),
-                         >=, IMAGE_SIZE);
+        g_assert_cmpint (
+            vmr_harness_json_int (vmr_harness_json_object (adopted, "progress"), "total"), >=,
+            IMAGE_SIZE);
         /* libvirt's job keeps the speed it had */
-        g_assert_cmpint (vmr_json_get_int (adopted, "speed"), ==, c->synced ? 0 : 1024 * 1024);
+        g_assert_cmpint (vmr_harness_json_int (adopted, "speed"), ==, c->synced ? 0 : 1024 * 1024);
         if (g_str_equal (c->command, "set-speed"))
             command = vmr_harness_cli (&e->h, "set-speed", job_id, "0", NULL);
         else
@@ -666,7 +663,7 @@ test_daemon_killed (VmrE2e *e, gconstpointer data)
     ended = vmr_harness_wait_job (&e->h, job_id, c->on_destination ? "completed" : "failed",
                                   VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_false (vmr_json_job_orphaned (ended));
-    vmr_harness_assert_job_record (&e->h, job_id, vmr_json_get_string (ended, "state"));
+    vmr_harness_assert_job_record (&e->h, job_id, vmr_harness_json_string (ended, "state"));
     vmr_harness_writer_write (writer, E2E_WRITES);
     if (c->on_destination) {
         assert_libvirt_on (name, source, dest);
@@ -676,7 +673,7 @@ test_daemon_killed (VmrE2e *e, gconstpointer data)
         g_autofree gchar *live = vmr_e2e_domblk_source (name, "vda", FALSE);
         g_autofree gchar *persistent = vmr_e2e_domblk_source (name, "vda", TRUE);
 
-        g_test_message ("%s: %s", job_id, vmr_json_get_string (ended, "reason"));
+        g_test_message ("%s: %s", job_id, vmr_harness_json_string (ended, "reason"));
         g_assert_cmpstr (live, ==, source);
         g_assert_cmpstr (persistent, ==, source);
         /* libvirt made the destination for this copy: it goes with it */
@@ -714,7 +711,7 @@ test_libvirtd_late (VmrE2e *e, gconstpointer data)
     vmr_e2e_start_domain (e, name);
     /* the hook's news makes it connect at once, whatever its retry timer says */
     domain = vmr_e2e_wait_domain (e, name, TRUE, 5000);
-    g_assert_cmpstr (vmr_json_get_string (domain, "backend"), ==, "libvirt");
+    g_assert_cmpstr (vmr_harness_json_string (domain, "backend"), ==, "libvirt");
 }
 
 int

@@ -213,13 +213,13 @@ evac_describe_tree (const gchar *dir)
 JsonObject *
 evac_find_job (JsonNode *jobs, Domain *d, guint i)
 {
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     for (guint j = 0; j < json_array_get_length (array); j++) {
-        JsonObject *job = json_array_get_object_element (array, j);
+        JsonObject *job = vmr_harness_json_element (array, j);
 
-        if (g_strcmp0 (vmr_json_get_string (job, "domain"), d->name) == 0
-            && g_strcmp0 (vmr_json_get_string (job, "disk"), d->ids[i]) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (job, "domain"), d->name) == 0
+            && g_strcmp0 (vmr_harness_json_string (job, "disk"), d->ids[i]) == 0)
             return job;
     }
     return NULL;
@@ -249,10 +249,10 @@ evac_guests_write (Evac *e, guint n_jobs)
             if (evac_domain_at (e, k)->writers[i] != NULL)
                 vmr_harness_writer_write (evac_domain_at (e, k)->writers[i], EVAC_WRITES);
     jobs = vmr_harness_cli_json (e->h, "jobs", NULL);
-    array = json_node_get_array (jobs);
+    array = vmr_harness_json_node_array (jobs);
     for (guint j = 0; j < json_array_get_length (array); j++) {
-        JsonObject *job = json_array_get_object_element (array, j);
+        JsonObject *job = vmr_harness_json_element (array, j);
         g_autoptr (JsonObject) unlimited
-            = vmr_harness_job_command (e->h, "set-speed", vmr_json_get_string (job, "id"), "0");
+            = vmr_harness_job_command (e->h, "set-speed", vmr_harness_json_string (job, "id"), "0");
     }
 }

@@ -241,7 +241,8 @@ vmr_harness_attach (VmrHarness *h, const gchar *name)
         = vmr_harness_cli_json (h, "attach", name, "--qmp", h->qemu_monitor, NULL);
 
     g_assert_true (JSON_NODE_HOLDS_OBJECT (domain));
-    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (domain), "name"), ==, name);
+    g_assert_cmpstr (vmr_harness_json_string (vmr_harness_json_node_object (domain), "name"), ==,
+                     name);
 }
 
 gchar *
@@ -266,10 +267,10 @@ vmr_harness_migratev (VmrHarness *h, const gchar *domain, const gchar *disk, con
     job = vmr_cli_result_parse_json (result);
     if (!JSON_NODE_HOLDS_OBJECT (job))
         cli_fail (result, "expected a job object on stdout");
-    object = json_node_get_object (job);
-    g_assert_cmpstr (vmr_json_get_string (object, "domain"), ==, domain);
-    g_assert_cmpstr (vmr_json_get_string (object, "destination"), ==, dest);
-    return g_strdup (vmr_json_get_string (object, "id"));
+    object = vmr_harness_json_node_object (job);
+    g_assert_cmpstr (vmr_harness_json_string (object, "domain"), ==, domain);
+    g_assert_cmpstr (vmr_harness_json_string (object, "destination"), ==, dest);
+    return g_strdup (vmr_harness_json_string (object, "id"));
 }
 
 gchar *
@@ -332,7 +333,7 @@ vmr_harness_get_job (VmrHarness *h, const gchar *id)
     if (error != NULL)
         vmr_fail ("query-job %s on the daemon's socket: %s", id, error->message);
     g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
-    return json_object_ref (json_node_get_object (reply));
+    return json_object_ref (vmr_harness_json_node_object (reply));
 }
 
 static gboolean
@@ -364,14 +365,11 @@ vmr_harness_wait_job (VmrHarness *h, const gchar *id, const gchar *state, guint 
 
     while (TRUE) {
         g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
-        const gchar *now = vmr_json_get_string (job, "state");
-        const gchar *reason = NULL;
+        const gchar *now = vmr_harness_json_string (job, "state");
 
         if (g_strcmp0 (now, state) == 0)
             return g_steal_pointer (&job);
-        if (json_object_has_member (job, "reason")
-            && JSON_NODE_HOLDS_VALUE (json_object_get_member (job, "reason")))
-            reason = json_object_get_string_member (job, "reason");
+        const gchar *reason = vmr_json_get_string (job, "reason");
         if (strv_has (terminal, now))
             vmr_fail ("job %s ended %s (reason: %s) while waiting for %s", id, now, reason, state);
         if (strv_has (before_sync, state) && strv_has (after_sync, now))
@@ -389,7 +387,7 @@ vmr_harness_count_jobs (VmrHarness *h)
     g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
 
     g_assert_true (JSON_NODE_HOLDS_ARRAY (jobs));
-    return json_array_get_length (json_node_get_array (jobs));
+    return json_array_get_length (vmr_harness_json_node_array (jobs));
 }
 
 void
@@ -411,8 +409,8 @@ vmr_harness_job_command (VmrHarness *h, const gchar *command, const gchar *id, c
 
     if (!JSON_NODE_HOLDS_OBJECT (node))
         vmr_fail ("`%s %s` printed no job object", command, id);
-    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (node), "id"), ==, id);
-    return json_object_ref (json_node_get_object (node));
+    g_assert_cmpstr (vmr_harness_json_string (vmr_harness_json_node_object (node), "id"), ==, id);
+    return json_object_ref (vmr_harness_json_node_object (node));
 }
 
 JsonObject *
@@ -437,7 +435,7 @@ vmr_harness_wait_adopted (VmrHarness *h, const gchar *id)
 const gchar *
 vmr_json_job_state (JsonObject *job)
 {
-    return vmr_json_get_string (job, "state");
+    return vmr_harness_json_string (job, "state");
 }
 
 const gchar *
@@ -447,13 +445,13 @@ vmr_json_job_reason (JsonObject *job)
 
     if (reason == NULL || JSON_NODE_HOLDS_NULL (reason))
         return NULL;
-    return vmr_json_get_string (job, "reason");
+    return vmr_harness_json_string (job, "reason");
 }
 
 gboolean
 vmr_json_job_orphaned (JsonObject *job)
 {
-    return json_object_has_member (job, "orphaned") && vmr_json_get_bool (job, "orphaned");
+    return json_object_has_member (job, "orphaned") && vmr_harness_json_bool (job, "orphaned");
 }
 
 /* the entry of @history for the first transition to @state, NULL when none */
@@ -461,9 +459,9 @@ static JsonObject *
 find_transition (JsonArray *history, const gchar *state)
 {
     for (guint i = 0; history != NULL && i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
+        JsonObject *entry = vmr_harness_json_element (history, i);
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (entry, "state"), state) == 0)
             return entry;
     }
     return NULL;
@@ -472,20 +470,20 @@ find_transition (JsonArray *history, const gchar *state)
 gint64
 vmr_json_job_time_of (JsonObject *job, const gchar *state)
 {
-    JsonArray *history = json_object_get_array_member (job, "history");
+    JsonArray *history = vmr_harness_json_array (job, "history");
     JsonObject *entry;
 
     g_assert_nonnull (history);
     entry = find_transition (history, state);
     if (entry == NULL)
-        vmr_fail ("job %s never was %s", vmr_json_get_string (job, "id"), state);
-    return vmr_json_get_int (entry, "time");
+        vmr_fail ("job %s never was %s", vmr_harness_json_string (job, "id"), state);
+    return vmr_harness_json_int (entry, "time");
 }
 
 gint64
 vmr_json_job_first_time (JsonObject *job, const gchar *state)
 {
-    JsonObject *entry = find_transition (json_object_get_array_member (job, "history"), state);
+    JsonObject *entry = find_transition (vmr_json_get_array (job, "history"), state);
 
-    return entry != NULL ? vmr_json_get_int (entry, "time") : 0;
+    return entry != NULL ? vmr_harness_json_int (entry, "time") : 0;
 }

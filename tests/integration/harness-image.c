@@ -180,7 +180,7 @@ virtual_size (const gchar *path, const gchar *format, GError **error)
     const gchar *argv[] = { "qemu-img", "info", "--output=json", "-U", "-f", format, path, NULL };
     g_autoptr (JsonParser) parser = json_parser_new ();
     g_autofree gchar *out = NULL;
-    JsonNode *root;
+    gint64 size = -1;
     gint status = 0;
 
     if (!g_spawn_sync (NULL, (gchar **) argv, NULL,
@@ -189,14 +189,13 @@ virtual_size (const gchar *path, const gchar *format, GError **error)
         || !g_spawn_check_wait_status (status, error)
         || !json_parser_load_from_data (parser, out, -1, error))
         return -1;
-    root = json_parser_get_root (parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)
-        || !json_object_has_member (json_node_get_object (root), "virtual-size")) {
+    if (!vmr_json_get_int (vmr_json_node_object (json_parser_get_root (parser)), "virtual-size",
+                           &size)) {
         g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "qemu-img info %s: no virtual-size",
                      path);
         return -1;
     }
-    return json_object_get_int_member (json_node_get_object (root), "virtual-size");
+    return size;
 }
 
 gboolean

@@ -291,24 +291,24 @@ JsonObject *
 vmr_harness_get_block_job (VmrHarness *h)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     g_assert_nonnull (array);
     g_assert_cmpuint (json_array_get_length (array), ==, 1);
-    return json_object_ref (json_array_get_object_element (array, 0));
+    return json_object_ref (vmr_harness_json_element (array, 0));
 }
 
 JsonObject *
 vmr_harness_find_block_job (VmrHarness *h, const gchar *id)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *job = json_array_get_object_element (array, i);
+        JsonObject *job = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (vmr_json_get_string (job, "device"), id) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (job, "device"), id) == 0)
             return json_object_ref (job);
     }
     return NULL;
@@ -320,7 +320,7 @@ vmr_harness_assert_no_block_jobs (VmrHarness *h)
     g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
 
     g_assert_true (JSON_NODE_HOLDS_ARRAY (jobs));
-    if (json_array_get_length (json_node_get_array (jobs)) != 0) {
+    if (json_array_get_length (vmr_harness_json_node_array (jobs)) != 0) {
         g_autofree gchar *text = json_to_string (jobs, FALSE);
 
         vmr_fail ("block jobs left in QEMU: %s", text);
@@ -332,14 +332,14 @@ static JsonObject *
 find_block_device (JsonNode *blocks, const gchar *qdev_id)
 {
     g_autofree gchar *prefix = g_strdup_printf ("/machine/peripheral/%s/", qdev_id);
-    JsonArray *array = json_node_get_array (blocks);
+    JsonArray *array = vmr_harness_json_node_array (blocks);
 
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *entry = json_array_get_object_element (array, i);
-        const gchar *qdev = json_object_get_string_member_with_default (entry, "qdev", "");
+        JsonObject *entry = vmr_harness_json_element (array, i);
+        const gchar *qdev = vmr_json_get_string (entry, "qdev");
 
-        if (g_strcmp0 (qdev, qdev_id) == 0 || g_str_has_prefix (qdev, prefix))
+        if (qdev != NULL && (g_strcmp0 (qdev, qdev_id) == 0 || g_str_has_prefix (qdev, prefix)))
             return entry;
     }
     return NULL;
@@ -355,10 +355,10 @@ vmr_harness_assert_disk_on (VmrHarness *h, const gchar *qdev_id, const gchar *pa
 
     if (entry == NULL)
         vmr_fail ("query-block has no device %s", qdev_id);
-    inserted = vmr_json_get_object (entry, "inserted");
-    g_assert_cmpstr (vmr_json_get_string (inserted, "file"), ==, path);
-    image = vmr_json_get_object (inserted, "image");
-    g_assert_cmpstr (vmr_json_get_string (image, "filename"), ==, path);
+    inserted = vmr_harness_json_object (entry, "inserted");
+    g_assert_cmpstr (vmr_harness_json_string (inserted, "file"), ==, path);
+    image = vmr_harness_json_object (inserted, "image");
+    g_assert_cmpstr (vmr_harness_json_string (image, "filename"), ==, path);
 }
 
 JsonNode *
@@ -379,14 +379,14 @@ vmr_harness_assert_node_released (VmrHarness *h, const gchar *path)
     g_autoptr (JsonNode) nodes = vmr_harness_query_nodes (h);
     JsonArray *array;
 
-    array = json_node_get_array (nodes);
+    array = vmr_harness_json_node_array (nodes);
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *node = json_array_get_object_element (array, i);
+        JsonObject *node = vmr_harness_json_element (array, i);
+        const gchar *name = vmr_json_get_string (node, "node-name");
 
-        if (g_strcmp0 (json_object_get_string_member_with_default (node, "file", ""), path) == 0)
-            vmr_fail ("block node %s still has %s open",
-                      json_object_get_string_member_with_default (node, "node-name", "?"), path);
+        if (g_strcmp0 (vmr_json_get_string (node, "file"), path) == 0)
+            vmr_fail ("block node %s still has %s open", name != NULL ? name : "?", path);
     }
 }
 
@@ -405,8 +405,9 @@ vmr_harness_assert_job_record (VmrHarness *h, const gchar *id, const gchar *stat
     g_assert_no_error (error);
     root = json_parser_get_root (parser);
     g_assert_true (root != NULL && JSON_NODE_HOLDS_OBJECT (root));
-    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (root), "id"), ==, id);
-    g_assert_cmpstr (vmr_json_get_string (json_node_get_object (root), "state"), ==, state);
+    g_assert_cmpstr (vmr_harness_json_string (vmr_harness_json_node_object (root), "id"), ==, id);
+    g_assert_cmpstr (vmr_harness_json_string (vmr_harness_json_node_object (root), "state"), ==,
+                     state);
 }
 
 void

@@ -56,9 +56,9 @@ hmp_over_qmp (const gchar *command_line, gpointer user_data)
     reply = vmr_qmp_client_execute_sync (h->mon, "human-monitor-command", args, 0, &error);
     if (error != NULL)
         vmr_fail ("writer: %s on the test monitor: %s", command_line, error->message);
-    if (!JSON_NODE_HOLDS_VALUE (reply) || json_node_get_value_type (reply) != G_TYPE_STRING)
+    if (vmr_json_node_string (reply) == NULL)
         return g_strdup ("(a reply that is not text)");
-    return g_strdup (json_node_get_string (reply));
+    return g_strdup (vmr_json_node_string (reply));
 }
 
 VmrHarnessWriter *

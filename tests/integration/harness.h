@@ -17,6 +17,7 @@
 
 #include "guest-console.h"
 #include "qmp-client.h"
+#include "vmr-json.h"
 
 G_BEGIN_DECLS
 
@@ -513,11 +514,25 @@ GArray *vmr_harness_guest_get_iops (VmrHarness *h);
 /* the last @n console lines, for messages; free with g_free() */
 gchar *vmr_harness_guest_tail (VmrHarness *h, guint n);
 
-/* member helpers that assert the member exists with the right type */
-const gchar *vmr_json_get_string (JsonObject *object, const gchar *member);
-gint64 vmr_json_get_int (JsonObject *object, const gchar *member);
-gboolean vmr_json_get_bool (JsonObject *object, const gchar *member);
-JsonObject *vmr_json_get_object (JsonObject *object, const gchar *member);
+/*
+ * Members that must be there: as vmr_json_get_*(), but a member that is
+ * missing or of another type fails the test
+ */
+const gchar *vmr_harness_json_string (JsonObject *object, const gchar *member);
+gint64 vmr_harness_json_int (JsonObject *object, const gchar *member);
+gboolean vmr_harness_json_bool (JsonObject *object, const gchar *member);
+JsonObject *vmr_harness_json_object (JsonObject *object, const gchar *member);
+JsonArray *vmr_harness_json_array (JsonObject *object, const gchar *member);
+
+/* the member @member is there, and null */
+gboolean vmr_harness_json_is_null (JsonObject *object, const gchar *member);
+
+/* element @index of @array, which must be an object */
+JsonObject *vmr_harness_json_element (JsonArray *array, guint index);
+
+/* @node's object or array, which it must hold */
+JsonObject *vmr_harness_json_node_object (JsonNode *node);
+JsonArray *vmr_harness_json_node_array (JsonNode *node);
 
 /* job objects (`jobs --json`, query-job): members that assert their type */
 

@@ -44,30 +44,30 @@ start_idle_vm (VmrHarness *h)
 const gchar *
 job_state (JsonObject *job)
 {
-    return vmr_json_get_string (job, "state");
+    return vmr_harness_json_string (job, "state");
 }
 
 JsonObject *
 job_policy (JsonObject *job)
 {
-    return vmr_json_get_object (job, "policy");
+    return vmr_harness_json_object (job, "policy");
 }
 
 /* the policy's reason, "" when it has none */
 const gchar *
 policy_reason (JsonObject *job)
 {
-    JsonNode *node = json_object_get_member (job_policy (job), "reason");
+    const gchar *reason = vmr_json_get_string (job_policy (job), "reason");
 
-    return node != NULL && JSON_NODE_HOLDS_VALUE (node) ? json_node_get_string (node) : "";
+    return reason != NULL ? reason : "";
 }
 
 const gchar *
 policy_decision (JsonObject *job)
 {
-    JsonNode *node = json_object_get_member (job_policy (job), "decision");
+    const gchar *decision = vmr_json_get_string (job_policy (job), "decision");
 
-    return node != NULL && JSON_NODE_HOLDS_VALUE (node) ? json_node_get_string (node) : "";
+    return decision != NULL ? decision : "";
 }
 
 gchar *
@@ -83,15 +83,15 @@ job_text (JsonObject *job)
 gint64
 history_time (JsonObject *job, const gchar *state)
 {
-    JsonArray *history = json_object_get_array_member (job, "history");
+    JsonArray *history = vmr_harness_json_array (job, "history");
     gint64 time_us = 0;
 
     g_assert_nonnull (history);
     for (guint i = 0; i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
+        JsonObject *entry = vmr_harness_json_element (history, i);
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0)
-            time_us = vmr_json_get_int (entry, "time");
+        if (g_strcmp0 (vmr_harness_json_string (entry, "state"), state) == 0)
+            time_us = vmr_harness_json_int (entry, "time");
     }
     return time_us;
 }
@@ -100,7 +100,7 @@ history_time (JsonObject *job, const gchar *state)
 void
 assert_history (JsonObject *job, const gchar *first, ...)
 {
-    JsonArray *history = json_object_get_array_member (job, "history");
+    JsonArray *history = vmr_harness_json_array (job, "history");
     const gchar *wanted = first;
     guint i = 0;
     va_list ap;
@@ -110,7 +110,7 @@ assert_history (JsonObject *job, const gchar *first, ...)
     while (wanted != NULL) {
         while (
             i < json_array_get_length (history)
-            && g_strcmp0 (vmr_json_get_string (json_array_get_object_element (history, i), "state"),
+            && g_strcmp0 (vmr_harness_json_string (vmr_harness_json_element (history, i), "state"),
                           wanted)
                    != 0)
             i++;
@@ -137,7 +137,7 @@ block_job_speed (VmrHarness *h)
 {
     g_autoptr (JsonObject) block_job = vmr_harness_get_block_job (h);
 
-    return vmr_json_get_int (block_job, "speed");
+    return vmr_harness_json_int (block_job, "speed");
 }
 
 gboolean
@@ -145,7 +145,7 @@ block_job_paused (VmrHarness *h)
 {
     g_autoptr (JsonObject) block_job = vmr_harness_get_block_job (h);
 
-    return vmr_json_get_bool (block_job, "paused");
+    return vmr_harness_json_bool (block_job, "paused");
 }
 
 /*
@@ -194,18 +194,18 @@ assert_state_at_points (VmrHarness *h, const gchar *id, const gchar *state, gint
 void
 assert_left_after (JsonObject *job, const gchar *state, gint64 done_us)
 {
-    JsonArray *history = json_object_get_array_member (job, "history");
+    JsonArray *history = vmr_harness_json_array (job, "history");
     guint entered = 0;
     gint64 left = 0;
 
     g_assert_nonnull (history);
     for (guint i = 0; i < json_array_get_length (history); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
+        JsonObject *entry = vmr_harness_json_element (history, i);
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), state) == 0) {
+        if (g_strcmp0 (vmr_harness_json_string (entry, "state"), state) == 0) {
             entered++;
             if (i + 1 < json_array_get_length (history))
-                left = vmr_json_get_int (json_array_get_object_element (history, i + 1), "time");
+                left = vmr_harness_json_int (vmr_harness_json_element (history, i + 1), "time");
         }
     }
     g_assert_cmpuint (entered, ==, 1);
@@ -314,14 +314,14 @@ gchar *
 shown_value (VmrHarness *h, const gchar *key)
 {
     g_autoptr (JsonNode) shown = vmr_harness_cli_json (h, "policy", "show", NULL);
-    JsonArray *values = json_object_get_array_member (json_node_get_object (shown), "values");
+    JsonArray *values = vmr_harness_json_array (vmr_harness_json_node_object (shown), "values");
 
     g_assert_nonnull (values);
     for (guint i = 0; i < json_array_get_length (values); i++) {
-        JsonObject *value = json_array_get_object_element (values, i);
+        JsonObject *value = vmr_harness_json_element (values, i);
 
-        if (g_strcmp0 (vmr_json_get_string (value, "key"), key) == 0)
-            return g_strdup (vmr_json_get_string (value, "value"));
+        if (g_strcmp0 (vmr_harness_json_string (value, "key"), key) == 0)
+            return g_strdup (vmr_harness_json_string (value, "value"));
     }
     vmr_fail ("policy show has no key %s", key);
 }

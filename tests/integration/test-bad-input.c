@@ -65,13 +65,13 @@ static gchar *
 domain_names (VmrHarness *h)
 {
     g_autoptr (JsonNode) domains = vmr_harness_cli_json (h, "domains", NULL);
-    JsonArray *array = json_node_get_array (domains);
+    JsonArray *array = vmr_harness_json_node_array (domains);
     g_autoptr (GPtrArray) names = g_ptr_array_new ();
 
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++)
-        g_ptr_array_add (names, (gpointer) vmr_json_get_string (
-                                    json_array_get_object_element (array, i), "name"));
+        g_ptr_array_add (names, (gpointer) vmr_harness_json_string (
+                                    vmr_harness_json_element (array, i), "name"));
     g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
     g_ptr_array_add (names, NULL);
     return g_strjoinv (",", (gchar **) names->pdata);
@@ -196,9 +196,9 @@ test_already_migrating (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 1);
     g_clear_pointer (&job, json_object_unref);
     job = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "copying");
+    g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "copying");
     block_job = vmr_harness_get_block_job (h);
-    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "running");
+    g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "running");
     vmr_harness_assert_node_released (h, dest2);
 
     /* end the first one so that the rest can be checked as unchanged */
@@ -377,10 +377,10 @@ test_qemu_refuses (VmrHarness *h, gconstpointer user_data)
 
     /* a job may have been recorded as failed; none may be left running */
     jobs = vmr_harness_cli_json (h, "jobs", NULL);
-    array = json_node_get_array (jobs);
+    array = vmr_harness_json_node_array (jobs);
     for (guint i = 0; i < json_array_get_length (array); i++)
-        g_assert_cmpstr (vmr_json_get_string (json_array_get_object_element (array, i), "state"),
-                         ==, "failed");
+        g_assert_cmpstr (vmr_harness_json_string (vmr_harness_json_element (array, i), "state"), ==,
+                         "failed");
     assert_unchanged (h, &vm, json_array_get_length (array));
 }
 

@@ -32,7 +32,7 @@ test_cancel (VmrHarness *h, gconstpointer user_data)
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
     job = vmr_harness_get_job (h, id);
-    g_assert_true (vmr_json_get_bool (job, "created-destination"));
+    g_assert_true (vmr_harness_json_bool (job, "created-destination"));
     g_assert_true (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
     vmr_harness_writer_write (vm.writer, WRITES);
 
@@ -67,16 +67,16 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
     id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, "--manual-pivot", NULL);
     vmr_harness_writer_write (vm.writer, WRITES);
     synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_true (vmr_json_get_bool (synced, "manual-pivot"));
+    g_assert_true (vmr_harness_json_bool (synced, "manual-pivot"));
     /* writes in sync go to both sides until the pivot */
     vmr_harness_writer_write (vm.writer, WRITES);
 
     /* nothing happens by itself: still synced, QEMU's job ready, the VM on its source */
     g_usleep (2 * G_USEC_PER_SEC);
     still = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (vmr_json_get_string (still, "state"), ==, "synced");
+    g_assert_cmpstr (vmr_harness_json_string (still, "state"), ==, "synced");
     block_job = vmr_harness_get_block_job (h);
-    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+    g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "ready");
     vmr_harness_assert_disk_on (h, "disk0", vm.source);
 
     vmr_harness_writer_write (vm.writer, WRITES);
@@ -112,35 +112,35 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     paused = vmr_harness_wait_job (h, id, "paused", VMR_HARNESS_JOB_TIMEOUT_S);
     /* QEMU flags the pause at once; its status follows at the job's next pause point */
     block_job = vmr_harness_get_block_job (h);
-    g_assert_true (vmr_json_get_bool (block_job, "paused"));
+    g_assert_true (vmr_harness_json_bool (block_job, "paused"));
 
     /* a paused job stays paused, and copies nothing */
     g_usleep (2 * G_USEC_PER_SEC);
     later = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (vmr_json_get_string (later, "state"), ==, "paused");
+    g_assert_cmpstr (vmr_harness_json_string (later, "state"), ==, "paused");
     g_clear_pointer (&block_job, json_object_unref);
     block_job = vmr_harness_get_block_job (h);
-    g_assert_true (vmr_json_get_bool (block_job, "paused"));
-    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "paused");
-    offset = vmr_json_get_int (block_job, "offset");
+    g_assert_true (vmr_harness_json_bool (block_job, "paused"));
+    g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "paused");
+    offset = vmr_harness_json_int (block_job, "offset");
     g_assert_cmpint (offset, <, IMAGE_SIZE);
     g_usleep (G_USEC_PER_SEC);
     g_clear_pointer (&block_job, json_object_unref);
     block_job = vmr_harness_get_block_job (h);
-    g_assert_cmpint (vmr_json_get_int (block_job, "offset"), ==, offset);
+    g_assert_cmpint (vmr_harness_json_int (block_job, "offset"), ==, offset);
     vmr_harness_assert_disk_on (h, "disk0", vm.source);
     /* progress is QEMU's len and offset, which hold still while paused */
-    progress = vmr_json_get_object (later, "progress");
-    g_assert_cmpint (vmr_json_get_int (progress, "total"), ==, IMAGE_SIZE);
-    g_assert_cmpint (vmr_json_get_int (progress, "done"), ==, offset);
-    g_assert_cmpint (vmr_json_get_int (progress, "backlog"), ==, IMAGE_SIZE - offset);
+    progress = vmr_harness_json_object (later, "progress");
+    g_assert_cmpint (vmr_harness_json_int (progress, "total"), ==, IMAGE_SIZE);
+    g_assert_cmpint (vmr_harness_json_int (progress, "done"), ==, offset);
+    g_assert_cmpint (vmr_harness_json_int (progress, "backlog"), ==, IMAGE_SIZE - offset);
     /* the guest writes on while the copy is paused: those blocks are copied after the resume */
     vmr_harness_writer_write (vm.writer, WRITES);
 
     resume_reply = vmr_harness_job_command (h, "resume", id, NULL);
-    g_assert_cmpstr (vmr_json_get_string (resume_reply, "state"), !=, "paused");
+    g_assert_cmpstr (vmr_harness_json_string (resume_reply, "state"), !=, "paused");
     resumed_block_job = vmr_harness_get_block_job (h);
-    g_assert_false (vmr_json_get_bool (resumed_block_job, "paused"));
+    g_assert_false (vmr_harness_json_bool (resumed_block_job, "paused"));
     vmr_harness_writer_write (vm.writer, WRITES);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     vmr_harness_writer_write (vm.writer, WRITES);
@@ -164,27 +164,27 @@ test_set_speed (VmrHarness *h, gconstpointer user_data)
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
     job = vmr_harness_get_job (h, id);
-    g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 1 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (job, "speed"), ==, 1 * MIB);
     block_job = vmr_harness_get_block_job (h);
-    g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 1 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (block_job, "speed"), ==, 1 * MIB);
     /* writes during a throttled copy */
     vmr_harness_writer_write (vm.writer, WRITES);
 
     reply = vmr_harness_job_command (h, "set-speed", id, "2M");
-    g_assert_cmpint (vmr_json_get_int (reply, "speed"), ==, 2 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (reply, "speed"), ==, 2 * MIB);
     g_clear_pointer (&job, json_object_unref);
     job = vmr_harness_get_job (h, id);
-    g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 2 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (job, "speed"), ==, 2 * MIB);
     g_clear_pointer (&block_job, json_object_unref);
     block_job = vmr_harness_get_block_job (h);
-    g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 2 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (block_job, "speed"), ==, 2 * MIB);
     vmr_harness_writer_write (vm.writer, WRITES);
 
     unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
-    g_assert_cmpint (vmr_json_get_int (unlimited, "speed"), ==, 0);
+    g_assert_cmpint (vmr_harness_json_int (unlimited, "speed"), ==, 0);
     g_clear_pointer (&block_job, json_object_unref);
     block_job = vmr_harness_get_block_job (h);
-    g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 0);
+    g_assert_cmpint (vmr_harness_json_int (block_job, "speed"), ==, 0);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
@@ -215,7 +215,7 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, "--manual-pivot");
     job = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (vmr_json_get_string (job, "copy-mode"), ==, "background");
+    g_assert_cmpstr (vmr_harness_json_string (job, "copy-mode"), ==, "background");
 
     /* QEMU cannot go back to background: refused before it reaches QEMU */
     backwards = vmr_harness_cli (h, "set-copy-mode", id, "background", NULL);
@@ -226,8 +226,8 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
     vmr_cli_result_assert_ok (confirmed);
     g_assert_nonnull (strstr (confirmed->out, "copy mode set to write-blocking"));
     changed = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (vmr_json_get_string (changed, "copy-mode"), ==, "write-blocking");
-    g_assert_cmpstr (vmr_json_get_string (changed, "state"), ==, "copying");
+    g_assert_cmpstr (vmr_harness_json_string (changed, "copy-mode"), ==, "write-blocking");
+    g_assert_cmpstr (vmr_harness_json_string (changed, "state"), ==, "copying");
     again = vmr_harness_cli (h, "set-copy-mode", id, "write-blocking", NULL);
     vmr_cli_result_assert_error (again, 1);
     /* a write-blocking mirror copies each guest write before it completes */
@@ -235,16 +235,16 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
 
     unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
     synced = vmr_harness_wait_job (h, id, "synced", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_cmpstr (vmr_json_get_string (synced, "copy-mode"), ==, "write-blocking");
+    g_assert_cmpstr (vmr_harness_json_string (synced, "copy-mode"), ==, "write-blocking");
     /* only a write-blocking mirror is ever actively synced */
     block_job = vmr_harness_get_block_job (h);
-    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
-    g_assert_true (vmr_json_get_bool (block_job, "actively-synced"));
+    g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "ready");
+    g_assert_true (vmr_harness_json_bool (block_job, "actively-synced"));
     vmr_harness_writer_write (vm.writer, WRITES);
 
     pivoted = vmr_harness_job_command (h, "pivot", id, NULL);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_cmpstr (vmr_json_get_string (completed, "copy-mode"), ==, "write-blocking");
+    g_assert_cmpstr (vmr_harness_json_string (completed, "copy-mode"), ==, "write-blocking");
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
@@ -267,9 +267,9 @@ test_detach_busy (VmrHarness *h, gconstpointer user_data)
     refused = vmr_harness_cli (h, "detach", "vm", NULL);
     vmr_cli_result_assert_error (refused, 1);
     job = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "copying");
+    g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "copying");
     domains = vmr_harness_cli_json (h, "domains", NULL);
-    g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 1);
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (domains)), ==, 1);
 
     g_clear_pointer (&job, json_object_unref);
     job = vmr_harness_job_command (h, "cancel", id, NULL);
@@ -278,7 +278,7 @@ test_detach_busy (VmrHarness *h, gconstpointer user_data)
     vmr_cli_result_assert_ok (detached);
     g_clear_pointer (&domains, json_node_unref);
     domains = vmr_harness_cli_json (h, "domains", NULL);
-    g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 0);
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (domains)), ==, 0);
     vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
 }
 
@@ -306,9 +306,9 @@ test_qemu_killed (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_job_record (h, id, "failed");
     vmr_harness_assert_daemon_serving (h);
     domains = vmr_harness_cli_json (h, "domains", NULL);
-    g_assert_cmpuint (json_array_get_length (json_node_get_array (domains)), ==, 1);
-    domain = json_array_get_object_element (json_node_get_array (domains), 0);
-    g_assert_false (vmr_json_get_bool (domain, "connected"));
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (domains)), ==, 1);
+    domain = vmr_harness_json_element (vmr_harness_json_node_array (domains), 0);
+    g_assert_false (vmr_harness_json_bool (domain, "connected"));
     /* the daemon created the destination: a copy that failed leaves nothing behind */
     g_assert_false (g_file_test (vm.dest, G_FILE_TEST_EXISTS));
     /* the source was authoritative until the end: its bytes are intact */

@@ -22,10 +22,10 @@ find_entry (JsonArray *disks, Domain *d, guint i)
     JsonObject *found = NULL;
 
     for (guint j = 0; j < json_array_get_length (disks); j++) {
-        JsonObject *entry = json_array_get_object_element (disks, j);
+        JsonObject *entry = vmr_harness_json_element (disks, j);
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "domain"), d->name) != 0
-            || g_strcmp0 (vmr_json_get_string (entry, "disk"), d->ids[i]) != 0)
+        if (g_strcmp0 (vmr_harness_json_string (entry, "domain"), d->name) != 0
+            || g_strcmp0 (vmr_harness_json_string (entry, "disk"), d->ids[i]) != 0)
             continue;
         if (found != NULL)
             vmr_fail ("the plan has %s %s twice", d->name, d->ids[i]);
@@ -49,12 +49,12 @@ assert_plan (Evac *e, JsonNode *reply, const gchar *glob, gboolean dry_run)
     guint planned = evac_count_planned (e, glob, &n_domains, &bytes);
 
     g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
-    object = json_node_get_object (reply);
-    g_assert_cmpstr (vmr_json_get_string (object, "from"), ==, e->from);
-    g_assert_cmpstr (vmr_json_get_string (object, "to"), ==, e->to);
-    g_assert_cmpint (vmr_json_get_bool (object, "dry-run"), ==, dry_run);
-    g_assert_cmpint (vmr_json_get_int (object, "total-bytes"), ==, (gint64) bytes);
-    disks = json_object_get_array_member (object, "disks");
+    object = vmr_harness_json_node_object (reply);
+    g_assert_cmpstr (vmr_harness_json_string (object, "from"), ==, e->from);
+    g_assert_cmpstr (vmr_harness_json_string (object, "to"), ==, e->to);
+    g_assert_cmpint (vmr_harness_json_bool (object, "dry-run"), ==, dry_run);
+    g_assert_cmpint (vmr_harness_json_int (object, "total-bytes"), ==, (gint64) bytes);
+    disks = vmr_harness_json_array (object, "disks");
     g_assert_nonnull (disks);
     g_assert_cmpuint (json_array_get_length (disks), ==, planned);
     for (guint k = 0; k < e->domains->len; k++) {
@@ -74,10 +74,10 @@ assert_plan (Evac *e, JsonNode *reply, const gchar *glob, gboolean dry_run)
             }
             if (entry == NULL)
                 vmr_fail ("the plan lacks %s %s (%s)", d->name, d->ids[i], d->sources[i]);
-            g_assert_cmpstr (vmr_json_get_string (entry, "source"), ==, d->sources[i]);
-            g_assert_cmpstr (vmr_json_get_string (entry, "destination"), ==, d->dests[i]);
-            g_assert_cmpstr (vmr_json_get_string (entry, "format"), ==, d->formats[i]);
-            g_assert_cmpint (vmr_json_get_int (entry, "size"), ==, (gint64) d->sizes[i]);
+            g_assert_cmpstr (vmr_harness_json_string (entry, "source"), ==, d->sources[i]);
+            g_assert_cmpstr (vmr_harness_json_string (entry, "destination"), ==, d->dests[i]);
+            g_assert_cmpstr (vmr_harness_json_string (entry, "format"), ==, d->formats[i]);
+            g_assert_cmpint (vmr_harness_json_int (entry, "size"), ==, (gint64) d->sizes[i]);
             g_assert_false (json_object_has_member (entry, "skipped"));
             g_assert_false (json_object_has_member (entry, "error"));
             if (dry_run) {
@@ -85,11 +85,11 @@ assert_plan (Evac *e, JsonNode *reply, const gchar *glob, gboolean dry_run)
                 g_assert_false (json_object_has_member (entry, "group"));
                 continue;
             }
-            g_ptr_array_add (job_ids, (gpointer) vmr_json_get_string (entry, "job"));
+            g_ptr_array_add (job_ids, (gpointer) vmr_harness_json_string (entry, "job"));
             if (json_object_has_member (entry, "group") && group == NULL)
-                group = vmr_json_get_string (entry, "group");
+                group = vmr_harness_json_string (entry, "group");
             else if (group != NULL)
-                g_assert_cmpstr (vmr_json_get_string (entry, "group"), ==, group);
+                g_assert_cmpstr (vmr_harness_json_string (entry, "group"), ==, group);
         }
         /* a domain's disks went as one group, named after one of its jobs; one disk, no group */
         if (job_ids->len > 1) {
@@ -110,12 +110,12 @@ assert_plan (Evac *e, JsonNode *reply, const gchar *glob, gboolean dry_run)
 static GStrv
 reply_jobs (JsonNode *reply)
 {
-    JsonArray *disks = json_object_get_array_member (json_node_get_object (reply), "disks");
+    JsonArray *disks = vmr_harness_json_array (vmr_harness_json_node_object (reply), "disks");
     g_autoptr (GStrvBuilder) ids = g_strv_builder_new ();
 
     for (guint j = 0; j < json_array_get_length (disks); j++)
         g_strv_builder_add (ids,
-                            vmr_json_get_string (json_array_get_object_element (disks, j), "job"));
+                            vmr_harness_json_string (vmr_harness_json_element (disks, j), "job"));
     return g_strv_builder_end (ids);
 }
 
@@ -135,7 +135,7 @@ assert_evacuated (Evac *e, const gchar *glob, const gchar *output)
     guint n_domains = 0;
     guint64 bytes = 0;
 
-    g_assert_cmpuint (json_array_get_length (json_node_get_array (jobs)), ==,
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (jobs)), ==,
                       evac_count_planned (e, glob, &n_domains, &bytes));
     for (guint k = 0; k < e->domains->len; k++) {
         Domain *d = evac_domain_at (e, k);
@@ -156,22 +156,22 @@ assert_evacuated (Evac *e, const gchar *glob, const gchar *output)
             }
             if (job == NULL)
                 vmr_fail ("%s %s has no job", d->name, d->ids[i]);
-            g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
+            g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "completed");
             /* evacuate's table names the job */
             if (output != NULL)
-                g_assert_nonnull (strstr (output, vmr_json_get_string (job, "id")));
-            g_assert_cmpstr (vmr_json_get_string (job, "source"), ==, d->sources[i]);
-            g_assert_cmpstr (vmr_json_get_string (job, "destination"), ==, d->dests[i]);
+                g_assert_nonnull (strstr (output, vmr_harness_json_string (job, "id")));
+            g_assert_cmpstr (vmr_harness_json_string (job, "source"), ==, d->sources[i]);
+            g_assert_cmpstr (vmr_harness_json_string (job, "destination"), ==, d->dests[i]);
             /* a domain with several disks to move moves them as one group */
             if (moved > 1 && group == NULL)
-                group = vmr_json_get_string (job, "group");
+                group = vmr_harness_json_string (job, "group");
             else if (moved > 1)
-                g_assert_cmpstr (vmr_json_get_string (job, "group"), ==, group);
+                g_assert_cmpstr (vmr_harness_json_string (job, "group"), ==, group);
             else
                 g_assert_false (json_object_has_member (job, "group"));
             vmr_harness_assert_disk_on (d->vm, d->ids[i], d->dests[i]);
             vmr_harness_assert_node_released (d->vm, d->sources[i]);
-            vmr_harness_assert_job_record (e->h, vmr_json_get_string (job, "id"), "completed");
+            vmr_harness_assert_job_record (e->h, vmr_harness_json_string (job, "id"), "completed");
         }
         vmr_harness_assert_no_block_jobs (d->vm);
     }
@@ -333,7 +333,7 @@ test_domains_glob (VmrHarness *h, gconstpointer user_data)
 static JsonObject *
 get_entry (JsonNode *reply, Domain *d, guint i)
 {
-    JsonArray *disks = json_object_get_array_member (json_node_get_object (reply), "disks");
+    JsonArray *disks = vmr_harness_json_array (vmr_harness_json_node_object (reply), "disks");
     JsonObject *entry;
 
     g_assert_nonnull (disks);
@@ -388,14 +388,14 @@ test_skips_migrating (VmrHarness *h, gconstpointer user_data)
     planned_json = evac_run (&e, json_dry_run);
     vmr_cli_result_assert_ok (planned_json);
     plan = vmr_cli_result_parse_json (planned_json);
-    g_assert_cmpuint (
-        json_array_get_length (json_object_get_array_member (json_node_get_object (plan), "disks")),
-        ==, 2);
+    g_assert_cmpuint (json_array_get_length (
+                          vmr_harness_json_array (vmr_harness_json_node_object (plan), "disks")),
+                      ==, 2);
     entry = get_entry (plan, d, 0);
-    g_assert_cmpstr (vmr_json_get_string (entry, "job"), ==, busy);
-    g_assert_cmpstr (vmr_json_get_string (entry, "skipped"), ==, "already migrating");
+    g_assert_cmpstr (vmr_harness_json_string (entry, "job"), ==, busy);
+    g_assert_cmpstr (vmr_harness_json_string (entry, "skipped"), ==, "already migrating");
     entry = get_entry (plan, d, 1);
-    g_assert_cmpstr (vmr_json_get_string (entry, "destination"), ==, d->dests[1]);
+    g_assert_cmpstr (vmr_harness_json_string (entry, "destination"), ==, d->dests[1]);
     g_assert_false (json_object_has_member (entry, "job"));
     g_assert_false (json_object_has_member (entry, "skipped"));
     planned = evac_run (&e, dry_run);
@@ -408,10 +408,10 @@ test_skips_migrating (VmrHarness *h, gconstpointer user_data)
     run = evac_run (&e, json_run);
     vmr_cli_result_assert_ok (run);
     submitted = vmr_cli_result_parse_json (run);
-    g_assert_cmpstr (vmr_json_get_string (get_entry (submitted, d, 0), "job"), ==, busy);
+    g_assert_cmpstr (vmr_harness_json_string (get_entry (submitted, d, 0), "job"), ==, busy);
     entry = get_entry (submitted, d, 1);
     g_assert_false (json_object_has_member (entry, "skipped"));
-    moved = g_strdup (vmr_json_get_string (entry, "job"));
+    moved = g_strdup (vmr_harness_json_string (entry, "job"));
     g_assert_cmpstr (moved, !=, busy);
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 2);
 
@@ -421,13 +421,13 @@ test_skips_migrating (VmrHarness *h, gconstpointer user_data)
      */
     g_clear_pointer (&copying, json_object_unref);
     copying = vmr_harness_get_job (h, busy);
-    g_assert_cmpstr (vmr_json_get_string (copying, "state"), ==, "copying");
-    g_assert_cmpstr (vmr_json_get_string (copying, "destination"), ==, elsewhere);
+    g_assert_cmpstr (vmr_harness_json_string (copying, "state"), ==, "copying");
+    g_assert_cmpstr (vmr_harness_json_string (copying, "destination"), ==, elsewhere);
     cancel = vmr_harness_cli (h, "cancel", busy, NULL);
     vmr_cli_result_assert_ok (cancel);
     cancelled = vmr_harness_wait_job (h, busy, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S);
     completed = vmr_harness_wait_job (h, moved, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_cmpstr (vmr_json_get_string (completed, "destination"), ==, d->dests[1]);
+    g_assert_cmpstr (vmr_harness_json_string (completed, "destination"), ==, d->dests[1]);
     to_tree = evac_describe_tree (e.to);
     g_assert_cmpstr (to_tree, ==, "alpha-1.raw");
     vmr_harness_assert_disk_on (d->vm, "disk0", d->sources[0]);
@@ -572,9 +572,9 @@ test_empty_plan (VmrHarness *h, gconstpointer user_data)
     vmr_cli_result_assert_ok (empty_json);
     plan = vmr_cli_result_parse_json (empty_json);
     assert_plan (&e, plan, NULL, FALSE);
-    g_assert_cmpuint (
-        json_array_get_length (json_object_get_array_member (json_node_get_object (plan), "disks")),
-        ==, 0);
+    g_assert_cmpuint (json_array_get_length (
+                          vmr_harness_json_array (vmr_harness_json_node_object (plan), "disks")),
+                      ==, 0);
 
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
     to_tree = evac_describe_tree (e.to);
@@ -629,17 +629,18 @@ test_partial_failure (VmrHarness *h, gconstpointer user_data)
         g_autofree gchar *line = NULL;
 
         g_assert_nonnull (job);
-        g_assert_cmpstr (vmr_json_get_string (job, "state"), !=, "completed");
+        g_assert_cmpstr (vmr_harness_json_string (job, "state"), !=, "completed");
         not_completed++;
         /* one line per job: ID (DOMAIN DISK): STATE: REASON */
-        line = g_strdup_printf ("%s (alpha %s): %s: ", vmr_json_get_string (job, "id"), a->ids[i],
-                                vmr_json_get_string (job, "state"));
+        line = g_strdup_printf ("%s (alpha %s): %s: ", vmr_harness_json_string (job, "id"),
+                                a->ids[i], vmr_harness_json_string (job, "state"));
         if (strstr (run->err, line) == NULL)
             vmr_fail ("evacuate's error has no line '%s': %s", line, run->err);
         vmr_harness_assert_disk_on (a->vm, a->ids[i], a->sources[i]);
     }
     g_assert_cmpuint (not_completed, ==, 2);
-    g_assert_cmpstr (vmr_json_get_string (evac_find_job (jobs, b, 0), "state"), ==, "completed");
+    g_assert_cmpstr (vmr_harness_json_string (evac_find_job (jobs, b, 0), "state"), ==,
+                     "completed");
     vmr_harness_assert_disk_on (b->vm, b->ids[0], b->dests[0]);
     vmr_harness_assert_no_block_jobs (a->vm);
     vmr_harness_assert_no_block_jobs (b->vm);

@@ -119,10 +119,10 @@ group_args (Group *g, const gchar *const *extra)
 static void
 assert_member (JsonObject *job, Group *g, guint i)
 {
-    g_assert_cmpstr (vmr_json_get_string (job, "domain"), ==, "vm");
-    g_assert_cmpstr (vmr_json_get_string (job, "disk"), ==, g->ids[i]);
-    g_assert_cmpstr (vmr_json_get_string (job, "destination"), ==, g->dests[i]);
-    g_assert_cmpstr (vmr_json_get_string (job, "group"), ==, g->group);
+    g_assert_cmpstr (vmr_harness_json_string (job, "domain"), ==, "vm");
+    g_assert_cmpstr (vmr_harness_json_string (job, "disk"), ==, g->ids[i]);
+    g_assert_cmpstr (vmr_harness_json_string (job, "destination"), ==, g->dests[i]);
+    g_assert_cmpstr (vmr_harness_json_string (job, "group"), ==, g->group);
 }
 
 /*
@@ -144,18 +144,18 @@ group_migrate (VmrHarness *h, Group *g, const gchar *const *extra)
     reply = vmr_cli_result_parse_json (result);
     if (!JSON_NODE_HOLDS_OBJECT (reply))
         vmr_fail ("migrate of a group printed no object: %s", result->out);
-    object = json_node_get_object (reply);
-    jobs = json_object_get_array_member (object, "jobs");
+    object = vmr_harness_json_node_object (reply);
+    jobs = vmr_harness_json_array (object, "jobs");
     if (jobs == NULL)
         vmr_fail ("migrate of a group printed no \"jobs\": %s", result->out);
     g_assert_cmpuint (json_array_get_length (jobs), ==, g->n);
-    g->group = g_strdup (vmr_json_get_string (object, "group"));
+    g->group = g_strdup (vmr_harness_json_string (object, "group"));
     for (guint i = 0; i < g->n; i++) {
-        JsonObject *job = json_array_get_object_element (jobs, i);
+        JsonObject *job = vmr_harness_json_element (jobs, i);
 
         g_assert_nonnull (job);
         assert_member (job, g, i);
-        g->jobs[i] = g_strdup (vmr_json_get_string (job, "id"));
+        g->jobs[i] = g_strdup (vmr_harness_json_string (job, "id"));
     }
     /* the group is named after its first member */
     g_assert_cmpstr (g->group, ==, g->jobs[0]);
@@ -177,7 +177,7 @@ count_block_jobs (VmrHarness *h)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
 
-    return json_array_get_length (json_node_get_array (jobs));
+    return json_array_get_length (vmr_harness_json_node_array (jobs));
 }
 
 /* every member in `jobs --json` says which group it belongs to */
@@ -185,16 +185,16 @@ static void
 assert_jobs_list_group (VmrHarness *h, Group *g)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     g_assert_cmpuint (json_array_get_length (array), ==, g->n);
     for (guint i = 0; i < g->n; i++) {
         gboolean found = FALSE;
 
         for (guint j = 0; j < json_array_get_length (array); j++) {
-            JsonObject *job = json_array_get_object_element (array, j);
+            JsonObject *job = vmr_harness_json_element (array, j);
 
-            if (g_strcmp0 (vmr_json_get_string (job, "id"), g->jobs[i]) != 0)
+            if (g_strcmp0 (vmr_harness_json_string (job, "id"), g->jobs[i]) != 0)
                 continue;
             assert_member (job, g, i);
             found = TRUE;
@@ -220,9 +220,10 @@ assert_waiting_for_group (VmrHarness *h, Group *g, guint synced, guint copying)
     g_assert_cmpstr (vmr_json_job_state (other), ==, "copying");
     if (ready == NULL || running == NULL)
         vmr_fail ("QEMU does not run the mirror jobs %s and %s", g->jobs[synced], g->jobs[copying]);
-    g_assert_cmpstr (vmr_json_get_string (ready, "status"), ==, "ready");
-    g_assert_cmpstr (vmr_json_get_string (running, "status"), ==, "running");
-    g_assert_cmpint (vmr_json_get_int (running, "offset"), <, vmr_json_get_int (running, "len"));
+    g_assert_cmpstr (vmr_harness_json_string (ready, "status"), ==, "ready");
+    g_assert_cmpstr (vmr_harness_json_string (running, "status"), ==, "running");
+    g_assert_cmpint (vmr_harness_json_int (running, "offset"), <,
+                     vmr_harness_json_int (running, "len"));
     for (guint i = 0; i < g->n; i++)
         vmr_harness_assert_disk_on (h, g->ids[i], g->sources[i]);
 }
@@ -302,7 +303,8 @@ test_cutover (VmrHarness *h, gconstpointer user_data)
         g_autoptr (JsonNode) reply = vmr_harness_cli_json (h, "set-speed", g.jobs[1], "0", NULL);
 
         g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
-        g_assert_cmpint (vmr_json_get_int (json_node_get_object (reply), "speed"), ==, 0);
+        g_assert_cmpint (vmr_harness_json_int (vmr_harness_json_node_object (reply), "speed"), ==,
+                         0);
     }
     done1 = vmr_harness_wait_job (h, g.jobs[1], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     done0 = vmr_harness_wait_job (h, g.jobs[0], "completed", VMR_HARNESS_JOB_TIMEOUT_S);
@@ -342,7 +344,7 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
     group_migrate (h, &g, extra);
     group_write (&g);
     synced = vmr_harness_wait_job (h, g.jobs[0], "synced", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_true (vmr_json_get_bool (synced, "manual-pivot"));
+    g_assert_true (vmr_harness_json_bool (synced, "manual-pivot"));
     copying = vmr_harness_wait_job (h, g.jobs[1], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
     assert_waiting_for_group (h, &g, 0, 1);
     /* one member in sync, the other copying */
@@ -371,7 +373,7 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
         g_autoptr (JsonObject) block_job = vmr_harness_find_block_job (h, g.jobs[i]);
 
         g_assert_nonnull (block_job);
-        g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+        g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "ready");
         vmr_harness_assert_disk_on (h, g.ids[i], g.sources[i]);
     }
     /* both in sync */
@@ -395,24 +397,24 @@ static gboolean
 find_members (VmrHarness *h, Group *g)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
     JsonObject *members[G_N_ELEMENTS (g->jobs)] = { NULL };
 
     if (json_array_get_length (array) < g->n)
         return FALSE;
     g_assert_cmpuint (json_array_get_length (array), ==, g->n);
     for (guint j = 0; j < g->n; j++) {
-        JsonObject *job = json_array_get_object_element (array, j);
+        JsonObject *job = vmr_harness_json_element (array, j);
 
         for (guint i = 0; i < g->n; i++) {
-            if (g_strcmp0 (vmr_json_get_string (job, "disk"), g->ids[i]) == 0)
+            if (g_strcmp0 (vmr_harness_json_string (job, "disk"), g->ids[i]) == 0)
                 members[i] = job;
         }
     }
     for (guint i = 0; i < g->n; i++) {
         if (members[i] == NULL)
             vmr_fail ("`jobs` has no job for %s", g->ids[i]);
-        g->jobs[i] = g_strdup (vmr_json_get_string (members[i], "id"));
+        g->jobs[i] = g_strdup (vmr_harness_json_string (members[i], "id"));
     }
     /* the group is named after its first member */
     g->group = g_strdup (g->jobs[0]);

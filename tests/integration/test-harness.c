@@ -87,13 +87,13 @@ static gchar *
 job_status (VmrHarness *h, const gchar *id)
 {
     g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-jobs", NULL);
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *job = json_array_get_object_element (array, i);
+        JsonObject *job = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (vmr_json_get_string (job, "id"), id) == 0)
-            return g_strdup (vmr_json_get_string (job, "status"));
+        if (g_strcmp0 (vmr_harness_json_string (job, "id"), id) == 0)
+            return g_strdup (vmr_harness_json_string (job, "status"));
     }
     return NULL;
 }
@@ -121,7 +121,7 @@ qmp_node (VmrHarness *h, const gchar *command, const gchar *json_args)
     g_autoptr (JsonNode) reply = NULL;
 
     g_assert_nonnull (args);
-    reply = vmr_harness_qmp (h, command, json_node_get_object (args));
+    reply = vmr_harness_qmp (h, command, vmr_harness_json_node_object (args));
 }
 
 /*
@@ -166,9 +166,9 @@ test_qemu_mirror (VmrHarness *h, gconstpointer user_data)
     /* a limited copy is still running: what the slow tests rely on */
     g_usleep (G_USEC_PER_SEC);
     job = vmr_harness_get_block_job (h);
-    g_assert_cmpstr (vmr_json_get_string (job, "status"), ==, "running");
-    g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 1048576);
-    g_assert_cmpint (vmr_json_get_int (job, "offset"), <, IMAGE_SIZE);
+    g_assert_cmpstr (vmr_harness_json_string (job, "status"), ==, "running");
+    g_assert_cmpint (vmr_harness_json_int (job, "speed"), ==, 1048576);
+    g_assert_cmpint (vmr_harness_json_int (job, "offset"), <, IMAGE_SIZE);
     vmr_harness_assert_disk_on (h, "disk0", src);
 
     qmp_node (h, "block-job-set-speed", "{\"device\": \"mirror\", \"speed\": 0}");

@@ -43,21 +43,21 @@ static JsonObject *
 find_domain_disk (VmrHarness *h, const gchar *domain, const gchar *disk_id)
 {
     g_autoptr (JsonNode) domains = vmr_harness_cli_json (h, "domains", NULL);
-    JsonArray *array = json_node_get_array (domains);
+    JsonArray *array = vmr_harness_json_node_array (domains);
 
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *entry = json_array_get_object_element (array, i);
+        JsonObject *entry = vmr_harness_json_element (array, i);
         JsonArray *disks;
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "name"), domain) != 0)
+        if (g_strcmp0 (vmr_harness_json_string (entry, "name"), domain) != 0)
             continue;
-        disks = json_object_get_array_member (entry, "disks");
+        disks = vmr_harness_json_array (entry, "disks");
         g_assert_nonnull (disks);
         for (guint j = 0; j < json_array_get_length (disks); j++) {
-            JsonObject *disk = json_array_get_object_element (disks, j);
+            JsonObject *disk = vmr_harness_json_element (disks, j);
 
-            if (g_strcmp0 (vmr_json_get_string (disk, "id"), disk_id) == 0)
+            if (g_strcmp0 (vmr_harness_json_string (disk, "id"), disk_id) == 0)
                 return json_object_ref (disk);
         }
     }
@@ -70,16 +70,14 @@ assert_domain_disk (VmrHarness *h, const gchar *disk_id, const gchar *path, cons
                     const gchar *iothread_id)
 {
     g_autoptr (JsonObject) disk = find_domain_disk (h, "vm", disk_id);
-    JsonNode *io = json_object_get_member (disk, "iothread");
 
-    g_assert_cmpstr (vmr_json_get_string (disk, "path"), ==, path);
-    g_assert_cmpstr (vmr_json_get_string (disk, "format"), ==, format);
-    g_assert_cmpint (vmr_json_get_int (disk, "size"), ==, IMAGE_SIZE);
-    g_assert_nonnull (io);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "path"), ==, path);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "format"), ==, format);
+    g_assert_cmpint (vmr_harness_json_int (disk, "size"), ==, IMAGE_SIZE);
     if (iothread_id == NULL)
-        g_assert_true (JSON_NODE_HOLDS_NULL (io));
+        g_assert_true (vmr_harness_json_is_null (disk, "iothread"));
     else
-        g_assert_cmpstr (vmr_json_get_string (disk, "iothread"), ==, iothread_id);
+        g_assert_cmpstr (vmr_harness_json_string (disk, "iothread"), ==, iothread_id);
 }
 
 /* the id of the iothread a qom-get reply names: "/objects/io0" -> "io0" */
@@ -119,37 +117,38 @@ assert_device_threads (VmrHarness *h, const VmrHarnessDisk *disk, const gchar *s
     json_object_set_string_member (args, "property", "iothread");
     io = vmr_harness_qmp (h, "qom-get", args);
     if (single == NULL)
-        g_assert_cmpstr (json_node_get_string (io), ==, "");
+        g_assert_cmpstr (vmr_json_node_string (io), ==, "");
     else
-        g_assert_cmpstr (iothread_id (json_node_get_string (io)), ==, single);
+        g_assert_cmpstr (iothread_id (vmr_json_node_string (io)), ==, single);
     json_object_set_string_member (args, "property", "iothread-vq-mapping");
     mapping = vmr_harness_qmp (h, "qom-get", args);
     g_assert_true (JSON_NODE_HOLDS_ARRAY (mapping));
-    g_assert_cmpuint (json_array_get_length (json_node_get_array (mapping)), ==,
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (mapping)), ==,
                       vq != NULL ? g_strv_length ((gchar **) vq) : 0);
     for (guint i = 0; vq != NULL && vq[i] != NULL; i++) {
-        JsonObject *entry = json_array_get_object_element (json_node_get_array (mapping), i);
+        JsonObject *entry = vmr_harness_json_element (vmr_harness_json_node_array (mapping), i);
 
-        g_assert_cmpstr (vmr_json_get_string (entry, "iothread"), ==, vq[i]);
+        g_assert_cmpstr (vmr_harness_json_string (entry, "iothread"), ==, vq[i]);
     }
 
     blocks = vmr_harness_qmp (h, "query-block", NULL);
-    for (guint i = 0; i < json_array_get_length (json_node_get_array (blocks)); i++) {
-        JsonObject *dev = json_array_get_object_element (json_node_get_array (blocks), i);
+    for (guint i = 0; i < json_array_get_length (vmr_harness_json_node_array (blocks)); i++) {
+        JsonObject *dev = vmr_harness_json_element (vmr_harness_json_node_array (blocks), i);
 
-        const gchar *qdev = vmr_json_get_string (dev, "qdev");
+        const gchar *qdev = vmr_harness_json_string (dev, "qdev");
 
         if (g_strcmp0 (qdev, "disk0") == 0 || g_str_has_prefix (qdev, "/machine/peripheral/disk0/"))
-            device_node = vmr_json_get_string (vmr_json_get_object (dev, "inserted"), "node-name");
+            device_node
+                = vmr_harness_json_string (vmr_harness_json_object (dev, "inserted"), "node-name");
     }
     g_assert_nonnull (device_node);
     json_object_set_boolean_member (flat, "flat", TRUE);
     nodes = vmr_harness_qmp (h, "query-named-block-nodes", flat);
-    for (guint i = 0; i < json_array_get_length (json_node_get_array (nodes)); i++) {
-        JsonObject *node = json_array_get_object_element (json_node_get_array (nodes), i);
+    for (guint i = 0; i < json_array_get_length (vmr_harness_json_node_array (nodes)); i++) {
+        JsonObject *node = vmr_harness_json_element (vmr_harness_json_node_array (nodes), i);
 
-        if (g_strcmp0 (vmr_json_get_string (node, "node-name"), device_node) == 0) {
-            g_assert_cmpstr (vmr_json_get_string (node, "file"), ==, dest);
+        if (g_strcmp0 (vmr_harness_json_string (node, "node-name"), device_node) == 0) {
+            g_assert_cmpstr (vmr_harness_json_string (node, "file"), ==, dest);
             found = TRUE;
         }
     }
@@ -162,14 +161,14 @@ static void
 assert_history (JsonObject *job)
 {
     static const gchar *const wanted[] = { "copying", "synced", "pivoting", "completed" };
-    JsonArray *history = json_object_get_array_member (job, "history");
+    JsonArray *history = vmr_harness_json_array (job, "history");
     guint next = 0;
 
     g_assert_nonnull (history);
     for (guint i = 0; i < json_array_get_length (history) && next < G_N_ELEMENTS (wanted); i++) {
-        JsonObject *entry = json_array_get_object_element (history, i);
+        JsonObject *entry = vmr_harness_json_element (history, i);
 
-        if (g_strcmp0 (vmr_json_get_string (entry, "state"), wanted[next]) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (entry, "state"), wanted[next]) == 0)
             next++;
     }
     if (next != G_N_ELEMENTS (wanted)) {
@@ -185,26 +184,27 @@ static void
 assert_completed_job (VmrHarness *h, const gchar *id, const MigrateCase *c, const gchar *source)
 {
     g_autoptr (JsonNode) node = vmr_harness_cli_json (h, "job", id, NULL);
-    JsonObject *job = json_node_get_object (node);
+    JsonObject *job = vmr_harness_json_node_object (node);
     JsonObject *progress;
     const gchar *disk;
 
     g_assert_nonnull (job);
-    g_assert_cmpstr (vmr_json_get_string (job, "id"), ==, id);
-    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
-    disk = vmr_json_get_string (job, "disk");
+    g_assert_cmpstr (vmr_harness_json_string (job, "id"), ==, id);
+    g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "completed");
+    disk = vmr_harness_json_string (job, "disk");
     /* a disk named by its node may be reported by either name */
     if (g_strcmp0 (disk, "disk0") != 0 && !(c->by_node && g_strcmp0 (disk, "test-fmt0") == 0))
         vmr_fail ("job %s is for disk '%s', expected disk0", id, disk);
-    g_assert_cmpstr (vmr_json_get_string (job, "source"), ==, source);
-    g_assert_cmpstr (vmr_json_get_string (job, "source-format"), ==, c->source_format);
-    g_assert_cmpstr (vmr_json_get_string (job, "format"), ==, c->dest_format);
-    g_assert_cmpint (vmr_json_get_bool (job, "created-destination"), ==, !c->reuse);
+    g_assert_cmpstr (vmr_harness_json_string (job, "source"), ==, source);
+    g_assert_cmpstr (vmr_harness_json_string (job, "source-format"), ==, c->source_format);
+    g_assert_cmpstr (vmr_harness_json_string (job, "format"), ==, c->dest_format);
+    g_assert_cmpint (vmr_harness_json_bool (job, "created-destination"), ==, !c->reuse);
     /* QEMU's figures: the disk, and what the guest wrote again while it copied */
-    progress = vmr_json_get_object (job, "progress");
-    g_assert_cmpint (vmr_json_get_int (progress, "total"), >=, IMAGE_SIZE);
-    g_assert_cmpint (vmr_json_get_int (progress, "done"), ==, vmr_json_get_int (progress, "total"));
-    g_assert_cmpint (vmr_json_get_int (progress, "backlog"), ==, 0);
+    progress = vmr_harness_json_object (job, "progress");
+    g_assert_cmpint (vmr_harness_json_int (progress, "total"), >=, IMAGE_SIZE);
+    g_assert_cmpint (vmr_harness_json_int (progress, "done"), ==,
+                     vmr_harness_json_int (progress, "total"));
+    g_assert_cmpint (vmr_harness_json_int (progress, "backlog"), ==, 0);
     assert_history (job);
 }
 
@@ -298,13 +298,12 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
         g_clear_pointer (&job, json_object_unref);
         job = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     }
-    g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
+    g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "completed");
     assert_completed_job (h, id, c, source);
     /* the daemon's view follows the pivot, and the disk is free again */
     assert_domain_disk (h, "disk0", dest, c->dest_format, c->iothread);
     disk = find_domain_disk (h, "vm", "disk0");
-    g_assert_false (json_object_has_member (disk, "job")
-                    && !JSON_NODE_HOLDS_NULL (json_object_get_member (disk, "job")));
+    g_assert_true (!json_object_has_member (disk, "job") || vmr_harness_json_is_null (disk, "job"));
 
     assert_device_threads (h, &vm_disk, c->iothread, NULL, dest);
     if (writes)
@@ -320,14 +319,14 @@ static void
 assert_disk_iothreads (VmrHarness *h, const gchar *path, const gchar *const *wanted)
 {
     g_autoptr (JsonObject) disk = find_domain_disk (h, "vm", "disk0");
-    JsonArray *ids = json_object_get_array_member (disk, "iothreads");
+    JsonArray *ids = vmr_harness_json_array (disk, "iothreads");
 
-    g_assert_cmpstr (vmr_json_get_string (disk, "path"), ==, path);
-    g_assert_cmpstr (vmr_json_get_string (disk, "iothread"), ==, wanted[0]);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "path"), ==, path);
+    g_assert_cmpstr (vmr_harness_json_string (disk, "iothread"), ==, wanted[0]);
     g_assert_nonnull (ids);
     g_assert_cmpuint (json_array_get_length (ids), ==, g_strv_length ((gchar **) wanted));
     for (guint i = 0; wanted[i] != NULL; i++)
-        g_assert_cmpstr (json_array_get_string_element (ids, i), ==, wanted[i]);
+        g_assert_cmpstr (vmr_json_array_string (ids, i), ==, wanted[i]);
 }
 
 /* the domain's "iothreads": each of @wanted with its thread id and a CPU figure */
@@ -335,28 +334,26 @@ static void
 assert_domain_iothreads (VmrHarness *h, const gchar *const *wanted)
 {
     g_autoptr (JsonNode) domains = vmr_harness_cli_json (h, "domains", NULL);
-    JsonObject *domain = json_array_get_object_element (json_node_get_array (domains), 0);
-    JsonArray *threads = json_object_get_array_member (domain, "iothreads");
+    JsonObject *domain = vmr_harness_json_element (vmr_harness_json_node_array (domains), 0);
+    JsonArray *threads = vmr_harness_json_array (domain, "iothreads");
 
     g_assert_nonnull (threads);
     g_assert_cmpuint (json_array_get_length (threads), ==, g_strv_length ((gchar **) wanted));
     for (guint i = 0; wanted[i] != NULL; i++) {
         JsonObject *thread = NULL;
-        JsonNode *cpu;
+        gdouble cpu = -1;
 
         for (guint j = 0; j < json_array_get_length (threads); j++) {
-            JsonObject *candidate = json_array_get_object_element (threads, j);
+            JsonObject *candidate = vmr_harness_json_element (threads, j);
 
-            if (g_strcmp0 (vmr_json_get_string (candidate, "id"), wanted[i]) == 0)
+            if (g_strcmp0 (vmr_harness_json_string (candidate, "id"), wanted[i]) == 0)
                 thread = candidate;
         }
         if (thread == NULL)
             vmr_fail ("the domain's iothreads lack %s", wanted[i]);
-        g_assert_cmpint (vmr_json_get_int (thread, "thread-id"), >, 0);
-        cpu = json_object_get_member (thread, "cpu");
-        g_assert_nonnull (cpu);
-        g_assert_true (JSON_NODE_HOLDS_VALUE (cpu));
-        g_assert_cmpfloat (json_node_get_double (cpu), >=, 0.0);
+        g_assert_cmpint (vmr_harness_json_int (thread, "thread-id"), >, 0);
+        g_assert_true (vmr_json_get_double (thread, "cpu", &cpu));
+        g_assert_cmpfloat (cpu, >=, 0.0);
     }
 }
 
@@ -446,12 +443,12 @@ test_second_disk (VmrHarness *h, gconstpointer user_data)
     g_clear_pointer (&id, g_free);
     {
         g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
-        JsonObject *job = json_array_get_object_element (json_node_get_array (jobs), 0);
+        JsonObject *job = vmr_harness_json_element (vmr_harness_json_node_array (jobs), 0);
 
-        g_assert_cmpuint (json_array_get_length (json_node_get_array (jobs)), ==, 1);
-        g_assert_cmpstr (vmr_json_get_string (job, "disk"), ==, "disk1");
-        g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "completed");
-        id = g_strdup (vmr_json_get_string (job, "id"));
+        g_assert_cmpuint (json_array_get_length (vmr_harness_json_node_array (jobs)), ==, 1);
+        g_assert_cmpstr (vmr_harness_json_string (job, "disk"), ==, "disk1");
+        g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "completed");
+        id = g_strdup (vmr_harness_json_string (job, "id"));
     }
     vmr_harness_assert_disk_on (h, "disk0", source0);
     /* each takes the guest's writes where it runs now */

@@ -145,8 +145,8 @@ test_throttle_while_busy (VmrHarness *h, gconstpointer user_data)
     throttled = vmr_harness_wait_job (h, c.id, "throttled", 15);
     named = g_strdup_printf ("iops-throttle %u", c.threshold);
     assert_contains (policy_reason (throttled), named, "the policy's reason");
-    g_assert_cmpint (vmr_json_get_int (throttled, "speed"), ==, 1 * MIB);
-    g_assert_cmpint (vmr_json_get_int (job_policy (throttled), "base-speed"), ==, 16 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (throttled, "speed"), ==, 1 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (job_policy (throttled), "base-speed"), ==, 16 * MIB);
     g_assert_cmpint (block_job_speed (h), ==, 1 * MIB);
 
     assert_state_at_points (h, c.id, "throttled", 1 * MIB, load_end (h, load.runtime_s));
@@ -154,7 +154,7 @@ test_throttle_while_busy (VmrHarness *h, gconstpointer user_data)
     note_guest_load (h);
     copying = vmr_harness_wait_job (h, c.id, "copying", 30);
     g_assert_cmpstr (policy_decision (copying), ==, "unthrottle");
-    g_assert_cmpint (vmr_json_get_int (copying, "speed"), ==, 16 * MIB);
+    g_assert_cmpint (vmr_harness_json_int (copying, "speed"), ==, 16 * MIB);
     g_assert_cmpint (block_job_speed (h), ==, 16 * MIB);
     unthrottled = history_time (copying, "copying");
     g_test_message ("back to full speed %.1f s after VMR-DONE",
@@ -210,9 +210,10 @@ test_pause_while_busy (VmrHarness *h, gconstpointer user_data)
     paused = vmr_harness_wait_job (h, id, "paused", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S + 30);
     g_assert_cmpstr (policy_decision (paused), ==, "pause");
     assert_contains (policy_reason (paused), "iops-delay 200", "the policy's reason");
-    g_assert_false (vmr_json_get_bool (job_policy (paused), "user-paused"));
+    g_assert_false (vmr_harness_json_bool (job_policy (paused), "user-paused"));
     g_assert_true (block_job_paused (h));
-    g_assert_cmpint (vmr_json_get_int (vmr_json_get_object (paused, "progress"), "done"), >, 0);
+    g_assert_cmpint (vmr_harness_json_int (vmr_harness_json_object (paused, "progress"), "done"), >,
+                     0);
 
     assert_state_at_points (h, id, "paused", -1, load_end (h, load.runtime_s));
     g_assert_true (block_job_paused (h));
@@ -273,14 +274,19 @@ test_copy_not_counted (VmrHarness *h, gconstpointer user_data)
     id = vmr_harness_migrate (h, "vm", "disk0", dest, "--speed", "64M", NULL);
     while (TRUE) {
         g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
-        JsonArray *iops = json_object_get_array_member (job_policy (job), "guest-iops");
+        JsonArray *iops = vmr_harness_json_array (job_policy (job), "guest-iops");
         const gchar *state = job_state (job);
 
         if (g_strcmp0 (state, "copying") != 0 && g_strcmp0 (state, "queued") != 0)
             break;
         g_assert_nonnull (iops);
         if (g_strcmp0 (state, "copying") == 0 && json_array_get_length (iops) > 0) {
-            gint64 newest = json_array_get_int_element (iops, json_array_get_length (iops) - 1);
+            JsonNode *last = json_array_get_element (iops, json_array_get_length (iops) - 1);
+            gint64 newest;
+
+            g_assert_true (JSON_NODE_HOLDS_VALUE (last)
+                           && json_node_get_value_type (last) == G_TYPE_INT64);
+            newest = json_node_get_int (last);
 
             highest = MAX (highest, newest);
             g_string_append_printf (seen, " %" G_GINT64_FORMAT, newest);
@@ -355,7 +361,7 @@ test_verify_guest (VmrHarness *h, gconstpointer user_data)
     pause = vmr_harness_cli (h, "pause", id, NULL);
     vmr_cli_result_assert_ok (pause);
     paused = vmr_harness_wait_job (h, id, "paused", 10);
-    g_assert_true (vmr_json_get_bool (job_policy (paused), "user-paused"));
+    g_assert_true (vmr_harness_json_bool (job_policy (paused), "user-paused"));
     g_assert_true (block_job_paused (h));
     /* the guest keeps writing; the policy leaves a user's pause alone */
     g_usleep (2 * G_USEC_PER_SEC);

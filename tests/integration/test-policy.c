@@ -52,7 +52,7 @@ test_window (VmrHarness *h, gconstpointer user_data)
         vmr_harness_assert_no_block_jobs (h);
         g_usleep (500 * 1000);
     }
-    g_assert_cmpfloat (json_object_get_double_member (job_policy (job), "held"), >=, 2.0);
+    g_assert_cmpfloat (vmr_json_double_or (job_policy (job), "held", -1), >=, 2.0);
 
     open = window_around_now (-60, 60);
     g_clear_pointer (&policy, g_free);
@@ -120,7 +120,7 @@ test_max_delay (VmrHarness *h, gconstpointer user_data)
         vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
         return;
     }
-    assert_contains (vmr_json_get_string (final, "reason"), "max-delay", "the job's reason");
+    assert_contains (vmr_harness_json_string (final, "reason"), "max-delay", "the job's reason");
     g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
     vmr_harness_assert_job_record (h, id, "failed");
     vmr_harness_assert_stays_on_source (h, "disk0", source, "raw", expected);
@@ -171,10 +171,10 @@ wait_refused (VmrHarness *h)
 
     while (TRUE) {
         g_autoptr (JsonNode) policy = vmr_harness_cli_json (h, "policy", "show", NULL);
-        JsonObject *obj = json_node_get_object (policy);
+        JsonObject *obj = vmr_harness_json_node_object (policy);
 
         if (json_object_has_member (obj, "refused"))
-            return json_object_ref (vmr_json_get_object (obj, "refused"));
+            return json_object_ref (vmr_harness_json_object (obj, "refused"));
         g_assert_cmpint (g_get_monotonic_time (), <, deadline);
         g_usleep (50 * 1000);
     }
@@ -198,8 +198,8 @@ test_sighup_invalid (VmrHarness *h, gconstpointer user_data)
     /* the daemon's refusal, as query-policy tells it */
     refused = wait_refused (h);
     where = g_strdup (":3: [defaults] hold:");
-    assert_contains (vmr_json_get_string (refused, "error"), where, "the refusal");
-    assert_contains (vmr_json_get_string (refused, "error"), "the policy is unchanged",
+    assert_contains (vmr_harness_json_string (refused, "error"), where, "the refusal");
+    assert_contains (vmr_harness_json_string (refused, "error"), "the policy is unchanged",
                      "the refusal");
     vmr_harness_assert_daemon_serving (h);
     assert_shown (h, "speed", "100M");
@@ -227,8 +227,8 @@ test_sighup_invalid (VmrHarness *h, gconstpointer user_data)
     {
         g_autoptr (JsonNode) policy = vmr_harness_cli_json (h, "policy", "show", NULL);
 
-        g_assert_false (json_object_has_member (json_node_get_object (policy), "refused"));
-        g_assert_true (json_object_has_member (json_node_get_object (policy), "loaded"));
+        g_assert_false (json_object_has_member (vmr_harness_json_node_object (policy), "refused"));
+        g_assert_true (json_object_has_member (vmr_harness_json_node_object (policy), "loaded"));
     }
     vmr_harness_assert_daemon_serving (h);
 }

@@ -82,14 +82,12 @@ static JsonObject *
 node_cache (VmrHarness *h, const gchar *node_name)
 {
     g_autoptr (JsonNode) nodes = vmr_harness_query_nodes (h);
-    JsonArray *array = json_node_get_array (nodes);
+    JsonArray *array = vmr_harness_json_node_array (nodes);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *node = json_array_get_object_element (array, i);
+        JsonObject *node = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (json_object_get_string_member_with_default (node, "node-name", ""),
-                       node_name)
-            == 0)
-            return json_object_ref (vmr_json_get_object (node, "cache"));
+        if (g_strcmp0 (vmr_json_get_string (node, "node-name"), node_name) == 0)
+            return json_object_ref (vmr_harness_json_object (node, "cache"));
     }
     vmr_fail ("QEMU has no block node %s", node_name);
 }
@@ -145,12 +143,14 @@ test_cache_mode (VmrHarness *h, gconstpointer user_data)
         g_autoptr (JsonObject) source_cache = node_cache (h, source_nodes[i]);
 
         g_test_message ("%s: direct %d no-flush %d; %s: direct %d no-flush %d", nodes[i],
-                        vmr_json_get_bool (cache, "direct"), vmr_json_get_bool (cache, "no-flush"),
-                        source_nodes[i], vmr_json_get_bool (source_cache, "direct"),
-                        vmr_json_get_bool (source_cache, "no-flush"));
-        if (vmr_json_get_bool (cache, "direct") != vmr_json_get_bool (source_cache, "direct")
-            || vmr_json_get_bool (cache, "no-flush")
-                   != vmr_json_get_bool (source_cache, "no-flush"))
+                        vmr_harness_json_bool (cache, "direct"),
+                        vmr_harness_json_bool (cache, "no-flush"), source_nodes[i],
+                        vmr_harness_json_bool (source_cache, "direct"),
+                        vmr_harness_json_bool (source_cache, "no-flush"));
+        if (vmr_harness_json_bool (cache, "direct")
+                != vmr_harness_json_bool (source_cache, "direct")
+            || vmr_harness_json_bool (cache, "no-flush")
+                   != vmr_harness_json_bool (source_cache, "no-flush"))
             vmr_fail ("the destination node %s has another cache mode than %s", nodes[i],
                       source_nodes[i]);
     }
@@ -158,7 +158,7 @@ test_cache_mode (VmrHarness *h, gconstpointer user_data)
     {
         g_autoptr (JsonObject) cache = node_cache (h, dst_file_node);
 
-        g_assert_true (vmr_json_get_bool (cache, "direct"));
+        g_assert_true (vmr_harness_json_bool (cache, "direct"));
     }
     vmr_harness_writer_write (writer, WRITES);
     pivoted = vmr_harness_job_command (h, "pivot", id, NULL);
@@ -166,7 +166,7 @@ test_cache_mode (VmrHarness *h, gconstpointer user_data)
     {
         g_autoptr (JsonObject) cache = node_cache (h, dst_file_node);
 
-        g_assert_true (vmr_json_get_bool (cache, "direct"));
+        g_assert_true (vmr_harness_json_bool (cache, "direct"));
     }
     vmr_harness_writer_write (writer, WRITES);
     vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
@@ -177,15 +177,14 @@ static gint64
 device_size (VmrHarness *h, const gchar *qdev_id)
 {
     g_autoptr (JsonNode) blocks = vmr_harness_qmp (h, "query-block", NULL);
-    JsonArray *array = json_node_get_array (blocks);
+    JsonArray *array = vmr_harness_json_node_array (blocks);
 
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *entry = json_array_get_object_element (array, i);
+        JsonObject *entry = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (json_object_get_string_member_with_default (entry, "qdev", ""), qdev_id)
-            == 0)
-            return vmr_json_get_int (
-                vmr_json_get_object (vmr_json_get_object (entry, "inserted"), "image"),
+        if (g_strcmp0 (vmr_json_get_string (entry, "qdev"), qdev_id) == 0)
+            return vmr_harness_json_int (
+                vmr_harness_json_object (vmr_harness_json_object (entry, "inserted"), "image"),
                 "virtual-size");
     }
     vmr_fail ("query-block has no device %s", qdev_id);
@@ -217,7 +216,7 @@ test_reuse_larger (VmrHarness *h, gconstpointer user_data)
     vmr_harness_writer_write (vm.writer, WRITES);
     job = vmr_harness_job_command (h, "set-speed", id, "0");
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_assert_false (vmr_json_get_bool (completed, "created-destination"));
+    g_assert_false (vmr_harness_json_bool (completed, "created-destination"));
     /* the guest's disk did not grow */
     g_assert_cmpint (device_size (h, "disk0"), ==, IMAGE_SIZE);
     vmr_harness_writer_write (vm.writer, WRITES);
@@ -282,10 +281,10 @@ test_policy_check (VmrHarness *h, gconstpointer user_data)
     as_json = vmr_harness_cli (h, "--json", "policy", "check", bad, NULL);
     g_assert_cmpint (as_json->status, ==, 1);
     reply = vmr_cli_result_parse_json (as_json);
-    obj = json_node_get_object (reply);
-    g_assert_cmpstr (vmr_json_get_string (obj, "file"), ==, bad);
-    g_assert_false (vmr_json_get_bool (obj, "valid"));
-    g_assert_cmpuint (json_array_get_length (json_object_get_array_member (obj, "errors")), ==, 2);
+    obj = vmr_harness_json_node_object (reply);
+    g_assert_cmpstr (vmr_harness_json_string (obj, "file"), ==, bad);
+    g_assert_false (vmr_harness_json_bool (obj, "valid"));
+    g_assert_cmpuint (json_array_get_length (vmr_harness_json_array (obj, "errors")), ==, 2);
     /* it asked no daemon: nothing changed there */
     vmr_harness_assert_daemon_serving (h);
 }
@@ -325,7 +324,7 @@ test_wait_sigint (VmrHarness *h, gconstpointer user_data)
     job = vmr_harness_get_job (h, "vmr-1");
     g_assert_cmpstr (vmr_json_job_state (job), ==, "copying");
     block_job = vmr_harness_get_block_job (h);
-    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "running");
+    g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "running");
     vmr_harness_writer_write (vm.writer, WRITES);
     unlimited = vmr_harness_job_command (h, "set-speed", "vmr-1", "0");
     completed = vmr_harness_wait_job (h, "vmr-1", "completed", VMR_HARNESS_JOB_TIMEOUT_S);

@@ -38,7 +38,7 @@ start_slow_migration (VmrHarness *h, VmrHarnessVm *vm)
     g_autofree gchar *id = vmr_harness_start_slow_migration (h, vm, NULL);
     g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
 
-    g_assert_true (vmr_json_get_bool (job, "created-destination"));
+    g_assert_true (vmr_harness_json_bool (job, "created-destination"));
     return g_steal_pointer (&id);
 }
 
@@ -53,13 +53,13 @@ state_is_final (const gchar *state)
 static JsonObject *
 listed_job (JsonNode *jobs, const gchar *id)
 {
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *job = json_array_get_object_element (array, i);
+        JsonObject *job = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (vmr_json_get_string (job, "id"), id) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (job, "id"), id) == 0)
             return json_object_ref (job);
     }
     vmr_fail ("job %s is not in the list of jobs", id);
@@ -79,9 +79,9 @@ assert_listed_orphan (VmrHarness *h, const gchar *id, const gchar *state, VmrHar
 
     g_assert_cmpstr (vmr_json_job_state (listed), ==, state);
     g_assert_true (vmr_json_job_orphaned (listed));
-    g_assert_cmpstr (vmr_json_get_string (listed, "domain"), ==, "vm");
+    g_assert_cmpstr (vmr_harness_json_string (listed, "domain"), ==, "vm");
     if (vm != NULL)
-        g_assert_cmpstr (vmr_json_get_string (listed, "destination"), ==, vm->dest);
+        g_assert_cmpstr (vmr_harness_json_string (listed, "destination"), ==, vm->dest);
     g_assert_cmpstr (vmr_json_job_state (queried), ==, state);
     g_assert_true (vmr_json_job_orphaned (queried));
     vmr_cli_result_assert_ok (table);
@@ -108,11 +108,11 @@ wait_block_job_status (VmrHarness *h, const gchar *id, const gchar *status)
     while (TRUE) {
         g_autoptr (JsonObject) job = get_block_job (h, id);
 
-        if (g_str_equal (vmr_json_get_string (job, "status"), status))
+        if (g_str_equal (vmr_harness_json_string (job, "status"), status))
             return;
         if (g_get_monotonic_time () > deadline)
             vmr_fail ("QEMU's block job %s is still %s, waiting for %s", id,
-                      vmr_json_get_string (job, "status"), status);
+                      vmr_harness_json_string (job, "status"), status);
         g_usleep (100 * 1000);
     }
 }
@@ -151,11 +151,11 @@ assert_copy_runs_alone (VmrHarness *h, const gchar *id)
 {
     g_autoptr (JsonObject) job = get_block_job (h, id);
 
-    g_assert_cmpstr (vmr_json_get_string (job, "type"), ==, "mirror");
-    g_assert_cmpstr (vmr_json_get_string (job, "status"), ==, "running");
-    g_assert_false (vmr_json_get_bool (job, "ready"));
-    g_assert_false (vmr_json_get_bool (job, "paused"));
-    g_assert_cmpint (vmr_json_get_int (job, "speed"), ==, 1 * MIB);
+    g_assert_cmpstr (vmr_harness_json_string (job, "type"), ==, "mirror");
+    g_assert_cmpstr (vmr_harness_json_string (job, "status"), ==, "running");
+    g_assert_false (vmr_harness_json_bool (job, "ready"));
+    g_assert_false (vmr_harness_json_bool (job, "paused"));
+    g_assert_cmpint (vmr_harness_json_int (job, "speed"), ==, 1 * MIB);
 }
 
 /* polls the job until it is in a final state; returns it */
@@ -181,12 +181,12 @@ static gboolean
 node_has_file (VmrHarness *h, const gchar *path)
 {
     g_autoptr (JsonNode) nodes = vmr_harness_query_nodes (h);
-    JsonArray *array = json_node_get_array (nodes);
+    JsonArray *array = vmr_harness_json_node_array (nodes);
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *node = json_array_get_object_element (array, i);
+        JsonObject *node = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (json_object_get_string_member_with_default (node, "file", ""), path) == 0)
+        if (g_strcmp0 (vmr_json_get_string (node, "file"), path) == 0)
             return TRUE;
     }
     return FALSE;
@@ -204,7 +204,8 @@ wait_qemu_cleaned (VmrHarness *h, const gchar *dest)
     while (TRUE) {
         g_autoptr (JsonNode) jobs = vmr_harness_qmp (h, "query-block-jobs", NULL);
 
-        if (json_array_get_length (json_node_get_array (jobs)) == 0 && !node_has_file (h, dest))
+        if (json_array_get_length (vmr_harness_json_node_array (jobs)) == 0
+            && !node_has_file (h, dest))
             break;
         if (g_get_monotonic_time () > deadline)
             break;
@@ -254,18 +255,18 @@ test_copying (VmrHarness *h, gconstpointer user_data)
     adopted = vmr_harness_wait_adopted (h, id);
     vmr_harness_writer_write (vm.writer, WRITES);
     g_assert_cmpstr (vmr_json_job_state (adopted), ==, "copying");
-    g_assert_cmpstr (vmr_json_get_string (adopted, "destination"), ==, vm.dest);
+    g_assert_cmpstr (vmr_harness_json_string (adopted, "destination"), ==, vm.dest);
     /* the copy goes on where it was: QEMU's job is the same one */
     block_job = get_block_job (h, id);
-    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "running");
+    g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "running");
 
     unlimited = vmr_harness_job_command (h, "set-speed", id, "0");
-    g_assert_cmpint (vmr_json_get_int (unlimited, "speed"), ==, 0);
+    g_assert_cmpint (vmr_harness_json_int (unlimited, "speed"), ==, 0);
     g_clear_pointer (&block_job, json_object_unref);
     block_job = vmr_harness_find_block_job (h, id);
     /* the copy may already be over */
     if (block_job != NULL)
-        g_assert_cmpint (vmr_json_get_int (block_job, "speed"), ==, 0);
+        g_assert_cmpint (vmr_harness_json_int (block_job, "speed"), ==, 0);
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_false (vmr_json_job_orphaned (completed));
     vmr_harness_writer_write (vm.writer, WRITES);
@@ -295,7 +296,7 @@ test_synced_manual (VmrHarness *h, gconstpointer user_data)
     vmr_harness_kill_daemon (h);
     vmr_harness_assert_job_record (h, id, "synced");
     block_job = get_block_job (h, id);
-    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+    g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "ready");
     /* in sync without a daemon: QEMU still mirrors every write */
     vmr_harness_writer_write (vm.writer, WRITES);
 
@@ -305,7 +306,7 @@ test_synced_manual (VmrHarness *h, gconstpointer user_data)
     vmr_harness_attach (h, "vm");
     adopted = vmr_harness_wait_adopted (h, id);
     g_assert_cmpstr (vmr_json_job_state (adopted), ==, "synced");
-    g_assert_true (vmr_json_get_bool (adopted, "manual-pivot"));
+    g_assert_true (vmr_harness_json_bool (adopted, "manual-pivot"));
 
     /* still a manual pivot: nothing happens by itself */
     g_usleep (2 * G_USEC_PER_SEC);
@@ -313,7 +314,7 @@ test_synced_manual (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpstr (vmr_json_job_state (still), ==, "synced");
     g_clear_pointer (&block_job, json_object_unref);
     block_job = get_block_job (h, id);
-    g_assert_cmpstr (vmr_json_get_string (block_job, "status"), ==, "ready");
+    g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "ready");
     vmr_harness_assert_disk_on (h, "disk0", vm.source);
     vmr_harness_writer_write (vm.writer, WRITES);
 
@@ -471,7 +472,6 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) second = NULL;
     g_autoptr (JsonObject) unlimited = NULL;
     const gchar *restart_args[] = { "--policy", NULL, NULL };
-    JsonNode *waiting_for;
     gint64 deadline;
     gboolean done = FALSE;
 
@@ -497,9 +497,7 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     ids[1] = vmr_harness_migrate (h, "vm", "disk1", dests[1], NULL);
     queued = vmr_harness_get_job (h, ids[1]);
     g_assert_cmpstr (vmr_json_job_state (queued), ==, "queued");
-    waiting_for = json_object_get_member (queued, "waiting-for");
-    g_assert_nonnull (waiting_for);
-    g_assert_cmpstr (json_node_get_string (waiting_for), ==, "max-parallel");
+    g_assert_cmpstr (vmr_harness_json_string (queued, "waiting-for"), ==, "max-parallel");
 
     vmr_harness_kill_daemon (h);
     vmr_harness_assert_job_record (h, ids[0], "copying");
@@ -528,15 +526,15 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     deadline = g_get_monotonic_time () + ALL_DONE_TIMEOUT_S * G_USEC_PER_SEC;
     while (!done) {
         g_autoptr (JsonNode) reply = vmr_harness_qmp (h, "query-block-jobs", NULL);
-        JsonArray *array = json_node_get_array (reply);
+        JsonArray *array = vmr_harness_json_node_array (reply);
         guint bulk = 0;
 
         /* never more than one copy not yet in sync */
         for (guint i = 0; i < json_array_get_length (array); i++) {
-            JsonObject *block_job = json_array_get_object_element (array, i);
+            JsonObject *block_job = vmr_harness_json_element (array, i);
 
-            if (!json_object_get_boolean_member_with_default (block_job, "ready", FALSE)
-                && g_strcmp0 (vmr_json_get_string (block_job, "status"), "running") == 0)
+            if (!vmr_json_bool_or (block_job, "ready", FALSE)
+                && g_strcmp0 (vmr_harness_json_string (block_job, "status"), "running") == 0)
                 bulk++;
         }
         if (bulk > 1)

@@ -73,12 +73,12 @@ static const gchar *const disk_ids[N_DISKS] = { "disk0", "disk1", "disk2", "disk
 static JsonObject *
 find_job (JsonNode *jobs, const gchar *id)
 {
-    JsonArray *array = json_node_get_array (jobs);
+    JsonArray *array = vmr_harness_json_node_array (jobs);
 
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *job = json_array_get_object_element (array, i);
+        JsonObject *job = vmr_harness_json_element (array, i);
 
-        if (g_strcmp0 (vmr_json_get_string (job, "id"), id) == 0)
+        if (g_strcmp0 (vmr_harness_json_string (job, "id"), id) == 0)
             return job;
     }
     vmr_fail ("job %s is not in the list", id);
@@ -94,7 +94,7 @@ static guint
 count_block_jobs (VmrHarness *h, const ScheduleCase *c, gchar **ids, guint *out_total)
 {
     g_autoptr (JsonNode) reply = vmr_harness_qmp (h, "query-block-jobs", NULL);
-    JsonArray *array = json_node_get_array (reply);
+    JsonArray *array = vmr_harness_json_node_array (reply);
     g_autoptr (GHashTable) per_thread
         = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
     GHashTableIter iter;
@@ -103,10 +103,10 @@ count_block_jobs (VmrHarness *h, const ScheduleCase *c, gchar **ids, guint *out_
 
     *out_total = 0;
     for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *job = json_array_get_object_element (array, i);
-        const gchar *device = vmr_json_get_string (job, "device");
+        JsonObject *job = vmr_harness_json_element (array, i);
+        const gchar *device = vmr_harness_json_string (job, "device");
 
-        if (json_object_get_boolean_member_with_default (job, "ready", FALSE))
+        if (vmr_json_bool_or (job, "ready", FALSE))
             continue;
         (*out_total)++;
         for (guint d = 0; d < N_DISKS; d++) {
@@ -178,20 +178,18 @@ test_schedule (VmrHarness *h, gconstpointer user_data)
     vmr_cli_result_assert_ok (table);
     for (guint d = 0; d < N_DISKS; d++) {
         JsonObject *job = find_job (jobs, ids[d]);
-        JsonNode *waiting_for = json_object_get_member (job, "waiting-for");
-        JsonObject *decision = vmr_json_get_object (job, "policy");
+        JsonObject *decision = vmr_harness_json_object (job, "policy");
 
-        g_assert_nonnull (waiting_for);
         if (!c->waiting[d]) {
-            g_assert_true (JSON_NODE_HOLDS_NULL (waiting_for));
-            g_assert_cmpstr (vmr_json_get_string (job, "state"), !=, "queued");
+            g_assert_true (vmr_harness_json_is_null (job, "waiting-for"));
+            g_assert_cmpstr (vmr_harness_json_string (job, "state"), !=, "queued");
             continue;
         }
-        g_assert_cmpstr (vmr_json_get_string (job, "state"), ==, "queued");
-        g_assert_cmpstr (json_node_get_string (waiting_for), ==, c->limit);
-        g_assert_cmpstr (vmr_json_get_string (decision, "decision"), ==, "wait");
-        g_assert_true (g_str_has_prefix (vmr_json_get_string (decision, "reason"), "held by "));
-        g_assert_nonnull (strstr (vmr_json_get_string (decision, "reason"), c->limit));
+        g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "queued");
+        g_assert_cmpstr (vmr_harness_json_string (job, "waiting-for"), ==, c->limit);
+        g_assert_cmpstr (vmr_harness_json_string (decision, "decision"), ==, "wait");
+        g_assert_true (g_str_has_prefix (vmr_harness_json_string (decision, "reason"), "held by "));
+        g_assert_nonnull (strstr (vmr_harness_json_string (decision, "reason"), c->limit));
     }
     {
         g_autofree gchar *column = g_strdup_printf ("queued (%s)", c->limit);
@@ -212,7 +210,7 @@ test_schedule (VmrHarness *h, gconstpointer user_data)
         now = vmr_harness_cli_json (h, "jobs", NULL);
         done = TRUE;
         for (guint d = 0; d < N_DISKS; d++) {
-            const gchar *state = vmr_json_get_string (find_job (now, ids[d]), "state");
+            const gchar *state = vmr_harness_json_string (find_job (now, ids[d]), "state");
 
             if (g_str_equal (state, "failed") || g_str_equal (state, "cancelled"))
                 vmr_fail ("job %s ended %s", ids[d], state);

@@ -4,6 +4,8 @@
 
 #include <sys/socket.h>
 
+#include "vmr-json.h"
+
 static void
 qmp_peer_event_free (QmpPeerEvent *event)
 {
@@ -107,7 +109,7 @@ peer_message_cb (VmrQmpStream *stream, JsonObject *msg, gpointer user_data)
     g_ptr_array_add (fx->received, json_object_ref (msg));
     if (execute == NULL)
         return;
-    if (g_strcmp0 (json_node_get_string (execute), "qmp_capabilities") == 0) {
+    if (g_strcmp0 (vmr_json_node_string (execute), "qmp_capabilities") == 0) {
         if (fx->answer_capabilities)
             qmp_peer_reply (fx, msg, "{\"return\": {}}");
     } else if (fx->answer_all != NULL) {

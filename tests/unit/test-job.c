@@ -3,6 +3,7 @@
 #include <glib/gstdio.h>
 
 #include "job.h"
+#include "vmr-json.h"
 
 #define S(x) VMR_JOB_STATE_##x
 
@@ -136,12 +137,12 @@ test_job_progress (void)
     g_assert_cmpfloat_with_epsilon (job->rate, 200.0, 0.001);
 
     obj = vmr_job_to_json (job);
-    progress = json_object_get_object_member (obj, "progress");
-    g_assert_cmpint (json_object_get_int_member (progress, "total"), ==, 1000);
-    g_assert_cmpint (json_object_get_int_member (progress, "done"), ==, 400);
-    g_assert_cmpint (json_object_get_int_member (progress, "backlog"), ==, 600);
-    g_assert_cmpfloat_with_epsilon (json_object_get_double_member (progress, "eta"), 3.0, 0.001);
-    g_assert_cmpstr (json_object_get_string_member (obj, "state"), ==, "copying");
+    progress = vmr_json_get_object (obj, "progress");
+    g_assert_cmpint (vmr_json_int_or (progress, "total", -1), ==, 1000);
+    g_assert_cmpint (vmr_json_int_or (progress, "done", -1), ==, 400);
+    g_assert_cmpint (vmr_json_int_or (progress, "backlog", -1), ==, 600);
+    g_assert_cmpfloat_with_epsilon (vmr_json_double_or (progress, "eta", -1), 3.0, 0.001);
+    g_assert_cmpstr (vmr_json_get_string (obj, "state"), ==, "copying");
 }
 
 static void
@@ -165,11 +166,11 @@ test_job_save (void)
 
     g_assert_true (g_file_get_contents (path, &text, NULL, &error));
     g_assert_true (json_parser_load_from_data (parser, text, -1, &error));
-    obj = json_node_get_object (json_parser_get_root (parser));
-    g_assert_cmpstr (json_object_get_string_member (obj, "state"), ==, "copying");
-    g_assert_cmpstr (json_object_get_string_member (obj, "destination"), ==, "/new/web01.raw");
-    g_assert_cmpstr (json_object_get_string_member (obj, "format"), ==, "raw");
-    g_assert_true (json_object_get_boolean_member (obj, "created-destination"));
+    obj = vmr_json_node_object (json_parser_get_root (parser));
+    g_assert_cmpstr (vmr_json_get_string (obj, "state"), ==, "copying");
+    g_assert_cmpstr (vmr_json_get_string (obj, "destination"), ==, "/new/web01.raw");
+    g_assert_cmpstr (vmr_json_get_string (obj, "format"), ==, "raw");
+    g_assert_true (vmr_json_bool_or (obj, "created-destination", FALSE));
     g_assert_cmpuint (vmr_job_scan_last_number (dir), ==, 41);
 
     g_assert_cmpint (g_unlink (path), ==, 0);
@@ -322,9 +323,9 @@ test_job_load_record (void)
             g_assert_cmpint (job->dest->created, ==, c->created);
             /* and the job object names it as before */
             obj = vmr_job_to_json (job);
-            g_assert_cmpstr (json_object_get_string_member (obj, "destination"), ==, c->location);
-            g_assert_cmpstr (json_object_get_string_member (obj, "format"), ==, c->format);
-            g_assert_cmpint (json_object_get_boolean_member (obj, "created-destination"), ==,
+            g_assert_cmpstr (vmr_json_get_string (obj, "destination"), ==, c->location);
+            g_assert_cmpstr (vmr_json_get_string (obj, "format"), ==, c->format);
+            g_assert_cmpint (vmr_json_bool_or (obj, "created-destination", !c->created), ==,
                              c->created);
         }
         g_assert_cmpint (g_unlink (path), ==, 0);

@@ -12,6 +12,7 @@
 
 #include "qmp-peer.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 /* framing */
 
@@ -69,7 +70,7 @@ test_parse_line (void)
         g_autoptr (JsonObject) obj = vmr_qmp_parse_line ("{\"a\": 1}garbage", 8, &error);
 
         g_assert_no_error (error);
-        g_assert_cmpint (json_object_get_int_member (obj, "a"), ==, 1);
+        g_assert_cmpint (vmr_json_int_or (obj, "a", -1), ==, 1);
     }
 }
 
@@ -163,7 +164,7 @@ static gint64
 message_int (StreamLog *log, guint index, const gchar *member)
 {
     g_assert_cmpuint (index, <, log->messages->len);
-    return json_object_get_int_member (g_ptr_array_index (log->messages, index), member);
+    return vmr_json_int_or (g_ptr_array_index (log->messages, index), member, -1);
 }
 
 /* CRLF, blank lines, a line split across writes, a bad line in between */
@@ -276,9 +277,8 @@ test_stream_send_order (QmpPeerFixture *fx, gconstpointer user_data)
     WAIT_UNTIL (log.messages->len == n_messages);
     for (guint i = 0; i < n_messages; i++)
         g_assert_cmpint (message_int (&log, i, "n"), ==, i);
-    g_assert_cmpuint (
-        strlen (json_object_get_string_member (g_ptr_array_index (log.messages, 0), "filler")), ==,
-        strlen (filler));
+    g_assert_cmpuint (strlen (vmr_json_get_string (g_ptr_array_index (log.messages, 0), "filler")),
+                      ==, strlen (filler));
     stream_log_clear (&log, stream);
 }
 
@@ -313,10 +313,8 @@ test_client_connect (QmpPeerFixture *fx, gconstpointer user_data)
 
     g_assert_true (vmr_qmp_client_is_connected (fx->client));
     g_assert_nonnull (greeting);
-    version = json_object_get_object_member (greeting, "version");
-    g_assert_cmpint (
-        json_object_get_int_member (json_object_get_object_member (version, "qemu"), "major"), ==,
-        10);
+    version = vmr_json_get_object (greeting, "version");
+    g_assert_cmpint (vmr_json_int_or (vmr_json_get_object (version, "qemu"), "major", -1), ==, 10);
     g_assert_true (json_object_has_member (greeting, "capabilities"));
 }
 
@@ -334,10 +332,9 @@ test_client_negotiation (QmpPeerFixture *fx, gconstpointer user_data)
     qmp_peer_adopt_client (fx, g_steal_pointer (&r.client));
     g_assert_cmpuint (fx->received->len, ==, 1);
     cmd = qmp_peer_received (fx, 0);
-    g_assert_cmpstr (json_object_get_string_member (cmd, "execute"), ==, "qmp_capabilities");
+    g_assert_cmpstr (vmr_json_get_string (cmd, "execute"), ==, "qmp_capabilities");
     g_assert_false (json_object_has_member (cmd, "arguments"));
-    g_assert_cmpint (json_node_get_value_type (json_object_get_member (cmd, "id")), ==,
-                     G_TYPE_STRING);
+    g_assert_nonnull (vmr_json_get_string (cmd, "id"));
 }
 
 typedef struct {
@@ -470,8 +467,7 @@ test_client_connect_path (QmpPeerFixture *fx, gconstpointer user_data)
     fx->answer_all = "{\"return\": {\"status\": \"running\"}}";
     reply = vmr_qmp_client_execute_sync (client, "query-status", NULL, 5000, &error);
     g_assert_no_error (error);
-    g_assert_cmpstr (json_object_get_string_member (json_node_get_object (reply), "status"), ==,
-                     "running");
+    g_assert_cmpstr (vmr_json_get_string (vmr_json_node_object (reply), "status"), ==, "running");
     g_assert_cmpuint (fx->received->len, ==, 2);
 
     g_socket_service_stop (service);
@@ -497,16 +493,16 @@ test_client_out_of_order (QmpPeerFixture *fx, gconstpointer user_data)
     }
     WAIT_UNTIL (fx->received->len == G_N_ELEMENTS (results));
     for (guint i = 0; i < G_N_ELEMENTS (results); i++) {
-        const gchar *id = json_object_get_string_member (qmp_peer_received (fx, i), "id");
+        const gchar *id = vmr_json_get_string (qmp_peer_received (fx, i), "id");
 
+        g_assert_nonnull (id);
         g_assert_false (g_hash_table_contains (ids, id));
         g_hash_table_add (ids, (gpointer) id);
     }
 
     for (guint k = 0; k < G_N_ELEMENTS (answer_order); k++) {
         JsonObject *cmd = qmp_peer_received (fx, answer_order[k]);
-        gint64 n
-            = json_object_get_int_member (json_object_get_object_member (cmd, "arguments"), "n");
+        gint64 n = vmr_json_int_or (vmr_json_get_object (cmd, "arguments"), "n", -1);
         g_autofree gchar *reply
             = g_strdup_printf ("{\"return\": {\"n\": %" G_GINT64_FORMAT "}}", n);
 
@@ -518,8 +514,7 @@ test_client_out_of_order (QmpPeerFixture *fx, gconstpointer user_data)
     }
     for (guint i = 0; i < G_N_ELEMENTS (results); i++) {
         g_assert_no_error (results[i].error);
-        g_assert_cmpint (json_object_get_int_member (json_node_get_object (results[i].node), "n"),
-                         ==, i);
+        g_assert_cmpint (vmr_json_int_or (vmr_json_node_object (results[i].node), "n", -1), ==, i);
         qmp_peer_result_clear (&results[i]);
     }
 }
@@ -596,9 +591,8 @@ test_client_event (QmpPeerFixture *fx, gconstpointer user_data)
     WAIT_UNTIL (fx->events->len == 1);
     event = g_ptr_array_index (fx->events, 0);
     g_assert_cmpstr (event->name, ==, "BLOCK_JOB_READY");
-    g_assert_cmpstr (json_object_get_string_member (event->data, "device"), ==, "vmr-3");
-    g_assert_cmpint (json_object_get_int_member (event->data, "len"), ==,
-                     G_GINT64_CONSTANT (2147483648));
+    g_assert_cmpstr (vmr_json_get_string (event->data, "device"), ==, "vmr-3");
+    g_assert_cmpint (vmr_json_int_or (event->data, "len", -1), ==, G_GINT64_CONSTANT (2147483648));
     g_assert_cmpint (event->timestamp_us, ==, G_GINT64_CONSTANT (1700000000123456));
 
     /* no data and no timestamp: an empty object and 0 */
@@ -649,7 +643,7 @@ test_client_timeout (QmpPeerFixture *fx, gconstpointer user_data)
     qmp_peer_reply (fx, qmp_peer_received (fx, 1), "{\"return\": {\"status\": \"running\"}}");
     WAIT_UNTIL (next.done);
     g_assert_no_error (next.error);
-    g_assert_cmpstr (json_object_get_string_member (json_node_get_object (next.node), "status"), ==,
+    g_assert_cmpstr (vmr_json_get_string (vmr_json_node_object (next.node), "status"), ==,
                      "running");
     g_assert_true (vmr_qmp_client_is_connected (fx->client));
     g_assert_cmpuint (fx->n_disconnected, ==, 0);
@@ -782,7 +776,7 @@ test_client_disconnect_mid_reply (QmpPeerFixture *fx, gconstpointer user_data)
     WAIT_UNTIL (fx->received->len == 1);
     /* a complete object, only the newline is missing: still not a message */
     half = g_strdup_printf ("{\"return\": {\"status\": \"running\"}, \"id\": \"%s\"}",
-                            json_object_get_string_member (qmp_peer_received (fx, 0), "id"));
+                            vmr_json_get_string (qmp_peer_received (fx, 0), "id"));
     qmp_peer_send_raw (fx, half);
     vmr_qmp_stream_close (fx->peer);
     WAIT_UNTIL (r.done);

@@ -14,6 +14,7 @@
 #include "libvirt-xml.h"
 #include "qmp-client.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 /* ---- disks ---- */
 
@@ -386,8 +387,7 @@ vmr_backend_libvirt_adopt_copy_thread (GTask *task, gpointer source, gpointer ta
                 = vmr_libvirt_domain_query_copy_job (dom, call->target, &qemu_error);
 
             if (qemu_job != NULL)
-                adoption->paused
-                    = json_object_get_boolean_member_with_default (qemu_job, "paused", FALSE);
+                adoption->paused = vmr_json_bool_or (qemu_job, "paused", FALSE);
             else
                 g_message ("%s: cannot tell whether the copy is paused: %s", call->job_id,
                            qemu_error->message);

@@ -9,6 +9,7 @@
 #include "libvirt-xml.h"
 #include "load-history.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 gchar *
 vmr_libvirt_domain_get_xml (virDomain *dom, guint flags, GError **error)
@@ -119,7 +120,6 @@ vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObjec
     g_autofree gchar *text = NULL;
     g_autofree gchar *result = NULL;
     JsonObject *reply;
-    JsonNode *err;
 
     json_object_set_string_member (msg, "execute", command);
     if (args != NULL)
@@ -136,19 +136,16 @@ vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObjec
         return NULL;
     }
     g_debug ("libvirt QMP passthrough: %s -> %s", text, result);
-    if (!json_parser_load_from_data (parser, result, -1, NULL)
-        || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))) {
+    reply = json_parser_load_from_data (parser, result, -1, NULL)
+                ? vmr_json_node_object (json_parser_get_root (parser))
+                : NULL;
+    if (reply == NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "unexpected reply to '%s'", command);
         return NULL;
     }
     /* libvirt hands QEMU's error over as it came: it is no failure of the call */
-    reply = json_node_get_object (json_parser_get_root (parser));
-    err = json_object_get_member (reply, "error");
-    if (err != NULL) {
-        JsonObject *err_obj = JSON_NODE_HOLDS_OBJECT (err) ? json_node_get_object (err) : NULL;
-        const gchar *desc = err_obj != NULL && json_object_has_member (err_obj, "desc")
-                                ? json_object_get_string_member (err_obj, "desc")
-                                : NULL;
+    if (json_object_has_member (reply, "error")) {
+        const gchar *desc = vmr_json_get_string (vmr_json_get_object (reply, "error"), "desc");
 
         g_set_error (error, VMR_ERROR, VMR_ERROR_GENERIC, "QEMU refused '%s': %s", command,
                      desc != NULL ? desc : "no reason given");
@@ -171,15 +168,13 @@ vmr_libvirt_domain_query_copy_job (virDomain *dom, const gchar *target, GError *
 
     if (reply == NULL)
         return NULL;
-    jobs = JSON_NODE_HOLDS_ARRAY (reply) ? json_node_get_array (reply) : NULL;
+    jobs = vmr_json_node_array (reply);
     for (guint i = 0; jobs != NULL && i < json_array_get_length (jobs); i++) {
-        JsonNode *node = json_array_get_element (jobs, i);
-        JsonObject *job = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        JsonNode *device = job != NULL ? json_object_get_member (job, "device") : NULL;
+        JsonObject *job = vmr_json_array_object (jobs, i);
+        const gchar *device = vmr_json_get_string (job, "device");
 
         /* libvirt names it "copy-TARGET-NODE" after the disk and its top node */
-        if (device != NULL && json_node_get_value_type (device) == G_TYPE_STRING
-            && g_str_has_prefix (json_node_get_string (device), prefix))
+        if (device != NULL && g_str_has_prefix (device, prefix))
             return json_object_ref (job);
     }
     g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "QEMU runs no copy of %s", target);
@@ -193,7 +188,7 @@ vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GError **
 
     if (job == NULL)
         return NULL;
-    return g_strdup (json_object_get_string_member (job, "device"));
+    return g_strdup (vmr_json_get_string (job, "device"));
 }
 
 void
