@@ -1,0 +1,391 @@
+#define G_LOG_DOMAIN "vmr-policy"
+
+#include "controller.h"
+
+#include "units.h"
+
+static const gchar *const kind_names[] = {
+    [VMR_CONTROLLER_RAISE] = "raise",
+    [VMR_CONTROLLER_HOLD] = "hold",
+    [VMR_CONTROLLER_BACK_OFF] = "back-off",
+    [VMR_CONTROLLER_IDLE_FULL_SPEED] = "idle-full-speed",
+    [VMR_CONTROLLER_MEASURE_BASELINE] = "measure-baseline",
+    [VMR_CONTROLLER_BASELINE_TAKEN] = "baseline-taken",
+};
+
+const gchar *
+vmr_controller_kind_to_string (VmrControllerKind kind)
+{
+    return kind < G_N_ELEMENTS (kind_names) ? kind_names[kind] : "unknown";
+}
+
+void
+vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, guint64 min_speed,
+                            guint64 max_speed)
+{
+    /* for a sample interval of about a second, as the policy's built-in one */
+    *config = (VmrControllerConfig){
+        .target_harm = target_harm,
+        .min_speed = min_speed,
+        .max_speed = max_speed,
+        /* 40% of the target wide: a guest's figures wobble by a few percent a second */
+        .hold_below = 0.6,
+        /* from 8 MiB/s to 150 MiB/s in 14 samples; over a knee by at most 25% for a sample */
+        .probe_gain = 0.25,
+        /* halving the gap: within 6% of the knee in 4 samples */
+        .approach_gain = 0.5,
+        /* past a stale knee the harm rises slowly: a steady knee is passed by 5% at most */
+        .fine_gain = 0.05,
+        /* a knee moves with the guest's load; 10% under it leaves room for noise */
+        .knee_margin = 0.1,
+        /* a speed twice the old knee says the load has changed: probe freely again */
+        .knee_forget = 2.0,
+        /* a load changes over minutes; one sample over the knee every 30 s costs little */
+        .knee_memory_us = 30 * G_USEC_PER_SEC,
+        /* TCP CUBIC's factor: AIMD's 0.5 would halve the copy for an excess of 1% */
+        .backoff = 0.7,
+        /* no deeper: the next sample can back off again, a halved copy cannot speed up at once */
+        .severe_backoff = 0.5,
+        /* twice the target is not noise: act on the first sample */
+        .severe_factor = 2.0,
+        /* a guest's idle background: a log line written now and then */
+        .idle_iops = 5,
+        /* a copy only lowers IOPS and raises latency; 50% the other way is the guest's doing */
+        .unexplained_step = 0.5,
+        /* a pause of one sample every two minutes costs the copy under 1% */
+        .baseline_refresh_us = 120 * G_USEC_PER_SEC,
+        /* a bursty guest must not pause the copy at every other sample */
+        .measure_gap_us = 10 * G_USEC_PER_SEC,
+        /* a copy that moves under 80% of its cap is held by the storage, not the cap */
+        .cap_slack = 0.8,
+    };
+}
+
+void
+vmr_controller_state_init (VmrControllerState *state, gint64 baseline_time_us)
+{
+    /* the baseline was just measured: a change in load waits measure_gap_us from it */
+    *state = (VmrControllerState){
+        .phase = VMR_CONTROLLER_PHASE_COPYING,
+        .baseline_time_us = baseline_time_us,
+        .measure_time_us = baseline_time_us,
+    };
+}
+
+void
+vmr_controller_decision_clear (VmrControllerDecision *decision)
+{
+    g_clear_pointer (&decision->reason, g_free);
+}
+
+/* takes @reason */
+static void
+set_decision (VmrControllerDecision *out, VmrControllerKind kind, guint64 speed, gchar *reason)
+{
+    out->kind = kind;
+    out->speed = speed;
+    g_free (out->reason);
+    out->reason = reason;
+}
+
+/* "126 MiB/s", "unlimited"; free with g_free() */
+static gchar *
+format_speed (guint64 speed)
+{
+    g_autofree gchar *bytes = NULL;
+
+    if (speed == 0)
+        return g_strdup ("unlimited");
+    bytes = vmr_units_format_bytes (speed);
+    return g_strdup_printf ("%s/s", bytes);
+}
+
+static gdouble
+latency_ratio (const VmrControllerInput *input)
+{
+    if (input->baseline.latency_us <= 0 || input->load.latency_us <= 0)
+        return 1;
+    return input->load.latency_us / input->baseline.latency_us;
+}
+
+static gdouble
+iops_ratio (const VmrControllerInput *input)
+{
+    if (input->baseline.iops <= 0)
+        return 1;
+    return input->load.iops / input->baseline.iops;
+}
+
+gdouble
+vmr_controller_harm (const VmrControllerInput *input)
+{
+    return MAX (0.0, MAX (latency_ratio (input) - 1, 1 - iops_ratio (input)));
+}
+
+/* "latency 1.07x, IOPS 0.93x"; free with g_free() */
+static gchar *
+format_ratios (const VmrControllerInput *input)
+{
+    return g_strdup_printf ("latency %.2fx, IOPS %.2fx", latency_ratio (input), iops_ratio (input));
+}
+
+/* @speed (bytes/s, never unlimited) within [min-speed, max-speed]; max-speed wins */
+static guint64
+clamp_speed (const VmrControllerConfig *config, gdouble speed)
+{
+    if (speed < (gdouble) config->min_speed)
+        speed = (gdouble) config->min_speed;
+    if (config->max_speed != 0 && speed > (gdouble) config->max_speed)
+        speed = (gdouble) config->max_speed;
+    if (speed >= (gdouble) G_MAXUINT64)
+        return G_MAXUINT64;
+    return MAX ((guint64) speed, 1);
+}
+
+/* what the copy moves now, bytes/s: its cap, or less if the storage holds it back */
+static guint64
+current_rate (const VmrControllerConfig *config, const VmrControllerInput *input)
+{
+    if (input->speed == 0 && input->copy_rate == 0)
+        return config->max_speed != 0 ? config->max_speed : config->min_speed;
+    if (input->speed == 0 || (input->copy_rate != 0 && input->copy_rate < input->speed))
+        return input->copy_rate;
+    return input->speed;
+}
+
+/* a change in the guest's load that a copy cannot cause, or NULL; free with g_free() */
+static gchar *
+describe_load_change (const VmrControllerConfig *config, const VmrControllerInput *input,
+                      gboolean idle_now, gboolean idle_before)
+{
+    if (idle_before && !idle_now)
+        return g_strdup_printf ("the guest turned busy (%.0f IOPS, baseline %.0f)",
+                                input->load.iops, input->baseline.iops);
+    if (!idle_before && idle_now)
+        return g_strdup_printf ("the guest turned idle (%.1f IOPS, baseline %.0f)",
+                                input->load.iops, input->baseline.iops);
+    if (iops_ratio (input) > 1 + config->unexplained_step)
+        return g_strdup_printf ("the guest does more I/O than in its baseline (IOPS %.2fx)",
+                                iops_ratio (input));
+    if (latency_ratio (input) < 1 / (1 + config->unexplained_step))
+        return g_strdup_printf ("the guest's I/O is faster than in its baseline (latency %.2fx)",
+                                latency_ratio (input));
+    return NULL;
+}
+
+/* the copy pauses for one sample; @why is taken */
+static void
+ask_for_baseline (VmrControllerState *state, const VmrControllerInput *input, gchar *why,
+                  VmrControllerDecision *out)
+{
+    g_autofree gchar *owned_why = why;
+
+    state->phase = VMR_CONTROLLER_PHASE_MEASURING;
+    state->resume_speed = input->speed;
+    state->over_target = FALSE;
+    set_decision (out, VMR_CONTROLLER_MEASURE_BASELINE, input->speed,
+                  g_strdup_printf ("%s: pausing the copy for one sample to measure the guest alone",
+                                   owned_why));
+}
+
+/* the sample of a paused copy: the new baseline */
+static void
+take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
+               const VmrControllerInput *input, VmrControllerDecision *out)
+{
+    gboolean idle = input->load.iops < config->idle_iops;
+    guint64 speed;
+    g_autofree gchar *speed_text = NULL;
+
+    state->phase = VMR_CONTROLLER_PHASE_COPYING;
+    state->baseline_time_us = input->load.time_us;
+    out->baseline = input->load;
+    if (idle)
+        speed = config->max_speed;
+    else if (state->resume_speed == 0)
+        speed = config->max_speed != 0 ? config->max_speed : 0;
+    else
+        speed = clamp_speed (config, (gdouble) state->resume_speed);
+    speed_text = format_speed (speed);
+    set_decision (out, VMR_CONTROLLER_BASELINE_TAKEN, speed,
+                  g_strdup_printf ("baseline taken: %.0f IOPS, %.0f us%s; resuming at %s",
+                                   input->load.iops, input->load.latency_us,
+                                   idle ? " (idle: full speed)" : "", speed_text));
+}
+
+static void
+back_off (const VmrControllerConfig *config, VmrControllerState *state,
+          const VmrControllerInput *input, gdouble harm, VmrControllerDecision *out)
+{
+    gdouble target = config->target_harm;
+    gboolean severe = harm > config->severe_factor * target;
+    gboolean confirmed = state->over_target;
+    guint64 from = current_rate (config, input);
+    gdouble factor = CLAMP ((1 + target) / (1 + harm), config->severe_backoff, config->backoff);
+    guint64 to = clamp_speed (config, (gdouble) from * factor);
+    g_autofree gchar *ratios = format_ratios (input);
+    g_autofree gchar *from_text = format_speed (from);
+    g_autofree gchar *to_text = format_speed (to);
+
+    state->over_target = TRUE;
+    if (!severe && !confirmed) {
+        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                      g_strdup_printf ("harm %.1f%% > %.1f%% in one sample: %s until the next "
+                                       "agrees (%s)",
+                                       harm * 100, target * 100, from_text, ratios));
+        return;
+    }
+    state->knee_speed = from;
+    state->knee_time_us = input->load.time_us;
+    if (to >= from && input->speed != 0) {
+        g_autofree gchar *min_text = format_speed (config->min_speed);
+
+        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                      g_strdup_printf ("harm %.1f%% > %.1f%% at %s, and min-speed is %s (%s)",
+                                       harm * 100, target * 100, from_text, min_text, ratios));
+        return;
+    }
+    set_decision (out, VMR_CONTROLLER_BACK_OFF, to,
+                  g_strdup_printf ("harm %.1f%% > %.1f%%: %s -> %s (%s)", harm * 100, target * 100,
+                                   from_text, to_text, ratios));
+}
+
+/* harm under the hold band: faster, toward a fresh knee or probing */
+static void
+raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
+             const VmrControllerInput *input, gdouble harm, VmrControllerDecision *out)
+{
+    gint64 now = input->load.time_us;
+    guint n_copies = MAX (input->n_copies, 1);
+    guint64 speed = input->speed;
+    g_autofree gchar *ratios = format_ratios (input);
+    g_autofree gchar *from_text = format_speed (speed);
+    g_autofree gchar *to_text = NULL;
+    g_autofree gchar *how = NULL;
+    g_autofree gchar *head = g_strdup_printf ("harm %.1f%% < %.1f%%", harm * 100,
+                                              config->hold_below * config->target_harm * 100);
+    gdouble next;
+    guint64 to;
+
+    if (speed == 0 || (config->max_speed != 0 && speed >= config->max_speed)) {
+        set_decision (out, VMR_CONTROLLER_HOLD, speed,
+                      g_strdup_printf ("%s: at full speed %s (%s)", head, from_text, ratios));
+        return;
+    }
+    if (config->max_speed == 0 && input->copy_rate != 0
+        && (gdouble) input->copy_rate < config->cap_slack * (gdouble) speed) {
+        g_autofree gchar *rate_text = format_speed (input->copy_rate);
+
+        set_decision (out, VMR_CONTROLLER_RAISE, 0,
+                      g_strdup_printf ("%s: %s -> unlimited, the storage holds the copy at %s (%s)",
+                                       head, from_text, rate_text, ratios));
+        return;
+    }
+    if (state->knee_speed != 0 && now - state->knee_time_us < config->knee_memory_us) {
+        gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
+        g_autofree gchar *knee_text = format_speed (state->knee_speed);
+
+        if ((gdouble) speed >= ceiling) {
+            g_autofree gchar *left
+                = vmr_units_format_duration (config->knee_memory_us - (now - state->knee_time_us));
+
+            set_decision (out, VMR_CONTROLLER_HOLD, speed,
+                          g_strdup_printf ("%s: %s, under the knee at %s for another %s (%s)", head,
+                                           from_text, knee_text, left, ratios));
+            return;
+        }
+        next = (gdouble) speed + (ceiling - (gdouble) speed) * config->approach_gain / n_copies;
+        /* the last percent is not worth a sample */
+        if (ceiling - next < 0.01 * ceiling)
+            next = ceiling;
+        how = g_strdup_printf ("toward the knee at %s", knee_text);
+    } else {
+        if (state->knee_speed != 0
+            && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
+            state->knee_speed = 0;
+        if (state->knee_speed != 0) {
+            g_autofree gchar *knee_text = format_speed (state->knee_speed);
+
+            next = (gdouble) speed * (1 + config->fine_gain / n_copies);
+            how = g_strdup_printf ("probing past the knee at %s", knee_text);
+        } else {
+            next = (gdouble) speed * (1 + config->probe_gain / n_copies);
+            how = g_strdup ("probing");
+        }
+    }
+    to = clamp_speed (config, next);
+    to_text = format_speed (to);
+    set_decision (out, to > speed ? VMR_CONTROLLER_RAISE : VMR_CONTROLLER_HOLD, to,
+                  g_strdup_printf ("%s: %s -> %s, %s (%s)", head, from_text, to_text, how, ratios));
+}
+
+void
+vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
+                     const VmrControllerInput *input, VmrControllerDecision *out)
+{
+    gint64 now = input->load.time_us;
+    gboolean idle_now = input->load.iops < config->idle_iops;
+    gboolean idle_before = input->baseline.iops < config->idle_iops;
+    g_autofree gchar *change = NULL;
+    gdouble harm;
+
+    out->harm = 0;
+    out->baseline = input->baseline;
+
+    if (state->phase == VMR_CONTROLLER_PHASE_MEASURING) {
+        take_baseline (config, state, input, out);
+        return;
+    }
+
+    if (idle_now && idle_before) {
+        g_autofree gchar *full = format_speed (config->max_speed);
+
+        state->over_target = FALSE;
+        set_decision (out, VMR_CONTROLLER_IDLE_FULL_SPEED, config->max_speed,
+                      g_strdup_printf ("guest idle (%.1f IOPS, baseline %.1f): full speed %s",
+                                       input->load.iops, input->baseline.iops, full));
+        return;
+    }
+
+    change = describe_load_change (config, input, idle_now, idle_before);
+    if (change != NULL && now - state->measure_time_us >= config->measure_gap_us) {
+        state->measure_time_us = now;
+        /* the knee was the old load's: probe past it slowly */
+        if (state->knee_speed != 0)
+            state->knee_time_us = now - config->knee_memory_us;
+        ask_for_baseline (state, input, g_steal_pointer (&change), out);
+        return;
+    }
+    if (change != NULL && (idle_now || idle_before)) {
+        /* no harm can be told against an idle baseline, nor from an idle guest */
+        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                      g_strdup_printf ("%s; measured too recently to pause again", change));
+        return;
+    }
+    if (config->baseline_refresh_us > 0
+        && now - state->baseline_time_us >= config->baseline_refresh_us) {
+        g_autofree gchar *age = vmr_units_format_duration (now - state->baseline_time_us);
+
+        ask_for_baseline (state, input, g_strdup_printf ("the baseline is %s old", age), out);
+        return;
+    }
+
+    harm = vmr_controller_harm (input);
+    out->harm = harm;
+    if (harm > config->target_harm) {
+        back_off (config, state, input, harm, out);
+        return;
+    }
+    state->over_target = FALSE;
+    if (harm >= config->hold_below * config->target_harm) {
+        g_autofree gchar *ratios = format_ratios (input);
+        g_autofree gchar *speed_text = format_speed (input->speed);
+
+        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                      g_strdup_printf ("harm %.1f%% within %.1f%%..%.1f%%: %s (%s)", harm * 100,
+                                       config->hold_below * config->target_harm * 100,
+                                       config->target_harm * 100, speed_text, ratios));
+        return;
+    }
+    raise_speed (config, state, input, harm, out);
+}
