@@ -1,5 +1,7 @@
 #define G_LOG_DOMAIN "vmr-policy"
 
+#include <math.h>
+
 #include "controller.h"
 
 #include "units.h"
@@ -23,40 +25,26 @@ void
 vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, guint64 min_speed,
                             guint64 max_speed)
 {
-    /* for a sample interval of about a second, as the policy's built-in one */
+    /* the reasons for these values are in the header */
     *config = (VmrControllerConfig){
         .target_harm = target_harm,
         .min_speed = min_speed,
         .max_speed = max_speed,
-        /* 40% of the target wide: a guest's figures wobble by a few percent a second */
         .hold_below = 0.6,
-        /* from 8 MiB/s to 150 MiB/s in 14 samples; over a knee by at most 25% for a sample */
         .probe_gain = 0.25,
-        /* halving the gap: within 6% of the knee in 4 samples */
         .approach_gain = 0.5,
-        /* past a stale knee the harm rises slowly: a steady knee is passed by 5% at most */
         .fine_gain = 0.05,
-        /* a knee moves with the guest's load; 10% under it leaves room for noise */
         .knee_margin = 0.1,
-        /* a speed twice the old knee says the load has changed: probe freely again */
         .knee_forget = 2.0,
-        /* a load changes over minutes; one sample over the knee every 30 s costs little */
         .knee_memory_us = 30 * G_USEC_PER_SEC,
-        /* TCP CUBIC's factor: AIMD's 0.5 would halve the copy for an excess of 1% */
         .backoff = 0.7,
-        /* no deeper: the next sample can back off again, a halved copy cannot speed up at once */
         .severe_backoff = 0.5,
-        /* twice the target is not noise: act on the first sample */
         .severe_factor = 2.0,
-        /* a guest's idle background: a log line written now and then */
+        .smoothing = 0.5,
         .idle_iops = 5,
-        /* a copy only lowers IOPS and raises latency; 50% the other way is the guest's doing */
         .unexplained_step = 0.5,
-        /* a pause of one sample every two minutes costs the copy under 1% */
         .baseline_refresh_us = 120 * G_USEC_PER_SEC,
-        /* a bursty guest must not pause the copy at every other sample */
         .measure_gap_us = 10 * G_USEC_PER_SEC,
-        /* a copy that moves under 80% of its cap is held by the storage, not the cap */
         .cap_slack = 0.8,
     };
 }
@@ -67,6 +55,7 @@ vmr_controller_state_init (VmrControllerState *state, gint64 baseline_time_us)
     /* the baseline was just measured: a change in load waits measure_gap_us from it */
     *state = (VmrControllerState){
         .phase = VMR_CONTROLLER_PHASE_COPYING,
+        .mean_harm = -1,
         .baseline_time_us = baseline_time_us,
         .measure_time_us = baseline_time_us,
     };
@@ -86,18 +75,6 @@ set_decision (VmrControllerDecision *out, VmrControllerKind kind, guint64 speed,
     out->speed = speed;
     g_free (out->reason);
     out->reason = reason;
-}
-
-/* "126 MiB/s", "unlimited"; free with g_free() */
-static gchar *
-format_speed (guint64 speed)
-{
-    g_autofree gchar *bytes = NULL;
-
-    if (speed == 0)
-        return g_strdup ("unlimited");
-    bytes = vmr_units_format_bytes (speed);
-    return g_strdup_printf ("%s/s", bytes);
 }
 
 static gdouble
@@ -139,7 +116,7 @@ clamp_speed (const VmrControllerConfig *config, gdouble speed)
         speed = (gdouble) config->max_speed;
     if (speed >= (gdouble) G_MAXUINT64)
         return G_MAXUINT64;
-    return MAX ((guint64) speed, 1);
+    return MAX ((guint64) llround (speed), 1);
 }
 
 /* what the copy moves now, bytes/s: its cap, or less if the storage holds it back */
@@ -175,14 +152,14 @@ describe_load_change (const VmrControllerConfig *config, const VmrControllerInpu
 
 /* the copy pauses for one sample; @why is taken */
 static void
-ask_for_baseline (VmrControllerState *state, const VmrControllerInput *input, gchar *why,
-                  VmrControllerDecision *out)
+ask_for_baseline (VmrControllerState *state, const VmrControllerInput *input, gboolean replace,
+                  gchar *why, VmrControllerDecision *out)
 {
     g_autofree gchar *owned_why = why;
 
     state->phase = VMR_CONTROLLER_PHASE_MEASURING;
+    state->measure_replaces = replace;
     state->resume_speed = input->speed;
-    state->over_target = FALSE;
     set_decision (out, VMR_CONTROLLER_MEASURE_BASELINE, input->speed,
                   g_strdup_printf ("%s: pausing the copy for one sample to measure the guest alone",
                                    owned_why));
@@ -194,87 +171,117 @@ take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
                const VmrControllerInput *input, VmrControllerDecision *out)
 {
     gboolean idle = input->load.iops < config->idle_iops;
+    gboolean was_idle = input->baseline.iops < config->idle_iops;
     guint64 speed;
     g_autofree gchar *speed_text = NULL;
 
     state->phase = VMR_CONTROLLER_PHASE_COPYING;
     state->baseline_time_us = input->load.time_us;
+    state->mean_harm = -1;
     out->baseline = input->load;
+    /* the load drifts: one sample, noisy as it is, moves a periodic baseline half-way */
+    if (!state->measure_replaces && idle == was_idle && !idle) {
+        out->baseline.iops = (input->baseline.iops + input->load.iops) / 2;
+        if (input->baseline.latency_us > 0 && input->load.latency_us > 0)
+            out->baseline.latency_us = (input->baseline.latency_us + input->load.latency_us) / 2;
+    }
     if (idle)
         speed = config->max_speed;
     else if (state->resume_speed == 0)
         speed = config->max_speed != 0 ? config->max_speed : 0;
     else
         speed = clamp_speed (config, (gdouble) state->resume_speed);
-    speed_text = format_speed (speed);
+    speed_text = vmr_units_format_speed (speed);
     set_decision (out, VMR_CONTROLLER_BASELINE_TAKEN, speed,
                   g_strdup_printf ("baseline taken: %.0f IOPS, %.0f us%s; resuming at %s",
-                                   input->load.iops, input->load.latency_us,
+                                   out->baseline.iops, out->baseline.latency_us,
                                    idle ? " (idle: full speed)" : "", speed_text));
 }
 
+/* "harm 7.2%", "harm 7.2% (mean 4.6%)"; free with g_free() */
+static gchar *
+format_harm (gdouble harm, gdouble mean_harm)
+{
+    if (ABS (harm - mean_harm) < 0.0005)
+        return g_strdup_printf ("harm %.1f%%", harm * 100);
+    return g_strdup_printf ("harm %.1f%% (mean %.1f%%)", harm * 100, mean_harm * 100);
+}
+
+/* the harm is over the target: slower, and the knee is where the copy was */
 static void
 back_off (const VmrControllerConfig *config, VmrControllerState *state,
-          const VmrControllerInput *input, gdouble harm, VmrControllerDecision *out)
+          const VmrControllerInput *input, gdouble harm, gdouble mean_harm,
+          VmrControllerDecision *out)
 {
     gdouble target = config->target_harm;
-    gboolean severe = harm > config->severe_factor * target;
-    gboolean confirmed = state->over_target;
     guint64 from = current_rate (config, input);
-    gdouble factor = CLAMP ((1 + target) / (1 + harm), config->severe_backoff, config->backoff);
-    guint64 to = clamp_speed (config, (gdouble) from * factor);
+    gboolean severe = harm > config->severe_factor * target;
+    /* a shallow excess near a knee it knows: the load hovers there, a small step answers it */
+    gdouble factor
+        = !severe && state->knee_speed != 0
+              ? 1 - config->knee_margin
+              : CLAMP ((1 + target) / (1 + harm), config->severe_backoff, config->backoff);
+    /*
+     * a probe past a stale knee that found it again where it was: back under
+     * it, no further. A fresh knee is held under: an excess there is a change
+     * in load, which the factor answers.
+     */
+    gboolean knee_again = state->knee_speed != 0
+                          && input->load.time_us - state->knee_time_us >= config->knee_memory_us
+                          && from >= state->knee_speed * (1 - config->knee_margin)
+                          && from <= state->knee_speed * (1 + 3 * config->fine_gain);
+    guint64 to
+        = clamp_speed (config, (gdouble) from * (knee_again ? 1 - config->knee_margin : factor));
+    g_autofree gchar *head = format_harm (harm, mean_harm);
     g_autofree gchar *ratios = format_ratios (input);
-    g_autofree gchar *from_text = format_speed (from);
-    g_autofree gchar *to_text = format_speed (to);
+    g_autofree gchar *from_text = vmr_units_format_speed (from);
+    g_autofree gchar *to_text = vmr_units_format_speed (to);
 
-    state->over_target = TRUE;
-    if (!severe && !confirmed) {
-        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                      g_strdup_printf ("harm %.1f%% > %.1f%% in one sample: %s until the next "
-                                       "agrees (%s)",
-                                       harm * 100, target * 100, from_text, ratios));
-        return;
-    }
     state->knee_speed = from;
     state->knee_time_us = input->load.time_us;
+    state->mean_harm = -1;
     if (to >= from && input->speed != 0) {
-        g_autofree gchar *min_text = format_speed (config->min_speed);
+        g_autofree gchar *min_text = vmr_units_format_speed (config->min_speed);
 
         set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                      g_strdup_printf ("harm %.1f%% > %.1f%% at %s, and min-speed is %s (%s)",
-                                       harm * 100, target * 100, from_text, min_text, ratios));
+                      g_strdup_printf ("%s > %.1f%% at %s, and min-speed is %s (%s)", head,
+                                       target * 100, from_text, min_text, ratios));
         return;
     }
     set_decision (out, VMR_CONTROLLER_BACK_OFF, to,
-                  g_strdup_printf ("harm %.1f%% > %.1f%%: %s -> %s (%s)", harm * 100, target * 100,
-                                   from_text, to_text, ratios));
+                  g_strdup_printf ("%s > %.1f%%: %s -> %s%s (%s)", head, target * 100, from_text,
+                                   to_text, knee_again ? ", under the knee found again" : "",
+                                   ratios));
 }
 
 /* harm under the hold band: faster, toward a fresh knee or probing */
 static void
 raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
-             const VmrControllerInput *input, gdouble harm, VmrControllerDecision *out)
+             const VmrControllerInput *input, gdouble harm, gdouble mean_harm,
+             VmrControllerDecision *out)
 {
     gint64 now = input->load.time_us;
     guint n_copies = MAX (input->n_copies, 1);
     guint64 speed = input->speed;
     g_autofree gchar *ratios = format_ratios (input);
-    g_autofree gchar *from_text = format_speed (speed);
+    g_autofree gchar *from_text = vmr_units_format_speed (speed);
     g_autofree gchar *to_text = NULL;
     g_autofree gchar *how = NULL;
-    g_autofree gchar *head = g_strdup_printf ("harm %.1f%% < %.1f%%", harm * 100,
+    g_autofree gchar *harm_text = format_harm (harm, mean_harm);
+    g_autofree gchar *head = g_strdup_printf ("%s < %.1f%%", harm_text,
                                               config->hold_below * config->target_harm * 100);
     gdouble next;
     guint64 to;
 
-    if (speed == 0 || (config->max_speed != 0 && speed >= config->max_speed)) {
+    if ((speed == 0 && config->max_speed == 0)
+        || (config->max_speed != 0 && (speed == 0 || speed >= config->max_speed))) {
         set_decision (out, VMR_CONTROLLER_HOLD, speed,
                       g_strdup_printf ("%s: at full speed %s (%s)", head, from_text, ratios));
         return;
     }
     if (config->max_speed == 0 && input->copy_rate != 0
         && (gdouble) input->copy_rate < config->cap_slack * (gdouble) speed) {
-        g_autofree gchar *rate_text = format_speed (input->copy_rate);
+        g_autofree gchar *rate_text = vmr_units_format_speed (input->copy_rate);
 
         set_decision (out, VMR_CONTROLLER_RAISE, 0,
                       g_strdup_printf ("%s: %s -> unlimited, the storage holds the copy at %s (%s)",
@@ -283,9 +290,10 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     }
     if (state->knee_speed != 0 && now - state->knee_time_us < config->knee_memory_us) {
         gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
-        g_autofree gchar *knee_text = format_speed (state->knee_speed);
+        g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
 
-        if ((gdouble) speed >= ceiling) {
+        /* the last percent is not worth a sample */
+        if ((gdouble) speed >= 0.99 * ceiling) {
             g_autofree gchar *left
                 = vmr_units_format_duration (config->knee_memory_us - (now - state->knee_time_us));
 
@@ -295,7 +303,6 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
             return;
         }
         next = (gdouble) speed + (ceiling - (gdouble) speed) * config->approach_gain / n_copies;
-        /* the last percent is not worth a sample */
         if (ceiling - next < 0.01 * ceiling)
             next = ceiling;
         how = g_strdup_printf ("toward the knee at %s", knee_text);
@@ -304,7 +311,7 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
             && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
             state->knee_speed = 0;
         if (state->knee_speed != 0) {
-            g_autofree gchar *knee_text = format_speed (state->knee_speed);
+            g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
 
             next = (gdouble) speed * (1 + config->fine_gain / n_copies);
             how = g_strdup_printf ("probing past the knee at %s", knee_text);
@@ -314,20 +321,38 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
         }
     }
     to = clamp_speed (config, next);
-    to_text = format_speed (to);
+    to_text = vmr_units_format_speed (to);
     set_decision (out, to > speed ? VMR_CONTROLLER_RAISE : VMR_CONTROLLER_HOLD, to,
                   g_strdup_printf ("%s: %s -> %s, %s (%s)", head, from_text, to_text, how, ratios));
 }
 
-void
-vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
-                     const VmrControllerInput *input, VmrControllerDecision *out)
+/* a cap set from outside (a user, an older max-speed) comes within [min-speed, max-speed] */
+static void
+clamp_decision (const VmrControllerConfig *config, VmrControllerDecision *out)
+{
+    guint64 clamped
+        = out->speed == 0 ? config->max_speed : clamp_speed (config, (gdouble) out->speed);
+    g_autofree gchar *limit = NULL;
+    gchar *reason;
+
+    if (clamped == out->speed)
+        return;
+    limit = vmr_units_format_speed (clamped);
+    reason = g_strdup_printf ("%s; within %s: %s", out->reason,
+                              clamped < out->speed || out->speed == 0 ? "max-speed" : "min-speed",
+                              limit);
+    set_decision (out, out->kind, clamped, reason);
+}
+
+static void
+decide (const VmrControllerConfig *config, VmrControllerState *state,
+        const VmrControllerInput *input, VmrControllerDecision *out)
 {
     gint64 now = input->load.time_us;
     gboolean idle_now = input->load.iops < config->idle_iops;
     gboolean idle_before = input->baseline.iops < config->idle_iops;
     g_autofree gchar *change = NULL;
-    gdouble harm;
+    gdouble harm, mean_harm;
 
     out->harm = 0;
     out->baseline = input->baseline;
@@ -338,9 +363,9 @@ vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *stat
     }
 
     if (idle_now && idle_before) {
-        g_autofree gchar *full = format_speed (config->max_speed);
+        g_autofree gchar *full = vmr_units_format_speed (config->max_speed);
 
-        state->over_target = FALSE;
+        state->mean_harm = -1;
         set_decision (out, VMR_CONTROLLER_IDLE_FULL_SPEED, config->max_speed,
                       g_strdup_printf ("guest idle (%.1f IOPS, baseline %.1f): full speed %s",
                                        input->load.iops, input->baseline.iops, full));
@@ -353,7 +378,7 @@ vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *stat
         /* the knee was the old load's: probe past it slowly */
         if (state->knee_speed != 0)
             state->knee_time_us = now - config->knee_memory_us;
-        ask_for_baseline (state, input, g_steal_pointer (&change), out);
+        ask_for_baseline (state, input, TRUE, g_steal_pointer (&change), out);
         return;
     }
     if (change != NULL && (idle_now || idle_before)) {
@@ -366,26 +391,39 @@ vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *stat
         && now - state->baseline_time_us >= config->baseline_refresh_us) {
         g_autofree gchar *age = vmr_units_format_duration (now - state->baseline_time_us);
 
-        ask_for_baseline (state, input, g_strdup_printf ("the baseline is %s old", age), out);
+        ask_for_baseline (state, input, FALSE, g_strdup_printf ("the baseline is %s old", age),
+                          out);
         return;
     }
 
     harm = vmr_controller_harm (input);
     out->harm = harm;
-    if (harm > config->target_harm) {
-        back_off (config, state, input, harm, out);
+    mean_harm = state->mean_harm < 0
+                    ? harm
+                    : (1 - config->smoothing) * state->mean_harm + config->smoothing * harm;
+    state->mean_harm = mean_harm;
+    if (harm > config->severe_factor * config->target_harm || mean_harm > config->target_harm) {
+        back_off (config, state, input, harm, mean_harm, out);
         return;
     }
-    state->over_target = FALSE;
-    if (harm >= config->hold_below * config->target_harm) {
+    if (mean_harm >= config->hold_below * config->target_harm) {
+        g_autofree gchar *head = format_harm (harm, mean_harm);
         g_autofree gchar *ratios = format_ratios (input);
-        g_autofree gchar *speed_text = format_speed (input->speed);
+        g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
 
         set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                      g_strdup_printf ("harm %.1f%% within %.1f%%..%.1f%%: %s (%s)", harm * 100,
+                      g_strdup_printf ("%s within %.1f%%..%.1f%%: %s (%s)", head,
                                        config->hold_below * config->target_harm * 100,
                                        config->target_harm * 100, speed_text, ratios));
         return;
     }
-    raise_speed (config, state, input, harm, out);
+    raise_speed (config, state, input, harm, mean_harm, out);
+}
+
+void
+vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
+                     const VmrControllerInput *input, VmrControllerDecision *out)
+{
+    decide (config, state, input, out);
+    clamp_decision (config, out);
 }

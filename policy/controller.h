@@ -20,12 +20,16 @@
  * The control law: additive-increase, multiplicative-decrease in the manner
  * of TCP congestion control, with a memory of the knee as in CUBIC.
  *
+ * - The decisions read the mean harm, an exponential mean (the weight of a
+ *   new sample is smoothing) that starts again after every back-off and
+ *   baseline, so that one noisy sample neither backs off nor raises; a
+ *   sample over severe_factor times the target is no noise and backs off
+ *   at once.
  * - Harm over the target: back off by (1 + target) / (1 + harm), clamped to
  *   [severe_backoff, backoff], so a deep excess (a step in load) gets under
- *   the new knee in one sample and a shallow one loses 30%. A shallow excess
- *   (up to severe_factor times the target) must be seen in two samples in a
- *   row: one noisy sample does not halve the copy. The speed at which harm
- *   crossed the target is remembered as the knee.
+ *   the new knee in one sample and a shallow one loses 30%. The speed at
+ *   which harm crossed the target is remembered as the knee. A probe past a
+ *   stale knee that crosses where the knee was only goes back under it.
  * - Harm in the hold band [hold_below * target, target]: keep the speed.
  * - Harm under the band: raise. With no knee known, multiplicatively by
  *   probe_gain a sample (from min-speed to 150 MiB/s in about 14 samples).
@@ -50,7 +54,9 @@
  * unexplained_step, or a guest that turned idle or busy; the latter at most
  * once every measure_gap_us. The caller then pauses the copy for one sample
  * and passes that sample to the next step, which takes it as the baseline
- * (decision baseline-taken) and resumes at the speed before the pause:
+ * (decision baseline-taken) and resumes at the speed before the pause. A
+ * periodic baseline moves half-way to the new sample, as one sample is
+ * noisy; one asked for by a change in load replaces the old one:
  *
  *   copying --measure-baseline--> measuring --baseline-taken--> copying
  */
@@ -67,22 +73,42 @@ typedef struct {
     guint64 min_speed;   /* bytes/s, > 0: a copy must go on */
     guint64 max_speed;   /* bytes/s, 0 = unlimited (the storage's full speed) */
 
-    /* the tuning, set by vmr_controller_config_init(); the reasons are in the .c */
-    gdouble hold_below;         /* the hold band starts at this fraction of the target */
-    gdouble probe_gain;         /* raise a sample with no knee known, a fraction of the speed */
-    gdouble approach_gain;      /* the fraction of the gap to a fresh knee closed a sample */
-    gdouble fine_gain;          /* raise a sample past a stale knee, a fraction of the speed */
-    gdouble knee_margin;        /* how far under a fresh knee to stay, a fraction of it */
-    gdouble knee_forget;        /* a stale knee passed by this factor is forgotten */
-    gint64 knee_memory_us;      /* how long a knee stays fresh */
-    gdouble backoff;            /* the mildest back-off factor */
-    gdouble severe_backoff;     /* the deepest back-off factor */
-    gdouble severe_factor;      /* harm over this times the target backs off at once */
-    gdouble idle_iops;          /* under this the guest does no I/O to speak of */
-    gdouble unexplained_step;   /* a change in load a copy cannot cause, a fraction */
-    gint64 baseline_refresh_us; /* a fresh baseline this often, 0 = only on a change in load */
-    gint64 measure_gap_us;      /* at most one measure for a change in load this often */
-    gdouble cap_slack;          /* a copy under this fraction of its cap is not held by it */
+    /*
+     * The tuning. vmr_controller_config_init() sets the values in brackets,
+     * chosen for a sample interval of about a second, for these reasons.
+     */
+    gdouble hold_below;     /* [0.6] the hold band starts at this fraction of the target: a guest's
+                             * figures wobble by a few percent from second to second */
+    gdouble probe_gain;     /* [0.25] raise a sample with no knee known, a fraction of the speed:
+                             * 8 MiB/s to 150 MiB/s in 14 samples, past a knee by 25% at most */
+    gdouble approach_gain;  /* [0.5] the fraction of the gap to a fresh knee closed a sample:
+                             * within 6% of it in 4 samples */
+    gdouble fine_gain;      /* [0.05] raise a sample past a stale knee, a fraction of the speed:
+                             * a knee that has not moved is passed by 5% for a sample */
+    gdouble knee_margin;    /* [0.1] how far under a fresh knee to stay, a fraction of it: room
+                             * for noise and for a knee that moves with the load */
+    gdouble knee_forget;    /* [2] a stale knee passed by this factor is forgotten: the load has
+                             * changed, probe freely */
+    gint64 knee_memory_us;  /* [30 s] how long a knee stays fresh: a load changes over minutes,
+                             * and a probe over the knee every 30 s costs one sample of harm */
+    gdouble backoff;        /* [0.7] the mildest back-off factor, TCP CUBIC's: AIMD's 0.5 would
+                             * halve the copy for an excess of 1% */
+    gdouble severe_backoff; /* [0.5] the deepest back-off factor: the next sample can back off
+                             * again, while a copy slowed too far takes samples to recover */
+    gdouble severe_factor;  /* [2] harm over this times the target is no noise: it backs off
+                             * at once, whatever the mean */
+    gdouble smoothing;      /* [0.5] the weight of a new sample in the mean harm: about the last
+                             * three samples, so noise halves and a step shows in two */
+    gdouble idle_iops;      /* [5] under this the guest does no I/O to speak of (a log line now
+                             * and then) */
+    gdouble unexplained_step;   /* [0.5] a copy only lowers IOPS and raises latency: a sample 50%
+                                 * the other way is a change in the guest's load */
+    gint64 baseline_refresh_us; /* [120 s] a fresh baseline this often, 0 = only on a change in
+                                 * load: a pause of one sample in 120 costs the copy under 1% */
+    gint64 measure_gap_us;      /* [10 s] at most one measure for a change in load this often: a
+                                 * bursty guest must not pause the copy every other sample */
+    gdouble cap_slack;          /* [0.8] a copy that moves under this fraction of its cap is held by
+                                 * the storage, not by the cap */
 } VmrControllerConfig;
 
 /* @config with @target_harm, @min_speed, @max_speed and the built-in tuning */
@@ -97,12 +123,13 @@ typedef enum {
 /* what the controller keeps between samples; one per copy */
 typedef struct {
     VmrControllerPhase phase;
-    guint64 knee_speed;      /* bytes/s at which harm last crossed the target, 0 = none */
-    gint64 knee_time_us;     /* when */
-    gboolean over_target;    /* the last sample's harm was over the target */
-    guint64 resume_speed;    /* while measuring: the speed to go on at, 0 = unlimited */
-    gint64 baseline_time_us; /* when the baseline was measured */
-    gint64 measure_time_us;  /* when a change in load last asked for a measure */
+    guint64 knee_speed;        /* bytes/s at which harm last crossed the target, 0 = none */
+    gint64 knee_time_us;       /* when */
+    gdouble mean_harm;         /* the smoothed harm, < 0 = none: it starts again */
+    gboolean measure_replaces; /* while measuring: the sample replaces the baseline */
+    guint64 resume_speed;      /* while measuring: the speed to go on at, 0 = unlimited */
+    gint64 baseline_time_us;   /* when the baseline was measured */
+    gint64 measure_time_us;    /* when a change in load last asked for a measure */
 } VmrControllerState;
 
 /* a fresh controller whose baseline was measured at @baseline_time_us */
