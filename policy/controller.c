@@ -210,28 +210,25 @@ format_harm (gdouble harm, gdouble mean_harm)
 /* the harm is over the target: slower, and the knee is where the copy was */
 static void
 back_off (const VmrControllerConfig *config, VmrControllerState *state,
-          const VmrControllerInput *input, gdouble harm, gdouble mean_harm,
+          const VmrControllerInput *input, gboolean was_probing, gdouble harm, gdouble mean_harm,
           VmrControllerDecision *out)
 {
     gdouble target = config->target_harm;
     guint64 from = current_rate (config, input);
     gboolean severe = harm > config->severe_factor * target;
-    /* a shallow excess near a knee it knows: the load hovers there, a small step answers it */
-    gdouble factor
-        = !severe && state->knee_speed != 0
-              ? 1 - config->knee_margin
-              : CLAMP ((1 + target) / (1 + harm), config->severe_backoff, config->backoff);
     /*
      * a probe past a stale knee that found it again where it was: back under
-     * it, no further. A fresh knee is held under: an excess there is a change
-     * in load, which the factor answers.
+     * it, no further. A deep excess at a speed that was held is a change in
+     * load, which the factor answers.
      */
-    gboolean knee_again = state->knee_speed != 0
-                          && input->load.time_us - state->knee_time_us >= config->knee_memory_us
-                          && from >= state->knee_speed * (1 - config->knee_margin)
+    gboolean knee_again = was_probing && state->knee_speed != 0
                           && from <= state->knee_speed * (1 + 3 * config->fine_gain);
-    guint64 to
-        = clamp_speed (config, (gdouble) from * (knee_again ? 1 - config->knee_margin : factor));
+    /* a shallow excess near a known knee: the load hovers there, a small step answers it */
+    gboolean small_step = knee_again || (!severe && state->knee_speed != 0);
+    gdouble factor
+        = small_step ? 1 - config->knee_margin
+                     : CLAMP ((1 + target) / (1 + harm), config->severe_backoff, config->backoff);
+    guint64 to = clamp_speed (config, (gdouble) from * factor);
     g_autofree gchar *head = format_harm (harm, mean_harm);
     g_autofree gchar *ratios = format_ratios (input);
     g_autofree gchar *from_text = vmr_units_format_speed (from);
@@ -288,12 +285,24 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
                                        head, from_text, rate_text, ratios));
         return;
     }
-    if (state->knee_speed != 0 && now - state->knee_time_us < config->knee_memory_us) {
+    if (state->knee_speed != 0
+        && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
+        state->knee_speed = 0;
+    if (state->knee_speed == 0) {
+        next = (gdouble) speed * (1 + config->probe_gain / n_copies);
+        how = g_strdup ("probing");
+    } else {
+        gboolean fresh = now - state->knee_time_us < config->knee_memory_us;
         gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
         g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
 
         /* the last percent is not worth a sample */
-        if ((gdouble) speed >= 0.99 * ceiling) {
+        if ((gdouble) speed < 0.99 * ceiling) {
+            next = (gdouble) speed + (ceiling - (gdouble) speed) * config->approach_gain / n_copies;
+            if (ceiling - next < 0.01 * ceiling)
+                next = ceiling;
+            how = g_strdup_printf ("toward the knee at %s", knee_text);
+        } else if (fresh) {
             g_autofree gchar *left
                 = vmr_units_format_duration (config->knee_memory_us - (now - state->knee_time_us));
 
@@ -301,23 +310,10 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
                           g_strdup_printf ("%s: %s, under the knee at %s for another %s (%s)", head,
                                            from_text, knee_text, left, ratios));
             return;
-        }
-        next = (gdouble) speed + (ceiling - (gdouble) speed) * config->approach_gain / n_copies;
-        if (ceiling - next < 0.01 * ceiling)
-            next = ceiling;
-        how = g_strdup_printf ("toward the knee at %s", knee_text);
-    } else {
-        if (state->knee_speed != 0
-            && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
-            state->knee_speed = 0;
-        if (state->knee_speed != 0) {
-            g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
-
-            next = (gdouble) speed * (1 + config->fine_gain / n_copies);
-            how = g_strdup_printf ("probing past the knee at %s", knee_text);
         } else {
-            next = (gdouble) speed * (1 + config->probe_gain / n_copies);
-            how = g_strdup ("probing");
+            next = (gdouble) speed * (1 + config->fine_gain / n_copies);
+            state->probing = TRUE;
+            how = g_strdup_printf ("probing past the knee at %s", knee_text);
         }
     }
     to = clamp_speed (config, next);
@@ -346,7 +342,7 @@ clamp_decision (const VmrControllerConfig *config, VmrControllerDecision *out)
 
 static void
 decide (const VmrControllerConfig *config, VmrControllerState *state,
-        const VmrControllerInput *input, VmrControllerDecision *out)
+        const VmrControllerInput *input, gboolean was_probing, VmrControllerDecision *out)
 {
     gint64 now = input->load.time_us;
     gboolean idle_now = input->load.iops < config->idle_iops;
@@ -403,16 +399,17 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
                     : (1 - config->smoothing) * state->mean_harm + config->smoothing * harm;
     state->mean_harm = mean_harm;
     if (harm > config->severe_factor * config->target_harm || mean_harm > config->target_harm) {
-        back_off (config, state, input, harm, mean_harm, out);
+        back_off (config, state, input, was_probing, harm, mean_harm, out);
         return;
     }
-    if (mean_harm >= config->hold_below * config->target_harm) {
+    /* a raise needs the sample and the mean under the band: the mean lags a raise by a sample */
+    if (MAX (harm, mean_harm) >= config->hold_below * config->target_harm) {
         g_autofree gchar *head = format_harm (harm, mean_harm);
         g_autofree gchar *ratios = format_ratios (input);
         g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
 
         set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                      g_strdup_printf ("%s within %.1f%%..%.1f%%: %s (%s)", head,
+                      g_strdup_printf ("%s in the hold band %.1f%%..%.1f%%: %s (%s)", head,
                                        config->hold_below * config->target_harm * 100,
                                        config->target_harm * 100, speed_text, ratios));
         return;
@@ -424,6 +421,10 @@ void
 vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
                      const VmrControllerInput *input, VmrControllerDecision *out)
 {
-    decide (config, state, input, out);
+    gboolean was_probing = state->probing;
+
+    /* only a raise past a stale knee sets it again */
+    state->probing = FALSE;
+    decide (config, state, input, was_probing, out);
     clamp_decision (config, out);
 }

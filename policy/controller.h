@@ -28,17 +28,19 @@
  * - Harm over the target: back off by (1 + target) / (1 + harm), clamped to
  *   [severe_backoff, backoff], so a deep excess (a step in load) gets under
  *   the new knee in one sample and a shallow one loses 30%. The speed at
- *   which harm crossed the target is remembered as the knee. A probe past a
- *   stale knee that crosses where the knee was only goes back under it.
+ *   which harm crossed the target is remembered as the knee. Near a knee
+ *   already known, a shallow excess (a load that hovers), and a probe past
+ *   a stale knee that crosses where the knee was, go back by knee_margin
+ *   only: back under the knee, no further.
  * - Harm in the hold band [hold_below * target, target]: keep the speed.
- * - Harm under the band: raise. With no knee known, multiplicatively by
- *   probe_gain a sample (from min-speed to 150 MiB/s in about 14 samples).
- *   With a knee seen less than knee_memory_us ago, close approach_gain of
- *   the gap to knee_margin under it and stay there: no probing into a knee
- *   just found, which is what makes a fixed rate cap oscillate. Once the
- *   memory is stale, probe past the old knee slowly (fine_gain a sample),
- *   so the controller finds out whether the guest now allows more, and
- *   forget it when the speed passes knee_forget times it.
+ * - Harm under the band, in the sample and in the mean: raise. With no knee known, multiplicatively
+ * by probe_gain a sample (from min-speed to 150 MiB/s in about 14 samples). With a knee known,
+ * close approach_gain of the gap to knee_margin under it; while the knee is fresh (seen less than
+ * knee_memory_us ago) stay there: no probing into a knee just found, which is what makes a fixed
+ *   rate cap oscillate. Once the memory is stale, probe past the old knee
+ *   slowly (fine_gain a sample), so the controller finds out whether the
+ *   guest now allows more, and forget it when the speed passes knee_forget
+ *   times it.
  * - n copies sharing one I/O thread share the guest's harm: each divides
  *   its raise by n, so that together they ramp up as one copy would; each
  *   backs off by the same factor, which backs off their sum by it.
@@ -126,6 +128,7 @@ typedef struct {
     guint64 knee_speed;        /* bytes/s at which harm last crossed the target, 0 = none */
     gint64 knee_time_us;       /* when */
     gdouble mean_harm;         /* the smoothed harm, < 0 = none: it starts again */
+    gboolean probing;          /* the last decision raised the speed past a stale knee */
     gboolean measure_replaces; /* while measuring: the sample replaces the baseline */
     guint64 resume_speed;      /* while measuring: the speed to go on at, 0 = unlimited */
     gint64 baseline_time_us;   /* when the baseline was measured */
