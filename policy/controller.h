@@ -17,8 +17,14 @@
  * IOPS, 175 MiB/s 66%, unlimited 41%), so no static cap is right for long;
  * the controller looks for the knee and stays just under it.
  *
- * The control law: additive-increase, multiplicative-decrease in the manner
- * of TCP congestion control, with a memory of the knee as in CUBIC.
+ * The control law: probe upward, back off fast by a factor (the
+ * multiplicative decrease of TCP congestion control), remember the knee
+ * and approach it in shrinking steps (as TCP CUBIC does with its last
+ * window), with a hold band between, so that a load that hovers does not
+ * make the speed oscillate. A gradient on harm over speed would need the
+ * slope of a curve that is flat under the knee and steep over it, and noisy
+ * on both sides; the knee's memory needs only the speed at which the
+ * target was crossed.
  *
  * - The decisions read the mean harm, an exponential mean (the weight of a
  *   new sample is smoothing) that starts again after every back-off and
@@ -33,14 +39,15 @@
  *   a stale knee that crosses where the knee was, go back by knee_margin
  *   only: back under the knee, no further.
  * - Harm in the hold band [hold_below * target, target]: keep the speed.
- * - Harm under the band, in the sample and in the mean: raise. With no knee known, multiplicatively
- * by probe_gain a sample (from min-speed to 150 MiB/s in about 14 samples). With a knee known,
- * close approach_gain of the gap to knee_margin under it; while the knee is fresh (seen less than
- * knee_memory_us ago) stay there: no probing into a knee just found, which is what makes a fixed
- *   rate cap oscillate. Once the memory is stale, probe past the old knee
- *   slowly (fine_gain a sample), so the controller finds out whether the
- *   guest now allows more, and forget it when the speed passes knee_forget
- *   times it.
+ * - Harm under the band, in the sample and in the mean: raise. With no
+ *   knee known, multiplicatively by probe_gain a sample (from min-speed to
+ *   150 MiB/s in about 14 samples). With a knee known, close approach_gain
+ *   of the gap to knee_margin under it; while the knee is fresh (seen less
+ *   than knee_memory_us ago) stay there: no probing into a knee just found,
+ *   which is what makes a fixed rate cap oscillate. Once the memory is
+ *   stale, probe past the old knee slowly (fine_gain a sample), so the
+ *   controller finds out whether the guest now allows more, and forget it
+ *   when the speed passes knee_forget times it.
  * - n copies sharing one I/O thread share the guest's harm: each divides
  *   its raise by n, so that together they ramp up as one copy would; each
  *   backs off by the same factor, which backs off their sum by it.
@@ -168,6 +175,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrControllerDecision, vmr_controller_decision
 
 /*
  * Decides the copy's speed after the sample in @input and updates @state.
+ * A copy starts at min-speed, with the baseline the caller measured before.
  * @out->reason is always set (free it with vmr_controller_decision_clear();
  * @out may be reused). With measure-baseline the caller pauses the copy for
  * one sample interval and passes that sample next; the decision after it is
