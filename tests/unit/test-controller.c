@@ -326,6 +326,37 @@ test_knee (gconstpointer data)
     sim_clear (&sim);
 }
 
+/* after a crossing the speed stays under the knee while it is fresh, then probes again */
+static void
+test_knee_memory (void)
+{
+    const Guest guest = { GUEST_FIXED_RATE, 150, 10.0, FALSE, 0 };
+    guint back_off = G_MAXUINT, raise = G_MAXUINT;
+    Sim sim;
+
+    sim_init (&sim, &guest, 1, 0);
+    sim.config.baseline_refresh_us = 0;
+    for (guint i = 0; i < 120; i++)
+        sim_step (&sim, &guest);
+    /* the first back-off once the ramp is over, and the next raise */
+    for (guint i = 40; i < sim.kinds->len && back_off == G_MAXUINT; i++)
+        if (g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_BACK_OFF)
+            back_off = i;
+    for (guint i = back_off + 1; i < sim.kinds->len && raise == G_MAXUINT; i++)
+        if (g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_RAISE)
+            raise = i;
+    g_test_message ("back-off at sample %u to %.1f MiB/s, the next raise at %u", back_off,
+                    total_at (&sim, back_off), raise);
+    g_assert_cmpuint (back_off, <, 100);
+    /* by the knee margin only: the probe found the knee where it was */
+    g_assert_cmpfloat (total_at (&sim, back_off), >=, 0.85 * 150);
+    for (guint i = back_off; i < raise; i++)
+        g_assert_cmpfloat (total_at (&sim, i), ==, total_at (&sim, back_off));
+    g_assert_cmpuint (raise - back_off, >=, 29);
+    g_assert_cmpuint (raise - back_off, <=, 31);
+    sim_clear (&sim);
+}
+
 /* two copies on one I/O thread ramp up together no faster than one copy alone */
 static void
 test_shared_iothread (void)
@@ -665,6 +696,7 @@ main (int argc, char **argv)
 
         g_test_add_data_func (path, &step_cases[i], test_step);
     }
+    g_test_add_func ("/controller/knee-memory", test_knee_memory);
     g_test_add_func ("/controller/shared-iothread", test_shared_iothread);
     g_test_add_func ("/controller/idle", test_idle);
     g_test_add_func ("/controller/storage-bound", test_storage_bound);
