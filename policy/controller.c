@@ -270,8 +270,15 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     gdouble next;
     guint64 to;
 
-    if ((speed == 0 && config->max_speed == 0)
-        || (config->max_speed != 0 && (speed == 0 || speed >= config->max_speed))) {
+    if (config->max_speed != 0 && (speed == 0 || speed > config->max_speed)) {
+        g_autofree gchar *max_text = vmr_units_format_speed (config->max_speed);
+
+        set_decision (
+            out, VMR_CONTROLLER_HOLD, config->max_speed,
+            g_strdup_printf ("%s: %s -> %s, max-speed (%s)", head, from_text, max_text, ratios));
+        return;
+    }
+    if (speed == 0 || speed == config->max_speed) {
         set_decision (out, VMR_CONTROLLER_HOLD, speed,
                       g_strdup_printf ("%s: at full speed %s (%s)", head, from_text, ratios));
         return;

@@ -553,7 +553,7 @@ static const StepCase step_cases[] = {
       { 1.0, 1.0, 300 * MIB, 0, 200 * MIB, 0 },
       VMR_CONTROLLER_HOLD,
       200 * MIB,
-      "within max-speed: 200 MiB/s" },
+      "300 MiB/s -> 200 MiB/s, max-speed" },
     { "a cap the copy does not reach goes away when max-speed is unlimited",
       { 1.0, 1.0, 300 * MIB, 150 * MIB, 0, 0 },
       VMR_CONTROLLER_RAISE,
