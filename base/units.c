@@ -146,6 +146,17 @@ vmr_units_format_bytes (guint64 bytes)
     return g_strdup_printf ("%.1f %s", value, names[i]);
 }
 
+gchar *
+vmr_units_format_speed (guint64 bytes_per_second)
+{
+    g_autofree gchar *bytes = NULL;
+
+    if (bytes_per_second == 0)
+        return g_strdup ("unlimited");
+    bytes = vmr_units_format_bytes (bytes_per_second);
+    return g_strdup_printf ("%s/s", bytes);
+}
+
 /* @n / @d rounded half up, for n >= 0, without overflowing near G_MAXINT64 */
 static gint64
 div_round (gint64 n, gint64 d)

@@ -24,6 +24,9 @@ gboolean vmr_units_parse_duration (const gchar *text, gint64 *out_usec, GError *
 /* "1.5 GiB", "512 KiB", "17 B"; free with g_free() */
 gchar *vmr_units_format_bytes (guint64 bytes);
 
+/* a rate: "100 MiB/s", or "unlimited" for 0; free with g_free() */
+gchar *vmr_units_format_speed (guint64 bytes_per_second);
+
 /* "2m05s", "1h02m", "7s", "0.4s"; free with g_free() */
 gchar *vmr_units_format_duration (gint64 usec);
 

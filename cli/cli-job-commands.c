@@ -5,6 +5,7 @@
 #include "cli-json.h"
 #include "cli-output.h"
 #include "cli-wait.h"
+#include "units.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
 
@@ -403,7 +404,7 @@ vmr_cli_cmd_set_speed (const VmrCliCommand *cmd, VmrCliSession *session, gchar *
         return FALSE;
     if (session->json)
         return TRUE;
-    speed_text = vmr_cli_format_speed (speed);
+    speed_text = vmr_units_format_speed (speed);
     if (speed == 0)
         g_print ("Job %s speed limit removed (unlimited)\n", args[0]);
     else

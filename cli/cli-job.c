@@ -219,17 +219,6 @@ vmr_cli_job_format_amount (const VmrCliJob *self)
 }
 
 gchar *
-vmr_cli_format_speed (guint64 bytes_per_second)
-{
-    g_autofree gchar *bytes = NULL;
-
-    if (bytes_per_second == 0)
-        return g_strdup ("unlimited");
-    bytes = vmr_units_format_bytes (bytes_per_second);
-    return g_strdup_printf ("%s/s", bytes);
-}
-
-gchar *
 vmr_cli_format_time (gint64 usec_since_epoch)
 {
     g_autoptr (GDateTime) seconds = NULL;

@@ -86,9 +86,6 @@ gchar *vmr_cli_job_format_guest_latency (const VmrCliJob *self);
 /* "1.0 GiB/2.0 GiB", or NULL when the size is not known yet; free with g_free() */
 gchar *vmr_cli_job_format_amount (const VmrCliJob *self);
 
-/* "100 MiB/s" or "unlimited"; free with g_free() */
-gchar *vmr_cli_format_speed (guint64 bytes_per_second);
-
 /* a local time with milliseconds, "2026-11-29 19:10:02.218"; free with g_free() */
 gchar *vmr_cli_format_time (gint64 usec_since_epoch);
 

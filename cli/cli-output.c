@@ -284,12 +284,12 @@ print_other_members (JsonObject *obj)
 static gchar *
 describe_speed (const VmrCliJob *job)
 {
-    g_autofree gchar *speed = vmr_cli_format_speed (job->speed);
+    g_autofree gchar *speed = vmr_units_format_speed (job->speed);
     g_autofree gchar *full = NULL;
 
     if (!job->has_base_speed || !g_str_equal (job->state, "throttled"))
         return g_steal_pointer (&speed);
-    full = vmr_cli_format_speed (job->base_speed);
+    full = vmr_units_format_speed (job->base_speed);
     return g_strdup_printf ("%s (throttled; full speed %s)", speed, full);
 }
 

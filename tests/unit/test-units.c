@@ -289,6 +289,18 @@ test_format_duration (void)
     }
 }
 
+static void
+test_format_speed (void)
+{
+    g_autofree gchar *unlimited = vmr_units_format_speed (0);
+    g_autofree gchar *capped = vmr_units_format_speed (126 * 1024 * 1024);
+    g_autofree gchar *slow = vmr_units_format_speed (1536);
+
+    g_assert_cmpstr (unlimited, ==, "unlimited");
+    g_assert_cmpstr (capped, ==, "126 MiB/s");
+    g_assert_cmpstr (slow, ==, "1.5 KiB/s");
+}
+
 /* what is printed can be typed back in */
 static void
 test_format_parse_round_trip (void)
@@ -316,6 +328,7 @@ main (int argc, char **argv)
     g_test_add_func ("/units/parse-duration/invalid", test_parse_duration_invalid);
     g_test_add_func ("/units/format-bytes", test_format_bytes);
     g_test_add_func ("/units/format-duration", test_format_duration);
+    g_test_add_func ("/units/format-speed", test_format_speed);
     g_test_add_func ("/units/format-parse-round-trip", test_format_parse_round_trip);
     return g_test_run ();
 }

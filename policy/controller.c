@@ -1,0 +1,437 @@
+#define G_LOG_DOMAIN "vmr-policy"
+
+#include <math.h>
+
+#include "controller.h"
+
+#include "units.h"
+
+static const gchar *const kind_names[] = {
+    [VMR_CONTROLLER_RAISE] = "raise",
+    [VMR_CONTROLLER_HOLD] = "hold",
+    [VMR_CONTROLLER_BACK_OFF] = "back-off",
+    [VMR_CONTROLLER_IDLE_FULL_SPEED] = "idle-full-speed",
+    [VMR_CONTROLLER_MEASURE_BASELINE] = "measure-baseline",
+    [VMR_CONTROLLER_BASELINE_TAKEN] = "baseline-taken",
+};
+
+const gchar *
+vmr_controller_kind_to_string (VmrControllerKind kind)
+{
+    return kind < G_N_ELEMENTS (kind_names) ? kind_names[kind] : "unknown";
+}
+
+void
+vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, guint64 min_speed,
+                            guint64 max_speed)
+{
+    /* the reasons for these values are in the header */
+    *config = (VmrControllerConfig){
+        .target_harm = target_harm,
+        .min_speed = min_speed,
+        .max_speed = max_speed,
+        .hold_below = 0.6,
+        .probe_gain = 0.25,
+        .approach_gain = 0.5,
+        .fine_gain = 0.05,
+        .knee_margin = 0.1,
+        .knee_forget = 2.0,
+        .knee_memory_us = 30 * G_USEC_PER_SEC,
+        .backoff = 0.7,
+        .severe_backoff = 0.5,
+        .severe_factor = 2.0,
+        .smoothing = 0.5,
+        .idle_iops = 5,
+        .unexplained_step = 0.5,
+        .baseline_refresh_us = 120 * G_USEC_PER_SEC,
+        .measure_gap_us = 10 * G_USEC_PER_SEC,
+        .cap_slack = 0.8,
+    };
+}
+
+void
+vmr_controller_state_init (VmrControllerState *state, gint64 baseline_time_us)
+{
+    /* the baseline was just measured: a change in load waits measure_gap_us from it */
+    *state = (VmrControllerState){
+        .phase = VMR_CONTROLLER_PHASE_COPYING,
+        .mean_harm = -1,
+        .baseline_time_us = baseline_time_us,
+        .measure_time_us = baseline_time_us,
+    };
+}
+
+void
+vmr_controller_decision_clear (VmrControllerDecision *decision)
+{
+    g_clear_pointer (&decision->reason, g_free);
+}
+
+/* takes @reason */
+static void
+set_decision (VmrControllerDecision *out, VmrControllerKind kind, guint64 speed, gchar *reason)
+{
+    out->kind = kind;
+    out->speed = speed;
+    g_free (out->reason);
+    out->reason = reason;
+}
+
+static gdouble
+latency_ratio (const VmrControllerInput *input)
+{
+    if (input->baseline.latency_us <= 0 || input->load.latency_us <= 0)
+        return 1;
+    return input->load.latency_us / input->baseline.latency_us;
+}
+
+static gdouble
+iops_ratio (const VmrControllerInput *input)
+{
+    if (input->baseline.iops <= 0)
+        return 1;
+    return input->load.iops / input->baseline.iops;
+}
+
+gdouble
+vmr_controller_harm (const VmrControllerInput *input)
+{
+    return MAX (0.0, MAX (latency_ratio (input) - 1, 1 - iops_ratio (input)));
+}
+
+/* "latency 1.07x, IOPS 0.93x"; free with g_free() */
+static gchar *
+format_ratios (const VmrControllerInput *input)
+{
+    return g_strdup_printf ("latency %.2fx, IOPS %.2fx", latency_ratio (input), iops_ratio (input));
+}
+
+/* @speed (bytes/s, never unlimited) within [min-speed, max-speed]; max-speed wins */
+static guint64
+clamp_speed (const VmrControllerConfig *config, gdouble speed)
+{
+    if (speed < (gdouble) config->min_speed)
+        speed = (gdouble) config->min_speed;
+    if (config->max_speed != 0 && speed > (gdouble) config->max_speed)
+        speed = (gdouble) config->max_speed;
+    if (speed >= (gdouble) G_MAXUINT64)
+        return G_MAXUINT64;
+    return MAX ((guint64) llround (speed), 1);
+}
+
+/* what the copy moves now, bytes/s: its cap, or less if the storage holds it back */
+static guint64
+current_rate (const VmrControllerConfig *config, const VmrControllerInput *input)
+{
+    if (input->speed == 0 && input->copy_rate == 0)
+        return config->max_speed != 0 ? config->max_speed : config->min_speed;
+    if (input->speed == 0 || (input->copy_rate != 0 && input->copy_rate < input->speed))
+        return input->copy_rate;
+    return input->speed;
+}
+
+/* a change in the guest's load that a copy cannot cause, or NULL; free with g_free() */
+static gchar *
+describe_load_change (const VmrControllerConfig *config, const VmrControllerInput *input,
+                      gboolean idle_now, gboolean idle_before)
+{
+    if (idle_before && !idle_now)
+        return g_strdup_printf ("the guest turned busy (%.0f IOPS, baseline %.0f)",
+                                input->load.iops, input->baseline.iops);
+    if (!idle_before && idle_now)
+        return g_strdup_printf ("the guest turned idle (%.1f IOPS, baseline %.0f)",
+                                input->load.iops, input->baseline.iops);
+    if (iops_ratio (input) > 1 + config->unexplained_step)
+        return g_strdup_printf ("the guest does more I/O than in its baseline (IOPS %.2fx)",
+                                iops_ratio (input));
+    if (latency_ratio (input) < 1 / (1 + config->unexplained_step))
+        return g_strdup_printf ("the guest's I/O is faster than in its baseline (latency %.2fx)",
+                                latency_ratio (input));
+    return NULL;
+}
+
+/* the copy pauses for one sample; @why is taken */
+static void
+ask_for_baseline (VmrControllerState *state, const VmrControllerInput *input, gboolean replace,
+                  gchar *why, VmrControllerDecision *out)
+{
+    g_autofree gchar *owned_why = why;
+
+    state->phase = VMR_CONTROLLER_PHASE_MEASURING;
+    state->measure_replaces = replace;
+    state->resume_speed = input->speed;
+    set_decision (out, VMR_CONTROLLER_MEASURE_BASELINE, input->speed,
+                  g_strdup_printf ("%s: pausing the copy for one sample to measure the guest alone",
+                                   owned_why));
+}
+
+/* the sample of a paused copy: the new baseline */
+static void
+take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
+               const VmrControllerInput *input, VmrControllerDecision *out)
+{
+    gboolean idle = input->load.iops < config->idle_iops;
+    gboolean was_idle = input->baseline.iops < config->idle_iops;
+    guint64 speed;
+    g_autofree gchar *speed_text = NULL;
+
+    state->phase = VMR_CONTROLLER_PHASE_COPYING;
+    state->baseline_time_us = input->load.time_us;
+    state->mean_harm = -1;
+    out->baseline = input->load;
+    /* the load drifts: one sample, noisy as it is, moves a periodic baseline half-way */
+    if (!state->measure_replaces && idle == was_idle && !idle) {
+        out->baseline.iops = (input->baseline.iops + input->load.iops) / 2;
+        if (input->baseline.latency_us > 0 && input->load.latency_us > 0)
+            out->baseline.latency_us = (input->baseline.latency_us + input->load.latency_us) / 2;
+    }
+    if (idle)
+        speed = config->max_speed;
+    else if (state->resume_speed == 0)
+        speed = config->max_speed != 0 ? config->max_speed : 0;
+    else
+        speed = clamp_speed (config, (gdouble) state->resume_speed);
+    speed_text = vmr_units_format_speed (speed);
+    set_decision (out, VMR_CONTROLLER_BASELINE_TAKEN, speed,
+                  g_strdup_printf ("baseline taken: %.0f IOPS, %.0f us%s; resuming at %s",
+                                   out->baseline.iops, out->baseline.latency_us,
+                                   idle ? " (idle: full speed)" : "", speed_text));
+}
+
+/* "harm 7.2%", "harm 7.2% (mean 4.6%)"; free with g_free() */
+static gchar *
+format_harm (gdouble harm, gdouble mean_harm)
+{
+    if (ABS (harm - mean_harm) < 0.0005)
+        return g_strdup_printf ("harm %.1f%%", harm * 100);
+    return g_strdup_printf ("harm %.1f%% (mean %.1f%%)", harm * 100, mean_harm * 100);
+}
+
+/* the harm is over the target: slower, and the knee is where the copy was */
+static void
+back_off (const VmrControllerConfig *config, VmrControllerState *state,
+          const VmrControllerInput *input, gboolean was_probing, gdouble harm, gdouble mean_harm,
+          VmrControllerDecision *out)
+{
+    gdouble target = config->target_harm;
+    guint64 from = current_rate (config, input);
+    gboolean severe = harm > config->severe_factor * target;
+    /*
+     * a probe past a stale knee that found it again where it was: back under
+     * it, no further. A deep excess at a speed that was held is a change in
+     * load, which the factor answers.
+     */
+    gboolean knee_again = was_probing && state->knee_speed != 0
+                          && from <= state->knee_speed * (1 + 3 * config->fine_gain);
+    /* a shallow excess near a known knee: the load hovers there, a small step answers it */
+    gboolean small_step = knee_again || (!severe && state->knee_speed != 0);
+    gdouble factor
+        = small_step ? 1 - config->knee_margin
+                     : CLAMP ((1 + target) / (1 + harm), config->severe_backoff, config->backoff);
+    guint64 to = clamp_speed (config, (gdouble) from * factor);
+    g_autofree gchar *head = format_harm (harm, mean_harm);
+    g_autofree gchar *ratios = format_ratios (input);
+    g_autofree gchar *from_text = vmr_units_format_speed (from);
+    g_autofree gchar *to_text = vmr_units_format_speed (to);
+
+    state->knee_speed = from;
+    state->knee_time_us = input->load.time_us;
+    state->mean_harm = -1;
+    if (to >= from && input->speed != 0) {
+        g_autofree gchar *min_text = vmr_units_format_speed (config->min_speed);
+
+        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                      g_strdup_printf ("%s > %.1f%% at %s, and min-speed is %s (%s)", head,
+                                       target * 100, from_text, min_text, ratios));
+        return;
+    }
+    set_decision (out, VMR_CONTROLLER_BACK_OFF, to,
+                  g_strdup_printf ("%s > %.1f%%: %s -> %s%s (%s)", head, target * 100, from_text,
+                                   to_text, knee_again ? ", under the knee found again" : "",
+                                   ratios));
+}
+
+/* harm under the hold band: faster, toward a fresh knee or probing */
+static void
+raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
+             const VmrControllerInput *input, gdouble harm, gdouble mean_harm,
+             VmrControllerDecision *out)
+{
+    gint64 now = input->load.time_us;
+    guint n_copies = MAX (input->n_copies, 1);
+    guint64 speed = input->speed;
+    g_autofree gchar *ratios = format_ratios (input);
+    g_autofree gchar *from_text = vmr_units_format_speed (speed);
+    g_autofree gchar *to_text = NULL;
+    g_autofree gchar *how = NULL;
+    g_autofree gchar *harm_text = format_harm (harm, mean_harm);
+    g_autofree gchar *head = g_strdup_printf ("%s < %.1f%%", harm_text,
+                                              config->hold_below * config->target_harm * 100);
+    gdouble next;
+    guint64 to;
+
+    if (config->max_speed != 0 && (speed == 0 || speed > config->max_speed)) {
+        g_autofree gchar *max_text = vmr_units_format_speed (config->max_speed);
+
+        set_decision (
+            out, VMR_CONTROLLER_HOLD, config->max_speed,
+            g_strdup_printf ("%s: %s -> %s, max-speed (%s)", head, from_text, max_text, ratios));
+        return;
+    }
+    if (speed == 0 || speed == config->max_speed) {
+        set_decision (out, VMR_CONTROLLER_HOLD, speed,
+                      g_strdup_printf ("%s: at full speed %s (%s)", head, from_text, ratios));
+        return;
+    }
+    if (config->max_speed == 0 && input->copy_rate != 0
+        && (gdouble) input->copy_rate < config->cap_slack * (gdouble) speed) {
+        g_autofree gchar *rate_text = vmr_units_format_speed (input->copy_rate);
+
+        set_decision (out, VMR_CONTROLLER_RAISE, 0,
+                      g_strdup_printf ("%s: %s -> unlimited, the storage holds the copy at %s (%s)",
+                                       head, from_text, rate_text, ratios));
+        return;
+    }
+    if (state->knee_speed != 0
+        && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
+        state->knee_speed = 0;
+    if (state->knee_speed == 0) {
+        next = (gdouble) speed * (1 + config->probe_gain / n_copies);
+        how = g_strdup ("probing");
+    } else {
+        gboolean fresh = now - state->knee_time_us < config->knee_memory_us;
+        gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
+        g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
+
+        /* the last percent is not worth a sample */
+        if ((gdouble) speed < 0.99 * ceiling) {
+            next = (gdouble) speed + (ceiling - (gdouble) speed) * config->approach_gain / n_copies;
+            if (ceiling - next < 0.01 * ceiling)
+                next = ceiling;
+            how = g_strdup_printf ("toward the knee at %s", knee_text);
+        } else if (fresh) {
+            g_autofree gchar *left
+                = vmr_units_format_duration (config->knee_memory_us - (now - state->knee_time_us));
+
+            set_decision (out, VMR_CONTROLLER_HOLD, speed,
+                          g_strdup_printf ("%s: %s, under the knee at %s for another %s (%s)", head,
+                                           from_text, knee_text, left, ratios));
+            return;
+        } else {
+            next = (gdouble) speed * (1 + config->fine_gain / n_copies);
+            state->probing = TRUE;
+            how = g_strdup_printf ("probing past the knee at %s", knee_text);
+        }
+    }
+    to = clamp_speed (config, next);
+    to_text = vmr_units_format_speed (to);
+    set_decision (out, to > speed ? VMR_CONTROLLER_RAISE : VMR_CONTROLLER_HOLD, to,
+                  g_strdup_printf ("%s: %s -> %s, %s (%s)", head, from_text, to_text, how, ratios));
+}
+
+/* a cap set from outside (a user, an older max-speed) comes within [min-speed, max-speed] */
+static void
+clamp_decision (const VmrControllerConfig *config, VmrControllerDecision *out)
+{
+    guint64 clamped
+        = out->speed == 0 ? config->max_speed : clamp_speed (config, (gdouble) out->speed);
+    g_autofree gchar *limit = NULL;
+    gchar *reason;
+
+    if (clamped == out->speed)
+        return;
+    limit = vmr_units_format_speed (clamped);
+    reason = g_strdup_printf ("%s; within %s: %s", out->reason,
+                              clamped < out->speed || out->speed == 0 ? "max-speed" : "min-speed",
+                              limit);
+    set_decision (out, out->kind, clamped, reason);
+}
+
+static void
+decide (const VmrControllerConfig *config, VmrControllerState *state,
+        const VmrControllerInput *input, gboolean was_probing, VmrControllerDecision *out)
+{
+    gint64 now = input->load.time_us;
+    gboolean idle_now = input->load.iops < config->idle_iops;
+    gboolean idle_before = input->baseline.iops < config->idle_iops;
+    g_autofree gchar *change = NULL;
+    gdouble harm, mean_harm;
+
+    out->harm = 0;
+    out->baseline = input->baseline;
+
+    if (state->phase == VMR_CONTROLLER_PHASE_MEASURING) {
+        take_baseline (config, state, input, out);
+        return;
+    }
+
+    if (idle_now && idle_before) {
+        g_autofree gchar *full = vmr_units_format_speed (config->max_speed);
+
+        state->mean_harm = -1;
+        set_decision (out, VMR_CONTROLLER_IDLE_FULL_SPEED, config->max_speed,
+                      g_strdup_printf ("guest idle (%.1f IOPS, baseline %.1f): full speed %s",
+                                       input->load.iops, input->baseline.iops, full));
+        return;
+    }
+
+    change = describe_load_change (config, input, idle_now, idle_before);
+    if (change != NULL && now - state->measure_time_us >= config->measure_gap_us) {
+        state->measure_time_us = now;
+        /* the knee was the old load's: probe past it slowly */
+        if (state->knee_speed != 0)
+            state->knee_time_us = now - config->knee_memory_us;
+        ask_for_baseline (state, input, TRUE, g_steal_pointer (&change), out);
+        return;
+    }
+    if (change != NULL && (idle_now || idle_before)) {
+        /* no harm can be told against an idle baseline, nor from an idle guest */
+        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                      g_strdup_printf ("%s; measured too recently to pause again", change));
+        return;
+    }
+    if (config->baseline_refresh_us > 0
+        && now - state->baseline_time_us >= config->baseline_refresh_us) {
+        g_autofree gchar *age = vmr_units_format_duration (now - state->baseline_time_us);
+
+        ask_for_baseline (state, input, FALSE, g_strdup_printf ("the baseline is %s old", age),
+                          out);
+        return;
+    }
+
+    harm = vmr_controller_harm (input);
+    out->harm = harm;
+    mean_harm = state->mean_harm < 0
+                    ? harm
+                    : (1 - config->smoothing) * state->mean_harm + config->smoothing * harm;
+    state->mean_harm = mean_harm;
+    if (harm > config->severe_factor * config->target_harm || mean_harm > config->target_harm) {
+        back_off (config, state, input, was_probing, harm, mean_harm, out);
+        return;
+    }
+    /* a raise needs the sample and the mean under the band: the mean lags a raise by a sample */
+    if (MAX (harm, mean_harm) >= config->hold_below * config->target_harm) {
+        g_autofree gchar *head = format_harm (harm, mean_harm);
+        g_autofree gchar *ratios = format_ratios (input);
+        g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
+
+        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                      g_strdup_printf ("%s in the hold band %.1f%%..%.1f%%: %s (%s)", head,
+                                       config->hold_below * config->target_harm * 100,
+                                       config->target_harm * 100, speed_text, ratios));
+        return;
+    }
+    raise_speed (config, state, input, harm, mean_harm, out);
+}
+
+void
+vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
+                     const VmrControllerInput *input, VmrControllerDecision *out)
+{
+    gboolean was_probing = state->probing;
+
+    /* only a raise past a stale knee sets it again */
+    state->probing = FALSE;
+    decide (config, state, input, was_probing, out);
+    clamp_decision (config, out);
+}

@@ -1,0 +1,193 @@
+/*
+ * The closed-loop copy speed: how fast a copy may go for its guest to lose
+ * no more than a target fraction of what it does without the copy. A pure
+ * function of the configuration, the controller's state and one sample; no
+ * I/O, no clock reads, so that tables of simulated guests can test it.
+ *
+ * The model. A copy harms its guest by adding I/O latency. A guest that
+ * issues I/O at a fixed rate shows it as a higher latency; a closed-loop
+ * guest (one that issues the next I/O when the last is done) shows it as
+ * fewer IOPS. The harm of one sample is the larger of the two:
+ *
+ *   harm = max (latency / baseline latency - 1, 1 - IOPS / baseline IOPS)
+ *
+ * against a baseline measured with the copy paused. The harm of a copy as a
+ * function of its speed has a knee that depends on the guest, the storage
+ * and the hour (one measured machine: 150 MiB/s kept all of the guest's
+ * IOPS, 175 MiB/s 66%, unlimited 41%), so no static cap is right for long;
+ * the controller looks for the knee and stays just under it.
+ *
+ * The control law: probe upward, back off fast by a factor (the
+ * multiplicative decrease of TCP congestion control), remember the knee
+ * and approach it in shrinking steps (as TCP CUBIC does with its last
+ * window), with a hold band between, so that a load that hovers does not
+ * make the speed oscillate. A gradient on harm over speed would need the
+ * slope of a curve that is flat under the knee and steep over it, and noisy
+ * on both sides; the knee's memory needs only the speed at which the
+ * target was crossed.
+ *
+ * - The decisions read the mean harm, an exponential mean (the weight of a
+ *   new sample is smoothing) that starts again after every back-off and
+ *   baseline, so that one noisy sample neither backs off nor raises; a
+ *   sample over severe_factor times the target is no noise and backs off
+ *   at once.
+ * - Harm over the target: back off by (1 + target) / (1 + harm), clamped to
+ *   [severe_backoff, backoff], so a deep excess (a step in load) gets under
+ *   the new knee in one sample and a shallow one loses 30%. The speed at
+ *   which harm crossed the target is remembered as the knee. Near a knee
+ *   already known, a shallow excess (a load that hovers), and a probe past
+ *   a stale knee that crosses where the knee was, go back by knee_margin
+ *   only: back under the knee, no further.
+ * - Harm in the hold band [hold_below * target, target]: keep the speed.
+ * - Harm under the band, in the sample and in the mean: raise. With no
+ *   knee known, multiplicatively by probe_gain a sample (from min-speed to
+ *   150 MiB/s in about 14 samples). With a knee known, close approach_gain
+ *   of the gap to knee_margin under it; while the knee is fresh (seen less
+ *   than knee_memory_us ago) stay there: no probing into a knee just found,
+ *   which is what makes a fixed rate cap oscillate. Once the memory is
+ *   stale, probe past the old knee slowly (fine_gain a sample), so the
+ *   controller finds out whether the guest now allows more, and forget it
+ *   when the speed passes knee_forget times it.
+ * - n copies sharing one I/O thread share the guest's harm: each divides
+ *   its raise by n, so that together they ramp up as one copy would; each
+ *   backs off by the same factor, which backs off their sum by it.
+ * - An idle guest (under idle_iops now and in the baseline) feels nothing:
+ *   full speed (max-speed, or unlimited).
+ * - With max-speed unlimited, a raise goes to unlimited once the copy moves
+ *   less than cap_slack of its cap: the storage limits it, not the cap.
+ *
+ * The baseline goes stale: the guest's load changes while the copy runs.
+ * The controller asks for a fresh one (decision measure-baseline) every
+ * baseline_refresh_us of copying, and when a sample shows what a copy
+ * cannot cause: more IOPS or a lower latency than the baseline by more than
+ * unexplained_step, or a guest that turned idle or busy; the latter at most
+ * once every measure_gap_us. The caller then pauses the copy for one sample
+ * and passes that sample to the next step, which takes it as the baseline
+ * (decision baseline-taken) and resumes at the speed before the pause. A
+ * periodic baseline moves half-way to the new sample, as one sample is
+ * noisy; one asked for by a change in load replaces the old one:
+ *
+ *   copying --measure-baseline--> measuring --baseline-taken--> copying
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "decision.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    gdouble target_harm; /* the fraction of its performance the guest may lose, e.g. 0.05 */
+    guint64 min_speed;   /* bytes/s, > 0: a copy must go on */
+    guint64 max_speed;   /* bytes/s, 0 = unlimited (the storage's full speed) */
+
+    /*
+     * The tuning. vmr_controller_config_init() sets the values in brackets,
+     * chosen for a sample interval of about a second, for these reasons.
+     */
+    gdouble hold_below;     /* [0.6] the hold band starts at this fraction of the target: a guest's
+                             * figures wobble by a few percent from second to second */
+    gdouble probe_gain;     /* [0.25] raise a sample with no knee known, a fraction of the speed:
+                             * 8 MiB/s to 150 MiB/s in 14 samples, past a knee by 25% at most */
+    gdouble approach_gain;  /* [0.5] the fraction of the gap to a fresh knee closed a sample:
+                             * within 6% of it in 4 samples */
+    gdouble fine_gain;      /* [0.05] raise a sample past a stale knee, a fraction of the speed:
+                             * a knee that has not moved is passed by 5% for a sample */
+    gdouble knee_margin;    /* [0.1] how far under a fresh knee to stay, a fraction of it: room
+                             * for noise and for a knee that moves with the load */
+    gdouble knee_forget;    /* [2] a stale knee passed by this factor is forgotten: the load has
+                             * changed, probe freely */
+    gint64 knee_memory_us;  /* [30 s] how long a knee stays fresh: a load changes over minutes,
+                             * and a probe over the knee every 30 s costs one sample of harm */
+    gdouble backoff;        /* [0.7] the mildest back-off factor, TCP CUBIC's: AIMD's 0.5 would
+                             * halve the copy for an excess of 1% */
+    gdouble severe_backoff; /* [0.5] the deepest back-off factor: the next sample can back off
+                             * again, while a copy slowed too far takes samples to recover */
+    gdouble severe_factor;  /* [2] harm over this times the target is no noise: it backs off
+                             * at once, whatever the mean */
+    gdouble smoothing;      /* [0.5] the weight of a new sample in the mean harm: about the last
+                             * three samples, so noise halves and a step shows in two */
+    gdouble idle_iops;      /* [5] under this the guest does no I/O to speak of (a log line now
+                             * and then) */
+    gdouble unexplained_step;   /* [0.5] a copy only lowers IOPS and raises latency: a sample 50%
+                                 * the other way is a change in the guest's load */
+    gint64 baseline_refresh_us; /* [120 s] a fresh baseline this often, 0 = only on a change in
+                                 * load: a pause of one sample in 120 costs the copy under 1% */
+    gint64 measure_gap_us;      /* [10 s] at most one measure for a change in load this often: a
+                                 * bursty guest must not pause the copy every other sample */
+    gdouble cap_slack;          /* [0.8] a copy that moves under this fraction of its cap is held by
+                                 * the storage, not by the cap */
+} VmrControllerConfig;
+
+/* @config with @target_harm, @min_speed, @max_speed and the built-in tuning */
+void vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm,
+                                 guint64 min_speed, guint64 max_speed);
+
+typedef enum {
+    VMR_CONTROLLER_PHASE_COPYING,   /* the copy runs at the speed decided */
+    VMR_CONTROLLER_PHASE_MEASURING, /* the copy is paused: the next sample is the baseline */
+} VmrControllerPhase;
+
+/* what the controller keeps between samples; one per copy */
+typedef struct {
+    VmrControllerPhase phase;
+    guint64 knee_speed;        /* bytes/s at which harm last crossed the target, 0 = none */
+    gint64 knee_time_us;       /* when */
+    gdouble mean_harm;         /* the smoothed harm, < 0 = none: it starts again */
+    gboolean probing;          /* the last decision raised the speed past a stale knee */
+    gboolean measure_replaces; /* while measuring: the sample replaces the baseline */
+    guint64 resume_speed;      /* while measuring: the speed to go on at, 0 = unlimited */
+    gint64 baseline_time_us;   /* when the baseline was measured */
+    gint64 measure_time_us;    /* when a change in load last asked for a measure */
+} VmrControllerState;
+
+/* a fresh controller whose baseline was measured at @baseline_time_us */
+void vmr_controller_state_init (VmrControllerState *state, gint64 baseline_time_us);
+
+typedef struct {
+    VmrLoadSample load;     /* the guest on this disk over the last sample interval */
+    VmrLoadSample baseline; /* the guest without the copy (time_us unused) */
+    guint64 speed;          /* the copy's cap now, bytes/s, 0 = unlimited */
+    guint64 copy_rate;      /* bytes/s the copy moved in the interval, 0 = unknown */
+    guint n_copies;         /* copies on the disk's I/O thread, this one included (0 = 1) */
+} VmrControllerInput;
+
+typedef enum {
+    VMR_CONTROLLER_RAISE,            /* faster: the guest allows more */
+    VMR_CONTROLLER_HOLD,             /* the same speed */
+    VMR_CONTROLLER_BACK_OFF,         /* slower: the harm is over the target */
+    VMR_CONTROLLER_IDLE_FULL_SPEED,  /* the guest is idle: full speed */
+    VMR_CONTROLLER_MEASURE_BASELINE, /* pause the copy for one sample, pass it next */
+    VMR_CONTROLLER_BASELINE_TAKEN,   /* that sample is the new baseline; the copy resumes */
+} VmrControllerKind;
+
+typedef struct {
+    VmrControllerKind kind;
+    guint64 speed;          /* bytes/s, 0 = unlimited; with measure-baseline, the speed after it */
+    gdouble harm;           /* this sample's, 0 when the sample cannot tell */
+    VmrLoadSample baseline; /* with baseline-taken: the baseline to pass from now on */
+    gchar *reason;          /* one line naming the numbers, for logs and `virt-mirror job` */
+} VmrControllerDecision;
+
+void vmr_controller_decision_clear (VmrControllerDecision *decision);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrControllerDecision, vmr_controller_decision_clear)
+
+/*
+ * Decides the copy's speed after the sample in @input and updates @state.
+ * A copy starts at min-speed, with the baseline the caller measured before.
+ * @out->reason is always set (free it with vmr_controller_decision_clear();
+ * @out may be reused). With measure-baseline the caller pauses the copy for
+ * one sample interval and passes that sample next; the decision after it is
+ * baseline-taken, whose @out->baseline the caller passes as the baseline
+ * from then on.
+ */
+void vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
+                          const VmrControllerInput *input, VmrControllerDecision *out);
+
+/* the harm of @input's load against its baseline, >= 0; 0 when neither can tell */
+gdouble vmr_controller_harm (const VmrControllerInput *input);
+
+const gchar *vmr_controller_kind_to_string (VmrControllerKind kind);
+
+G_END_DECLS

@@ -1,0 +1,707 @@
+/*
+ * The closed-loop copy speed, on simulated guests whose harm is a function
+ * of the copies' speed: the ramp-up to a knee, staying near it without
+ * oscillating, a step in load, noise, idle guests, copies that share an I/O
+ * thread, the baseline's refresh, and the clamping to min- and max-speed.
+ */
+#define G_LOG_DOMAIN "vmr-test"
+
+#include <string.h>
+
+#include "controller.h"
+
+#define MIB        (G_GUINT64_CONSTANT (1) << 20)
+#define SECOND     G_USEC_PER_SEC
+#define TARGET     0.05
+#define MIN_SPEED  (8 * MIB)
+#define STORAGE    (400.0 * MIB) /* what copies move at most, together */
+#define BASE_IOPS  1400.0
+#define BASE_LAT   600.0 /* us */
+#define MAX_COPIES 2
+
+typedef enum {
+    GUEST_FIXED_RATE, /* keeps its IOPS; its latency shows the harm */
+    GUEST_IOPS_BOUND, /* loses IOPS; its mean latency does not show it */
+    GUEST_IDLE,       /* no I/O */
+} GuestKind;
+
+typedef struct {
+    GuestKind kind;
+    gdouble knee_mib;  /* the copies' total speed the guest takes without harm */
+    gdouble steepness; /* harm per knee of speed over the knee; with linear, per knee of speed */
+    gboolean linear;   /* harm from the first byte: steepness * speed / knee */
+    gdouble noise;     /* each figure of a sample off by up to this fraction, either way */
+} Guest;
+
+/* the harm the guest feels when the copies move @total bytes/s */
+static gdouble
+guest_harm (const Guest *guest, gdouble total)
+{
+    gdouble knee = guest->knee_mib * MIB;
+
+    if (guest->linear)
+        return guest->steepness * total / knee;
+    return total <= knee ? 0 : guest->steepness * (total / knee - 1);
+}
+
+static VmrLoadSample
+guest_sample (const Guest *guest, gdouble total, gint64 time_us, GRand *rand)
+{
+    gdouble harm = guest_harm (guest, total);
+    gdouble latency_noise = 1 + g_rand_double_range (rand, -guest->noise, guest->noise + 1e-12);
+    gdouble iops_noise = 1 + g_rand_double_range (rand, -guest->noise, guest->noise + 1e-12);
+    VmrLoadSample sample = { .time_us = time_us };
+
+    switch (guest->kind) {
+        case GUEST_FIXED_RATE:
+            sample.iops = BASE_IOPS * iops_noise;
+            sample.latency_us = BASE_LAT * (1 + harm) * latency_noise;
+            break;
+        case GUEST_IOPS_BOUND:
+            sample.iops = BASE_IOPS * MAX (1 - harm, 0.02) * iops_noise;
+            sample.latency_us = BASE_LAT * latency_noise;
+            break;
+        case GUEST_IDLE:
+        default:
+            break;
+    }
+    return sample;
+}
+
+/* copies on one disk's I/O thread, each with its controller, sampled once a second */
+typedef struct {
+    VmrControllerConfig config;
+    guint n_copies;
+    VmrControllerState states[MAX_COPIES];
+    VmrLoadSample baselines[MAX_COPIES];
+    guint64 speeds[MAX_COPIES]; /* caps, 0 = unlimited */
+    gboolean paused[MAX_COPIES];
+    GRand *rand;
+    gint64 now_us;
+    GArray *totals; /* gdouble: the caps' sum after each sample, MiB/s (unlimited: STORAGE) */
+    GArray *harms;  /* gdouble: the harm the guest felt in each sample */
+    GArray *kinds;  /* VmrControllerKind of each copy, sample by sample */
+} Sim;
+
+static void
+sim_init (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed)
+{
+    VmrLoadSample baseline = { 0 };
+
+    *sim = (Sim){ .n_copies = n_copies, .rand = g_rand_new_with_seed (20261201) };
+    vmr_controller_config_init (&sim->config, TARGET, MIN_SPEED, max_speed);
+    sim->totals = g_array_new (FALSE, FALSE, sizeof (gdouble));
+    sim->harms = g_array_new (FALSE, FALSE, sizeof (gdouble));
+    sim->kinds = g_array_new (FALSE, FALSE, sizeof (VmrControllerKind));
+    /* the caller's baseline: the mean of ten samples before the copy */
+    for (guint s = 0; s < 10; s++) {
+        VmrLoadSample alone = guest_sample (guest, 0, 0, sim->rand);
+
+        baseline.iops += alone.iops / 10;
+        baseline.latency_us += alone.latency_us / 10;
+    }
+    for (guint i = 0; i < n_copies; i++) {
+        sim->baselines[i] = baseline;
+        vmr_controller_state_init (&sim->states[i], 0);
+        sim->speeds[i] = MIN_SPEED;
+    }
+}
+
+static void
+sim_clear (Sim *sim)
+{
+    g_rand_free (sim->rand);
+    g_array_unref (sim->totals);
+    g_array_unref (sim->harms);
+    g_array_unref (sim->kinds);
+}
+
+static gdouble
+copy_rate (guint64 speed)
+{
+    return speed == 0 || (gdouble) speed > STORAGE ? STORAGE : (gdouble) speed;
+}
+
+/* one sample interval: the guest under the copies, then each copy's decision */
+static void
+sim_step (Sim *sim, const Guest *guest)
+{
+    gdouble rates[MAX_COPIES] = { 0 };
+    gdouble total = 0;
+    gdouble total_caps = 0;
+    VmrLoadSample load;
+
+    for (guint i = 0; i < sim->n_copies; i++) {
+        rates[i] = sim->paused[i] ? 0 : copy_rate (sim->speeds[i]);
+        total += rates[i];
+    }
+    /* the storage is shared */
+    for (guint i = 0; total > STORAGE && i < sim->n_copies; i++)
+        rates[i] *= STORAGE / total;
+    total = MIN (total, STORAGE);
+    sim->now_us += SECOND;
+    load = guest_sample (guest, total, sim->now_us, sim->rand);
+    g_array_append_val (sim->harms, (gdouble){ guest_harm (guest, total) });
+
+    for (guint i = 0; i < sim->n_copies; i++) {
+        VmrControllerInput input = {
+            .load = load,
+            .baseline = sim->baselines[i],
+            .speed = sim->speeds[i],
+            .copy_rate = (guint64) rates[i],
+            .n_copies = sim->n_copies,
+        };
+        g_auto (VmrControllerDecision) out = { 0 };
+
+        vmr_controller_step (&sim->config, &sim->states[i], &input, &out);
+        g_test_message ("t=%3" G_GINT64_FORMAT " copy %u: %s: %s", sim->now_us / SECOND, i,
+                        vmr_controller_kind_to_string (out.kind), out.reason);
+        sim->paused[i] = out.kind == VMR_CONTROLLER_MEASURE_BASELINE;
+        if (out.kind == VMR_CONTROLLER_BASELINE_TAKEN)
+            sim->baselines[i] = out.baseline;
+        sim->speeds[i] = out.speed;
+        total_caps += copy_rate (out.speed) / MIB;
+        g_array_append_val (sim->kinds, out.kind);
+    }
+    g_array_append_val (sim->totals, total_caps);
+}
+
+static gdouble
+total_at (const Sim *sim, guint sample)
+{
+    return g_array_index (sim->totals, gdouble, sample);
+}
+
+/* the first sample whose total is within @fraction of @knee_mib, or G_MAXUINT */
+static guint
+first_near (const Sim *sim, gdouble knee_mib, gdouble fraction)
+{
+    for (guint i = 0; i < sim->totals->len; i++)
+        if (ABS (total_at (sim, i) - knee_mib) <= fraction * knee_mib)
+            return i;
+    return G_MAXUINT;
+}
+
+/* the lowest and highest total, and how often it turned, over samples [@from, end) */
+static void
+tail_band (const Sim *sim, guint from, gdouble *low, gdouble *high, guint *turns)
+{
+    gint last_direction = 0;
+
+    *low = G_MAXDOUBLE;
+    *high = 0;
+    *turns = 0;
+    for (guint i = from; i < sim->totals->len; i++) {
+        *low = MIN (*low, total_at (sim, i));
+        *high = MAX (*high, total_at (sim, i));
+        if (i > from && total_at (sim, i) != total_at (sim, i - 1)) {
+            gint direction = total_at (sim, i) > total_at (sim, i - 1) ? 1 : -1;
+
+            if (last_direction != 0 && direction != last_direction)
+                (*turns)++;
+            last_direction = direction;
+        }
+    }
+}
+
+static guint
+count_kind (const Sim *sim, VmrControllerKind kind)
+{
+    guint count = 0;
+
+    for (guint i = 0; i < sim->kinds->len; i++)
+        count += g_array_index (sim->kinds, VmrControllerKind, i) == kind;
+    return count;
+}
+
+/*
+ * Every case runs KNEE_SAMPLES samples; over the last TAIL of them the total
+ * stays within [tail_low, TAIL_HIGH] of the knee, turns at most MAX_TURNS
+ * times, backs off at most MAX_BACK_OFFS times, and the guest's mean harm is
+ * at most the target.
+ */
+#define KNEE_SAMPLES  300
+#define TAIL          60
+#define TAIL_HIGH     1.08
+#define MAX_TURNS     4
+#define MAX_BACK_OFFS 3
+
+typedef struct {
+    const gchar *name;
+    Guest guest;
+    guint step_at; /* the sample from which the guest is step_guest, 0 = never */
+    Guest step_guest;
+    /* against the knee of the guest at the end */
+    gdouble tail_low;   /* the total over the tail at least this fraction of the knee */
+    guint reach_by;     /* the total within 10% of the knee by this sample, 0 = unchecked */
+    guint react_within; /* after the step, at or under the new knee within this many samples */
+} KneeCase;
+
+#define KNEE_150                                                                                   \
+    {                                                                                              \
+        GUEST_FIXED_RATE, 150, 2.0, FALSE, 0                                                       \
+    }
+#define NO_STEP                                                                                    \
+    0,                                                                                             \
+    {                                                                                              \
+        0                                                                                          \
+    }
+
+static const KneeCase knee_cases[] = {
+    { "a fixed-rate guest with a knee at 150 MiB", KNEE_150, NO_STEP, 0.9, .reach_by = 16 },
+    { "a guest that loses IOPS, not latency",
+      { GUEST_IOPS_BOUND, 150, 2.0, FALSE, 0 },
+      NO_STEP,
+      0.9,
+      .reach_by = 16 },
+    { "a sharp knee: harm 20% at 2% over it",
+      { GUEST_FIXED_RATE, 150, 10.0, FALSE, 0 },
+      NO_STEP,
+      0.9,
+      .reach_by = 16 },
+    { "the knee moves down from 150 to 100 MiB",
+      KNEE_150,
+      120,
+      { GUEST_FIXED_RATE, 100, 2.0, FALSE, 0 },
+      0.9,
+      .react_within = 2 },
+    { "the knee moves up from 150 to 250 MiB: found again once the memory is stale",
+      KNEE_150,
+      120,
+      { GUEST_FIXED_RATE, 250, 2.0, FALSE, 0 },
+      0.9 },
+    { "a noisy guest: every figure off by up to 3%",
+      { GUEST_FIXED_RATE, 150, 2.0, FALSE, 0.03 },
+      NO_STEP,
+      0.8,
+      .reach_by = 20 },
+    /* its hold band, harm 3% to 5%, is 90 to 150 MiB/s */
+    { "a load that hovers: harm 5% at 150 MiB, 2% noise, no knee",
+      { GUEST_FIXED_RATE, 150, TARGET, TRUE, 0.02 },
+      NO_STEP,
+      0.6 },
+};
+
+static void
+test_knee (gconstpointer data)
+{
+    const KneeCase *tc = data;
+    const Guest *final = tc->step_at != 0 ? &tc->step_guest : &tc->guest;
+    gdouble knee = final->knee_mib;
+    gdouble low, high, mean_harm = 0;
+    guint turns, back_offs = 0;
+    Sim sim;
+
+    sim_init (&sim, &tc->guest, 1, 0);
+    for (guint i = 0; i < KNEE_SAMPLES; i++)
+        sim_step (&sim, tc->step_at != 0 && i >= tc->step_at ? &tc->step_guest : &tc->guest);
+
+    if (tc->reach_by != 0) {
+        guint reached = first_near (&sim, knee, 0.1);
+
+        g_test_message ("within 10%% of the knee at sample %u", reached);
+        g_assert_cmpuint (reached, <=, tc->reach_by);
+    }
+    if (tc->react_within != 0) {
+        guint under = tc->step_at;
+
+        while (under < sim.totals->len && total_at (&sim, under) > knee)
+            under++;
+        g_test_message ("under the new knee %u samples after the step", under - tc->step_at + 1);
+        g_assert_cmpuint (under - tc->step_at + 1, <=, tc->react_within);
+    }
+    tail_band (&sim, KNEE_SAMPLES - TAIL, &low, &high, &turns);
+    for (guint i = KNEE_SAMPLES - TAIL; i < KNEE_SAMPLES; i++) {
+        mean_harm += g_array_index (sim.harms, gdouble, i) / TAIL;
+        back_offs += g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_BACK_OFF;
+    }
+    g_test_message ("last %u samples: %.1f to %.1f MiB/s (knee %.0f), %u turns, %u back-offs, "
+                    "mean harm %.3f",
+                    TAIL, low, high, knee, turns, back_offs, mean_harm);
+    g_assert_cmpfloat (low, >=, tc->tail_low * knee);
+    g_assert_cmpfloat (high, <=, TAIL_HIGH * knee);
+    g_assert_cmpuint (turns, <=, MAX_TURNS);
+    g_assert_cmpuint (back_offs, <=, MAX_BACK_OFFS);
+    g_assert_cmpfloat (mean_harm, <=, TARGET);
+    sim_clear (&sim);
+}
+
+/* after a crossing the speed stays under the knee while it is fresh, then probes again */
+static void
+test_knee_memory (void)
+{
+    const Guest guest = { GUEST_FIXED_RATE, 150, 10.0, FALSE, 0 };
+    guint back_off = G_MAXUINT, raise = G_MAXUINT;
+    Sim sim;
+
+    sim_init (&sim, &guest, 1, 0);
+    sim.config.baseline_refresh_us = 0;
+    for (guint i = 0; i < 120; i++)
+        sim_step (&sim, &guest);
+    /* the first back-off once the ramp is over, and the next raise */
+    for (guint i = 40; i < sim.kinds->len && back_off == G_MAXUINT; i++)
+        if (g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_BACK_OFF)
+            back_off = i;
+    for (guint i = back_off + 1; i < sim.kinds->len && raise == G_MAXUINT; i++)
+        if (g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_RAISE)
+            raise = i;
+    g_test_message ("back-off at sample %u to %.1f MiB/s, the next raise at %u", back_off,
+                    total_at (&sim, back_off), raise);
+    g_assert_cmpuint (back_off, <, 100);
+    /* by the knee margin only: the probe found the knee where it was */
+    g_assert_cmpfloat (total_at (&sim, back_off), >=, 0.85 * 150);
+    for (guint i = back_off; i < raise; i++)
+        g_assert_cmpfloat (total_at (&sim, i), ==, total_at (&sim, back_off));
+    g_assert_cmpuint (raise - back_off, >=, 29);
+    g_assert_cmpuint (raise - back_off, <=, 31);
+    sim_clear (&sim);
+}
+
+/* two copies on one I/O thread ramp up together no faster than one copy alone */
+static void
+test_shared_iothread (void)
+{
+    const Guest guest = KNEE_150;
+    gdouble peak[MAX_COPIES + 1] = { 0 };
+    gdouble low, high;
+    guint turns;
+
+    for (guint n = 1; n <= MAX_COPIES; n++) {
+        Sim sim;
+
+        sim_init (&sim, &guest, n, 0);
+        for (guint i = 0; i < 240; i++)
+            sim_step (&sim, &guest);
+        for (guint i = 0; i < sim.totals->len; i++)
+            peak[n] = MAX (peak[n], total_at (&sim, i));
+        tail_band (&sim, 180, &low, &high, &turns);
+        g_test_message ("%u copies: peak %.1f MiB/s, last 60 samples %.1f to %.1f, %u turns", n,
+                        peak[n], low, high, turns);
+        g_assert_cmpfloat (low, >=, 0.8 * 150);
+        g_assert_cmpfloat (high, <=, 1.05 * 150);
+        g_assert_cmpuint (turns, <=, 6);
+        /* the copies share the speed: neither starves */
+        for (guint c = 0; c < n; c++)
+            g_assert_cmpfloat ((gdouble) sim.speeds[c], >=, 0.3 * 150 * MIB / n);
+        sim_clear (&sim);
+    }
+    g_assert_cmpfloat (peak[2], <=, peak[1] * 1.02);
+}
+
+/* an idle guest gets full speed, and a guest that goes idle too, after a fresh baseline */
+static void
+test_idle (void)
+{
+    const Guest idle = { GUEST_IDLE, 150, 2.0, FALSE, 0 };
+    const Guest busy = KNEE_150;
+    const guint64 max_speeds[] = { 0, 300 * MIB };
+
+    for (guint m = 0; m < G_N_ELEMENTS (max_speeds); m++) {
+        Sim sim;
+        guint measured_at = G_MAXUINT;
+
+        sim_init (&sim, &idle, 1, max_speeds[m]);
+        sim_step (&sim, &idle);
+        g_assert_cmpint (g_array_index (sim.kinds, VmrControllerKind, 0), ==,
+                         VMR_CONTROLLER_IDLE_FULL_SPEED);
+        g_assert_cmpuint (sim.speeds[0], ==, max_speeds[m]);
+        sim_clear (&sim);
+
+        /* busy, then idle from sample 60 */
+        sim_init (&sim, &busy, 1, max_speeds[m]);
+        for (guint i = 0; i < 80; i++)
+            sim_step (&sim, i < 60 ? &busy : &idle);
+        for (guint i = 60; i < sim.kinds->len && measured_at == G_MAXUINT; i++)
+            if (g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_MEASURE_BASELINE)
+                measured_at = i;
+        g_assert_cmpuint (measured_at, <, 60 + 12);
+        g_assert_cmpint (g_array_index (sim.kinds, VmrControllerKind, measured_at + 1), ==,
+                         VMR_CONTROLLER_BASELINE_TAKEN);
+        g_assert_cmpint (g_array_index (sim.kinds, VmrControllerKind, sim.kinds->len - 1), ==,
+                         VMR_CONTROLLER_IDLE_FULL_SPEED);
+        g_assert_cmpuint (sim.speeds[0], ==, max_speeds[m]);
+        g_assert_cmpfloat (sim.baselines[0].iops, ==, 0);
+        sim_clear (&sim);
+    }
+}
+
+/* a guest the storage cannot hurt: the cap goes away */
+static void
+test_storage_bound (void)
+{
+    const Guest guest = { GUEST_FIXED_RATE, 1000, 2.0, FALSE, 0 };
+    Sim sim;
+
+    sim_init (&sim, &guest, 1, 0);
+    for (guint i = 0; i < 40; i++)
+        sim_step (&sim, &guest);
+    g_assert_cmpuint (sim.speeds[0], ==, 0);
+    g_assert_cmpuint (count_kind (&sim, VMR_CONTROLLER_BACK_OFF), ==, 0);
+    sim_clear (&sim);
+}
+
+/* one step of a fresh controller on a hand-made sample */
+typedef struct {
+    gdouble latency;    /* times the baseline's */
+    gdouble iops;       /* times the baseline's */
+    guint64 speed;      /* the copy's cap, 0 = unlimited */
+    guint64 copy_rate;  /* 0 = the cap */
+    guint64 max_speed;  /* 0 = unlimited */
+    gdouble prior_mean; /* the mean harm of the samples before, 0 = none */
+} StepSpec;
+
+static VmrControllerInput
+step_input (const StepSpec *spec, gint64 time_us)
+{
+    return (VmrControllerInput){
+        .load = { time_us, BASE_IOPS * spec->iops, BASE_LAT * spec->latency },
+        .baseline = { 0, BASE_IOPS, BASE_LAT },
+        .speed = spec->speed,
+        .copy_rate = spec->copy_rate != 0 ? spec->copy_rate : spec->speed,
+        .n_copies = 1,
+    };
+}
+
+static void
+step_once (const StepSpec *spec, VmrControllerDecision *out)
+{
+    VmrControllerConfig config;
+    VmrControllerState state;
+    VmrControllerInput input = step_input (spec, 5 * SECOND);
+
+    vmr_controller_config_init (&config, TARGET, MIN_SPEED, spec->max_speed);
+    vmr_controller_state_init (&state, 0);
+    state.mean_harm = spec->prior_mean > 0 ? spec->prior_mean : -1;
+    vmr_controller_step (&config, &state, &input, out);
+}
+
+typedef struct {
+    const gchar *name;
+    StepSpec spec;
+    VmrControllerKind kind;
+    guint64 speed;
+    const gchar *reason; /* a part of the reason */
+} StepCase;
+
+static const StepCase step_cases[] = {
+    { "an excess backs off by 30%",
+      { 1.072, 0.93, 180 * MIB, 0, 0, 0 },
+      VMR_CONTROLLER_BACK_OFF,
+      126 * MIB,
+      "harm 7.2% > 5.0%: 180 MiB/s -> 126 MiB/s (latency 1.07x, IOPS 0.93x)" },
+    { "one shallow excess after quiet samples: the mean holds",
+      { 1.072, 1.0, 180 * MIB, 0, 0, 0.02 },
+      VMR_CONTROLLER_HOLD,
+      180 * MIB,
+      "harm 7.2% (mean 4.6%) in the hold band 3.0%..5.0%" },
+    { "two of them back off",
+      { 1.072, 1.0, 180 * MIB, 0, 0, 0.046 },
+      VMR_CONTROLLER_BACK_OFF,
+      126 * MIB,
+      "harm 7.2% (mean 5.9%) > 5.0%" },
+    { "a deep excess backs off at once, by up to half",
+      { 3.0, 1.0, 180 * MIB, 0, 0, 0 },
+      VMR_CONTROLLER_BACK_OFF,
+      90 * MIB,
+      "harm 200.0% > 5.0%: 180 MiB/s -> 90 MiB/s" },
+    { "the IOPS side: 20% fewer",
+      { 1.0, 0.8, 100 * MIB, 0, 0, 0 },
+      VMR_CONTROLLER_BACK_OFF,
+      70 * MIB,
+      "IOPS 0.80x" },
+    { "back-off from the storage's pace, not from a cap it does not reach",
+      { 3.0, 1.0, 400 * MIB, 100 * MIB, 0, 0 },
+      VMR_CONTROLLER_BACK_OFF,
+      50 * MIB,
+      "100 MiB/s -> 50 MiB/s" },
+    { "back-off from unlimited",
+      { 3.0, 1.0, 0, 200 * MIB, 0, 0 },
+      VMR_CONTROLLER_BACK_OFF,
+      100 * MIB,
+      "200 MiB/s -> 100 MiB/s" },
+    { "back-off stops at min-speed",
+      { 2.0, 1.0, 12 * MIB, 0, 0, 0 },
+      VMR_CONTROLLER_BACK_OFF,
+      MIN_SPEED,
+      "-> 8 MiB/s" },
+    { "at min-speed the copy goes on",
+      { 2.0, 1.0, MIN_SPEED, 0, 0, 0 },
+      VMR_CONTROLLER_HOLD,
+      MIN_SPEED,
+      "min-speed is 8 MiB/s" },
+    { "the hold band",
+      { 1.04, 1.0, 100 * MIB, 0, 0, 0 },
+      VMR_CONTROLLER_HOLD,
+      100 * MIB,
+      "harm 4.0% in the hold band 3.0%..5.0%" },
+    { "a probe raises by a quarter",
+      { 1.01, 1.0, 100 * MIB, 0, 0, 0 },
+      VMR_CONTROLLER_RAISE,
+      125 * MIB,
+      "100 MiB/s -> 125 MiB/s, probing" },
+    { "a raise stops at max-speed",
+      { 1.0, 1.0, 180 * MIB, 0, 200 * MIB, 0 },
+      VMR_CONTROLLER_RAISE,
+      200 * MIB,
+      "-> 200 MiB/s" },
+    { "at max-speed the speed holds",
+      { 1.0, 1.0, 200 * MIB, 0, 200 * MIB, 0 },
+      VMR_CONTROLLER_HOLD,
+      200 * MIB,
+      "at full speed 200 MiB/s" },
+    { "a cap over max-speed comes down to it",
+      { 1.0, 1.0, 300 * MIB, 0, 200 * MIB, 0 },
+      VMR_CONTROLLER_HOLD,
+      200 * MIB,
+      "300 MiB/s -> 200 MiB/s, max-speed" },
+    { "a cap the copy does not reach goes away when max-speed is unlimited",
+      { 1.0, 1.0, 300 * MIB, 150 * MIB, 0, 0 },
+      VMR_CONTROLLER_RAISE,
+      0,
+      "300 MiB/s -> unlimited, the storage holds the copy at 150 MiB/s" },
+};
+
+static void
+test_step (gconstpointer data)
+{
+    const StepCase *tc = data;
+    g_auto (VmrControllerDecision) out = { 0 };
+
+    step_once (&tc->spec, &out);
+    g_test_message ("%s: %s", vmr_controller_kind_to_string (out.kind), out.reason);
+    g_assert_cmpstr (vmr_controller_kind_to_string (out.kind), ==,
+                     vmr_controller_kind_to_string (tc->kind));
+    g_assert_cmpuint (out.speed, ==, tc->speed);
+    g_assert_nonnull (strstr (out.reason, tc->reason));
+}
+
+/* copying -> measuring -> copying: periodically, and on a change the harm cannot explain */
+static void
+test_baseline_refresh (void)
+{
+    VmrControllerConfig config;
+    VmrControllerState state;
+    const StepSpec steady = { 1.04, 1.0, 100 * MIB, 0, 0, FALSE };
+    const StepSpec busier = { 1.0, 2.2, 100 * MIB, 0, 0, FALSE };
+    VmrControllerInput input;
+    g_auto (VmrControllerDecision) out = { 0 };
+    guint measures = 0;
+
+    vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    config.baseline_refresh_us = 10 * SECOND;
+    vmr_controller_state_init (&state, 0);
+    for (gint64 t = 1; t <= 30; t++) {
+        input = step_input (&steady, t * SECOND);
+        if (state.phase == VMR_CONTROLLER_PHASE_MEASURING) {
+            /* the copy paused: the guest alone, a little slower than the first baseline */
+            input.load.latency_us = 0.9 * BASE_LAT;
+            input.load.iops = 1300;
+            vmr_controller_step (&config, &state, &input, &out);
+            g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_BASELINE_TAKEN);
+            g_assert_cmpuint (out.speed, ==, 100 * MIB);
+            /* half-way from the old baseline: one sample is noisy */
+            g_assert_cmpfloat (out.baseline.iops, ==, 1350);
+            g_assert_cmpfloat (out.baseline.latency_us, ==, 0.95 * BASE_LAT);
+            g_assert_cmpint (out.baseline.time_us, ==, t * SECOND);
+            g_assert_cmpint (state.phase, ==, VMR_CONTROLLER_PHASE_COPYING);
+            g_assert_nonnull (strstr (out.reason, "baseline taken: 1350 IOPS, 570 us"));
+            continue;
+        }
+        vmr_controller_step (&config, &state, &input, &out);
+        if (t % 11 == 10) {
+            /* every 10 s of copying since the last baseline: at 10, 21 */
+            g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_MEASURE_BASELINE);
+            g_assert_cmpuint (out.speed, ==, 100 * MIB);
+            g_assert_cmpint (state.phase, ==, VMR_CONTROLLER_PHASE_MEASURING);
+            g_assert_nonnull (strstr (out.reason, "the baseline is 10s old"));
+            measures++;
+        } else {
+            g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_HOLD);
+        }
+    }
+    g_assert_cmpuint (measures, ==, 2);
+
+    /* the guest does 2.2 times its baseline's I/O: a copy cannot do that */
+    config.baseline_refresh_us = 0;
+    vmr_controller_state_init (&state, 0);
+    input = step_input (&busier, 11 * SECOND);
+    vmr_controller_step (&config, &state, &input, &out);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_MEASURE_BASELINE);
+    g_assert_nonnull (strstr (out.reason, "more I/O than in its baseline (IOPS 2.20x)"));
+    input = step_input (&busier, 12 * SECOND);
+    vmr_controller_step (&config, &state, &input, &out);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_BASELINE_TAKEN);
+    g_assert_cmpfloat (out.baseline.iops, ==, 2.2 * BASE_IOPS);
+    /* once more, too soon after: no pause, the control goes on against the old baseline */
+    input = step_input (&busier, 15 * SECOND);
+    vmr_controller_step (&config, &state, &input, &out);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_RAISE);
+    input = step_input (&busier, 30 * SECOND);
+    vmr_controller_step (&config, &state, &input, &out);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_MEASURE_BASELINE);
+}
+
+typedef struct {
+    gdouble latency, iops; /* the sample's */
+    gdouble baseline_latency, baseline_iops;
+    gdouble harm;
+} HarmCase;
+
+static const HarmCase harm_cases[] = {
+    { 600, 1400, 600, 1400, 0 },            /* as the baseline */
+    { 900, 1400, 600, 1400, 0.5 },          /* a fixed-rate guest: latency */
+    { 600, 700, 600, 1400, 0.5 },           /* a closed-loop guest: IOPS */
+    { 660, 1000, 600, 1400, 0.2857142857 }, /* both: the larger */
+    { 500, 1600, 600, 1400, 0 },            /* better than the baseline: no harm */
+    { 0, 0, 0, 0, 0 },                      /* idle */
+    { 600, 1400, 0, 0, 0 },                 /* an idle baseline cannot tell */
+};
+
+static void
+test_harm (void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS (harm_cases); i++) {
+        const HarmCase *tc = &harm_cases[i];
+        VmrControllerInput input = {
+            .load = { 0, tc->iops, tc->latency },
+            .baseline = { 0, tc->baseline_iops, tc->baseline_latency },
+        };
+
+        g_assert_cmpfloat_with_epsilon (vmr_controller_harm (&input), tc->harm, 1e-9);
+    }
+}
+
+static void
+test_kind_names (void)
+{
+    const gchar *const names[]
+        = { "raise", "hold", "back-off", "idle-full-speed", "measure-baseline", "baseline-taken" };
+
+    for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+        g_assert_cmpstr (vmr_controller_kind_to_string ((VmrControllerKind) i), ==, names[i]);
+    g_assert_cmpstr (vmr_controller_kind_to_string ((VmrControllerKind) 99), ==, "unknown");
+}
+
+int
+main (int argc, char **argv)
+{
+    g_test_init (&argc, &argv, NULL);
+    for (guint i = 0; i < G_N_ELEMENTS (knee_cases); i++) {
+        g_autofree gchar *path = g_strdup_printf ("/controller/knee/%s", knee_cases[i].name);
+
+        g_test_add_data_func (path, &knee_cases[i], test_knee);
+    }
+    for (guint i = 0; i < G_N_ELEMENTS (step_cases); i++) {
+        g_autofree gchar *path = g_strdup_printf ("/controller/step/%s", step_cases[i].name);
+
+        g_test_add_data_func (path, &step_cases[i], test_step);
+    }
+    g_test_add_func ("/controller/knee-memory", test_knee_memory);
+    g_test_add_func ("/controller/shared-iothread", test_shared_iothread);
+    g_test_add_func ("/controller/idle", test_idle);
+    g_test_add_func ("/controller/storage-bound", test_storage_bound);
+    g_test_add_func ("/controller/baseline-refresh", test_baseline_refresh);
+    g_test_add_func ("/controller/harm", test_harm);
+    g_test_add_func ("/controller/kind-names", test_kind_names);
+    return g_test_run ();
+}
