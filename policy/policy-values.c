@@ -1,0 +1,308 @@
+#define G_LOG_DOMAIN "vmr-policy"
+
+/*
+ * The policy's keys one by one: their names, built-in values, how a value
+ * is read from the file and written back, and which keys only [defaults]
+ * may set. policy.c reads the file and works out a disk's rule with these.
+ */
+
+#include "policy.h"
+
+#include <string.h>
+
+#include "policy-private.h"
+#include "units.h"
+#include "vmr-error.h"
+#include "window.h"
+
+static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
+    [VMR_POLICY_KEY_SAMPLE_INTERVAL] = "sample-interval",
+    [VMR_POLICY_KEY_SPEED] = "speed",
+    [VMR_POLICY_KEY_IOPS_THROTTLE] = "iops-throttle",
+    [VMR_POLICY_KEY_THROTTLE_SPEED] = "throttle-speed",
+    [VMR_POLICY_KEY_IOPS_DELAY] = "iops-delay",
+    [VMR_POLICY_KEY_RESUME_BELOW] = "resume-below",
+    [VMR_POLICY_KEY_HOLD] = "hold",
+    [VMR_POLICY_KEY_WINDOW] = "window",
+    [VMR_POLICY_KEY_MAX_DELAY] = "max-delay",
+    [VMR_POLICY_KEY_ON_MAX_DELAY] = "on-max-delay",
+    [VMR_POLICY_KEY_MAX_PARALLEL] = "max-parallel",
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD] = "max-parallel-per-iothread",
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN] = "max-parallel-per-domain",
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION] = "max-parallel-per-destination",
+    [VMR_POLICY_KEY_KEEP_FINISHED] = "keep-finished",
+    [VMR_POLICY_KEY_KEEP_FINISHED_COUNT] = "keep-finished-count",
+};
+
+const gchar *
+vmr_policy_key_name (VmrPolicyKey key)
+{
+    return key < VMR_POLICY_KEY_LAST ? key_names[key] : "unknown";
+}
+
+/* the keys about the whole host, read from [defaults] only */
+gboolean
+vmr_policy_key_is_host_wide (VmrPolicyKey key)
+{
+    return key == VMR_POLICY_KEY_MAX_PARALLEL || key == VMR_POLICY_KEY_KEEP_FINISHED
+           || key == VMR_POLICY_KEY_KEEP_FINISHED_COUNT;
+}
+
+void
+vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
+{
+    rule->sample_interval_us = G_USEC_PER_SEC;
+    rule->speed = 0;
+    rule->iops_throttle = 0;
+    rule->throttle_speed = 32 * 1024 * 1024;
+    rule->iops_delay = 0;
+    rule->resume_below = 80;
+    rule->hold_us = G_GINT64_CONSTANT (30) * G_USEC_PER_SEC;
+    rule->windows = g_array_new (FALSE, FALSE, sizeof (VmrWindow));
+    rule->max_delay_us = 0;
+    rule->on_max_delay = VMR_ON_MAX_DELAY_PROCEED;
+    /* docs/policy.md says why these */
+    rule->limits[VMR_LIMIT_HOST] = 4;
+    rule->limits[VMR_LIMIT_IOTHREAD] = 1;
+    rule->limits[VMR_LIMIT_DOMAIN] = 0;
+    rule->limits[VMR_LIMIT_DESTINATION] = 0;
+    rule->keep_finished_us = G_GINT64_CONSTANT (7 * 24 * 3600) * G_USEC_PER_SEC;
+    rule->keep_finished = 1000;
+}
+
+/* copies the value of @key from @from to @to */
+void
+vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPolicyKey key)
+{
+    switch (key) {
+        case VMR_POLICY_KEY_SAMPLE_INTERVAL:
+            to->sample_interval_us = from->sample_interval_us;
+            break;
+        case VMR_POLICY_KEY_SPEED:
+            to->speed = from->speed;
+            break;
+        case VMR_POLICY_KEY_IOPS_THROTTLE:
+            to->iops_throttle = from->iops_throttle;
+            break;
+        case VMR_POLICY_KEY_THROTTLE_SPEED:
+            to->throttle_speed = from->throttle_speed;
+            break;
+        case VMR_POLICY_KEY_IOPS_DELAY:
+            to->iops_delay = from->iops_delay;
+            break;
+        case VMR_POLICY_KEY_RESUME_BELOW:
+            to->resume_below = from->resume_below;
+            break;
+        case VMR_POLICY_KEY_HOLD:
+            to->hold_us = from->hold_us;
+            break;
+        case VMR_POLICY_KEY_WINDOW:
+            g_array_set_size (to->windows, 0);
+            g_array_append_vals (to->windows, from->windows->data, from->windows->len);
+            break;
+        case VMR_POLICY_KEY_MAX_DELAY:
+            to->max_delay_us = from->max_delay_us;
+            break;
+        case VMR_POLICY_KEY_ON_MAX_DELAY:
+            to->on_max_delay = from->on_max_delay;
+            break;
+        case VMR_POLICY_KEY_MAX_PARALLEL:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
+            to->limits[key - VMR_POLICY_KEY_MAX_PARALLEL]
+                = from->limits[key - VMR_POLICY_KEY_MAX_PARALLEL];
+            break;
+        case VMR_POLICY_KEY_KEEP_FINISHED:
+            to->keep_finished_us = from->keep_finished_us;
+            break;
+        case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
+            to->keep_finished = from->keep_finished;
+            break;
+        case VMR_POLICY_KEY_LAST:
+        default:
+            g_assert_not_reached ();
+    }
+}
+
+static gchar *
+format_rate (guint64 bytes)
+{
+    static const gchar *const suffixes[] = { "", "K", "M", "G", "T" };
+    guint i = 0;
+
+    if (bytes == 0)
+        return g_strdup ("0");
+    while (i + 1 < G_N_ELEMENTS (suffixes) && bytes % 1024 == 0) {
+        bytes /= 1024;
+        i++;
+    }
+    return g_strdup_printf ("%" G_GUINT64_FORMAT "%s", bytes, suffixes[i]);
+}
+
+static gchar *
+format_duration (gint64 usec)
+{
+    if (usec == 0)
+        return g_strdup ("0");
+    if (usec % (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC) == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "h",
+                                usec / (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC));
+    if (usec % (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC) == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "m",
+                                usec / (G_GINT64_CONSTANT (60) * G_USEC_PER_SEC));
+    if (usec % G_USEC_PER_SEC == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "s", usec / G_USEC_PER_SEC);
+    if (usec % 1000 == 0)
+        return g_strdup_printf ("%" G_GINT64_FORMAT "ms", usec / 1000);
+    /* the file may say "1500us": keep every digit, so that the value reads back the same */
+    return g_strdup_printf ("%" G_GINT64_FORMAT "us", usec);
+}
+
+static gboolean
+parse_count (const gchar *text, guint64 *out, GError **error)
+{
+    if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT32, out, NULL)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is not a whole number of IOPS", text);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text,
+                             GError **error)
+{
+    guint64 number = 0;
+    gint64 usec = 0;
+
+    switch (key) {
+        case VMR_POLICY_KEY_SAMPLE_INTERVAL:
+            if (!vmr_units_parse_duration (text, &usec, error))
+                return FALSE;
+            if (usec < 100 * 1000 || usec > G_GINT64_CONSTANT (60) * G_USEC_PER_SEC) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is out of range (100ms to 60s)", text);
+                return FALSE;
+            }
+            rule->sample_interval_us = usec;
+            return TRUE;
+        case VMR_POLICY_KEY_SPEED:
+            return vmr_units_parse_bytes (text, &rule->speed, error);
+        case VMR_POLICY_KEY_THROTTLE_SPEED:
+            return vmr_units_parse_bytes (text, &rule->throttle_speed, error);
+        case VMR_POLICY_KEY_IOPS_THROTTLE:
+            return parse_count (text, &rule->iops_throttle, error);
+        case VMR_POLICY_KEY_IOPS_DELAY:
+            return parse_count (text, &rule->iops_delay, error);
+        case VMR_POLICY_KEY_RESUME_BELOW: {
+            g_autofree gchar *digits = g_strdup (text);
+
+            if (g_str_has_suffix (digits, "%"))
+                digits[strlen (digits) - 1] = '\0';
+            if (!g_ascii_string_to_unsigned (digits, 10, 1, 99, &number, NULL)) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is not a percentage from 1 to 99", text);
+                return FALSE;
+            }
+            rule->resume_below = (guint) number;
+            return TRUE;
+        }
+        case VMR_POLICY_KEY_HOLD:
+            return vmr_units_parse_duration (text, &rule->hold_us, error);
+        case VMR_POLICY_KEY_MAX_DELAY:
+            return vmr_units_parse_duration (text, &rule->max_delay_us, error);
+        case VMR_POLICY_KEY_WINDOW:
+            g_array_set_size (rule->windows, 0);
+            return vmr_window_list_parse (text, rule->windows, error);
+        case VMR_POLICY_KEY_ON_MAX_DELAY:
+            if (g_strcmp0 (text, "proceed") == 0) {
+                rule->on_max_delay = VMR_ON_MAX_DELAY_PROCEED;
+                return TRUE;
+            }
+            if (g_strcmp0 (text, "fail") == 0) {
+                rule->on_max_delay = VMR_ON_MAX_DELAY_FAIL;
+                return TRUE;
+            }
+            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                         "'%s' is neither proceed nor fail", text);
+            return FALSE;
+        case VMR_POLICY_KEY_MAX_PARALLEL:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
+            if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT16, &number, NULL)) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is not a whole number of copies from 0 to 65535", text);
+                return FALSE;
+            }
+            rule->limits[key - VMR_POLICY_KEY_MAX_PARALLEL] = number;
+            return TRUE;
+        case VMR_POLICY_KEY_KEEP_FINISHED:
+            return vmr_units_parse_duration (text, &rule->keep_finished_us, error);
+        case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
+            if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT32, &number, NULL)) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is not a whole number of jobs", text);
+                return FALSE;
+            }
+            rule->keep_finished = (guint) number;
+            return TRUE;
+        case VMR_POLICY_KEY_LAST:
+        default:
+            g_assert_not_reached ();
+    }
+}
+
+gchar *
+vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
+{
+    switch (key) {
+        case VMR_POLICY_KEY_SAMPLE_INTERVAL:
+            return format_duration (rule->sample_interval_us);
+        case VMR_POLICY_KEY_SPEED:
+            return format_rate (rule->speed);
+        case VMR_POLICY_KEY_IOPS_THROTTLE:
+            return g_strdup_printf ("%" G_GUINT64_FORMAT, rule->iops_throttle);
+        case VMR_POLICY_KEY_THROTTLE_SPEED:
+            return format_rate (rule->throttle_speed);
+        case VMR_POLICY_KEY_IOPS_DELAY:
+            return g_strdup_printf ("%" G_GUINT64_FORMAT, rule->iops_delay);
+        case VMR_POLICY_KEY_RESUME_BELOW:
+            return g_strdup_printf ("%u%%", rule->resume_below);
+        case VMR_POLICY_KEY_HOLD:
+            return format_duration (rule->hold_us);
+        case VMR_POLICY_KEY_WINDOW:
+            return vmr_policy_rule_format_windows (rule);
+        case VMR_POLICY_KEY_MAX_DELAY:
+            return format_duration (rule->max_delay_us);
+        case VMR_POLICY_KEY_ON_MAX_DELAY:
+            return g_strdup (rule->on_max_delay == VMR_ON_MAX_DELAY_FAIL ? "fail" : "proceed");
+        case VMR_POLICY_KEY_MAX_PARALLEL:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
+        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
+            return g_strdup_printf ("%" G_GUINT64_FORMAT,
+                                    rule->limits[key - VMR_POLICY_KEY_MAX_PARALLEL]);
+        case VMR_POLICY_KEY_KEEP_FINISHED:
+            return format_duration (rule->keep_finished_us);
+        case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
+            return g_strdup_printf ("%u", rule->keep_finished);
+        case VMR_POLICY_KEY_LAST:
+        default:
+            return g_strdup ("");
+    }
+}
+
+gboolean
+vmr_policy_rule_in_window (const VmrPolicyRule *rule, gint seconds_of_day)
+{
+    return vmr_window_list_contains (rule->windows, seconds_of_day);
+}
+
+gchar *
+vmr_policy_rule_format_windows (const VmrPolicyRule *rule)
+{
+    return vmr_window_list_format (rule->windows);
+}
