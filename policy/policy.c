@@ -6,8 +6,6 @@
 
 #include <string.h>
 
-#include "units.h"
-#include "window.h"
 #include "vmr-error.h"
 
 #define BUILT_IN "built-in"
