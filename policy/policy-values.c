@@ -32,7 +32,57 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION] = "max-parallel-per-destination",
     [VMR_POLICY_KEY_KEEP_FINISHED] = "keep-finished",
     [VMR_POLICY_KEY_KEEP_FINISHED_COUNT] = "keep-finished-count",
+    [VMR_POLICY_KEY_CONTROL] = "control",
+    [VMR_POLICY_KEY_GUEST_IMPACT] = "guest-impact",
+    [VMR_POLICY_KEY_MIN_SPEED] = "min-speed",
+    [VMR_POLICY_KEY_MAX_SPEED] = "max-speed",
+    [VMR_POLICY_KEY_LATENCY_THROTTLE] = "latency-throttle",
+    [VMR_POLICY_KEY_LATENCY_DELAY] = "latency-delay",
+    [VMR_POLICY_KEY_CONVERGE_AFTER] = "converge-after",
+    [VMR_POLICY_KEY_CONVERGE_BY] = "converge-by",
+    [VMR_POLICY_KEY_DEADLINE] = "deadline",
+    [VMR_POLICY_KEY_ON_DEADLINE] = "on-deadline",
 };
+
+/* a whole percentage from @min to @max, the % sign optional */
+static gboolean
+parse_percent (const gchar *text, guint min, guint max, guint *out, GError **error)
+{
+    g_autofree gchar *digits = g_strdup (text);
+    guint64 number;
+
+    if (g_str_has_suffix (digits, "%"))
+        digits[strlen (digits) - 1] = '\0';
+    if (!g_ascii_string_to_unsigned (digits, 10, min, max, &number, NULL)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is not a percentage from %u to %u", text, min, max);
+        return FALSE;
+    }
+    *out = (guint) number;
+    return TRUE;
+}
+
+/* the words of the keys that take one of a few, in the order of their enums */
+static const gchar *const control_words[] = { "static", "adaptive", NULL };
+static const gchar *const converge_by_words[] = { "speed", "write-blocking", NULL };
+static const gchar *const on_deadline_words[] = { "continue", "converge", "fail", NULL };
+
+/* @text as the index of one of @words, or FALSE with a message listing them */
+static gboolean
+parse_word (const gchar *text, const gchar *const *words, guint *out, GError **error)
+{
+    g_autofree gchar *list = NULL;
+
+    for (guint i = 0; words[i] != NULL; i++) {
+        if (g_strcmp0 (text, words[i]) == 0) {
+            *out = i;
+            return TRUE;
+        }
+    }
+    list = g_strjoinv (", ", (gchar **) words);
+    g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "'%s' is not one of %s", text, list);
+    return FALSE;
+}
 
 const gchar *
 vmr_policy_key_name (VmrPolicyKey key)
@@ -68,6 +118,16 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->limits[VMR_LIMIT_DESTINATION] = 0;
     rule->keep_finished_us = G_GINT64_CONSTANT (7 * 24 * 3600) * G_USEC_PER_SEC;
     rule->keep_finished = 1000;
+    rule->control = VMR_CONTROL_STATIC;
+    rule->guest_impact = 5;
+    rule->min_speed = 8 * 1024 * 1024;
+    rule->max_speed = 0;
+    rule->latency_throttle_us = 0;
+    rule->latency_delay_us = 0;
+    rule->converge_after_us = 0;
+    rule->converge_by = VMR_CONVERGE_BY_SPEED;
+    rule->deadline_us = 0;
+    rule->on_deadline = VMR_ON_DEADLINE_CONTINUE;
 }
 
 /* copies the value of @key from @from to @to */
@@ -118,6 +178,36 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
             break;
         case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
             to->keep_finished = from->keep_finished;
+            break;
+        case VMR_POLICY_KEY_CONTROL:
+            to->control = from->control;
+            break;
+        case VMR_POLICY_KEY_GUEST_IMPACT:
+            to->guest_impact = from->guest_impact;
+            break;
+        case VMR_POLICY_KEY_MIN_SPEED:
+            to->min_speed = from->min_speed;
+            break;
+        case VMR_POLICY_KEY_MAX_SPEED:
+            to->max_speed = from->max_speed;
+            break;
+        case VMR_POLICY_KEY_LATENCY_THROTTLE:
+            to->latency_throttle_us = from->latency_throttle_us;
+            break;
+        case VMR_POLICY_KEY_LATENCY_DELAY:
+            to->latency_delay_us = from->latency_delay_us;
+            break;
+        case VMR_POLICY_KEY_CONVERGE_AFTER:
+            to->converge_after_us = from->converge_after_us;
+            break;
+        case VMR_POLICY_KEY_CONVERGE_BY:
+            to->converge_by = from->converge_by;
+            break;
+        case VMR_POLICY_KEY_DEADLINE:
+            to->deadline_us = from->deadline_us;
+            break;
+        case VMR_POLICY_KEY_ON_DEADLINE:
+            to->on_deadline = from->on_deadline;
             break;
         case VMR_POLICY_KEY_LAST:
         default:
@@ -176,6 +266,7 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
 {
     guint64 number = 0;
     gint64 usec = 0;
+    guint word = 0;
 
     switch (key) {
         case VMR_POLICY_KEY_SAMPLE_INTERVAL:
@@ -196,19 +287,8 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
             return parse_count (text, &rule->iops_throttle, error);
         case VMR_POLICY_KEY_IOPS_DELAY:
             return parse_count (text, &rule->iops_delay, error);
-        case VMR_POLICY_KEY_RESUME_BELOW: {
-            g_autofree gchar *digits = g_strdup (text);
-
-            if (g_str_has_suffix (digits, "%"))
-                digits[strlen (digits) - 1] = '\0';
-            if (!g_ascii_string_to_unsigned (digits, 10, 1, 99, &number, NULL)) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "'%s' is not a percentage from 1 to 99", text);
-                return FALSE;
-            }
-            rule->resume_below = (guint) number;
-            return TRUE;
-        }
+        case VMR_POLICY_KEY_RESUME_BELOW:
+            return parse_percent (text, 1, 99, &rule->resume_below, error);
         case VMR_POLICY_KEY_HOLD:
             return vmr_units_parse_duration (text, &rule->hold_us, error);
         case VMR_POLICY_KEY_MAX_DELAY:
@@ -248,6 +328,42 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
                 return FALSE;
             }
             rule->keep_finished = (guint) number;
+            return TRUE;
+        case VMR_POLICY_KEY_CONTROL:
+            if (!parse_word (text, control_words, &word, error))
+                return FALSE;
+            rule->control = (VmrControl) word;
+            return TRUE;
+        case VMR_POLICY_KEY_GUEST_IMPACT:
+            return parse_percent (text, 1, 50, &rule->guest_impact, error);
+        case VMR_POLICY_KEY_MIN_SPEED:
+            if (!vmr_units_parse_bytes (text, &rule->min_speed, error))
+                return FALSE;
+            if (rule->min_speed == 0) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is not above 0: a copy must go on", text);
+                return FALSE;
+            }
+            return TRUE;
+        case VMR_POLICY_KEY_MAX_SPEED:
+            return vmr_units_parse_bytes (text, &rule->max_speed, error);
+        case VMR_POLICY_KEY_LATENCY_THROTTLE:
+            return vmr_units_parse_duration (text, &rule->latency_throttle_us, error);
+        case VMR_POLICY_KEY_LATENCY_DELAY:
+            return vmr_units_parse_duration (text, &rule->latency_delay_us, error);
+        case VMR_POLICY_KEY_CONVERGE_AFTER:
+            return vmr_units_parse_duration (text, &rule->converge_after_us, error);
+        case VMR_POLICY_KEY_CONVERGE_BY:
+            if (!parse_word (text, converge_by_words, &word, error))
+                return FALSE;
+            rule->converge_by = (VmrConvergeBy) word;
+            return TRUE;
+        case VMR_POLICY_KEY_DEADLINE:
+            return vmr_units_parse_duration (text, &rule->deadline_us, error);
+        case VMR_POLICY_KEY_ON_DEADLINE:
+            if (!parse_word (text, on_deadline_words, &word, error))
+                return FALSE;
+            rule->on_deadline = (VmrOnDeadline) word;
             return TRUE;
         case VMR_POLICY_KEY_LAST:
         default:
@@ -289,6 +405,26 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return format_duration (rule->keep_finished_us);
         case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
             return g_strdup_printf ("%u", rule->keep_finished);
+        case VMR_POLICY_KEY_CONTROL:
+            return g_strdup (control_words[rule->control]);
+        case VMR_POLICY_KEY_GUEST_IMPACT:
+            return g_strdup_printf ("%u%%", rule->guest_impact);
+        case VMR_POLICY_KEY_MIN_SPEED:
+            return format_rate (rule->min_speed);
+        case VMR_POLICY_KEY_MAX_SPEED:
+            return format_rate (rule->max_speed);
+        case VMR_POLICY_KEY_LATENCY_THROTTLE:
+            return format_duration (rule->latency_throttle_us);
+        case VMR_POLICY_KEY_LATENCY_DELAY:
+            return format_duration (rule->latency_delay_us);
+        case VMR_POLICY_KEY_CONVERGE_AFTER:
+            return format_duration (rule->converge_after_us);
+        case VMR_POLICY_KEY_CONVERGE_BY:
+            return g_strdup (converge_by_words[rule->converge_by]);
+        case VMR_POLICY_KEY_DEADLINE:
+            return format_duration (rule->deadline_us);
+        case VMR_POLICY_KEY_ON_DEADLINE:
+            return g_strdup (on_deadline_words[rule->on_deadline]);
         case VMR_POLICY_KEY_LAST:
         default:
             return g_strdup ("");

@@ -329,6 +329,26 @@ check_combination (Loader *loader, GPtrArray *sections, PolicySection *section,
                               VMR_POLICY_KEY_IOPS_THROTTLE),
                    0, "throttle-speed (%s) must be below speed (%s)", slow, full);
     }
+    if (rule.latency_throttle_us > 0 && rule.latency_delay_us > 0
+        && rule.latency_throttle_us >= rule.latency_delay_us
+        && (section->set[VMR_POLICY_KEY_LATENCY_THROTTLE]
+            || section->set[VMR_POLICY_KEY_LATENCY_DELAY]))
+        add_error (loader, section->name,
+                   first_set (section, VMR_POLICY_KEY_LATENCY_THROTTLE,
+                              VMR_POLICY_KEY_LATENCY_DELAY, VMR_POLICY_KEY_LATENCY_DELAY),
+                   0,
+                   "latency-throttle must be below latency-delay: a copy slows down before it "
+                   "stops");
+    if (rule.max_speed > 0 && rule.min_speed > rule.max_speed
+        && (section->set[VMR_POLICY_KEY_MIN_SPEED] || section->set[VMR_POLICY_KEY_MAX_SPEED])) {
+        g_autofree gchar *low = vmr_policy_rule_format_value (&rule, VMR_POLICY_KEY_MIN_SPEED);
+        g_autofree gchar *high = vmr_policy_rule_format_value (&rule, VMR_POLICY_KEY_MAX_SPEED);
+
+        add_error (loader, section->name,
+                   first_set (section, VMR_POLICY_KEY_MIN_SPEED, VMR_POLICY_KEY_MAX_SPEED,
+                              VMR_POLICY_KEY_MAX_SPEED),
+                   0, "min-speed (%s) must not be above max-speed (%s)", low, high);
+    }
     rule_clear (&rule);
 }
 

@@ -15,6 +15,25 @@ typedef enum {
     VMR_ON_MAX_DELAY_FAIL,
 } VmrOnMaxDelay;
 
+/* who sets a running copy's speed */
+typedef enum {
+    VMR_CONTROL_STATIC,   /* speed, and throttle-speed when the load is high */
+    VMR_CONTROL_ADAPTIVE, /* the controller: as fast as guest-impact allows */
+} VmrControl;
+
+/* how a copy that does not converge is made to */
+typedef enum {
+    VMR_CONVERGE_BY_SPEED,          /* full speed: finishing sooner is the smaller harm */
+    VMR_CONVERGE_BY_WRITE_BLOCKING, /* guest writes go to both images from then on */
+} VmrConvergeBy;
+
+/* what happens to a copy that has not finished by its deadline */
+typedef enum {
+    VMR_ON_DEADLINE_CONTINUE, /* it goes on as before */
+    VMR_ON_DEADLINE_CONVERGE, /* it converges, at any cost, by converge-by */
+    VMR_ON_DEADLINE_FAIL,     /* it is cancelled: the VM stays on its source */
+} VmrOnDeadline;
+
 /* a daily time range, in seconds since local midnight; end < start crosses midnight */
 typedef struct {
     gint start; /* 0 to 86399 */
@@ -40,6 +59,19 @@ typedef enum {
     /* how long and how many finished jobs the daemon keeps */
     VMR_POLICY_KEY_KEEP_FINISHED,
     VMR_POLICY_KEY_KEEP_FINISHED_COUNT,
+    /* the closed-loop speed */
+    VMR_POLICY_KEY_CONTROL,
+    VMR_POLICY_KEY_GUEST_IMPACT,
+    VMR_POLICY_KEY_MIN_SPEED,
+    VMR_POLICY_KEY_MAX_SPEED,
+    /* the latency thresholds, beside the IOPS ones */
+    VMR_POLICY_KEY_LATENCY_THROTTLE,
+    VMR_POLICY_KEY_LATENCY_DELAY,
+    /* a copy that does not converge, and its deadline */
+    VMR_POLICY_KEY_CONVERGE_AFTER,
+    VMR_POLICY_KEY_CONVERGE_BY,
+    VMR_POLICY_KEY_DEADLINE,
+    VMR_POLICY_KEY_ON_DEADLINE,
     VMR_POLICY_KEY_LAST,
 } VmrPolicyKey;
 
@@ -70,6 +102,16 @@ typedef struct {
     guint64 limits[VMR_LIMIT_LAST]; /* running copies allowed per group, 0 = no limit */
     gint64 keep_finished_us; /* a finished job is forgotten this long after it ended, 0 = never */
     guint keep_finished;     /* at most this many finished jobs are kept, 0 = no limit */
+    VmrControl control;
+    guint guest_impact;         /* percent of its performance the guest may lose, adaptive */
+    guint64 min_speed;          /* bytes/s, > 0: the slowest adaptive copy */
+    guint64 max_speed;          /* bytes/s, 0 = unlimited: the fastest adaptive copy */
+    gint64 latency_throttle_us; /* mean guest latency above which a copy slows down, 0 = never */
+    gint64 latency_delay_us;    /* ... above which a copy must not run, 0 = never */
+    gint64 converge_after_us;   /* a backlog not shrinking this long: converge, 0 = never */
+    VmrConvergeBy converge_by;
+    gint64 deadline_us; /* the longest a copy may take from its start, 0 = none */
+    VmrOnDeadline on_deadline;
 
     /* the section each value came from, e.g. "defaults", "domain web*", or
      * "built-in" for a key no section sets */
