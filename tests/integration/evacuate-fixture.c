@@ -236,7 +236,8 @@ evac_spawn (Evac *e, const gchar *const *extra)
 /*
  * Once the evacuation submitted its @n_jobs jobs: every guest writes to
  * every disk while the copies run slowly, then every copy is let go (a job
- * may have ended meanwhile: a member of a group whose other member failed)
+ * may be starting, or have ended meanwhile: a member of a group whose other
+ * member failed)
  */
 void
 evac_guests_write (Evac *e, guint n_jobs)
@@ -252,11 +253,18 @@ evac_guests_write (Evac *e, guint n_jobs)
     jobs = vmr_harness_cli_json (e->h, "jobs", NULL);
     array = vmr_harness_json_node_array (jobs);
     for (guint j = 0; j < json_array_get_length (array); j++) {
-        JsonObject *job = vmr_harness_json_element (array, j);
-        g_autoptr (VmrCliResult) unlimited
-            = vmr_harness_cli (e->h, "set-speed", vmr_harness_json_string (job, "id"), "0", NULL);
+        const gchar *id = vmr_harness_json_string (vmr_harness_json_element (array, j), "id");
+        g_autoptr (VmrCliResult) unlimited = vmr_harness_cli (e->h, "set-speed", id, "0", NULL);
 
+        /* a copy on its way to QEMU says to try again, as its user would */
+        for (guint tries = 0;
+             unlimited->status != 0 && strstr (unlimited->err, "try again") != NULL && tries < 100;
+             tries++) {
+            g_usleep (50 * 1000);
+            g_clear_pointer (&unlimited, vmr_cli_result_free);
+            unlimited = vmr_harness_cli (e->h, "set-speed", id, "0", NULL);
+        }
         if (unlimited->status != 0 && strstr (unlimited->err, " already") == NULL)
-            vmr_fail ("set-speed %s: %s", vmr_harness_json_string (job, "id"), unlimited->err);
+            vmr_fail ("set-speed %s: %s", id, unlimited->err);
     }
 }
