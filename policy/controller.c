@@ -234,10 +234,10 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
     g_autofree gchar *from_text = vmr_units_format_speed (from);
     g_autofree gchar *to_text = vmr_units_format_speed (to);
 
-    state->knee_speed = from;
-    state->knee_time_us = input->load.time_us;
     state->mean_harm = -1;
     if (to >= from && input->speed != 0) {
+        /* the copy at its slowest: the harm is not its doing, and no knee to hold under */
+        state->knee_speed = 0;
         g_autofree gchar *min_text = vmr_units_format_speed (config->min_speed);
 
         set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
@@ -245,6 +245,8 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
                                        target * 100, from_text, min_text, ratios));
         return;
     }
+    state->knee_speed = from;
+    state->knee_time_us = input->load.time_us;
     set_decision (out, VMR_CONTROLLER_BACK_OFF, to,
                   g_strdup_printf ("%s > %.1f%%: %s -> %s%s (%s)", head, target * 100, from_text,
                                    to_text, knee_again ? ", under the knee found again" : "",

@@ -118,9 +118,18 @@ vmr_job_unref (VmrJob *self)
     g_free (self->decision_reason);
     g_free (self->pending_failure);
     g_free (self->waiting_for);
+    g_clear_pointer (&self->adaptive, vmr_job_adaptive_free);
     g_free (self->group);
     g_free (self->group_cancel_reason);
     g_array_unref (self->history);
+    g_free (self);
+}
+
+void
+vmr_job_adaptive_free (VmrJobAdaptive *self)
+{
+    g_free (self->reason);
+    g_array_unref (self->speeds);
     g_free (self);
 }
 

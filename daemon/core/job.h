@@ -7,6 +7,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+#include "controller.h"
 #include "destination.h"
 
 G_BEGIN_DECLS
@@ -29,6 +30,26 @@ typedef struct {
     VmrJobState state;
     gint64 time_us; /* wall clock, microseconds since the epoch */
 } VmrJobTransition;
+
+/* one speed a copy ran at, from when on */
+typedef struct {
+    gint64 time_us; /* monotonic */
+    guint64 speed;  /* bytes/s, 0 = unlimited */
+} VmrSpeedPoint;
+
+/* what the closed-loop speed (control = adaptive) keeps of a copy */
+typedef struct {
+    VmrControllerState state;
+    VmrLoadSample baseline; /* the guest without the copy */
+    gboolean has_baseline;  /* FALSE: the first sample of the copy measures it */
+    VmrLoadSample load;     /* the last sample the controller saw */
+    gdouble harm;           /* its harm, 0 when it could not tell */
+    VmrControllerKind kind; /* the last decision */
+    gchar *reason;          /* and why, NULL before the first */
+    GArray *speeds;         /* of VmrSpeedPoint, the speeds it set, oldest first, bounded */
+} VmrJobAdaptive;
+
+void vmr_job_adaptive_free (VmrJobAdaptive *self);
 
 typedef struct {
     gint ref_count;
@@ -58,6 +79,7 @@ typedef struct {
     gboolean policy_busy;     /* a policy action is on its way to QEMU */
     gchar *pending_failure;   /* the reason to report when a cancel we made ends */
     gchar *waiting_for;       /* the admission limit that keeps it from starting, or NULL */
+    VmrJobAdaptive *adaptive; /* the closed-loop speed sets its speed; NULL: the static rules */
 
     /* a member of a group: the disks of one domain that cut over together */
     gchar *group;               /* the first member's id, NULL for a job of its own */

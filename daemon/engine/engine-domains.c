@@ -42,6 +42,12 @@ vmr_engine_lookup_domain (VmrEngine *self, const gchar *name, GError **error)
     return entry;
 }
 
+VmrLoadHistory *
+vmr_engine_domain_load (DomainEntry *entry, const gchar *disk)
+{
+    return entry != NULL && entry->load != NULL ? g_hash_table_lookup (entry->load, disk) : NULL;
+}
+
 /* ---- progress ---- */
 
 static void

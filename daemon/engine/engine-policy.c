@@ -20,19 +20,13 @@ held_for (VmrJob *job, gint64 now_us)
     return job->held_total_us + (job->held_since_us != 0 ? now_us - job->held_since_us : 0);
 }
 
-static VmrLoadHistory *
-history_for (DomainEntry *entry, const gchar *disk)
-{
-    return entry != NULL && entry->load != NULL ? g_hash_table_lookup (entry->load, disk) : NULL;
-}
-
 JsonObject *
 vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job)
 {
     JsonObject *obj = json_object_new ();
     JsonArray *iops = json_array_new ();
     DomainEntry *entry = g_hash_table_lookup (self->domains, job->domain);
-    VmrLoadHistory *history = history_for (entry, job->disk);
+    VmrLoadHistory *history = vmr_engine_domain_load (entry, job->disk);
 
     if (job->decision != NULL)
         json_object_set_string_member (obj, "decision", job->decision);
@@ -57,6 +51,9 @@ vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job)
     }
     /* the guest's IOPS over the last samples, oldest first */
     json_object_set_array_member (obj, "guest-iops", iops);
+    /* control = adaptive: the controller's view */
+    if (job->adaptive != NULL)
+        json_object_set_object_member (obj, "controller", vmr_engine_adaptive_describe (job));
     return obj;
 }
 
@@ -113,85 +110,6 @@ note_decision (VmrJob *job, const VmrPolicyDecision *decision)
     job->decision_reason = g_strdup (decision->reason);
 }
 
-typedef struct {
-    VmrEngine *engine;
-    VmrJob *job;
-    VmrJobState next_state; /* after the command */
-    guint64 speed;          /* for a set-speed that follows a resume, 0 = none */
-    gboolean resume_after_speed;
-    gchar *reason;
-} ActionData;
-
-static void
-action_data_free (ActionData *data)
-{
-    data->job->policy_busy = FALSE;
-    g_object_unref (data->engine);
-    vmr_job_unref (data->job);
-    g_free (data->reason);
-    g_free (data);
-}
-
-static void action_step (ActionData *data, VmrBackendCommand command, guint64 speed);
-
-static void
-action_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    ActionData *data = user_data;
-    g_autoptr (GError) error = NULL;
-
-    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
-        g_message ("job %s: policy action refused: %s", data->job->id, error->message);
-        action_data_free (data);
-        return;
-    }
-    if (data->resume_after_speed) {
-        data->resume_after_speed = FALSE;
-        action_step (data, VMR_BACKEND_COMMAND_RESUME, 0);
-        return;
-    }
-    if (vmr_engine_job_is_active (data->job) && data->job->state != data->next_state) {
-        /* a copy that became ready while paused resumes in sync */
-        if (data->job->ready && data->job->state == VMR_JOB_STATE_PAUSED) {
-            DomainEntry *entry = g_hash_table_lookup (data->engine->domains, data->job->domain);
-
-            vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
-            if (entry != NULL)
-                vmr_engine_job_in_sync (data->engine, entry, data->job);
-        } else {
-            vmr_engine_set_job_state (data->engine, data->job, data->next_state, NULL);
-        }
-    }
-    action_data_free (data);
-}
-
-static void
-action_step (ActionData *data, VmrBackendCommand command, guint64 speed)
-{
-    DomainEntry *entry = g_hash_table_lookup (data->engine->domains, data->job->domain);
-
-    if (entry == NULL || !entry->connected) {
-        action_data_free (data);
-        return;
-    }
-    if (command == VMR_BACKEND_COMMAND_SET_SPEED)
-        data->job->speed = speed;
-    vmr_backend_job_command_async (entry->backend, data->job, command, speed, NULL, action_cb,
-                                   data);
-}
-
-static ActionData *
-action_new (VmrEngine *self, VmrJob *job, VmrJobState next_state)
-{
-    ActionData *data = g_new0 (ActionData, 1);
-
-    data->engine = g_object_ref (self);
-    data->job = vmr_job_ref (job);
-    data->next_state = next_state;
-    job->policy_busy = TRUE;
-    return data;
-}
-
 /* the speed of a copy that is not throttled */
 static guint64
 full_speed (VmrJob *job, const VmrPolicyRule *rule)
@@ -212,14 +130,25 @@ static void
 apply_decision (VmrEngine *self, DomainEntry *entry, VmrJob *job, VmrPolicyPhase phase,
                 const VmrPolicyRule *rule, const VmrPolicyDecision *decision, GTask *task)
 {
-    ActionData *data;
+    VmrEngineAction *data;
 
     switch (decision->action) {
         case VMR_POLICY_ACTION_START:
-            job->base_speed = full_speed (job, rule);
-            vmr_engine_start_copy (self, entry, job, job->base_speed, VMR_JOB_STATE_COPYING, task);
-            return;
         case VMR_POLICY_ACTION_START_THROTTLED:
+            /* the controller starts the copy and then sets its speed, load or not */
+            if (rule->control == VMR_CONTROL_ADAPTIVE && !job->speed_from_user) {
+                job->base_speed = rule->max_speed;
+                vmr_engine_start_copy (self, entry, job,
+                                       vmr_engine_adaptive_start (self, entry, job, rule),
+                                       VMR_JOB_STATE_COPYING, task);
+                return;
+            }
+            if (decision->action == VMR_POLICY_ACTION_START) {
+                job->base_speed = full_speed (job, rule);
+                vmr_engine_start_copy (self, entry, job, job->base_speed, VMR_JOB_STATE_COPYING,
+                                       task);
+                return;
+            }
             job->base_speed = full_speed (job, rule);
             vmr_engine_start_copy (self, entry, job, slow_speed (job, rule),
                                    VMR_JOB_STATE_THROTTLED, task);
@@ -236,12 +165,12 @@ apply_decision (VmrEngine *self, DomainEntry *entry, VmrJob *job, VmrPolicyPhase
                                        task);
                 return;
             }
-            data = action_new (self, job, VMR_JOB_STATE_COPYING);
+            data = vmr_engine_action_new (self, job, VMR_JOB_STATE_COPYING);
             if (phase == VMR_POLICY_PHASE_PAUSED) {
                 data->resume_after_speed = TRUE;
-                action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, job->base_speed);
+                vmr_engine_action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, job->base_speed);
             } else {
-                action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, job->base_speed);
+                vmr_engine_action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, job->base_speed);
             }
             break;
         case VMR_POLICY_ACTION_FAIL:
@@ -251,35 +180,36 @@ apply_decision (VmrEngine *self, DomainEntry *entry, VmrJob *job, VmrPolicyPhase
                 /* the copy ends as a failure once QEMU has cancelled it */
                 g_free (job->pending_failure);
                 job->pending_failure = g_strdup (decision->reason);
-                data = action_new (self, job, job->state);
-                action_step (data, VMR_BACKEND_COMMAND_CANCEL, 0);
+                data = vmr_engine_action_new (self, job, job->state);
+                vmr_engine_action_step (data, VMR_BACKEND_COMMAND_CANCEL, 0);
             }
             break;
         case VMR_POLICY_ACTION_PAUSE:
-            data = action_new (self, job, VMR_JOB_STATE_PAUSED);
-            action_step (data, VMR_BACKEND_COMMAND_PAUSE, 0);
+            data = vmr_engine_action_new (self, job, VMR_JOB_STATE_PAUSED);
+            vmr_engine_action_step (data, VMR_BACKEND_COMMAND_PAUSE, 0);
             break;
         case VMR_POLICY_ACTION_RESUME:
         case VMR_POLICY_ACTION_RESUME_THROTTLED: {
             gboolean slow = decision->action == VMR_POLICY_ACTION_RESUME_THROTTLED;
             guint64 speed = slow ? slow_speed (job, rule) : full_speed (job, rule);
 
-            data = action_new (self, job, slow ? VMR_JOB_STATE_THROTTLED : VMR_JOB_STATE_COPYING);
+            data = vmr_engine_action_new (self, job,
+                                          slow ? VMR_JOB_STATE_THROTTLED : VMR_JOB_STATE_COPYING);
             if (speed != job->speed) {
                 data->resume_after_speed = TRUE;
-                action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, speed);
+                vmr_engine_action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, speed);
             } else {
-                action_step (data, VMR_BACKEND_COMMAND_RESUME, 0);
+                vmr_engine_action_step (data, VMR_BACKEND_COMMAND_RESUME, 0);
             }
             break;
         }
         case VMR_POLICY_ACTION_THROTTLE:
-            data = action_new (self, job, VMR_JOB_STATE_THROTTLED);
-            action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, slow_speed (job, rule));
+            data = vmr_engine_action_new (self, job, VMR_JOB_STATE_THROTTLED);
+            vmr_engine_action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, slow_speed (job, rule));
             break;
         case VMR_POLICY_ACTION_UNTHROTTLE:
-            data = action_new (self, job, VMR_JOB_STATE_COPYING);
-            action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, full_speed (job, rule));
+            data = vmr_engine_action_new (self, job, VMR_JOB_STATE_COPYING);
+            vmr_engine_action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, full_speed (job, rule));
             break;
         case VMR_POLICY_ACTION_KEEP:
         default:
@@ -287,8 +217,8 @@ apply_decision (VmrEngine *self, DomainEntry *entry, VmrJob *job, VmrPolicyPhase
             if (job->state == VMR_JOB_STATE_COPYING && !job->speed_from_user
                 && job->speed != rule->speed) {
                 job->base_speed = rule->speed;
-                data = action_new (self, job, VMR_JOB_STATE_COPYING);
-                action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, rule->speed);
+                data = vmr_engine_action_new (self, job, VMR_JOB_STATE_COPYING);
+                vmr_engine_action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, rule->speed);
             }
             break;
     }
@@ -303,7 +233,7 @@ vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *job, GT
 {
     g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, job->domain, job->disk);
     g_auto (VmrPolicyDecision) decision = { 0 };
-    VmrLoadHistory *history = history_for (entry, job->disk);
+    VmrLoadHistory *history = vmr_engine_domain_load (entry, job->disk);
     const VmrLoadSample *samples = NULL;
     gint64 now = g_get_monotonic_time ();
     gboolean managed;
@@ -321,6 +251,15 @@ vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *job, GT
         samples = vmr_load_history_get_samples (history, &n);
     vmr_policy_decide (rule, samples, n, phase, held_for (job, now), now, seconds_of_day_now (),
                        &decision);
+    /* a running copy under control = adaptive: the controller sets its speed */
+    if (phase != VMR_POLICY_PHASE_QUEUED && phase != VMR_POLICY_PHASE_DELAYED
+        && vmr_engine_adaptive_step (self, entry, job, rule, &decision)) {
+        if (task != NULL) {
+            g_task_return_pointer (task, vmr_job_ref (job), (GDestroyNotify) vmr_job_unref);
+            g_object_unref (task);
+        }
+        return;
+    }
     note_decision (job, &decision);
     apply_decision (self, entry, job, phase, rule, &decision, task);
 }

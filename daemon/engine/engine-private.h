@@ -5,7 +5,9 @@
  *   engine-domains.c    the domain table, the backends' events, progress
  *   engine-copy.c       starting a copy, cutting a job over
  *   engine-group.c      the disks of one domain that cut over together
- *   engine-policy.c     the policy's load decisions and their actions
+ *   engine-action.c     the policy's actions on a running copy
+ *   engine-adaptive.c   the closed-loop speed (control = adaptive)
+ *   engine-policy.c     the policy's load decisions
  *   engine-admission.c  the limits on copies running at once
  *   engine-sampling.c   reading the guests' load
  *   engine-policy-file.c, engine-commands.c, engine-adopt.c
@@ -20,6 +22,7 @@
 #include "engine.h"
 #include "job-table.h"
 #include "load-history.h"
+#include "decision.h"
 #include "policy.h"
 
 G_BEGIN_DECLS
@@ -94,6 +97,9 @@ void vmr_engine_domain_entry_free (DomainEntry *entry);
 /* the domain @name, or NULL with VMR_ERROR_NOT_FOUND */
 DomainEntry *vmr_engine_lookup_domain (VmrEngine *self, const gchar *name, GError **error);
 
+/* the guest's recent load on @disk of @entry (may be NULL), or NULL */
+VmrLoadHistory *vmr_engine_domain_load (DomainEntry *entry, const gchar *disk);
+
 /* starts or stops the domain's progress timer as its jobs need */
 void vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry);
 
@@ -133,6 +139,47 @@ void vmr_engine_group_cancel_member (VmrEngine *self, VmrJob *job);
 
 /* after a transition: a member that ended without completing takes its group along */
 void vmr_engine_group_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
+
+/* engine-action.c */
+
+/* a policy action on the way to the backend */
+typedef struct {
+    VmrEngine *engine;
+    VmrJob *job;
+    VmrJobState next_state; /* after the command */
+    gboolean resume_after_speed;
+} VmrEngineAction;
+
+/* a new action on @job, which is busy with the policy until it ends */
+VmrEngineAction *vmr_engine_action_new (VmrEngine *self, VmrJob *job, VmrJobState next_state);
+
+/*
+ * Sends @command (@speed for a set-speed) for @action's job; when it is done
+ * the job moves to the action's next state (after a resume when
+ * resume_after_speed is set), and the action is freed.
+ */
+void vmr_engine_action_step (VmrEngineAction *action, VmrBackendCommand command, guint64 speed);
+
+/* engine-adaptive.c */
+
+/*
+ * The speed a new copy under control = adaptive starts at: the guest's
+ * baseline is taken from the load before it, the controller starts afresh.
+ */
+guint64 vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
+                                   const VmrPolicyRule *rule);
+
+/*
+ * The controller's step for a running or measuring copy under control =
+ * adaptive, after each load sample; TRUE when it took the job (the static
+ * rules' speed decisions do not apply), FALSE when the static decision
+ * @decision stands (a pause or a failure the rules want, or a user's speed).
+ */
+gboolean vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
+                                   const VmrPolicyRule *rule, const VmrPolicyDecision *decision);
+
+/* the "controller" member of a job's policy object, or NULL for a static copy */
+JsonObject *vmr_engine_adaptive_describe (VmrJob *job);
 
 /* engine-policy.c */
 

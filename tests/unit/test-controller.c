@@ -575,6 +575,35 @@ test_step (gconstpointer data)
     g_assert_nonnull (strstr (out.reason, tc->reason));
 }
 
+/*
+ * Harm while the copy is at min-speed is not the copy's doing (a noisy
+ * sample, the guest's own load): it leaves no knee, so the next quiet
+ * sample probes upward at once instead of holding under min-speed
+ */
+static void
+test_no_knee_at_min_speed (void)
+{
+    VmrControllerConfig config;
+    VmrControllerState state;
+    const StepSpec hurt = { 2.0, 1.0, MIN_SPEED, 0, 0, FALSE };
+    const StepSpec quiet = { 1.0, 1.0, MIN_SPEED, 0, 0, FALSE };
+    VmrControllerInput input;
+    g_auto (VmrControllerDecision) out = { 0 };
+
+    vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    vmr_controller_state_init (&state, 0);
+    input = step_input (&hurt, 1 * SECOND);
+    vmr_controller_step (&config, &state, &input, &out);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_HOLD);
+    g_assert_cmpuint (state.knee_speed, ==, 0);
+    vmr_controller_decision_clear (&out);
+    input = step_input (&quiet, 2 * SECOND);
+    vmr_controller_step (&config, &state, &input, &out);
+    g_test_message ("%s: %s", vmr_controller_kind_to_string (out.kind), out.reason);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_RAISE);
+    g_assert_cmpuint (out.speed, >, MIN_SPEED);
+}
+
 /* copying -> measuring -> copying: periodically, and on a change the harm cannot explain */
 static void
 test_baseline_refresh (void)
@@ -691,6 +720,7 @@ main (int argc, char **argv)
 
         g_test_add_data_func (path, &knee_cases[i], test_knee);
     }
+    g_test_add_func ("/controller/no-knee-at-min-speed", test_no_knee_at_min_speed);
     for (guint i = 0; i < G_N_ELEMENTS (step_cases); i++) {
         g_autofree gchar *path = g_strdup_printf ("/controller/step/%s", step_cases[i].name);
 

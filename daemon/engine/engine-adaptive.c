@@ -1,0 +1,338 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+/*
+ * The closed-loop speed (control = adaptive): after each load sample the
+ * controller of policy/controller.h sets the copy's speed to the highest the
+ * guest does not feel, measured against the guest's own baseline. The static
+ * rules still decide when a copy may run at all (windows, the delay
+ * thresholds, max-delay); the controller decides how fast it runs.
+ */
+
+#include "engine-private.h"
+
+#include <string.h>
+
+#include "units.h"
+
+/* the speeds a job remembers: ten minutes of one-second samples */
+#define SPEED_POINTS_MAX 600
+/* the newest samples before a copy that make its first baseline */
+#define BASELINE_SAMPLES 5
+
+static void
+config_of (const VmrPolicyRule *rule, VmrControllerConfig *config)
+{
+    vmr_controller_config_init (config, rule->guest_impact / 100.0, rule->min_speed,
+                                rule->max_speed);
+}
+
+static VmrJobAdaptive *
+adaptive_new (gint64 now_us)
+{
+    VmrJobAdaptive *a = g_new0 (VmrJobAdaptive, 1);
+
+    vmr_controller_state_init (&a->state, now_us);
+    a->kind = VMR_CONTROLLER_HOLD;
+    a->speeds = g_array_new (FALSE, FALSE, sizeof (VmrSpeedPoint));
+    return a;
+}
+
+/* the job's speed series: a point for each change, the oldest dropped past the bound */
+static void
+note_speed (VmrJobAdaptive *a, guint64 speed, gint64 now_us)
+{
+    VmrSpeedPoint point = { now_us, speed };
+
+    if (a->speeds->len > 0
+        && g_array_index (a->speeds, VmrSpeedPoint, a->speeds->len - 1).speed == speed)
+        return;
+    if (a->speeds->len == SPEED_POINTS_MAX)
+        g_array_remove_index (a->speeds, 0);
+    g_array_append_val (a->speeds, point);
+}
+
+/* the mean of the newest samples: the guest before the copy */
+static gboolean
+baseline_of (VmrLoadHistory *history, VmrLoadSample *out)
+{
+    guint n = 0;
+    const VmrLoadSample *samples
+        = history != NULL ? vmr_load_history_get_samples (history, &n) : NULL;
+    guint first = n > BASELINE_SAMPLES ? n - BASELINE_SAMPLES : 0;
+    gdouble latency_sum = 0;
+    guint with_io = 0;
+
+    if (n == 0)
+        return FALSE;
+    memset (out, 0, sizeof (*out));
+    for (guint i = first; i < n; i++) {
+        out->iops += samples[i].iops / (n - first);
+        if (samples[i].latency_us > 0) {
+            latency_sum += samples[i].latency_us;
+            with_io++;
+        }
+    }
+    out->latency_us = with_io > 0 ? latency_sum / with_io : 0;
+    out->time_us = samples[n - 1].time_us;
+    return TRUE;
+}
+
+/* the decision shown as the job's policy decision, and logged when it changes */
+static void
+note_decision (VmrJob *job, VmrControllerKind kind, const gchar *reason)
+{
+    VmrJobAdaptive *a = job->adaptive;
+
+    if (a->reason == NULL || kind != a->kind
+        || (kind != VMR_CONTROLLER_HOLD && kind != VMR_CONTROLLER_RAISE))
+        g_message ("job %s (%s %s): controller: %s: %s", job->id, job->domain, job->disk,
+                   vmr_controller_kind_to_string (kind), reason);
+    else
+        g_debug ("job %s: controller: %s: %s", job->id, vmr_controller_kind_to_string (kind),
+                 reason);
+    a->kind = kind;
+    g_free (a->reason);
+    a->reason = g_strdup (reason);
+    g_free (job->decision);
+    job->decision = g_strdup (vmr_controller_kind_to_string (kind));
+    g_free (job->decision_reason);
+    job->decision_reason = g_strdup (reason);
+}
+
+guint64
+vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
+                           const VmrPolicyRule *rule)
+{
+    gint64 now = g_get_monotonic_time ();
+    VmrControllerConfig config;
+    g_autofree gchar *speed_text = NULL;
+    g_autofree gchar *reason = NULL;
+    VmrJobAdaptive *a;
+    guint64 speed;
+
+    config_of (rule, &config);
+    if (job->adaptive == NULL)
+        job->adaptive = adaptive_new (now);
+    a = job->adaptive;
+    vmr_controller_state_init (&a->state, now);
+    a->has_baseline = baseline_of (vmr_engine_domain_load (entry, job->disk), &a->baseline);
+    /* an idle guest feels nothing: full speed from the start; a busy one from the bottom */
+    speed = a->has_baseline && a->baseline.iops < config.idle_iops ? config.max_speed
+                                                                   : config.min_speed;
+    speed_text = vmr_units_format_speed (speed);
+    if (a->has_baseline)
+        reason = g_strdup_printf ("starting at %s: baseline %.0f IOPS, %.0f us", speed_text,
+                                  a->baseline.iops, a->baseline.latency_us);
+    else
+        reason = g_strdup_printf ("starting at %s: no load sample yet, the first one measures "
+                                  "the guest",
+                                  speed_text);
+    note_decision (job,
+                   a->has_baseline && speed == config.max_speed ? VMR_CONTROLLER_IDLE_FULL_SPEED
+                                                                : VMR_CONTROLLER_RAISE,
+                   reason);
+    note_speed (a, speed, now);
+    return speed;
+}
+
+static gboolean
+shares_iothread (const VmrDisk *a, const VmrDisk *b)
+{
+    if (a->iothreads == NULL || b->iothreads == NULL)
+        return a->iothreads == NULL && b->iothreads == NULL;
+    for (guint i = 0; a->iothreads[i] != NULL; i++) {
+        if (g_strv_contains ((const gchar *const *) b->iothreads, a->iothreads[i]))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* the running copies on the I/O thread of @job's disk, @job's included: they share its harm */
+static guint
+copies_on_thread (VmrEngine *self, DomainEntry *entry, VmrJob *job)
+{
+    GPtrArray *active = vmr_job_table_get_active (self->jobs);
+    VmrDisk *disk = vmr_disk_lookup (entry->disks, job->disk);
+    guint n = 0;
+
+    for (guint i = 0; disk != NULL && i < active->len; i++) {
+        VmrJob *other = g_ptr_array_index (active, i);
+        VmrDisk *other_disk;
+
+        if (other != job && g_strcmp0 (other->domain, job->domain) != 0)
+            continue;
+        if (other->state != VMR_JOB_STATE_COPYING && other->state != VMR_JOB_STATE_THROTTLED)
+            continue;
+        other_disk = vmr_disk_lookup (entry->disks, other->disk);
+        if (other == job || (other_disk != NULL && shares_iothread (disk, other_disk)))
+            n++;
+    }
+    return MAX (n, 1);
+}
+
+/* sends the decided speed, resuming a paused copy; a job already at it is left alone */
+static void
+apply_speed (VmrEngine *self, VmrJob *job, guint64 speed, gint64 now_us)
+{
+    VmrEngineAction *action;
+
+    note_speed (job->adaptive, speed, now_us);
+    if (job->state == VMR_JOB_STATE_PAUSED) {
+        action = vmr_engine_action_new (self, job, VMR_JOB_STATE_COPYING);
+        action->resume_after_speed = speed != job->speed;
+        vmr_engine_action_step (action,
+                                speed != job->speed ? VMR_BACKEND_COMMAND_SET_SPEED
+                                                    : VMR_BACKEND_COMMAND_RESUME,
+                                speed);
+        return;
+    }
+    if (speed == job->speed && job->state == VMR_JOB_STATE_COPYING)
+        return;
+    action = vmr_engine_action_new (self, job, VMR_JOB_STATE_COPYING);
+    vmr_engine_action_step (action, VMR_BACKEND_COMMAND_SET_SPEED, speed);
+}
+
+/* the copy pauses for one sample: the next one is the guest alone */
+static void
+measure (VmrEngine *self, VmrJob *job)
+{
+    vmr_engine_action_step (vmr_engine_action_new (self, job, VMR_JOB_STATE_PAUSED),
+                            VMR_BACKEND_COMMAND_PAUSE, 0);
+}
+
+gboolean
+vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
+                          const VmrPolicyRule *rule, const VmrPolicyDecision *decision)
+{
+    VmrLoadHistory *history = vmr_engine_domain_load (entry, job->disk);
+    gint64 now = g_get_monotonic_time ();
+    g_auto (VmrControllerDecision) out = { 0 };
+    VmrControllerConfig config;
+    VmrControllerInput input = { 0 };
+    const VmrLoadSample *samples = NULL;
+    VmrJobAdaptive *a;
+    guint n = 0;
+
+    /* a user's speed wins, and a reloaded policy may be static again */
+    if (rule->control != VMR_CONTROL_ADAPTIVE || job->speed_from_user || job->policy_released) {
+        g_clear_pointer (&job->adaptive, vmr_job_adaptive_free);
+        return FALSE;
+    }
+    if (job->adaptive == NULL)
+        job->adaptive = adaptive_new (now);
+    a = job->adaptive;
+    /* a copy paused by the rules (a window, a delay threshold) is theirs until they resume it */
+    if (job->state == VMR_JOB_STATE_PAUSED && a->state.phase != VMR_CONTROLLER_PHASE_MEASURING) {
+        if (decision->action != VMR_POLICY_ACTION_RESUME
+            && decision->action != VMR_POLICY_ACTION_RESUME_THROTTLED
+            && decision->action != VMR_POLICY_ACTION_PROCEED)
+            return FALSE;
+        apply_speed (self, job, job->speed, now);
+        return TRUE;
+    }
+    /* the rules' pause and failure come first */
+    if (decision->action == VMR_POLICY_ACTION_PAUSE || decision->action == VMR_POLICY_ACTION_FAIL)
+        return FALSE;
+    if (history != NULL)
+        samples = vmr_load_history_get_samples (history, &n);
+    /* the copy of a daemon that restarted, or of a policy that became adaptive */
+    if (!a->has_baseline && a->state.phase != VMR_CONTROLLER_PHASE_MEASURING) {
+        a->state.phase = VMR_CONTROLLER_PHASE_MEASURING;
+        a->state.measure_replaces = TRUE;
+        a->state.resume_speed = job->speed;
+        a->load.time_us = n > 0 ? samples[n - 1].time_us : 0;
+        note_decision (job, VMR_CONTROLLER_MEASURE_BASELINE,
+                       "no baseline: pausing the copy for one sample to measure the guest alone");
+        measure (self, job);
+        return TRUE;
+    }
+    /* one step a sample, on a sample taken after the last step */
+    if (n == 0 || samples[n - 1].time_us == a->load.time_us)
+        return TRUE;
+
+    config_of (rule, &config);
+    input.load = samples[n - 1];
+    input.baseline = a->baseline;
+    input.speed = job->speed;
+    input.copy_rate = (guint64) MAX (job->rate, 0);
+    input.n_copies = copies_on_thread (self, entry, job);
+    vmr_controller_step (&config, &a->state, &input, &out);
+    a->load = input.load;
+    a->harm = out.harm;
+    note_decision (job, out.kind, out.reason);
+    switch (out.kind) {
+        case VMR_CONTROLLER_MEASURE_BASELINE:
+            measure (self, job);
+            break;
+        case VMR_CONTROLLER_BASELINE_TAKEN:
+            a->baseline = out.baseline;
+            a->has_baseline = TRUE;
+            apply_speed (self, job, out.speed, now);
+            break;
+        case VMR_CONTROLLER_HOLD:
+            /* a copy the static rules had throttled runs at the controller's speed */
+            if (job->state != VMR_JOB_STATE_THROTTLED)
+                break;
+            G_GNUC_FALLTHROUGH;
+        case VMR_CONTROLLER_RAISE:
+        case VMR_CONTROLLER_BACK_OFF:
+        case VMR_CONTROLLER_IDLE_FULL_SPEED:
+        default:
+            apply_speed (self, job, out.speed, now);
+            break;
+    }
+    return TRUE;
+}
+
+static JsonObject *
+sample_to_json (const VmrLoadSample *sample)
+{
+    JsonObject *obj = json_object_new ();
+
+    json_object_set_double_member (obj, "iops", sample->iops);
+    json_object_set_double_member (obj, "latency-us", sample->latency_us);
+    return obj;
+}
+
+JsonObject *
+vmr_engine_adaptive_describe (VmrJob *job)
+{
+    VmrJobAdaptive *a = job->adaptive;
+    JsonObject *obj;
+    JsonArray *speeds;
+    gint64 first;
+
+    if (a == NULL)
+        return NULL;
+    obj = json_object_new ();
+    speeds = json_array_new ();
+    json_object_set_string_member (obj, "mode", "adaptive");
+    json_object_set_int_member (obj, "speed", (gint64) job->speed);
+    if (a->has_baseline)
+        json_object_set_object_member (obj, "baseline", sample_to_json (&a->baseline));
+    else
+        json_object_set_null_member (obj, "baseline");
+    if (a->load.time_us != 0)
+        json_object_set_object_member (obj, "load", sample_to_json (&a->load));
+    else
+        json_object_set_null_member (obj, "load");
+    json_object_set_double_member (obj, "harm", a->harm);
+    json_object_set_string_member (obj, "decision", vmr_controller_kind_to_string (a->kind));
+    if (a->reason != NULL)
+        json_object_set_string_member (obj, "reason", a->reason);
+    else
+        json_object_set_null_member (obj, "reason");
+    /* the speed series: seconds since the first, and the speed set then */
+    first = a->speeds->len > 0 ? g_array_index (a->speeds, VmrSpeedPoint, 0).time_us : 0;
+    for (guint i = 0; i < a->speeds->len; i++) {
+        const VmrSpeedPoint *point = &g_array_index (a->speeds, VmrSpeedPoint, i);
+        JsonObject *p = json_object_new ();
+
+        json_object_set_double_member (p, "time",
+                                       (gdouble) (point->time_us - first) / G_USEC_PER_SEC);
+        json_object_set_int_member (p, "speed", (gint64) point->speed);
+        json_array_add_object_element (speeds, p);
+    }
+    json_object_set_array_member (obj, "speeds", speeds);
+    return obj;
+}

@@ -1,0 +1,247 @@
+/*
+ * The closed-loop speed (control = adaptive) in the engine, on a simulated
+ * guest: the fake backend's I/O counters move as a guest's would whose I/O
+ * slows down once the copy goes faster than a knee. The policies sample
+ * every 100 ms; each case runs a few seconds of samples.
+ */
+#define G_LOG_DOMAIN "vmr-test"
+
+#include "engine-fixture.h"
+
+#include "vmr-json.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ADAPTIVE                                                                                   \
+    "[defaults]\nsample-interval = 100ms\nmax-parallel-per-iothread = 0\nhold = 0\n"               \
+    "control = adaptive\nguest-impact = 5%\nmin-speed = 1M\n"
+
+#define MIB (G_GUINT64_CONSTANT (1024) * 1024)
+
+/* a guest of the case */
+typedef struct {
+    gboolean closed_loop; /* its IOPS fall with the latency; FALSE: a fixed rate, latency rises */
+    gdouble iops;         /* alone; 0 = idle */
+    guint64 knee;         /* the copy's speed past which the guest feels it, bytes/s */
+} Guest;
+
+typedef struct {
+    EngineCase engine;
+    Guest guest;
+    guint run_ms;       /* how long the copy runs before the checks */
+    const gchar *start; /* the first backend call: "start_copy vmr-1 SPEED" */
+    guint64 speed_low;  /* the speed at the end lies in [low, high], bytes/s (0 = unlimited) */
+    guint64 speed_high;
+    const gchar *kinds; /* a glob on the controller's decision at the end */
+} AdaptiveCase;
+
+/* the guest's latency alone, µs */
+#define BASE_LATENCY_US 1000.0
+
+/* the copy's speed as the guest feels it: unlimited is far past any knee */
+static gdouble
+latency_at (const Guest *guest, guint64 speed)
+{
+    gdouble s = speed == 0 ? 1e12 : (gdouble) speed;
+
+    if (s <= guest->knee)
+        return BASE_LATENCY_US;
+    /* past the knee each 10% more speed costs 20% more latency */
+    return BASE_LATENCY_US * (1 + 2 * (s - guest->knee) / guest->knee);
+}
+
+static const AdaptiveCase adaptive_cases[] = {
+    /* a fixed-rate guest: the copy climbs from min-speed (1M) to the knee (8M) and stays near it,
+     * not past 10M where the guest's latency would be 1.5 times its own */
+    { { "/engine/adaptive/fixed-rate-finds-the-knee", .policy = ADAPTIVE },
+      { FALSE, 2000, 8 * MIB },
+      2500,
+      "start_copy vmr-1 1048576",
+      3 * MIB,
+      10 * MIB,
+      "*" },
+    /* a closed-loop guest shows the harm as fewer IOPS, not more latency */
+    { { "/engine/adaptive/closed-loop-finds-the-knee", .policy = ADAPTIVE },
+      { TRUE, 2000, 8 * MIB },
+      2500,
+      "start_copy vmr-1 1048576",
+      3 * MIB,
+      10 * MIB,
+      "*" },
+    /* an idle guest feels nothing: full speed from the start, and it stays there */
+    { { "/engine/adaptive/idle-full-speed", .policy = ADAPTIVE },
+      { FALSE, 0, 8 * MIB },
+      600,
+      "start_copy vmr-1 0",
+      0,
+      0,
+      "idle-full-speed" },
+    /* max-speed caps even an idle guest's copy */
+    { { "/engine/adaptive/max-speed", .policy = ADAPTIVE "max-speed = 4M\n" },
+      { FALSE, 0, 8 * MIB },
+      600,
+      "start_copy vmr-1 4194304",
+      4 * MIB,
+      4 * MIB,
+      "idle-full-speed" },
+};
+
+/* the simulated guest of web01's disk0 */
+static VmrIoCounters guest_io;
+static const Guest *guest;
+static gint64 guest_time_us;
+static gdouble guest_ops_carry;
+
+static VmrJob *
+job_1 (EngineFixture *f)
+{
+    return vmr_engine_lookup_job (f->engine, "vmr-1", NULL);
+}
+
+/* the counters QEMU would show by now, as the copy's current speed lets the guest go */
+static void
+guest_run (EngineFixture *f)
+{
+    gint64 now = g_get_monotonic_time ();
+    VmrJob *job = job_1 (f);
+    gboolean copying = job != NULL && job->state == VMR_JOB_STATE_COPYING;
+    gdouble latency = copying ? latency_at (guest, job->speed) : BASE_LATENCY_US;
+    gdouble iops = guest->closed_loop ? guest->iops * BASE_LATENCY_US / latency : guest->iops;
+    gdouble ops;
+
+    if (guest_time_us != 0) {
+        ops = iops * (now - guest_time_us) / G_USEC_PER_SEC + guest_ops_carry;
+        guest_ops_carry = ops - floor (ops);
+        guest_io.read_ops += (guint64) ops;
+        guest_io.read_time_ns += (guint64) (floor (ops) * latency * 1000);
+    }
+    guest_time_us = now;
+    fake_backend_set_load (engine_fixture_backend (f, "web01"), "disk0", &guest_io);
+}
+
+static gboolean
+never (EngineFixture *f)
+{
+    return FALSE;
+}
+
+static gboolean
+guest_tick_cb (gpointer user_data)
+{
+    guest_run (user_data);
+    return G_SOURCE_CONTINUE;
+}
+
+/* the loop runs for @ms with the guest at work: its counters move every few ms, as QEMU's do */
+static void
+run_for (EngineFixture *f, guint ms)
+{
+    guint tick = g_timeout_add (5, guest_tick_cb, f);
+
+    g_assert_false (engine_fixture_wait_for (never, f, ms));
+    g_source_remove (tick);
+}
+
+static void
+test_adaptive (gconstpointer data)
+{
+    const AdaptiveCase *tc = data;
+    const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = tc->start);
+    const EngineStep cancel = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
+                                       .calls = "cancel vmr-1", .files = "web01-disk0.img");
+    g_autoptr (JsonObject) obj = NULL;
+    g_autofree gchar *calls = NULL;
+    JsonObject *controller;
+    JsonArray *speeds;
+    EngineFixture f;
+    VmrJob *job;
+
+    memset (&guest_io, 0, sizeof guest_io);
+    guest = &tc->guest;
+    guest_time_us = 0;
+    guest_ops_carry = 0;
+    engine_fixture_setup (&f, &tc->engine);
+    /* samples of the guest alone: its baseline */
+    run_for (&f, 350);
+    g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
+    run_for (&f, tc->run_ms);
+
+    job = job_1 (&f);
+    g_test_message ("vmr-1 at %" G_GUINT64_FORMAT " bytes/s: %s", job->speed, job->decision_reason);
+    g_assert_cmpint (job->state, ==, VMR_JOB_STATE_COPYING);
+    g_assert_cmpuint (job->speed, >=, tc->speed_low);
+    g_assert_cmpuint (job->speed, <=, tc->speed_high);
+    g_assert_true (g_pattern_match_simple (tc->kinds, job->decision));
+    /* the job shows the controller: its baseline, the last sample and the speeds it set */
+    obj = vmr_engine_job_to_json (f.engine, job);
+    controller = vmr_json_get_object (vmr_json_get_object (obj, "policy"), "controller");
+    g_assert_nonnull (controller);
+    g_assert_cmpstr (vmr_json_get_string (controller, "mode"), ==, "adaptive");
+    g_assert_cmpint (vmr_json_int_or (controller, "speed", -1), ==, (gint64) job->speed);
+    g_assert_nonnull (vmr_json_get_object (controller, "baseline"));
+    speeds = vmr_json_get_array (controller, "speeds");
+    g_assert_nonnull (speeds);
+    if (tc->guest.iops > 0) {
+        /* it climbed: more than the first speed, the guest's harm in hand at the end */
+        g_assert_cmpuint (json_array_get_length (speeds), >, 3);
+        g_assert_cmpfloat (job->adaptive->harm, <, 0.2);
+        g_assert_cmpfloat (
+            vmr_json_double_or (vmr_json_get_object (controller, "baseline"), "iops", 0), >, 0);
+    } else {
+        g_assert_cmpuint (json_array_get_length (speeds), ==, 1);
+    }
+    calls = fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE);
+    g_test_message ("calls: %s", calls);
+    /* the controller never pauses a copy for the rules, nor for nothing */
+    g_assert_null (strstr (calls, "pause"));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    engine_fixture_teardown (&f);
+}
+
+/* a user's speed wins over the controller, which lets the copy be */
+static const AdaptiveCase user_speed_case
+    = { { "/engine/adaptive/user-speed-wins", .policy = ADAPTIVE },
+        { FALSE, 2000, 8 * MIB },
+        1000,
+        "start_copy vmr-1 1048576" };
+
+static void
+test_user_speed (gconstpointer data)
+{
+    const AdaptiveCase *tc = data;
+    const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = tc->start);
+    const EngineStep set_speed
+        = COMMAND (.arg = "set_speed", .value = 3 * MIB, .states = "vmr-1 copying",
+                   .calls = "set_speed vmr-1 3145728");
+    const EngineStep cancel = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
+                                       .calls = "cancel vmr-1", .files = "web01-disk0.img");
+    g_autofree gchar *calls = NULL;
+    EngineFixture f;
+
+    memset (&guest_io, 0, sizeof guest_io);
+    guest = &tc->guest;
+    guest_time_us = 0;
+    guest_ops_carry = 0;
+    engine_fixture_setup (&f, &tc->engine);
+    run_for (&f, 350);
+    g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
+    run_for (&f, 500);
+    g_free (fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE));
+    g_assert_true (engine_fixture_run_step (&f, 1, &set_speed));
+    run_for (&f, tc->run_ms);
+    calls = fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE);
+    g_assert_cmpstr (calls, ==, "");
+    g_assert_cmpuint (job_1 (&f)->speed, ==, 3 * MIB);
+    g_assert_null (job_1 (&f)->adaptive);
+    g_assert_true (engine_fixture_run_step (&f, 2, &cancel));
+    engine_fixture_teardown (&f);
+}
+
+void
+engine_add_adaptive_cases (void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS (adaptive_cases); i++)
+        g_test_add_data_func (adaptive_cases[i].engine.name, &adaptive_cases[i], test_adaptive);
+    g_test_add_data_func (user_speed_case.engine.name, &user_speed_case, test_user_speed);
+}
