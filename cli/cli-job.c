@@ -191,18 +191,24 @@ vmr_cli_job_format_guest_iops (const VmrCliJob *self)
 }
 
 gchar *
-vmr_cli_job_format_guest_latency (const VmrCliJob *self)
+vmr_cli_format_latency (gdouble latency_us)
 {
-    if (self->guest_latency_us < 0)
+    if (latency_us < 0 || !isfinite (latency_us))
         return NULL;
     /* the daemon's 0 means there was no I/O to time */
-    if (self->guest_latency_us == 0)
+    if (latency_us == 0)
         return g_strdup ("- (no guest I/O)");
-    if (self->guest_latency_us < 1000)
-        return g_strdup_printf ("%.0f us", self->guest_latency_us);
-    if (self->guest_latency_us < 10000)
-        return g_strdup_printf ("%.2f ms", self->guest_latency_us / 1000);
-    return g_strdup_printf ("%.1f ms", self->guest_latency_us / 1000);
+    if (latency_us < 1000)
+        return g_strdup_printf ("%.0f us", latency_us);
+    if (latency_us < 10000)
+        return g_strdup_printf ("%.2f ms", latency_us / 1000);
+    return g_strdup_printf ("%.1f ms", latency_us / 1000);
+}
+
+gchar *
+vmr_cli_job_format_guest_latency (const VmrCliJob *self)
+{
+    return vmr_cli_format_latency (self->guest_latency_us);
 }
 
 gchar *

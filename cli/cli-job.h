@@ -83,6 +83,9 @@ gchar *vmr_cli_job_format_guest_iops (const VmrCliJob *self);
 /* "800 us", "1.25 ms" or "- (no guest I/O)", or NULL when not known; free with g_free() */
 gchar *vmr_cli_job_format_guest_latency (const VmrCliJob *self);
 
+/* a mean I/O latency: "850 us", "1.25 ms", "- (no guest I/O)" for 0; NULL when < 0 */
+gchar *vmr_cli_format_latency (gdouble latency_us);
+
 /* "1.0 GiB/2.0 GiB", or NULL when the size is not known yet; free with g_free() */
 gchar *vmr_cli_job_format_amount (const VmrCliJob *self);
 

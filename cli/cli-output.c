@@ -293,9 +293,68 @@ describe_speed (const VmrCliJob *job)
     return g_strdup_printf ("%s (throttled; full speed %s)", speed, full);
 }
 
+/* "1402 IOPS, 1.20 ms"; NULL without the sample */
+static gchar *
+describe_sample (JsonObject *sample)
+{
+    g_autofree gchar *latency = NULL;
+    gdouble iops;
+
+    if (!vmr_json_get_double (sample, "iops", &iops))
+        return NULL;
+    latency = vmr_cli_format_latency (vmr_json_double_or (sample, "latency-us", -1));
+    return g_strdup_printf ("%.0f IOPS, %s", iops, latency != NULL ? latency : "latency unknown");
+}
+
+/* the newest speeds the controller set: "8 MiB/s at 0s, 10 MiB/s at 1.0s, ..." */
+#define SHOWN_SPEEDS 8
+
+static gchar *
+describe_speeds (JsonArray *speeds)
+{
+    guint n = speeds != NULL ? json_array_get_length (speeds) : 0;
+    g_autoptr (GString) text = g_string_new (NULL);
+
+    if (n == 0)
+        return NULL;
+    if (n > SHOWN_SPEEDS)
+        g_string_append_printf (text, "(%u earlier) ", n - SHOWN_SPEEDS);
+    for (guint i = n > SHOWN_SPEEDS ? n - SHOWN_SPEEDS : 0; i < n; i++) {
+        JsonObject *point = vmr_json_array_object (speeds, i);
+        g_autofree gchar *speed = vmr_units_format_speed (vmr_json_uint_or (point, "speed", 0));
+
+        g_string_append_printf (text, "%s at %.1fs", speed, vmr_json_double_or (point, "time", 0));
+        if (i + 1 < n)
+            g_string_append (text, ", ");
+    }
+    return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+/* control = adaptive: what the controller sees and did */
+static void
+print_controller (JsonObject *controller)
+{
+    g_autofree gchar *speed = vmr_units_format_speed (vmr_json_uint_or (controller, "speed", 0));
+    g_autofree gchar *control = g_strdup_printf ("adaptive, at %s", speed);
+    g_autofree gchar *baseline = describe_sample (vmr_json_get_object (controller, "baseline"));
+    g_autofree gchar *load = describe_sample (vmr_json_get_object (controller, "load"));
+    g_autofree gchar *now = NULL;
+    g_autofree gchar *speeds = describe_speeds (vmr_json_get_array (controller, "speeds"));
+
+    if (load != NULL)
+        now = g_strdup_printf ("%s (harm %.1f%%)", load,
+                               vmr_json_double_or (controller, "harm", 0) * 100);
+    print_field ("Control", control);
+    print_field ("Baseline", baseline != NULL ? baseline : "not measured yet");
+    print_field ("Guest now", now);
+    print_field ("Speeds", speeds);
+}
+
 static void
 print_policy (const VmrCliJob *job)
 {
+    JsonObject *controller = vmr_json_get_object (
+        vmr_json_get_object (vmr_json_node_object (job->node), "policy"), "controller");
     g_autofree gchar *decision = vmr_cli_job_format_decision (job);
     g_autofree gchar *iops = vmr_cli_job_format_guest_iops (job);
     g_autofree gchar *latency = vmr_cli_job_format_guest_latency (job);
@@ -311,6 +370,8 @@ print_policy (const VmrCliJob *job)
     }
     print_field ("Guest IOPS", iops);
     print_field ("Guest latency", latency);
+    if (controller != NULL)
+        print_controller (controller);
 }
 
 void
