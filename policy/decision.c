@@ -1,5 +1,7 @@
 #define G_LOG_DOMAIN "vmr-policy"
 
+#include <string.h>
+
 #include "decision.h"
 
 #include "units.h"
@@ -42,40 +44,119 @@ vmr_policy_decision_clear (VmrPolicyDecision *decision)
     g_clear_pointer (&decision->reason, g_free);
 }
 
+/* decides @action for @reason, which @out takes */
+static void
+decide_owned (VmrPolicyDecision *out, VmrPolicyAction action, gchar *reason)
+{
+    out->action = action;
+    g_free (out->reason);
+    out->reason = reason;
+}
+
 G_GNUC_PRINTF (3, 4)
 static void
 decide (VmrPolicyDecision *out, VmrPolicyAction action, const gchar *format, ...)
 {
     va_list args;
 
-    out->action = action;
-    g_free (out->reason);
     va_start (args, format);
-    out->reason = g_strdup_vprintf (format, args);
+    decide_owned (out, action, g_strdup_vprintf (format, args));
     va_end (args);
+}
+
+/* what a threshold is on */
+typedef enum {
+    MEASURE_IOPS,    /* the guest's reads + writes per second */
+    MEASURE_LATENCY, /* the mean time of one guest I/O, in microseconds */
+    MEASURE_LAST,
+} Measure;
+
+/* one threshold of the rule */
+typedef struct {
+    Measure measure;
+    VmrPolicyKey key; /* named in the reasons */
+    gdouble limit;    /* IOPS or microseconds, 0 = off */
+} Threshold;
+
+/* the thresholds of one kind (delay or throttle), one per measure, IOPS first */
+typedef struct {
+    Threshold on[MEASURE_LAST];
+} Thresholds;
+
+static gdouble
+measure_of (const VmrLoadSample *sample, Measure measure)
+{
+    return measure == MEASURE_LATENCY ? sample->latency_us : sample->iops;
+}
+
+/*
+ * "820us", "23.4ms", "10.02ms", "16ms": to 10 us, so that a latency just over
+ * a threshold does not read as the threshold itself; free with g_free()
+ */
+static gchar *
+format_latency (gdouble usec)
+{
+    gchar text[G_ASCII_DTOSTR_BUF_SIZE];
+    gsize len;
+
+    if (usec < 1000)
+        return g_strdup_printf ("%.0fus", usec);
+    g_ascii_formatd (text, sizeof text, "%.2f", usec / 1000);
+    len = strlen (text);
+    while (text[len - 1] == '0')
+        text[--len] = '\0';
+    if (text[len - 1] == '.')
+        text[--len] = '\0';
+    return g_strdup_printf ("%sms", text);
+}
+
+static gboolean
+any_set (const Thresholds *thresholds)
+{
+    for (guint m = 0; m < MEASURE_LAST; m++) {
+        if (thresholds->on[m].limit > 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* the first threshold the newest sample is above, NULL if none */
+static const Threshold *
+first_over (const Thresholds *thresholds, const VmrLoadSample *samples, guint n_samples)
+{
+    for (guint m = 0; n_samples > 0 && m < MEASURE_LAST; m++) {
+        const Threshold *threshold = &thresholds->on[m];
+
+        if (threshold->limit > 0
+            && measure_of (&samples[n_samples - 1], threshold->measure) > threshold->limit)
+            return threshold;
+    }
+    return NULL;
 }
 
 /* the level a load must fall under to count as quiet for @threshold */
 static gdouble
-resume_level (const VmrPolicyRule *rule, guint64 threshold)
+resume_level (const VmrPolicyRule *rule, const Threshold *threshold)
 {
-    return (gdouble) threshold * rule->resume_below / 100.0;
+    return threshold->limit * rule->resume_below / 100.0;
 }
 
 /*
- * Whether the load has stayed under @level for at least hold, up to @now_us:
- * counted from the end of the last sample at or above it, or from the start
- * of the first sample. The newest sample must be under the level whatever
- * hold is, so that a hold of 0 cannot let a busy guest count as quiet.
+ * Whether the load has stayed under the resume level of @threshold for at
+ * least hold, up to @now_us: counted from the end of the last sample at or
+ * above it, or from the start of the first sample. The newest sample must be
+ * under the level whatever hold is, so that a hold of 0 cannot let a busy
+ * guest count as quiet.
  */
 static gboolean
 stayed_quiet (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint n_samples,
-              gdouble level, gint64 now_us)
+              const Threshold *threshold, gint64 now_us)
 {
+    gdouble level = resume_level (rule, threshold);
     gint64 since;
     guint i = n_samples;
 
-    while (i > 0 && samples[i - 1].iops < level)
+    while (i > 0 && measure_of (&samples[i - 1], threshold->measure) < level)
         i--;
     if (i == n_samples)
         return FALSE;
@@ -86,17 +167,149 @@ stayed_quiet (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint n_s
     return now_us - since >= rule->hold_us;
 }
 
+/* the first threshold that is set and the load has not stayed quiet for, NULL if none */
+static const Threshold *
+first_not_quiet (const VmrPolicyRule *rule, const Thresholds *thresholds,
+                 const VmrLoadSample *samples, guint n_samples, gint64 now_us)
+{
+    for (guint m = 0; m < MEASURE_LAST; m++) {
+        const Threshold *threshold = &thresholds->on[m];
+
+        if (threshold->limit > 0 && !stayed_quiet (rule, samples, n_samples, threshold, now_us))
+            return threshold;
+    }
+    return NULL;
+}
+
+/* how the reasons speak of each measure */
+static const struct {
+    const gchar *name;    /* before a value: "latency 23.4ms" */
+    const gchar *unit;    /* after it: "4500 IOPS" */
+    const gchar *above;   /* "4500 IOPS above iops-delay 4000" */
+    const gchar *busy;    /* a copy held back or slowed: "guest busy: ..." */
+    const gchar *quiet;   /* "under 1600 IOPS for 30s (now 1000)" */
+    const gchar *waiting; /* "waiting for the guest to stay under 1600 IOPS ..." */
+} phrases[MEASURE_LAST] = {
+    [MEASURE_IOPS]
+    = { "", " IOPS", "above", "guest busy", "under", "waiting for the guest to stay under" },
+    [MEASURE_LATENCY] = { "latency ", "", ">", "guest I/O slow", "latency under",
+                          "waiting for the guest's latency to stay under" },
+};
+
+/* @value of @measure without its unit: "4500", "23.4ms"; free with g_free() */
+static gchar *
+format_measure (Measure measure, gdouble value)
+{
+    if (measure == MEASURE_LATENCY)
+        return format_latency (value);
+    return g_strdup_printf ("%.0f", value);
+}
+
+/*
+ * The reasons about one threshold, the load being @sample (NULL: no sample
+ * yet); each is freed with g_free().
+ */
+
+/* "4500 IOPS above iops-delay 4000", "latency 23.4ms > latency-delay 20ms" */
+static gchar *
+over_text (const VmrPolicyRule *rule, const Threshold *threshold, const VmrLoadSample *sample)
+{
+    g_autofree gchar *limit = vmr_policy_rule_format_value (rule, threshold->key);
+    g_autofree gchar *value
+        = format_measure (threshold->measure, measure_of (sample, threshold->measure));
+
+    return g_strdup_printf ("%s%s%s %s %s %s", phrases[threshold->measure].name, value,
+                            phrases[threshold->measure].unit, phrases[threshold->measure].above,
+                            vmr_policy_key_name (threshold->key), limit);
+}
+
+/* a copy held back or slowed by @threshold: "guest busy: 4500 IOPS above iops-delay 4000" */
+static gchar *
+busy_text (const VmrPolicyRule *rule, const Threshold *threshold, const VmrLoadSample *sample)
+{
+    g_autofree gchar *over = over_text (rule, threshold, sample);
+
+    return g_strdup_printf ("%s: %s", phrases[threshold->measure].busy, over);
+}
+
+/* @what, the resume level of @threshold, hold and the load: "under 1600 IOPS for 30s (now 1000)" */
+static gchar *
+level_text (const VmrPolicyRule *rule, const Threshold *threshold, const VmrLoadSample *sample,
+            const gchar *what)
+{
+    g_autofree gchar *level = format_measure (threshold->measure, resume_level (rule, threshold));
+    g_autofree gchar *now = format_measure (
+        threshold->measure, sample != NULL ? measure_of (sample, threshold->measure) : 0);
+    g_autofree gchar *hold = vmr_units_format_duration (rule->hold_us);
+
+    return g_strdup_printf ("%s %s%s for %s (now %s)", what, level,
+                            phrases[threshold->measure].unit, hold, now);
+}
+
+/* "under 1600 IOPS for 30s (now 1000)", "latency under 8ms for 30s (now 820us)" */
+static gchar *
+quiet_text (const VmrPolicyRule *rule, const Threshold *threshold, const VmrLoadSample *sample)
+{
+    return level_text (rule, threshold, sample, phrases[threshold->measure].quiet);
+}
+
+/* "waiting for the guest to stay under 3200 IOPS for 30s (now 3500)" */
+static gchar *
+waiting_text (const VmrPolicyRule *rule, const Threshold *threshold, const VmrLoadSample *sample)
+{
+    return level_text (rule, threshold, sample, phrases[threshold->measure].waiting);
+}
+
+/* "under 1600 IOPS for 30s (now 1000), latency under 8ms for 30s (now 820us)" */
+static gchar *
+all_quiet_text (const VmrPolicyRule *rule, const Thresholds *thresholds,
+                const VmrLoadSample *sample)
+{
+    g_autoptr (GString) text = g_string_new (NULL);
+
+    for (guint m = 0; m < MEASURE_LAST; m++) {
+        g_autofree gchar *quiet = NULL;
+
+        if (thresholds->on[m].limit == 0)
+            continue;
+        quiet = quiet_text (rule, &thresholds->on[m], sample);
+        g_string_append_printf (text, "%s%s", text->len > 0 ? ", " : "", quiet);
+    }
+    return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+/* the guest's load: "1400 IOPS", with its latency when a latency threshold is set */
+static gchar *
+load_text (const VmrPolicyRule *rule, const VmrLoadSample *sample)
+{
+    g_autofree gchar *latency = NULL;
+
+    if (rule->latency_throttle_us == 0 && rule->latency_delay_us == 0)
+        return g_strdup_printf ("%.0f IOPS", sample->iops);
+    latency = format_latency (sample->latency_us);
+    return g_strdup_printf ("%.0f IOPS, latency %s", sample->iops, latency);
+}
+
 /* the decision for @phase from load and window alone, before max-delay */
 static void
 decide_for_phase (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint n_samples,
                   VmrPolicyPhase phase, gint64 now_us, gboolean in_window, VmrPolicyDecision *out)
 {
-    gboolean have_load = n_samples > 0;
-    gdouble iops = have_load ? samples[n_samples - 1].iops : 0;
-    gboolean over_delay = rule->iops_delay > 0 && have_load && iops > rule->iops_delay;
-    gboolean over_throttle = rule->iops_throttle > 0 && have_load && iops > rule->iops_throttle;
+    const Thresholds delays = { {
+        { MEASURE_IOPS, VMR_POLICY_KEY_IOPS_DELAY, (gdouble) rule->iops_delay },
+        { MEASURE_LATENCY, VMR_POLICY_KEY_LATENCY_DELAY, (gdouble) rule->latency_delay_us },
+    } };
+    const Thresholds throttles = { {
+        { MEASURE_IOPS, VMR_POLICY_KEY_IOPS_THROTTLE, (gdouble) rule->iops_throttle },
+        { MEASURE_LATENCY, VMR_POLICY_KEY_LATENCY_THROTTLE, (gdouble) rule->latency_throttle_us },
+    } };
+    const VmrLoadSample *latest = n_samples > 0 ? &samples[n_samples - 1] : NULL;
+    const Threshold *over_delay = first_over (&delays, samples, n_samples);
+    const Threshold *over_throttle = first_over (&throttles, samples, n_samples);
+    const Threshold *not_quiet;
     g_autofree gchar *windows = vmr_policy_rule_format_windows (rule);
-    g_autofree gchar *hold = vmr_units_format_duration (rule->hold_us);
+    g_autofree gchar *load = latest != NULL ? load_text (rule, latest) : NULL;
+    g_autofree gchar *why = NULL;
 
     switch (phase) {
         case VMR_POLICY_PHASE_QUEUED:
@@ -105,39 +318,31 @@ decide_for_phase (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint
                 decide (out, VMR_POLICY_ACTION_DELAY, "outside the copy window %s", windows);
                 return;
             }
-            if (rule->iops_delay > 0 && !have_load) {
+            if (any_set (&delays) && latest == NULL) {
                 decide (out, VMR_POLICY_ACTION_DELAY, "waiting for a first load sample");
                 return;
             }
-            if (over_delay) {
-                decide (out, VMR_POLICY_ACTION_DELAY,
-                        "guest busy: %.0f IOPS above iops-delay %" G_GUINT64_FORMAT, iops,
-                        rule->iops_delay);
+            if (over_delay != NULL) {
+                decide_owned (out, VMR_POLICY_ACTION_DELAY, busy_text (rule, over_delay, latest));
                 return;
             }
             /* once held back, the guest must be quiet for a while */
-            if (phase == VMR_POLICY_PHASE_DELAYED && rule->iops_delay > 0) {
-                gdouble level = resume_level (rule, rule->iops_delay);
-
-                if (!stayed_quiet (rule, samples, n_samples, level, now_us)) {
-                    decide (out, VMR_POLICY_ACTION_DELAY,
-                            "waiting for the guest to stay under %.0f IOPS for %s (now %.0f)",
-                            level, hold, iops);
-                    return;
-                }
-            }
-            if (over_throttle) {
-                decide (out, VMR_POLICY_ACTION_START_THROTTLED,
-                        "starting slowed: %.0f IOPS above iops-throttle %" G_GUINT64_FORMAT, iops,
-                        rule->iops_throttle);
+            if (phase == VMR_POLICY_PHASE_DELAYED
+                && (not_quiet = first_not_quiet (rule, &delays, samples, n_samples, now_us))
+                       != NULL) {
+                decide_owned (out, VMR_POLICY_ACTION_DELAY, waiting_text (rule, not_quiet, latest));
                 return;
             }
-            if (have_load && phase == VMR_POLICY_PHASE_DELAYED)
-                decide (out, VMR_POLICY_ACTION_START, "guest quiet: %.0f IOPS", iops);
-            else if (have_load)
-                decide (out, VMR_POLICY_ACTION_START, "guest load %.0f IOPS is within the limits",
-                        iops);
-            else if (rule->iops_throttle > 0)
+            if (over_throttle != NULL) {
+                why = over_text (rule, over_throttle, latest);
+                decide (out, VMR_POLICY_ACTION_START_THROTTLED, "starting slowed: %s", why);
+                return;
+            }
+            if (latest != NULL && phase == VMR_POLICY_PHASE_DELAYED)
+                decide (out, VMR_POLICY_ACTION_START, "guest quiet: %s", load);
+            else if (latest != NULL)
+                decide (out, VMR_POLICY_ACTION_START, "guest load %s is within the limits", load);
+            else if (any_set (&throttles))
                 decide (out, VMR_POLICY_ACTION_START, "no load sample yet");
             else
                 decide (out, VMR_POLICY_ACTION_START, "no load limit");
@@ -149,43 +354,35 @@ decide_for_phase (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint
                 decide (out, VMR_POLICY_ACTION_PAUSE, "outside the copy window %s", windows);
                 return;
             }
-            if (over_delay) {
-                decide (out, VMR_POLICY_ACTION_PAUSE,
-                        "guest busy: %.0f IOPS above iops-delay %" G_GUINT64_FORMAT, iops,
-                        rule->iops_delay);
+            if (over_delay != NULL) {
+                decide_owned (out, VMR_POLICY_ACTION_PAUSE, busy_text (rule, over_delay, latest));
                 return;
             }
             if (phase == VMR_POLICY_PHASE_RUNNING) {
-                if (over_throttle)
-                    decide (out, VMR_POLICY_ACTION_THROTTLE,
-                            "guest busy: %.0f IOPS above iops-throttle %" G_GUINT64_FORMAT, iops,
-                            rule->iops_throttle);
-                else if (have_load)
-                    decide (out, VMR_POLICY_ACTION_KEEP,
-                            "guest load %.0f IOPS is within the limits", iops);
+                if (over_throttle != NULL)
+                    decide_owned (out, VMR_POLICY_ACTION_THROTTLE,
+                                  busy_text (rule, over_throttle, latest));
+                else if (latest != NULL)
+                    decide (out, VMR_POLICY_ACTION_KEEP, "guest load %s is within the limits",
+                            load);
                 else
                     decide (out, VMR_POLICY_ACTION_KEEP, "no load sample yet");
                 return;
             }
-            if (rule->iops_throttle == 0) {
-                decide (out, VMR_POLICY_ACTION_UNTHROTTLE, "iops-throttle is off");
+            /* back to full speed once quiet for every throttle threshold */
+            if (!any_set (&throttles)) {
+                decide (out, VMR_POLICY_ACTION_UNTHROTTLE,
+                        "iops-throttle is off and so is latency-throttle");
                 return;
             }
-            {
-                gdouble level = resume_level (rule, rule->iops_throttle);
-
-                if (stayed_quiet (rule, samples, n_samples, level, now_us))
-                    decide (out, VMR_POLICY_ACTION_UNTHROTTLE,
-                            "guest quiet: under %.0f IOPS for %s (now %.0f)", level, hold, iops);
-                else if (over_throttle)
-                    decide (out, VMR_POLICY_ACTION_KEEP,
-                            "guest busy: %.0f IOPS above iops-throttle %" G_GUINT64_FORMAT, iops,
-                            rule->iops_throttle);
-                else
-                    decide (out, VMR_POLICY_ACTION_KEEP,
-                            "waiting for the guest to stay under %.0f IOPS for %s (now %.0f)",
-                            level, hold, iops);
-            }
+            not_quiet = first_not_quiet (rule, &throttles, samples, n_samples, now_us);
+            if (not_quiet == NULL) {
+                why = all_quiet_text (rule, &throttles, latest);
+                decide (out, VMR_POLICY_ACTION_UNTHROTTLE, "guest quiet: %s", why);
+            } else if (over_throttle != NULL)
+                decide_owned (out, VMR_POLICY_ACTION_KEEP, busy_text (rule, over_throttle, latest));
+            else
+                decide_owned (out, VMR_POLICY_ACTION_KEEP, waiting_text (rule, not_quiet, latest));
             return;
 
         case VMR_POLICY_PHASE_PAUSED:
@@ -193,22 +390,16 @@ decide_for_phase (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint
                 decide (out, VMR_POLICY_ACTION_KEEP, "outside the copy window %s", windows);
                 return;
             }
-            if (rule->iops_delay > 0) {
-                gdouble level = resume_level (rule, rule->iops_delay);
-
-                if (!stayed_quiet (rule, samples, n_samples, level, now_us)) {
-                    decide (out, VMR_POLICY_ACTION_KEEP,
-                            "waiting for the guest to stay under %.0f IOPS for %s (now %.0f)",
-                            level, hold, iops);
-                    return;
-                }
+            not_quiet = first_not_quiet (rule, &delays, samples, n_samples, now_us);
+            if (not_quiet != NULL) {
+                decide_owned (out, VMR_POLICY_ACTION_KEEP, waiting_text (rule, not_quiet, latest));
+                return;
             }
-            if (over_throttle)
-                decide (out, VMR_POLICY_ACTION_RESUME_THROTTLED,
-                        "resuming slowed: %.0f IOPS above iops-throttle %" G_GUINT64_FORMAT, iops,
-                        rule->iops_throttle);
-            else if (have_load)
-                decide (out, VMR_POLICY_ACTION_RESUME, "guest quiet: %.0f IOPS", iops);
+            if (over_throttle != NULL) {
+                why = over_text (rule, over_throttle, latest);
+                decide (out, VMR_POLICY_ACTION_RESUME_THROTTLED, "resuming slowed: %s", why);
+            } else if (latest != NULL)
+                decide (out, VMR_POLICY_ACTION_RESUME, "guest quiet: %s", load);
             else
                 decide (out, VMR_POLICY_ACTION_RESUME, "no load limit");
             return;

@@ -266,6 +266,27 @@ first_set (const PolicySection *section, VmrPolicyKey k1, VmrPolicyKey k2, VmrPo
 }
 
 /*
+ * The threshold that slows a copy down to throttle-speed, for the checks of
+ * throttle-speed: the one @section sets, else the one it inherits,
+ * iops-throttle first; VMR_POLICY_KEY_LAST when neither is set.
+ */
+static VmrPolicyKey
+slowing_key (const PolicySection *section, const VmrPolicyRule *rule)
+{
+    gboolean iops = rule->iops_throttle > 0;
+    gboolean latency = rule->latency_throttle_us > 0;
+
+    if (latency && section->set[VMR_POLICY_KEY_LATENCY_THROTTLE]
+        && !(iops && section->set[VMR_POLICY_KEY_IOPS_THROTTLE]))
+        return VMR_POLICY_KEY_LATENCY_THROTTLE;
+    if (iops)
+        return VMR_POLICY_KEY_IOPS_THROTTLE;
+    if (latency)
+        return VMR_POLICY_KEY_LATENCY_THROTTLE;
+    return VMR_POLICY_KEY_LAST;
+}
+
+/*
  * The thresholds of @section must make sense over what it inherits: the
  * [defaults] section and, for a disk section, the sections of the same
  * domain glob. Which other globs match a domain is only known at lookup,
@@ -282,6 +303,7 @@ check_combination (Loader *loader, GPtrArray *sections, PolicySection *section,
     gboolean sets_delay = section->set[VMR_POLICY_KEY_IOPS_DELAY];
     gboolean sets_speed = section->set[VMR_POLICY_KEY_SPEED];
     gboolean sets_slow_speed = section->set[VMR_POLICY_KEY_THROTTLE_SPEED];
+    VmrPolicyKey slows;
 
     if (defaults != NULL && defaults != section)
         g_ptr_array_add (layers, defaults);
@@ -303,6 +325,8 @@ check_combination (Loader *loader, GPtrArray *sections, PolicySection *section,
         }
     }
 
+    slows = slowing_key (section, &rule);
+
     /* report at a key this section sets, so that the line points at the culprit */
     if (rule.iops_throttle > 0 && rule.iops_delay > 0 && rule.iops_throttle >= rule.iops_delay
         && (sets_throttle || sets_delay))
@@ -313,32 +337,39 @@ check_combination (Loader *loader, GPtrArray *sections, PolicySection *section,
                    "iops-throttle (%" G_GUINT64_FORMAT ") must be below iops-delay "
                    "(%" G_GUINT64_FORMAT "): a copy slows down before it stops",
                    rule.iops_throttle, rule.iops_delay);
-    if (rule.iops_throttle > 0 && rule.throttle_speed == 0 && (sets_throttle || sets_slow_speed))
+    if (slows != VMR_POLICY_KEY_LAST && rule.throttle_speed == 0
+        && (section->set[slows] || sets_slow_speed))
         add_error (loader, section->name,
-                   first_set (section, VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_IOPS_THROTTLE,
-                              VMR_POLICY_KEY_IOPS_THROTTLE),
-                   0, "throttle-speed must be above 0 when iops-throttle is set (0 is unlimited)");
-    if (rule.iops_throttle > 0 && rule.speed > 0 && rule.throttle_speed >= rule.speed
-        && (sets_throttle || sets_speed || sets_slow_speed)) {
+                   first_set (section, VMR_POLICY_KEY_THROTTLE_SPEED, slows, slows), 0,
+                   "throttle-speed must be above 0 when %s is set (0 is unlimited)",
+                   vmr_policy_key_name (slows));
+    if (slows != VMR_POLICY_KEY_LAST && rule.speed > 0 && rule.throttle_speed >= rule.speed
+        && (section->set[slows] || sets_speed || sets_slow_speed)) {
         g_autofree gchar *slow
             = vmr_policy_rule_format_value (&rule, VMR_POLICY_KEY_THROTTLE_SPEED);
         g_autofree gchar *full = vmr_policy_rule_format_value (&rule, VMR_POLICY_KEY_SPEED);
 
         add_error (loader, section->name,
-                   first_set (section, VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_SPEED,
-                              VMR_POLICY_KEY_IOPS_THROTTLE),
+                   first_set (section, VMR_POLICY_KEY_THROTTLE_SPEED, VMR_POLICY_KEY_SPEED, slows),
                    0, "throttle-speed (%s) must be below speed (%s)", slow, full);
     }
     if (rule.latency_throttle_us > 0 && rule.latency_delay_us > 0
         && rule.latency_throttle_us >= rule.latency_delay_us
         && (section->set[VMR_POLICY_KEY_LATENCY_THROTTLE]
-            || section->set[VMR_POLICY_KEY_LATENCY_DELAY]))
+            || section->set[VMR_POLICY_KEY_LATENCY_DELAY])) {
+        g_autofree gchar *throttle
+            = vmr_policy_rule_format_value (&rule, VMR_POLICY_KEY_LATENCY_THROTTLE);
+        g_autofree gchar *delay
+            = vmr_policy_rule_format_value (&rule, VMR_POLICY_KEY_LATENCY_DELAY);
+
         add_error (loader, section->name,
                    first_set (section, VMR_POLICY_KEY_LATENCY_THROTTLE,
                               VMR_POLICY_KEY_LATENCY_DELAY, VMR_POLICY_KEY_LATENCY_DELAY),
                    0,
-                   "latency-throttle must be below latency-delay: a copy slows down before it "
-                   "stops");
+                   "latency-throttle (%s) must be below latency-delay (%s): a copy slows down "
+                   "before it stops",
+                   throttle, delay);
+    }
     if (rule.max_speed > 0 && rule.min_speed > rule.max_speed
         && (section->set[VMR_POLICY_KEY_MIN_SPEED] || section->set[VMR_POLICY_KEY_MAX_SPEED])) {
         g_autofree gchar *low = vmr_policy_rule_format_value (&rule, VMR_POLICY_KEY_MIN_SPEED);

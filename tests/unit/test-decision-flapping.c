@@ -1,6 +1,7 @@
 /*
- * The decision function over time: no flapping when the load hovers around a
- * threshold, and one slow-down and one speed-up for a burst.
+ * The decision function over time: no flapping when the load (IOPS or
+ * latency) hovers around a threshold, and one slow-down and one speed-up for
+ * a burst.
  */
 #define G_LOG_DOMAIN "vmr-test"
 
@@ -37,8 +38,9 @@ typedef struct {
     const gchar *name;
     RuleSpec rule;
     VmrPolicyPhase phase; /* at the start */
-    gdouble level;        /* the load hovers at +-1% around it */
+    gdouble level;        /* the load hovers at +-1% around it: IOPS, or microseconds */
     guint max_changes;
+    gboolean on_latency; /* the latency hovers, at 1400 IOPS */
 } FlapCase;
 
 static const FlapCase flap_cases[] = {
@@ -86,6 +88,60 @@ static const FlapCase flap_cases[] = {
       VMR_POLICY_PHASE_DELAYED,
       3200,
       1 },
+    /* the same around the latency thresholds, at a steady 1400 IOPS */
+    { "latency-throttle, running", { SLOW_RULE }, VMR_POLICY_PHASE_RUNNING, 10000, 1, TRUE },
+    { "latency-throttle, throttled", { SLOW_RULE }, VMR_POLICY_PHASE_THROTTLED, 10000, 1, TRUE },
+    { "latency-throttle, running, hold 0",
+      { SLOW_RULE, .hold_s = -1 },
+      VMR_POLICY_PHASE_RUNNING,
+      10000,
+      1,
+      TRUE },
+    { "latency-delay, throttled", { SLOW_RULE }, VMR_POLICY_PHASE_THROTTLED, 20000, 1, TRUE },
+    { "latency-delay, paused", { SLOW_RULE }, VMR_POLICY_PHASE_PAUSED, 20000, 1, TRUE },
+    { "latency-delay, paused, hold 0",
+      { SLOW_RULE, .hold_s = -1 },
+      VMR_POLICY_PHASE_PAUSED,
+      20000,
+      1,
+      TRUE },
+    { "latency-delay, delayed", { SLOW_RULE }, VMR_POLICY_PHASE_DELAYED, 20000, 1, TRUE },
+    { "latency-delay only, running",
+      { .latency_delay_ms = 20 },
+      VMR_POLICY_PHASE_RUNNING,
+      20000,
+      1,
+      TRUE },
+    { "resume level of latency-throttle, throttled",
+      { SLOW_RULE },
+      VMR_POLICY_PHASE_THROTTLED,
+      8000,
+      1,
+      TRUE },
+    { "resume level of latency-throttle, throttled, hold 0",
+      { SLOW_RULE, .hold_s = -1 },
+      VMR_POLICY_PHASE_THROTTLED,
+      8000,
+      1,
+      TRUE },
+    { "resume level of latency-delay, paused",
+      { SLOW_RULE },
+      VMR_POLICY_PHASE_PAUSED,
+      16000,
+      1,
+      TRUE },
+    { "resume level of latency-delay, delayed, hold 0",
+      { SLOW_RULE, .hold_s = -1 },
+      VMR_POLICY_PHASE_DELAYED,
+      16000,
+      1,
+      TRUE },
+    { "latency-throttle beside the IOPS thresholds, running",
+      { BUSY_RULE, SLOW_RULE },
+      VMR_POLICY_PHASE_RUNNING,
+      10000,
+      1,
+      TRUE },
 };
 
 /* the load of second @i: alternating, or drawn from a fixed seed, within +-1% of @level */
@@ -113,9 +169,11 @@ test_decision_no_flapping (void)
 
             for (guint s = 0; s < 30; s++) {
                 g_auto (VmrPolicyDecision) decision = { 0 };
+                gdouble load = hovering_load (rand, pattern == 0, c->level, s);
                 VmrLoadSample sample = {
                     .time_us = NOW + (gint64) s * SECOND,
-                    .iops = hovering_load (rand, pattern == 0, c->level, s),
+                    .iops = c->on_latency ? 1400 : load,
+                    .latency_us = c->on_latency ? load : 500,
                 };
                 VmrPolicyPhase next;
 
@@ -127,7 +185,7 @@ test_decision_no_flapping (void)
                 g_assert_cmpint (decision.action, !=, VMR_POLICY_ACTION_FAIL);
                 next = phase_after (phase, decision.action);
                 if (next != phase) {
-                    g_test_message ("%s: %.0f IOPS at %us: %s -> %s (%s)", c->name, sample.iops, s,
+                    g_test_message ("%s: %.0f at %us: %s -> %s (%s)", c->name, load, s,
                                     vmr_policy_phase_to_string (phase),
                                     vmr_policy_phase_to_string (next), decision.reason);
                     changes++;
@@ -141,35 +199,72 @@ test_decision_no_flapping (void)
     }
 }
 
+typedef struct {
+    const gchar *name;
+    RuleSpec rule;
+    VmrLoadSample usual; /* 20 s of it, then 20 s of burst, then 60 s of usual again */
+    VmrLoadSample burst;
+    const gchar *path; /* the phases the job goes through, from running */
+} BurstCase;
+
+static const BurstCase burst_cases[] = {
+    { "IOPS",
+      { BUSY_RULE },
+      { .iops = 1400 },
+      { .iops = 2400 },
+      "running 20:throttled 69:running" },
+    { "latency",
+      { SLOW_RULE },
+      { .iops = 1400, .latency_us = 2000 },
+      { .iops = 1400, .latency_us = 12000 },
+      "running 20:throttled 69:running" },
+    /* a copy's harm: the guest does fewer IOPS, each slower */
+    { "fewer IOPS, slower, IOPS thresholds",
+      { BUSY_RULE },
+      { .iops = 1400, .latency_us = 2000 },
+      { .iops = 750, .latency_us = 12000 },
+      "running" },
+    { "fewer IOPS, slower, both kinds",
+      { BUSY_RULE, SLOW_RULE },
+      { .iops = 1400, .latency_us = 2000 },
+      { .iops = 750, .latency_us = 12000 },
+      "running 20:throttled 69:running" },
+    { "idle, then a burst of latency, then idle",
+      { SLOW_RULE },
+      { 0 },
+      { .iops = 1400, .latency_us = 12000 },
+      "running 20:throttled 69:running" },
+};
+
 /* the same guest going busy and quiet again: one slow-down, one speed-up */
 static void
 test_decision_burst (void)
 {
-    RuleSpec spec = { BUSY_RULE };
-    g_autoptr (VmrPolicyRule) rule = vmr_test_rule_new (&spec);
-    g_autoptr (GArray) samples = g_array_new (FALSE, FALSE, sizeof (VmrLoadSample));
-    VmrPolicyPhase phase = VMR_POLICY_PHASE_RUNNING;
-    g_autoptr (GString) path = g_string_new ("running");
+    for (gsize i = 0; i < G_N_ELEMENTS (burst_cases); i++) {
+        const BurstCase *c = &burst_cases[i];
+        g_autoptr (VmrPolicyRule) rule = vmr_test_rule_new (&c->rule);
+        g_autoptr (GArray) samples = g_array_new (FALSE, FALSE, sizeof (VmrLoadSample));
+        VmrPolicyPhase phase = VMR_POLICY_PHASE_RUNNING;
+        g_autoptr (GString) path = g_string_new ("running");
 
-    /* 20 s normal, 20 s burst, 60 s normal again */
-    for (guint s = 0; s < 100; s++) {
-        g_auto (VmrPolicyDecision) decision = { 0 };
-        VmrLoadSample sample = {
-            .time_us = NOW + (gint64) s * SECOND,
-            .iops = s >= 20 && s < 40 ? 2400 : 1400,
-        };
-        VmrPolicyPhase next;
+        for (guint s = 0; s < 100; s++) {
+            g_auto (VmrPolicyDecision) decision = { 0 };
+            VmrLoadSample sample = s >= 20 && s < 40 ? c->burst : c->usual;
+            VmrPolicyPhase next;
 
-        g_array_append_val (samples, sample);
-        vmr_policy_decide (rule, (const VmrLoadSample *) samples->data, samples->len, phase, 0,
-                           sample.time_us, 12 * HOURS, &decision);
-        next = phase_after (phase, decision.action);
-        if (next != phase)
-            g_string_append_printf (path, " %u:%s", s, vmr_policy_phase_to_string (next));
-        phase = next;
+            sample.time_us = NOW + (gint64) s * SECOND;
+            g_array_append_val (samples, sample);
+            vmr_policy_decide (rule, (const VmrLoadSample *) samples->data, samples->len, phase, 0,
+                               sample.time_us, 12 * HOURS, &decision);
+            next = phase_after (phase, decision.action);
+            if (next != phase)
+                g_string_append_printf (path, " %u:%s", s, vmr_policy_phase_to_string (next));
+            phase = next;
+        }
+        /* quiet from the end of second 39: 30 s later, at the end of second 69 */
+        if (g_strcmp0 (path->str, c->path) != 0)
+            vmr_test_report_failure ("%s: %s, expected %s", c->name, path->str, c->path);
     }
-    /* quiet from the end of second 39: 30 s later, at the end of second 69 */
-    g_assert_cmpstr (path->str, ==, "running 20:throttled 69:running");
 }
 
 int

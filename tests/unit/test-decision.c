@@ -1,55 +1,11 @@
 /*
  * The decision function: every transition from tables of rule, load, phase,
- * time held back and clock (no flapping is test-decision-flapping.c's).
+ * time held back and clock, on the IOPS thresholds (the latency ones are
+ * test-decision-latency.c's, no flapping is test-decision-flapping.c's).
  */
 #define G_LOG_DOMAIN "vmr-test"
 
 #include "decision-rule.h"
-#include "test-report.h"
-
-/*
- * "4500 1000*30": one sample per second, the last one ending at NOW, with
- * "VALUE*COUNT" for COUNT samples of VALUE.
- */
-static GArray *
-samples_new (const gchar *load)
-{
-    g_auto (GStrv) words = g_strsplit (load != NULL ? load : "", " ", -1);
-    g_autoptr (GArray) iops = g_array_new (FALSE, FALSE, sizeof (gdouble));
-    GArray *samples = g_array_new (FALSE, FALSE, sizeof (VmrLoadSample));
-
-    for (guint i = 0; words[i] != NULL; i++) {
-        gchar *star = strchr (words[i], '*');
-        gdouble value = g_ascii_strtod (words[i], NULL);
-        guint count = star != NULL ? (guint) g_ascii_strtoull (star + 1, NULL, 10) : 1;
-
-        if (*words[i] == '\0')
-            continue;
-        for (guint c = 0; c < count; c++)
-            g_array_append_val (iops, value);
-    }
-    for (guint i = 0; i < iops->len; i++) {
-        VmrLoadSample sample = {
-            .time_us = NOW - (gint64) (iops->len - 1 - i) * SECOND,
-            .iops = g_array_index (iops, gdouble, i),
-            .latency_us = 500,
-        };
-
-        g_array_append_val (samples, sample);
-    }
-    return samples;
-}
-
-typedef struct {
-    const gchar *name;
-    RuleSpec rule;
-    const gchar *load; /* see samples_new(); NULL = no sample yet */
-    VmrPolicyPhase phase;
-    gint held_s;
-    gint clock; /* seconds of day */
-    VmrPolicyAction action;
-    const gchar *reason; /* a part of the reason */
-} DecideCase;
 
 static const DecideCase decide_cases[] = {
     /* queued */
@@ -624,25 +580,7 @@ static const DecideCase decide_cases[] = {
 static void
 test_decision_table (void)
 {
-    for (gsize i = 0; i < G_N_ELEMENTS (decide_cases); i++) {
-        const DecideCase *c = &decide_cases[i];
-        g_autoptr (VmrPolicyRule) rule = vmr_test_rule_new (&c->rule);
-        g_autoptr (GArray) samples = samples_new (c->load);
-        g_auto (VmrPolicyDecision) decision = { 0 };
-
-        vmr_policy_decide (rule, (const VmrLoadSample *) samples->data, samples->len, c->phase,
-                           (gint64) c->held_s * SECOND, NOW, c->clock, &decision);
-        g_test_message ("%s: %s (%s)", c->name, vmr_policy_action_to_string (decision.action),
-                        decision.reason);
-        if (decision.action != c->action)
-            vmr_test_report_failure ("%s: %s (%s), expected %s", c->name,
-                                     vmr_policy_action_to_string (decision.action), decision.reason,
-                                     vmr_policy_action_to_string (c->action));
-        /* every decision says why, KEEP included */
-        else if (decision.reason == NULL || strstr (decision.reason, c->reason) == NULL)
-            vmr_test_report_failure ("%s: reason '%s' lacks '%s'", c->name, decision.reason,
-                                     c->reason);
-    }
+    vmr_test_decide_cases (decide_cases, G_N_ELEMENTS (decide_cases));
 }
 
 /* a decision reused for the next call loses its old reason */
@@ -651,8 +589,8 @@ test_decision_reuse (void)
 {
     RuleSpec spec = { BUSY_RULE };
     g_autoptr (VmrPolicyRule) rule = vmr_test_rule_new (&spec);
-    g_autoptr (GArray) busy = samples_new ("4500");
-    g_autoptr (GArray) quiet = samples_new ("1000*40");
+    g_autoptr (GArray) busy = vmr_test_samples_new ("4500");
+    g_autoptr (GArray) quiet = vmr_test_samples_new ("1000*40");
     g_auto (VmrPolicyDecision) decision = { 0 };
 
     vmr_policy_decide (rule, (const VmrLoadSample *) busy->data, busy->len,
