@@ -153,5 +153,6 @@ void engine_cases_add (const EngineCase *cases, guint n_cases);
 void engine_add_group_cases (void);
 void engine_add_domain_cases (void);
 void engine_add_policy_cases (void);
+void engine_add_converge_cases (void);
 
 G_END_DECLS
