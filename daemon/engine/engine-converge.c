@@ -89,8 +89,10 @@ converged (VmrEngine *self, VmrJob *job)
     /* full speed from now on: the policy leaves the copy alone */
     job->speed = 0;
     job->base_speed = 0;
+    g_free (job->decision);
+    job->decision = g_strdup ("converge");
     g_free (job->decision_reason);
-    job->decision_reason = g_strdup ("set to full speed to converge");
+    job->decision_reason = g_strdup ("set to full speed to converge; the policy leaves it alone");
     if (job->state != VMR_JOB_STATE_THROTTLED
         || !vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COPYING, NULL))
         vmr_engine_save_job (self, job);

@@ -123,15 +123,6 @@ static gint64 phase_start_us;
 static VmrIoCounters guest_io;
 static GString *messages;
 
-static VmrJob *
-job_1 (EngineFixture *f)
-{
-    VmrJob *job = vmr_engine_lookup_job (f->engine, "vmr-1", NULL);
-
-    g_assert_nonnull (job);
-    return job;
-}
-
 static void
 keep_message_cb (const gchar *domain, GLogLevelFlags level, const gchar *message,
                  gpointer user_data)
@@ -172,7 +163,8 @@ report (EngineFixture *f)
 static gchar *
 describe_convergence (EngineFixture *f, gchar **out_reason)
 {
-    g_autoptr (JsonObject) obj = vmr_engine_job_to_json (f->engine, job_1 (f));
+    g_autoptr (JsonObject) obj
+        = vmr_engine_job_to_json (f->engine, engine_fixture_job (f, "vmr-1"));
     JsonNode *node = json_object_get_member (obj, "convergence");
     JsonObject *convergence;
 
@@ -194,8 +186,9 @@ converged_or_ended (EngineFixture *f)
 
     report (f);
     convergence = describe_convergence (f, NULL);
-    return job_1 (f)->state == running_case->state
-           && g_str_equal (convergence, running_case->converging) && !job_1 (f)->policy_busy;
+    return engine_fixture_job (f, "vmr-1")->state == running_case->state
+           && g_str_equal (convergence, running_case->converging)
+           && !engine_fixture_job (f, "vmr-1")->policy_busy;
 }
 
 static gboolean
@@ -237,18 +230,21 @@ test_converge (gconstpointer data)
 
     calls = fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE);
     g_assert_cmpstr (calls, ==, tc->calls);
-    g_assert_cmpstr (vmr_job_state_to_string (job_1 (&f)->state), ==,
+    g_assert_cmpstr (vmr_job_state_to_string (engine_fixture_job (&f, "vmr-1")->state), ==,
                      vmr_job_state_to_string (tc->state));
     convergence = describe_convergence (&f, &reason);
     g_assert_cmpstr (convergence, ==, tc->converging);
     if (tc->state == VMR_JOB_STATE_FAILED)
-        reason = g_strdup (job_1 (&f)->reason);
+        reason = g_strdup (engine_fixture_job (&f, "vmr-1")->reason);
     if (tc->reason != NULL)
         g_assert_true (g_pattern_match_simple (tc->reason, reason != NULL ? reason : ""));
     if (tc->message != NULL)
         g_assert_true (g_pattern_match_simple (tc->message, messages->str));
     if (g_str_has_prefix (tc->converging, "write-blocking"))
-        g_assert_true (job_1 (&f)->write_blocking);
+        g_assert_true (engine_fixture_job (&f, "vmr-1")->write_blocking);
+    /* at full speed the policy leaves the copy alone, and says so */
+    if (g_str_has_prefix (tc->converging, "speed"))
+        g_assert_cmpstr (engine_fixture_job (&f, "vmr-1")->decision, ==, "converge");
     /* a failed job's destination is gone already, the source untouched (the teardown checks) */
     if (tc->state != VMR_JOB_STATE_FAILED)
         g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
