@@ -355,7 +355,9 @@ vmr_cli_output_job (const VmrCliJob *job)
         print_field ("Group", group);
     }
     print_field ("Copy mode", vmr_json_get_string (obj, "copy-mode"));
-    print_field ("Convergence", convergence);
+    /* only once the daemon made the copy converge */
+    if (convergence != NULL)
+        print_field ("Convergence", convergence);
     print_field ("Progress", progress);
     print_field ("Rate", rate);
     print_field ("ETA", eta);
