@@ -53,6 +53,19 @@ read_policy (VmrCliJob *self, JsonObject *policy)
         self->guest_latency_us = -1;
 }
 
+/* the "convergence" member: null or absent when nothing was done */
+static void
+read_convergence (VmrCliJob *self, JsonObject *convergence)
+{
+    self->convergence_state = vmr_json_get_string (convergence, "state");
+    if (self->convergence_state == NULL)
+        return;
+    self->converged_by = vmr_json_get_string (convergence, "by");
+    self->convergence_reason = vmr_json_get_string (convergence, "reason");
+    if (!vmr_json_get_int (convergence, "since", &self->converged_since))
+        self->converged_since = 0;
+}
+
 VmrCliJob *
 vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
 {
@@ -104,6 +117,7 @@ vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
     policy = vmr_json_get_object (obj, "policy");
     if (policy != NULL)
         read_policy (self, policy);
+    read_convergence (self, vmr_json_get_object (obj, "convergence"));
     return g_steal_pointer (&self);
 }
 
@@ -164,6 +178,20 @@ vmr_cli_job_format_eta (const VmrCliJob *self)
     if (!self->has_progress || self->eta < 0 || !vmr_cli_job_is_copying (self))
         return NULL;
     return vmr_units_format_duration ((gint64) (self->eta * G_USEC_PER_SEC));
+}
+
+gchar *
+vmr_cli_job_format_convergence (const VmrCliJob *self)
+{
+    g_autofree gchar *since = NULL;
+
+    if (self->convergence_state == NULL)
+        return NULL;
+    since = vmr_cli_format_time (self->converged_since);
+    return g_strdup_printf ("%s by %s since %s%s%s", self->convergence_state,
+                            self->converged_by != NULL ? self->converged_by : "?", since,
+                            self->convergence_reason != NULL ? ": " : "",
+                            self->convergence_reason != NULL ? self->convergence_reason : "");
 }
 
 gchar *

@@ -44,6 +44,12 @@ typedef struct {
     gboolean user_paused;     /* paused by a user: the policy leaves it alone */
     GArray *guest_iops;       /* of gint64: the guest's recent IOPS, oldest first; owned */
     gdouble guest_latency_us; /* mean guest I/O latency of the newest sample, < 0 = unknown */
+
+    /* what was done about a copy that did not converge: its "convergence" member */
+    const gchar *convergence_state;  /* "converging", "converged", "refused"; NULL = nothing */
+    const gchar *converged_by;       /* "speed" or "write-blocking", NULL when absent */
+    gint64 converged_since;          /* microseconds since the epoch, 0 when unknown */
+    const gchar *convergence_reason; /* why, or NULL */
 } VmrCliJob;
 
 /*
@@ -73,6 +79,12 @@ gchar *vmr_cli_job_format_rate (const VmrCliJob *self);
 
 /* "2m05s", or NULL when not known; free with g_free() */
 gchar *vmr_cli_job_format_eta (const VmrCliJob *self);
+
+/*
+ * "converging by write-blocking since 2026-12-01 12:40:01.123: backlog 812 MiB
+ * not shrinking over 1m", or NULL when nothing was done; free with g_free()
+ */
+gchar *vmr_cli_job_format_convergence (const VmrCliJob *self);
 
 /* "throttle (guest busy: ...)", or NULL when there is no decision; free with g_free() */
 gchar *vmr_cli_job_format_decision (const VmrCliJob *self);

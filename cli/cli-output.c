@@ -22,11 +22,11 @@ vmr_cli_reported_error_quark (void)
 
 /* job members that vmr_cli_output_job() shows under their own label */
 static const gchar *const shown_job_members[] = {
-    "id",          "domain",           "disk",        "state",   "reason",
-    "source",      "source-format",    "destination", "format",  "created-destination",
-    "speed",       "manual-pivot",     "progress",    "created", "updated",
-    "history",     "policy",           "waiting-for", "group",   "copy-mode",
-    "source-node", "source-file-node", "orphaned",    NULL,
+    "id",          "domain",           "disk",        "state",       "reason",
+    "source",      "source-format",    "destination", "format",      "created-destination",
+    "speed",       "manual-pivot",     "progress",    "created",     "updated",
+    "history",     "policy",           "waiting-for", "group",       "copy-mode",
+    "source-node", "source-file-node", "orphaned",    "convergence", NULL,
 };
 
 gint
@@ -384,6 +384,7 @@ vmr_cli_output_job (const VmrCliJob *job)
     g_autofree gchar *destination
         = describe_image (job->destination, job->format, job->created_destination);
     g_autofree gchar *speed = describe_speed (job);
+    g_autofree gchar *convergence = vmr_cli_job_format_convergence (job);
     g_autofree gchar *progress = describe_progress (job);
     g_autofree gchar *rate = vmr_cli_job_format_rate (job);
     g_autofree gchar *eta = vmr_cli_job_format_eta (job);
@@ -415,6 +416,9 @@ vmr_cli_output_job (const VmrCliJob *job)
         print_field ("Group", group);
     }
     print_field ("Copy mode", vmr_json_get_string (obj, "copy-mode"));
+    /* only once the daemon made the copy converge */
+    if (convergence != NULL)
+        print_field ("Convergence", convergence);
     print_field ("Progress", progress);
     print_field ("Rate", rate);
     print_field ("ETA", eta);

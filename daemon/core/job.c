@@ -121,6 +121,8 @@ vmr_job_unref (VmrJob *self)
     g_clear_pointer (&self->adaptive, vmr_job_adaptive_free);
     g_free (self->group);
     g_free (self->group_cancel_reason);
+    g_free (self->convergence_reason);
+    g_clear_pointer (&self->backlog, g_array_unref);
     g_array_unref (self->history);
     g_free (self);
 }
@@ -131,6 +133,12 @@ vmr_job_adaptive_free (VmrJobAdaptive *self)
     g_free (self->reason);
     g_array_unref (self->speeds);
     g_free (self);
+}
+
+gboolean
+vmr_job_converges_at_full_speed (VmrJob *self)
+{
+    return g_strcmp0 (self->converged_by, "speed") == 0 && !self->convergence_failed;
 }
 
 gboolean
@@ -176,6 +184,45 @@ set_nullable_string (JsonObject *obj, const gchar *name, const gchar *value)
         json_object_set_null_member (obj, name);
 }
 
+/* the "convergence" member: what was done about a copy that did not converge */
+static void
+set_convergence (JsonObject *obj, VmrJob *self)
+{
+    JsonObject *convergence;
+
+    if (self->converged_by == NULL) {
+        json_object_set_null_member (obj, "convergence");
+        return;
+    }
+    convergence = json_object_new ();
+    json_object_set_string_member (convergence, "state",
+                                   self->convergence_failed ? "refused"
+                                   : self->ready            ? "converged"
+                                                            : "converging");
+    json_object_set_string_member (convergence, "by", self->converged_by);
+    json_object_set_int_member (convergence, "since", self->converged_us);
+    set_nullable_string (convergence, "reason", self->convergence_reason);
+    json_object_set_object_member (obj, "convergence", convergence);
+}
+
+/* a job of a record goes on as it was made to converge */
+static void
+read_convergence (VmrJob *self, JsonObject *convergence)
+{
+    const gchar *by = vmr_json_get_string (convergence, "by");
+
+    if (g_strcmp0 (by, "speed") == 0)
+        self->converged_by = "speed";
+    else if (g_strcmp0 (by, "write-blocking") == 0)
+        self->converged_by = "write-blocking";
+    else
+        return;
+    self->converged_us = vmr_json_int_or (convergence, "since", 0);
+    self->convergence_reason = g_strdup (vmr_json_get_string (convergence, "reason"));
+    self->convergence_failed
+        = g_strcmp0 (vmr_json_get_string (convergence, "state"), "refused") == 0;
+}
+
 JsonObject *
 vmr_job_to_json (VmrJob *self)
 {
@@ -207,6 +254,7 @@ vmr_job_to_json (VmrJob *self)
         json_object_set_boolean_member (obj, "orphaned", TRUE);
     json_object_set_string_member (obj, "copy-mode",
                                    self->write_blocking ? "write-blocking" : "background");
+    set_convergence (obj, self);
 
     json_object_set_int_member (progress, "total", (gint64) self->total_bytes);
     json_object_set_int_member (progress, "done", (gint64) self->done_bytes);
@@ -302,6 +350,7 @@ job_from_record (JsonObject *obj, GError **error)
     job->manual_pivot = vmr_json_bool_or (obj, "manual-pivot", FALSE);
     job->group = g_strdup (vmr_json_get_string (obj, "group"));
     job->write_blocking = g_strcmp0 (vmr_json_get_string (obj, "copy-mode"), "write-blocking") == 0;
+    read_convergence (job, vmr_json_get_object (obj, "convergence"));
     job->speed = vmr_json_uint_or (obj, "speed", 0);
     job->base_speed = vmr_json_uint_or (resume, "base-speed", 0);
     job->speed_from_user = vmr_json_bool_or (resume, "speed-from-user", FALSE);

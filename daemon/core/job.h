@@ -8,6 +8,7 @@
 #include <json-glib/json-glib.h>
 
 #include "controller.h"
+#include "convergence.h"
 #include "destination.h"
 
 G_BEGIN_DECLS
@@ -81,6 +82,14 @@ typedef struct {
     gchar *waiting_for;       /* the admission limit that keeps it from starting, or NULL */
     VmrJobAdaptive *adaptive; /* the closed-loop speed sets its speed; NULL: the static rules */
 
+    /* a copy whose backlog did not shrink, or that ran past its deadline */
+    GArray *backlog;             /* of VmrBacklogSample, the recent progress; not saved */
+    const gchar *converged_by;   /* "speed" or "write-blocking" (static), NULL = not made to */
+    gint64 converged_us;         /* wall clock: when it was made to converge */
+    gchar *convergence_reason;   /* why, and what QEMU refused on the way */
+    gboolean convergence_failed; /* QEMU refused every way: the copy goes on as before */
+    gboolean deadline_passed;    /* on-deadline was applied; not saved */
+
     /* a member of a group: the disks of one domain that cut over together */
     gchar *group;               /* the first member's id, NULL for a job of its own */
     gchar *group_cancel_reason; /* the group failed: cancel this one with this reason */
@@ -126,6 +135,9 @@ gboolean vmr_job_state_can_transition (VmrJobState from, VmrJobState to);
  * allowed.
  */
 gboolean vmr_job_set_state (VmrJob *self, VmrJobState state, const gchar *reason, gint64 now_us);
+
+/* whether the job was set to full speed to converge: the policy no longer slows it */
+gboolean vmr_job_converges_at_full_speed (VmrJob *self);
 
 /* records a progress sample; @mono_us is the monotonic clock */
 void vmr_job_update_progress (VmrJob *self, guint64 total_bytes, guint64 done_bytes,

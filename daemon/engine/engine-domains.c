@@ -79,6 +79,7 @@ progress_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             continue;
         vmr_job_update_progress (job, p->total_bytes, p->done_bytes, g_get_monotonic_time ());
         job->speed = p->speed;
+        self->hooks.progress_read (self, entry, job);
     }
 }
 
@@ -103,7 +104,8 @@ vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry)
     for (guint i = 0; entry->connected && i < active->len && !wanted; i++)
         wanted = g_strcmp0 (((VmrJob *) g_ptr_array_index (active, i))->domain, entry->name) == 0;
     if (wanted && entry->progress_source == 0)
-        entry->progress_source = g_timeout_add (PROGRESS_INTERVAL_MS, progress_tick_cb, entry);
+        entry->progress_source
+            = g_timeout_add (self->progress_interval_ms, progress_tick_cb, entry);
     else if (!wanted && entry->progress_source != 0)
         g_clear_handle_id (&entry->progress_source, g_source_remove);
 }

@@ -62,7 +62,10 @@ vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job)
 static VmrPolicyPhase
 phase_of (VmrJob *job, gboolean *out_managed)
 {
-    *out_managed = TRUE;
+    /* a copy set to full speed to converge stays so, like a user's speed */
+    *out_managed = !vmr_job_converges_at_full_speed (job);
+    if (!*out_managed)
+        return VMR_POLICY_PHASE_RUNNING;
     switch (job->state) {
         case VMR_JOB_STATE_QUEUED:
             return VMR_POLICY_PHASE_QUEUED;

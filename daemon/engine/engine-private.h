@@ -4,6 +4,7 @@
  * The parts, each calling only those listed before it:
  *   engine-domains.c    the domain table, the backends' events, progress
  *   engine-copy.c       starting a copy, cutting a job over
+ *   engine-converge.c   a copy that does not converge, a copy's deadline
  *   engine-group.c      the disks of one domain that cut over together
  *   engine-action.c     the policy's actions on a running copy
  *   engine-adaptive.c   the closed-loop speed (control = adaptive)
@@ -27,7 +28,7 @@
 
 G_BEGIN_DECLS
 
-/* how often a running copy's progress is read from QEMU */
+/* how often a running copy's progress is read from QEMU, unless a test says */
 #define PROGRESS_INTERVAL_MS 500
 
 typedef struct _DomainEntry DomainEntry;
@@ -53,6 +54,8 @@ typedef struct {
     void (*domain_added) (VmrEngine *self, DomainEntry *entry);
     /* the backend says a copy is in sync */
     void (*copy_in_sync) (VmrEngine *self, DomainEntry *entry, VmrJob *job);
+    /* a running copy's progress was read */
+    void (*progress_read) (VmrEngine *self, DomainEntry *entry, VmrJob *job);
 } VmrEngineHooks;
 
 struct _VmrEngine {
@@ -62,6 +65,7 @@ struct _VmrEngine {
     GHashTable *domains; /* name -> DomainEntry *, owned */
     VmrJobTable *jobs;
     VmrEngineHooks hooks;
+    guint progress_interval_ms; /* PROGRESS_INTERVAL_MS; the unit tests read faster */
 
     VmrPolicy *policy;
     gchar *policy_path;     /* NULL: built-in values only */
@@ -115,6 +119,16 @@ void vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, gu
 
 /* cuts @job over; @task (consumed, may be NULL) completes when QEMU accepted */
 void vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* engine-converge.c */
+
+/*
+ * After a reading of @job's progress: keeps its backlog's recent samples;
+ * a backlog that did not shrink over converge-after makes the copy converge
+ * by converge-by, once, and a copy that ran past its deadline gets its
+ * on-deadline, once.
+ */
+void vmr_engine_converge_progress (VmrEngine *self, DomainEntry *entry, VmrJob *job);
 
 /* engine-group.c */
 

@@ -107,6 +107,7 @@ vmr_engine_new (const gchar *state_dir)
     vmr_engine_apply_retention (self);
     self->hooks.domain_added = domain_added_hook;
     self->hooks.copy_in_sync = vmr_engine_job_in_sync;
+    self->hooks.progress_read = vmr_engine_converge_progress;
     g_signal_connect (self->jobs, "job-changed", G_CALLBACK (job_changed_cb), self);
     vmr_engine_load_unfinished (self);
     return self;
@@ -142,6 +143,7 @@ vmr_engine_finalize (GObject *object)
 static void
 vmr_engine_init (VmrEngine *self)
 {
+    self->progress_interval_ms = PROGRESS_INTERVAL_MS;
     self->domains = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify) vmr_engine_domain_entry_free);
 }

@@ -1,8 +1,9 @@
 #define G_LOG_DOMAIN "vmr-test"
 
 /*
- * The policy without load: copy windows, max-delay, and a bad policy file
- * at start, at `reload` and at SIGHUP. A guest-less QEMU, or none.
+ * The policy without load: copy windows, max-delay, a copy that does not
+ * converge and a copy's deadline, and a bad policy file at start, at
+ * `reload` and at SIGHUP. A guest-less QEMU, or none.
  */
 
 #include "policy-fixture.h"
@@ -123,6 +124,115 @@ test_max_delay (VmrHarness *h, gconstpointer user_data)
     assert_contains (vmr_harness_json_string (final, "reason"), "max-delay", "the job's reason");
     g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
     vmr_harness_assert_job_record (h, id, "failed");
+    vmr_harness_assert_stays_on_source (h, "disk0", source, "raw", expected);
+}
+
+/* ---- a copy that does not converge, a copy's deadline: no load needed ---- */
+
+/* a copy at 1 byte/s whose backlog stays level, and what the policy does about it */
+typedef struct {
+    const gchar *keys;        /* the policy's keys besides sample-interval */
+    const gchar *final_state; /* where the job ends */
+    const gchar *reason;      /* a part of the convergence's or the job's reason */
+} ConvergeCase;
+
+/* converge-after: full speed, and the copy completes */
+static const ConvergeCase converge_by_speed
+    = { "speed = 1\nconverge-after = 2s\n", "completed", "not shrinking over 2s" };
+/* on-deadline = fail: cancelled, the VM stays on its source */
+static const ConvergeCase deadline_fail
+    = { "speed = 1\ndeadline = 2s\non-deadline = fail\n", "failed", "deadline of 2s" };
+
+static void
+test_converge (VmrHarness *h, gconstpointer user_data)
+{
+    const ConvergeCase *c = user_data;
+    g_autofree gchar *policy = NULL;
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    JsonObject *convergence;
+
+    if (vmr_harness_skipped (h))
+        return;
+    policy = g_strdup_printf ("[defaults]\nsample-interval = 500ms\n%s", c->keys);
+    g_free (start_policy_daemon (h, policy));
+    source = start_idle_vm (h);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (h, "dest.raw");
+
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, NULL);
+    final = vmr_harness_wait_job (h, id, c->final_state, 30);
+    if (g_str_equal (c->final_state, "completed")) {
+        convergence = vmr_harness_json_object (final, "convergence");
+        g_assert_cmpstr (vmr_harness_json_string (convergence, "by"), ==, "speed");
+        g_assert_cmpstr (vmr_harness_json_string (convergence, "state"), ==, "converged");
+        assert_contains (vmr_harness_json_string (convergence, "reason"), c->reason,
+                         "the convergence's reason");
+        g_assert_cmpstr (policy_decision (final), ==, "converge");
+        vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
+        return;
+    }
+    assert_contains (vmr_harness_json_string (final, "reason"), c->reason, "the job's reason");
+    g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
+    vmr_harness_assert_job_record (h, id, "failed");
+    vmr_harness_assert_stays_on_source (h, "disk0", source, "raw", expected);
+}
+
+/*
+ * converge-by = write-blocking: QEMU switches the mirror's copy mode, the
+ * job and `virt-mirror job` say so; at 1 byte/s it still does not finish
+ * and is cancelled, the VM on its source
+ */
+static void
+test_converge_write_blocking (VmrHarness *h, gconstpointer user_data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    g_autoptr (VmrCliResult) shown = NULL;
+    g_autoptr (VmrCliResult) cancel = NULL;
+    JsonObject *convergence = NULL;
+    gint64 until = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+
+    if (vmr_harness_skipped (h))
+        return;
+    g_free (start_policy_daemon (h, "[defaults]\nsample-interval = 500ms\nspeed = 1\n"
+                                    "converge-after = 2s\nconverge-by = write-blocking\n"));
+    source = start_idle_vm (h);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (h, "dest.raw");
+
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, NULL);
+    while (g_get_monotonic_time () < until) {
+        g_clear_pointer (&job, json_object_unref);
+        job = vmr_harness_get_job (h, id);
+        convergence = vmr_json_get_object (job, "convergence");
+        if (convergence != NULL
+            && g_strcmp0 (vmr_json_get_string (job, "copy-mode"), "write-blocking") == 0)
+            break;
+        g_usleep (200 * 1000);
+    }
+    if (convergence == NULL)
+        vmr_fail ("the copy was not made to converge: %s", job_text (job));
+    g_assert_cmpstr (vmr_harness_json_string (job, "copy-mode"), ==, "write-blocking");
+    g_assert_cmpstr (vmr_harness_json_string (convergence, "by"), ==, "write-blocking");
+    g_assert_cmpstr (vmr_harness_json_string (convergence, "state"), ==, "converging");
+    assert_contains (vmr_harness_json_string (convergence, "reason"), "not shrinking over 2s",
+                     "the convergence's reason");
+    shown = vmr_harness_cli (h, "job", id, NULL);
+    vmr_cli_result_assert_ok (shown);
+    assert_contains (shown->out, "converging by write-blocking since ", "virt-mirror job");
+
+    cancel = vmr_harness_cli (h, "cancel", id, NULL);
+    vmr_cli_result_assert_ok (cancel);
+    final = vmr_harness_wait_job (h, id, "cancelled", 30);
+    g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
     vmr_harness_assert_stays_on_source (h, "disk0", source, "raw", expected);
 }
 
@@ -275,6 +385,10 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/window/reload-opens", NULL, test_window);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/max-delay/fail", &max_delay_fail, test_max_delay);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/max-delay/proceed", &max_delay_proceed, test_max_delay);
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/converge/by-speed", &converge_by_speed, test_converge);
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/converge/by-write-blocking", NULL,
+                               test_converge_write_blocking);
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/deadline/fail", &deadline_fail, test_converge);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/file/reload-invalid", NULL, test_reload_invalid);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/file/sighup-invalid", NULL, test_sighup_invalid);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/file/start-invalid", NULL, test_start_invalid);

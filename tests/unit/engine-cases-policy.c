@@ -79,15 +79,6 @@ static gboolean guest_busy;
 static VmrJobState awaited_state;
 static guint64 awaited_done;
 
-static VmrJob *
-job_1 (EngineFixture *f)
-{
-    VmrJob *job = vmr_engine_lookup_job (f->engine, "vmr-1", NULL);
-
-    g_assert_nonnull (job);
-    return job;
-}
-
 /* the counters QEMU would show: they move while the guest is busy */
 static gboolean
 state_reached (EngineFixture *f)
@@ -95,7 +86,7 @@ state_reached (EngineFixture *f)
     if (guest_busy)
         guest_io.read_ops += BUSY_READS;
     fake_backend_set_load (engine_fixture_backend (f, "web01"), "disk0", &guest_io);
-    return job_1 (f)->state == awaited_state;
+    return engine_fixture_job (f, "vmr-1")->state == awaited_state;
 }
 
 static gboolean
@@ -107,7 +98,8 @@ state_left (EngineFixture *f)
 static const gchar *
 policy_member (EngineFixture *f, const gchar *name)
 {
-    g_autoptr (JsonObject) obj = vmr_engine_job_to_json (f->engine, job_1 (f));
+    g_autoptr (JsonObject) obj
+        = vmr_engine_job_to_json (f->engine, engine_fixture_job (f, "vmr-1"));
     JsonObject *policy = json_object_get_object_member (obj, "policy");
     const gchar *value = json_object_get_string_member_with_default (policy, name, NULL);
 
@@ -130,7 +122,7 @@ run_phase (EngineFixture *f, const LoadPhase *phase)
     g_assert_cmpstr (calls, ==, phase->calls);
     g_assert_cmpstr (policy_member (f, "decision"), ==, phase->decision);
     /* what the policy pauses, it resumes: no pause of a user's */
-    g_assert_false (job_1 (f)->user_paused);
+    g_assert_false (engine_fixture_job (f, "vmr-1")->user_paused);
 }
 
 static void
@@ -146,7 +138,8 @@ test_load (gconstpointer data)
     for (guint i = 0; i < G_N_ELEMENTS (tc->phases) && tc->phases[i].calls != NULL; i++)
         run_phase (&f, &tc->phases[i]);
     if (tc->reason != NULL)
-        g_assert_true (g_pattern_match_simple (tc->reason, job_1 (&f)->reason));
+        g_assert_true (
+            g_pattern_match_simple (tc->reason, engine_fixture_job (&f, "vmr-1")->reason));
     if (tc->engine.steps[1].kind != STEP_END)
         g_assert_true (engine_fixture_run_step (&f, 1, &tc->engine.steps[1]));
     engine_fixture_teardown (&f);
@@ -159,7 +152,7 @@ static const EngineStep cancelled = CANCEL_AT_THE_END;
 static gboolean
 progress_reached (EngineFixture *f)
 {
-    return job_1 (f)->done_bytes == awaited_done;
+    return engine_fixture_job (f, "vmr-1")->done_bytes == awaited_done;
 }
 
 /* QEMU reports @done bytes copied of vmr-1, and a job the engine does not know */
@@ -186,7 +179,7 @@ test_progress (void)
     g_assert_true (engine_fixture_run_step (&f, 0, &copying));
     report_progress (&f, ENGINE_DISK_SIZE / 4);
     report_progress (&f, ENGINE_DISK_SIZE / 2);
-    obj = vmr_engine_job_to_json (f.engine, job_1 (&f));
+    obj = vmr_engine_job_to_json (f.engine, engine_fixture_job (&f, "vmr-1"));
     progress = json_object_get_object_member (obj, "progress");
     g_assert_cmpint (json_object_get_int_member (progress, "total"), ==, ENGINE_DISK_SIZE);
     g_assert_cmpint (json_object_get_int_member (progress, "backlog"), ==, ENGINE_DISK_SIZE / 2);

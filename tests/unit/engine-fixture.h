@@ -140,6 +140,16 @@ gboolean engine_fixture_wait_for (gboolean (*cond) (EngineFixture *f), EngineFix
 /* the fake backend of @domain (transfer none) */
 FakeBackend *engine_fixture_backend (EngineFixture *f, const gchar *domain);
 
+/* the job @id, which must exist (transfer none) */
+static inline VmrJob *
+engine_fixture_job (EngineFixture *f, const gchar *id)
+{
+    VmrJob *job = vmr_engine_lookup_job (f->engine, id, NULL);
+
+    g_assert_nonnull (job);
+    return job;
+}
+
 /* "vmr-1 copying, vmr-2 queued (max-parallel)" */
 gchar *engine_fixture_describe_jobs (EngineFixture *f);
 
@@ -154,5 +164,6 @@ void engine_add_group_cases (void);
 void engine_add_domain_cases (void);
 void engine_add_policy_cases (void);
 void engine_add_adaptive_cases (void);
+void engine_add_converge_cases (void);
 
 G_END_DECLS

@@ -3,7 +3,8 @@
  * the user's commands in every state, failures in every state, and the
  * orders of events a real QEMU cannot be made to show on demand. The groups
  * and the admission limits are in engine-cases-group.c, the life of domains
- * and the restart of the daemon in engine-cases-domain.c.
+ * and the restart of the daemon in engine-cases-domain.c, a copy that does
+ * not converge and a copy's deadline in engine-cases-converge.c.
  */
 #define G_LOG_DOMAIN "vmr-test"
 
@@ -275,5 +276,6 @@ main (int argc, char **argv)
     engine_add_domain_cases ();
     engine_add_policy_cases ();
     engine_add_adaptive_cases ();
+    engine_add_converge_cases ();
     return g_test_run ();
 }

@@ -208,6 +208,9 @@ test_job_load_unfinished (void)
     running->ready = TRUE;
     running->total_bytes = 1000;
     running->done_bytes = 400;
+    running->converged_by = "speed";
+    running->converged_us = 5;
+    running->convergence_reason = g_strdup ("backlog 600 B not shrinking over 1m");
     g_assert_true (vmr_job_set_state (running, S (COPYING), NULL, 6));
     g_assert_true (vmr_job_set_state (running, S (SYNCED), NULL, 7));
     g_assert_true (vmr_job_set_state (running, S (PAUSED), NULL, 8));
@@ -254,6 +257,12 @@ test_job_load_unfinished (void)
     g_assert_true (a->ready);
     g_assert_cmpuint (a->total_bytes, ==, 1000);
     g_assert_cmpuint (a->done_bytes, ==, 400);
+    /* a copy set to full speed to converge stays so after a restart */
+    g_assert_cmpstr (a->converged_by, ==, "speed");
+    g_assert_cmpint (a->converged_us, ==, 5);
+    g_assert_cmpstr (a->convergence_reason, ==, "backlog 600 B not shrinking over 1m");
+    g_assert_true (vmr_job_converges_at_full_speed (a));
+    g_assert_null (b->converged_by);
     g_assert_cmpint (a->state, ==, S (PAUSED));
     g_assert_cmpuint (a->history->len, ==, 4);
     g_assert_cmpint (g_array_index (a->history, VmrJobTransition, 3).time_us, ==, 8);

@@ -442,7 +442,7 @@ test_json_cli_job (void)
         " \"speed\": \"fast\", \"progress\": [1, 2], \"created\": \"today\", \"updated\": {},"
         " \"policy\": {\"decision\": 3, \"reason\": [], \"held\": \"long\","
         " \"base-speed\": -1, \"user-paused\": null, \"guest-iops\": [5, {}, [], null, 7],"
-        " \"guest-latency-us\": \"slow\"}}",
+        " \"guest-latency-us\": \"slow\"}, \"convergence\": {\"state\": 1, \"by\": 2}}",
         &error);
 
     g_assert_no_error (error);
@@ -473,6 +473,8 @@ test_json_cli_job (void)
     g_assert_cmpint (g_array_index (job->guest_iops, gint64, 0), ==, 5);
     g_assert_cmpint (g_array_index (job->guest_iops, gint64, 1), ==, 7);
     g_assert_cmpfloat (job->guest_latency_us, <, 0);
+    g_assert_null (job->convergence_state);
+    g_assert_null (vmr_cli_job_format_convergence (job));
 }
 
 /* a job as the daemon sends it */
@@ -481,7 +483,9 @@ static const gchar valid_cli_job[]
       " \"destination\": \"/new/web01.raw\", \"reason\": null, \"speed\": 65536,"
       " \"progress\": {\"total\": 1000, \"done\": 400, \"rate\": 100, \"eta\": 6.0},"
       " \"created\": 1700000000000000, \"policy\": {\"decision\": \"throttle\", \"held\": 2.5,"
-      " \"base-speed\": 1048576, \"guest-iops\": [120, 340], \"guest-latency-us\": 250}}";
+      " \"base-speed\": 1048576, \"guest-iops\": [120, 340], \"guest-latency-us\": 250},"
+      " \"convergence\": {\"state\": \"converging\", \"by\": \"write-blocking\","
+      " \"since\": 1700000000000000, \"reason\": \"backlog 812 MiB not shrinking over 1m\"}}";
 
 /* ... is read as it was before the CLI used vmr-json */
 static void
@@ -489,6 +493,7 @@ test_json_cli_job_valid (void)
 {
     g_autoptr (GError) error = NULL;
     g_autoptr (VmrCliJob) job = parse_cli_job (valid_cli_job, &error);
+    g_autofree gchar *convergence = NULL;
 
     g_assert_no_error (error);
     g_assert_cmpstr (job->domain, ==, "web01");
@@ -510,6 +515,12 @@ test_json_cli_job_valid (void)
     g_assert_cmpuint (job->guest_iops->len, ==, 2);
     g_assert_cmpint (g_array_index (job->guest_iops, gint64, 1), ==, 340);
     g_assert_cmpfloat (job->guest_latency_us, ==, 250);
+    g_assert_cmpstr (job->convergence_state, ==, "converging");
+    g_assert_cmpstr (job->converged_by, ==, "write-blocking");
+    g_assert_cmpint (job->converged_since, ==, 1700000000000000);
+    convergence = vmr_cli_job_format_convergence (job);
+    g_assert_true (g_str_has_prefix (convergence, "converging by write-blocking since "));
+    g_assert_true (g_str_has_suffix (convergence, ": backlog 812 MiB not shrinking over 1m"));
 }
 
 /* a QMP schema from a peer: entries of the wrong shape are passed over */
