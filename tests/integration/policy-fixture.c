@@ -333,3 +333,94 @@ assert_shown (VmrHarness *h, const gchar *key, const gchar *expected)
 
     g_assert_cmpstr (value, ==, expected);
 }
+
+void
+guest_copy_clear (GuestCopy *c)
+{
+    g_clear_pointer (&c->source, g_free);
+    g_clear_pointer (&c->expected, g_free);
+    g_clear_pointer (&c->dest, g_free);
+    g_clear_pointer (&c->id, g_free);
+}
+
+void
+idle_guest_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *job, gsize size,
+                  const gchar *policy)
+{
+    g_autoptr (VmrConsoleLine) ready = NULL;
+
+    g_free (start_policy_daemon (h, policy));
+    c->source = boot_guest (h, job, size);
+    c->expected = vmr_harness_expected_path (c->source);
+    c->dest = vmr_harness_path (h, "dest.raw");
+    ready = vmr_harness_guest_wait_line (h, "VMR-READY", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S);
+}
+
+void
+busy_guest_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *load, gsize size,
+                  const gchar *policy)
+{
+    idle_guest_start (h, c, load, size, QUIET_POLICY);
+    c->guest_iops = wait_load_baseline (h);
+    c->threshold = threshold_below (c->guest_iops);
+    reload_policy_with (h, policy, c->threshold);
+}
+
+void
+busy_copy_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *load, const gchar *policy)
+{
+    busy_guest_start (h, c, load, DISK_SIZE, policy);
+    c->id = vmr_harness_migrate (h, "vm", "disk0", c->dest, NULL);
+}
+
+void
+assert_verify_guest (VmrHarness *h, gint64 completed_us, const gchar *source, const gchar *dest,
+                     gsize size)
+{
+    g_autoptr (VmrConsoleLine) done = NULL;
+    g_autoptr (VmrConsoleLine) verified = NULL;
+    g_autoptr (VmrConsoleLine) job_line = NULL;
+    g_autoptr (GArray) after = NULL;
+    g_autofree gchar *expected = NULL;
+    guint64 written = 0, checked = 0;
+    gboolean wrote_after = FALSE;
+    const gchar *size_field;
+    guint64 region;
+
+    done = vmr_harness_guest_wait_line (h, "VMR-DONE", 120);
+    note_guest_load (h);
+    g_test_message ("the pivot came %.1f s before VMR-DONE",
+                    (gdouble) (done->real_us - completed_us) / G_USEC_PER_SEC);
+    assert_contains (done->text, "VMR-DONE verify ok", "the guest's result");
+    g_assert_cmpint (done->real_us, >, completed_us);
+    /* some of the blocks checked were written to the destination only */
+    after = vmr_harness_guest_get_iops (h);
+    for (guint i = 0; i < after->len; i++) {
+        const VmrGuestIops *sample = &g_array_index (after, VmrGuestIops, i);
+
+        if (sample->real_us > completed_us + G_USEC_PER_SEC && sample->write_iops > 0)
+            wrote_after = TRUE;
+    }
+    if (!wrote_after)
+        vmr_fail ("the guest wrote nothing after the pivot: the copy outlasted its writes");
+    verified = vmr_harness_guest_wait_line (h, "VMR-VERIFIED", 1);
+    g_assert_cmpint (sscanf (strstr (verified->text, "VMR-VERIFIED"),
+                             "VMR-VERIFIED %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &written,
+                             &checked),
+                     ==, 2);
+    g_assert_cmpuint (written, >, 0);
+    g_assert_cmpuint (checked, ==, written);
+    vmr_harness_quit_qemu (h);
+    /*
+     * fio verified in the guest what it wrote, the first REGION bytes; beyond
+     * them nothing wrote, so the destination must hold the source's pattern
+     */
+    job_line = vmr_harness_guest_wait_line (h, "VMR-JOB verify", 1);
+    size_field = strstr (job_line->text, " size=");
+    g_assert_nonnull (size_field);
+    region = g_ascii_strtoull (size_field + strlen (" size="), NULL, 10);
+    g_assert_cmpuint (region, >, 0);
+    g_assert_cmpuint (region, <, size);
+    expected = vmr_harness_expected_path (source);
+    vmr_harness_assert_range_equals (dest, expected, region, size - region);
+}

@@ -111,4 +111,42 @@ gchar *shown_value (VmrHarness *h, const gchar *key);
 /* `policy show` gives @key the value @expected */
 void assert_shown (VmrHarness *h, const gchar *key, const gchar *expected);
 
+/* a guest and the copy of its disk */
+typedef struct {
+    gchar *source;
+    gchar *expected;
+    gchar *dest;
+    gchar *id;          /* the copy's job */
+    guint threshold;    /* the policy's threshold, from the guest's rate */
+    gdouble guest_iops; /* the guest's rate before the copy, from its own reports */
+} GuestCopy;
+
+void guest_copy_clear (GuestCopy *c);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (GuestCopy, guest_copy_clear)
+
+/* the daemon on @policy, the guest booted with @job on a disk of @size and ready */
+void idle_guest_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *job, gsize size,
+                       const gchar *policy);
+
+/*
+ * The daemon on a policy without thresholds, the guest booted with @load on
+ * a disk of @size; once the load runs, @policy with its THRESHOLD a quarter
+ * of the guest's rate, reloaded. The copy is not started yet
+ */
+void busy_guest_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *load, gsize size,
+                       const gchar *policy);
+
+/* busy_guest_start() on a DISK_SIZE disk, then the migration of its disk */
+void busy_copy_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *load,
+                      const gchar *policy);
+
+/*
+ * The verify guest's own check after a copy of its @size disk that
+ * completed at @completed_us (wall clock): the pivot came while it still
+ * wrote, and it read back right every block it wrote. Then QEMU quits, and
+ * the destination holds the source's pattern beyond the region it wrote
+ */
+void assert_verify_guest (VmrHarness *h, gint64 completed_us, const gchar *source,
+                          const gchar *dest, gsize size);
+
 G_END_DECLS

@@ -26,45 +26,6 @@
 
 /* ---- a busy guest delays, throttles, pauses ---- */
 
-/* a guest under load and the copy of its disk */
-typedef struct {
-    gchar *source;
-    gchar *expected;
-    gchar *dest;
-    gchar *id;       /* the copy's job */
-    guint threshold; /* the policy's threshold, from the guest's rate */
-} BusyCopy;
-
-static void
-busy_copy_clear (BusyCopy *c)
-{
-    g_clear_pointer (&c->source, g_free);
-    g_clear_pointer (&c->expected, g_free);
-    g_clear_pointer (&c->dest, g_free);
-    g_clear_pointer (&c->id, g_free);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (BusyCopy, busy_copy_clear)
-
-/*
- * The daemon on a policy without thresholds, the guest booted with @load;
- * once the load runs, @policy with its THRESHOLD a quarter of the guest's
- * rate, reloaded; then the migration of its disk
- */
-static void
-busy_copy_start (VmrHarness *h, BusyCopy *c, const VmrHarnessGuestJob *load, const gchar *policy)
-{
-    g_autoptr (VmrConsoleLine) ready = NULL;
-
-    g_free (start_policy_daemon (h, QUIET_POLICY));
-    c->source = boot_guest (h, load, DISK_SIZE);
-    c->expected = vmr_harness_expected_path (c->source);
-    c->dest = vmr_harness_path (h, "dest.raw");
-    ready = vmr_harness_guest_wait_line (h, "VMR-READY", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S);
-    c->threshold = threshold_below (wait_load_baseline (h));
-    reload_policy_with (h, policy, c->threshold);
-    c->id = vmr_harness_migrate (h, "vm", "disk0", c->dest, NULL);
-}
-
 /*
  * A guest busy above iops-delay: the job waits in `delayed`, nothing in
  * QEMU, until the load has ended and hold has passed; then it copies and
@@ -79,7 +40,7 @@ test_delay_while_busy (VmrHarness *h, gconstpointer user_data)
                                   "resume-below = 50%\n"
                                   "hold = 3s\n";
     const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 15, "randread", NULL, "idle" };
-    g_auto (BusyCopy) c = { 0 };
+    g_auto (GuestCopy) c = { 0 };
     g_autoptr (VmrConsoleLine) done = NULL;
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (JsonObject) final = NULL;
@@ -131,7 +92,7 @@ test_throttle_while_busy (VmrHarness *h, gconstpointer user_data)
                                   "resume-below = 50%\n"
                                   "hold = 3s\n";
     const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 15, "randread", NULL, "idle" };
-    g_auto (BusyCopy) c = { 0 };
+    g_auto (GuestCopy) c = { 0 };
     g_autoptr (VmrConsoleLine) done = NULL;
     g_autoptr (JsonObject) throttled = NULL;
     g_autoptr (JsonObject) copying = NULL;
@@ -248,11 +209,7 @@ test_copy_not_counted (VmrHarness *h, gconstpointer user_data)
     static const gchar policy[] = "[defaults]\n"
                                   "sample-interval = 500ms\n";
     const VmrHarnessGuestJob idle = { "idle", 0, 1, NULL, NULL, NULL };
-    g_autofree gchar *source = NULL;
-    g_autofree gchar *expected = NULL;
-    g_autofree gchar *dest = NULL;
-    g_autofree gchar *id = NULL;
-    g_autoptr (VmrConsoleLine) ready = NULL;
+    g_auto (GuestCopy) c = { 0 };
     g_autoptr (JsonObject) final = NULL;
     g_autoptr (GString) seen = g_string_new (NULL);
     gint64 highest = 0;
@@ -260,20 +217,16 @@ test_copy_not_counted (VmrHarness *h, gconstpointer user_data)
 
     if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
         return;
-    g_free (start_policy_daemon (h, policy));
-    source = boot_guest (h, &idle, 256 * MIB);
-    expected = vmr_harness_expected_path (source);
-    dest = vmr_harness_path (h, "dest.raw");
-    ready = vmr_harness_guest_wait_line (h, "VMR-READY", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S);
+    idle_guest_start (h, &c, &idle, 256 * MIB, policy);
 
     /*
      * about four seconds of copying, eight samples. The mirror reads 64 MiB/s
      * in requests of at most 1 MiB: counted as guest I/O, that would show as
      * 64 IOPS or more
      */
-    id = vmr_harness_migrate (h, "vm", "disk0", dest, "--speed", "64M", NULL);
+    c.id = vmr_harness_migrate (h, "vm", "disk0", c.dest, "--speed", "64M", NULL);
     while (TRUE) {
-        g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, c.id);
         JsonArray *iops = vmr_harness_json_array (job_policy (job), "guest-iops");
         const gchar *state = job_state (job);
 
@@ -300,8 +253,8 @@ test_copy_not_counted (VmrHarness *h, gconstpointer user_data)
                   highest, seen->str);
     /* enough of the copy was watched for the check to mean something */
     g_assert_cmpuint (polls, >=, 6);
-    final = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
-    vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
+    final = vmr_harness_wait_job (h, c.id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_assert_migrated (h, c.id, "disk0", c.source, c.dest, "raw", c.expected);
 }
 
 /* ---- the guest's own check ---- */
@@ -329,22 +282,13 @@ test_verify_guest (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *dest = NULL;
     g_autofree gchar *id = NULL;
     g_autoptr (VmrConsoleLine) ready = NULL;
-    g_autoptr (VmrConsoleLine) done = NULL;
-    g_autoptr (VmrConsoleLine) verified = NULL;
-    g_autoptr (GArray) after = NULL;
     g_autoptr (JsonObject) throttled = NULL;
     g_autoptr (JsonObject) paused = NULL;
     g_autoptr (JsonObject) still = NULL;
     g_autoptr (JsonObject) final = NULL;
     g_autoptr (VmrCliResult) pause = NULL;
     g_autoptr (VmrCliResult) resume = NULL;
-    guint64 written = 0, checked = 0;
     gint64 completed;
-    gboolean wrote_after = FALSE;
-    g_autoptr (VmrConsoleLine) job_line = NULL;
-    g_autofree gchar *expected = NULL;
-    const gchar *size_field;
-    guint64 region;
 
     if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
         return;
@@ -378,43 +322,8 @@ test_verify_guest (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_disk_on (h, "disk0", dest);
     vmr_harness_assert_node_released (h, source);
 
-    done = vmr_harness_guest_wait_line (h, "VMR-DONE", 120);
-    note_guest_load (h);
-    g_test_message ("the pivot came %.1f s before VMR-DONE",
-                    (gdouble) (done->real_us - completed) / G_USEC_PER_SEC);
-    assert_contains (done->text, "VMR-DONE verify ok", "the guest's result");
-    g_assert_cmpint (done->real_us, >, completed);
-    /* some of the blocks checked were written to the destination only */
-    after = vmr_harness_guest_get_iops (h);
-    for (guint i = 0; i < after->len; i++) {
-        const VmrGuestIops *sample = &g_array_index (after, VmrGuestIops, i);
-
-        if (sample->real_us > completed + G_USEC_PER_SEC && sample->write_iops > 0)
-            wrote_after = TRUE;
-    }
-    if (!wrote_after)
-        vmr_fail ("the guest wrote nothing after the pivot: the copy outlasted its writes");
-    verified = vmr_harness_guest_wait_line (h, "VMR-VERIFIED", 1);
-    g_assert_cmpint (sscanf (strstr (verified->text, "VMR-VERIFIED"),
-                             "VMR-VERIFIED %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &written,
-                             &checked),
-                     ==, 2);
-    g_assert_cmpuint (written, >, 0);
-    g_assert_cmpuint (checked, ==, written);
     vmr_harness_assert_job_record (h, id, "completed");
-    vmr_harness_quit_qemu (h);
-    /*
-     * fio verified in the guest what it wrote, the first REGION bytes; beyond
-     * them nothing wrote, so the destination must hold the source's pattern
-     */
-    job_line = vmr_harness_guest_wait_line (h, "VMR-JOB verify", 1);
-    size_field = strstr (job_line->text, " size=");
-    g_assert_nonnull (size_field);
-    region = g_ascii_strtoull (size_field + strlen (" size="), NULL, 10);
-    g_assert_cmpuint (region, >, 0);
-    g_assert_cmpuint (region, <, DISK_SIZE);
-    expected = vmr_harness_expected_path (source);
-    vmr_harness_assert_range_equals (dest, expected, region, DISK_SIZE - region);
+    assert_verify_guest (h, completed, source, dest, DISK_SIZE);
 }
 
 int
