@@ -337,6 +337,14 @@ clamp_decision (const VmrControllerConfig *config, VmrControllerDecision *out)
 {
     guint64 clamped
         = out->speed == 0 ? config->max_speed : clamp_speed (config, (gdouble) out->speed);
+
+    /* a cap no storage reaches is no cap: without max-speed it becomes unlimited */
+    if (config->max_speed == 0 && out->speed > VMR_CONTROLLER_NO_CAP_ABOVE) {
+        gchar *reason = g_strdup_printf ("%s; unlimited", out->reason);
+
+        set_decision (out, out->kind, 0, reason);
+        return;
+    }
     g_autofree gchar *limit = NULL;
     gchar *reason;
 

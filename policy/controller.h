@@ -77,6 +77,9 @@
 
 G_BEGIN_DECLS
 
+/* a cap above this, with max-speed unlimited, is made unlimited: no storage moves 64 GiB/s */
+#define VMR_CONTROLLER_NO_CAP_ABOVE (G_GUINT64_CONSTANT (64) << 30)
+
 typedef struct {
     gdouble target_harm; /* the fraction of its performance the guest may lose, e.g. 0.05 */
     guint64 min_speed;   /* bytes/s, > 0: a copy must go on */
