@@ -18,6 +18,13 @@
 #include "guest-disk.h"
 #include "vmr-error.h"
 
+#ifndef VMR_BENCH_GUEST_BUILD
+#define VMR_BENCH_GUEST_BUILD "tests/guest/build-guest"
+#endif
+#ifndef VMR_BENCH_GUEST_DIR
+#define VMR_BENCH_GUEST_DIR "build/guest"
+#endif
+
 /* the guest boots in 5 to 8 s under TCG; fio starts within a minute of that */
 #define BOOT_TIMEOUT_S 120
 #define LOAD_TIMEOUT_S 60
@@ -26,6 +33,14 @@ void
 vmr_bench_guest_clear (VmrBenchGuest *self)
 {
     vmr_bench_guest_stop (self);
+    if (self->run_dir != NULL)
+        vmr_bench_remove_dirs (self->run_dir, self->image_dir,
+                               g_getenv ("VMR_BENCH_KEEP_DIR") != NULL);
+    g_clear_pointer (&self->run_dir, g_free);
+    g_clear_pointer (&self->image_dir, g_free);
+    g_clear_pointer (&self->control_socket, g_free);
+    g_clear_pointer (&self->qemu_monitor, g_free);
+    g_clear_pointer (&self->bench_monitor, g_free);
     g_clear_pointer (&self->kernel, g_free);
     g_clear_pointer (&self->initrd, g_free);
     g_clear_pointer (&self->qemu_version, g_free);
@@ -33,9 +48,30 @@ vmr_bench_guest_clear (VmrBenchGuest *self)
 }
 
 gboolean
-vmr_bench_guest_find (VmrBenchGuest *self, const gchar *guest_build, const gchar *guest_dir,
-                      GError **error)
+vmr_bench_guest_make_dirs (VmrBenchGuest *self, const gchar *daemon_path, const gchar *image_parent,
+                           guint timeout_s, GError **error)
 {
+    if (!vmr_bench_make_dirs (image_parent, &self->run_dir, &self->image_dir, error))
+        return FALSE;
+    self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
+    self->qemu_monitor = g_build_filename (self->run_dir, "qmp.sock", NULL);
+    self->bench_monitor = g_build_filename (self->run_dir, "bench.sock", NULL);
+    self->daemon_spec = (VmrBenchDaemonSpec){
+        .daemon_path = daemon_path,
+        .run_dir = self->run_dir,
+        .control_socket = self->control_socket,
+        .timeout_s = timeout_s,
+    };
+    return TRUE;
+}
+
+gboolean
+vmr_bench_guest_find (VmrBenchGuest *self, const gchar *guest_opt, GError **error)
+{
+    g_autofree gchar *guest_dir
+        = vmr_bench_pick_program (guest_opt, "VMR_GUEST_DIR", VMR_BENCH_GUEST_DIR);
+    g_autofree gchar *guest_build
+        = vmr_bench_pick_program (NULL, "VMR_GUEST_BUILD", VMR_BENCH_GUEST_BUILD);
     const gchar *argv[] = { guest_build, "--out", guest_dir, NULL };
     g_autofree gchar *err = NULL;
     gint status = 0;
@@ -382,4 +418,15 @@ vmr_bench_guest_attach_settle (VmrBenchGuest *self, VmrQmpClient *control, gbool
                < 0)
         return FALSE;
     return vmr_bench_guest_sleep (self, settle_s, error);
+}
+
+void
+vmr_bench_guest_print_host (const VmrBenchGuest *self, const gchar *load_at_start)
+{
+    g_autofree gchar *load_at_end = vmr_bench_load_average ();
+
+    g_print ("\n  QEMU %s (TCG, 1 vCPU, 256 MiB), %u CPUs, load average %s at the start, %s at "
+             "the end\n",
+             self->qemu_version != NULL ? self->qemu_version : "?", g_get_num_processors (),
+             load_at_start, load_at_end);
 }

@@ -9,6 +9,7 @@
 
 #include <gio/gio.h>
 
+#include "bench-process.h"
 #include "guest-console.h"
 #include "qmp-client.h"
 #include "vmr-json.h"
@@ -21,13 +22,17 @@ G_BEGIN_DECLS
 typedef struct {
     /* set by the bench */
     const gchar *qemu_path;
-    const gchar *run_dir;       /* QEMU's working directory and its logs */
-    const gchar *qemu_monitor;  /* the daemon's QMP socket */
-    const gchar *bench_monitor; /* the bench's own QMP socket */
     const gboolean *interrupted;
     guint start_timeout_s;
     guint stop_timeout_s;
     guint job_timeout_s;
+    /* set by vmr_bench_guest_make_dirs () */
+    gchar *run_dir;                 /* sockets, logs, the daemon's states; QEMU's working dir */
+    gchar *image_dir;               /* the images */
+    gchar *control_socket;          /* the daemon's */
+    gchar *qemu_monitor;            /* the daemon's QMP socket of the guest */
+    gchar *bench_monitor;           /* the bench's own QMP socket of the guest */
+    VmrBenchDaemonSpec daemon_spec; /* borrows the paths above */
     /* set by vmr_bench_guest_find () */
     gchar *kernel;
     gchar *initrd;
@@ -44,16 +49,38 @@ typedef struct {
     gchar *job_final;       /* that state */
 } VmrBenchGuest;
 
-/* stops the guest and frees what the struct owns; the struct itself is the caller's */
+/*
+ * Makes the bench's directories (vmr_bench_make_dirs ()) and the paths in
+ * them, and the spec of a daemon @daemon_path that answers within
+ * @timeout_s.
+ */
+gboolean vmr_bench_guest_make_dirs (VmrBenchGuest *self, const gchar *daemon_path,
+                                    const gchar *image_parent, guint timeout_s, GError **error);
+
+/*
+ * Stops the guest, removes the directories (kept, and named on stderr, when
+ * VMR_BENCH_KEEP_DIR is set) and frees what the struct owns; the struct
+ * itself is the caller's.
+ */
 void vmr_bench_guest_clear (VmrBenchGuest *self);
 
 /*
- * (Re)builds the test guest with @guest_build into @guest_dir when the script
- * is there, and sets the kernel and initrd; FALSE with @error set when there
- * is no guest.
+ * Finds the test guest: in @guest_opt, else $VMR_GUEST_DIR, else the
+ * build's; (re)builds it there first when the build script is there
+ * ($VMR_GUEST_BUILD, else the source tree's). Sets the kernel and initrd;
+ * FALSE with @error set when there is no guest.
  */
-gboolean vmr_bench_guest_find (VmrBenchGuest *self, const gchar *guest_build,
-                               const gchar *guest_dir, GError **error);
+gboolean vmr_bench_guest_find (VmrBenchGuest *self, const gchar *guest_opt, GError **error);
+
+/* the --guest option of the benches that boot the test guest */
+#define VMR_BENCH_OPTION_GUEST(guest_opt)                                                          \
+    {                                                                                              \
+        "guest", 'g', 0, G_OPTION_ARG_FILENAME, (guest_opt),                                       \
+            "The test guest's directory (env VMR_GUEST_DIR; built there if needed)", "DIR"         \
+    }
+
+/* the line on QEMU and the host under the figures: @load_at_start, and the load now */
+void vmr_bench_guest_print_host (const VmrBenchGuest *self, const gchar *load_at_start);
 
 /*
  * Boots the guest on @image with "vmr.job=load ... @load_args" (e.g.

@@ -49,12 +49,6 @@
 #ifndef VMR_BENCH_POLICY
 #define VMR_BENCH_POLICY "data/policy.conf"
 #endif
-#ifndef VMR_BENCH_GUEST_BUILD
-#define VMR_BENCH_GUEST_BUILD "tests/guest/build-guest"
-#endif
-#ifndef VMR_BENCH_GUEST_DIR
-#define VMR_BENCH_GUEST_DIR "build/guest"
-#endif
 
 #define MIB             (1024 * 1024)
 #define START_TIMEOUT_S 30
@@ -68,8 +62,6 @@ typedef struct {
     gchar *daemon_path;
     gchar *qemu_path;
     gchar *policy_path;
-    gchar *guest_build;
-    gchar *guest_dir;
     guint iops;
     guint64 disk_size;
     guint settle_s;
@@ -77,17 +69,11 @@ typedef struct {
     guint after_gap_s;
     guint after_s;
     /* places */
-    gchar *run_dir;
-    gchar *image_dir;
-    gchar *control_socket;
-    gchar *qemu_monitor;
-    gchar *bench_monitor;
     gchar *empty_policy;
     /* processes */
     GSubprocess *daemon;
     VmrQmpClient *control;
-    VmrBenchGuest guest;            /* the guest, and the run's one job */
-    VmrBenchDaemonSpec daemon_spec; /* borrows the paths above */
+    VmrBenchGuest guest; /* the guest, its places, and the run's one job */
     guint run_number;
     gboolean interrupted;
 } Bench;
@@ -97,7 +83,7 @@ typedef struct {
 static gboolean
 start_daemon (Bench *self, const gchar *policy, GError **error)
 {
-    self->daemon = vmr_bench_start_daemon (&self->daemon_spec, policy, self->run_number,
+    self->daemon = vmr_bench_start_daemon (&self->guest.daemon_spec, policy, self->run_number,
                                            &self->control, NULL, error);
     if (self->daemon == NULL)
         return FALSE;
@@ -147,7 +133,8 @@ describe_job (JsonObject *job, RunResult *result)
 static gboolean
 run_once (Bench *self, Variant variant, const gchar *source, RunResult *result, GError **error)
 {
-    g_autofree gchar *dest = g_strdup_printf ("%s/dest-%u.raw", self->image_dir, self->run_number);
+    g_autofree gchar *dest
+        = g_strdup_printf ("%s/dest-%u.raw", self->guest.image_dir, self->run_number);
     g_autofree gchar *load_args = g_strdup_printf ("vmr.iops=%u", self->iops);
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (GArray) iops = NULL;
@@ -225,22 +212,9 @@ bench_free (Bench *self)
 {
     vmr_bench_guest_stop (&self->guest);
     stop_daemon (self);
-    if (self->image_dir != NULL && g_strcmp0 (self->image_dir, self->run_dir) != 0)
-        vmr_bench_remove_tree (self->image_dir);
-    if (g_getenv ("VMR_BENCH_KEEP_DIR") == NULL)
-        vmr_bench_remove_tree (self->run_dir);
-    else
-        g_printerr ("kept %s\n", self->run_dir);
     g_free (self->daemon_path);
     g_free (self->qemu_path);
     g_free (self->policy_path);
-    g_free (self->guest_build);
-    g_free (self->guest_dir);
-    g_free (self->run_dir);
-    g_free (self->image_dir);
-    g_free (self->control_socket);
-    g_free (self->qemu_monitor);
-    g_free (self->bench_monitor);
     g_free (self->empty_policy);
     vmr_bench_guest_clear (&self->guest);
     g_free (self);
@@ -251,22 +225,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (Bench, bench_free)
 static gboolean
 make_dirs (Bench *self, const gchar *image_parent, GError **error)
 {
-    if (!vmr_bench_make_dirs (image_parent, &self->run_dir, &self->image_dir, error))
+    if (!vmr_bench_guest_make_dirs (&self->guest, self->daemon_path, image_parent, START_TIMEOUT_S,
+                                    error))
         return FALSE;
-    self->control_socket = g_build_filename (self->run_dir, "virt-mirrord.sock", NULL);
-    self->daemon_spec = (VmrBenchDaemonSpec){
-        .daemon_path = self->daemon_path,
-        .run_dir = self->run_dir,
-        .control_socket = self->control_socket,
-        .timeout_s = START_TIMEOUT_S,
-    };
-    self->qemu_monitor = g_build_filename (self->run_dir, "qmp.sock", NULL);
-    self->bench_monitor = g_build_filename (self->run_dir, "bench.sock", NULL);
-    self->guest.run_dir = self->run_dir;
-    self->guest.qemu_monitor = self->qemu_monitor;
-    self->guest.bench_monitor = self->bench_monitor;
     /* [defaults] alone: the built-in values, no limit of any kind */
-    self->empty_policy = g_build_filename (self->run_dir, "unthrottled.conf", NULL);
+    self->empty_policy = g_build_filename (self->guest.run_dir, "unthrottled.conf", NULL);
     return g_file_set_contents (self->empty_policy, "[defaults]\n", -1, error);
 }
 
@@ -308,8 +271,7 @@ main (int argc, char **argv)
         { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
           "The policy of the second variant (default: the example, data/policy.conf)", "FILE" },
         VMR_BENCH_OPTION_DIR (&dir_opt),
-        { "guest", 'g', 0, G_OPTION_ARG_FILENAME, &guest_opt,
-          "The test guest's directory (env VMR_GUEST_DIR; built there if needed)", "DIR" },
+        VMR_BENCH_OPTION_GUEST (&guest_opt),
         VMR_BENCH_OPTION_DAEMON (&daemon_opt),
         VMR_BENCH_OPTION_QEMU (&qemu_opt),
         { NULL },
@@ -318,7 +280,6 @@ main (int argc, char **argv)
     g_autoptr (GError) error = NULL;
     g_autoptr (Bench) self = g_new0 (Bench, 1);
     g_autofree gchar *load_at_start = NULL;
-    g_autofree gchar *load_at_end = NULL;
     g_autofree gchar *source = NULL;
     Figures figures[N_VARIANTS];
     gboolean ok;
@@ -339,8 +300,6 @@ main (int argc, char **argv)
     self->daemon_path = vmr_bench_pick_program (daemon_opt, "VMR_DAEMON", VMR_BENCH_DAEMON);
     self->qemu_path = vmr_bench_pick_program (qemu_opt, "VMR_QEMU", "qemu-system-x86_64");
     self->policy_path = vmr_bench_pick_program (policy_opt, NULL, VMR_BENCH_POLICY);
-    self->guest_dir = vmr_bench_pick_program (guest_opt, "VMR_GUEST_DIR", VMR_BENCH_GUEST_DIR);
-    self->guest_build = vmr_bench_pick_program (NULL, "VMR_GUEST_BUILD", VMR_BENCH_GUEST_BUILD);
     self->iops = (guint) iops;
     self->disk_size = (guint64) disk_mib * MIB;
     self->settle_s = (guint) settle_s;
@@ -360,12 +319,12 @@ main (int argc, char **argv)
         bench_policy_figures_init (&figures[v]);
 
     load_at_start = vmr_bench_load_average ();
-    ok = vmr_bench_guest_find (&self->guest, self->guest_build, self->guest_dir, &error)
+    ok = vmr_bench_guest_find (&self->guest, guest_opt, &error)
          && make_dirs (self, dir_opt, &error);
     if (ok) {
         gint64 start = g_get_monotonic_time ();
 
-        source = g_build_filename (self->image_dir, "source.raw", NULL);
+        source = g_build_filename (self->guest.image_dir, "source.raw", NULL);
         g_printerr ("writing a %d MiB source image...", disk_mib);
         ok = vmr_bench_image_create_source (source, self->disk_size, 7, &error);
         g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
@@ -402,11 +361,7 @@ main (int argc, char **argv)
         return 1;
     }
 
-    load_at_end = vmr_bench_load_average ();
-    g_print ("\n  QEMU %s (TCG, 1 vCPU, 256 MiB), %u CPUs, load average %s at the start, %s at "
-             "the end\n",
-             self->guest.qemu_version != NULL ? self->guest.qemu_version : "?",
-             g_get_num_processors (), load_at_start, load_at_end);
+    vmr_bench_guest_print_host (&self->guest, load_at_start);
     bench_policy_print_summary (figures, only_policy ? VARIANT_POLICY : 0, TARGET_RATIO);
     g_print ("  data check: every run's destination equalled its source at the pivot: yes\n");
     for (guint v = 0; v < N_VARIANTS; v++)
