@@ -124,6 +124,12 @@ adaptive_print_job (const WorkloadRound *round, const JobResult *result)
 {
     g_autofree gchar *name = job_name (result);
 
+    if (result->timed_out)
+        g_print ("  %-5u %-11s %-10s no `synced` within %.0f s: cancelled, the disk stays; its "
+                 "time counts as %.0f s below\n",
+                 round->round, round->workload->name, name, result->migration_s,
+                 result->migration_s);
+
     if (result->before_iops <= 0)
         g_print ("  %-5u %-11s %-10s %7s %7s %6s %7s %7s %6s %7.1f %7.1f  %s\n", round->round,
                  round->workload->name, name, "-", "-", "-", "-", "-", "-", result->migration_s,

@@ -40,7 +40,6 @@
 
 #define MIB             (1024 * 1024)
 #define START_TIMEOUT_S 30
-#define JOB_TIMEOUT_S   600
 #define STOP_TIMEOUT_S  30
 /* the bracket of the static caps, MiB/s */
 #define BRACKET_START_MIB 64
@@ -53,6 +52,10 @@
 #define DIRTY_CHUNK     (64 * 1024)
 #define WRITE_SHARE     0.30
 #define CONVERGE_MARGIN 1.25
+/* the catch-up after a copy: see wait_caught_up () */
+#define CATCH_UP_MAX_S  60
+#define CATCH_UP_SPAN_S 3
+#define CATCH_UP_RATIO  1.10
 /* a bursty guest is measured over a whole busy + idle cycle */
 #define BURST_CYCLE_S 40
 /* a VMR-IOPS line of a bursty guest under this many IOPS is one of its idle seconds */
@@ -154,7 +157,55 @@ guest_iops (Bench *self, const Workload *workload, gint64 from, gint64 to, gdoub
     return vmr_guest_iops_mean (iops, from, to, latency_us, NULL);
 }
 
+/*
+ * After a copy that cost a fixed-rate guest I/Os, fio runs faster until it
+ * has made them up. Waits, at most CATCH_UP_MAX_S, until the guest's last
+ * CATCH_UP_SPAN_S seconds are back under CATCH_UP_RATIO times @steady_iops.
+ */
+static gboolean
+wait_caught_up (Bench *self, gdouble steady_iops, GError **error)
+{
+    gint64 until = g_get_monotonic_time () + CATCH_UP_MAX_S * G_USEC_PER_SEC;
+
+    while (g_get_monotonic_time () < until) {
+        g_autoptr (GArray) iops = vmr_guest_console_get_iops (self->guest.console);
+        gint64 now = g_get_monotonic_time ();
+        gdouble recent
+            = vmr_guest_iops_mean (iops, now - CATCH_UP_SPAN_S * G_USEC_PER_SEC, now, NULL, NULL);
+
+        if (recent <= CATCH_UP_RATIO * steady_iops)
+            return TRUE;
+        if (!vmr_bench_guest_sleep (&self->guest, 1, error))
+            return FALSE;
+    }
+    g_printerr ("the guest had not caught up after %d s; measuring anyway\n", CATCH_UP_MAX_S);
+    return TRUE;
+}
+
 /* ---- one job ---- */
+
+/*
+ * Cancels the running job that did not converge within the job limit:
+ * the disk stays on its source. The copy's span ends now.
+ */
+static gboolean
+cancel_job (Bench *self, VmrBenchMigration *migration, GError **error)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonObject) reply = NULL;
+
+    migration->synced_mono = g_get_monotonic_time ();
+    migration->migration_s
+        = (gdouble) (migration->synced_mono - migration->start_mono) / G_USEC_PER_SEC;
+    json_object_set_string_member (args, "id", self->guest.job_id);
+    reply = vmr_bench_control_call (self->control, "job-cancel", args, error);
+    if (reply == NULL)
+        return FALSE;
+    while (self->guest.job_end_mono == 0)
+        if (!vmr_bench_guest_sleep (&self->guest, 0.1, error))
+            return FALSE;
+    return TRUE;
+}
 
 /* the controller's speeds, MiB/s at seconds since its first, equal neighbours merged */
 static gchar *
@@ -210,6 +261,7 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
     g_autoptr (JsonObject) job = NULL;
     g_autofree gchar *policy = NULL;
     g_autofree gchar *dest = NULL;
+    g_autoptr (GError) local = NULL;
     VmrBenchMigration migration = { 0 };
     guint before_s = round->workload->bursty ? MAX (self->before_s, BURST_CYCLE_S) : self->before_s;
     gint64 before_start;
@@ -231,18 +283,29 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
      */
     if (!vmr_bench_guest_sleep (&self->guest, self->gap_s, error))
         return NULL;
+    if (round->steady_iops > 0 && !round->workload->bursty
+        && !wait_caught_up (self, round->steady_iops, error))
+        return NULL;
     before_start = g_get_monotonic_time ();
     if (!vmr_bench_guest_sleep (&self->guest, before_s, error))
         return NULL;
 
     dest = g_strdup_printf ("%s/disk-%u.raw", self->guest.image_dir, ++self->image_number);
     if (!vmr_bench_guest_migrate (&self->guest, self->control, self->image, dest, self->disk_size,
-                                  &migration, &job, error))
-        return NULL;
-    if (g_unlink (self->image) < 0 && errno != ENOENT)
-        g_warning ("cannot remove %s: %s", self->image, g_strerror (errno));
-    g_free (self->image);
-    self->image = g_steal_pointer (&dest);
+                                  &migration, &job, &local)) {
+        if (!g_error_matches (local, VMR_ERROR, VMR_ERROR_TIMEOUT)
+            || !cancel_job (self, &migration, error)) {
+            if (local != NULL)
+                g_propagate_error (error, g_steal_pointer (&local));
+            return NULL;
+        }
+        result->timed_out = TRUE;
+    } else {
+        if (g_unlink (self->image) < 0 && errno != ENOENT)
+            g_warning ("cannot remove %s: %s", self->image, g_strerror (errno));
+        g_free (self->image);
+        self->image = g_steal_pointer (&dest);
+    }
 
     result->before_iops = guest_iops (self, round->workload, before_start, migration.start_mono,
                                       &result->before_lat_us);
@@ -251,7 +314,7 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
     result->migration_s = migration.migration_s;
     result->mib_s
         = migration.migration_s > 0 ? (gdouble) self->disk_size / MIB / migration.migration_s : 0;
-    if (kind == JOB_ADAPTIVE)
+    if (kind == JOB_ADAPTIVE && job != NULL)
         result->speeds = describe_speeds (job);
     else if (kind == JOB_CAP)
         result->speeds = g_strdup_printf ("static %u", cap_mib);
@@ -360,6 +423,8 @@ run_workload_round (Bench *self, WorkloadRound *round, GError **error)
     unlimited = run_job (self, round, JOB_UNLIMITED, 0, error);
     if (unlimited == NULL)
         return FALSE;
+    /* the first baseline, right after the boot, is the guest's steady rate */
+    round->steady_iops = unlimited->before_iops;
     if (!workload->idle) {
         if (!bisect_caps (self, round, unlimited, error))
             return FALSE;
@@ -422,6 +487,7 @@ main (int argc, char **argv)
     gint before_s = 10;
     gint gap_s = 10;
     gint max_caps = 6;
+    gint job_limit_s = 0;
     gboolean quick = FALSE;
     const GOptionEntry entries[] = {
         { "rounds", 'r', 0, G_OPTION_ARG_INT, &rounds,
@@ -440,6 +506,10 @@ main (int argc, char **argv)
           "S" },
         { "max-caps", 0, 0, G_OPTION_ARG_INT, &max_caps,
           "Static caps tried at most per workload and round (default 6; 4 with --quick)", "N" },
+        { "job-limit", 0, 0, G_OPTION_ARG_INT, &job_limit_s,
+          "Seconds a copy may take to reach synced before it is cancelled and reported so "
+          "(default 300; 60 with --quick)",
+          "S" },
         { "quick", 'q', 0, G_OPTION_ARG_NONE, &quick,
           "A smoke run: one round, fixed-1400 unless --workload, a 512 MiB disk, shorter spans",
           NULL },
@@ -474,6 +544,8 @@ main (int argc, char **argv)
         before_s = MIN (before_s, 6);
         gap_s = MIN (gap_s, 8);
         max_caps = MIN (max_caps, 4);
+        if (job_limit_s == 0)
+            job_limit_s = 60;
         if (workload_opt == NULL)
             workload_opt = g_strdup ("fixed-1400");
         if (disk_mib == 0)
@@ -481,8 +553,10 @@ main (int argc, char **argv)
     }
     if (disk_mib == 0)
         disk_mib = 1024;
+    if (job_limit_s == 0)
+        job_limit_s = 300;
     if (argc > 1 || rounds < 1 || disk_mib < 64 || settle_s < 0 || before_s < 2 || gap_s < 0
-        || max_caps < 1 || !pick_workloads (workload_opt, picked, &n_picked)) {
+        || max_caps < 1 || job_limit_s < 10 || !pick_workloads (workload_opt, picked, &n_picked)) {
         g_printerr ("bench-adaptive: bad arguments; see --help\n");
         return 2;
     }
@@ -498,7 +572,7 @@ main (int argc, char **argv)
         .interrupted = &self->interrupted,
         .start_timeout_s = START_TIMEOUT_S,
         .stop_timeout_s = STOP_TIMEOUT_S,
-        .job_timeout_s = JOB_TIMEOUT_S,
+        .job_timeout_s = (guint) job_limit_s,
     };
     vmr_bench_catch_signals (&self->interrupted);
 
@@ -543,6 +617,7 @@ main (int argc, char **argv)
 
     vmr_bench_guest_print_host (&self->guest, load_at_start);
     adaptive_print_targets (results, picked, n_picked);
-    g_print ("  data check: every job's destination equalled its source at the pivot: yes\n");
+    g_print ("  data check: the destination of every job that reached `synced` equalled its source "
+             "at the pivot: yes\n");
     return 0;
 }

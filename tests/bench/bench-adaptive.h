@@ -37,6 +37,7 @@ typedef struct {
     gdouble before_lat_us;
     gdouble during_lat_us;
     gdouble migration_s; /* `migrate` to `synced`, plus `job-pivot` to `completed` */
+    gboolean timed_out;  /* no `synced` within the job limit: cancelled, the time a floor */
     gdouble mib_s;       /* the disk / migration_s */
     gchar *speeds;       /* the speed series, for the report */
 } JobResult;
@@ -58,12 +59,13 @@ gboolean job_kept (const JobResult *result);
 typedef struct {
     const Workload *workload;
     guint round;
-    guint fixed_iops; /* the guest's rate when it was measured for this round, else 0 */
-    GPtrArray *jobs;  /* of JobResult, in the order they ran */
-    guint good_mib;   /* fastest cap that kept, 0 = none */
-    guint bad_mib;    /* slowest cap that did not, 0 = none */
-    guint floor_mib;  /* the slowest cap that lets the copy converge, MiB/s */
-    gboolean no_knee; /* the unlimited copy kept the guest's IOPS */
+    guint fixed_iops;    /* the guest's rate when it was measured for this round, else 0 */
+    GPtrArray *jobs;     /* of JobResult, in the order they ran */
+    guint good_mib;      /* fastest cap that kept, 0 = none */
+    guint bad_mib;       /* slowest cap that did not, 0 = none */
+    gdouble steady_iops; /* the guest's before the first copy, 0 = not yet */
+    guint floor_mib;     /* the slowest cap that lets the copy converge, MiB/s */
+    gboolean no_knee;    /* the unlimited copy kept the guest's IOPS */
 } WorkloadRound;
 
 WorkloadRound *workload_round_new (const Workload *workload, guint round);

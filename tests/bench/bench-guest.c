@@ -312,8 +312,12 @@ wait_job (VmrBenchGuest *self, const gint64 *stamp, gint64 deadline_mono, const 
     g_autoptr (VmrBenchTick) tick = vmr_bench_tick_new ();
 
     while (*stamp == 0 && self->job_end_mono == 0) {
-        if (*self->interrupted || g_get_monotonic_time () > deadline_mono
-            || vmr_guest_console_ended (self->console)) {
+        if (!*self->interrupted && g_get_monotonic_time () > deadline_mono) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "the job reached no %s in %u s", what,
+                         self->job_timeout_s);
+            return FALSE;
+        }
+        if (*self->interrupted || vmr_guest_console_ended (self->console)) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "the job reached no %s", what);
             return FALSE;
         }

@@ -136,7 +136,8 @@ typedef struct {
  * while the guest runs, then, at `synced`, the guest paused, the pivot, the
  * byte check of @dest against @source (@disk_size bytes) while both are at
  * rest, and the guest resumed. Leaves the job's record in *@out_job (also
- * when the job failed, when it could be read).
+ * when the job failed, when it could be read). A copy that reached no
+ * `synced` within job_timeout_s is left running, with VMR_ERROR_TIMEOUT.
  */
 gboolean vmr_bench_guest_migrate (VmrBenchGuest *self, VmrQmpClient *control, const gchar *source,
                                   const gchar *dest, guint64 disk_size, VmrBenchMigration *out,
