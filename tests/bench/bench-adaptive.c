@@ -189,7 +189,7 @@ wait_caught_up (Bench *self, gdouble steady_iops, GError **error)
  * the disk stays on its source. The copy's span ends now.
  */
 static gboolean
-cancel_job (Bench *self, VmrBenchMigration *migration, GError **error)
+cancel_job (Bench *self, VmrBenchMigration *migration, JsonObject **out_job, GError **error)
 {
     g_autoptr (JsonObject) args = json_object_new ();
     g_autoptr (JsonObject) reply = NULL;
@@ -204,7 +204,10 @@ cancel_job (Bench *self, VmrBenchMigration *migration, GError **error)
     while (self->guest.job_end_mono == 0)
         if (!vmr_bench_guest_sleep (&self->guest, 0.1, error))
             return FALSE;
-    return TRUE;
+    /* the record of the cancelled job: the speeds its controller set */
+    if (*out_job == NULL)
+        *out_job = vmr_bench_control_call (self->control, "query-job", args, error);
+    return *out_job != NULL;
 }
 
 /* the controller's speeds, MiB/s at seconds since its first, equal neighbours merged */
@@ -294,7 +297,7 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
     if (!vmr_bench_guest_migrate (&self->guest, self->control, self->image, dest, self->disk_size,
                                   &migration, &job, &local)) {
         if (!g_error_matches (local, VMR_ERROR, VMR_ERROR_TIMEOUT)
-            || !cancel_job (self, &migration, error)) {
+            || !cancel_job (self, &migration, &job, error)) {
             if (local != NULL)
                 g_propagate_error (error, g_steal_pointer (&local));
             return NULL;
@@ -312,8 +315,9 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
     result->during_iops = guest_iops (self, round->workload, migration.start_mono,
                                       migration.synced_mono, &result->during_lat_us);
     result->migration_s = migration.migration_s;
-    result->mib_s
-        = migration.migration_s > 0 ? (gdouble) self->disk_size / MIB / migration.migration_s : 0;
+    result->mib_s = migration.migration_s > 0 && !result->timed_out
+                        ? (gdouble) self->disk_size / MIB / migration.migration_s
+                        : 0;
     if (kind == JOB_ADAPTIVE && job != NULL)
         result->speeds = describe_speeds (job);
     else if (kind == JOB_CAP)
