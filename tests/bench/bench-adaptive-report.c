@@ -1,0 +1,246 @@
+/*
+ * bench-adaptive's figures and its report: each job's line, the knee the
+ * static caps found, and the four targets of the closed-loop speed.
+ */
+#define G_LOG_DOMAIN "vmr-bench"
+
+#include "bench-adaptive.h"
+
+#include "bench-series.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* (a): the adaptive copy on a fixed-rate guest */
+#define TARGET_A_IOPS    0.95
+#define TARGET_A_LATENCY 1.10
+/* (b): adaptive time / the fastest static cap that kept the guest's IOPS */
+#define TARGET_B_TIME 1.2
+/* (d): adaptive time / unlimited time on an idle guest */
+#define TARGET_D_TIME 1.05
+
+void
+job_result_free (JobResult *result)
+{
+    g_free (result->speeds);
+    g_free (result);
+}
+
+gdouble
+job_iops_ratio (const JobResult *result)
+{
+    return result->before_iops > 0 ? result->during_iops / result->before_iops : 0;
+}
+
+gdouble
+job_latency_ratio (const JobResult *result)
+{
+    return result->before_lat_us > 0 ? result->during_lat_us / result->before_lat_us : 0;
+}
+
+gdouble
+job_harm (const JobResult *result)
+{
+    if (result->before_iops <= 0)
+        return 0;
+    return MAX (job_latency_ratio (result) - 1, 1 - job_iops_ratio (result));
+}
+
+gboolean
+job_kept (const JobResult *result)
+{
+    return result->before_iops <= 0 || job_iops_ratio (result) >= ADAPTIVE_KEEP_RATIO;
+}
+
+WorkloadRound *
+workload_round_new (const Workload *workload, guint round)
+{
+    WorkloadRound *self = g_new0 (WorkloadRound, 1);
+
+    self->workload = workload;
+    self->round = round;
+    self->jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) job_result_free);
+    return self;
+}
+
+void
+workload_round_free (WorkloadRound *self)
+{
+    g_ptr_array_unref (self->jobs);
+    g_free (self);
+}
+
+static const JobResult *
+find_job (const WorkloadRound *round, JobKind kind)
+{
+    for (guint i = 0; i < round->jobs->len; i++) {
+        const JobResult *result = g_ptr_array_index (round->jobs, i);
+
+        if (result->kind == kind)
+            return result;
+    }
+    return NULL;
+}
+
+/* the static job (unlimited or a cap) that kept the guest's IOPS in the shortest time */
+static const JobResult *
+fastest_kept (const WorkloadRound *round)
+{
+    const JobResult *best = NULL;
+
+    for (guint i = 0; i < round->jobs->len; i++) {
+        const JobResult *result = g_ptr_array_index (round->jobs, i);
+
+        if (result->kind != JOB_ADAPTIVE && job_kept (result)
+            && (best == NULL || result->migration_s < best->migration_s))
+            best = result;
+    }
+    return best;
+}
+
+static gchar *
+job_name (const JobResult *result)
+{
+    switch (result->kind) {
+        case JOB_UNLIMITED:
+            return g_strdup ("unlimited");
+        case JOB_CAP:
+            return g_strdup_printf ("cap %uM", result->cap_mib);
+        case JOB_ADAPTIVE:
+        default:
+            return g_strdup ("adaptive");
+    }
+}
+
+void
+adaptive_print_header (void)
+{
+    g_print ("  %-5s %-11s %-10s %7s %7s %6s %7s %7s %6s %7s %7s  %s\n", "round", "workload", "job",
+             "IOPS b", "IOPS d", "ratio", "lat b", "lat d", "ratio", "time s", "MiB/s",
+             "speeds (MiB/s, from the start of the copy)");
+}
+
+void
+adaptive_print_job (const WorkloadRound *round, const JobResult *result)
+{
+    g_autofree gchar *name = job_name (result);
+
+    if (result->timed_out)
+        g_print ("  %-5u %-11s %-10s no `synced` within %.0f s: cancelled, the disk stays; its "
+                 "time counts as %.0f s below\n",
+                 round->round, round->workload->name, name, result->migration_s,
+                 result->migration_s);
+
+    if (result->before_iops <= 0)
+        g_print ("  %-5u %-11s %-10s %7s %7s %6s %7s %7s %6s %7.1f %7.1f  %s\n", round->round,
+                 round->workload->name, name, "-", "-", "-", "-", "-", "-", result->migration_s,
+                 result->mib_s, result->speeds);
+    else
+        g_print ("  %-5u %-11s %-10s %7.0f %7.0f %6.2f %7.0f %7.0f %6.2f %7.1f %7.1f  %s\n",
+                 round->round, round->workload->name, name, result->before_iops,
+                 result->during_iops, job_iops_ratio (result), result->before_lat_us,
+                 result->during_lat_us, job_latency_ratio (result), result->migration_s,
+                 result->mib_s, result->speeds);
+}
+
+void
+adaptive_print_knee (const WorkloadRound *round, guint tolerance_mib)
+{
+    if (round->no_knee)
+        g_print ("  %-5u %-11s knee: none, the unlimited copy kept %.0f%% of the IOPS\n",
+                 round->round, round->workload->name, ADAPTIVE_KEEP_RATIO * 100);
+    else if (round->good_mib == 0)
+        g_print ("  %-5u %-11s knee: below %uM (no cap tried kept %.0f%% of the IOPS; no cap "
+                 "under %uM, where the copy would not converge)\n",
+                 round->round, round->workload->name, round->bad_mib, ADAPTIVE_KEEP_RATIO * 100,
+                 round->floor_mib);
+    else
+        g_print ("  %-5u %-11s knee: between %uM (kept) and %uM (did not), %s %uM apart\n",
+                 round->round, round->workload->name, round->good_mib, round->bad_mib,
+                 round->bad_mib - round->good_mib <= tolerance_mib ? "within" : "NOT within",
+                 tolerance_mib);
+}
+
+/* every round's value, then the median and the verdict against @met */
+static void
+print_target (const gchar *what, GArray *values, const gchar *target, gboolean met)
+{
+    g_autoptr (GString) line = g_string_new (NULL);
+
+    for (guint i = 0; i < values->len; i++)
+        g_string_append_printf (line, "%s%.3f", i > 0 ? ", " : "",
+                                g_array_index (values, gdouble, i));
+    if (values->len == 0) {
+        g_print ("    %-52s no figure\n", what);
+        return;
+    }
+    g_print ("    %-52s rounds %s; median %.3f; target %s: %s\n", what, line->str,
+             vmr_bench_median (values), target, vmr_bench_verdict (values->len, met));
+}
+
+static void
+add (GArray *values, gdouble value)
+{
+    g_array_append_val (values, value);
+}
+
+static void
+print_workload_targets (GPtrArray *rounds, const Workload *workload)
+{
+    g_autoptr (GArray) iops = g_array_new (FALSE, FALSE, sizeof (gdouble));
+    g_autoptr (GArray) latency = g_array_new (FALSE, FALSE, sizeof (gdouble));
+    g_autoptr (GArray) time_b = g_array_new (FALSE, FALSE, sizeof (gdouble));
+    g_autoptr (GArray) beats = g_array_new (FALSE, FALSE, sizeof (gdouble));
+    g_autoptr (GArray) time_d = g_array_new (FALSE, FALSE, sizeof (gdouble));
+
+    for (guint i = 0; i < rounds->len; i++) {
+        const WorkloadRound *round = g_ptr_array_index (rounds, i);
+        const JobResult *adaptive = find_job (round, JOB_ADAPTIVE);
+        const JobResult *unlimited = find_job (round, JOB_UNLIMITED);
+        const JobResult *best = fastest_kept (round);
+        gboolean beaten = FALSE;
+
+        if (round->workload != workload || adaptive == NULL)
+            continue;
+        add (iops, job_iops_ratio (adaptive));
+        add (latency, job_latency_ratio (adaptive));
+        if (best != NULL)
+            add (time_b, adaptive->migration_s / best->migration_s);
+        if (unlimited != NULL)
+            add (time_d, adaptive->migration_s / unlimited->migration_s);
+        /* a static job beats the adaptive one when it is no worse on impact and on time */
+        for (guint j = 0; j < round->jobs->len; j++) {
+            const JobResult *result = g_ptr_array_index (round->jobs, j);
+
+            if (result->kind != JOB_ADAPTIVE && job_harm (result) <= job_harm (adaptive)
+                && result->migration_s <= adaptive->migration_s)
+                beaten = TRUE;
+        }
+        add (beats, beaten ? 0 : 1);
+    }
+    g_print ("  %s (%s):\n", workload->name, workload->what);
+    if (workload->fixed_rate) {
+        print_target ("(a) adaptive IOPS during/before", iops, ">= 0.95",
+                      vmr_bench_median (iops) >= TARGET_A_IOPS
+                          && vmr_bench_median (latency) <= TARGET_A_LATENCY);
+        print_target ("(a) adaptive latency during/before", latency, "<= 1.10",
+                      vmr_bench_median (iops) >= TARGET_A_IOPS
+                          && vmr_bench_median (latency) <= TARGET_A_LATENCY);
+    }
+    if (!workload->idle)
+        print_target ("(b) adaptive time / fastest static that kept 95%", time_b, "<= 1.2",
+                      vmr_bench_median (time_b) <= TARGET_B_TIME);
+    if (workload->bursty)
+        print_target ("(c) no static job as good on impact and time (1 = yes)", beats, "1",
+                      vmr_bench_median (beats) >= 1);
+    if (workload->idle)
+        print_target ("(d) adaptive time / unlimited time", time_d, "<= 1.05",
+                      vmr_bench_median (time_d) <= TARGET_D_TIME);
+}
+
+void
+adaptive_print_targets (GPtrArray *rounds, const Workload *const *workloads, guint n_workloads)
+{
+    g_print ("\n  targets (the median over the rounds of each round's figure):\n");
+    for (guint w = 0; w < n_workloads; w++)
+        print_workload_targets (rounds, workloads[w]);
+}

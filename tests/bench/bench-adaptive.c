@@ -1,0 +1,627 @@
+/*
+ * bench-adaptive: the frontier of the closed-loop speed. For each workload
+ * of the test guest (tests/guest) it boots one guest and migrates its disk
+ * again and again through virt-mirrord, each copy from where the last one
+ * left the disk, each checked byte for byte at its pivot (bench-guest.c):
+ *   unlimited  control = static, no speed;
+ *   caps       control = static, speed = a cap, bisected between the
+ *              bracket start (64 MiB/s, or half the unlimited rate when
+ *              that is lower) and the unlimited rate until the fastest cap
+ *              that keeps 95% of the guest's IOPS and the slowest that
+ *              does not are at most 25 MiB/s (or an eighth of the
+ *              unlimited rate, when that is less) apart;
+ *   adaptive   control = adaptive, guest-impact = 5%.
+ * The daemon's policy is rewritten and reloaded before each copy. The
+ * guest's IOPS and latency come from its VMR-IOPS console lines: before is
+ * the span up to `migrate`, during is `migrate` to `synced`.
+ *
+ * Run it with `ninja -C BUILDDIR bench-adaptive`, or run
+ * BUILDDIR/tests/bench/bench-adaptive directly for the options (--help).
+ */
+#define G_LOG_DOMAIN "vmr-bench"
+
+#include <errno.h>
+#include <string.h>
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+
+#include "bench-adaptive.h"
+#include "bench-guest.h"
+#include "bench-image.h"
+#include "bench-process.h"
+#include "bench-series.h"
+#include "guest-disk.h"
+#include "vmr-error.h"
+
+#ifndef VMR_BENCH_DAEMON
+#define VMR_BENCH_DAEMON "virt-mirrord"
+#endif
+
+#define MIB             (1024 * 1024)
+#define START_TIMEOUT_S 30
+#define STOP_TIMEOUT_S  30
+/* the bracket of the static caps, MiB/s */
+#define BRACKET_START_MIB 64
+#define BRACKET_TOL_MIB   25
+/*
+ * The mirror copies a 64 KiB chunk again for each 8 KiB write into it: a
+ * cap under the guest's writes (30% of its IOPS) times that, with a
+ * margin, never lets the copy converge. No cap is tried below it.
+ */
+#define DIRTY_CHUNK     (64 * 1024)
+#define WRITE_SHARE     0.30
+#define CONVERGE_MARGIN 1.25
+/* the catch-up after a copy: see wait_caught_up () */
+#define CATCH_UP_MAX_S  60
+#define CATCH_UP_SPAN_S 3
+#define CATCH_UP_RATIO  1.10
+/* a bursty guest is measured over a whole busy + idle cycle */
+#define BURST_CYCLE_S 40
+/* a VMR-IOPS line of a bursty guest under this many IOPS is one of its idle seconds */
+#define BURST_IDLE_IOPS 50
+
+static const Workload workloads[] = {
+    { "fixed-1400", "vmr.iops=1400", "fio 8 KiB randrw 70/30, iodepth 1, 1400 IOPS", TRUE, FALSE,
+      FALSE },
+    { "fixed-max", NULL, "the same at the guest's maximum fixed rate, measured", TRUE, FALSE,
+      FALSE },
+    { "closed-loop", "vmr.iops=0 vmr.iodepth=4", "no rate limit, iodepth 4", FALSE, FALSE, FALSE },
+    { "bursty", "vmr.iops=1400 vmr.burst=20:20", "1400 IOPS for 20 s, then 20 s idle", FALSE, TRUE,
+      FALSE },
+    { "idle", "vmr.job=idle", "no I/O", FALSE, FALSE, TRUE },
+};
+
+typedef struct {
+    /* options */
+    gchar *daemon_path;
+    gchar *qemu_path;
+    guint64 disk_size;
+    guint settle_s;
+    guint before_s;
+    guint gap_s;
+    guint max_caps; /* caps tried per workload and round */
+    /* places */
+    gchar *policy_file; /* rewritten and reloaded before each copy */
+    gchar *image;       /* the guest's disk now */
+    /* processes */
+    GSubprocess *daemon;
+    VmrQmpClient *control;
+    VmrBenchGuest guest; /* the guest, its places, and its job */
+    guint run_number;    /* guests booted */
+    guint image_number;  /* images made */
+    gboolean interrupted;
+} Bench;
+
+/* ---- the daemon and the guest of one workload ---- */
+
+static gboolean
+set_policy (Bench *self, const gchar *text, GError **error)
+{
+    g_autoptr (JsonObject) reply = NULL;
+
+    if (!g_file_set_contents (self->policy_file, text, -1, error))
+        return FALSE;
+    if (self->control == NULL)
+        return TRUE;
+    reply = vmr_bench_control_call (self->control, "reload", NULL, error);
+    if (reply == NULL)
+        g_prefix_error (error, "reload: ");
+    return reply != NULL;
+}
+
+static void
+stop_workload (Bench *self)
+{
+    vmr_bench_guest_stop (&self->guest);
+    vmr_bench_close (&self->control, &self->guest);
+    vmr_bench_stop_daemon (&self->daemon, STOP_TIMEOUT_S);
+}
+
+/* a fresh daemon, and the guest booted with @load_args on the current image, settled */
+static gboolean
+start_workload (Bench *self, const gchar *load_args, gboolean has_load, GError **error)
+{
+    self->run_number++;
+    if (!set_policy (self, "[defaults]\n", error))
+        return FALSE;
+    self->daemon = vmr_bench_start_daemon (&self->guest.daemon_spec, self->policy_file,
+                                           self->run_number, &self->control, NULL, error);
+    if (self->daemon == NULL)
+        return FALSE;
+    vmr_bench_guest_watch_jobs (&self->guest, self->control);
+    return vmr_bench_guest_start (&self->guest, self->image, load_args, self->run_number, error)
+           && vmr_bench_guest_attach_settle (&self->guest, self->control, has_load, self->settle_s,
+                                             error);
+}
+
+/* the guest's IOPS and latency over a span; a bursty guest's busy seconds only */
+static gdouble
+guest_iops (Bench *self, const Workload *workload, gint64 from, gint64 to, gdouble *latency_us)
+{
+    g_autoptr (GArray) iops = vmr_guest_console_get_iops (self->guest.console);
+
+    if (workload->bursty && iops->len > 0) {
+        g_autoptr (GArray) busy = g_array_new (FALSE, FALSE, sizeof (VmrGuestIops));
+
+        /* the first line is fio's start, left out of every mean: keep it first */
+        g_array_append_val (busy, g_array_index (iops, VmrGuestIops, 0));
+        for (guint i = 1; i < iops->len; i++) {
+            const VmrGuestIops *line = &g_array_index (iops, VmrGuestIops, i);
+
+            if (line->read_iops + line->write_iops >= BURST_IDLE_IOPS)
+                g_array_append_val (busy, *line);
+        }
+        return vmr_guest_iops_mean (busy, from, to, latency_us, NULL);
+    }
+    return vmr_guest_iops_mean (iops, from, to, latency_us, NULL);
+}
+
+/*
+ * After a copy that cost a fixed-rate guest I/Os, fio runs faster until it
+ * has made them up. Waits, at most CATCH_UP_MAX_S, until the guest's last
+ * CATCH_UP_SPAN_S seconds are back under CATCH_UP_RATIO times @steady_iops.
+ */
+static gboolean
+wait_caught_up (Bench *self, gdouble steady_iops, GError **error)
+{
+    gint64 until = g_get_monotonic_time () + CATCH_UP_MAX_S * G_USEC_PER_SEC;
+
+    while (g_get_monotonic_time () < until) {
+        g_autoptr (GArray) iops = vmr_guest_console_get_iops (self->guest.console);
+        gint64 now = g_get_monotonic_time ();
+        gdouble recent
+            = vmr_guest_iops_mean (iops, now - CATCH_UP_SPAN_S * G_USEC_PER_SEC, now, NULL, NULL);
+
+        if (recent <= CATCH_UP_RATIO * steady_iops)
+            return TRUE;
+        if (!vmr_bench_guest_sleep (&self->guest, 1, error))
+            return FALSE;
+    }
+    g_printerr ("the guest had not caught up after %d s; measuring anyway\n", CATCH_UP_MAX_S);
+    return TRUE;
+}
+
+/* ---- one job ---- */
+
+/*
+ * Cancels the running job that did not converge within the job limit:
+ * the disk stays on its source. The copy's span ends now.
+ */
+static gboolean
+cancel_job (Bench *self, VmrBenchMigration *migration, JsonObject **out_job, GError **error)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonObject) reply = NULL;
+
+    migration->synced_mono = g_get_monotonic_time ();
+    migration->migration_s
+        = (gdouble) (migration->synced_mono - migration->start_mono) / G_USEC_PER_SEC;
+    json_object_set_string_member (args, "id", self->guest.job_id);
+    reply = vmr_bench_control_call (self->control, "job-cancel", args, error);
+    if (reply == NULL)
+        return FALSE;
+    while (self->guest.job_end_mono == 0)
+        if (!vmr_bench_guest_sleep (&self->guest, 0.1, error))
+            return FALSE;
+    /* the record of the cancelled job: the speeds its controller set */
+    if (*out_job == NULL)
+        *out_job = vmr_bench_control_call (self->control, "query-job", args, error);
+    return *out_job != NULL;
+}
+
+/* the controller's speeds, MiB/s at seconds since its first, equal neighbours merged */
+static gchar *
+describe_speeds (JsonObject *job)
+{
+    JsonObject *controller
+        = vmr_json_get_object (vmr_json_get_object (job, "policy"), "controller");
+    JsonArray *speeds = vmr_json_get_array (controller, "speeds");
+    g_autoptr (GString) text = g_string_new (NULL);
+    gdouble last = -1;
+    guint shown = 0;
+
+    for (guint i = 0; speeds != NULL && i < json_array_get_length (speeds); i++) {
+        JsonObject *point = vmr_json_array_object (speeds, i);
+        gdouble speed = vmr_json_double_or (point, "speed", -1) / MIB;
+
+        if (speed == last)
+            continue;
+        last = speed;
+        if (shown++ == 24) {
+            g_string_append (text, " ...");
+            continue;
+        }
+        if (shown > 24)
+            continue;
+        if (speed == 0)
+            g_string_append_printf (text, "%s%.0fs:unl", text->len > 0 ? " " : "",
+                                    vmr_json_double_or (point, "time", 0));
+        else
+            g_string_append_printf (text, "%s%.0fs:%.1f", text->len > 0 ? " " : "",
+                                    vmr_json_double_or (point, "time", 0), speed);
+    }
+    if (shown > 24) {
+        /* the last speed it set, after the ellipsis */
+        JsonObject *point = vmr_json_array_object (speeds, json_array_get_length (speeds) - 1);
+
+        g_string_append_printf (text, " %.0fs:%.1f (%u changes)",
+                                vmr_json_double_or (point, "time", 0),
+                                vmr_json_double_or (point, "speed", 0) / MIB, shown);
+    }
+    return text->len > 0 ? g_string_free (g_steal_pointer (&text), FALSE) : g_strdup ("none");
+}
+
+/*
+ * One migration of the guest's disk under the policy of @kind (@cap_mib for
+ * JOB_CAP): the gap after the last copy, the baseline, the copy and the byte
+ * check. The disk ends on a new image; the old one is removed.
+ */
+static JobResult *
+run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError **error)
+{
+    g_autoptr (JobResult) result = g_new0 (JobResult, 1);
+    g_autoptr (JsonObject) job = NULL;
+    g_autofree gchar *policy = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autoptr (GError) local = NULL;
+    VmrBenchMigration migration = { 0 };
+    guint before_s = round->workload->bursty ? MAX (self->before_s, BURST_CYCLE_S) : self->before_s;
+    gint64 before_start;
+
+    result->kind = kind;
+    result->cap_mib = cap_mib;
+    if (kind == JOB_ADAPTIVE)
+        policy = g_strdup ("[defaults]\ncontrol = adaptive\nguest-impact = 5%\n");
+    else if (kind == JOB_CAP)
+        policy = g_strdup_printf ("[defaults]\nspeed = %uM\n", cap_mib);
+    else
+        policy = g_strdup ("[defaults]\n");
+    if (!set_policy (self, policy, error))
+        return NULL;
+    /*
+     * fio's rate limit keeps to its average: after the last copy's slow
+     * spell it runs faster until it has made up the I/Os it missed. The
+     * baseline starts once that is over.
+     */
+    if (!vmr_bench_guest_sleep (&self->guest, self->gap_s, error))
+        return NULL;
+    if (round->steady_iops > 0 && !round->workload->bursty
+        && !wait_caught_up (self, round->steady_iops, error))
+        return NULL;
+    before_start = g_get_monotonic_time ();
+    if (!vmr_bench_guest_sleep (&self->guest, before_s, error))
+        return NULL;
+
+    dest = g_strdup_printf ("%s/disk-%u.raw", self->guest.image_dir, ++self->image_number);
+    if (!vmr_bench_guest_migrate (&self->guest, self->control, self->image, dest, self->disk_size,
+                                  &migration, &job, &local)) {
+        if (!g_error_matches (local, VMR_ERROR, VMR_ERROR_TIMEOUT)
+            || !cancel_job (self, &migration, &job, error)) {
+            if (local != NULL)
+                g_propagate_error (error, g_steal_pointer (&local));
+            return NULL;
+        }
+        result->timed_out = TRUE;
+    } else {
+        if (g_unlink (self->image) < 0 && errno != ENOENT)
+            g_warning ("cannot remove %s: %s", self->image, g_strerror (errno));
+        g_free (self->image);
+        self->image = g_steal_pointer (&dest);
+    }
+
+    result->before_iops = guest_iops (self, round->workload, before_start, migration.start_mono,
+                                      &result->before_lat_us);
+    result->during_iops = guest_iops (self, round->workload, migration.start_mono,
+                                      migration.synced_mono, &result->during_lat_us);
+    result->migration_s = migration.migration_s;
+    result->mib_s = migration.migration_s > 0 && !result->timed_out
+                        ? (gdouble) self->disk_size / MIB / migration.migration_s
+                        : 0;
+    if (kind == JOB_ADAPTIVE && job != NULL)
+        result->speeds = describe_speeds (job);
+    else if (kind == JOB_CAP)
+        result->speeds = g_strdup_printf ("static %u", cap_mib);
+    else
+        result->speeds = g_strdup ("static unlimited");
+    adaptive_print_job (round, result);
+    g_ptr_array_add (round->jobs, result);
+    return g_steal_pointer (&result);
+}
+
+/* ---- one workload in one round ---- */
+
+/* the bracket of the caps, scaled to what the unlimited copy achieved */
+static guint
+tolerance_mib (const JobResult *unlimited)
+{
+    return CLAMP ((guint) (unlimited->mib_s / 8), 1, BRACKET_TOL_MIB);
+}
+
+/*
+ * Bisects the static caps between the bracket start and the unlimited
+ * rate until the fastest that kept the guest's IOPS and the slowest that
+ * did not are within the tolerance, or max_caps caps were tried.
+ */
+static gboolean
+bisect_caps (Bench *self, WorkloadRound *round, const JobResult *unlimited, GError **error)
+{
+    guint tolerance = tolerance_mib (unlimited);
+    guint cap = MIN (BRACKET_START_MIB, MAX ((guint) (unlimited->mib_s / 2), 1));
+    guint floor_mib
+        = (guint) (unlimited->before_iops * WRITE_SHARE * DIRTY_CHUNK * CONVERGE_MARGIN / MIB) + 1;
+
+    floor_mib = MIN (floor_mib, cap);
+    round->floor_mib = floor_mib;
+
+    round->bad_mib = MAX ((guint) unlimited->mib_s, 1);
+    if (job_kept (unlimited)) {
+        round->no_knee = TRUE;
+        return TRUE;
+    }
+    for (guint tried = 0; tried < self->max_caps; tried++) {
+        const JobResult *result = run_job (self, round, JOB_CAP, cap, error);
+
+        if (result == NULL)
+            return FALSE;
+        if (job_kept (result))
+            round->good_mib = cap;
+        else
+            round->bad_mib = cap;
+        if (round->good_mib > 0 && round->bad_mib - round->good_mib <= tolerance)
+            break;
+        if (round->good_mib == 0 && cap == floor_mib)
+            break;
+        cap = round->good_mib > 0 ? (round->good_mib + round->bad_mib) / 2
+                                  : MAX (cap / 2, floor_mib);
+        if (cap == 0 || cap == round->good_mib || cap >= round->bad_mib)
+            break;
+    }
+    return TRUE;
+}
+
+/* the guest's IOPS at iodepth 1 without a rate limit, on a guest of its own */
+static gboolean
+measure_max_rate (Bench *self, guint *out_iops, GError **error)
+{
+    gint64 from;
+    gdouble iops;
+    gboolean ok;
+
+    ok = start_workload (self, "vmr.iops=0", TRUE, error);
+    from = g_get_monotonic_time ();
+    ok = ok && vmr_bench_guest_sleep (&self->guest, self->before_s, error);
+    if (ok) {
+        g_autoptr (GArray) lines = vmr_guest_console_get_iops (self->guest.console);
+
+        iops = vmr_guest_iops_mean (lines, from, g_get_monotonic_time (), NULL, NULL);
+        if (iops <= 0) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "the guest did no I/O");
+            ok = FALSE;
+        } else {
+            *out_iops = (guint) iops;
+        }
+    }
+    stop_workload (self);
+    return ok;
+}
+
+static gboolean
+run_workload_round (Bench *self, WorkloadRound *round, GError **error)
+{
+    const Workload *workload = round->workload;
+    g_autofree gchar *load_args = NULL;
+    const JobResult *unlimited;
+
+    if (workload->load_args == NULL) {
+        if (!measure_max_rate (self, &round->fixed_iops, error))
+            return FALSE;
+        load_args = g_strdup_printf ("vmr.iops=%u", round->fixed_iops);
+        g_print ("  %-5u %-11s the guest's maximum at iodepth 1: %u IOPS, the fixed rate\n",
+                 round->round, workload->name, round->fixed_iops);
+    } else {
+        load_args = g_strdup (workload->load_args);
+    }
+    if (!start_workload (self, load_args, !workload->idle, error))
+        return FALSE;
+    unlimited = run_job (self, round, JOB_UNLIMITED, 0, error);
+    if (unlimited == NULL)
+        return FALSE;
+    /* the first baseline, right after the boot, is the guest's steady rate */
+    round->steady_iops = unlimited->before_iops;
+    if (!workload->idle) {
+        if (!bisect_caps (self, round, unlimited, error))
+            return FALSE;
+        adaptive_print_knee (round, tolerance_mib (unlimited));
+    }
+    if (run_job (self, round, JOB_ADAPTIVE, 0, error) == NULL)
+        return FALSE;
+    stop_workload (self);
+    return TRUE;
+}
+
+/* ---- set-up ---- */
+
+static void
+bench_free (Bench *self)
+{
+    stop_workload (self);
+    vmr_bench_guest_clear (&self->guest);
+    g_free (self->daemon_path);
+    g_free (self->qemu_path);
+    g_free (self->policy_file);
+    g_free (self->image);
+    g_free (self);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Bench, bench_free)
+
+static gboolean
+make_dirs (Bench *self, const gchar *image_parent, GError **error)
+{
+    if (!vmr_bench_guest_make_dirs (&self->guest, self->daemon_path, image_parent, START_TIMEOUT_S,
+                                    error))
+        return FALSE;
+    self->policy_file = g_build_filename (self->guest.run_dir, "policy.conf", NULL);
+    return TRUE;
+}
+
+/* the workloads --workload names (NULL: every one) in *@out; FALSE for an unknown name */
+static gboolean
+pick_workloads (const gchar *name, const Workload **out, guint *out_n)
+{
+    *out_n = 0;
+    for (guint w = 0; w < G_N_ELEMENTS (workloads); w++)
+        if (name == NULL || g_strcmp0 (name, workloads[w].name) == 0)
+            out[(*out_n)++] = &workloads[w];
+    return *out_n > 0;
+}
+
+int
+main (int argc, char **argv)
+{
+    g_autofree gchar *daemon_opt = NULL;
+    g_autofree gchar *qemu_opt = NULL;
+    g_autofree gchar *guest_opt = NULL;
+    g_autofree gchar *dir_opt = NULL;
+    g_autofree gchar *workload_opt = NULL;
+    gint rounds = VMR_BENCH_MIN_ROUNDS;
+    gint disk_mib = 0;
+    gint settle_s = 4;
+    gint before_s = 10;
+    gint gap_s = 10;
+    gint max_caps = 6;
+    gint job_limit_s = 0;
+    gboolean quick = FALSE;
+    const GOptionEntry entries[] = {
+        { "rounds", 'r', 0, G_OPTION_ARG_INT, &rounds,
+          "Rounds; each runs every workload (default 3, the fewest for a verdict)", "N" },
+        { "workload", 'w', 0, G_OPTION_ARG_STRING, &workload_opt,
+          "Only this workload: fixed-1400, fixed-max, closed-loop, bursty or idle (default all)",
+          "NAME" },
+        { "disk-size", 0, 0, G_OPTION_ARG_INT, &disk_mib,
+          "The guest's disk, MiB (default 1024; 512 with --quick)", "MIB" },
+        { "settle", 0, 0, G_OPTION_ARG_INT, &settle_s,
+          "Seconds of load not measured after the boot (default 4)", "S" },
+        { "before", 0, 0, G_OPTION_ARG_INT, &before_s,
+          "Seconds of baseline before each copy (default 10; a bursty guest's is 40)", "S" },
+        { "gap", 0, 0, G_OPTION_ARG_INT, &gap_s,
+          "Seconds not measured after each copy, while fio makes up for lost I/Os (default 10)",
+          "S" },
+        { "max-caps", 0, 0, G_OPTION_ARG_INT, &max_caps,
+          "Static caps tried at most per workload and round (default 6; 4 with --quick)", "N" },
+        { "job-limit", 0, 0, G_OPTION_ARG_INT, &job_limit_s,
+          "Seconds a copy may take to reach synced before it is cancelled and reported so "
+          "(default 300; 60 with --quick)",
+          "S" },
+        { "quick", 'q', 0, G_OPTION_ARG_NONE, &quick,
+          "A smoke run: one round, fixed-1400 unless --workload, a 512 MiB disk, shorter spans",
+          NULL },
+        VMR_BENCH_OPTION_DIR (&dir_opt),
+        VMR_BENCH_OPTION_GUEST (&guest_opt),
+        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
+        VMR_BENCH_OPTION_QEMU (&qemu_opt),
+        { NULL },
+    };
+    g_autoptr (GOptionContext) context = g_option_context_new (NULL);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (Bench) self = g_new0 (Bench, 1);
+    g_autoptr (GPtrArray) results
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) workload_round_free);
+    g_autofree gchar *load_at_start = NULL;
+    const Workload *picked[G_N_ELEMENTS (workloads)];
+    guint n_picked = 0;
+    gboolean ok;
+
+    g_option_context_set_summary (context,
+                                  "Migrates a busy guest's disk unlimited, at static caps that "
+                                  "bracket its knee, and with control = adaptive, and compares "
+                                  "the guest's IOPS and latency and the copy's time.");
+    g_option_context_add_main_entries (context, entries, NULL);
+    if (!g_option_context_parse (context, &argc, &argv, &error)) {
+        g_printerr ("bench-adaptive: %s\n", error->message);
+        return 2;
+    }
+    if (quick) {
+        rounds = 1;
+        settle_s = MIN (settle_s, 3);
+        before_s = MIN (before_s, 6);
+        gap_s = MIN (gap_s, 8);
+        max_caps = MIN (max_caps, 4);
+        if (job_limit_s == 0)
+            job_limit_s = 60;
+        if (workload_opt == NULL)
+            workload_opt = g_strdup ("fixed-1400");
+        if (disk_mib == 0)
+            disk_mib = 512;
+    }
+    if (disk_mib == 0)
+        disk_mib = 1024;
+    if (job_limit_s == 0)
+        job_limit_s = 300;
+    if (argc > 1 || rounds < 1 || disk_mib < 64 || settle_s < 0 || before_s < 2 || gap_s < 0
+        || max_caps < 1 || job_limit_s < 10 || !pick_workloads (workload_opt, picked, &n_picked)) {
+        g_printerr ("bench-adaptive: bad arguments; see --help\n");
+        return 2;
+    }
+    self->daemon_path = vmr_bench_pick_program (daemon_opt, "VMR_DAEMON", VMR_BENCH_DAEMON);
+    self->qemu_path = vmr_bench_pick_program (qemu_opt, "VMR_QEMU", "qemu-system-x86_64");
+    self->disk_size = (guint64) disk_mib * MIB;
+    self->settle_s = (guint) settle_s;
+    self->before_s = (guint) before_s;
+    self->gap_s = (guint) gap_s;
+    self->max_caps = (guint) max_caps;
+    self->guest = (VmrBenchGuest){
+        .qemu_path = self->qemu_path,
+        .interrupted = &self->interrupted,
+        .start_timeout_s = START_TIMEOUT_S,
+        .stop_timeout_s = STOP_TIMEOUT_S,
+        .job_timeout_s = (guint) job_limit_s,
+    };
+    vmr_bench_catch_signals (&self->interrupted);
+
+    load_at_start = vmr_bench_load_average ();
+    ok = vmr_bench_guest_find (&self->guest, guest_opt, &error)
+         && make_dirs (self, dir_opt, &error);
+    if (ok) {
+        gint64 start = g_get_monotonic_time ();
+
+        self->image = g_strdup_printf ("%s/disk-0.raw", self->guest.image_dir);
+        g_printerr ("writing a %d MiB source image...", disk_mib);
+        ok = vmr_bench_image_create_source (self->image, self->disk_size, 11, &error);
+        g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
+    }
+    if (ok) {
+        g_print ("virt-mirror adaptive benchmark: static caps against control = adaptive\n");
+        g_print ("  guest: fio 8 KiB, %d MiB raw disk (iothread%s); each workload boots one "
+                 "guest, whose disk every job migrates on\n",
+                 disk_mib,
+                 vmr_guest_disk_takes_o_direct (self->image) ? ", cache.direct=on, aio=native"
+                                                             : ", host cache");
+        g_print ("  IOPS and latency (us) are the guest's, before `migrate` and during the copy "
+                 "(`migrate` -> `synced`); time is that plus `job-pivot` -> `completed`\n");
+        adaptive_print_header ();
+    }
+    for (guint round = 1; ok && round <= (guint) rounds; round++) {
+        for (guint w = 0; ok && w < n_picked; w++) {
+            WorkloadRound *result = workload_round_new (picked[w], round);
+
+            g_ptr_array_add (results, result);
+            ok = run_workload_round (self, result, &error);
+            if (!ok) {
+                g_prefix_error (&error, "round %u, %s: ", round, picked[w]->name);
+                stop_workload (self);
+            }
+        }
+    }
+    if (!ok) {
+        g_printerr ("bench-adaptive: %s\n", error->message);
+        return 1;
+    }
+
+    vmr_bench_guest_print_host (&self->guest, load_at_start);
+    adaptive_print_targets (results, picked, n_picked);
+    g_print ("  data check: the destination of every job that reached `synced` equalled its source "
+             "at the pivot: yes\n");
+    return 0;
+}
