@@ -1,6 +1,8 @@
 #define G_LOG_DOMAIN "vmr-policy"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "controller.h"
 
@@ -39,8 +41,7 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .knee_memory_us = 30 * G_USEC_PER_SEC,
         .backoff = 0.7,
         .severe_backoff = 0.5,
-        .severe_factor = 2.0,
-        .smoothing = 0.5,
+        .window = 5,
         .idle_iops = 5,
         .unexplained_step = 0.5,
         .baseline_refresh_us = 120 * G_USEC_PER_SEC,
@@ -55,7 +56,6 @@ vmr_controller_state_init (VmrControllerState *state, gint64 baseline_time_us)
     /* the baseline was just measured: a change in load waits measure_gap_us from it */
     *state = (VmrControllerState){
         .phase = VMR_CONTROLLER_PHASE_COPYING,
-        .mean_harm = -1,
         .baseline_time_us = baseline_time_us,
         .measure_time_us = baseline_time_us,
     };
@@ -177,7 +177,11 @@ take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
 
     state->phase = VMR_CONTROLLER_PHASE_COPYING;
     state->baseline_time_us = input->load.time_us;
-    state->mean_harm = -1;
+    state->n_harms = 0;
+    /* a new load has its own floor; a periodic baseline only corrects the drift */
+    if (state->measure_replaces)
+        state->floor_harm = 0;
+    state->probing = FALSE;
     out->baseline = input->load;
     /* the load drifts: one sample, noisy as it is, moves a periodic baseline half-way */
     if (!state->measure_replaces && idle == was_idle && !idle) {
@@ -198,24 +202,122 @@ take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
                                    idle ? " (idle: full speed)" : "", speed_text));
 }
 
-/* "harm 7.2%", "harm 7.2% (mean 4.6%)"; free with g_free() */
-static gchar *
-format_harm (gdouble harm, gdouble mean_harm)
+/* the harm counted: over the copy's floor, if it has one */
+static gdouble
+over_floor (const VmrControllerState *state, gdouble harm)
 {
-    if (ABS (harm - mean_harm) < 0.0005)
-        return g_strdup_printf ("harm %.1f%%", harm * 100);
-    return g_strdup_printf ("harm %.1f%% (mean %.1f%%)", harm * 100, mean_harm * 100);
+    return MAX (0.0, (1 + harm) / (1 + state->floor_harm) - 1);
+}
+
+static gint
+compare_doubles (gconstpointer a, gconstpointer b)
+{
+    gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
+
+    return (x > y) - (x < y);
+}
+
+/* the median of the window's harms (raw, not over the floor), 0 for none */
+static gdouble
+window_median (const VmrControllerState *state)
+{
+    gdouble sorted[VMR_CONTROLLER_WINDOW_MAX];
+    guint n = state->n_harms;
+
+    if (n == 0)
+        return 0;
+    memcpy (sorted, state->harms, n * sizeof (gdouble));
+    qsort (sorted, n, sizeof (gdouble), compare_doubles);
+    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+/* the mean of the window's two lowest harms (raw): what stays when the spikes are left out */
+static gdouble
+window_low (const VmrControllerState *state)
+{
+    gdouble sorted[VMR_CONTROLLER_WINDOW_MAX];
+    guint n = state->n_harms;
+
+    if (n == 0)
+        return 0;
+    memcpy (sorted, state->harms, n * sizeof (gdouble));
+    qsort (sorted, n, sizeof (gdouble), compare_doubles);
+    return n == 1 ? sorted[0] : (sorted[0] + sorted[1]) / 2;
+}
+
+/* the lowest harm (raw) of the window's samples at the copy's speed now; 0 for fewer than two */
+static gdouble
+window_low_at_speed (const VmrControllerState *state)
+{
+    guint n = MIN (state->n_at_speed, state->n_harms);
+    gdouble low = G_MAXDOUBLE;
+
+    if (n < 2)
+        return 0;
+    for (guint i = state->n_harms - n; i < state->n_harms; i++)
+        low = MIN (low, state->harms[i]);
+    return low;
+}
+
+/* how many of the newest @last harms of the window, over the floor, are over (or under) @level */
+static guint
+count_past (const VmrControllerState *state, guint last, gdouble level, gboolean over)
+{
+    guint count = 0;
+
+    for (guint i = state->n_harms > last ? state->n_harms - last : 0; i < state->n_harms; i++) {
+        gdouble harm = over_floor (state, state->harms[i]);
+
+        if (over ? harm > level : harm < level)
+            count++;
+    }
+    return count;
+}
+
+static void
+window_push (const VmrControllerConfig *config, VmrControllerState *state, gdouble harm)
+{
+    guint size = CLAMP (config->window, 1, VMR_CONTROLLER_WINDOW_MAX);
+
+    if (state->n_harms >= size) {
+        memmove (state->harms, state->harms + 1, (size - 1) * sizeof (gdouble));
+        state->n_harms = size - 1;
+    }
+    state->harms[state->n_harms++] = harm;
+    state->n_at_speed++;
+}
+
+/*
+ * "harm 7.2%", "harm 7.2% (median 4.6%)"; with a floor the harm counted,
+ * "harm 2.0% over the floor of 20.0% (median 1.0%)"; free with g_free()
+ */
+static gchar *
+format_harm (const VmrControllerState *state, gdouble harm, gdouble median)
+{
+    g_autofree gchar *floor_text
+        = state->floor_harm > 0
+              ? g_strdup_printf (" over the floor of %.1f%%", state->floor_harm * 100)
+              : g_strdup ("");
+
+    harm = over_floor (state, harm);
+    median = over_floor (state, median);
+    if (ABS (harm - median) < 0.0005)
+        return g_strdup_printf ("harm %.1f%%%s", harm * 100, floor_text);
+    return g_strdup_printf ("harm %.1f%%%s (median %.1f%%)", harm * 100, floor_text, median * 100);
 }
 
 /* the harm is over the target: slower, and the knee is where the copy was */
 static void
 back_off (const VmrControllerConfig *config, VmrControllerState *state,
-          const VmrControllerInput *input, gboolean was_probing, gdouble harm, gdouble mean_harm,
+          const VmrControllerInput *input, gboolean was_probing, gdouble harm, gdouble median,
           VmrControllerDecision *out)
 {
     gdouble target = config->target_harm;
+    gdouble excess = over_floor (state, median);
+    gdouble low = window_low (state);
+    gdouble low_at_speed = window_low_at_speed (state);
     guint64 from = current_rate (config, input);
-    gboolean severe = harm > config->severe_factor * target;
+    gboolean severe = excess > 2 * target;
     /*
      * a probe past a stale knee that found it again where it was: back under
      * it, no further. A deep excess at a speed that was held is a change in
@@ -223,29 +325,52 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
      */
     gboolean knee_again = was_probing && state->knee_speed != 0
                           && from <= state->knee_speed * (1 + 3 * config->fine_gain);
-    /* a shallow excess near a known knee: the load hovers there, a small step answers it */
-    gboolean small_step = knee_again || (!severe && state->knee_speed != 0);
+    /*
+     * a shallow excess near a known knee: the load hovers there; or one that
+     * a sample at this speed does not show: spikes. A small step answers
+     * either.
+     */
+    gboolean spikes = state->n_at_speed >= 2 && over_floor (state, low_at_speed) <= target;
+    gboolean small_step = knee_again || (state->knee_speed != 0 && (!severe || spikes));
     gdouble factor
         = small_step ? 1 - config->knee_margin
-                     : CLAMP ((1 + target) / (1 + harm), config->severe_backoff, config->backoff);
+                     : CLAMP ((1 + target) / (1 + excess), config->severe_backoff, config->backoff);
     guint64 to = clamp_speed (config, (gdouble) from * factor);
-    g_autofree gchar *head = format_harm (harm, mean_harm);
+    g_autofree gchar *head = format_harm (state, harm, median);
     g_autofree gchar *ratios = format_ratios (input);
     g_autofree gchar *from_text = vmr_units_format_speed (from);
     g_autofree gchar *to_text = vmr_units_format_speed (to);
 
-    state->mean_harm = -1;
+    state->n_harms = 0;
+    state->probing = FALSE;
     if (to >= from && input->speed != 0) {
-        /* the copy at its slowest: the harm is not its doing, and no knee to hold under */
-        state->knee_speed = 0;
+        /*
+         * the copy at its slowest: what it costs the guest here, it costs at
+         * any speed. That is its floor, and the target applies on top of it.
+         */
         g_autofree gchar *min_text = vmr_units_format_speed (config->min_speed);
 
+        state->knee_speed = 0;
+        state->floor_harm = MAX (state->floor_harm, low);
         set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                      g_strdup_printf ("%s > %.1f%% at %s, and min-speed is %s (%s)", head,
-                                       target * 100, from_text, min_text, ratios));
+                      g_strdup_printf ("%s > %.1f%% at min-speed %s: the copy's floor is %.1f%%, "
+                                       "the target applies on top of it (%s)",
+                                       head, target * 100, min_text, state->floor_harm * 100,
+                                       ratios));
         return;
     }
-    state->knee_speed = from;
+    /*
+     * under a known knee, only an excess that every sample at this speed
+     * shows moves the knee down: one that spikes make is noise, and the knee
+     * stays where it was found, or spike after spike would walk it down to
+     * min-speed
+     */
+    if (state->knee_speed == 0 || from >= state->knee_speed
+        || over_floor (state, low_at_speed) > target)
+        state->knee_speed = from;
+    else
+        state->knee_speed
+            = MAX (from, (guint64) ((gdouble) state->knee_speed * (1 - config->knee_margin / 2)));
     state->knee_time_us = input->load.time_us;
     set_decision (out, VMR_CONTROLLER_BACK_OFF, to,
                   g_strdup_printf ("%s > %.1f%%: %s -> %s%s (%s)", head, target * 100, from_text,
@@ -256,7 +381,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
 /* harm under the hold band: faster, toward a fresh knee or probing */
 static void
 raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
-             const VmrControllerInput *input, gdouble harm, gdouble mean_harm,
+             const VmrControllerInput *input, gdouble harm, gdouble median,
              VmrControllerDecision *out)
 {
     gint64 now = input->load.time_us;
@@ -266,7 +391,7 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     g_autofree gchar *from_text = vmr_units_format_speed (speed);
     g_autofree gchar *to_text = NULL;
     g_autofree gchar *how = NULL;
-    g_autofree gchar *harm_text = format_harm (harm, mean_harm);
+    g_autofree gchar *harm_text = format_harm (state, harm, median);
     g_autofree gchar *head = g_strdup_printf ("%s < %.1f%%", harm_text,
                                               config->hold_below * config->target_harm * 100);
     gdouble next;
@@ -325,6 +450,8 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
             how = g_strdup_printf ("probing past the knee at %s", knee_text);
         }
     }
+    if (how == NULL || !g_str_has_prefix (how, "probing past"))
+        state->probing = FALSE;
     to = clamp_speed (config, next);
     to_text = vmr_units_format_speed (to);
     set_decision (out, to > speed ? VMR_CONTROLLER_RAISE : VMR_CONTROLLER_HOLD, to,
@@ -365,7 +492,7 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
     gboolean idle_now = input->load.iops < config->idle_iops;
     gboolean idle_before = input->baseline.iops < config->idle_iops;
     g_autofree gchar *change = NULL;
-    gdouble harm, mean_harm;
+    gdouble harm, median;
 
     out->harm = 0;
     out->baseline = input->baseline;
@@ -378,7 +505,7 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
     if (idle_now && idle_before) {
         g_autofree gchar *full = vmr_units_format_speed (config->max_speed);
 
-        state->mean_harm = -1;
+        state->n_harms = 0;
         set_decision (out, VMR_CONTROLLER_IDLE_FULL_SPEED, config->max_speed,
                       g_strdup_printf ("guest idle (%.1f IOPS, baseline %.1f): full speed %s",
                                        input->load.iops, input->baseline.iops, full));
@@ -411,37 +538,49 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
 
     harm = vmr_controller_harm (input);
     out->harm = harm;
-    mean_harm = state->mean_harm < 0
-                    ? harm
-                    : (1 - config->smoothing) * state->mean_harm + config->smoothing * harm;
-    state->mean_harm = mean_harm;
-    if (harm > config->severe_factor * config->target_harm || mean_harm > config->target_harm) {
-        back_off (config, state, input, was_probing, harm, mean_harm, out);
+    window_push (config, state, harm);
+    median = window_median (state);
+    /*
+     * most of the window over the target (both of a window just begun): a
+     * spike or two is noise
+     */
+    if (state->n_harms >= 2
+        && count_past (state, config->window, config->target_harm, TRUE) > state->n_harms / 2) {
+        back_off (config, state, input, was_probing, harm, median, out);
         return;
     }
-    /* a raise needs the sample and the mean under the band: the mean lags a raise by a sample */
-    if (MAX (harm, mean_harm) >= config->hold_below * config->target_harm) {
-        g_autofree gchar *head = format_harm (harm, mean_harm);
+    /* a raise needs the newest two under the band (the newest one, in a window just begun) */
+    if (count_past (state, 2, config->hold_below * config->target_harm, FALSE)
+        < MIN (state->n_harms, 2)) {
+        g_autofree gchar *head = format_harm (state, harm, median);
         g_autofree gchar *ratios = format_ratios (input);
         g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
 
-        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                      g_strdup_printf ("%s in the hold band %.1f%%..%.1f%%: %s (%s)", head,
-                                       config->hold_below * config->target_harm * 100,
-                                       config->target_harm * 100, speed_text, ratios));
+        if (over_floor (state, harm) > config->target_harm)
+            set_decision (
+                out, VMR_CONTROLLER_HOLD, input->speed,
+                g_strdup_printf ("%s > %.1f%% in %u of the last %u samples: noise until "
+                                 "most show it; holding %s (%s)",
+                                 head, config->target_harm * 100,
+                                 count_past (state, config->window, config->target_harm, TRUE),
+                                 state->n_harms, speed_text, ratios));
+        else
+            set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                          g_strdup_printf ("%s in the hold band %.1f%%..%.1f%%: %s (%s)", head,
+                                           config->hold_below * config->target_harm * 100,
+                                           config->target_harm * 100, speed_text, ratios));
         return;
     }
-    raise_speed (config, state, input, harm, mean_harm, out);
+    raise_speed (config, state, input, harm, median, out);
 }
 
 void
 vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
                      const VmrControllerInput *input, VmrControllerDecision *out)
 {
-    gboolean was_probing = state->probing;
-
-    /* only a raise past a stale knee sets it again */
-    state->probing = FALSE;
-    decide (config, state, input, was_probing, out);
+    /* a probe past a stale knee lasts until the next raise or back-off */
+    decide (config, state, input, state->probing, out);
     clamp_decision (config, out);
+    if (out->speed != input->speed || out->kind == VMR_CONTROLLER_MEASURE_BASELINE)
+        state->n_at_speed = 0;
 }

@@ -83,8 +83,9 @@ note_decision (VmrJob *job, VmrControllerKind kind, const gchar *reason)
 {
     VmrJobAdaptive *a = job->adaptive;
 
-    if (a->reason == NULL || kind != a->kind
-        || (kind != VMR_CONTROLLER_HOLD && kind != VMR_CONTROLLER_RAISE))
+    /* a new kind of decision, and every back-off and pause, is news; the rest is debug */
+    if (a->reason == NULL || kind != a->kind || kind == VMR_CONTROLLER_BACK_OFF
+        || kind == VMR_CONTROLLER_MEASURE_BASELINE || kind == VMR_CONTROLLER_BASELINE_TAKEN)
         g_message ("job %s (%s %s): controller: %s: %s", job->id, job->domain, job->disk,
                    vmr_controller_kind_to_string (kind), reason);
     else
