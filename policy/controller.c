@@ -33,6 +33,7 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .min_speed = min_speed,
         .max_speed = max_speed,
         .hold_below = 0.6,
+        .start_gain = 1.0,
         .probe_gain = 0.25,
         .approach_gain = 0.5,
         .fine_gain = 0.05,
@@ -42,6 +43,7 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .backoff = 0.7,
         .severe_backoff = 0.5,
         .window = 5,
+        .severe_factor = 2.0,
         .idle_iops = 5,
         .unexplained_step = 0.5,
         .baseline_refresh_us = 120 * G_USEC_PER_SEC,
@@ -343,6 +345,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
 
     state->n_harms = 0;
     state->probing = FALSE;
+    state->felt = TRUE;
     if (to >= from && input->speed != 0) {
         /*
          * the copy at its slowest: what it costs the guest here, it costs at
@@ -422,7 +425,11 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     if (state->knee_speed != 0
         && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
         state->knee_speed = 0;
-    if (state->knee_speed == 0) {
+    if (state->knee_speed == 0 && !state->felt) {
+        /* a slow start, as TCP's: no harm yet at any speed, double it */
+        next = (gdouble) speed * (1 + config->start_gain / n_copies);
+        how = g_strdup ("starting");
+    } else if (state->knee_speed == 0) {
         next = (gdouble) speed * (1 + config->probe_gain / n_copies);
         how = g_strdup ("probing");
     } else {
@@ -542,10 +549,15 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
     median = window_median (state);
     /*
      * most of the window over the target (both of a window just begun): a
-     * spike or two is noise
+     * spike or two is noise. Or the first two samples at a new speed both
+     * far over it: the new speed is past the knee (a slow start that
+     * overshot), no need to wait for a third.
      */
     if (state->n_harms >= 2
-        && count_past (state, config->window, config->target_harm, TRUE) > state->n_harms / 2) {
+        && (count_past (state, config->window, config->target_harm, TRUE) > state->n_harms / 2
+            || (state->n_at_speed == 2
+                && count_past (state, 2, config->severe_factor * config->target_harm, TRUE)
+                       == 2))) {
         back_off (config, state, input, was_probing, harm, median, out);
         return;
     }

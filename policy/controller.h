@@ -50,9 +50,10 @@
  *   a stale knee that crosses where the knee was, go back by knee_margin
  *   only: back under the knee, no further.
  * - Harm in the hold band [hold_below * target, target]: keep the speed.
- * - Harm under the band, in the sample and in the mean: raise. With no
- *   knee known, multiplicatively by probe_gain a sample (from min-speed to
- *   150 MiB/s in about 14 samples). With a knee known, close approach_gain
+ * - Harm under the band, in the newest two samples: raise. Until the copy
+ *   first backs off, by start_gain a sample (a slow start, as TCP's: from
+ *   min-speed to 128 MiB/s in 4 samples); then with no knee known, by
+ *   probe_gain a sample. With a knee known, close approach_gain
  *   of the gap to knee_margin under it; while the knee is fresh (seen less
  *   than knee_memory_us ago) stay there: no probing into a knee just found,
  *   which is what makes a fixed rate cap oscillate. Once the memory is
@@ -104,8 +105,11 @@ typedef struct {
      */
     gdouble hold_below;     /* [0.6] the hold band starts at this fraction of the target: a guest's
                              * figures wobble by a few percent from second to second */
-    gdouble probe_gain;     /* [0.25] raise a sample with no knee known, a fraction of the speed:
-                             * 8 MiB/s to 150 MiB/s in 14 samples, past a knee by 25% at most */
+    gdouble start_gain;     /* [1] raise a sample until the copy first harms the guest: TCP's
+                             * slow start, 8 MiB/s to 128 MiB/s in 4 samples, as a short copy
+                             * would spend its life ramping up otherwise */
+    gdouble probe_gain;     /* [0.25] raise a sample with no knee known once the guest has felt
+                             * the copy: past a knee by 25% at most */
     gdouble approach_gain;  /* [0.5] the fraction of the gap to a fresh knee closed a sample:
                              * within 6% of it in 4 samples */
     gdouble fine_gain;      /* [0.05] raise a sample past a stale knee, a fraction of the speed:
@@ -120,6 +124,8 @@ typedef struct {
                              * halve the copy for an excess of 1% */
     gdouble severe_backoff; /* [0.5] the deepest back-off factor: the next sample can back off
                              * again, while a copy slowed too far takes samples to recover */
+    gdouble severe_factor;  /* [2] the first two samples at a new speed over this times the
+                             * target back off at once: a slow start past the knee */
     guint window;           /* [5] the samples a decision reads: three of five over the target
                              * back off (two of two, three of three or four), so a spike or two
                              * does not; a step in load shows in two to three samples */
@@ -154,6 +160,7 @@ typedef struct {
     guint n_at_speed;                         /* how many of them at the copy's speed now */
     gdouble floor_harm;        /* the harm the copy causes at min-speed, 0 = none found */
     gboolean probing;          /* the last raise went past a stale knee */
+    gboolean felt;             /* the copy has backed off once: the slow start is over */
     gboolean measure_replaces; /* while measuring: the sample replaces the baseline */
     guint64 resume_speed;      /* while measuring: the speed to go on at, 0 = unlimited */
     gint64 baseline_time_us;   /* when the baseline was measured */

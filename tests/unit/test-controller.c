@@ -244,6 +244,7 @@ typedef struct {
     gdouble tail_low;   /* the total over the tail at least this fraction of the knee */
     guint reach_by;     /* the total within 10% of the knee by this sample, 0 = unchecked */
     guint react_within; /* after the step, at or under the new knee within this many samples */
+    gdouble tail_high;  /* the total over the tail at most this times the knee, 0 = TAIL_HIGH */
 } KneeCase;
 
 #define KNEE_150                                                                                   \
@@ -289,7 +290,9 @@ static const KneeCase knee_cases[] = {
       { GUEST_FIXED_RATE, 150, 2.0, FALSE, 0.02, 0.25 },
       NO_STEP,
       0.7,
-      .reach_by = 30 },
+      .reach_by = 30,
+      /* a probe past a stale knee whose excess a spike hides takes a sample longer to see */
+      .tail_high = 1.10 },
     { "a copy that costs its guest 20% at any speed: the floor",
       { GUEST_FIXED_RATE, 150, 2.0, FALSE, 0.03, 0, 0.2 },
       NO_STEP,
@@ -339,7 +342,7 @@ test_knee (gconstpointer data)
                     "mean harm %.3f",
                     TAIL, low, high, knee, turns, back_offs, mean_harm);
     g_assert_cmpfloat (low, >=, tc->tail_low * knee);
-    g_assert_cmpfloat (high, <=, TAIL_HIGH * knee);
+    g_assert_cmpfloat (high, <=, (tc->tail_high != 0 ? tc->tail_high : TAIL_HIGH) * knee);
     g_assert_cmpuint (turns, <=, MAX_TURNS);
     g_assert_cmpuint (back_offs, <=, MAX_BACK_OFFS);
     /* a floor no speed avoids, and the target on top of it */
@@ -564,11 +567,11 @@ static const StepCase step_cases[] = {
       VMR_CONTROLLER_HOLD,
       100 * MIB,
       "harm 4.0% in the hold band 3.0%..5.0%" },
-    { "a probe raises by a quarter",
+    { "a copy the guest has not felt yet doubles its speed",
       { 1.01, 1.0, 100 * MIB, 0, 0, 0 },
       VMR_CONTROLLER_RAISE,
-      125 * MIB,
-      "100 MiB/s -> 125 MiB/s, probing" },
+      200 * MIB,
+      "100 MiB/s -> 200 MiB/s, starting" },
     { "a cap past what any storage moves becomes unlimited",
       { 1.01, 1.0, G_GUINT64_CONSTANT (60) * 1024 * MIB, 0, 0, 0 },
       VMR_CONTROLLER_RAISE,
