@@ -19,6 +19,7 @@ typedef struct {
     gboolean fixed_rate;    /* target (a) */
     gboolean bursty;        /* target (c): its IOPS are those of its busy seconds */
     gboolean idle;          /* target (d): no I/O, no IOPS, no caps */
+    gboolean heavy;         /* target (e): writes faster than the copy may go; no caps */
 } Workload;
 
 /* how a job set the copy's speed */
@@ -26,7 +27,13 @@ typedef enum {
     JOB_UNLIMITED, /* control = static, no speed */
     JOB_CAP,       /* control = static, speed = cap */
     JOB_ADAPTIVE,  /* control = adaptive, guest-impact = 5% */
+    /* the same, converge-after and a deadline, converge-by = speed or write-blocking */
+    JOB_CONVERGE_SPEED,
+    JOB_CONVERGE_BLOCKING,
 } JobKind;
+
+/* the deadline of the heavy writer's copies, seconds */
+#define ADAPTIVE_HEAVY_DEADLINE_S 120
 
 /* what one migration measured */
 typedef struct {
@@ -40,6 +47,7 @@ typedef struct {
     gboolean timed_out;  /* no `synced` within the job limit: cancelled, the time a floor */
     gdouble mib_s;       /* the disk / migration_s */
     gchar *speeds;       /* the speed series, for the report */
+    gchar *converged_by; /* the job's convergence, "speed" or "write-blocking"; NULL = none */
 } JobResult;
 
 void job_result_free (JobResult *result);

@@ -305,6 +305,67 @@ test_write_verify (VmrHarness *h, gconstpointer user_data)
     assert_verify_guest (h, history_time (final, "completed"), c.source, c.dest, SMALL_DISK);
 }
 
+/*
+ * A heavy writer: the verify guest's 200 random writes a second dirty up to
+ * 12.5 MiB/s of 64 KiB chunks, three times the copy's 4 MiB/s (min-speed
+ * and max-speed both, so that the controller cannot slow the copy under the
+ * guest's harm and make the test a minute long), so the backlog never
+ * shrinks in background mode. converge-after sees it, and the policy's
+ * choice, write-blocking, makes it converge: the job says so, and every
+ * block the guest wrote reads back right after the pivot.
+ */
+static void
+test_heavy_writer_converges (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar policy[]
+        = ADAPTIVE_POLICY ("1s") "min-speed = 4M\nmax-speed = 4M\nconverge-after = 5s\n"
+                                 "converge-by = write-blocking\n";
+    const VmrHarnessGuestJob verify = { "verify", 200, 40, NULL, NULL, NULL };
+    g_auto (GuestCopy) c = { 0 };
+    g_autoptr (JsonObject) final = NULL;
+    JsonObject *convergence;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+        return;
+    adaptive_copy_start (h, &c, &verify, SMALL_DISK, policy);
+    final = vmr_harness_wait_job (h, c.id, "completed", 120);
+    assert_history (final, "copying", "synced", "completed", NULL);
+    convergence = vmr_harness_json_object (final, "convergence");
+    g_test_message ("convergence: %s", vmr_harness_json_string (convergence, "reason"));
+    g_assert_cmpstr (vmr_harness_json_string (convergence, "by"), ==, "write-blocking");
+    vmr_harness_assert_disk_on (h, "disk0", c.dest);
+    vmr_harness_assert_node_released (h, c.source);
+    assert_verify_guest (h, history_time (final, "completed"), c.source, c.dest, SMALL_DISK);
+}
+
+/*
+ * A deadline the copy cannot meet, with on-deadline = fail: the copy of a
+ * writing guest, held under 1 MiB/s, fails at its deadline, the VM stays
+ * on its source, and the guest reads back every block it wrote, before the
+ * failure and after.
+ */
+static void
+test_deadline_fail_stays_on_source (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar policy[]
+        = ADAPTIVE_POLICY ("1s") "min-speed = 512K\nmax-speed = 1M\ndeadline = 5s\n"
+                                 "on-deadline = fail\n";
+    const VmrHarnessGuestJob verify = { "verify", 200, 20, NULL, NULL, NULL };
+    g_auto (GuestCopy) c = { 0 };
+    g_autoptr (JsonObject) final = NULL;
+    g_autoptr (VmrConsoleLine) done = NULL;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+        return;
+    adaptive_copy_start (h, &c, &verify, SMALL_DISK, policy);
+    final = vmr_harness_wait_job (h, c.id, "failed", 60);
+    assert_contains (vmr_harness_json_string (final, "reason"), "deadline of 5s",
+                     "the job's reason");
+    vmr_harness_assert_disk_on (h, "disk0", c.source);
+    done = vmr_harness_guest_wait_line (h, "VMR-DONE", 120);
+    assert_contains (done->text, "VMR-DONE verify ok", "the guest's result");
+}
+
 /* an idle guest's adaptive copy runs unlimited from the start */
 static void
 test_idle_guest (VmrHarness *h, gconstpointer user_data)
@@ -336,6 +397,10 @@ main (int argc, char **argv)
                                test_busy_guest_under_target);
     VMR_HARNESS_ADD_NO_DAEMON ("/adaptive/load-stops-full-speed", NULL, test_load_stops_full_speed);
     VMR_HARNESS_ADD_NO_DAEMON ("/adaptive/write-verify", NULL, test_write_verify);
+    VMR_HARNESS_ADD_NO_DAEMON ("/adaptive/heavy-writer-converges", NULL,
+                               test_heavy_writer_converges);
+    VMR_HARNESS_ADD_NO_DAEMON ("/adaptive/deadline-fail-stays-on-source", NULL,
+                               test_deadline_fail_stays_on_source);
     VMR_HARNESS_ADD_NO_DAEMON ("/adaptive/idle-guest", NULL, test_idle_guest);
     return g_test_run ();
 }
