@@ -219,17 +219,24 @@ compare_doubles (gconstpointer a, gconstpointer b)
     return (x > y) - (x < y);
 }
 
-/* the median of the window's harms (raw, not over the floor), 0 for none */
+/* the window's harms (raw, not over the floor) sorted into @sorted, lowest first; how many */
+static guint
+window_sorted (const VmrControllerState *state, gdouble sorted[VMR_CONTROLLER_WINDOW_MAX])
+{
+    memcpy (sorted, state->harms, state->n_harms * sizeof (gdouble));
+    qsort (sorted, state->n_harms, sizeof (gdouble), compare_doubles);
+    return state->n_harms;
+}
+
+/* the median of the window's harms (raw), 0 for none */
 static gdouble
 window_median (const VmrControllerState *state)
 {
     gdouble sorted[VMR_CONTROLLER_WINDOW_MAX];
-    guint n = state->n_harms;
+    guint n = window_sorted (state, sorted);
 
     if (n == 0)
         return 0;
-    memcpy (sorted, state->harms, n * sizeof (gdouble));
-    qsort (sorted, n, sizeof (gdouble), compare_doubles);
     return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
@@ -238,12 +245,10 @@ static gdouble
 window_low (const VmrControllerState *state)
 {
     gdouble sorted[VMR_CONTROLLER_WINDOW_MAX];
-    guint n = state->n_harms;
+    guint n = window_sorted (state, sorted);
 
     if (n == 0)
         return 0;
-    memcpy (sorted, state->harms, n * sizeof (gdouble));
-    qsort (sorted, n, sizeof (gdouble), compare_doubles);
     return n == 1 ? sorted[0] : (sorted[0] + sorted[1]) / 2;
 }
 

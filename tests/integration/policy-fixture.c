@@ -379,13 +379,9 @@ assert_verify_guest (VmrHarness *h, gint64 completed_us, const gchar *source, co
 {
     g_autoptr (VmrConsoleLine) done = NULL;
     g_autoptr (VmrConsoleLine) verified = NULL;
-    g_autoptr (VmrConsoleLine) job_line = NULL;
     g_autoptr (GArray) after = NULL;
-    g_autofree gchar *expected = NULL;
     guint64 written = 0, checked = 0;
     gboolean wrote_after = FALSE;
-    const gchar *size_field;
-    guint64 region;
 
     done = vmr_harness_guest_wait_line (h, "VMR-DONE", 120);
     note_guest_load (h);
@@ -410,10 +406,21 @@ assert_verify_guest (VmrHarness *h, gint64 completed_us, const gchar *source, co
                      ==, 2);
     g_assert_cmpuint (written, >, 0);
     g_assert_cmpuint (checked, ==, written);
+    assert_beyond_verify_region (h, source, dest, size);
+}
+
+void
+assert_beyond_verify_region (VmrHarness *h, const gchar *source, const gchar *image, gsize size)
+{
+    g_autoptr (VmrConsoleLine) job_line = NULL;
+    g_autofree gchar *expected = NULL;
+    const gchar *size_field;
+    guint64 region;
+
     vmr_harness_quit_qemu (h);
     /*
      * fio verified in the guest what it wrote, the first REGION bytes; beyond
-     * them nothing wrote, so the destination must hold the source's pattern
+     * them nothing wrote, so the image must hold the source's pattern
      */
     job_line = vmr_harness_guest_wait_line (h, "VMR-JOB verify", 1);
     size_field = strstr (job_line->text, " size=");
@@ -422,5 +429,5 @@ assert_verify_guest (VmrHarness *h, gint64 completed_us, const gchar *source, co
     g_assert_cmpuint (region, >, 0);
     g_assert_cmpuint (region, <, size);
     expected = vmr_harness_expected_path (source);
-    vmr_harness_assert_range_equals (dest, expected, region, size - region);
+    vmr_harness_assert_range_equals (image, expected, region, size - region);
 }

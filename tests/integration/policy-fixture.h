@@ -149,4 +149,11 @@ void busy_copy_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *loa
 void assert_verify_guest (VmrHarness *h, gint64 completed_us, const gchar *source,
                           const gchar *dest, gsize size);
 
+/*
+ * QEMU quits, and @image holds the pattern of @source (of @size bytes)
+ * beyond the region the verify guest wrote (its VMR-JOB line)
+ */
+void assert_beyond_verify_region (VmrHarness *h, const gchar *source, const gchar *image,
+                                  gsize size);
+
 G_END_DECLS

@@ -341,8 +341,8 @@ test_heavy_writer_converges (VmrHarness *h, gconstpointer user_data)
 /*
  * A deadline the copy cannot meet, with on-deadline = fail: the copy of a
  * writing guest, held under 1 MiB/s, fails at its deadline, the VM stays
- * on its source, and the guest reads back every block it wrote, before the
- * failure and after.
+ * on its source, the guest reads back every block it wrote, before the
+ * failure and after, and the rest of the source is as it was.
  */
 static void
 test_deadline_fail_stays_on_source (VmrHarness *h, gconstpointer user_data)
@@ -364,6 +364,7 @@ test_deadline_fail_stays_on_source (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_disk_on (h, "disk0", c.source);
     done = vmr_harness_guest_wait_line (h, "VMR-DONE", 120);
     assert_contains (done->text, "VMR-DONE verify ok", "the guest's result");
+    assert_beyond_verify_region (h, c.source, c.source, SMALL_DISK);
 }
 
 /* an idle guest's adaptive copy runs unlimited from the start */
