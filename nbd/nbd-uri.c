@@ -163,6 +163,18 @@ vmr_nbd_uri_parse (const gchar *text, GError **error)
     return g_steal_pointer (&self);
 }
 
+VmrNbdUri *
+vmr_nbd_uri_with_export (const VmrNbdUri *self, const gchar *export_name)
+{
+    VmrNbdUri *copy = vmr_nbd_uri_copy (self);
+
+    g_free (copy->export_name);
+    copy->export_name = g_strdup (export_name);
+    g_free (copy->canonical);
+    copy->canonical = build_canonical (copy);
+    return copy;
+}
+
 gchar *
 vmr_nbd_uri_server (const VmrNbdUri *self)
 {

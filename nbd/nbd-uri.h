@@ -37,6 +37,12 @@ void vmr_nbd_uri_free (VmrNbdUri *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrNbdUri, vmr_nbd_uri_free)
 
 /*
+ * The export @export_name of the same server, with the same TLS: a new URI,
+ * free with vmr_nbd_uri_free().
+ */
+VmrNbdUri *vmr_nbd_uri_with_export (const VmrNbdUri *self, const gchar *export_name);
+
+/*
  * The server alone, "nbd://h:10809" or "nbd+unix:PATH": what copies to one
  * server have in common. A new string.
  */

@@ -224,27 +224,33 @@ vmr_destination_nbd_blockdev_file (const VmrDestination *self, const gchar *node
 }
 
 gchar *
-vmr_destination_nbd_to_libvirt_xml (const VmrDestination *self)
+vmr_destination_to_libvirt_source (const VmrDestination *self)
 {
-    g_autoptr (GString) xml = g_string_new (NULL);
-    g_autofree gchar *source = g_markup_printf_escaped (
-        "<disk type='network'><driver type='raw'/><source protocol='nbd' name='%s' tls='%s'>",
-        self->nbd->export_name, self->nbd->tls ? "yes" : "no");
+    g_autoptr (GString) xml = NULL;
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *host = NULL;
 
-    g_string_append (xml, source);
-    if (self->nbd->socket != NULL) {
-        g_autofree gchar *host
-            = g_markup_printf_escaped ("<host transport='unix' socket='%s'/>", self->nbd->socket);
-
-        g_string_append (xml, host);
-    } else {
-        g_autofree gchar *host = g_markup_printf_escaped ("<host name='%s' port='%u'/>",
-                                                          self->nbd->host, self->nbd->port);
-
-        g_string_append (xml, host);
-    }
+    if (self->kind != VMR_DESTINATION_NBD)
+        return NULL;
+    source = g_markup_printf_escaped ("<source protocol='nbd' name='%s' tls='%s'>",
+                                      self->nbd->export_name, self->nbd->tls ? "yes" : "no");
+    if (self->nbd->socket != NULL)
+        host = g_markup_printf_escaped ("<host transport='unix' socket='%s'/>", self->nbd->socket);
+    else
+        host = g_markup_printf_escaped ("<host name='%s' port='%u'/>", self->nbd->host,
+                                        self->nbd->port);
+    xml = g_string_new (source);
+    g_string_append (xml, host);
     if (self->reconnect_delay_s > 0)
         g_string_append_printf (xml, "<reconnect delay='%u'/>", self->reconnect_delay_s);
-    g_string_append (xml, "</source></disk>");
+    g_string_append (xml, "</source>");
     return g_string_free (g_steal_pointer (&xml), FALSE);
+}
+
+gchar *
+vmr_destination_nbd_to_libvirt_xml (const VmrDestination *self)
+{
+    g_autofree gchar *source = vmr_destination_to_libvirt_source (self);
+
+    return g_strdup_printf ("<disk type='network'><driver type='raw'/>%s</disk>", source);
 }

@@ -168,4 +168,11 @@ JsonObject *vmr_destination_to_blockdev_add (const VmrDestination *self, const g
  */
 gchar *vmr_destination_to_libvirt_xml (const VmrDestination *self);
 
+/*
+ * The <source> element of that disk for a network destination (an NBD
+ * export), e.g. <source protocol='nbd' name='vm1' tls='no'><host .../></source>;
+ * NULL for a file or a block device, whose source is a path. A new string.
+ */
+gchar *vmr_destination_to_libvirt_source (const VmrDestination *self);
+
 G_END_DECLS

@@ -14,39 +14,53 @@
 #define SERVER_START_TIMEOUT_S 20
 
 void
+vmr_nbd_servers_init (VmrNbdServers *s, VmrHarness *h)
+{
+    s->h = h;
+    s->pids = g_ptr_array_new ();
+    s->pki = NULL;
+}
+
+void
+vmr_nbd_servers_clear (VmrNbdServers *s)
+{
+    for (guint i = 0; s->pids != NULL && i < s->pids->len; i++) {
+        GPid pid = GPOINTER_TO_INT (g_ptr_array_index (s->pids, i));
+
+        kill (pid, SIGKILL);
+        waitpid (pid, NULL, 0);
+    }
+    g_clear_pointer (&s->pids, g_ptr_array_unref);
+    g_clear_pointer (&s->pki, g_free);
+}
+
+void
 vmr_nbd_setup (VmrNbdTest *t, gconstpointer user_data)
 {
-    t->pids = g_ptr_array_new ();
+    vmr_nbd_servers_init (&t->servers, &t->h);
     vmr_harness_setup (&t->h, user_data);
 }
 
 void
 vmr_nbd_setup_no_daemon (VmrNbdTest *t, gconstpointer user_data)
 {
-    t->pids = g_ptr_array_new ();
+    vmr_nbd_servers_init (&t->servers, &t->h);
     vmr_harness_setup_no_daemon (&t->h, user_data);
 }
 
 void
 vmr_nbd_teardown (VmrNbdTest *t, gconstpointer user_data)
 {
-    for (guint i = 0; i < t->pids->len; i++) {
-        GPid pid = GPOINTER_TO_INT (g_ptr_array_index (t->pids, i));
-
-        kill (pid, SIGKILL);
-        waitpid (pid, NULL, 0);
-    }
-    g_ptr_array_unref (t->pids);
-    g_clear_pointer (&t->pki, g_free);
+    vmr_nbd_servers_clear (&t->servers);
     vmr_harness_teardown (&t->h, user_data);
 }
 
 gboolean
-vmr_nbd_require (VmrNbdTest *t)
+vmr_nbd_require (VmrHarness *h)
 {
-    if (vmr_harness_skipped (&t->h))
+    if (vmr_harness_skipped (h))
         return FALSE;
-    return vmr_harness_require (&t->h, "nbdkit", "qemu-nbd", "nbdcopy", "certtool", NULL);
+    return vmr_harness_require (h, "nbdkit", "qemu-nbd", "nbdcopy", "certtool", NULL);
 }
 
 guint
@@ -95,7 +109,8 @@ accepts (const gchar *socket_path, guint port)
 }
 
 void
-vmr_nbd_start_server (VmrNbdTest *t, const gchar *const *argv, const gchar *socket_path, guint port)
+vmr_nbd_start_server (VmrNbdServers *s, const gchar *const *argv, const gchar *socket_path,
+                      guint port)
 {
     g_autoptr (GError) error = NULL;
     g_autofree gchar *cmdline = g_strjoinv (" ", (gchar **) argv);
@@ -103,14 +118,14 @@ vmr_nbd_start_server (VmrNbdTest *t, const gchar *const *argv, const gchar *sock
     GPid pid = 0;
 
     g_test_message ("starting %s", cmdline);
-    if (!g_spawn_async (t->h.dir, (gchar **) argv, NULL,
+    if (!g_spawn_async (s->h->dir, (gchar **) argv, NULL,
                         G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
                         &pid, &error))
         vmr_fail ("cannot start %s: %s", cmdline, error->message);
-    g_ptr_array_add (t->pids, GINT_TO_POINTER (pid));
+    g_ptr_array_add (s->pids, GINT_TO_POINTER (pid));
     while (!accepts (socket_path, port)) {
         if (waitpid (pid, NULL, WNOHANG) == pid) {
-            g_ptr_array_remove (t->pids, GINT_TO_POINTER (pid));
+            g_ptr_array_remove (s->pids, GINT_TO_POINTER (pid));
             vmr_fail ("%s exited before it served", cmdline);
         }
         if (g_get_monotonic_time () > deadline)
@@ -217,33 +232,33 @@ make_peer (const gchar *dir, const gchar *sub, const gchar *role, const gchar *c
 }
 
 const gchar *
-vmr_nbd_make_pki (VmrNbdTest *t)
+vmr_nbd_make_pki (VmrNbdServers *s)
 {
-    if (t->pki != NULL)
-        return t->pki;
-    t->pki = vmr_harness_path (&t->h, "pki");
-    g_assert_cmpint (g_mkdir_with_parents (t->pki, 0700), ==, 0);
-    make_ca (t->pki, "ca");
-    make_ca (t->pki, "other-ca");
-    make_peer (t->pki, "server", "server", "ca");
-    make_peer (t->pki, "client", "client", "ca");
-    make_peer (t->pki, "wrong-ca", "client", "other-ca");
-    return t->pki;
+    if (s->pki != NULL)
+        return s->pki;
+    s->pki = vmr_harness_path (s->h, "pki");
+    g_assert_cmpint (g_mkdir_with_parents (s->pki, 0700), ==, 0);
+    make_ca (s->pki, "ca");
+    make_ca (s->pki, "other-ca");
+    make_peer (s->pki, "server", "server", "ca");
+    make_peer (s->pki, "client", "client", "ca");
+    make_peer (s->pki, "wrong-ca", "client", "other-ca");
+    return s->pki;
 }
 
 gchar *
-vmr_nbd_pki_dir (VmrNbdTest *t, const gchar *name)
+vmr_nbd_pki_dir (VmrNbdServers *s, const gchar *name)
 {
-    return g_build_filename (vmr_nbd_make_pki (t), name, NULL);
+    return g_build_filename (vmr_nbd_make_pki (s), name, NULL);
 }
 
 /* ---- checks ---- */
 
 void
-vmr_nbd_assert_export_equals (VmrNbdTest *t, const gchar *uri, const gchar *tls_dir,
+vmr_nbd_assert_export_equals (VmrNbdServers *s, const gchar *uri, const gchar *tls_dir,
                               const gchar *expected)
 {
-    g_autofree gchar *copy = vmr_harness_path (&t->h, "export-read.raw");
+    g_autofree gchar *copy = vmr_harness_path (s->h, "export-read.raw");
     g_autofree gchar *source = NULL;
     g_autofree gchar *err = NULL;
     g_autoptr (GError) error = NULL;

@@ -11,10 +11,20 @@
 
 G_BEGIN_DECLS
 
+/* the servers and certificates of one test, in its harness's directory */
 typedef struct {
-    VmrHarness h;    /* first: the harness's own functions take the fixture */
-    GPtrArray *pids; /* of GPid, the servers, killed in teardown */
+    VmrHarness *h;
+    GPtrArray *pids; /* of GPid, the servers, killed by vmr_nbd_servers_clear() */
     gchar *pki;      /* the certificates' directory, or NULL before vmr_nbd_make_pki() */
+} VmrNbdServers;
+
+void vmr_nbd_servers_init (VmrNbdServers *s, VmrHarness *h);
+void vmr_nbd_servers_clear (VmrNbdServers *s);
+
+/* the fixture of tests/integration/test-nbd.c */
+typedef struct {
+    VmrHarness h; /* first: the harness's own functions take the fixture */
+    VmrNbdServers servers;
 } VmrNbdTest;
 
 #define VMR_NBD_ADD(path, data, func)                                                              \
@@ -26,7 +36,7 @@ void vmr_nbd_setup_no_daemon (VmrNbdTest *t, gconstpointer user_data);
 void vmr_nbd_teardown (VmrNbdTest *t, gconstpointer user_data);
 
 /* TRUE when nbdkit, qemu-nbd, nbdcopy and certtool are there; skips the test otherwise */
-gboolean vmr_nbd_require (VmrNbdTest *t);
+gboolean vmr_nbd_require (VmrHarness *h);
 
 /* a TCP port of 127.0.0.1 that nothing listens on now */
 guint vmr_nbd_free_port (void);
@@ -36,7 +46,7 @@ guint vmr_nbd_free_port (void);
  * the UNIX socket @socket_path, or on 127.0.0.1:@port when @socket_path is
  * NULL. Asserts it does within the start timeout.
  */
-void vmr_nbd_start_server (VmrNbdTest *t, const gchar *const *argv, const gchar *socket_path,
+void vmr_nbd_start_server (VmrNbdServers *s, const gchar *const *argv, const gchar *socket_path,
                            guint port);
 
 /*
@@ -47,18 +57,18 @@ void vmr_nbd_start_server (VmrNbdTest *t, const gchar *const *argv, const gchar 
  * CA, which trusts that CA only). Returns the directory that holds the
  * three; the fixture owns it.
  */
-const gchar *vmr_nbd_make_pki (VmrNbdTest *t);
+const gchar *vmr_nbd_make_pki (VmrNbdServers *s);
 
 /* the path of @name ("server", "client", "wrong-ca") under vmr_nbd_make_pki(); free with g_free()
  */
-gchar *vmr_nbd_pki_dir (VmrNbdTest *t, const gchar *name);
+gchar *vmr_nbd_pki_dir (VmrNbdServers *s, const gchar *name);
 
 /*
  * Reads the whole export @uri (with the x509 files of @tls_dir for nbds, or
  * NULL) through its server with nbdcopy into the raw file @name of the
  * test's directory, and asserts that it holds the bytes of @expected.
  */
-void vmr_nbd_assert_export_equals (VmrNbdTest *t, const gchar *uri, const gchar *tls_dir,
+void vmr_nbd_assert_export_equals (VmrNbdServers *s, const gchar *uri, const gchar *tls_dir,
                                    const gchar *expected);
 
 /* the names of QEMU's block nodes and of its /objects, sorted, joined by spaces */

@@ -69,25 +69,25 @@ start_case_server (VmrNbdTest *t, const gchar *server, const gchar *socket, guin
             const gchar *argv[]
                 = { "qemu-nbd", "-f", "raw", "-x", "export", "-t", "-k", socket, image, NULL };
 
-            vmr_nbd_start_server (t, argv, socket, 0);
+            vmr_nbd_start_server (&t->servers, argv, socket, 0);
         }
     } else if (g_strcmp0 (server, "small") == 0) {
         const gchar *argv[] = { "nbdkit", "-f", "-U", socket, "memory", "16M", NULL };
 
-        vmr_nbd_start_server (t, argv, socket, 0);
+        vmr_nbd_start_server (&t->servers, argv, socket, 0);
     } else if (g_strcmp0 (server, "read-only") == 0) {
         const gchar *argv[] = { "nbdkit", "-f", "-r", "-U", socket, "memory", "64M", NULL };
 
-        vmr_nbd_start_server (t, argv, socket, 0);
+        vmr_nbd_start_server (&t->servers, argv, socket, 0);
     } else if (g_strcmp0 (server, "tls") == 0) {
-        tls_dir = vmr_nbd_pki_dir (t, "server");
+        tls_dir = vmr_nbd_pki_dir (&t->servers, "server");
         tls_arg = g_strdup_printf ("--tls-certificates=%s", tls_dir);
         {
             const gchar *argv[]
                 = { "nbdkit", "-f",      "--tls=require", tls_arg, "-i", "127.0.0.1",
                     "-p",     port_text, "memory",        "64M",   NULL };
 
-            vmr_nbd_start_server (t, argv, NULL, port);
+            vmr_nbd_start_server (&t->servers, argv, NULL, port);
         }
     }
 }
@@ -99,7 +99,7 @@ test_preflight (VmrNbdTest *t, gconstpointer user_data)
     g_auto (VmrHarnessVm) vm = { 0 };
     g_autofree gchar *before = NULL;
 
-    if (!vmr_nbd_require (t))
+    if (!vmr_nbd_require (&t->h))
         return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x9f1);
     before = vmr_nbd_qemu_state (h);
@@ -109,7 +109,7 @@ test_preflight (VmrNbdTest *t, gconstpointer user_data)
         g_autofree gchar *socket = vmr_harness_path (h, name);
         guint port = vmr_nbd_free_port ();
         g_autofree gchar *uri = expand (c->uri, socket, port);
-        g_autofree gchar *tls_dir = c->tls != NULL ? vmr_nbd_pki_dir (t, c->tls) : NULL;
+        g_autofree gchar *tls_dir = c->tls != NULL ? vmr_nbd_pki_dir (&t->servers, c->tls) : NULL;
         g_autofree gchar *after = NULL;
         g_autoptr (VmrCliResult) result = NULL;
 
@@ -184,7 +184,7 @@ static const CopyCase copy_tls = { "tls-nbdkit", TRUE, TRUE, FALSE };
 static void
 start_daemon_with_policy (VmrNbdTest *t)
 {
-    g_autofree gchar *client = vmr_nbd_pki_dir (t, "client");
+    g_autofree gchar *client = vmr_nbd_pki_dir (&t->servers, "client");
     g_autofree gchar *text
         = g_strdup_printf ("[defaults]\nreconnect-delay = 5s\ntls-creds = %s\n", client);
     g_autofree gchar *policy = vmr_harness_write_policy (&t->h, text);
@@ -197,7 +197,7 @@ static gchar *
 start_copy_server (VmrNbdTest *t, const CopyCase *c)
 {
     g_autofree gchar *socket = vmr_harness_path (&t->h, "export.sock");
-    g_autofree gchar *tls_dir = vmr_nbd_pki_dir (t, "server");
+    g_autofree gchar *tls_dir = vmr_nbd_pki_dir (&t->servers, "server");
     g_autofree gchar *tls_arg = g_strdup_printf ("--tls-certificates=%s", tls_dir);
     guint port = vmr_nbd_free_port ();
     g_autofree gchar *port_text = g_strdup_printf ("%u", port);
@@ -238,7 +238,8 @@ start_copy_server (VmrNbdTest *t, const CopyCase *c)
         g_ptr_array_add (argv, g_strdup ("32M"));
     }
     g_ptr_array_add (argv, NULL);
-    vmr_nbd_start_server (t, (const gchar *const *) argv->pdata, c->tcp ? NULL : socket, port);
+    vmr_nbd_start_server (&t->servers, (const gchar *const *) argv->pdata, c->tcp ? NULL : socket,
+                          port);
     if (!c->tcp)
         return g_strdup_printf ("nbd+unix:///?socket=%s", socket);
     return g_strdup_printf ("%s://127.0.0.1:%u/%s", c->tls ? "nbds" : "nbd", port,
@@ -285,9 +286,9 @@ test_copy (VmrNbdTest *t, gconstpointer user_data)
     g_autofree gchar *file_node = NULL;
     g_autoptr (JsonObject) job = NULL;
 
-    if (!vmr_nbd_require (t))
+    if (!vmr_nbd_require (&t->h))
         return;
-    client = vmr_nbd_pki_dir (t, "client");
+    client = vmr_nbd_pki_dir (&t->servers, "client");
     start_daemon_with_policy (t);
     uri = start_copy_server (t, c);
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x7b1);
@@ -315,7 +316,7 @@ test_copy (VmrNbdTest *t, gconstpointer user_data)
     vmr_harness_assert_job_record (h, id, "completed");
     vmr_harness_writer_write (vm.writer, WRITES);
     vmr_harness_quit_qemu (h);
-    vmr_nbd_assert_export_equals (t, uri, c->tls ? client : NULL, vm.expected);
+    vmr_nbd_assert_export_equals (&t->servers, uri, c->tls ? client : NULL, vm.expected);
 }
 
 /* ---- a copy that ends early leaves nothing behind ---- */
@@ -350,10 +351,10 @@ test_end (VmrNbdTest *t, gconstpointer user_data)
     g_autoptr (JsonObject) job = NULL;
     guint port = vmr_nbd_free_port ();
 
-    if (!vmr_nbd_require (t))
+    if (!vmr_nbd_require (&t->h))
         return;
-    server_dir = vmr_nbd_pki_dir (t, "server");
-    client = vmr_nbd_pki_dir (t, "client");
+    server_dir = vmr_nbd_pki_dir (&t->servers, "server");
+    client = vmr_nbd_pki_dir (&t->servers, "client");
     tls_arg = g_strdup_printf ("--tls-certificates=%s", server_dir);
     filter_arg = g_strdup_printf ("--filter=%s", filter[0]);
     port_text = g_strdup_printf ("%u", port);
@@ -362,7 +363,7 @@ test_end (VmrNbdTest *t, gconstpointer user_data)
             = { "nbdkit", "-f",      "--tls=require", tls_arg, filter_arg, "-i", "127.0.0.1",
                 "-p",     port_text, "memory",        "32M",   filter[1],  NULL };
 
-        vmr_nbd_start_server (t, argv, NULL, port);
+        vmr_nbd_start_server (&t->servers, argv, NULL, port);
     }
     uri = g_strdup_printf ("nbds://127.0.0.1:%u/", port);
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xe4d);
@@ -389,6 +390,123 @@ test_end (VmrNbdTest *t, gconstpointer user_data)
     vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
 }
 
+/* ---- a daemon that dies in the middle of a copy ---- */
+
+/*
+ * The successor picks the nbds copy up from its record (the export's facts
+ * and TLS directory with it); cancelled then, the node and the TLS object
+ * go as they would have before the restart.
+ */
+static void
+test_restart (VmrNbdTest *t, gconstpointer user_data)
+{
+    VmrHarness *h = &t->h;
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_autofree gchar *server_dir = NULL;
+    g_autofree gchar *client = NULL;
+    g_autofree gchar *tls_arg = NULL;
+    g_autofree gchar *uri = NULL;
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *before = NULL;
+    g_autofree gchar *after = NULL;
+    g_autofree gchar *port_text = NULL;
+    g_autoptr (JsonObject) adopted = NULL;
+    JsonObject *nbd;
+    guint port = vmr_nbd_free_port ();
+
+    if (!vmr_nbd_require (&t->h))
+        return;
+    server_dir = vmr_nbd_pki_dir (&t->servers, "server");
+    client = vmr_nbd_pki_dir (&t->servers, "client");
+    tls_arg = g_strdup_printf ("--tls-certificates=%s", server_dir);
+    port_text = g_strdup_printf ("%u", port);
+    {
+        const gchar *argv[] = {
+            "nbdkit", "-f",      "--tls=require", tls_arg, "--filter=delay",    "-i", "127.0.0.1",
+            "-p",     port_text, "memory",        "32M",   "delay-write=200ms", NULL
+        };
+
+        vmr_nbd_start_server (&t->servers, argv, NULL, port);
+    }
+    uri = g_strdup_printf ("nbds://127.0.0.1:%u/", port);
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e5);
+    before = vmr_nbd_qemu_state (h);
+    id = vmr_harness_migrate (h, "vm", "disk0", uri, "--tls-creds", client, "--speed",
+                              VMR_HARNESS_SLOW_SPEED, NULL);
+    json_object_unref (vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    vmr_harness_kill_daemon (h);
+    vmr_harness_writer_write (vm.writer, WRITES);
+    vmr_harness_restart_daemon (h, NULL);
+    vmr_harness_attach (h, "vm");
+    adopted = vmr_harness_wait_adopted (h, id);
+    g_assert_cmpstr (vmr_json_job_state (adopted), ==, "copying");
+    g_assert_cmpstr (vmr_harness_json_string (adopted, "destination"), ==, uri);
+    nbd = vmr_harness_json_object (adopted, "nbd");
+    g_assert_cmpint (vmr_harness_json_int (nbd, "size"), ==, IMAGE_SIZE);
+    g_assert_true (vmr_harness_json_bool (nbd, "tls"));
+    g_assert_cmpstr (vmr_harness_json_string (nbd, "tls-creds"), ==, client);
+    json_object_unref (vmr_harness_job_command (h, "cancel", id, NULL));
+    json_object_unref (vmr_harness_wait_job (h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S));
+    after = vmr_nbd_qemu_state (h);
+    g_assert_cmpstr (after, ==, before);
+    vmr_harness_writer_write (vm.writer, WRITES);
+    vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
+}
+
+/* ---- evacuate --to an NBD server ---- */
+
+/*
+ * The disk under old/ moves to the export of the same name that nbdkit's
+ * file plugin serves from a directory (one export per file); the export's
+ * file holds the guest's bytes at the end.
+ */
+static void
+test_evacuate (VmrNbdTest *t, gconstpointer user_data)
+{
+    VmrHarness *h = &t->h;
+    g_autofree gchar *old_dir = vmr_harness_path (h, "old");
+    g_autofree gchar *exports = vmr_harness_path (h, "exports");
+    g_autofree gchar *socket = vmr_harness_path (h, "exports.sock");
+    g_autofree gchar *dir_arg = g_strdup_printf ("dir=%s", exports);
+    g_autofree gchar *to = g_strdup_printf ("nbd+unix:///?socket=%s", socket);
+    g_autofree gchar *export_uri = g_strdup_printf ("nbd+unix:///vm.raw?socket=%s", socket);
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *export_file = NULL;
+    g_autoptr (VmrHarnessWriter) writer = NULL;
+    g_autoptr (VmrCliResult) result = NULL;
+    VmrHarnessDisk disk = { .id = "disk0", .format = "raw", .scsi = TRUE };
+    const gchar *argv[] = { "nbdkit", "-f", "-U", socket, "file", dir_arg, NULL };
+
+    if (!vmr_nbd_require (&t->h))
+        return;
+    g_assert_cmpint (g_mkdir_with_parents (old_dir, 0700), ==, 0);
+    g_assert_cmpint (g_mkdir_with_parents (exports, 0700), ==, 0);
+    export_file = vmr_harness_create_file (h, "exports/vm.raw", IMAGE_SIZE, 0);
+    vmr_nbd_start_server (&t->servers, argv, socket, 0);
+    source = vmr_harness_create_image (h, "old/vm.raw", "raw", IMAGE_SIZE, 0xe7a);
+    expected = vmr_harness_expected_path (source);
+    disk.path = source;
+    vmr_harness_start_qemu (h, &disk, 1);
+    writer = vmr_harness_writer_new (h, "disk0", expected, 0xe7b);
+    vmr_harness_attach (h, "vm");
+
+    result = vmr_harness_cli (h, "evacuate", "--from", old_dir, "--to", to, "--dry-run", NULL);
+    vmr_cli_result_assert_ok (result);
+    if (strstr (result->out, export_uri) == NULL)
+        vmr_fail ("the plan does not send the disk to %s: %s", export_uri, result->out);
+    g_clear_pointer (&result, vmr_cli_result_free);
+    vmr_harness_writer_write (writer, WRITES);
+    result = vmr_harness_cli (h, "evacuate", "--from", old_dir, "--to", to, "--wait", NULL);
+    vmr_cli_result_assert_ok (result);
+    json_object_unref (vmr_harness_wait_job (h, "vmr-1", "completed", VMR_HARNESS_JOB_TIMEOUT_S));
+    vmr_harness_assert_node_released (h, source);
+    vmr_harness_writer_write (writer, WRITES);
+    vmr_harness_quit_qemu (h);
+    vmr_nbd_assert_export_equals (&t->servers, export_uri, NULL, expected);
+    vmr_harness_assert_image_equals (export_file, "raw", expected);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -402,5 +520,7 @@ main (int argc, char **argv)
                 vmr_nbd_teardown);
     VMR_NBD_ADD ("/nbd/cancel-tls", &end_cancel, test_end);
     VMR_NBD_ADD ("/nbd/failure-tls", &end_failure, test_end);
+    VMR_NBD_ADD ("/nbd/restart-tls", NULL, test_restart);
+    VMR_NBD_ADD ("/nbd/evacuate", NULL, test_evacuate);
     return g_test_run ();
 }

@@ -221,6 +221,40 @@ test_destination_nbd_libvirt_xml (void)
     g_assert_false (vmr_destination_same_target (tcp, disk->path));
 }
 
+/* a persistent definition moved to the export: a network disk with the export's source */
+static void
+test_destination_nbd_persist (void)
+{
+    const gchar *xml = "<domain><devices><disk type='file' device='disk'>"
+                       "<driver name='qemu' type='qcow2'/><source file='/srv/a.qcow2' index='1'>"
+                       "<seclabel model='dac' relabel='no'/></source>"
+                       "<backingStore type='file'><source file='/srv/base.qcow2'/></backingStore>"
+                       "<target dev='vda' bus='virtio'/></disk></devices></domain>";
+    g_autoptr (VmrDestination) dest
+        = vmr_destination_new_full ("nbd://store:10810/vm1", NULL, FALSE, &options, NULL);
+    g_autofree gchar *source = vmr_destination_to_libvirt_source (dest);
+    g_autoptr (VmrDestination) file = vmr_destination_new ("/srv/b.raw", NULL, TRUE, NULL);
+    g_autofree gchar *file_source = vmr_destination_to_libvirt_source (file);
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *moved
+        = vmr_libvirt_xml_set_disk_network_source (xml, "vda", source, "raw", &error);
+    g_autoptr (GPtrArray) disks = NULL;
+    VmrLibvirtDisk *disk;
+
+    g_assert_no_error (error);
+    g_assert_null (file_source);
+    g_assert_cmpstr (moved, ==,
+                     "<domain><devices><disk type='network' device='disk'>"
+                     "<driver name='qemu' type='raw'/><source protocol='nbd' name='vm1' "
+                     "tls='no'><host name='store' port='10810'/><reconnect delay='7'/></source>"
+                     "<target dev='vda' bus='virtio'/></disk></devices></domain>\n");
+    disks = vmr_libvirt_xml_parse_disks (moved, &error);
+    g_assert_no_error (error);
+    disk = vmr_libvirt_xml_find_disk (disks, "vda");
+    g_assert_cmpstr (disk->type, ==, "network");
+    g_assert_true (vmr_destination_same_target (dest, disk->path));
+}
+
 static void
 test_destination_nbd_facts (void)
 {
@@ -247,6 +281,7 @@ main (int argc, char **argv)
     g_test_add_func ("/destination-nbd/check", test_destination_nbd_check);
     g_test_add_func ("/destination-nbd/blockdev-add", test_destination_nbd_blockdev_add);
     g_test_add_func ("/destination-nbd/libvirt-xml", test_destination_nbd_libvirt_xml);
+    g_test_add_func ("/destination-nbd/persist", test_destination_nbd_persist);
     g_test_add_func ("/destination-nbd/facts", test_destination_nbd_facts);
     return g_test_run ();
 }

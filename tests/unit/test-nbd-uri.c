@@ -114,6 +114,23 @@ test_nbd_uri_is_uri (void)
     g_assert_true (vmr_nbd_uri_is_uri ("nbd://h/e"));
 }
 
+/* another export of the same server: what evacuate --to a server plans */
+static void
+test_nbd_uri_with_export (void)
+{
+    g_autoptr (VmrNbdUri) tcp = vmr_nbd_uri_parse ("nbds://store:10810/pool", NULL);
+    g_autoptr (VmrNbdUri) unix_socket = vmr_nbd_uri_parse ("nbd+unix:///?socket=/run/s", NULL);
+    g_autoptr (VmrNbdUri) a = vmr_nbd_uri_with_export (tcp, "pool/db/a b.raw");
+    g_autoptr (VmrNbdUri) b = vmr_nbd_uri_with_export (unix_socket, "web01.raw");
+
+    g_assert_cmpstr (a->canonical, ==, "nbds://store:10810/pool/db/a%20b.raw");
+    g_assert_cmpstr (a->export_name, ==, "pool/db/a b.raw");
+    g_assert_true (a->tls);
+    g_assert_cmpstr (b->canonical, ==, "nbd+unix:///web01.raw?socket=/run/s");
+    /* the original is left as it was */
+    g_assert_cmpstr (tcp->canonical, ==, "nbds://store:10810/pool");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -121,5 +138,6 @@ main (int argc, char **argv)
     g_test_add_func ("/nbd-uri/good", test_nbd_uri_good);
     g_test_add_func ("/nbd-uri/bad", test_nbd_uri_bad);
     g_test_add_func ("/nbd-uri/is-uri", test_nbd_uri_is_uri);
+    g_test_add_func ("/nbd-uri/with-export", test_nbd_uri_with_export);
     return g_test_run ();
 }

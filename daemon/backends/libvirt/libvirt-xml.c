@@ -355,6 +355,7 @@ typedef struct {
     gboolean rewrote_source;
     const gchar *path;
     gboolean block;
+    const gchar *network_source; /* the <source> element of a network disk, or NULL */
     const gchar *format;
 } RewriteState;
 
@@ -396,6 +397,14 @@ rewrite_start_cb (GMarkupParseContext *context, const gchar *name, const gchar *
         return;
     }
     close_open_tag (state);
+    /* a network disk's <source> is written whole: nothing of a file's fits it */
+    if (rel == 0 && g_strcmp0 (name, "source") == 0 && state->network_source != NULL) {
+        g_string_append (state->out, state->network_source);
+        state->rewrote_source = TRUE;
+        state->skip_depth = 1;
+        g_ptr_array_add (state->stack, g_strdup (name));
+        return;
+    }
     g_string_append_printf (state->out, "<%s", name);
     if (rel == 0 && g_strcmp0 (name, "source") == 0) {
         write_attr (state->out, state->block ? "dev" : "file", state->path);
@@ -407,7 +416,7 @@ rewrite_start_cb (GMarkupParseContext *context, const gchar *name, const gchar *
         const gchar *value = values[i];
 
         if (opens_disk && g_strcmp0 (names[i], "type") == 0)
-            value = state->block ? "block" : "file";
+            value = state->network_source != NULL ? "network" : state->block ? "block" : "file";
         if (rel == 0 && g_strcmp0 (name, "source") == 0
             && (g_strcmp0 (names[i], "file") == 0 || g_strcmp0 (names[i], "dev") == 0
                 || g_strcmp0 (names[i], "index") == 0))
@@ -467,9 +476,8 @@ rewrite_passthrough_cb (GMarkupParseContext *context, const gchar *text, gsize l
     g_string_append_len (state->out, text, (gssize) len);
 }
 
-gchar *
-vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gchar *path,
-                                 gboolean block, const gchar *format, GError **error)
+static gchar *
+rewrite_disk (const gchar *xml, const gchar *target, RewriteState *state, GError **error)
 {
     const GMarkupParser parser
         = { rewrite_start_cb, rewrite_end_cb, rewrite_text_cb, rewrite_passthrough_cb, NULL };
@@ -477,7 +485,6 @@ vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gc
     g_autoptr (GPtrArray) stack = g_ptr_array_new_with_free_func (g_free);
     g_autoptr (GString) out = g_string_new (NULL);
     g_autoptr (GMarkupParseContext) context = NULL;
-    RewriteState state = { 0 };
     guint index = 0;
 
     if (disks == NULL)
@@ -491,19 +498,16 @@ vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gc
                      target);
         return NULL;
     }
-    state.out = out;
-    state.stack = stack;
-    state.disk_index = index;
-    state.path = path;
-    state.block = block;
-    state.format = format != NULL ? format : "raw";
-    context = g_markup_parse_context_new (&parser, 0, &state, NULL);
+    state->out = out;
+    state->stack = stack;
+    state->disk_index = index;
+    context = g_markup_parse_context_new (&parser, 0, state, NULL);
     if (!g_markup_parse_context_parse (context, xml, -1, error)
         || !g_markup_parse_context_end_parse (context, error)) {
         g_prefix_error (error, "invalid domain XML: ");
         return NULL;
     }
-    if (!state.rewrote_source) {
+    if (!state->rewrote_source) {
         g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "disk %s has no source to change",
                      target);
         return NULL;
@@ -511,4 +515,23 @@ vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gc
     /* GMarkup reports nothing after the root element */
     g_string_append_c (out, '\n');
     return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+gchar *
+vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gchar *path,
+                                 gboolean block, const gchar *format, GError **error)
+{
+    RewriteState state
+        = { .path = path, .block = block, .format = format != NULL ? format : "raw" };
+
+    return rewrite_disk (xml, target, &state, error);
+}
+
+gchar *
+vmr_libvirt_xml_set_disk_network_source (const gchar *xml, const gchar *target, const gchar *source,
+                                         const gchar *format, GError **error)
+{
+    RewriteState state = { .network_source = source, .format = format != NULL ? format : "raw" };
+
+    return rewrite_disk (xml, target, &state, error);
 }
