@@ -441,7 +441,8 @@ vmr_cli_cmd_evacuate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **
 
     /* the daemon has its own working directory */
     from_path = g_canonicalize_filename (from, NULL);
-    to_path = g_canonicalize_filename (to, NULL);
+    /* an NBD server's URI goes as it is */
+    to_path = g_uri_peek_scheme (to) != NULL ? g_strdup (to) : g_canonicalize_filename (to, NULL);
     arguments
         = new_evacuate_arguments (from_path, to_path, domains, format, speed_text, speed, dry_run);
     reply = vmr_cli_session_call (session, "evacuate", arguments, error);

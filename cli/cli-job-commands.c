@@ -17,7 +17,20 @@ typedef struct {
     guint64 speed;           /* bytes/s, 0 = unlimited */
     gboolean manual_pivot;
     gboolean wait;
+    gchar *tls_creds; /* absolute, NULL when --tls-creds was not given */
 } MigrateOptions;
+
+/*
+ * DEST as the daemon takes it: an NBD URI as it is, a path made absolute
+ * (the daemon has its own working directory)
+ */
+static gchar *
+destination_arg (const gchar *dest)
+{
+    if (g_uri_peek_scheme (dest) != NULL)
+        return g_strdup (dest);
+    return g_canonicalize_filename (dest, NULL);
+}
 
 static void
 add_migrate_options (JsonObject *arguments, const MigrateOptions *options)
@@ -30,6 +43,8 @@ add_migrate_options (JsonObject *arguments, const MigrateOptions *options)
         json_object_set_int_member (arguments, "speed", (gint64) options->speed);
     if (options->manual_pivot)
         json_object_set_boolean_member (arguments, "manual-pivot", TRUE);
+    if (options->tls_creds != NULL)
+        json_object_set_string_member (arguments, "tls-creds", options->tls_creds);
 }
 
 static gboolean
@@ -62,8 +77,7 @@ print_started (const VmrCliJob *job, const gchar *destination)
 static gboolean
 migrate_one (VmrCliSession *session, gchar **args, const MigrateOptions *options, GError **error)
 {
-    /* the daemon has its own working directory */
-    g_autofree gchar *destination = g_canonicalize_filename (args[2], NULL);
+    g_autofree gchar *destination = destination_arg (args[2]);
     g_autoptr (JsonObject) arguments = json_object_new ();
     g_autoptr (JsonNode) reply = NULL;
     g_autoptr (VmrCliJob) job = NULL;
@@ -183,8 +197,7 @@ migrate_group (VmrCliSession *session, gchar **args, const MigrateOptions *optio
 
     for (guint i = 1; args[i] != NULL && args[i + 1] != NULL; i += 2) {
         JsonObject *member = json_object_new ();
-        /* the daemon has its own working directory */
-        g_autofree gchar *destination = g_canonicalize_filename (args[i + 1], NULL);
+        g_autofree gchar *destination = destination_arg (args[i + 1]);
 
         json_object_set_string_member (member, "disk", args[i]);
         json_object_set_string_member (member, "destination", destination);
@@ -234,6 +247,7 @@ vmr_cli_cmd_migrate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **a
 {
     g_autofree gchar *format = NULL;
     g_autofree gchar *speed_text = NULL;
+    g_autofree gchar *tls_creds = NULL;
     MigrateOptions options = { 0 };
     guint n_args;
     g_auto (GStrv) args = NULL;
@@ -248,8 +262,11 @@ vmr_cli_cmd_migrate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **a
           "Stay synced until 'virt-mirror pivot ID' instead of switching over", NULL },
         { "wait", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &options.wait,
           "Follow the jobs until they end; exit 0 only if all completed", NULL },
+        { "tls-creds", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_FILENAME, &tls_creds,
+          "x509 files (ca-cert.pem, client-cert.pem, client-key.pem) for nbds:// DESTs", "DIR" },
         G_OPTION_ENTRY_NULL,
     };
+    g_autofree gchar *tls_creds_abs = NULL;
 
     if (!vmr_cli_command_parse (cmd, session, entries, argv, &args, error))
         return FALSE;
@@ -270,6 +287,8 @@ vmr_cli_cmd_migrate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **a
 
     options.format = format;
     options.speed_text = speed_text;
+    if (tls_creds != NULL)
+        options.tls_creds = tls_creds_abs = g_canonicalize_filename (tls_creds, NULL);
     if (n_args == 3)
         return migrate_one (session, args, &options, error);
     return migrate_group (session, args, &options, error);

@@ -26,7 +26,8 @@ static const gchar *const shown_job_members[] = {
     "source",      "source-format",    "destination", "format",      "created-destination",
     "speed",       "manual-pivot",     "progress",    "created",     "updated",
     "history",     "policy",           "waiting-for", "group",       "copy-mode",
-    "source-node", "source-file-node", "orphaned",    "convergence", NULL,
+    "source-node", "source-file-node", "orphaned",    "convergence", "nbd",
+    NULL,
 };
 
 gint
@@ -280,6 +281,51 @@ print_other_members (JsonObject *obj)
     }
 }
 
+/*
+ * what the preflight found on an NBD export, and the options QEMU opens it
+ * with: "32 MiB, structured replies, zero, fast zero, trim, flush, preferred
+ * block 4 KiB; reconnect-delay 5 s; TLS with /etc/pki/qemu"
+ */
+static gchar *
+describe_export (JsonObject *nbd)
+{
+    static const struct {
+        const gchar *member;
+        const gchar *name;
+    } features[] = {
+        { "structured-replies", "structured replies" },
+        { "can-zero", "zero" },
+        { "can-fast-zero", "fast zero" },
+        { "can-trim", "trim" },
+        { "can-flush", "flush" },
+    };
+    g_autoptr (GString) text = g_string_new (NULL);
+    guint64 number = 0;
+
+    if (nbd == NULL)
+        return NULL;
+    if (vmr_json_get_uint (nbd, "size", &number)) {
+        g_autofree gchar *size = vmr_units_format_bytes (number);
+
+        g_string_append (text, size);
+        for (guint i = 0; i < G_N_ELEMENTS (features); i++)
+            g_string_append_printf (text, ", %s%s",
+                                    vmr_json_bool_or (nbd, features[i].member, FALSE) ? "" : "no ",
+                                    features[i].name);
+        if (vmr_json_get_uint (nbd, "preferred-block-size", &number) && number > 0) {
+            g_autofree gchar *block = vmr_units_format_bytes (number);
+
+            g_string_append_printf (text, ", preferred block %s", block);
+        }
+        g_string_append (text, "; ");
+    }
+    if (vmr_json_get_uint (nbd, "reconnect-delay", &number))
+        g_string_append_printf (text, "reconnect-delay %" G_GUINT64_FORMAT " s", number);
+    if (vmr_json_get_string (nbd, "tls-creds") != NULL)
+        g_string_append_printf (text, "; TLS with %s", vmr_json_get_string (nbd, "tls-creds"));
+    return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
 /* the speed limit, and while throttled the speed the copy goes back to */
 static gchar *
 describe_speed (const VmrCliJob *job)
@@ -384,6 +430,7 @@ vmr_cli_output_job (const VmrCliJob *job)
     g_autofree gchar *destination
         = describe_image (job->destination, job->format, job->created_destination);
     g_autofree gchar *speed = describe_speed (job);
+    g_autofree gchar *export_text = describe_export (vmr_json_get_object (obj, "nbd"));
     g_autofree gchar *convergence = vmr_cli_job_format_convergence (job);
     g_autofree gchar *progress = describe_progress (job);
     g_autofree gchar *rate = vmr_cli_job_format_rate (job);
@@ -407,6 +454,8 @@ vmr_cli_output_job (const VmrCliJob *job)
     print_field ("Source", source);
     print_field ("Source node", vmr_json_get_string (obj, "source-node"));
     print_field ("Destination", destination);
+    if (export_text != NULL)
+        print_field ("Export", export_text);
     print_field ("Speed limit", speed);
     print_field ("Manual pivot", job->manual_pivot ? "yes" : "no");
     if (vmr_json_get_string (obj, "group") != NULL) {

@@ -127,6 +127,7 @@ describe_value (const gchar *key, const gchar *value)
         { "max-parallel-per-iothread", "no limit" },
         { "max-parallel-per-domain", "no limit" },
         { "max-parallel-per-destination", "no limit" },
+        { "reconnect-delay", "fail at once" },
     };
 
     for (gsize i = 0; value != NULL && g_str_equal (value, "0") && i < G_N_ELEMENTS (zeros); i++) {

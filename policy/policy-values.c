@@ -42,6 +42,8 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_CONVERGE_BY] = "converge-by",
     [VMR_POLICY_KEY_DEADLINE] = "deadline",
     [VMR_POLICY_KEY_ON_DEADLINE] = "on-deadline",
+    [VMR_POLICY_KEY_RECONNECT_DELAY] = "reconnect-delay",
+    [VMR_POLICY_KEY_TLS_CREDS] = "tls-creds",
 };
 
 /* a whole percentage from @min to @max, the % sign optional */
@@ -128,6 +130,8 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->converge_by = VMR_CONVERGE_BY_SPEED;
     rule->deadline_us = 0;
     rule->on_deadline = VMR_ON_DEADLINE_CONTINUE;
+    rule->reconnect_delay_s = 10;
+    rule->tls_creds = NULL;
 }
 
 /* copies the value of @key from @from to @to */
@@ -209,6 +213,13 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
         case VMR_POLICY_KEY_ON_DEADLINE:
             to->on_deadline = from->on_deadline;
             break;
+        case VMR_POLICY_KEY_RECONNECT_DELAY:
+            to->reconnect_delay_s = from->reconnect_delay_s;
+            break;
+        case VMR_POLICY_KEY_TLS_CREDS:
+            g_free (to->tls_creds);
+            to->tls_creds = g_strdup (from->tls_creds);
+            break;
         case VMR_POLICY_KEY_LAST:
         default:
             g_assert_not_reached ();
@@ -257,6 +268,39 @@ parse_count (const gchar *text, guint64 *out, GError **error)
                      "'%s' is not a whole number of IOPS", text);
         return FALSE;
     }
+    return TRUE;
+}
+
+/* whole seconds up to an hour: QEMU's reconnect-delay is in seconds */
+static gboolean
+parse_reconnect_delay (const gchar *text, guint *out, GError **error)
+{
+    gint64 usec = 0;
+
+    if (!vmr_units_parse_duration (text, &usec, error))
+        return FALSE;
+    if (usec % G_USEC_PER_SEC != 0 || usec > G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is not a whole number of seconds from 0 to 1h", text);
+        return FALSE;
+    }
+    *out = (guint) (usec / G_USEC_PER_SEC);
+    return TRUE;
+}
+
+/* an absolute directory, or "none" */
+static gboolean
+parse_tls_creds (const gchar *text, gchar **out, GError **error)
+{
+    g_clear_pointer (out, g_free);
+    if (g_strcmp0 (text, "none") == 0)
+        return TRUE;
+    if (!g_path_is_absolute (text)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is neither an absolute directory nor none", text);
+        return FALSE;
+    }
+    *out = g_canonicalize_filename (text, NULL);
     return TRUE;
 }
 
@@ -365,6 +409,10 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
                 return FALSE;
             rule->on_deadline = (VmrOnDeadline) word;
             return TRUE;
+        case VMR_POLICY_KEY_RECONNECT_DELAY:
+            return parse_reconnect_delay (text, &rule->reconnect_delay_s, error);
+        case VMR_POLICY_KEY_TLS_CREDS:
+            return parse_tls_creds (text, &rule->tls_creds, error);
         case VMR_POLICY_KEY_LAST:
         default:
             g_assert_not_reached ();
@@ -425,6 +473,10 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return format_duration (rule->deadline_us);
         case VMR_POLICY_KEY_ON_DEADLINE:
             return g_strdup (on_deadline_words[rule->on_deadline]);
+        case VMR_POLICY_KEY_RECONNECT_DELAY:
+            return format_duration ((gint64) rule->reconnect_delay_s * G_USEC_PER_SEC);
+        case VMR_POLICY_KEY_TLS_CREDS:
+            return g_strdup (rule->tls_creds != NULL ? rule->tls_creds : "none");
         case VMR_POLICY_KEY_LAST:
         default:
             return g_strdup ("");

@@ -72,6 +72,9 @@ typedef enum {
     VMR_POLICY_KEY_CONVERGE_BY,
     VMR_POLICY_KEY_DEADLINE,
     VMR_POLICY_KEY_ON_DEADLINE,
+    /* NBD destinations */
+    VMR_POLICY_KEY_RECONNECT_DELAY,
+    VMR_POLICY_KEY_TLS_CREDS,
     VMR_POLICY_KEY_LAST,
 } VmrPolicyKey;
 
@@ -112,6 +115,8 @@ typedef struct {
     VmrConvergeBy converge_by;
     gint64 deadline_us; /* the longest a copy may take from its start, 0 = none */
     VmrOnDeadline on_deadline;
+    guint reconnect_delay_s; /* an NBD destination's: QEMU retries this long, 0 = never */
+    gchar *tls_creds;        /* directory of x509 files for nbds destinations, NULL = none */
 
     /* the section each value came from, e.g. "defaults", "domain web*", or
      * "built-in" for a key no section sets */

@@ -219,8 +219,15 @@ handle_migrate (Request *req, JsonObject *args)
         .format = vmr_json_get_string (args, "format"),
         .reuse = vmr_json_bool_or (args, "reuse", FALSE),
         .manual_pivot = vmr_json_bool_or (args, "manual-pivot", FALSE),
+        .tls_creds = vmr_json_get_string (args, "tls-creds"),
     };
 
+    if (request.tls_creds != NULL && !g_path_is_absolute (request.tls_creds)) {
+        g_set_error (&error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "parameter 'tls-creds' must be an absolute directory");
+        vmr_control_request_error (req, error);
+        return;
+    }
     request.speed_given = vmr_json_get_uint (args, "speed", &request.speed);
 
     if (disks != NULL) {
@@ -416,15 +423,11 @@ static const ArgSpec hook_args[] = {
     { "extra", ARG_STRING, FALSE }, { "uuid", ARG_STRING, FALSE }, { NULL },
 };
 static const ArgSpec migrate_args[] = {
-    { "domain", ARG_STRING, TRUE },
-    { "disk", ARG_STRING, FALSE },
-    { "destination", ARG_STRING, FALSE },
-    { "disks", ARG_ARRAY, FALSE },
-    { "format", ARG_STRING, FALSE },
-    { "reuse", ARG_BOOL, FALSE },
-    { "speed", ARG_UINT, FALSE },
-    { "manual-pivot", ARG_BOOL, FALSE },
-    { NULL },
+    { "domain", ARG_STRING, TRUE },       { "disk", ARG_STRING, FALSE },
+    { "destination", ARG_STRING, FALSE }, { "disks", ARG_ARRAY, FALSE },
+    { "format", ARG_STRING, FALSE },      { "reuse", ARG_BOOL, FALSE },
+    { "speed", ARG_UINT, FALSE },         { "manual-pivot", ARG_BOOL, FALSE },
+    { "tls-creds", ARG_STRING, FALSE },   { NULL },
 };
 static const ArgSpec evacuate_args[] = {
     { "from", ARG_STRING, TRUE },

@@ -82,6 +82,36 @@ vmr_destination_new_of_kind (VmrDestinationKind kind, const gchar *location, con
             /* a block device is a destination of its own */
             self->admission_key = g_strdup (location);
             break;
+        case VMR_DESTINATION_NBD:
+            /* the exports of one server share its bandwidth */
+            self->nbd = vmr_nbd_uri_parse (location, NULL);
+            g_assert (self->nbd != NULL);
+            self->admission_key = vmr_nbd_uri_server (self->nbd);
+            break;
+    }
+    return self;
+}
+
+/* vmr_destination_new_full() of an NBD URI: raw, never made by the copy */
+static VmrDestination *
+new_nbd (const gchar *location, const gchar *format, const VmrDestinationNbdOptions *options,
+         GError **error)
+{
+    g_autoptr (VmrNbdUri) uri = vmr_nbd_uri_parse (location, error);
+    VmrDestination *self;
+
+    if (uri == NULL)
+        return NULL;
+    if (g_strcmp0 (format, "raw") != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "an NBD export is a raw disk: format '%s' is not supported for %s", format,
+                     uri->canonical);
+        return NULL;
+    }
+    self = vmr_destination_new_of_kind (VMR_DESTINATION_NBD, uri->canonical, format, FALSE);
+    if (options != NULL) {
+        self->tls_creds = uri->tls ? g_strdup (options->tls_creds) : NULL;
+        self->reconnect_delay_s = options->reconnect_delay_s;
     }
     return self;
 }
@@ -89,10 +119,19 @@ vmr_destination_new_of_kind (VmrDestinationKind kind, const gchar *location, con
 VmrDestination *
 vmr_destination_new (const gchar *location, const gchar *format, gboolean created, GError **error)
 {
+    return vmr_destination_new_full (location, format, created, NULL, error);
+}
+
+VmrDestination *
+vmr_destination_new_full (const gchar *location, const gchar *format, gboolean created,
+                          const VmrDestinationNbdOptions *nbd, GError **error)
+{
     GStatBuf st;
 
     if (format == NULL)
         format = "raw";
+    if (vmr_nbd_uri_is_uri (location))
+        return new_nbd (location, format, nbd, error);
     if (location == NULL || !g_path_is_absolute (location)) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                      "destination '%s' is not an absolute path", location ? location : "");
@@ -117,6 +156,8 @@ destination_clear (VmrDestination *self)
     g_free (self->location);
     g_free (self->format);
     g_free (self->admission_key);
+    g_clear_pointer (&self->nbd, vmr_nbd_uri_free);
+    g_free (self->tls_creds);
 }
 
 void
@@ -150,7 +191,9 @@ vmr_destination_same_target (const VmrDestination *self, const gchar *location)
     switch (self->kind) {
         case VMR_DESTINATION_FILE:
         case VMR_DESTINATION_BLOCK:
-            return same_file (self->location, location);
+            return !vmr_nbd_uri_is_uri (location) && same_file (self->location, location);
+        case VMR_DESTINATION_NBD:
+            return vmr_destination_nbd_same_target (self, location);
     }
     g_assert_not_reached ();
 }
@@ -283,6 +326,9 @@ vmr_destination_check (const VmrDestination *self, guint64 source_size, const gc
         case VMR_DESTINATION_BLOCK:
             ok = check_local (self, source_size, in_use, &existing_size, error);
             break;
+        case VMR_DESTINATION_NBD:
+            ok = vmr_destination_nbd_check (self, in_use, error);
+            break;
     }
     if (out_size != NULL)
         *out_size = ok ? existing_size : 0;
@@ -310,7 +356,8 @@ vmr_destination_remove (const VmrDestination *self)
             remove_file (self->location);
             break;
         case VMR_DESTINATION_BLOCK:
-            /* a device node is never ours to remove */
+        case VMR_DESTINATION_NBD:
+            /* a device node or an export is never ours to remove */
             break;
     }
 }
@@ -471,21 +518,26 @@ vmr_destination_to_blockdev_add (const VmrDestination *self, const gchar *node_n
                                  const VmrDisk *source)
 {
     JsonObject *args = json_object_new ();
-    JsonObject *file = json_object_new ();
+    JsonObject *file = NULL;
     g_autofree gchar *file_node = g_strdup_printf ("%s-file", node_name);
 
     switch (self->kind) {
         case VMR_DESTINATION_FILE:
-            json_object_set_string_member (file, "driver", "file");
-            break;
         case VMR_DESTINATION_BLOCK:
-            json_object_set_string_member (file, "driver", "host_device");
+            file = json_object_new ();
+            json_object_set_string_member (
+                file, "driver", self->kind == VMR_DESTINATION_FILE ? "file" : "host_device");
+            json_object_set_string_member (file, "filename", self->location);
+            json_object_set_string_member (file, "node-name", file_node);
+            json_object_set_object_member (
+                file, "cache",
+                cache_object (source->file_cache_direct, source->file_cache_no_flush));
+            break;
+        case VMR_DESTINATION_NBD:
+            file = vmr_destination_nbd_blockdev_file (self, node_name);
+            json_object_set_string_member (file, "node-name", file_node);
             break;
     }
-    json_object_set_string_member (file, "filename", self->location);
-    json_object_set_string_member (file, "node-name", file_node);
-    json_object_set_object_member (
-        file, "cache", cache_object (source->file_cache_direct, source->file_cache_no_flush));
 
     json_object_set_string_member (args, "driver", self->format);
     json_object_set_string_member (args, "node-name", node_name);
@@ -493,8 +545,10 @@ vmr_destination_to_blockdev_add (const VmrDestination *self, const gchar *node_n
     json_object_set_object_member (args, "cache",
                                    cache_object (source->cache_direct, source->cache_no_flush));
     json_object_set_string_member (args, "discard", "unmap");
-    /* a larger raw file or device is used for its first bytes only */
-    if (!vmr_destination_has_virtual_size (self) && !self->created) {
+    /* a larger raw file, device or export is used for its first bytes only */
+    if (self->kind == VMR_DESTINATION_NBD)
+        json_object_set_int_member (args, "size", (gint64) source->size);
+    else if (!vmr_destination_has_virtual_size (self) && !self->created) {
         guint64 dest_size = 0;
 
         if (get_size (self->location, &dest_size, NULL) && dest_size > source->size)
@@ -515,6 +569,8 @@ vmr_destination_to_libvirt_xml (const VmrDestination *self)
             return g_markup_printf_escaped (
                 "<disk type='block'><source dev='%s'/><driver type='%s'/></disk>", self->location,
                 self->format);
+        case VMR_DESTINATION_NBD:
+            return vmr_destination_nbd_to_libvirt_xml (self);
     }
     g_assert_not_reached ();
 }

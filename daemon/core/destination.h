@@ -4,8 +4,9 @@
  * removing it, the group the admission limits count it in, and how each
  * backend names it (QMP's blockdev-add, libvirt's disk XML).
  *
- * A new kind (an NBD export next) adds one case to each switch in
- * destination.c and to each backend's switch on @kind.
+ * A new kind adds one case to each switch in destination.c and to each
+ * backend's switch on @kind. An NBD export's own parts are in
+ * destination-nbd.c.
  */
 #pragma once
 
@@ -13,13 +14,23 @@
 #include <json-glib/json-glib.h>
 
 #include "disk.h"
+#include "nbd-preflight.h"
+#include "nbd-uri.h"
 
 G_BEGIN_DECLS
 
 typedef enum {
     VMR_DESTINATION_FILE,  /* a regular file on this host, existing or made for the copy */
     VMR_DESTINATION_BLOCK, /* a block device on this host */
+    VMR_DESTINATION_NBD,   /* an export of an NBD server, named by its URI */
 } VmrDestinationKind;
+
+/* what only an NBD destination has */
+typedef struct {
+    const gchar *tls_creds;  /* nbds: the directory of x509 files (ca-cert.pem,
+                              * client-cert.pem, client-key.pem); NULL = none given */
+    guint reconnect_delay_s; /* how long QEMU retries a lost connection, 0 = never */
+} VmrDestinationNbdOptions;
 
 /*
  * An atomic reference-counted box (g_atomic_rc_box), never changed once
@@ -28,11 +39,14 @@ typedef enum {
  */
 typedef struct {
     VmrDestinationKind kind;
-    gchar *location;      /* absolute path */
-    gchar *format;        /* "raw" or "qcow2" */
-    gboolean created;     /* the copy makes it (it did not exist): removed if the copy fails */
-    gchar *admission_key; /* what max-parallel-per-destination groups by: the directory of a
-                           * file, the block device itself */
+    gchar *location;         /* absolute path, or the canonical URI of an NBD export */
+    gchar *format;           /* "raw" or "qcow2" */
+    gboolean created;        /* the copy makes it (it did not exist): removed if the copy fails */
+    gchar *admission_key;    /* what max-parallel-per-destination groups by: the directory of a
+                              * file, the block device itself, an NBD server */
+    VmrNbdUri *nbd;          /* an NBD export's parts, NULL for the other kinds */
+    gchar *tls_creds;        /* an nbds export's x509 directory, NULL otherwise */
+    guint reconnect_delay_s; /* an NBD export's QEMU reconnect-delay */
 } VmrDestination;
 
 /* TRUE for the formats a destination may have: "raw" and "qcow2" */
@@ -53,6 +67,17 @@ gboolean vmr_destination_check_format (const gchar *format, GError **error);
  */
 VmrDestination *vmr_destination_new (const gchar *location, const gchar *format, gboolean created,
                                      GError **error);
+
+/*
+ * As vmr_destination_new(), and @location may be an NBD URI (nbd://, nbds://,
+ * nbd+unix://, see nbd-uri.h) too: then the destination is that export,
+ * which the copy never makes (@created is ignored), in raw format only, with
+ * @nbd's options (NULL = none). Sets VMR_ERROR_INVALID_ARGUMENT for a
+ * malformed URI.
+ */
+VmrDestination *vmr_destination_new_full (const gchar *location, const gchar *format,
+                                          gboolean created, const VmrDestinationNbdOptions *nbd,
+                                          GError **error);
 VmrDestination *vmr_destination_ref (VmrDestination *self);
 void vmr_destination_unref (VmrDestination *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrDestination, vmr_destination_unref)
@@ -69,6 +94,35 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrDestination, vmr_destination_unref)
  */
 gboolean vmr_destination_check (const VmrDestination *self, guint64 source_size,
                                 const gchar *const *in_use, guint64 *out_size, GError **error);
+
+/*
+ * Checks what only a look at the destination itself can tell, off the main
+ * loop: an NBD export is reached with libnbd (TLS when it asks for it) and
+ * must be writable and at least @source_size bytes (vmr_nbd_preflight()).
+ * Succeeds with *@out_facts (may be NULL) set to what the export offers, or
+ * to NULL for the kinds that need no look. Free the facts with g_free().
+ */
+void vmr_destination_preflight_async (VmrDestination *self, guint64 source_size,
+                                      GCancellable *cancellable, GAsyncReadyCallback callback,
+                                      gpointer user_data);
+gboolean vmr_destination_preflight_finish (GAsyncResult *res, VmrNbdExportFacts **out_facts,
+                                           GError **error);
+
+/* the export facts of a preflight as the job object shows them; a new object */
+JsonObject *vmr_destination_facts_to_json (const VmrNbdExportFacts *facts);
+
+/* the facts of vmr_destination_facts_to_json(), or NULL when @obj is NULL; free with g_free() */
+VmrNbdExportFacts *vmr_destination_facts_from_json (JsonObject *obj);
+
+/*
+ * The arguments of QMP's object-add for the tls-creds-x509 object an nbds
+ * destination opened as @node_name needs, or NULL when it needs none. Its
+ * id is vmr_destination_tls_object_id(). A new object.
+ */
+JsonObject *vmr_destination_to_tls_object_add (const VmrDestination *self, const gchar *node_name);
+
+/* the id of that object, "@node_name-tls", or NULL when there is none; a new string */
+gchar *vmr_destination_tls_object_id (const VmrDestination *self, const gchar *node_name);
 
 /*
  * TRUE when @location (a disk's path, as QEMU, libvirt or a request names
@@ -113,5 +167,12 @@ JsonObject *vmr_destination_to_blockdev_add (const VmrDestination *self, const g
  * string.
  */
 gchar *vmr_destination_to_libvirt_xml (const VmrDestination *self);
+
+/*
+ * The <source> element of that disk for a network destination (an NBD
+ * export), e.g. <source protocol='nbd' name='vm1' tls='no'><host .../></source>;
+ * NULL for a file or a block device, whose source is a path. A new string.
+ */
+gchar *vmr_destination_to_libvirt_source (const VmrDestination *self);
 
 G_END_DECLS

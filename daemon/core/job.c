@@ -113,6 +113,7 @@ vmr_job_unref (VmrJob *self)
     g_free (self->source_node);
     g_free (self->source_file_node);
     g_clear_pointer (&self->dest, vmr_destination_unref);
+    g_free (self->nbd);
     g_free (self->reason);
     g_free (self->decision);
     g_free (self->decision_reason);
@@ -223,6 +224,18 @@ read_convergence (VmrJob *self, JsonObject *convergence)
         = g_strcmp0 (vmr_json_get_string (convergence, "state"), "refused") == 0;
 }
 
+/* an NBD destination's options and what its preflight found */
+static void
+set_nbd (JsonObject *obj, VmrJob *self)
+{
+    JsonObject *nbd
+        = self->nbd != NULL ? vmr_destination_facts_to_json (self->nbd) : json_object_new ();
+
+    set_nullable_string (nbd, "tls-creds", self->dest->tls_creds);
+    json_object_set_int_member (nbd, "reconnect-delay", self->dest->reconnect_delay_s);
+    json_object_set_object_member (obj, "nbd", nbd);
+}
+
 JsonObject *
 vmr_job_to_json (VmrJob *self)
 {
@@ -243,6 +256,8 @@ vmr_job_to_json (VmrJob *self)
     json_object_set_string_member (obj, "format", self->dest != NULL ? self->dest->format : "raw");
     json_object_set_boolean_member (obj, "created-destination",
                                     self->dest != NULL && self->dest->created);
+    if (self->dest != NULL && self->dest->kind == VMR_DESTINATION_NBD)
+        set_nbd (obj, self);
     json_object_set_string_member (obj, "state", vmr_job_state_to_string (self->state));
     set_nullable_string (obj, "reason", self->reason);
     set_nullable_string (obj, "waiting-for", self->waiting_for);
@@ -327,7 +342,13 @@ job_from_record (JsonObject *obj, GError **error)
     JsonObject *progress = vmr_json_get_object (obj, "progress");
     JsonObject *resume = vmr_json_get_object (obj, "resume");
     JsonArray *history = vmr_json_get_array (obj, "history");
+    JsonObject *nbd = vmr_json_get_object (obj, "nbd");
+    VmrDestinationNbdOptions nbd_options = {
+        .tls_creds = vmr_json_get_string (nbd, "tls-creds"),
+        .reconnect_delay_s = (guint) vmr_json_uint_or (nbd, "reconnect-delay", 0),
+    };
     g_autoptr (VmrJob) job = NULL;
+    guint64 export_size = 0;
 
     if (id == NULL || domain == NULL || disk == NULL || state == NULL
         || vmr_json_get_string (obj, "destination") == NULL
@@ -342,11 +363,13 @@ job_from_record (JsonObject *obj, GError **error)
     job->source_node = g_strdup (vmr_json_get_string (obj, "source-node"));
     job->source_file_node = g_strdup (vmr_json_get_string (obj, "source-file-node"));
     /* its kind and admission group are those of what the path is now */
-    job->dest = vmr_destination_new (vmr_json_get_string (obj, "destination"),
-                                     vmr_json_get_string (obj, "format"),
-                                     vmr_json_bool_or (obj, "created-destination", FALSE), error);
+    job->dest = vmr_destination_new_full (
+        vmr_json_get_string (obj, "destination"), vmr_json_get_string (obj, "format"),
+        vmr_json_bool_or (obj, "created-destination", FALSE), &nbd_options, error);
     if (job->dest == NULL)
         return NULL;
+    if (vmr_json_get_uint (nbd, "size", &export_size))
+        job->nbd = vmr_destination_facts_from_json (nbd);
     job->manual_pivot = vmr_json_bool_or (obj, "manual-pivot", FALSE);
     job->group = g_strdup (vmr_json_get_string (obj, "group"));
     job->write_blocking = g_strcmp0 (vmr_json_get_string (obj, "copy-mode"), "write-blocking") == 0;

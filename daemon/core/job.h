@@ -64,6 +64,7 @@ typedef struct {
     gchar *source_node;      /* top node QEMU used before the pivot */
     gchar *source_file_node; /* its protocol child, NULL if none */
     VmrDestination *dest;    /* where it goes, owned; NULL until the request is checked */
+    VmrNbdExportFacts *nbd;  /* what the preflight found on an NBD export, owned; NULL otherwise */
     gboolean manual_pivot;
     gboolean ready;          /* QEMU reported the copy in sync; it stays so until the end */
     gboolean write_blocking; /* copy-mode write-blocking: guest writes reach both images */

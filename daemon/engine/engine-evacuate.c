@@ -2,7 +2,9 @@
 
 /*
  * Evacuation: every disk of every known domain whose image lies under one
- * directory moves to the same relative path under another. The plan is
+ * directory moves to the same relative path under another, or to the export
+ * of that name (after the URI's own export name and a '/') of an NBD server.
+ * The plan is
  * checked as a whole (collisions, destinations that exist or are in use)
  * before anything is submitted; each domain's disks go as one group.
  */
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "destination.h"
+#include "nbd-uri.h"
 #include "vmr-error.h"
 
 typedef struct {
@@ -46,6 +49,7 @@ plan_entry_free (PlanEntry *e)
 typedef struct {
     gchar *from;
     gchar *to;
+    VmrNbdUri *to_nbd; /* --to is an NBD server, NULL for a directory */
     gchar *domains;
     gchar *format;
     guint64 speed;
@@ -65,6 +69,7 @@ evacuate_data_free (EvacuateData *data)
 {
     g_free (data->from);
     g_free (data->to);
+    g_clear_pointer (&data->to_nbd, vmr_nbd_uri_free);
     g_free (data->domains);
     g_free (data->format);
     g_ptr_array_unref (data->names);
@@ -237,6 +242,22 @@ submit_plan (GTask *task)
 
 /* ---- planning ---- */
 
+/* where the disk at @rel under --from goes */
+static gchar *
+plan_destination (EvacuateData *data, const gchar *rel)
+{
+    g_autofree gchar *export_name = NULL;
+    g_autoptr (VmrNbdUri) uri = NULL;
+
+    if (data->to_nbd == NULL)
+        return g_build_filename (data->to, rel, NULL);
+    export_name = *data->to_nbd->export_name != '\0'
+                      ? g_strdup_printf ("%s/%s", data->to_nbd->export_name, rel)
+                      : g_strdup (rel);
+    uri = vmr_nbd_uri_with_export (data->to_nbd, export_name);
+    return g_strdup (uri->canonical);
+}
+
 static gboolean
 make_plan (VmrEngine *self, EvacuateData *data, GError **error)
 {
@@ -261,8 +282,11 @@ make_plan (VmrEngine *self, EvacuateData *data, GError **error)
             e->domain = g_strdup (entry->name);
             e->disk = g_strdup (disk->id);
             e->source = g_strdup (disk->path);
-            e->destination = g_build_filename (data->to, rel, NULL);
-            e->format = g_strdup (data->format != NULL ? data->format : disk->format);
+            e->destination = plan_destination (data, rel);
+            /* an export holds the raw disk, whatever the source's format */
+            e->format = g_strdup (data->format != NULL   ? data->format
+                                  : data->to_nbd != NULL ? "raw"
+                                                         : disk->format);
             e->size = disk->size;
             g_ptr_array_add (data->plan, e);
 
@@ -307,7 +331,8 @@ make_plan (VmrEngine *self, EvacuateData *data, GError **error)
                          e->disk, user);
             return FALSE;
         }
-        if (g_file_test (e->destination, G_FILE_TEST_EXISTS)) {
+        /* an export exists by nature: its preflight checks it */
+        if (data->to_nbd == NULL && g_file_test (e->destination, G_FILE_TEST_EXISTS)) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                          "destination %s of %s %s exists already", e->destination, e->domain,
                          e->disk);
@@ -325,7 +350,7 @@ make_directories (EvacuateData *data, GError **error)
         PlanEntry *e = g_ptr_array_index (data->plan, i);
         g_autofree gchar *dir = NULL;
 
-        if (e->skipped != NULL)
+        if (e->skipped != NULL || data->to_nbd != NULL)
             continue;
         dir = g_path_get_dirname (e->destination);
         if (g_mkdir_with_parents (dir, 0755) != 0) {
@@ -435,13 +460,28 @@ vmr_engine_evacuate_async (VmrEngine *self, const VmrEvacuateRequest *request,
     data->plan = g_ptr_array_new_with_free_func ((GDestroyNotify) plan_entry_free);
     data->submit = g_ptr_array_new ();
     g_task_set_task_data (task, data, (GDestroyNotify) evacuate_data_free);
+    if (vmr_nbd_uri_is_uri (request->to)) {
+        data->to_nbd = vmr_nbd_uri_parse (request->to, &error);
+        if (data->to_nbd == NULL) {
+            g_task_return_error (task, g_steal_pointer (&error));
+            return;
+        }
+    }
+    if (data->to_nbd != NULL && request->format != NULL
+        && g_strcmp0 (request->format, "raw") != 0) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "an NBD export is a raw disk: format '%s' is not supported for %s",
+                                 request->format, data->to_nbd->canonical);
+        return;
+    }
     if (!check_directory ("source", request->from, &error)
-        || !check_directory ("destination", request->to, &error)) {
+        || (data->to_nbd == NULL && !check_directory ("destination", request->to, &error))) {
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
     data->from = g_canonicalize_filename (request->from, NULL);
-    data->to = g_canonicalize_filename (request->to, NULL);
+    data->to = data->to_nbd != NULL ? g_strdup (data->to_nbd->canonical)
+                                    : g_canonicalize_filename (request->to, NULL);
     if (g_strcmp0 (data->from, data->to) == 0) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                  "the destination directory is the source directory %s",

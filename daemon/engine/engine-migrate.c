@@ -2,7 +2,8 @@
 
 /*
  * A migrate request: every disk it names is checked before anything is
- * created, then its jobs (a group when it names several disks) go to the
+ * created (an NBD export by a preflight on a thread, see
+ * vmr_destination_preflight_async()), then its jobs (a group when it names several disks) go to the
  * admission limits and the policy.
  */
 
@@ -15,7 +16,8 @@ typedef struct {
     gchar *disk;
     gchar *destination;
     gchar *format;
-    VmrDestination *dest; /* made by check_target() */
+    VmrDestination *dest;     /* made by check_target() */
+    VmrNbdExportFacts *facts; /* what the preflight found on an NBD export */
 } MigrateTarget;
 
 typedef struct {
@@ -25,9 +27,11 @@ typedef struct {
     guint64 speed;
     gboolean speed_given;
     gboolean manual_pivot;
-    GPtrArray *jobs; /* of VmrJob *, the new ones */
-    guint pending;   /* members not started or waiting yet */
-    GError *error;   /* the first member that could not start */
+    gchar *tls_creds;
+    guint next_preflight; /* the target whose preflight runs */
+    GPtrArray *jobs;      /* of VmrJob *, the new ones */
+    guint pending;        /* members not started or waiting yet */
+    GError *error;        /* the first member that could not start */
 } MigrateData;
 
 static void
@@ -37,12 +41,14 @@ migrate_target_clear (MigrateTarget *target)
     g_free (target->destination);
     g_free (target->format);
     g_clear_pointer (&target->dest, vmr_destination_unref);
+    g_free (target->facts);
 }
 
 static void
 migrate_data_free (MigrateData *data)
 {
     g_free (data->domain);
+    g_free (data->tls_creds);
     g_array_unref (data->targets);
     g_ptr_array_unref (data->jobs);
     g_clear_error (&data->error);
@@ -82,6 +88,42 @@ check_not_elsewhere (VmrEngine *self, DomainEntry *entry, const VmrDestination *
     return TRUE;
 }
 
+/* no job moves @disk or writes @target's destination */
+static gboolean
+check_not_busy (VmrEngine *self, MigrateData *data, const VmrDisk *disk,
+                const MigrateTarget *target, GError **error)
+{
+    VmrJob *busy = vmr_job_table_active_for_disk (self->jobs, data->domain, disk->id);
+
+    if (busy != NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "%s of %s is already migrating (job %s)",
+                     disk->id, data->domain, busy->id);
+        return FALSE;
+    }
+    busy = vmr_job_table_active_for_destination (self->jobs, target->destination);
+    if (busy != NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "destination %s is in use by job %s",
+                     target->destination, busy->id);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* the destination of @target, with the policy's NBD options for @disk */
+static VmrDestination *
+new_destination (VmrEngine *self, MigrateData *data, const VmrDisk *disk, MigrateTarget *target,
+                 GError **error)
+{
+    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, data->domain, disk->id);
+    VmrDestinationNbdOptions options = {
+        .tls_creds = data->tls_creds != NULL ? data->tls_creds : rule->tls_creds,
+        .reconnect_delay_s = rule->reconnect_delay_s,
+    };
+
+    return vmr_destination_new_full (target->destination, target->format, !data->reuse, &options,
+                                     error);
+}
+
 /* checks one disk of a request; @disks are the domain's, @in_use their paths */
 static VmrDisk *
 check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
@@ -90,7 +132,6 @@ check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
     MigrateTarget *target = &g_array_index (data->targets, MigrateTarget, n);
     g_autoptr (GString) names = g_string_new (NULL);
     VmrDisk *disk = vmr_disk_lookup (entry->disks, target->disk);
-    VmrJob *busy;
 
     for (guint i = 0; i < entry->disks->len; i++) {
         VmrDisk *d = g_ptr_array_index (entry->disks, i);
@@ -119,25 +160,15 @@ check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
             return NULL;
         }
     }
-    busy = vmr_job_table_active_for_disk (self->jobs, entry->name, disk->id);
-    if (busy != NULL) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "%s of %s is already migrating (job %s)",
-                     disk->id, entry->name, busy->id);
+    if (!check_not_busy (self, data, disk, target, error))
         return NULL;
-    }
-    busy = vmr_job_table_active_for_destination (self->jobs, target->destination);
-    if (busy != NULL) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY, "destination %s is in use by job %s",
-                     target->destination, busy->id);
-        return NULL;
-    }
     if (disk->read_only) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                      "%s of %s is read-only; there is nothing to migrate live", disk->id,
                      entry->name);
         return NULL;
     }
-    target->dest = vmr_destination_new (target->destination, target->format, !data->reuse, error);
+    target->dest = new_destination (self, data, disk, target, error);
     if (target->dest == NULL || !check_not_elsewhere (self, entry, target->dest, error))
         return NULL;
     if (!vmr_destination_check (target->dest, disk->size, in_use, out_existing_size, error))
@@ -186,6 +217,8 @@ member_admitted_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                                (GDestroyNotify) g_ptr_array_unref);
 }
 
+static void preflight_next (GTask *task);
+
 static void
 migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -195,7 +228,6 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
     g_autoptr (GPtrArray) disks = NULL;
     g_autoptr (GPtrArray) in_use = g_ptr_array_new ();
-    g_autoptr (GPtrArray) chosen = g_ptr_array_new ();
     DomainEntry *entry;
 
     disks = vmr_backend_query_disks_finish (VMR_BACKEND (source), res, &error);
@@ -224,12 +256,63 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             g_task_return_error (task, g_steal_pointer (&error));
             return;
         }
+    }
+    preflight_next (g_steal_pointer (&task));
+}
+
+/*
+ * the disk of @target as the domain has it now, which may have changed while
+ * a preflight ran; NULL with @task failed (and unreferenced) when it is gone
+ */
+static VmrDisk *
+target_disk (GTask *task, const MigrateTarget *target)
+{
+    VmrEngine *self = g_task_get_source_object (task);
+    MigrateData *data = g_task_get_task_data (task);
+    DomainEntry *entry = g_hash_table_lookup (self->domains, data->domain);
+    VmrDisk *disk = entry != NULL && entry->disks != NULL
+                        ? vmr_disk_lookup (entry->disks, target->disk)
+                        : NULL;
+
+    if (disk == NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_NOT_FOUND,
+                                 "%s of %s went away during the checks", target->disk,
+                                 data->domain);
+        g_object_unref (task);
+    }
+    return disk;
+}
+
+/* every destination was checked: the jobs are made and go to admission */
+static void
+submit_jobs (GTask *task)
+{
+    VmrEngine *self = g_task_get_source_object (task);
+    MigrateData *data = g_task_get_task_data (task);
+    g_autoptr (GPtrArray) chosen = g_ptr_array_new ();
+    g_autoptr (GError) error = NULL;
+    DomainEntry *entry = g_hash_table_lookup (self->domains, data->domain);
+
+    /* the domain and its disks may have changed while a preflight ran */
+    for (guint i = 0; i < data->targets->len; i++) {
+        MigrateTarget *target = &g_array_index (data->targets, MigrateTarget, i);
+        VmrDisk *disk = target_disk (task, target);
+
+        if (disk == NULL)
+            return;
+        if (!check_not_busy (self, data, disk, target, &error)) {
+            g_task_return_error (task, g_steal_pointer (&error));
+            g_object_unref (task);
+            return;
+        }
         g_ptr_array_add (chosen, disk);
     }
 
     for (guint i = 0; i < chosen->len; i++) {
         MigrateTarget *target = &g_array_index (data->targets, MigrateTarget, i);
         VmrJob *job = create_job (self, entry, data, g_ptr_array_index (chosen, i), target);
+
+        job->nbd = g_steal_pointer (&target->facts);
 
         if (chosen->len > 1)
             job->group
@@ -258,6 +341,57 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         }
         vmr_engine_admission_admit (self, entry, job, member_task);
     }
+    g_object_unref (task);
+}
+
+static void
+preflight_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+    MigrateData *data = g_task_get_task_data (task);
+    MigrateTarget *target = &g_array_index (data->targets, MigrateTarget, data->next_preflight);
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_destination_preflight_finish (res, &target->facts, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        g_object_unref (task);
+        return;
+    }
+    if (target->facts != NULL)
+        g_message ("%s: %" G_GUINT64_FORMAT " bytes, structured replies %s, zero %s, fast zero "
+                   "%s, trim %s, preferred block size %" G_GUINT64_FORMAT,
+                   target->dest->location, target->facts->size,
+                   target->facts->structured_replies ? "yes" : "no",
+                   target->facts->can_zero ? "yes" : "no",
+                   target->facts->can_fast_zero ? "yes" : "no",
+                   target->facts->can_trim ? "yes" : "no", target->facts->preferred_block_size);
+    data->next_preflight++;
+    preflight_next (task);
+}
+
+/* the preflight of each destination in turn, then the jobs */
+static void
+preflight_next (GTask *task)
+{
+    MigrateData *data = g_task_get_task_data (task);
+    MigrateTarget *target;
+    VmrDisk *disk;
+
+    /* files and devices were checked in full already */
+    while (data->next_preflight < data->targets->len
+           && g_array_index (data->targets, MigrateTarget, data->next_preflight).dest->kind
+                  != VMR_DESTINATION_NBD)
+        data->next_preflight++;
+    if (data->next_preflight >= data->targets->len) {
+        submit_jobs (task);
+        return;
+    }
+    target = &g_array_index (data->targets, MigrateTarget, data->next_preflight);
+    disk = target_disk (task, target);
+    if (disk == NULL)
+        return;
+    vmr_destination_preflight_async (target->dest, disk->size, g_task_get_cancellable (task),
+                                     preflight_cb, task);
 }
 
 static gboolean
@@ -299,6 +433,7 @@ vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
     data->speed = request->speed;
     data->speed_given = request->speed_given;
     data->manual_pivot = request->manual_pivot;
+    data->tls_creds = g_strdup (request->tls_creds);
     g_task_set_task_data (task, data, (GDestroyNotify) migrate_data_free);
 
     entry = vmr_engine_lookup_domain (self, request->domain, &error);

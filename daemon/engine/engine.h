@@ -18,14 +18,14 @@ G_DECLARE_FINAL_TYPE (VmrEngine, vmr_engine, VMR, ENGINE, GObject)
 /* one disk of a migrate request and where it goes */
 typedef struct {
     const gchar *disk;        /* qdev id or node name */
-    const gchar *destination; /* absolute path */
+    const gchar *destination; /* absolute path or NBD URI */
     const gchar *format;      /* NULL: the request's format */
 } VmrMigrateTarget;
 
 typedef struct {
     const gchar *domain;
     const gchar *disk;        /* qdev id or node name; unused when @n_targets > 0 */
-    const gchar *destination; /* absolute path; unused when @n_targets > 0 */
+    const gchar *destination; /* absolute path or NBD URI; unused when @n_targets > 0 */
     /* the disks to move, or none (then @disk and @destination); two or more move as one group */
     const VmrMigrateTarget *targets;
     guint n_targets;
@@ -34,6 +34,7 @@ typedef struct {
     guint64 speed;        /* bytes/s, 0 = unlimited */
     gboolean speed_given; /* FALSE: the policy's speed applies */
     gboolean manual_pivot;
+    const gchar *tls_creds; /* nbds destinations: x509 directory; NULL = the policy's */
 } VmrMigrateRequest;
 
 /*

@@ -86,7 +86,8 @@ static const DiskCase live_disks[] = {
       FALSE, NULL, FALSE },
     { "sda", "disk", "block", "/dev/vg0/logs", "raw", NULL, NULL, TRUE, NULL, FALSE },
     { "sdb", "cdrom", "file", NULL, "raw", NULL, NULL, TRUE, NULL, FALSE },
-    { "vdc", "disk", "network", NULL, "raw", NULL, NULL, FALSE, NULL, FALSE },
+    { "vdc", "disk", "network", "nbd://nbd.example:10809/export", "raw", NULL, NULL, FALSE, NULL,
+      FALSE },
 };
 
 static void

@@ -84,6 +84,12 @@ static const ValueCase value_cases[] = {
     { "max-parallel-per-iothread = 0", VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD, "0" },
     { "max-parallel-per-domain = 1", VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN, "1" },
     { "max-parallel-per-destination = 8", VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION, "8" },
+    { "reconnect-delay = 30s", VMR_POLICY_KEY_RECONNECT_DELAY, "30s" },
+    { "reconnect-delay = 2m", VMR_POLICY_KEY_RECONNECT_DELAY, "2m" },
+    { "reconnect-delay = 0", VMR_POLICY_KEY_RECONNECT_DELAY, "0" },
+    { "tls-creds = /etc/pki/qemu", VMR_POLICY_KEY_TLS_CREDS, "/etc/pki/qemu" },
+    { "tls-creds = /etc/pki//vmr/../qemu/", VMR_POLICY_KEY_TLS_CREDS, "/etc/pki/qemu" },
+    { "tls-creds = none", VMR_POLICY_KEY_TLS_CREDS, "none" },
 };
 
 static void
@@ -141,7 +147,9 @@ test_policy_fields (void)
                                          "converge-after = 90s\n"
                                          "converge-by = write-blocking\n"
                                          "deadline = 2h\n"
-                                         "on-deadline = fail\n",
+                                         "on-deadline = fail\n"
+                                         "reconnect-delay = 45s\n"
+                                         "tls-creds = /etc/vmr-tls\n",
                                          &error);
     g_autoptr (VmrPolicyRule) rule = NULL;
     const VmrWindow *w;
@@ -173,6 +181,8 @@ test_policy_fields (void)
     g_assert_cmpint (rule->converge_by, ==, VMR_CONVERGE_BY_WRITE_BLOCKING);
     g_assert_cmpint (rule->deadline_us, ==, G_GINT64_CONSTANT (2) * 3600 * G_USEC_PER_SEC);
     g_assert_cmpint (rule->on_deadline, ==, VMR_ON_DEADLINE_FAIL);
+    g_assert_cmpuint (rule->reconnect_delay_s, ==, 45);
+    g_assert_cmpstr (rule->tls_creds, ==, "/etc/vmr-tls");
     g_assert_cmpuint (rule->windows->len, ==, 2);
     w = &g_array_index (rule->windows, VmrWindow, 0);
     g_assert_cmpint (w->start, ==, 23 * 3600);
@@ -213,6 +223,8 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_CONVERGE_BY] = "speed",
     [VMR_POLICY_KEY_DEADLINE] = "0",
     [VMR_POLICY_KEY_ON_DEADLINE] = "continue",
+    [VMR_POLICY_KEY_RECONNECT_DELAY] = "10s",
+    [VMR_POLICY_KEY_TLS_CREDS] = "none",
 };
 
 static void

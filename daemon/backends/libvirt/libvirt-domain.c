@@ -200,6 +200,7 @@ vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gcha
     g_autoptr (virDomain) defined = NULL;
     g_autofree gchar *xml = NULL;
     g_autofree gchar *new_xml = NULL;
+    g_autofree gchar *network_source = NULL;
     g_autoptr (GPtrArray) disks = NULL;
     VmrLibvirtDisk *disk;
 
@@ -229,9 +230,14 @@ vmr_libvirt_domain_persist_disk (virDomain *dom, const gchar *job_id, const gcha
                    job_id, name, disk->path, target);
         return;
     }
-    new_xml = vmr_libvirt_xml_set_disk_source (xml, target, destination->location,
-                                               destination->kind == VMR_DESTINATION_BLOCK,
-                                               destination->format, &error);
+    network_source = vmr_destination_to_libvirt_source (destination);
+    if (network_source != NULL)
+        new_xml = vmr_libvirt_xml_set_disk_network_source (xml, target, network_source,
+                                                           destination->format, &error);
+    else
+        new_xml = vmr_libvirt_xml_set_disk_source (xml, target, destination->location,
+                                                   destination->kind == VMR_DESTINATION_BLOCK,
+                                                   destination->format, &error);
     if (new_xml != NULL)
         defined = virDomainDefineXML (virDomainGetConnect (dom), new_xml);
     if (defined == NULL) {

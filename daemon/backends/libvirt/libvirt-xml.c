@@ -3,6 +3,7 @@
 #include "libvirt-xml.h"
 
 #include <gio/gio.h>
+#include <string.h>
 
 void
 vmr_libvirt_disk_free (VmrLibvirtDisk *self)
@@ -60,7 +61,55 @@ typedef struct {
     gint scsi_controller;       /* the <controller type='scsi'> being read, or -1 */
     gint disk_scsi;             /* the disk being read is on SCSI: 0, else -1 */
     gint disk_controller;       /* its <address controller>, 0 when it has none */
+    gchar **nbd_into;           /* an NBD <source> read: where its URI goes once its <host> is */
+    gchar *nbd_export;          /* ... its name, owned */
+    gboolean nbd_tls;           /* ... and tls='yes' */
 } ParseState;
+
+/*
+ * <source protocol='nbd' name='EXPORT' tls='yes'> of the disk or of its
+ * <mirror>: the URI is made when its <host> comes
+ */
+static gboolean
+read_nbd_source (ParseState *state, gchar **into, const gchar **names, const gchar **values)
+{
+    if (g_strcmp0 (attr (names, values, "protocol"), "nbd") != 0)
+        return FALSE;
+    g_free (state->nbd_export);
+    state->nbd_export = g_strdup (attr (names, values, "name"));
+    state->nbd_tls = g_strcmp0 (attr (names, values, "tls"), "yes") == 0;
+    state->nbd_into = into;
+    return TRUE;
+}
+
+/* the URI of an NBD <source>, from its <host name port> or <host transport='unix' socket> */
+static void
+read_nbd_host (ParseState *state, const gchar **names, const gchar **values)
+{
+    g_autofree gchar *export_part
+        = g_uri_escape_string (state->nbd_export != NULL ? state->nbd_export : "", "/", FALSE);
+    const gchar *socket = attr (names, values, "socket");
+    const gchar *host = attr (names, values, "name");
+    const gchar *port = attr (names, values, "port");
+    gchar *uri = NULL;
+
+    if (g_strcmp0 (attr (names, values, "transport"), "unix") == 0 && socket != NULL) {
+        g_autofree gchar *socket_part = g_uri_escape_string (socket, "/", FALSE);
+
+        uri = g_strdup_printf ("%s:///%s?socket=%s", state->nbd_tls ? "nbds+unix" : "nbd+unix",
+                               export_part, socket_part);
+    } else if (host != NULL) {
+        gboolean v6 = strchr (host, ':') != NULL;
+
+        uri = g_strdup_printf ("%s://%s%s%s:%s/%s", state->nbd_tls ? "nbds" : "nbd", v6 ? "[" : "",
+                               host, v6 ? "]" : "", port != NULL ? port : "10809", export_part);
+    }
+    if (uri != NULL) {
+        g_free (*state->nbd_into);
+        *state->nbd_into = uri;
+    }
+    state->nbd_into = NULL;
+}
 
 /* TRUE when an element @name opening at @stack is a controller of the domain */
 static gboolean
@@ -124,6 +173,8 @@ read_disk_child (ParseState *state, const gchar *name, const gchar **names, cons
             disk->iothread = g_strconcat ("iothread", value, NULL);
         }
     } else if (rel == 0 && g_strcmp0 (name, "source") == 0) {
+        if (read_nbd_source (state, &disk->path, names, values))
+            return;
         value = attr (names, values, "file");
         if (value == NULL)
             value = attr (names, values, "dev");
@@ -150,7 +201,12 @@ read_disk_child (ParseState *state, const gchar *name, const gchar **names, cons
         /* a mirror without a file of its own still is a copy in progress */
         if (disk->mirror_path == NULL)
             disk->mirror_path = g_strdup ("");
+    } else if (g_strcmp0 (name, "host") == 0 && g_strcmp0 (parent, "source") == 0
+               && state->nbd_into != NULL) {
+        read_nbd_host (state, names, values);
     } else if (rel == 1 && g_strcmp0 (parent, "mirror") == 0 && g_strcmp0 (name, "source") == 0) {
+        if (read_nbd_source (state, &disk->mirror_path, names, values))
+            return;
         value = attr (names, values, "file");
         if (value == NULL)
             value = attr (names, values, "dev");
@@ -181,6 +237,7 @@ parse_start_cb (GMarkupParseContext *context, const gchar *name, const gchar **n
         state->disk_depth = state->stack->len + 1;
         state->disk_scsi = -1;
         state->disk_controller = 0;
+        state->nbd_into = NULL;
         g_ptr_array_set_size (state->queue_iothreads, 0);
     } else if (state->disk != NULL) {
         read_disk_child (state, name, names, values);
@@ -263,6 +320,7 @@ vmr_libvirt_xml_parse_disks (const gchar *xml, GError **error)
     ok = g_markup_parse_context_parse (context, xml, -1, error)
          && g_markup_parse_context_end_parse (context, error);
     g_clear_pointer (&state.disk, vmr_libvirt_disk_free);
+    g_free (state.nbd_export);
     if (!ok) {
         g_prefix_error (error, "invalid domain XML: ");
         return NULL;
@@ -297,6 +355,7 @@ typedef struct {
     gboolean rewrote_source;
     const gchar *path;
     gboolean block;
+    const gchar *network_source; /* the <source> element of a network disk, or NULL */
     const gchar *format;
 } RewriteState;
 
@@ -338,6 +397,14 @@ rewrite_start_cb (GMarkupParseContext *context, const gchar *name, const gchar *
         return;
     }
     close_open_tag (state);
+    /* a network disk's <source> is written whole: nothing of a file's fits it */
+    if (rel == 0 && g_strcmp0 (name, "source") == 0 && state->network_source != NULL) {
+        g_string_append (state->out, state->network_source);
+        state->rewrote_source = TRUE;
+        state->skip_depth = 1;
+        g_ptr_array_add (state->stack, g_strdup (name));
+        return;
+    }
     g_string_append_printf (state->out, "<%s", name);
     if (rel == 0 && g_strcmp0 (name, "source") == 0) {
         write_attr (state->out, state->block ? "dev" : "file", state->path);
@@ -349,7 +416,7 @@ rewrite_start_cb (GMarkupParseContext *context, const gchar *name, const gchar *
         const gchar *value = values[i];
 
         if (opens_disk && g_strcmp0 (names[i], "type") == 0)
-            value = state->block ? "block" : "file";
+            value = state->network_source != NULL ? "network" : state->block ? "block" : "file";
         if (rel == 0 && g_strcmp0 (name, "source") == 0
             && (g_strcmp0 (names[i], "file") == 0 || g_strcmp0 (names[i], "dev") == 0
                 || g_strcmp0 (names[i], "index") == 0))
@@ -409,9 +476,8 @@ rewrite_passthrough_cb (GMarkupParseContext *context, const gchar *text, gsize l
     g_string_append_len (state->out, text, (gssize) len);
 }
 
-gchar *
-vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gchar *path,
-                                 gboolean block, const gchar *format, GError **error)
+static gchar *
+rewrite_disk (const gchar *xml, const gchar *target, RewriteState *state, GError **error)
 {
     const GMarkupParser parser
         = { rewrite_start_cb, rewrite_end_cb, rewrite_text_cb, rewrite_passthrough_cb, NULL };
@@ -419,7 +485,6 @@ vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gc
     g_autoptr (GPtrArray) stack = g_ptr_array_new_with_free_func (g_free);
     g_autoptr (GString) out = g_string_new (NULL);
     g_autoptr (GMarkupParseContext) context = NULL;
-    RewriteState state = { 0 };
     guint index = 0;
 
     if (disks == NULL)
@@ -433,19 +498,16 @@ vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gc
                      target);
         return NULL;
     }
-    state.out = out;
-    state.stack = stack;
-    state.disk_index = index;
-    state.path = path;
-    state.block = block;
-    state.format = format != NULL ? format : "raw";
-    context = g_markup_parse_context_new (&parser, 0, &state, NULL);
+    state->out = out;
+    state->stack = stack;
+    state->disk_index = index;
+    context = g_markup_parse_context_new (&parser, 0, state, NULL);
     if (!g_markup_parse_context_parse (context, xml, -1, error)
         || !g_markup_parse_context_end_parse (context, error)) {
         g_prefix_error (error, "invalid domain XML: ");
         return NULL;
     }
-    if (!state.rewrote_source) {
+    if (!state->rewrote_source) {
         g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "disk %s has no source to change",
                      target);
         return NULL;
@@ -453,4 +515,23 @@ vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gc
     /* GMarkup reports nothing after the root element */
     g_string_append_c (out, '\n');
     return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+gchar *
+vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gchar *path,
+                                 gboolean block, const gchar *format, GError **error)
+{
+    RewriteState state
+        = { .path = path, .block = block, .format = format != NULL ? format : "raw" };
+
+    return rewrite_disk (xml, target, &state, error);
+}
+
+gchar *
+vmr_libvirt_xml_set_disk_network_source (const gchar *xml, const gchar *target, const gchar *source,
+                                         const gchar *format, GError **error)
+{
+    RewriteState state = { .network_source = source, .format = format != NULL ? format : "raw" };
+
+    return rewrite_disk (xml, target, &state, error);
 }

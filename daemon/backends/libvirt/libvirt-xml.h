@@ -49,4 +49,13 @@ VmrLibvirtDisk *vmr_libvirt_xml_find_disk (GPtrArray *disks, const gchar *target
 gchar *vmr_libvirt_xml_set_disk_source (const gchar *xml, const gchar *target, const gchar *path,
                                         gboolean block, const gchar *format, GError **error);
 
+/*
+ * As vmr_libvirt_xml_set_disk_source(), for a network disk: the disk's type
+ * becomes "network" and its <source> (with all it held) is replaced by
+ * @source, a whole <source protocol=...>...</source> element.
+ */
+gchar *vmr_libvirt_xml_set_disk_network_source (const gchar *xml, const gchar *target,
+                                                const gchar *source, const gchar *format,
+                                                GError **error);
+
 G_END_DECLS

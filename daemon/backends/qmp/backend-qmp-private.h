@@ -82,6 +82,15 @@ void vmr_backend_qmp_best_effort_cb (GObject *source, GAsyncResult *res, gpointe
 void vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
                                          GAsyncReadyCallback callback, gpointer user_data);
 
+/*
+ * Closes the destination @dest opened as @node (blockdev-del when
+ * @node_added), then deletes the TLS object an NBD export over TLS had;
+ * never fails. The callback comes once QEMU has answered both.
+ */
+void vmr_backend_qmp_release_destination_async (VmrBackendQmp *self, const VmrDestination *dest,
+                                                const gchar *node, gboolean node_added,
+                                                GAsyncReadyCallback callback, gpointer user_data);
+
 /* once a tracked mirror has ended in QEMU: dismiss it, release the nodes, report the end */
 void vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track);
 

@@ -91,6 +91,48 @@ vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
     vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL, release_cb, task);
 }
 
+static void
+object_del_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL)
+        g_debug ("object-del %s: %s", (const gchar *) g_task_get_task_data (task), error->message);
+    g_task_return_boolean (task, TRUE);
+}
+
+static void
+release_tls_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    const gchar *tls_id = g_task_get_task_data (task);
+    g_autoptr (JsonObject) args = NULL;
+
+    if (tls_id == NULL) {
+        g_task_return_boolean (task, TRUE);
+        g_object_unref (task);
+        return;
+    }
+    args = vmr_backend_qmp_args_device ("id", tls_id);
+    vmr_qmp_client_execute_async (self->client, "object-del", args, 0, NULL, object_del_cb, task);
+}
+
+void
+vmr_backend_qmp_release_destination_async (VmrBackendQmp *self, const VmrDestination *dest,
+                                           const gchar *node, gboolean node_added,
+                                           GAsyncReadyCallback callback, gpointer user_data)
+{
+    GTask *task = g_task_new (self, NULL, callback, user_data);
+
+    /* the node goes first: it holds the object */
+    g_task_set_task_data (task, vmr_destination_tls_object_id (dest, node), g_free);
+    vmr_backend_qmp_release_node_async (self, node_added ? node : NULL, release_tls_cb, task);
+}
+
 typedef struct {
     VmrBackendQmp *self;
     gchar *job_id;
@@ -158,8 +200,10 @@ dismiss_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         data->second_node = g_strdup (track->source_file_node);
     } else {
         /* the VM stays on its source: close the destination again */
-        first_node = track->dest_node;
         data->remove_destination = vmr_destination_ref (track->destination);
+        vmr_backend_qmp_release_destination_async (data->self, track->destination, track->dest_node,
+                                                   TRUE, second_release_cb, data);
+        return;
     }
     vmr_backend_qmp_release_node_async (data->self, first_node, first_release_cb, data);
 }

@@ -26,6 +26,7 @@ typedef struct {
     MirrorTrack *track; /* owned until handed to self->tracks, then NULL */
     gchar *dest_node;
     gboolean dest_added;
+    GError *error; /* why it failed, returned once the destination is released */
 } StartData;
 
 static void
@@ -34,6 +35,7 @@ start_data_free (StartData *data)
     vmr_job_unref (data->job);
     vmr_disk_free (data->disk);
     g_free (data->dest_node);
+    g_clear_error (&data->error);
     if (data->track != NULL)
         vmr_backend_qmp_track_free (data->track);
     g_free (data);
@@ -55,6 +57,16 @@ disk_copy (const VmrDisk *disk)
     return copy;
 }
 
+static void
+start_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    StartData *data = g_task_get_task_data (task);
+
+    vmr_destination_remove (data->job->dest);
+    g_task_return_error (task, g_steal_pointer (&data->error));
+}
+
 /* undoes what start_copy did so far, then fails the task */
 static void
 start_fail (GTask *task, GError *error)
@@ -65,15 +77,11 @@ start_fail (GTask *task, GError *error)
     /* the track is ours or in the table, never both */
     if (data->track == NULL)
         g_hash_table_remove (self->tracks, data->job->id);
-    if (data->dest_added) {
-        g_autoptr (JsonObject) args = vmr_backend_qmp_args_device ("node-name", data->dest_node);
-
-        vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL,
-                                      vmr_backend_qmp_best_effort_cb,
-                                      g_strdup_printf ("releasing %s", data->job->dest->location));
-    }
-    vmr_destination_remove (data->job->dest);
-    g_task_return_error (task, error);
+    data->error = error;
+    /* QEMU has dropped what it made when the reply comes: a test may look then */
+    vmr_backend_qmp_release_destination_async (self, data->job->dest, data->dest_node,
+                                               data->dest_added, start_released_cb,
+                                               g_object_ref (task));
 }
 
 static void
@@ -173,7 +181,7 @@ blockdev_add_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 }
 
 static void
-add_destination (GTask *task)
+add_node (GTask *task)
 {
     VmrBackendQmp *self = g_task_get_source_object (task);
     StartData *data = g_task_get_task_data (task);
@@ -182,6 +190,42 @@ add_destination (GTask *task)
 
     vmr_qmp_client_execute_async (self->client, "blockdev-add", args, 0,
                                   g_task_get_cancellable (task), blockdev_add_cb, task);
+}
+
+static void
+tls_object_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+    StartData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL) {
+        g_prefix_error (&error,
+                        "QEMU cannot load the TLS credentials %s: ", data->job->dest->tls_creds);
+        start_fail (task, g_steal_pointer (&error));
+        g_object_unref (task);
+        return;
+    }
+    add_node (task);
+}
+
+/* the destination's node, after the TLS object an NBD export over TLS needs */
+static void
+add_destination (GTask *task)
+{
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    StartData *data = g_task_get_task_data (task);
+    g_autoptr (JsonObject) tls
+        = vmr_destination_to_tls_object_add (data->job->dest, data->dest_node);
+
+    if (tls == NULL) {
+        add_node (task);
+        return;
+    }
+    vmr_qmp_client_execute_async (self->client, "object-add", tls, 0, g_task_get_cancellable (task),
+                                  tls_object_cb, task);
 }
 
 static void
