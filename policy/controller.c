@@ -240,18 +240,6 @@ window_median (const VmrControllerState *state)
     return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-/* the mean of the window's two lowest harms (raw): what stays when the spikes are left out */
-static gdouble
-window_low (const VmrControllerState *state)
-{
-    gdouble sorted[VMR_CONTROLLER_WINDOW_MAX];
-    guint n = window_sorted (state, sorted);
-
-    if (n == 0)
-        return 0;
-    return n == 1 ? sorted[0] : (sorted[0] + sorted[1]) / 2;
-}
-
 /* the lowest harm (raw) of the window's samples at the copy's speed now; 0 for fewer than two */
 static gdouble
 window_low_at_speed (const VmrControllerState *state)
@@ -321,7 +309,6 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
 {
     gdouble target = config->target_harm;
     gdouble excess = over_floor (state, median);
-    gdouble low = window_low (state);
     gdouble low_at_speed = window_low_at_speed (state);
     guint64 from = current_rate (config, input);
     gboolean severe = excess > 2 * target;
@@ -359,7 +346,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
         g_autofree gchar *min_text = vmr_units_format_speed (config->min_speed);
 
         state->knee_speed = 0;
-        state->floor_harm = MAX (state->floor_harm, low);
+        state->floor_harm = MAX (state->floor_harm, median);
         set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
                       g_strdup_printf ("%s > %.1f%% at min-speed %s: the copy's floor is %.1f%%, "
                                        "the target applies on top of it (%s)",
@@ -525,6 +512,20 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
     }
 
     change = describe_load_change (config, input, idle_now, idle_before);
+    /*
+     * fewer IOPS at no higher latency than the baseline's: by Little's law
+     * the guest keeps fewer I/Os in flight, it asks for less, or the
+     * baseline was taken in a burst. A copy that holds up the guest's
+     * requests before QEMU times them could do it too: the paused sample
+     * tells. Not more often than every three measure gaps, as it may be
+     * the copy after all.
+     */
+    if (change == NULL && !idle_now && !idle_before
+        && iops_ratio (input) < 1 - 2 * config->target_harm && latency_ratio (input) <= 1
+        && now - state->measure_time_us >= 3 * config->measure_gap_us)
+        change = g_strdup_printf ("the guest does fewer IOPS than in its baseline (%.2fx) at no "
+                                  "higher latency (%.2fx)",
+                                  iops_ratio (input), latency_ratio (input));
     if (change != NULL && now - state->measure_time_us >= config->measure_gap_us) {
         state->measure_time_us = now;
         /* the knee was the old load's: probe past it slowly */
@@ -566,9 +567,12 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
         back_off (config, state, input, was_probing, harm, median, out);
         return;
     }
-    /* a raise needs the newest two under the band (the newest one, in a window just begun) */
-    if (count_past (state, 2, config->hold_below * config->target_harm, FALSE)
-        < MIN (state->n_harms, 2)) {
+    /*
+     * a raise needs the window's median under the band, and the newest
+     * sample too: noise either way leaves the median alone
+     */
+    if (over_floor (state, median) >= config->hold_below * config->target_harm
+        || over_floor (state, harm) >= config->hold_below * config->target_harm) {
         g_autofree gchar *head = format_harm (state, harm, median);
         g_autofree gchar *ratios = format_ratios (input);
         g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);

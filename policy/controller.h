@@ -30,9 +30,10 @@
  *   latency QEMU sees for a guest's I/O is noisy (from one second to the
  *   next, 0.9x to 1.7x its mean was measured with the copy's speed fixed),
  *   and its noise comes in spikes. A back-off needs most of the last window
- *   samples over the target (more than half, at least two), a raise the
- *   newest two under the hold band; the size of a back-off follows their
- *   median. The window starts again after every back-off and baseline.
+ *   samples over the target (more than half, at least two), a raise their
+ *   median under the hold band and the newest sample under the target;
+ *   the size of a back-off follows their median. The window starts again after every back-off and
+ * baseline.
  * - The copy's floor. A copy costs its guest something at any speed (its
  *   I/O on the guest's I/O thread, its reads and writes on the same
  *   storage): measured with the test guest, 8 MiB/s added 20% to the latency
@@ -40,7 +41,7 @@
  *   the floor: no speed avoids it, and holding the copy at min-speed would
  *   only make it last longer. The target then applies on top of it: the
  *   harm counted is (1 + harm) / (1 + floor) - 1, where the floor is the
- *   mean of the two lowest harms of the window (spikes left out). A
+ *   median of the window at min-speed (spikes left out). A
  *   baseline taken for a change in load forgets the floor.
  * - Harm over the target: back off by (1 + target) / (1 + harm), clamped to
  *   [severe_backoff, backoff], so a deep excess (a step in load) gets under
@@ -50,7 +51,7 @@
  *   a stale knee that crosses where the knee was, go back by knee_margin
  *   only: back under the knee, no further.
  * - Harm in the hold band [hold_below * target, target]: keep the speed.
- * - Harm under the band, in the newest two samples: raise. Until the copy
+ * - Harm under the band, in the window's median: raise. Until the copy
  *   first backs off, by start_gain a sample (a slow start, as TCP's: from
  *   min-speed to 128 MiB/s in 4 samples); then with no knee known, by
  *   probe_gain a sample. With a knee known, close approach_gain
@@ -72,12 +73,15 @@
  * The controller asks for a fresh one (decision measure-baseline) every
  * baseline_refresh_us of copying, and when a sample shows what a copy
  * cannot cause: more IOPS or a lower latency than the baseline by more than
- * unexplained_step, or a guest that turned idle or busy; the latter at most
- * once every measure_gap_us. The caller then pauses the copy for one sample
- * and passes that sample to the next step, which takes it as the baseline
- * (decision baseline-taken) and resumes at the speed before the pause. A
- * periodic baseline moves half-way to the new sample, as one sample is
- * noisy; one asked for by a change in load replaces the old one:
+ * unexplained_step, or a guest that turned idle or busy, at most once every
+ * measure_gap_us; and fewer IOPS (by twice the target) at no higher latency,
+ * at most once every three of them (Little's law: the guest keeps fewer I/Os
+ * in flight, unless the copy holds them up before QEMU times them). The
+ * caller then pauses the copy for one sample and passes that sample to the
+ * next step, which takes it as the baseline (decision baseline-taken) and
+ * resumes at the speed before the pause. A periodic baseline moves half-way
+ * to the new sample, as one sample is noisy; one asked for by a change in
+ * load replaces the old one:
  *
  *   copying --measure-baseline--> measuring --baseline-taken--> copying
  */
