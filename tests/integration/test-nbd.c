@@ -332,48 +332,55 @@ static const EndCase end_cancel = { "cancel", "delay delay-write=200ms", TRUE };
 /* every write fails: the mirror fails on its first */
 static const EndCase end_failure = { "failure", "error error-pwrite-rate=100%", FALSE };
 
+/*
+ * nbdkit's memory plugin over TLS on 127.0.0.1 with @filter ("NAME PARAM"),
+ * a VM on a fresh disk, and a slow copy of it to the export started with the
+ * client's credentials; @before is what QEMU held before the copy. Returns
+ * the job's id; *@out_uri is the export's URI.
+ */
+static gchar *
+start_tls_copy (VmrNbdTest *t, const gchar *filter, VmrHarnessVm *vm, gchar **out_uri,
+                gchar **out_before)
+{
+    VmrHarness *h = &t->h;
+    g_auto (GStrv) parts = g_strsplit (filter, " ", 2);
+    g_autofree gchar *server_dir = vmr_nbd_pki_dir (&t->servers, "server");
+    g_autofree gchar *client = vmr_nbd_pki_dir (&t->servers, "client");
+    g_autofree gchar *tls_arg = g_strdup_printf ("--tls-certificates=%s", server_dir);
+    g_autofree gchar *filter_arg = g_strdup_printf ("--filter=%s", parts[0]);
+    guint port = vmr_nbd_free_port ();
+    g_autofree gchar *port_text = g_strdup_printf ("%u", port);
+    const gchar *argv[]
+        = { "nbdkit", "-f",      "--tls=require", tls_arg, filter_arg, "-i", "127.0.0.1",
+            "-p",     port_text, "memory",        "32M",   parts[1],   NULL };
+
+    vmr_nbd_start_server (&t->servers, argv, NULL, port);
+    *out_uri = g_strdup_printf ("nbds://127.0.0.1:%u/", port);
+    vmr_harness_start_vm (h, vm, IMAGE_SIZE, 0xe4d);
+    *out_before = vmr_nbd_qemu_state (h);
+    return vmr_harness_migrate (h, "vm", "disk0", *out_uri, "--tls-creds", client, "--speed",
+                                VMR_HARNESS_SLOW_SPEED, NULL);
+}
+
 static void
 test_end (VmrNbdTest *t, gconstpointer user_data)
 {
     const EndCase *c = user_data;
     VmrHarness *h = &t->h;
     g_auto (VmrHarnessVm) vm = { 0 };
-    g_auto (GStrv) filter = g_strsplit (c->filter, " ", 2);
-    g_autofree gchar *server_dir = NULL;
-    g_autofree gchar *client = NULL;
-    g_autofree gchar *tls_arg = NULL;
-    g_autofree gchar *filter_arg = NULL;
     g_autofree gchar *uri = NULL;
     g_autofree gchar *id = NULL;
     g_autofree gchar *before = NULL;
     g_autofree gchar *after = NULL;
-    g_autofree gchar *port_text = NULL;
     g_autoptr (JsonObject) job = NULL;
-    guint port = vmr_nbd_free_port ();
 
     if (!vmr_nbd_require (&t->h))
         return;
-    server_dir = vmr_nbd_pki_dir (&t->servers, "server");
-    client = vmr_nbd_pki_dir (&t->servers, "client");
-    tls_arg = g_strdup_printf ("--tls-certificates=%s", server_dir);
-    filter_arg = g_strdup_printf ("--filter=%s", filter[0]);
-    port_text = g_strdup_printf ("%u", port);
-    {
-        const gchar *argv[]
-            = { "nbdkit", "-f",      "--tls=require", tls_arg, filter_arg, "-i", "127.0.0.1",
-                "-p",     port_text, "memory",        "32M",   filter[1],  NULL };
-
-        vmr_nbd_start_server (&t->servers, argv, NULL, port);
-    }
-    uri = g_strdup_printf ("nbds://127.0.0.1:%u/", port);
-    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xe4d);
-    before = vmr_nbd_qemu_state (h);
-    id = vmr_harness_migrate (h, "vm", "disk0", uri, "--tls-creds", client, "--speed",
-                              VMR_HARNESS_SLOW_SPEED, NULL);
+    id = start_tls_copy (t, c->filter, &vm, &uri, &before);
     if (c->cancel) {
         g_autofree gchar *during = NULL;
 
-        vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+        json_object_unref (vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
         during = vmr_nbd_qemu_state (h);
         g_assert_cmpstr (during, !=, before);
         vmr_harness_writer_write (vm.writer, WRITES);
@@ -402,37 +409,18 @@ test_restart (VmrNbdTest *t, gconstpointer user_data)
 {
     VmrHarness *h = &t->h;
     g_auto (VmrHarnessVm) vm = { 0 };
-    g_autofree gchar *server_dir = NULL;
     g_autofree gchar *client = NULL;
-    g_autofree gchar *tls_arg = NULL;
     g_autofree gchar *uri = NULL;
     g_autofree gchar *id = NULL;
     g_autofree gchar *before = NULL;
     g_autofree gchar *after = NULL;
-    g_autofree gchar *port_text = NULL;
     g_autoptr (JsonObject) adopted = NULL;
     JsonObject *nbd;
-    guint port = vmr_nbd_free_port ();
 
     if (!vmr_nbd_require (&t->h))
         return;
-    server_dir = vmr_nbd_pki_dir (&t->servers, "server");
     client = vmr_nbd_pki_dir (&t->servers, "client");
-    tls_arg = g_strdup_printf ("--tls-certificates=%s", server_dir);
-    port_text = g_strdup_printf ("%u", port);
-    {
-        const gchar *argv[] = {
-            "nbdkit", "-f",      "--tls=require", tls_arg, "--filter=delay",    "-i", "127.0.0.1",
-            "-p",     port_text, "memory",        "32M",   "delay-write=200ms", NULL
-        };
-
-        vmr_nbd_start_server (&t->servers, argv, NULL, port);
-    }
-    uri = g_strdup_printf ("nbds://127.0.0.1:%u/", port);
-    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e5);
-    before = vmr_nbd_qemu_state (h);
-    id = vmr_harness_migrate (h, "vm", "disk0", uri, "--tls-creds", client, "--speed",
-                              VMR_HARNESS_SLOW_SPEED, NULL);
+    id = start_tls_copy (t, "delay delay-write=200ms", &vm, &uri, &before);
     json_object_unref (vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
     vmr_harness_kill_daemon (h);
     vmr_harness_writer_write (vm.writer, WRITES);
