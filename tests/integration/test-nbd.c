@@ -174,11 +174,14 @@ typedef struct {
     gboolean tcp;      /* TCP on 127.0.0.1, else a UNIX socket */
     gboolean tls;      /* nbds, credentials from the policy's tls-creds */
     gboolean qemu_nbd; /* qemu-nbd serving a file, else nbdkit's memory plugin */
+    gboolean lacking;  /* nbdkit without structured replies or write zeroes */
 } CopyCase;
 
 static const CopyCase copy_unix = { "unix-nbdkit", FALSE, FALSE, FALSE };
 static const CopyCase copy_tcp = { "tcp-qemu-nbd", TRUE, FALSE, TRUE };
 static const CopyCase copy_tls = { "tls-nbdkit", TRUE, TRUE, FALSE };
+/* a server that lacks features the copy does without */
+static const CopyCase copy_lacking = { "unix-nbdkit-no-sr-no-zero", FALSE, FALSE, FALSE, TRUE };
 
 /* the policy of the copy tests: the NBD keys, so that the job shows where they came from */
 static void
@@ -217,6 +220,10 @@ start_copy_server (VmrNbdTest *t, const CopyCase *c)
     } else {
         g_ptr_array_add (argv, g_strdup ("nbdkit"));
         g_ptr_array_add (argv, g_strdup ("-f"));
+        if (c->lacking) {
+            g_ptr_array_add (argv, g_strdup ("--no-sr"));
+            g_ptr_array_add (argv, g_strdup ("--filter=nozero"));
+        }
         if (c->tls) {
             g_ptr_array_add (argv, g_strdup ("--tls=require"));
             g_ptr_array_add (argv, g_strdup (tls_arg));
@@ -256,9 +263,9 @@ assert_job_shows_export (VmrHarness *h, const gchar *id, const CopyCase *c, cons
 
     g_assert_cmpint (vmr_harness_json_int (nbd, "size"), ==, IMAGE_SIZE);
     g_assert_cmpint (vmr_harness_json_bool (nbd, "tls"), ==, c->tls);
-    /* both servers speak structured replies and zero and trim */
-    g_assert_true (vmr_harness_json_bool (nbd, "structured-replies"));
-    g_assert_true (vmr_harness_json_bool (nbd, "can-zero"));
+    /* both servers speak structured replies and zero and trim, unless made not to */
+    g_assert_cmpint (vmr_harness_json_bool (nbd, "structured-replies"), ==, !c->lacking);
+    g_assert_cmpint (vmr_harness_json_bool (nbd, "can-zero"), ==, !c->lacking);
     g_assert_true (vmr_harness_json_bool (nbd, "can-trim"));
     /* qemu-nbd names a preferred block size, nbdkit's memory plugin none (0) */
     g_assert_cmpint (vmr_harness_json_int (nbd, "preferred-block-size") > 0, ==, c->qemu_nbd);
@@ -441,6 +448,66 @@ test_restart (VmrNbdTest *t, gconstpointer user_data)
     vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
 }
 
+/* ---- a group of disks to two servers ---- */
+
+/* disk0 and disk1 of one VM to the exports of two nbdkits: they cut over together */
+static void
+test_group (VmrNbdTest *t, gconstpointer user_data)
+{
+    VmrHarness *h = &t->h;
+    VmrHarnessDisk disks[] = {
+        { .id = "disk0", .format = "raw", .scsi = TRUE },
+        { .id = "disk1", .format = "raw", .scsi = TRUE },
+    };
+    gchar *sources[2] = { NULL, NULL };
+    gchar *expected[2] = { NULL, NULL };
+    gchar *uris[2] = { NULL, NULL };
+    g_autoptr (VmrHarnessWriter) writer0 = NULL;
+    g_autoptr (VmrHarnessWriter) writer1 = NULL;
+    g_autoptr (VmrCliResult) result = NULL;
+
+    if (!vmr_nbd_require (&t->h))
+        return;
+    for (guint i = 0; i < 2; i++) {
+        g_autofree gchar *name = g_strdup_printf ("source%u.raw", i);
+        g_autofree gchar *socket_name = g_strdup_printf ("export%u.sock", i);
+        g_autofree gchar *socket = vmr_harness_path (h, socket_name);
+        const gchar *argv[] = { "nbdkit", "-f", "-U", socket, "memory", "32M", NULL };
+
+        vmr_nbd_start_server (&t->servers, argv, socket, 0);
+        uris[i] = g_strdup_printf ("nbd+unix:///?socket=%s", socket);
+        sources[i] = vmr_harness_create_image (h, name, "raw", IMAGE_SIZE, 0x960 + i);
+        expected[i] = vmr_harness_expected_path (sources[i]);
+        disks[i].path = sources[i];
+    }
+    vmr_harness_start_qemu (h, disks, 2);
+    writer0 = vmr_harness_writer_new (h, "disk0", expected[0], 0x961);
+    writer1 = vmr_harness_writer_new (h, "disk1", expected[1], 0x962);
+    vmr_harness_attach (h, "vm");
+    vmr_harness_writer_write (writer0, WRITES);
+    vmr_harness_writer_write (writer1, WRITES);
+    result
+        = vmr_harness_cli (h, "migrate", "vm", "disk0", uris[0], "disk1", uris[1], "--wait", NULL);
+    vmr_cli_result_assert_ok (result);
+    for (guint i = 0; i < 2; i++) {
+        g_autofree gchar *id = g_strdup_printf ("vmr-%u", i + 1);
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+
+        g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "completed");
+        g_assert_cmpstr (vmr_harness_json_string (job, "group"), ==, "vmr-1");
+        vmr_harness_assert_node_released (h, sources[i]);
+    }
+    vmr_harness_writer_write (writer0, WRITES);
+    vmr_harness_writer_write (writer1, WRITES);
+    vmr_harness_quit_qemu (h);
+    for (guint i = 0; i < 2; i++) {
+        vmr_nbd_assert_export_equals (&t->servers, uris[i], NULL, expected[i]);
+        g_free (sources[i]);
+        g_free (expected[i]);
+        g_free (uris[i]);
+    }
+}
+
 /* ---- evacuate --to an NBD server ---- */
 
 /*
@@ -504,11 +571,14 @@ main (int argc, char **argv)
                 vmr_nbd_teardown);
     g_test_add ("/nbd/copy/tcp-qemu-nbd", VmrNbdTest, &copy_tcp, vmr_nbd_setup_no_daemon, test_copy,
                 vmr_nbd_teardown);
+    g_test_add ("/nbd/copy/no-sr-no-zero", VmrNbdTest, &copy_lacking, vmr_nbd_setup_no_daemon,
+                test_copy, vmr_nbd_teardown);
     g_test_add ("/nbd/copy/tls-nbdkit", VmrNbdTest, &copy_tls, vmr_nbd_setup_no_daemon, test_copy,
                 vmr_nbd_teardown);
     VMR_NBD_ADD ("/nbd/cancel-tls", &end_cancel, test_end);
     VMR_NBD_ADD ("/nbd/failure-tls", &end_failure, test_end);
     VMR_NBD_ADD ("/nbd/restart-tls", NULL, test_restart);
+    VMR_NBD_ADD ("/nbd/group", NULL, test_group);
     VMR_NBD_ADD ("/nbd/evacuate", NULL, test_evacuate);
     return g_test_run ();
 }
