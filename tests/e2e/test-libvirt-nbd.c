@@ -2,12 +2,13 @@
 
 /*
  * Disks of libvirt domains moved to NBD exports (nbdkit's memory plugin on
- * TCP): the copy goes through libvirt's block copy with a network disk, and
+ * TCP and on a UNIX socket): the copy goes through libvirt's block copy with a network disk, and
  * afterwards libvirt's live and persistent definitions name the export; a
  * cancelled copy leaves no NBD node in QEMU. The bytes are read back
  * through the server.
  */
 
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "harness-e2e.h"
@@ -37,16 +38,23 @@ nbd_e2e_teardown (NbdE2e *t, gconstpointer data)
     vmr_nbd_servers_clear (&t->servers);
 }
 
-/* nbdkit's memory plugin on 127.0.0.1 with @filter (NULL, or "NAME PARAM"); returns the URI */
+/*
+ * nbdkit's memory plugin with @filter (NULL, or "NAME PARAM") on 127.0.0.1,
+ * or on a UNIX socket that libvirt's QEMU user may use; returns the URI and
+ * the <host> element libvirt names it by
+ */
 static gchar *
-start_nbdkit (NbdE2e *t, const gchar *filter)
+start_nbdkit (NbdE2e *t, const gchar *filter, gboolean unix_socket, gchar **out_host)
 {
     guint port = vmr_nbd_free_port ();
     g_autofree gchar *port_text = g_strdup_printf ("%u", port);
+    g_autofree gchar *socket = vmr_harness_path (&t->e.h, "export.sock");
     g_auto (GStrv) parts = filter != NULL ? g_strsplit (filter, " ", 2) : NULL;
     g_autofree gchar *filter_arg = parts != NULL ? g_strdup_printf ("--filter=%s", parts[0]) : NULL;
     g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-    const gchar *const common[] = { "nbdkit", "-f", "-i", "127.0.0.1", "-p", port_text, NULL };
+    const gchar *const tcp[] = { "nbdkit", "-f", "-i", "127.0.0.1", "-p", port_text, NULL };
+    const gchar *const local[] = { "nbdkit", "-f", "-U", socket, NULL };
+    const gchar *const *common = unix_socket ? local : tcp;
 
     for (guint i = 0; common[i] != NULL; i++)
         g_ptr_array_add (argv, (gpointer) common[i]);
@@ -57,37 +65,75 @@ start_nbdkit (NbdE2e *t, const gchar *filter)
     if (parts != NULL)
         g_ptr_array_add (argv, parts[1]);
     g_ptr_array_add (argv, NULL);
-    vmr_nbd_start_server (&t->servers, (const gchar *const *) argv->pdata, NULL, port);
+    vmr_nbd_start_server (&t->servers, (const gchar *const *) argv->pdata,
+                          unix_socket ? socket : NULL, port);
+    if (unix_socket) {
+        /* libvirt runs QEMU as a user of its own */
+        g_assert_cmpint (g_chmod (socket, 0666), ==, 0);
+        *out_host = g_strdup_printf ("<host transport='unix' socket='%s'/>", socket);
+        return g_strdup_printf ("nbd+unix:///?socket=%s", socket);
+    }
+    *out_host = g_strdup_printf ("<host name='127.0.0.1' port='%u'/>", port);
     return g_strdup_printf ("nbd://127.0.0.1:%u/", port);
 }
 
-/* a running domain on a fresh raw vda, known to the daemon; returns its name */
-static gchar *
-start_domain (NbdE2e *t, gchar **out_source)
-{
-    g_autofree gchar *source
-        = vmr_harness_create_image (&t->e.h, "source.raw", "raw", IMAGE_SIZE, 11);
-    VmrE2eDisk disk = { source, "raw", 0 };
-    g_autofree gchar *name = vmr_e2e_define_domain (&t->e, &disk);
+/* what a test copies: the domain, its source, the source's pristine copy, the export */
+typedef struct {
+    gchar *name;
+    gchar *source;
+    gchar *expected;
+    gchar *uri;
+    gchar *host; /* libvirt's <host> of the export */
+    gchar *id;   /* the job */
+    VmrHarnessWriter *writer;
+} Copy;
 
-    vmr_e2e_start_domain (&t->e, name);
+static void
+copy_clear (Copy *c)
+{
+    /* the writer names the domain: it goes first */
+    g_clear_pointer (&c->writer, vmr_harness_writer_free);
+    g_free (c->name);
+    g_free (c->source);
+    g_free (c->expected);
+    g_free (c->uri);
+    g_free (c->host);
+    g_free (c->id);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Copy, copy_clear)
+
+/*
+ * nbdkit with @filter, a running domain on a fresh raw vda known to the
+ * daemon, and its copy to the export at @speed, copying when this returns
+ */
+static void
+start_copy (NbdE2e *t, const gchar *filter, gboolean unix_socket, const gchar *speed, Copy *c)
+{
+    VmrE2eDisk disk = { NULL, "raw", 0 };
+
+    c->uri = start_nbdkit (t, filter, unix_socket, &c->host);
+    c->source = vmr_harness_create_image (&t->e.h, "source.raw", "raw", IMAGE_SIZE, 11);
+    c->expected = vmr_harness_expected_path (c->source);
+    disk.path = c->source;
+    c->name = vmr_e2e_define_domain (&t->e, &disk);
+    vmr_e2e_start_domain (&t->e, c->name);
     vmr_e2e_start_daemon (&t->e, TRUE);
-    json_object_unref (vmr_e2e_wait_domain (&t->e, name, TRUE, 10000));
-    *out_source = g_steal_pointer (&source);
-    return g_steal_pointer (&name);
+    json_object_unref (vmr_e2e_wait_domain (&t->e, c->name, TRUE, 10000));
+    c->writer = vmr_e2e_writer_new (c->name, c->expected, 0xb10c);
+    c->id = vmr_harness_migrate (&t->e.h, c->name, "vda", c->uri, "--speed", speed, NULL);
+    json_object_unref (vmr_harness_wait_job (&t->e.h, c->id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
 }
 
-/* @xml names the export on @port for its one disk, and not @source */
+/* @xml names the export at @host for its one disk, and not @source */
 static void
-assert_xml_on_export (const gchar *what, const gchar *xml, const gchar *source, guint port)
+assert_xml_on_export (const gchar *what, const gchar *xml, const gchar *source, const gchar *host)
 {
     g_autofree gchar *old_source = g_strdup_printf ("<source file='%s'", source);
-    g_autofree gchar *host = g_strdup_printf ("<host name='127.0.0.1' port='%u'/>", port);
 
     if (strstr (xml, "<disk type='network' device='disk'>") == NULL
         || strstr (xml, "<source protocol='nbd'") == NULL || strstr (xml, host) == NULL
         || strstr (xml, old_source) != NULL)
-        vmr_fail ("%s does not name the export on port %u alone: %s", what, port,
+        vmr_fail ("%s does not name the export at %s alone: %s", what, host,
                   g_strescape (xml, NULL));
 }
 
@@ -116,81 +162,61 @@ static void
 test_migrate (NbdE2e *t, gconstpointer data)
 {
     VmrE2e *e = &t->e;
-    g_autofree gchar *source = NULL;
-    g_autofree gchar *name = NULL;
-    g_autofree gchar *expected = NULL;
-    g_autofree gchar *uri = NULL;
-    g_autofree gchar *id = NULL;
+    g_auto (Copy) c = { 0 };
     g_autofree gchar *live = NULL;
     g_autofree gchar *persistent = NULL;
-    g_autoptr (VmrHarnessWriter) writer = NULL;
-    guint port;
 
     if (!vmr_nbd_require (&e->h))
         return;
-    uri = start_nbdkit (t, NULL);
-    port = (guint) g_ascii_strtoull (strrchr (uri, ':') + 1, NULL, 10);
-    name = start_domain (t, &source);
-    expected = vmr_harness_expected_path (source);
-    writer = vmr_e2e_writer_new (name, expected, 0xb10c);
-    id = vmr_harness_migrate (&e->h, name, "vda", uri, "--speed", "4M", NULL);
-    json_object_unref (vmr_harness_wait_job (&e->h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
-    vmr_harness_writer_write (writer, E2E_WRITES);
-    json_object_unref (vmr_harness_job_command (&e->h, "set-speed", id, "0"));
-    json_object_unref (vmr_harness_wait_job (&e->h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
-    live = vmr_e2e_virsh_ok ("dumpxml", name, NULL);
-    persistent = vmr_e2e_virsh_ok ("dumpxml", "--inactive", name, NULL);
-    assert_xml_on_export ("the live definition", live, source, port);
-    assert_xml_on_export ("the persistent definition", persistent, source, port);
-    vmr_harness_writer_write (writer, E2E_WRITES);
-    vmr_e2e_destroy_domain (e, name);
-    vmr_nbd_assert_export_equals (&t->servers, uri, NULL, expected);
+    start_copy (t, NULL, GPOINTER_TO_INT (data), "4M", &c);
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    json_object_unref (vmr_harness_job_command (&e->h, "set-speed", c.id, "0"));
+    json_object_unref (vmr_harness_wait_job (&e->h, c.id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
+    live = vmr_e2e_virsh_ok ("dumpxml", c.name, NULL);
+    persistent = vmr_e2e_virsh_ok ("dumpxml", "--inactive", c.name, NULL);
+    assert_xml_on_export ("the live definition", live, c.source, c.host);
+    assert_xml_on_export ("the persistent definition", persistent, c.source, c.host);
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    vmr_e2e_destroy_domain (e, c.name);
+    vmr_nbd_assert_export_equals (&t->servers, c.uri, NULL, c.expected);
 }
 
 static void
 test_cancel (NbdE2e *t, gconstpointer data)
 {
     VmrE2e *e = &t->e;
-    g_autofree gchar *source = NULL;
-    g_autofree gchar *name = NULL;
-    g_autofree gchar *expected = NULL;
-    g_autofree gchar *uri = NULL;
-    g_autofree gchar *id = NULL;
+    g_auto (Copy) c = { 0 };
     g_autofree gchar *during = NULL;
     g_autofree gchar *after = NULL;
     g_autofree gchar *live = NULL;
-    g_autoptr (VmrHarnessWriter) writer = NULL;
 
     if (!vmr_nbd_require (&e->h))
         return;
     /* writes the server takes slowly: the copy still runs when it is cancelled */
-    uri = start_nbdkit (t, "delay delay-write=200ms");
-    name = start_domain (t, &source);
-    expected = vmr_harness_expected_path (source);
-    writer = vmr_e2e_writer_new (name, expected, 0xca7);
-    id = vmr_harness_migrate (&e->h, name, "vda", uri, "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
-    json_object_unref (vmr_harness_wait_job (&e->h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
-    during = node_drivers (name);
+    start_copy (t, "delay delay-write=200ms", FALSE, VMR_HARNESS_SLOW_SPEED, &c);
+    during = node_drivers (c.name);
     g_assert_nonnull (strstr (during, "nbd"));
-    vmr_harness_writer_write (writer, E2E_WRITES);
-    json_object_unref (vmr_harness_job_command (&e->h, "cancel", id, NULL));
-    json_object_unref (vmr_harness_wait_job (&e->h, id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S));
-    after = node_drivers (name);
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    json_object_unref (vmr_harness_job_command (&e->h, "cancel", c.id, NULL));
+    json_object_unref (vmr_harness_wait_job (&e->h, c.id, "cancelled", VMR_HARNESS_JOB_TIMEOUT_S));
+    after = node_drivers (c.name);
     if (strstr (after, "nbd") != NULL)
         vmr_fail ("an NBD node is left after the cancel: %s", after);
-    live = vmr_e2e_domblk_source (name, "vda", FALSE);
-    g_assert_cmpstr (live, ==, source);
-    vmr_harness_writer_write (writer, E2E_WRITES);
-    vmr_e2e_destroy_domain (e, name);
-    vmr_harness_assert_image_equals (source, "raw", expected);
+    live = vmr_e2e_domblk_source (c.name, "vda", FALSE);
+    g_assert_cmpstr (live, ==, c.source);
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    vmr_e2e_destroy_domain (e, c.name);
+    vmr_harness_assert_image_equals (c.source, "raw", c.expected);
 }
 
 int
 main (int argc, char **argv)
 {
     vmr_e2e_init (&argc, &argv);
-    g_test_add ("/e2e/libvirt-nbd/migrate", NbdE2e, NULL, nbd_e2e_setup, test_migrate,
-                nbd_e2e_teardown);
+    g_test_add ("/e2e/libvirt-nbd/migrate/tcp", NbdE2e, GINT_TO_POINTER (FALSE), nbd_e2e_setup,
+                test_migrate, nbd_e2e_teardown);
+    g_test_add ("/e2e/libvirt-nbd/migrate/unix", NbdE2e, GINT_TO_POINTER (TRUE), nbd_e2e_setup,
+                test_migrate, nbd_e2e_teardown);
     g_test_add ("/e2e/libvirt-nbd/cancel", NbdE2e, NULL, nbd_e2e_setup, test_cancel,
                 nbd_e2e_teardown);
     return vmr_e2e_run (TRUE);

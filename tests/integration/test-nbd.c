@@ -174,11 +174,14 @@ typedef struct {
     gboolean tcp;      /* TCP on 127.0.0.1, else a UNIX socket */
     gboolean tls;      /* nbds, credentials from the policy's tls-creds */
     gboolean qemu_nbd; /* qemu-nbd serving a file, else nbdkit's memory plugin */
+    gboolean lacking;  /* nbdkit without structured replies or write zeroes */
 } CopyCase;
 
 static const CopyCase copy_unix = { "unix-nbdkit", FALSE, FALSE, FALSE };
 static const CopyCase copy_tcp = { "tcp-qemu-nbd", TRUE, FALSE, TRUE };
 static const CopyCase copy_tls = { "tls-nbdkit", TRUE, TRUE, FALSE };
+/* a server that lacks features the copy does without */
+static const CopyCase copy_lacking = { "unix-nbdkit-no-sr-no-zero", FALSE, FALSE, FALSE, TRUE };
 
 /* the policy of the copy tests: the NBD keys, so that the job shows where they came from */
 static void
@@ -217,6 +220,10 @@ start_copy_server (VmrNbdTest *t, const CopyCase *c)
     } else {
         g_ptr_array_add (argv, g_strdup ("nbdkit"));
         g_ptr_array_add (argv, g_strdup ("-f"));
+        if (c->lacking) {
+            g_ptr_array_add (argv, g_strdup ("--no-sr"));
+            g_ptr_array_add (argv, g_strdup ("--filter=nozero"));
+        }
         if (c->tls) {
             g_ptr_array_add (argv, g_strdup ("--tls=require"));
             g_ptr_array_add (argv, g_strdup (tls_arg));
@@ -256,9 +263,9 @@ assert_job_shows_export (VmrHarness *h, const gchar *id, const CopyCase *c, cons
 
     g_assert_cmpint (vmr_harness_json_int (nbd, "size"), ==, IMAGE_SIZE);
     g_assert_cmpint (vmr_harness_json_bool (nbd, "tls"), ==, c->tls);
-    /* both servers speak structured replies and zero and trim */
-    g_assert_true (vmr_harness_json_bool (nbd, "structured-replies"));
-    g_assert_true (vmr_harness_json_bool (nbd, "can-zero"));
+    /* both servers speak structured replies and zero and trim, unless made not to */
+    g_assert_cmpint (vmr_harness_json_bool (nbd, "structured-replies"), ==, !c->lacking);
+    g_assert_cmpint (vmr_harness_json_bool (nbd, "can-zero"), ==, !c->lacking);
     g_assert_true (vmr_harness_json_bool (nbd, "can-trim"));
     /* qemu-nbd names a preferred block size, nbdkit's memory plugin none (0) */
     g_assert_cmpint (vmr_harness_json_int (nbd, "preferred-block-size") > 0, ==, c->qemu_nbd);
@@ -332,48 +339,55 @@ static const EndCase end_cancel = { "cancel", "delay delay-write=200ms", TRUE };
 /* every write fails: the mirror fails on its first */
 static const EndCase end_failure = { "failure", "error error-pwrite-rate=100%", FALSE };
 
+/*
+ * nbdkit's memory plugin over TLS on 127.0.0.1 with @filter ("NAME PARAM"),
+ * a VM on a fresh disk, and a slow copy of it to the export started with the
+ * client's credentials; @before is what QEMU held before the copy. Returns
+ * the job's id; *@out_uri is the export's URI.
+ */
+static gchar *
+start_tls_copy (VmrNbdTest *t, const gchar *filter, VmrHarnessVm *vm, gchar **out_uri,
+                gchar **out_before)
+{
+    VmrHarness *h = &t->h;
+    g_auto (GStrv) parts = g_strsplit (filter, " ", 2);
+    g_autofree gchar *server_dir = vmr_nbd_pki_dir (&t->servers, "server");
+    g_autofree gchar *client = vmr_nbd_pki_dir (&t->servers, "client");
+    g_autofree gchar *tls_arg = g_strdup_printf ("--tls-certificates=%s", server_dir);
+    g_autofree gchar *filter_arg = g_strdup_printf ("--filter=%s", parts[0]);
+    guint port = vmr_nbd_free_port ();
+    g_autofree gchar *port_text = g_strdup_printf ("%u", port);
+    const gchar *argv[]
+        = { "nbdkit", "-f",      "--tls=require", tls_arg, filter_arg, "-i", "127.0.0.1",
+            "-p",     port_text, "memory",        "32M",   parts[1],   NULL };
+
+    vmr_nbd_start_server (&t->servers, argv, NULL, port);
+    *out_uri = g_strdup_printf ("nbds://127.0.0.1:%u/", port);
+    vmr_harness_start_vm (h, vm, IMAGE_SIZE, 0xe4d);
+    *out_before = vmr_nbd_qemu_state (h);
+    return vmr_harness_migrate (h, "vm", "disk0", *out_uri, "--tls-creds", client, "--speed",
+                                VMR_HARNESS_SLOW_SPEED, NULL);
+}
+
 static void
 test_end (VmrNbdTest *t, gconstpointer user_data)
 {
     const EndCase *c = user_data;
     VmrHarness *h = &t->h;
     g_auto (VmrHarnessVm) vm = { 0 };
-    g_auto (GStrv) filter = g_strsplit (c->filter, " ", 2);
-    g_autofree gchar *server_dir = NULL;
-    g_autofree gchar *client = NULL;
-    g_autofree gchar *tls_arg = NULL;
-    g_autofree gchar *filter_arg = NULL;
     g_autofree gchar *uri = NULL;
     g_autofree gchar *id = NULL;
     g_autofree gchar *before = NULL;
     g_autofree gchar *after = NULL;
-    g_autofree gchar *port_text = NULL;
     g_autoptr (JsonObject) job = NULL;
-    guint port = vmr_nbd_free_port ();
 
     if (!vmr_nbd_require (&t->h))
         return;
-    server_dir = vmr_nbd_pki_dir (&t->servers, "server");
-    client = vmr_nbd_pki_dir (&t->servers, "client");
-    tls_arg = g_strdup_printf ("--tls-certificates=%s", server_dir);
-    filter_arg = g_strdup_printf ("--filter=%s", filter[0]);
-    port_text = g_strdup_printf ("%u", port);
-    {
-        const gchar *argv[]
-            = { "nbdkit", "-f",      "--tls=require", tls_arg, filter_arg, "-i", "127.0.0.1",
-                "-p",     port_text, "memory",        "32M",   filter[1],  NULL };
-
-        vmr_nbd_start_server (&t->servers, argv, NULL, port);
-    }
-    uri = g_strdup_printf ("nbds://127.0.0.1:%u/", port);
-    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xe4d);
-    before = vmr_nbd_qemu_state (h);
-    id = vmr_harness_migrate (h, "vm", "disk0", uri, "--tls-creds", client, "--speed",
-                              VMR_HARNESS_SLOW_SPEED, NULL);
+    id = start_tls_copy (t, c->filter, &vm, &uri, &before);
     if (c->cancel) {
         g_autofree gchar *during = NULL;
 
-        vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+        json_object_unref (vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
         during = vmr_nbd_qemu_state (h);
         g_assert_cmpstr (during, !=, before);
         vmr_harness_writer_write (vm.writer, WRITES);
@@ -402,37 +416,18 @@ test_restart (VmrNbdTest *t, gconstpointer user_data)
 {
     VmrHarness *h = &t->h;
     g_auto (VmrHarnessVm) vm = { 0 };
-    g_autofree gchar *server_dir = NULL;
     g_autofree gchar *client = NULL;
-    g_autofree gchar *tls_arg = NULL;
     g_autofree gchar *uri = NULL;
     g_autofree gchar *id = NULL;
     g_autofree gchar *before = NULL;
     g_autofree gchar *after = NULL;
-    g_autofree gchar *port_text = NULL;
     g_autoptr (JsonObject) adopted = NULL;
     JsonObject *nbd;
-    guint port = vmr_nbd_free_port ();
 
     if (!vmr_nbd_require (&t->h))
         return;
-    server_dir = vmr_nbd_pki_dir (&t->servers, "server");
     client = vmr_nbd_pki_dir (&t->servers, "client");
-    tls_arg = g_strdup_printf ("--tls-certificates=%s", server_dir);
-    port_text = g_strdup_printf ("%u", port);
-    {
-        const gchar *argv[] = {
-            "nbdkit", "-f",      "--tls=require", tls_arg, "--filter=delay",    "-i", "127.0.0.1",
-            "-p",     port_text, "memory",        "32M",   "delay-write=200ms", NULL
-        };
-
-        vmr_nbd_start_server (&t->servers, argv, NULL, port);
-    }
-    uri = g_strdup_printf ("nbds://127.0.0.1:%u/", port);
-    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e5);
-    before = vmr_nbd_qemu_state (h);
-    id = vmr_harness_migrate (h, "vm", "disk0", uri, "--tls-creds", client, "--speed",
-                              VMR_HARNESS_SLOW_SPEED, NULL);
+    id = start_tls_copy (t, "delay delay-write=200ms", &vm, &uri, &before);
     json_object_unref (vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
     vmr_harness_kill_daemon (h);
     vmr_harness_writer_write (vm.writer, WRITES);
@@ -451,6 +446,66 @@ test_restart (VmrNbdTest *t, gconstpointer user_data)
     g_assert_cmpstr (after, ==, before);
     vmr_harness_writer_write (vm.writer, WRITES);
     vmr_harness_assert_stays_on_source (h, "disk0", vm.source, "raw", vm.expected);
+}
+
+/* ---- a group of disks to two servers ---- */
+
+/* disk0 and disk1 of one VM to the exports of two nbdkits: they cut over together */
+static void
+test_group (VmrNbdTest *t, gconstpointer user_data)
+{
+    VmrHarness *h = &t->h;
+    VmrHarnessDisk disks[] = {
+        { .id = "disk0", .format = "raw", .scsi = TRUE },
+        { .id = "disk1", .format = "raw", .scsi = TRUE },
+    };
+    gchar *sources[2] = { NULL, NULL };
+    gchar *expected[2] = { NULL, NULL };
+    gchar *uris[2] = { NULL, NULL };
+    g_autoptr (VmrHarnessWriter) writer0 = NULL;
+    g_autoptr (VmrHarnessWriter) writer1 = NULL;
+    g_autoptr (VmrCliResult) result = NULL;
+
+    if (!vmr_nbd_require (&t->h))
+        return;
+    for (guint i = 0; i < 2; i++) {
+        g_autofree gchar *name = g_strdup_printf ("source%u.raw", i);
+        g_autofree gchar *socket_name = g_strdup_printf ("export%u.sock", i);
+        g_autofree gchar *socket = vmr_harness_path (h, socket_name);
+        const gchar *argv[] = { "nbdkit", "-f", "-U", socket, "memory", "32M", NULL };
+
+        vmr_nbd_start_server (&t->servers, argv, socket, 0);
+        uris[i] = g_strdup_printf ("nbd+unix:///?socket=%s", socket);
+        sources[i] = vmr_harness_create_image (h, name, "raw", IMAGE_SIZE, 0x960 + i);
+        expected[i] = vmr_harness_expected_path (sources[i]);
+        disks[i].path = sources[i];
+    }
+    vmr_harness_start_qemu (h, disks, 2);
+    writer0 = vmr_harness_writer_new (h, "disk0", expected[0], 0x961);
+    writer1 = vmr_harness_writer_new (h, "disk1", expected[1], 0x962);
+    vmr_harness_attach (h, "vm");
+    vmr_harness_writer_write (writer0, WRITES);
+    vmr_harness_writer_write (writer1, WRITES);
+    result
+        = vmr_harness_cli (h, "migrate", "vm", "disk0", uris[0], "disk1", uris[1], "--wait", NULL);
+    vmr_cli_result_assert_ok (result);
+    for (guint i = 0; i < 2; i++) {
+        g_autofree gchar *id = g_strdup_printf ("vmr-%u", i + 1);
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+
+        g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "completed");
+        g_assert_cmpstr (vmr_harness_json_string (job, "group"), ==, "vmr-1");
+        vmr_harness_assert_node_released (h, sources[i]);
+    }
+    vmr_harness_writer_write (writer0, WRITES);
+    vmr_harness_writer_write (writer1, WRITES);
+    vmr_harness_quit_qemu (h);
+    for (guint i = 0; i < 2; i++) {
+        vmr_nbd_assert_export_equals (&t->servers, uris[i], NULL, expected[i]);
+        g_free (sources[i]);
+        g_free (expected[i]);
+        g_free (uris[i]);
+    }
 }
 
 /* ---- evacuate --to an NBD server ---- */
@@ -516,11 +571,14 @@ main (int argc, char **argv)
                 vmr_nbd_teardown);
     g_test_add ("/nbd/copy/tcp-qemu-nbd", VmrNbdTest, &copy_tcp, vmr_nbd_setup_no_daemon, test_copy,
                 vmr_nbd_teardown);
+    g_test_add ("/nbd/copy/no-sr-no-zero", VmrNbdTest, &copy_lacking, vmr_nbd_setup_no_daemon,
+                test_copy, vmr_nbd_teardown);
     g_test_add ("/nbd/copy/tls-nbdkit", VmrNbdTest, &copy_tls, vmr_nbd_setup_no_daemon, test_copy,
                 vmr_nbd_teardown);
     VMR_NBD_ADD ("/nbd/cancel-tls", &end_cancel, test_end);
     VMR_NBD_ADD ("/nbd/failure-tls", &end_failure, test_end);
     VMR_NBD_ADD ("/nbd/restart-tls", NULL, test_restart);
+    VMR_NBD_ADD ("/nbd/group", NULL, test_group);
     VMR_NBD_ADD ("/nbd/evacuate", NULL, test_evacuate);
     return g_test_run ();
 }

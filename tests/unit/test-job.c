@@ -193,6 +193,8 @@ test_job_load_unfinished (void)
     g_autoptr (GError) error = NULL;
     VmrJob *a;
     VmrJob *b;
+    const VmrDestinationNbdOptions nbd_options = { "/etc/pki/vmr", 12 };
+    const VmrNbdExportFacts facts = { 1 << 20, TRUE, TRUE, TRUE, FALSE, TRUE, TRUE, 65536 };
 
     running->source = g_strdup ("/old/web01.raw");
     running->source_format = g_strdup ("raw");
@@ -214,7 +216,10 @@ test_job_load_unfinished (void)
     g_assert_true (vmr_job_set_state (running, S (COPYING), NULL, 6));
     g_assert_true (vmr_job_set_state (running, S (SYNCED), NULL, 7));
     g_assert_true (vmr_job_set_state (running, S (PAUSED), NULL, 8));
-    queued->dest = vmr_destination_new ("/new/db01.raw", NULL, FALSE, &error);
+    /* an NBD export, with its options and what its preflight found */
+    queued->dest
+        = vmr_destination_new_full ("nbds://store/db01", NULL, FALSE, &nbd_options, &error);
+    queued->nbd = g_memdup2 (&facts, sizeof facts);
     ended->dest = vmr_destination_new ("/new/web01-b.raw", "raw", TRUE, &error);
     g_assert_true (vmr_job_set_state (ended, S (FAILED), "no space", 9));
     g_assert_true (vmr_job_save (running, dir, &error));
@@ -248,6 +253,13 @@ test_job_load_unfinished (void)
     g_assert_cmpstr (a->dest->admission_key, ==, "/new");
     g_assert_cmpstr (b->dest->format, ==, "raw");
     g_assert_false (b->dest->created);
+    g_assert_cmpint (b->dest->kind, ==, VMR_DESTINATION_NBD);
+    g_assert_cmpstr (b->dest->location, ==, "nbds://store:10809/db01");
+    g_assert_cmpstr (b->dest->tls_creds, ==, "/etc/pki/vmr");
+    g_assert_cmpuint (b->dest->reconnect_delay_s, ==, 12);
+    g_assert_nonnull (b->nbd);
+    g_assert_cmpmem (b->nbd, sizeof *b->nbd, &facts, sizeof facts);
+    g_assert_null (a->nbd);
     g_assert_true (a->manual_pivot);
     g_assert_cmpstr (a->group, ==, "vmr-11");
     g_assert_cmpuint (a->base_speed, ==, 1048576);

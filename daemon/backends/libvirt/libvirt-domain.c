@@ -42,7 +42,7 @@ vmr_libvirt_domain_read_disks (virDomain *dom, GError **error)
         virDomainBlockInfo info = { 0 };
         VmrDisk *disk;
 
-        /* removable media and network disks are not files this host can move */
+        /* removable media, and network disks other than NBD exports (no path), do not move */
         if (found_disk->target == NULL || found_disk->path == NULL
             || (g_strcmp0 (found_disk->device, "disk") != 0
                 && g_strcmp0 (found_disk->device, "lun") != 0))
