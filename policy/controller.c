@@ -8,6 +8,9 @@
 
 #include "units.h"
 
+/* a knee found again and again stays fresh 2, 4, 8, at most 16 times knee_memory_us */
+#define KNEE_MEMORY_DOUBLINGS 4
+
 static const gchar *const kind_names[] = {
     [VMR_CONTROLLER_RAISE] = "raise",
     [VMR_CONTROLLER_HOLD] = "hold",
@@ -36,10 +39,10 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .start_gain = 1.0,
         .probe_gain = 0.25,
         .approach_gain = 0.5,
-        .fine_gain = 0.05,
+        .fine_gain = 0.1,
         .knee_margin = 0.1,
         .knee_forget = 2.0,
-        .knee_memory_us = 30 * G_USEC_PER_SEC,
+        .knee_memory_us = 10 * G_USEC_PER_SEC,
         .backoff = 0.7,
         .severe_backoff = 0.5,
         .window = 5,
@@ -301,6 +304,18 @@ format_harm (const VmrControllerState *state, gdouble harm, gdouble median)
     return g_strdup_printf ("harm %.1f%%%s (median %.1f%%)", harm * 100, floor_text, median * 100);
 }
 
+/*
+ * how long the knee stays fresh: knee_memory_us, doubled each time a probe
+ * found it again where it was, up to KNEE_MEMORY_MAX times: a knee that
+ * holds is probed less and less often, one that was a passing spell of
+ * harm is soon left behind
+ */
+static gint64
+knee_memory (const VmrControllerConfig *config, const VmrControllerState *state)
+{
+    return config->knee_memory_us << MIN (state->knee_found_again, KNEE_MEMORY_DOUBLINGS);
+}
+
 /* the harm is over the target: slower, and the knee is where the copy was */
 static void
 back_off (const VmrControllerConfig *config, VmrControllerState *state,
@@ -360,6 +375,10 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * stays where it was found, or spike after spike would walk it down to
      * min-speed
      */
+    if (knee_again)
+        state->knee_found_again++;
+    else
+        state->knee_found_again = 0;
     if (state->knee_speed == 0 || from >= state->knee_speed
         || over_floor (state, low_at_speed) > target)
         state->knee_speed = from;
@@ -425,7 +444,8 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
         next = (gdouble) speed * (1 + config->probe_gain / n_copies);
         how = g_strdup ("probing");
     } else {
-        gboolean fresh = now - state->knee_time_us < config->knee_memory_us;
+        gint64 memory = knee_memory (config, state);
+        gboolean fresh = now - state->knee_time_us < memory;
         gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
         g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
 
@@ -437,7 +457,7 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
             how = g_strdup_printf ("toward the knee at %s", knee_text);
         } else if (fresh) {
             g_autofree gchar *left
-                = vmr_units_format_duration (config->knee_memory_us - (now - state->knee_time_us));
+                = vmr_units_format_duration (memory - (now - state->knee_time_us));
 
             set_decision (out, VMR_CONTROLLER_HOLD, speed,
                           g_strdup_printf ("%s: %s, under the knee at %s for another %s (%s)", head,
@@ -530,7 +550,7 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
         state->measure_time_us = now;
         /* the knee was the old load's: probe past it slowly */
         if (state->knee_speed != 0)
-            state->knee_time_us = now - config->knee_memory_us;
+            state->knee_time_us = now - knee_memory (config, state);
         ask_for_baseline (state, input, TRUE, g_steal_pointer (&change), out);
         return;
     }

@@ -116,14 +116,17 @@ typedef struct {
                              * the copy: past a knee by 25% at most */
     gdouble approach_gain;  /* [0.5] the fraction of the gap to a fresh knee closed a sample:
                              * within 6% of it in 4 samples */
-    gdouble fine_gain;      /* [0.05] raise a sample past a stale knee, a fraction of the speed:
-                             * a knee that has not moved is passed by 5% for a sample */
+    gdouble fine_gain;      /* [0.1] raise a sample past a stale knee, a fraction of the speed:
+                             * a knee that has not moved is passed by 10% for a sample or two */
     gdouble knee_margin;    /* [0.1] how far under a fresh knee to stay, a fraction of it: room
                              * for noise and for a knee that moves with the load */
     gdouble knee_forget;    /* [2] a stale knee passed by this factor is forgotten: the load has
                              * changed, probe freely */
-    gint64 knee_memory_us;  /* [30 s] how long a knee stays fresh: a load changes over minutes,
-                             * and a probe over the knee every 30 s costs one sample of harm */
+    gint64 knee_memory_us;  /* [10 s] how long a knee stays fresh, doubled each time a probe
+                             * finds it again, up to 16 times: a copy of a few minutes cannot
+                             * wait longer for a spell of harm that was no knee (the test
+                             * guest's storage had one every 30 s or so, at any speed), and
+                             * a knee that holds is probed less and less often */
     gdouble backoff;        /* [0.7] the mildest back-off factor, TCP CUBIC's: AIMD's 0.5 would
                              * halve the copy for an excess of 1% */
     gdouble severe_backoff; /* [0.5] the deepest back-off factor: the next sample can back off
@@ -165,6 +168,7 @@ typedef struct {
     gdouble floor_harm;        /* the harm the copy causes at min-speed, 0 = none found */
     gboolean probing;          /* the last raise went past a stale knee */
     gboolean felt;             /* the copy has backed off once: the slow start is over */
+    guint knee_found_again;    /* probes in a row that found the knee where it was */
     gboolean measure_replaces; /* while measuring: the sample replaces the baseline */
     guint64 resume_speed;      /* while measuring: the speed to go on at, 0 = unlimited */
     gint64 baseline_time_us;   /* when the baseline was measured */

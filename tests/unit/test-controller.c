@@ -292,8 +292,11 @@ static const KneeCase knee_cases[] = {
       NO_STEP,
       0.7,
       .reach_by = 30,
-      /* a probe past a stale knee whose excess a spike hides takes a sample longer to see */
-      .tail_high = 1.10 },
+      /*
+       * a probe past a stale knee, 10% a sample, whose excess a spike hides
+       * takes a sample longer to see
+       */
+      .tail_high = 1.15 },
     { "a copy that costs its guest 20% at any speed: the floor",
       { GUEST_FIXED_RATE, 150, 2.0, FALSE, 0.03, 0, 0.2 },
       NO_STEP,
@@ -357,34 +360,50 @@ test_knee (gconstpointer data)
     sim_clear (&sim);
 }
 
-/* after a crossing the speed stays under the knee while it is fresh, then probes again */
+/*
+ * after a crossing the speed stays under the knee while it is fresh, then
+ * probes again; each probe that finds the knee where it was makes the next
+ * stay twice as long
+ */
 static void
 test_knee_memory (void)
 {
     const Guest guest = { GUEST_FIXED_RATE, 150, 10.0, FALSE, 0 };
-    guint back_off = G_MAXUINT, raise = G_MAXUINT;
+    guint holds[3] = { 0 };
+    guint n_holds = 0;
     Sim sim;
 
     sim_init (&sim, &guest, 1, 0);
     sim.config.baseline_refresh_us = 0;
-    for (guint i = 0; i < 120; i++)
+    for (guint i = 0; i < 240; i++)
         sim_step (&sim, &guest);
-    /* the first back-off once the ramp is over, and the next raise */
-    for (guint i = 40; i < sim.kinds->len && back_off == G_MAXUINT; i++)
-        if (g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_BACK_OFF)
-            back_off = i;
-    for (guint i = back_off + 1; i < sim.kinds->len && raise == G_MAXUINT; i++)
-        if (g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_RAISE)
-            raise = i;
-    g_test_message ("back-off at sample %u to %.1f MiB/s, the next raise at %u", back_off,
-                    total_at (&sim, back_off), raise);
-    g_assert_cmpuint (back_off, <, 100);
-    /* by the knee margin only: the probe found the knee where it was */
-    g_assert_cmpfloat (total_at (&sim, back_off), >=, 0.85 * 150);
-    for (guint i = back_off; i < raise; i++)
-        g_assert_cmpfloat (total_at (&sim, i), ==, total_at (&sim, back_off));
-    g_assert_cmpuint (raise - back_off, >=, 29);
-    g_assert_cmpuint (raise - back_off, <=, 31);
+    /* from each back-off once the ramp is over, the samples held before the next raise */
+    for (guint i = 20; i < sim.kinds->len && n_holds < G_N_ELEMENTS (holds); i++) {
+        guint raise = i + 1;
+
+        if (g_array_index (sim.kinds, VmrControllerKind, i) != VMR_CONTROLLER_BACK_OFF)
+            continue;
+        while (raise < sim.kinds->len
+               && g_array_index (sim.kinds, VmrControllerKind, raise) != VMR_CONTROLLER_RAISE)
+            raise++;
+        g_test_message ("back-off at sample %u to %.1f MiB/s, the next raise at %u", i,
+                        total_at (&sim, i), raise);
+        /* by the knee margin only: the probe found the knee where it was */
+        g_assert_cmpfloat (total_at (&sim, i), >=, 0.85 * 150);
+        for (guint k = i; k < raise; k++)
+            g_assert_cmpfloat (total_at (&sim, k), ==, total_at (&sim, i));
+        holds[n_holds++] = raise - i;
+        i = raise;
+    }
+    g_assert_cmpuint (n_holds, ==, 3);
+    /*
+     * the ramp's crossing held 10 s; the probes after it found the knee
+     * again: 20 s, 40 s, 80 s, give or take the sample of the back-off
+     */
+    for (guint h = 0; h < n_holds; h++) {
+        g_assert_cmpuint (holds[h], >=, (20u << h) - 1);
+        g_assert_cmpuint (holds[h], <=, (20u << h) + 1);
+    }
     sim_clear (&sim);
 }
 
