@@ -19,12 +19,15 @@ struct _VmrNbdCompare {
     gchar *source_export;
     gchar *dest_socket;
     gchar *dest_export;
-    gchar *dirty_context; /* NULL: no bitmap */
+    VmrNbdDirtySnapshotFunc dirty_snapshot; /* NULL: no record of writes */
+    gpointer dirty_snapshot_data;
     guint64 chunk_size;
     guint recheck_delay_ms[2];
 
     VmrNbdHandle *source;
     VmrNbdHandle *dest;
+    VmrNbdHandle *dirty;        /* the newest snapshot's export, NULL before the first */
+    gchar *dirty_context;       /* its meta context */
     gboolean source_has_status; /* base:allocation negotiated */
     gboolean dest_has_status;
 
@@ -42,7 +45,8 @@ vmr_nbd_compare_new (const VmrNbdCompareSpec *spec)
     self->source_export = g_strdup (spec->source.export_name);
     self->dest_socket = g_strdup (spec->dest.socket);
     self->dest_export = g_strdup (spec->dest.export_name);
-    self->dirty_context = g_strdup (spec->dirty_context);
+    self->dirty_snapshot = spec->dirty_snapshot;
+    self->dirty_snapshot_data = spec->dirty_snapshot_data;
     self->chunk_size = spec->chunk_size > 0 ? spec->chunk_size : VMR_NBD_COMPARE_CHUNK;
     if (spec->recheck_delay_ms[0] == 0 && spec->recheck_delay_ms[1] == 0) {
         self->recheck_delay_ms[0] = 200;
@@ -61,6 +65,7 @@ vmr_nbd_compare_free (VmrNbdCompare *self)
 {
     g_clear_pointer (&self->source, nbd_close);
     g_clear_pointer (&self->dest, nbd_close);
+    g_clear_pointer (&self->dirty, nbd_close);
     g_free (self->source_socket);
     g_free (self->source_export);
     g_free (self->dest_socket);
@@ -118,6 +123,27 @@ connect_export (const gchar *socket, const gchar *export_name, const gchar *dirt
         return NULL;
     }
     return g_steal_pointer (&nbd);
+}
+
+/* the snapshot of the guest's writes for @round, replacing the one before */
+static gboolean
+open_dirty (VmrNbdCompare *self, guint round, GError **error)
+{
+    g_autofree gchar *export_name = NULL;
+    g_autofree gchar *context = NULL;
+    gboolean has_status;
+
+    if (self->dirty_snapshot == NULL)
+        return TRUE;
+    g_clear_pointer (&self->dirty, nbd_close);
+    g_clear_pointer (&self->dirty_context, g_free);
+    if (!self->dirty_snapshot (self->dirty_snapshot_data, round, &export_name, &context, error))
+        return FALSE;
+    self->dirty = connect_export (self->dest_socket, export_name, context, &has_status, error);
+    if (self->dirty == NULL)
+        return FALSE;
+    self->dirty_context = g_steal_pointer (&context);
+    return TRUE;
 }
 
 /* ---- block status ---- */
@@ -194,7 +220,10 @@ query_status (VmrNbdHandle *nbd, gboolean has_status, const gchar *dirty_context
         covered = MIN (covered, reply.dirty_end - offset);
     if (covered == 0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
-                     "block status at %" G_GUINT64_FORMAT " answered for no bytes", offset);
+                     "block status of %s at %" G_GUINT64_FORMAT " answered for no bytes (%s)",
+                     nbd_get_export_name (nbd), offset,
+                     has_status && reply.allocation_end == offset ? LIBNBD_CONTEXT_BASE_ALLOCATION
+                                                                  : dirty_context);
         return 0;
     }
     return covered;
@@ -208,7 +237,7 @@ query_dirty (VmrNbdCompare *self, guint64 offset, guint64 length, VmrRangeList *
     guint64 end = offset + length;
 
     while (offset < end) {
-        guint64 covered = query_status (self->dest, FALSE, self->dirty_context, offset,
+        guint64 covered = query_status (self->dirty, FALSE, self->dirty_context, offset,
                                         MIN (end - offset, STATUS_WINDOW), NULL, dirty, error);
 
         if (covered == 0)
@@ -322,7 +351,6 @@ compare_window (VmrNbdCompare *self, guint64 offset, VmrRangeList *candidates,
     g_autoptr (VmrRangeList) data = vmr_range_list_new ();
     g_autoptr (VmrRangeList) dirty = vmr_range_list_new ();
     g_autoptr (VmrRangeList) to_compare = NULL;
-    g_autoptr (VmrRangeList) skipped_or_data = NULL;
     guint64 covered;
     guint64 compared = 0;
     guint64 written;
@@ -331,10 +359,16 @@ compare_window (VmrNbdCompare *self, guint64 offset, VmrRangeList *candidates,
                             error);
     if (covered == 0)
         return 0;
-    covered = query_status (self->dest, self->dest_has_status, self->dirty_context, offset, covered,
-                            data, dirty, error);
+    covered = query_status (self->dest, self->dest_has_status, NULL, offset, covered, data, NULL,
+                            error);
     if (covered == 0)
         return 0;
+    if (self->dirty != NULL) {
+        covered = query_status (self->dirty, FALSE, self->dirty_context, offset, covered, NULL,
+                                dirty, error);
+        if (covered == 0)
+            return 0;
+    }
     /* the answers may reach past what both sides covered */
     {
         g_autoptr (VmrRangeList) span = vmr_range_list_new ();
@@ -363,7 +397,7 @@ compare_window (VmrNbdCompare *self, guint64 offset, VmrRangeList *candidates,
  * and what reads the same again; returns the ranges still different.
  */
 static VmrRangeList *
-recheck (VmrNbdCompare *self, const VmrRangeList *candidates, guint delay_ms,
+recheck (VmrNbdCompare *self, const VmrRangeList *candidates, guint round, guint delay_ms,
          GCancellable *cancellable, GError **error)
 {
     g_autoptr (VmrRangeList) dirty = vmr_range_list_new ();
@@ -373,7 +407,9 @@ recheck (VmrNbdCompare *self, const VmrRangeList *candidates, guint delay_ms,
     guint64 moved;
 
     g_usleep ((gulong) delay_ms * 1000);
-    for (guint i = 0; self->dirty_context != NULL && i < candidates->len; i++) {
+    if (!open_dirty (self, round, error))
+        return NULL;
+    for (guint i = 0; self->dirty != NULL && i < candidates->len; i++) {
         const VmrRange *r = vmr_range_list_get (candidates, i);
 
         if (!query_dirty (self, r->offset, r->length, dirty, error))
@@ -430,9 +466,9 @@ vmr_nbd_compare_run (VmrNbdCompare *self, GCancellable *cancellable, GError **er
                                    &self->source_has_status, error);
     if (self->source == NULL)
         return FALSE;
-    self->dest = connect_export (self->dest_socket, self->dest_export, self->dirty_context,
-                                 &self->dest_has_status, error);
-    if (self->dest == NULL)
+    self->dest = connect_export (self->dest_socket, self->dest_export, NULL, &self->dest_has_status,
+                                 error);
+    if (self->dest == NULL || !open_dirty (self, 0, error))
         return FALSE;
     source_size = nbd_get_size (self->source);
     dest_size = nbd_get_size (self->dest);
@@ -459,8 +495,8 @@ vmr_nbd_compare_run (VmrNbdCompare *self, GCancellable *cancellable, GError **er
     }
     for (guint pass = 0; pass < G_N_ELEMENTS (self->recheck_delay_ms) && candidates->len > 0;
          pass++) {
-        g_autoptr (VmrRangeList) still
-            = recheck (self, candidates, self->recheck_delay_ms[pass], cancellable, error);
+        g_autoptr (VmrRangeList) still = recheck (self, candidates, pass + 1,
+                                                  self->recheck_delay_ms[pass], cancellable, error);
 
         if (still == NULL)
             return FALSE;

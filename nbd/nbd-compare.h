@@ -3,10 +3,13 @@
  * does: the old source of a disk and the disk the guest now runs on, while
  * the guest keeps writing the latter. Ranges that block status says are
  * zero on both sides are skipped, and so are the ranges a dirty bitmap of
- * the destination marks as written by the guest; a difference is only
- * reported once it is still there, and still not marked written, after
- * two waits (QEMU marks a write in the bitmap when it completes, not when
- * its bytes become visible).
+ * the destination marks as written by the guest. QEMU exports only a
+ * frozen bitmap read-only, so the record of the writes comes as snapshots,
+ * each in an export of its own that the caller makes on demand: one for
+ * the first pass, and a newer one for each re-check. A difference is only
+ * reported once it is still there, and not marked written in a snapshot
+ * taken after a wait, twice (QEMU marks a write when it completes, not
+ * when its bytes become visible).
  *
  * vmr_nbd_compare_run() blocks on its reads: run it in a thread. The
  * progress may be read from any thread while it runs.
@@ -25,12 +28,22 @@ typedef struct {
     const gchar *export_name; /* the export */
 } VmrNbdExport;
 
+/*
+ * Makes a snapshot of the record of the guest's writes to the destination
+ * and exports it on the destination's server; called in the comparison's
+ * thread, blocking, with @round 0 before the first pass and 1, 2 before
+ * each re-check. Sets the export's name and its meta context (e.g.
+ * "qemu:dirty-bitmap:vmr-3-verify-0") or returns FALSE with @error.
+ */
+typedef gboolean (*VmrNbdDirtySnapshotFunc) (gpointer user_data, guint round, gchar **export_name,
+                                             gchar **context, GError **error);
+
 typedef struct {
     VmrNbdExport source;
     VmrNbdExport dest;
-    /* the meta context of the destination's dirty bitmap, e.g.
-     * "qemu:dirty-bitmap:vmr-3-pivot"; NULL: nothing writes the destination */
-    const gchar *dirty_context;
+    /* NULL: nothing writes the destination, every byte is compared */
+    VmrNbdDirtySnapshotFunc dirty_snapshot;
+    gpointer dirty_snapshot_data;
     guint64 chunk_size;        /* bytes per read, 0 = VMR_NBD_COMPARE_CHUNK */
     guint recheck_delay_ms[2]; /* the waits before each re-check; 0, 0 = 200 ms, 1 s */
 } VmrNbdCompareSpec;

@@ -42,6 +42,7 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_CONVERGE_BY] = "converge-by",
     [VMR_POLICY_KEY_DEADLINE] = "deadline",
     [VMR_POLICY_KEY_ON_DEADLINE] = "on-deadline",
+    [VMR_POLICY_KEY_VERIFY] = "verify",
 };
 
 /* a whole percentage from @min to @max, the % sign optional */
@@ -66,6 +67,7 @@ parse_percent (const gchar *text, guint min, guint max, guint *out, GError **err
 static const gchar *const control_words[] = { "static", "adaptive", NULL };
 static const gchar *const converge_by_words[] = { "speed", "write-blocking", NULL };
 static const gchar *const on_deadline_words[] = { "continue", "converge", "fail", NULL };
+static const gchar *const yes_no_words[] = { "no", "yes", NULL };
 
 /* @text as the index of one of @words, or FALSE with a message listing them */
 static gboolean
@@ -128,6 +130,7 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->converge_by = VMR_CONVERGE_BY_SPEED;
     rule->deadline_us = 0;
     rule->on_deadline = VMR_ON_DEADLINE_CONTINUE;
+    rule->verify = FALSE;
 }
 
 /* copies the value of @key from @from to @to */
@@ -208,6 +211,9 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
             break;
         case VMR_POLICY_KEY_ON_DEADLINE:
             to->on_deadline = from->on_deadline;
+            break;
+        case VMR_POLICY_KEY_VERIFY:
+            to->verify = from->verify;
             break;
         case VMR_POLICY_KEY_LAST:
         default:
@@ -365,6 +371,11 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
                 return FALSE;
             rule->on_deadline = (VmrOnDeadline) word;
             return TRUE;
+        case VMR_POLICY_KEY_VERIFY:
+            if (!parse_word (text, yes_no_words, &word, error))
+                return FALSE;
+            rule->verify = word == 1;
+            return TRUE;
         case VMR_POLICY_KEY_LAST:
         default:
             g_assert_not_reached ();
@@ -425,6 +436,8 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return format_duration (rule->deadline_us);
         case VMR_POLICY_KEY_ON_DEADLINE:
             return g_strdup (on_deadline_words[rule->on_deadline]);
+        case VMR_POLICY_KEY_VERIFY:
+            return g_strdup (yes_no_words[rule->verify ? 1 : 0]);
         case VMR_POLICY_KEY_LAST:
         default:
             return g_strdup ("");

@@ -72,6 +72,8 @@ typedef enum {
     VMR_POLICY_KEY_CONVERGE_BY,
     VMR_POLICY_KEY_DEADLINE,
     VMR_POLICY_KEY_ON_DEADLINE,
+    /* compare the old source with the destination after the pivot */
+    VMR_POLICY_KEY_VERIFY,
     VMR_POLICY_KEY_LAST,
 } VmrPolicyKey;
 
@@ -112,6 +114,7 @@ typedef struct {
     VmrConvergeBy converge_by;
     gint64 deadline_us; /* the longest a copy may take from its start, 0 = none */
     VmrOnDeadline on_deadline;
+    gboolean verify; /* compare the old source with the destination after the pivot */
 
     /* the section each value came from, e.g. "defaults", "domain web*", or
      * "built-in" for a key no section sets */

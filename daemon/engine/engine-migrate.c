@@ -25,6 +25,7 @@ typedef struct {
     guint64 speed;
     gboolean speed_given;
     gboolean manual_pivot;
+    gboolean verify;
     GPtrArray *jobs; /* of VmrJob *, the new ones */
     guint pending;   /* members not started or waiting yet */
     GError *error;   /* the first member that could not start */
@@ -151,6 +152,7 @@ create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *dis
 {
     g_autofree gchar *job_id = vmr_job_table_next_id (self->jobs);
     VmrJob *job = vmr_job_new (job_id, entry->name, disk->id, g_get_real_time ());
+    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, entry->name, disk->id);
 
     job->source = g_strdup (disk->path);
     job->source_format = g_strdup (disk->format);
@@ -161,6 +163,7 @@ create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *dis
     job->base_speed = data->speed;
     job->speed_from_user = data->speed_given;
     job->manual_pivot = data->manual_pivot;
+    job->verify = data->verify || rule->verify;
     job->total_bytes = disk->size;
     return job;
 }
@@ -299,6 +302,7 @@ vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
     data->speed = request->speed;
     data->speed_given = request->speed_given;
     data->manual_pivot = request->manual_pivot;
+    data->verify = request->verify;
     g_task_set_task_data (task, data, (GDestroyNotify) migrate_data_free);
 
     entry = vmr_engine_lookup_domain (self, request->domain, &error);

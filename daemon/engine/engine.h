@@ -34,6 +34,7 @@ typedef struct {
     guint64 speed;        /* bytes/s, 0 = unlimited */
     gboolean speed_given; /* FALSE: the policy's speed applies */
     gboolean manual_pivot;
+    gboolean verify; /* compare the old source with the destination after the pivot */
 } VmrMigrateRequest;
 
 /*
@@ -158,5 +159,16 @@ void vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrJobComma
                                    guint64 speed, GCancellable *cancellable,
                                    GAsyncReadyCallback callback, gpointer user_data);
 VmrJob *vmr_engine_job_command_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+/*
+ * Compares the old source of the completed job @id with the disk its guest
+ * runs on now (see VmrBackend's verify_copy). Completes, with the job, once
+ * the comparison has started; its result is the job's verification.
+ * Refused for a job that did not complete, whose domain is gone or whose
+ * verification still runs.
+ */
+void vmr_engine_verify_job_async (VmrEngine *self, const gchar *id, GCancellable *cancellable,
+                                  GAsyncReadyCallback callback, gpointer user_data);
+VmrJob *vmr_engine_verify_job_finish (VmrEngine *self, GAsyncResult *res, GError **error);
 
 G_END_DECLS
