@@ -26,6 +26,9 @@ G_BEGIN_DECLS
 typedef struct {
     const gchar *socket;      /* path of the NBD server's UNIX socket */
     const gchar *export_name; /* the export */
+    /* the raw image the export serves, to read with pread() as qemu-img does
+     * (block status still comes from the export); NULL: read through it */
+    const gchar *raw_path;
 } VmrNbdExport;
 
 /*
@@ -44,11 +47,14 @@ typedef struct {
     /* NULL: nothing writes the destination, every byte is compared */
     VmrNbdDirtySnapshotFunc dirty_snapshot;
     gpointer dirty_snapshot_data;
-    guint64 chunk_size;        /* bytes per read, 0 = VMR_NBD_COMPARE_CHUNK */
+    /* bytes per read; 0 = VMR_NBD_COMPARE_FILE_CHUNK when both sides are raw
+     * files, else VMR_NBD_COMPARE_CHUNK */
+    guint64 chunk_size;
     guint recheck_delay_ms[2]; /* the waits before each re-check; 0, 0 = 200 ms, 1 s */
 } VmrNbdCompareSpec;
 
-#define VMR_NBD_COMPARE_CHUNK (4u << 20)
+#define VMR_NBD_COMPARE_CHUNK      (4u << 20)
+#define VMR_NBD_COMPARE_FILE_CHUNK (256u << 10)
 
 /* the granule in which differences are reported */
 #define VMR_NBD_COMPARE_GRANULE 4096

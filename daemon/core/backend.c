@@ -130,6 +130,12 @@ vmr_backend_adopt_copy_finish (VmrBackend *self, GAsyncResult *res, GError **err
     return VMR_BACKEND_GET_CLASS (self)->adopt_copy_finish (self, res, error);
 }
 
+gboolean
+vmr_backend_can_verify (VmrBackend *self)
+{
+    return VMR_BACKEND_GET_CLASS (self)->verify_copy_async != NULL;
+}
+
 void
 vmr_backend_verify_copy_async (VmrBackend *self, VmrJob *job, VmrVerification *verification,
                                const gchar *work_dir, GCancellable *cancellable,

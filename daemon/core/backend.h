@@ -180,6 +180,9 @@ void vmr_backend_adopt_copy_async (VmrBackend *self, VmrJob *job, GCancellable *
 VmrBackendAdoption *vmr_backend_adopt_copy_finish (VmrBackend *self, GAsyncResult *res,
                                                    GError **error);
 
+/* whether the backend can verify a copy after its pivot (it implements verify_copy) */
+gboolean vmr_backend_can_verify (VmrBackend *self);
+
 void vmr_backend_verify_copy_async (VmrBackend *self, VmrJob *job, VmrVerification *verification,
                                     const gchar *work_dir, GCancellable *cancellable,
                                     GAsyncReadyCallback callback, gpointer user_data);

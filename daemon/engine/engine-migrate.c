@@ -316,6 +316,13 @@ vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
                                  entry->name);
         return;
     }
+    if (request->verify && !vmr_backend_can_verify (entry->backend)) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "the %s backend of %s cannot verify copies: migrate without "
+                                 "--verify (docs/operations.md says why)",
+                                 vmr_backend_get_kind (entry->backend), entry->name);
+        return;
+    }
     if (request->n_targets == 0) {
         if (!add_target (data, request->disk, request->destination, format, &error)) {
             g_task_return_error (task, g_steal_pointer (&error));

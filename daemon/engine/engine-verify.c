@@ -148,13 +148,20 @@ vmr_engine_verify_job_async (VmrEngine *self, const gchar *id, GCancellable *can
     g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
     g_autoptr (GError) error = NULL;
     VmrJob *job = id != NULL ? vmr_job_table_lookup (self->jobs, id) : NULL;
+    DomainEntry *entry = NULL;
 
     if (job == NULL)
         g_set_error (&error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "unknown job '%s'",
                      id != NULL ? id : "");
     if (job == NULL || !check_verifiable (self, job, &error)
-        || vmr_engine_lookup_domain (self, job->domain, &error) == NULL) {
+        || (entry = vmr_engine_lookup_domain (self, job->domain, &error)) == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    if (!vmr_backend_can_verify (entry->backend)) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "the %s backend of %s cannot verify copies",
+                                 vmr_backend_get_kind (entry->backend), entry->name);
         return;
     }
     start_verification (self, job);

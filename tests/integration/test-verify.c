@@ -66,9 +66,67 @@ verification_ended (VmrHarness *h, const gchar *id)
            && g_strcmp0 (vmr_harness_json_string (verification_of (job), "state"), "running") != 0;
 }
 
-/* writes the bitwise complement of @expected's bytes into @path at [@offset, +@length) */
+/* the destination image of a test in @format */
+static gchar *
+dest_path (VmrHarness *h, const gchar *format)
+{
+    return vmr_harness_path (h, g_str_equal (format, "raw") ? "dest.raw" : "dest.qcow2");
+}
+
+/* a big-endian 64-bit number at @offset of @fd */
+static guint64
+read_be64 (gint fd, goffset offset)
+{
+    guint64 value = 0;
+
+    g_assert_cmpint (pread (fd, &value, sizeof (value), offset), ==, sizeof (value));
+    return GUINT64_FROM_BE (value);
+}
+
+/*
+ * Where the guest's byte @offset of the image @path lies in the file: the
+ * same for raw; for qcow2, through its L1 and L2 tables (the mirror flushed
+ * them when it reached sync; the mirror's target shares no consistent read,
+ * so qemu-img cannot open it meanwhile)
+ */
+static goffset
+host_offset (const gchar *path, const gchar *format, goffset offset)
+{
+    const guint64 entry_mask = G_GUINT64_CONSTANT (0x00fffffffffffe00);
+    guint32 cluster_bits_be = 0;
+    guint64 cluster_size;
+    guint64 l2_entries;
+    guint64 l1_table;
+    guint64 l2_table;
+    guint64 cluster;
+    gint fd;
+
+    if (g_str_equal (format, "raw"))
+        return offset;
+    fd = open (path, O_RDONLY);
+    g_assert_cmpint (fd, >=, 0);
+    g_assert_cmpint (pread (fd, &cluster_bits_be, 4, 20), ==, 4);
+    cluster_size = G_GUINT64_CONSTANT (1) << GUINT32_FROM_BE (cluster_bits_be);
+    l2_entries = cluster_size / 8;
+    l1_table = read_be64 (fd, 40);
+    l2_table = read_be64 (fd, (goffset) (l1_table + 8 * (offset / cluster_size / l2_entries)))
+               & entry_mask;
+    g_assert_cmpuint (l2_table, !=, 0);
+    cluster = read_be64 (fd, (goffset) (l2_table + 8 * ((offset / cluster_size) % l2_entries)))
+              & entry_mask;
+    close (fd);
+    if (cluster == 0)
+        vmr_fail ("%s has no cluster at %" G_GINT64_FORMAT, path, (gint64) offset);
+    return (goffset) (cluster + offset % cluster_size);
+}
+
+/*
+ * writes the bitwise complement of @expected's bytes [@offset, +@length)
+ * into @path at @host_offset
+ */
 static void
-flip_bytes (const gchar *path, const gchar *expected, goffset offset, gsize length)
+flip_bytes (const gchar *path, const gchar *expected, goffset offset, goffset host_offset,
+            gsize length)
 {
     g_autofree guint8 *bytes = g_malloc (length);
     gint fd = open (expected, O_RDONLY);
@@ -80,7 +138,7 @@ flip_bytes (const gchar *path, const gchar *expected, goffset offset, gsize leng
         bytes[i] = (guint8) ~bytes[i];
     fd = open (path, O_WRONLY);
     g_assert_cmpint (fd, >=, 0);
-    g_assert_cmpint (pwrite (fd, bytes, length, offset), ==, (gssize) length);
+    g_assert_cmpint (pwrite (fd, bytes, length, host_offset), ==, (gssize) length);
     g_assert_cmpint (fsync (fd), ==, 0);
     close (fd);
 }
@@ -93,6 +151,8 @@ flip_bytes (const gchar *path, const gchar *expected, goffset offset, gsize leng
 static void
 test_clean (VmrHarness *h, gconstpointer user_data)
 {
+    const gchar *format = user_data;
+    g_autofree gchar *dest = NULL;
     g_auto (VmrHarnessVm) vm = { 0 };
     g_autoptr (VmrCliResult) result = NULL;
     g_autoptr (JsonObject) job = NULL;
@@ -102,7 +162,9 @@ test_clean (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     vmr_harness_start_vm (h, &vm, 64 * MIB, 41);
-    run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", vm.dest, "--verify", "--wait", NULL);
+    dest = dest_path (h, format);
+    run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", dest, "--format", format, "--verify",
+                                 "--wait", NULL);
     vmr_harness_wait_job_count (h, 1);
     /* the writer goes on through the copy, the pivot and the verification */
     for (guint i = 0; i < 2000 && !verification_ended (h, "vmr-1"); i++)
@@ -130,7 +192,7 @@ test_clean (VmrHarness *h, gconstpointer user_data)
         g_assert_true (g_file_get_contents (record_path, &record, NULL, NULL));
         assert_contains (record, "\"state\" : \"passed\"", "the job record");
     }
-    vmr_harness_assert_migrated (h, "vmr-1", "disk0", vm.source, vm.dest, "raw", vm.expected);
+    vmr_harness_assert_migrated (h, "vmr-1", "disk0", vm.source, dest, format, vm.expected);
 }
 
 /*
@@ -142,6 +204,8 @@ test_clean (VmrHarness *h, gconstpointer user_data)
 static void
 test_mismatch (VmrHarness *h, gconstpointer user_data)
 {
+    const gchar *format = user_data;
+    g_autofree gchar *dest = NULL;
     g_auto (VmrHarnessVm) vm = { 0 };
     g_autoptr (VmrCliResult) result = NULL;
     g_autoptr (VmrCliResult) again = NULL;
@@ -156,13 +220,15 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
     if (vmr_harness_skipped (h))
         return;
     vmr_harness_start_vm (h, &vm, 64 * MIB, 42);
-    run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", vm.dest, "--verify", "--manual-pivot",
-                                 "--wait", NULL);
+    dest = dest_path (h, format);
+    run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", dest, "--format", format, "--verify",
+                                 "--manual-pivot", "--wait", NULL);
     vmr_harness_wait_job_count (h, 1);
     synced = vmr_harness_wait_job (h, "vmr-1", "synced", VMR_HARNESS_JOB_TIMEOUT_S);
     /* writes while in sync reach both images; none comes after the flip */
     vmr_harness_writer_write (vm.writer, 20);
-    flip_bytes (vm.dest, vm.expected, FLIP_OFFSET, FLIP_LENGTH);
+    flip_bytes (dest, vm.expected, FLIP_OFFSET, host_offset (dest, format, FLIP_OFFSET),
+                FLIP_LENGTH);
     vmr_harness_job_command (h, "pivot", "vmr-1", NULL);
     result = vmr_harness_cli_wait (run);
     g_test_message ("migrate --verify: %s", result->err);
@@ -192,7 +258,7 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
 
     /* the old source is the guest's disk as it was at the pivot */
     g_assert_true (g_file_test (vm.source, G_FILE_TEST_EXISTS));
-    vmr_harness_assert_disk_on (h, "disk0", vm.dest);
+    vmr_harness_assert_disk_on (h, "disk0", dest);
     vmr_harness_quit_qemu (h);
     vmr_harness_assert_image_equals (vm.source, "raw", vm.expected);
 }
@@ -291,8 +357,11 @@ main (int argc, char **argv)
 {
     vmr_harness_init (&argc, &argv);
 
-    VMR_HARNESS_ADD ("/verify/clean", NULL, test_clean);
-    VMR_HARNESS_ADD ("/verify/mismatch", NULL, test_mismatch);
+    /* a raw destination is read with pread(), a qcow2 one through QEMU's NBD server */
+    VMR_HARNESS_ADD ("/verify/clean", "raw", test_clean);
+    VMR_HARNESS_ADD ("/verify/clean-qcow2", "qcow2", test_clean);
+    VMR_HARNESS_ADD ("/verify/mismatch", "raw", test_mismatch);
+    VMR_HARNESS_ADD ("/verify/mismatch-qcow2", "qcow2", test_mismatch);
     VMR_HARNESS_ADD ("/verify/refusals", NULL, test_refusals);
     VMR_HARNESS_ADD_NO_DAEMON ("/verify/guest-writes", NULL, test_guest_writes);
     return g_test_run ();

@@ -26,7 +26,7 @@
 #define PROGRESS_INTERVAL_MS 250
 /* how long QEMU may take to drop the exports once their clients are gone */
 #define EXPORTS_GONE_TRIES   50
-#define EXPORTS_GONE_WAIT_MS 100
+#define EXPORTS_GONE_WAIT_MS 20
 
 gchar *
 vmr_backend_qmp_pivot_bitmap (const gchar *job_id)
@@ -442,12 +442,37 @@ compared_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     teardown (run);
 }
 
+/*
+ * A raw image is read with pread(), as qemu-img reads it: the bytes the
+ * guest sees through QEMU's raw driver, without QEMU's NBD server in the
+ * way (the page cache keeps buffered reads coherent with QEMU's writes,
+ * O_DIRECT ones included). Other formats are read through the export.
+ */
+static const gchar *
+raw_image (const gchar *path, const gchar *format)
+{
+    return path != NULL && g_strcmp0 (format, "raw") == 0 ? path : NULL;
+}
+
+static const gchar *
+dest_raw_image (const VmrDestination *dest)
+{
+    switch (dest->kind) {
+        case VMR_DESTINATION_FILE:
+        case VMR_DESTINATION_BLOCK:
+            return raw_image (dest->location, dest->format);
+        default:
+            return NULL;
+    }
+}
+
 static void
 start_compare (VerifyRun *run)
 {
     VmrNbdCompareSpec spec = {
-        .source = { run->socket, run->old_export },
-        .dest = { run->socket, run->new_export },
+        .source
+        = { run->socket, run->old_export, raw_image (run->job->source, run->job->source_format) },
+        .dest = { run->socket, run->new_export, dest_raw_image (run->job->dest) },
         .dirty_snapshot = request_snapshot,
         .dirty_snapshot_data = run,
     };
