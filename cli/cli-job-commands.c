@@ -54,7 +54,7 @@ wait_for_job (VmrCliSession *session, const VmrCliJob *job, GError **error)
         g_autoptr (JsonNode) verified = NULL;
         gboolean ok = vmr_cli_verify_wait (session, final->id, &verified, error);
 
-        if (session->json && verified != NULL)
+        if (ok && session->json && verified != NULL)
             vmr_cli_json_print (verified);
         return ok;
     }

@@ -285,6 +285,20 @@ print_history (JsonArray *history)
     }
 }
 
+/* the last verification's end, after the transitions */
+static void
+print_verification_end (JsonObject *obj)
+{
+    JsonObject *v = vmr_json_get_object (obj, "verification");
+    gint64 finished_us = 0;
+    g_autofree gchar *time_text = NULL;
+
+    if (v == NULL || !vmr_json_get_int (v, "finished", &finished_us) || finished_us == 0)
+        return;
+    time_text = vmr_cli_format_time (finished_us);
+    g_print ("  %s  verification %s\n", time_text, vmr_json_get_string (v, "state"));
+}
+
 /* "Verify" and its figures: what the last comparison with the old source found */
 static void
 print_verification (JsonObject *obj)
@@ -489,8 +503,10 @@ vmr_cli_output_job (const VmrCliJob *job)
     print_field ("Created", created);
     print_field ("Updated", updated);
     print_other_members (obj);
-    if (history != NULL)
+    if (history != NULL) {
         print_history (history);
+        print_verification_end (obj);
+    }
 }
 
 gchar *

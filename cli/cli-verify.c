@@ -136,7 +136,7 @@ vmr_cli_cmd_verify (const VmrCliCommand *cmd, VmrCliSession *session, gchar **ar
         return FALSE;
     }
     ok = vmr_cli_verify_wait (session, args[0], &final, error);
-    if (session->json && final != NULL)
+    if (ok && session->json && final != NULL)
         vmr_cli_json_print (final);
     return ok;
 }

@@ -153,6 +153,7 @@ test_clean (VmrHarness *h, gconstpointer user_data)
 {
     const gchar *format = user_data;
     g_autofree gchar *dest = NULL;
+    g_autoptr (VmrCliResult) shown = NULL;
     g_auto (VmrHarnessVm) vm = { 0 };
     g_autoptr (VmrCliResult) result = NULL;
     g_autoptr (JsonObject) job = NULL;
@@ -183,6 +184,10 @@ test_clean (VmrHarness *h, gconstpointer user_data)
                     vmr_harness_json_int (v, "compared"), vmr_harness_json_int (v, "zero"),
                     vmr_harness_json_int (v, "written"), vmr_harness_writer_count (vm.writer));
     assert_no_leftovers (h, "vmr-1");
+    shown = vmr_harness_cli (h, "job", "vmr-1", NULL);
+    vmr_cli_result_assert_ok (shown);
+    assert_contains (shown->out, "completed, verified", "job");
+    assert_contains (shown->out, "verification passed", "job's history");
     /* the record says so too */
     vmr_harness_stop_daemon (h);
     {
