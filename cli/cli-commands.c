@@ -8,6 +8,7 @@
 #include "cli-json.h"
 #include "cli-output.h"
 #include "cli-policy-commands.h"
+#include "cli-verify.h"
 #include "units.h"
 
 static const VmrCliCommand commands[] = {
@@ -33,6 +34,10 @@ static const VmrCliCommand commands[] = {
       "Several DISK DEST pairs move the disks as one group: the VM switches over to\n"
       "all of them back to back once every copy is in sync, or to none of them if\n"
       "one copy fails or is cancelled. The options apply to every disk.\n"
+      "\n"
+      "--verify compares each old source with its destination after the pivot (see\n"
+      "'virt-mirror verify --help'); with --wait the exit status is 0 only if every\n"
+      "copy completed and verified equal.\n"
       "\n"
       "Examples:\n"
       "  virt-mirror migrate web01 disk0 /srv/fast/web01.raw --wait\n"
@@ -60,6 +65,16 @@ static const VmrCliCommand commands[] = {
       vmr_cli_cmd_job_step },
     { "pivot", "ID", "ID", "Switch a synced --manual-pivot job over to its destination", NULL,
       vmr_cli_cmd_job_step },
+    { "verify", "ID", "ID", "Compare a completed job's old source with the disk the VM now uses",
+      "Compares the old source image of the completed job ID, which must still exist,\n"
+      "with the disk the VM runs on now, leaving out what the guest wrote since the\n"
+      "pivot, and waits for the result. Exits 0 when they are equal; otherwise prints\n"
+      "the first ranges that differ (offset+length, in bytes) and exits 1. The old\n"
+      "source is never changed or removed.\n"
+      "\n"
+      "Example:\n"
+      "  virt-mirror verify vmr-3",
+      vmr_cli_cmd_verify },
     { "set-speed", "ID RATE", "ID RATE", "Limit the copy rate of a job (0 = unlimited)",
       "RATE is in bytes/s with optional K, M, G suffixes (1024-based); 0 removes\n"
       "the limit.\n"

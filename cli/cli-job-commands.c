@@ -4,6 +4,7 @@
 
 #include "cli-json.h"
 #include "cli-output.h"
+#include "cli-verify.h"
 #include "cli-wait.h"
 #include "units.h"
 #include "vmr-error.h"
@@ -16,6 +17,7 @@ typedef struct {
     const gchar *speed_text; /* NULL when --speed was not given */
     guint64 speed;           /* bytes/s, 0 = unlimited */
     gboolean manual_pivot;
+    gboolean verify;
     gboolean wait;
     gchar *tls_creds; /* absolute, NULL when --tls-creds was not given */
 } MigrateOptions;
@@ -45,6 +47,8 @@ add_migrate_options (JsonObject *arguments, const MigrateOptions *options)
         json_object_set_boolean_member (arguments, "manual-pivot", TRUE);
     if (options->tls_creds != NULL)
         json_object_set_string_member (arguments, "tls-creds", options->tls_creds);
+    if (options->verify)
+        json_object_set_boolean_member (arguments, "verify", TRUE);
 }
 
 static gboolean
@@ -55,13 +59,22 @@ wait_for_job (VmrCliSession *session, const VmrCliJob *job, GError **error)
 
     if (final == NULL)
         return FALSE;
-    if (session->json) {
-        vmr_cli_json_print (final->node);
-        return TRUE;
+    if (!session->json) {
+        disk = vmr_cli_output_describe_disk (final);
+        g_print ("Job %s completed: %s is now on %s\n", final->id, disk,
+                 final->destination != NULL ? final->destination : "its destination");
     }
-    disk = vmr_cli_output_describe_disk (final);
-    g_print ("Job %s completed: %s is now on %s\n", final->id, disk,
-             final->destination != NULL ? final->destination : "its destination");
+    /* in JSON mode the job printed is the verified one */
+    if (vmr_cli_verify_requested (final)) {
+        g_autoptr (JsonNode) verified = NULL;
+        gboolean ok = vmr_cli_verify_wait (session, final->id, &verified, error);
+
+        if (ok && session->json && verified != NULL)
+            vmr_cli_json_print (verified);
+        return ok;
+    }
+    if (session->json)
+        vmr_cli_json_print (final->node);
     return TRUE;
 }
 
@@ -129,6 +142,8 @@ static gboolean
 wait_for_group (VmrCliSession *session, const gchar *group_id, GPtrArray *jobs, GError **error)
 {
     g_autoptr (JsonArray) final_jobs = json_array_new ();
+    g_autoptr (GPtrArray) final_nodes
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) json_node_unref);
     g_autoptr (GString) failures = g_string_new (NULL);
     g_autoptr (JsonObject) result = NULL;
     g_autoptr (JsonNode) result_node = NULL;
@@ -140,12 +155,12 @@ wait_for_group (VmrCliSession *session, const gchar *group_id, GPtrArray *jobs, 
         g_autofree gchar *disk = NULL;
 
         if (final != NULL) {
-            json_array_add_element (final_jobs, json_node_ref (final->node));
-            if (session->json)
-                continue;
-            disk = vmr_cli_output_describe_disk (final);
-            g_print ("Job %s completed: %s is now on %s\n", final->id, disk,
-                     final->destination != NULL ? final->destination : "its destination");
+            g_ptr_array_add (final_nodes, json_node_ref (final->node));
+            if (!session->json) {
+                disk = vmr_cli_output_describe_disk (final);
+                g_print ("Job %s completed: %s is now on %s\n", final->id, disk,
+                         final->destination != NULL ? final->destination : "its destination");
+            }
             continue;
         }
         /* an interrupted or cut-off wait leaves the job running: stop there */
@@ -154,11 +169,34 @@ wait_for_group (VmrCliSession *session, const gchar *group_id, GPtrArray *jobs, 
             g_propagate_error (error, g_steal_pointer (&local_error));
             return FALSE;
         }
-        json_array_add_element (final_jobs, json_node_ref (final->node));
+        g_ptr_array_add (final_nodes, json_node_ref (final->node));
         g_string_append_printf (failures, "\n%s", local_error->message);
     }
     if (failures->len > 0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "group %s did not complete:%s", group_id,
+                     failures->str);
+        return FALSE;
+    }
+    /* the members verify one after the other in QEMU: wait for each */
+    for (guint i = 0; i < final_nodes->len; i++) {
+        g_autoptr (VmrCliJob) member
+            = vmr_cli_job_new (g_ptr_array_index (final_nodes, i), "query-job", NULL);
+        g_autoptr (GError) local_error = NULL;
+        JsonNode *verified = NULL;
+
+        if (member == NULL || !vmr_cli_verify_requested (member))
+            continue;
+        if (!vmr_cli_verify_wait (session, member->id, &verified, &local_error))
+            g_string_append_printf (failures, "\n%s", local_error->message);
+        if (verified != NULL) {
+            json_node_unref (g_ptr_array_index (final_nodes, i));
+            final_nodes->pdata[i] = verified;
+        }
+    }
+    for (guint i = 0; i < final_nodes->len; i++)
+        json_array_add_element (final_jobs, json_node_ref (g_ptr_array_index (final_nodes, i)));
+    if (failures->len > 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "group %s did not verify:%s", group_id,
                      failures->str);
         return FALSE;
     }
@@ -260,6 +298,8 @@ vmr_cli_cmd_migrate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **a
           "Limit the copy rate (bytes/s, K/M/G suffixes, 0 = unlimited)", "RATE" },
         { "manual-pivot", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &options.manual_pivot,
           "Stay synced until 'virt-mirror pivot ID' instead of switching over", NULL },
+        { "verify", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &options.verify,
+          "After the pivot, compare the old source with the destination", NULL },
         { "wait", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &options.wait,
           "Follow the jobs until they end; exit 0 only if all completed", NULL },
         { "tls-creds", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_FILENAME, &tls_creds,

@@ -118,6 +118,7 @@ vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
     if (policy != NULL)
         read_policy (self, policy);
     read_convergence (self, vmr_json_get_object (obj, "convergence"));
+    self->verify_state = vmr_json_get_string (vmr_json_get_object (obj, "verification"), "state");
     return g_steal_pointer (&self);
 }
 
@@ -274,5 +275,13 @@ vmr_cli_job_format_state (const VmrCliJob *self)
         return g_strdup_printf ("%s (no domain)", self->state);
     if (self->waiting_for != NULL && !vmr_cli_job_is_finished (self))
         return g_strdup_printf ("%s (%s)", self->state, self->waiting_for);
+    if (g_strcmp0 (self->verify_state, "running") == 0)
+        return g_strdup_printf ("%s, verifying", self->state);
+    if (g_strcmp0 (self->verify_state, "passed") == 0)
+        return g_strdup_printf ("%s, verified", self->state);
+    if (g_strcmp0 (self->verify_state, "failed") == 0)
+        return g_strdup_printf ("%s, verify failed", self->state);
+    if (g_strcmp0 (self->verify_state, "error") == 0)
+        return g_strdup_printf ("%s, not verified", self->state);
     return g_strdup (self->state);
 }

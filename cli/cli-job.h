@@ -50,6 +50,9 @@ typedef struct {
     const gchar *converged_by;       /* "speed" or "write-blocking", NULL when absent */
     gint64 converged_since;          /* microseconds since the epoch, 0 when unknown */
     const gchar *convergence_reason; /* why, or NULL */
+
+    /* its last verification: the "verification" member's state, NULL = none */
+    const gchar *verify_state; /* "running", "passed", "failed", "error" */
 } VmrCliJob;
 
 /*

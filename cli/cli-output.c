@@ -27,7 +27,7 @@ static const gchar *const shown_job_members[] = {
     "speed",       "manual-pivot",     "progress",    "created",     "updated",
     "history",     "policy",           "waiting-for", "group",       "copy-mode",
     "source-node", "source-file-node", "orphaned",    "convergence", "nbd",
-    NULL,
+    "verify",      "verification",     NULL,
 };
 
 gint
@@ -264,6 +264,59 @@ print_history (JsonArray *history)
     }
 }
 
+/* the last verification's end, after the transitions */
+static void
+print_verification_end (JsonObject *obj)
+{
+    JsonObject *v = vmr_json_get_object (obj, "verification");
+    gint64 finished_us = 0;
+    g_autofree gchar *time_text = NULL;
+
+    if (v == NULL || !vmr_json_get_int (v, "finished", &finished_us) || finished_us == 0)
+        return;
+    time_text = vmr_cli_format_time (finished_us);
+    g_print ("  %s  verification %s\n", time_text, vmr_json_get_string (v, "state"));
+}
+
+/* "Verify" and its figures: what the last comparison with the old source found */
+static void
+print_verification (JsonObject *obj)
+{
+    JsonObject *v = vmr_json_get_object (obj, "verification");
+    const gchar *state = vmr_json_get_string (v, "state");
+    g_autofree gchar *compared = NULL;
+    g_autofree gchar *zero = NULL;
+    g_autofree gchar *written = NULL;
+    g_autofree gchar *figures = NULL;
+    JsonArray *ranges;
+
+    if (state == NULL) {
+        print_field ("Verify", vmr_json_bool_or (obj, "verify", FALSE) ? "after the pivot" : "no");
+        return;
+    }
+    compared = vmr_units_format_bytes (vmr_json_uint_or (v, "compared", 0));
+    zero = vmr_units_format_bytes (vmr_json_uint_or (v, "zero", 0));
+    written = vmr_units_format_bytes (vmr_json_uint_or (v, "written", 0));
+    figures = g_strdup_printf ("%s%s (%s compared, %s zero on both, %s written since the pivot)",
+                               g_str_equal (state, "failed") ? "verify " : "", state, compared,
+                               zero, written);
+    print_field ("Verify", figures);
+    if (vmr_json_get_string (v, "error") != NULL)
+        print_field ("Verify error", vmr_json_get_string (v, "error"));
+    ranges = vmr_json_get_array (v, "ranges");
+    for (guint i = 0; ranges != NULL && i < json_array_get_length (ranges); i++) {
+        JsonObject *range = vmr_json_array_object (ranges, i);
+        g_autofree gchar *text = g_strdup_printf (
+            "%" G_GUINT64_FORMAT "+%" G_GUINT64_FORMAT " (offset+length, bytes)",
+            vmr_json_uint_or (range, "offset", 0), vmr_json_uint_or (range, "length", 0));
+
+        if (i == 0)
+            print_field ("Differs at", text);
+        else
+            g_print ("%-14s %s\n", "", text);
+    }
+}
+
 static void
 print_other_members (JsonObject *obj)
 {
@@ -471,13 +524,16 @@ vmr_cli_output_job (const VmrCliJob *job)
     print_field ("Progress", progress);
     print_field ("Rate", rate);
     print_field ("ETA", eta);
+    print_verification (obj);
     if (job->has_policy)
         print_policy (job);
     print_field ("Created", created);
     print_field ("Updated", updated);
     print_other_members (obj);
-    if (history != NULL)
+    if (history != NULL) {
         print_history (history);
+        print_verification_end (obj);
+    }
 }
 
 gchar *

@@ -44,6 +44,7 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_ON_DEADLINE] = "on-deadline",
     [VMR_POLICY_KEY_RECONNECT_DELAY] = "reconnect-delay",
     [VMR_POLICY_KEY_TLS_CREDS] = "tls-creds",
+    [VMR_POLICY_KEY_VERIFY] = "verify",
 };
 
 /* a whole percentage from @min to @max, the % sign optional */
@@ -68,6 +69,7 @@ parse_percent (const gchar *text, guint min, guint max, guint *out, GError **err
 static const gchar *const control_words[] = { "static", "adaptive", NULL };
 static const gchar *const converge_by_words[] = { "speed", "write-blocking", NULL };
 static const gchar *const on_deadline_words[] = { "continue", "converge", "fail", NULL };
+static const gchar *const yes_no_words[] = { "no", "yes", NULL };
 
 /* @text as the index of one of @words, or FALSE with a message listing them */
 static gboolean
@@ -132,6 +134,7 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->on_deadline = VMR_ON_DEADLINE_CONTINUE;
     rule->reconnect_delay_s = 10;
     rule->tls_creds = NULL;
+    rule->verify = FALSE;
 }
 
 /* copies the value of @key from @from to @to */
@@ -219,6 +222,9 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
         case VMR_POLICY_KEY_TLS_CREDS:
             g_free (to->tls_creds);
             to->tls_creds = g_strdup (from->tls_creds);
+            break;
+        case VMR_POLICY_KEY_VERIFY:
+            to->verify = from->verify;
             break;
         case VMR_POLICY_KEY_LAST:
         default:
@@ -413,6 +419,11 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
             return parse_reconnect_delay (text, &rule->reconnect_delay_s, error);
         case VMR_POLICY_KEY_TLS_CREDS:
             return parse_tls_creds (text, &rule->tls_creds, error);
+        case VMR_POLICY_KEY_VERIFY:
+            if (!parse_word (text, yes_no_words, &word, error))
+                return FALSE;
+            rule->verify = word == 1;
+            return TRUE;
         case VMR_POLICY_KEY_LAST:
         default:
             g_assert_not_reached ();
@@ -477,6 +488,8 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return format_duration ((gint64) rule->reconnect_delay_s * G_USEC_PER_SEC);
         case VMR_POLICY_KEY_TLS_CREDS:
             return g_strdup (rule->tls_creds != NULL ? rule->tls_creds : "none");
+        case VMR_POLICY_KEY_VERIFY:
+            return g_strdup (yes_no_words[rule->verify ? 1 : 0]);
         case VMR_POLICY_KEY_LAST:
         default:
             return g_strdup ("");

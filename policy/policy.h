@@ -75,6 +75,8 @@ typedef enum {
     /* NBD destinations */
     VMR_POLICY_KEY_RECONNECT_DELAY,
     VMR_POLICY_KEY_TLS_CREDS,
+    /* compare the old source with the destination after the pivot */
+    VMR_POLICY_KEY_VERIFY,
     VMR_POLICY_KEY_LAST,
 } VmrPolicyKey;
 
@@ -117,6 +119,7 @@ typedef struct {
     VmrOnDeadline on_deadline;
     guint reconnect_delay_s; /* an NBD destination's: QEMU retries this long, 0 = never */
     gchar *tls_creds;        /* directory of x509 files for nbds destinations, NULL = none */
+    gboolean verify;         /* compare the old source with the destination after the pivot */
 
     /* the section each value came from, e.g. "defaults", "domain web*", or
      * "built-in" for a key no section sets */

@@ -220,6 +220,7 @@ handle_migrate (Request *req, JsonObject *args)
         .reuse = vmr_json_bool_or (args, "reuse", FALSE),
         .manual_pivot = vmr_json_bool_or (args, "manual-pivot", FALSE),
         .tls_creds = vmr_json_get_string (args, "tls-creds"),
+        .verify = vmr_json_bool_or (args, "verify", FALSE),
     };
 
     if (request.tls_creds != NULL && !g_path_is_absolute (request.tls_creds)) {
@@ -362,6 +363,27 @@ handle_job_set_copy_mode (Request *req, JsonObject *args)
 }
 
 static void
+verify_reply_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Request *req = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (VmrJob) job = vmr_engine_verify_job_finish (VMR_ENGINE (source), res, &error);
+
+    if (job == NULL) {
+        vmr_control_request_error (req, error);
+        return;
+    }
+    vmr_control_request_return_object (req, vmr_engine_job_to_json (req->server->engine, job));
+}
+
+static void
+handle_job_verify (Request *req, JsonObject *args)
+{
+    vmr_engine_verify_job_async (req->server->engine, vmr_json_get_string (args, "id"), NULL,
+                                 verify_reply_cb, req);
+}
+
+static void
 handle_reload (Request *req, JsonObject *args)
 {
     g_autoptr (GError) error = NULL;
@@ -423,11 +445,17 @@ static const ArgSpec hook_args[] = {
     { "extra", ARG_STRING, FALSE }, { "uuid", ARG_STRING, FALSE }, { NULL },
 };
 static const ArgSpec migrate_args[] = {
-    { "domain", ARG_STRING, TRUE },       { "disk", ARG_STRING, FALSE },
-    { "destination", ARG_STRING, FALSE }, { "disks", ARG_ARRAY, FALSE },
-    { "format", ARG_STRING, FALSE },      { "reuse", ARG_BOOL, FALSE },
-    { "speed", ARG_UINT, FALSE },         { "manual-pivot", ARG_BOOL, FALSE },
-    { "tls-creds", ARG_STRING, FALSE },   { NULL },
+    { "domain", ARG_STRING, TRUE },
+    { "disk", ARG_STRING, FALSE },
+    { "destination", ARG_STRING, FALSE },
+    { "disks", ARG_ARRAY, FALSE },
+    { "format", ARG_STRING, FALSE },
+    { "reuse", ARG_BOOL, FALSE },
+    { "speed", ARG_UINT, FALSE },
+    { "manual-pivot", ARG_BOOL, FALSE },
+    { "tls-creds", ARG_STRING, FALSE },
+    { "verify", ARG_BOOL, FALSE },
+    { NULL },
 };
 static const ArgSpec evacuate_args[] = {
     { "from", ARG_STRING, TRUE },
@@ -455,6 +483,7 @@ const CommandSpec vmr_control_commands[] = {
     { "job-pivot", id_args, handle_job_pivot },
     { "job-set-speed", speed_args, handle_job_set_speed },
     { "job-set-copy-mode", copy_mode_args, handle_job_set_copy_mode },
+    { "job-verify", id_args, handle_job_verify },
     { "reload", no_args, handle_reload },
     { "query-policy", policy_args, handle_query_policy },
     { "hook-event", hook_args, handle_hook_event },

@@ -130,6 +130,41 @@ vmr_backend_adopt_copy_finish (VmrBackend *self, GAsyncResult *res, GError **err
     return VMR_BACKEND_GET_CLASS (self)->adopt_copy_finish (self, res, error);
 }
 
+gboolean
+vmr_backend_can_verify (VmrBackend *self)
+{
+    return VMR_BACKEND_GET_CLASS (self)->verify_copy_async != NULL;
+}
+
+void
+vmr_backend_verify_copy_async (VmrBackend *self, VmrJob *job, VmrVerification *verification,
+                               const gchar *work_dir, GCancellable *cancellable,
+                               GAsyncReadyCallback callback, gpointer user_data)
+{
+    VmrBackendClass *klass = VMR_BACKEND_GET_CLASS (self);
+    g_autoptr (GTask) task = NULL;
+
+    if (klass->verify_copy_async != NULL) {
+        klass->verify_copy_async (self, job, verification, work_dir, cancellable, callback,
+                                  user_data);
+        return;
+    }
+    task = g_task_new (self, cancellable, callback, user_data);
+    g_task_set_source_tag (task, vmr_backend_verify_copy_async);
+    g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED,
+                             "the %s backend cannot verify copies", vmr_backend_get_kind (self));
+}
+
+gboolean
+vmr_backend_verify_copy_finish (VmrBackend *self, GAsyncResult *res, GError **error)
+{
+    VmrBackendClass *klass = VMR_BACKEND_GET_CLASS (self);
+
+    if (g_task_get_source_tag (G_TASK (res)) == vmr_backend_verify_copy_async)
+        return g_task_propagate_boolean (G_TASK (res), error);
+    return klass->verify_copy_finish (self, res, error);
+}
+
 void
 vmr_backend_close (VmrBackend *self)
 {

@@ -126,6 +126,22 @@ struct _VmrBackendClass {
                               GAsyncReadyCallback callback, gpointer user_data);
     VmrBackendAdoption *(*adopt_copy_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
 
+    /*
+     * Compares the old source of the completed @job (job->source, still on
+     * disk) with the disk the guest runs on now, leaving out what the guest
+     * wrote after the pivot, and fills in @verification (owned by the
+     * caller, alive until the callback) as it goes, on the main loop: the
+     * figures while it runs, then the differing ranges. Leaves nothing
+     * behind in the hypervisor, on every path. Fails when the comparison
+     * cannot be made or finished; differences are no failure. @work_dir is
+     * the daemon's own directory for the sockets it needs. NULL: the
+     * backend cannot verify (VMR_ERROR_FAILED, saying so).
+     */
+    void (*verify_copy_async) (VmrBackend *self, VmrJob *job, VmrVerification *verification,
+                               const gchar *work_dir, GCancellable *cancellable,
+                               GAsyncReadyCallback callback, gpointer user_data);
+    gboolean (*verify_copy_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
+
     void (*close) (VmrBackend *self);
 };
 
@@ -163,6 +179,14 @@ void vmr_backend_adopt_copy_async (VmrBackend *self, VmrJob *job, GCancellable *
                                    GAsyncReadyCallback callback, gpointer user_data);
 VmrBackendAdoption *vmr_backend_adopt_copy_finish (VmrBackend *self, GAsyncResult *res,
                                                    GError **error);
+
+/* whether the backend can verify a copy after its pivot (it implements verify_copy) */
+gboolean vmr_backend_can_verify (VmrBackend *self);
+
+void vmr_backend_verify_copy_async (VmrBackend *self, VmrJob *job, VmrVerification *verification,
+                                    const gchar *work_dir, GCancellable *cancellable,
+                                    GAsyncReadyCallback callback, gpointer user_data);
+gboolean vmr_backend_verify_copy_finish (VmrBackend *self, GAsyncResult *res, GError **error);
 
 void vmr_backend_close (VmrBackend *self);
 

@@ -124,6 +124,7 @@ vmr_job_unref (VmrJob *self)
     g_free (self->group_cancel_reason);
     g_free (self->convergence_reason);
     g_clear_pointer (&self->backlog, g_array_unref);
+    g_clear_pointer (&self->verification, vmr_verification_free);
     g_array_unref (self->history);
     g_free (self);
 }
@@ -270,6 +271,12 @@ vmr_job_to_json (VmrJob *self)
     json_object_set_string_member (obj, "copy-mode",
                                    self->write_blocking ? "write-blocking" : "background");
     set_convergence (obj, self);
+    json_object_set_boolean_member (obj, "verify", self->verify);
+    if (self->verification != NULL)
+        json_object_set_object_member (obj, "verification",
+                                       vmr_verification_to_json (self->verification));
+    else
+        json_object_set_null_member (obj, "verification");
 
     json_object_set_int_member (progress, "total", (gint64) self->total_bytes);
     json_object_set_int_member (progress, "done", (gint64) self->done_bytes);
@@ -374,6 +381,8 @@ job_from_record (JsonObject *obj, GError **error)
     job->group = g_strdup (vmr_json_get_string (obj, "group"));
     job->write_blocking = g_strcmp0 (vmr_json_get_string (obj, "copy-mode"), "write-blocking") == 0;
     read_convergence (job, vmr_json_get_object (obj, "convergence"));
+    job->verify = vmr_json_bool_or (obj, "verify", FALSE);
+    job->verification = vmr_verification_from_json (vmr_json_get_object (obj, "verification"));
     job->speed = vmr_json_uint_or (obj, "speed", 0);
     job->base_speed = vmr_json_uint_or (resume, "base-speed", 0);
     job->speed_from_user = vmr_json_bool_or (resume, "speed-from-user", FALSE);

@@ -10,6 +10,7 @@
 #include "controller.h"
 #include "convergence.h"
 #include "destination.h"
+#include "verification.h"
 
 G_BEGIN_DECLS
 
@@ -94,6 +95,10 @@ typedef struct {
     /* a member of a group: the disks of one domain that cut over together */
     gchar *group;               /* the first member's id, NULL for a job of its own */
     gchar *group_cancel_reason; /* the group failed: cancel this one with this reason */
+
+    /* after the pivot: the old source compared with the destination */
+    gboolean verify;               /* asked for (migrate --verify, policy verify = yes) */
+    VmrVerification *verification; /* the last one, NULL before the first */
 
     /* loaded from a record of an earlier run: waits for its domain to be known again */
     gboolean orphaned;

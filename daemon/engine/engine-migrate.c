@@ -28,6 +28,7 @@ typedef struct {
     gboolean speed_given;
     gboolean manual_pivot;
     gchar *tls_creds;
+    gboolean verify;
     guint next_preflight; /* the target whose preflight runs */
     GPtrArray *jobs;      /* of VmrJob *, the new ones */
     guint pending;        /* members not started or waiting yet */
@@ -182,6 +183,7 @@ create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *dis
 {
     g_autofree gchar *job_id = vmr_job_table_next_id (self->jobs);
     VmrJob *job = vmr_job_new (job_id, entry->name, disk->id, g_get_real_time ());
+    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, entry->name, disk->id);
 
     job->source = g_strdup (disk->path);
     job->source_format = g_strdup (disk->format);
@@ -192,6 +194,7 @@ create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *dis
     job->base_speed = data->speed;
     job->speed_from_user = data->speed_given;
     job->manual_pivot = data->manual_pivot;
+    job->verify = data->verify || rule->verify;
     job->total_bytes = disk->size;
     return job;
 }
@@ -434,6 +437,7 @@ vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
     data->speed_given = request->speed_given;
     data->manual_pivot = request->manual_pivot;
     data->tls_creds = g_strdup (request->tls_creds);
+    data->verify = request->verify;
     g_task_set_task_data (task, data, (GDestroyNotify) migrate_data_free);
 
     entry = vmr_engine_lookup_domain (self, request->domain, &error);
@@ -445,6 +449,13 @@ vmr_engine_migrate_async (VmrEngine *self, const VmrMigrateRequest *request,
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
                                  "the QEMU monitor of %s is gone; detach and attach it again",
                                  entry->name);
+        return;
+    }
+    if (request->verify && !vmr_backend_can_verify (entry->backend)) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                                 "the %s backend of %s cannot verify copies: migrate without "
+                                 "--verify (docs/operations.md says why)",
+                                 vmr_backend_get_kind (entry->backend), entry->name);
         return;
     }
     if (request->n_targets == 0) {

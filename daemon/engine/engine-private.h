@@ -4,6 +4,7 @@
  * The parts, each calling only those listed before it:
  *   engine-domains.c    the domain table, the backends' events, progress
  *   engine-copy.c       starting a copy, cutting a job over
+ *   engine-verify.c     comparing the old source with the destination after the pivot
  *   engine-converge.c   a copy that does not converge, a copy's deadline
  *   engine-group.c      the disks of one domain that cut over together
  *   engine-action.c     the policy's actions on a running copy
@@ -119,6 +120,11 @@ void vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, gu
 
 /* cuts @job over; @task (consumed, may be NULL) completes when QEMU accepted */
 void vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* engine-verify.c */
+
+/* after a transition: a job that completed with verify set is verified */
+void vmr_engine_verify_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
 
 /* engine-converge.c */
 

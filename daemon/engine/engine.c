@@ -83,6 +83,7 @@ job_changed_cb (VmrJobTable *table, gpointer job_ptr, gint previous, gpointer us
     g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, previous);
     vmr_engine_group_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_admission_job_changed (self, job, (VmrJobState) previous);
+    vmr_engine_verify_job_changed (self, job, (VmrJobState) previous);
     entry = g_hash_table_lookup (self->domains, job->domain);
     if (entry != NULL)
         vmr_engine_update_timers (self, entry);

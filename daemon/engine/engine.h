@@ -35,6 +35,7 @@ typedef struct {
     gboolean speed_given; /* FALSE: the policy's speed applies */
     gboolean manual_pivot;
     const gchar *tls_creds; /* nbds destinations: x509 directory; NULL = the policy's */
+    gboolean verify;        /* compare the old source with the destination after the pivot */
 } VmrMigrateRequest;
 
 /*
@@ -159,5 +160,16 @@ void vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrJobComma
                                    guint64 speed, GCancellable *cancellable,
                                    GAsyncReadyCallback callback, gpointer user_data);
 VmrJob *vmr_engine_job_command_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+/*
+ * Compares the old source of the completed job @id with the disk its guest
+ * runs on now (see VmrBackend's verify_copy). Completes, with the job, once
+ * the comparison has started; its result is the job's verification.
+ * Refused for a job that did not complete, whose domain is gone or whose
+ * verification still runs.
+ */
+void vmr_engine_verify_job_async (VmrEngine *self, const gchar *id, GCancellable *cancellable,
+                                  GAsyncReadyCallback callback, gpointer user_data);
+VmrJob *vmr_engine_verify_job_finish (VmrEngine *self, GAsyncResult *res, GError **error);
 
 G_END_DECLS

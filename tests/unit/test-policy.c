@@ -149,7 +149,8 @@ test_policy_fields (void)
                                          "deadline = 2h\n"
                                          "on-deadline = fail\n"
                                          "reconnect-delay = 45s\n"
-                                         "tls-creds = /etc/vmr-tls\n",
+                                         "tls-creds = /etc/vmr-tls\n"
+                                         "verify = yes\n",
                                          &error);
     g_autoptr (VmrPolicyRule) rule = NULL;
     const VmrWindow *w;
@@ -165,6 +166,7 @@ test_policy_fields (void)
     g_assert_cmpint (rule->hold_us, ==, 120 * G_USEC_PER_SEC);
     g_assert_cmpint (rule->max_delay_us, ==, G_GINT64_CONSTANT (4) * 3600 * G_USEC_PER_SEC);
     g_assert_cmpint (rule->on_max_delay, ==, VMR_ON_MAX_DELAY_FAIL);
+    g_assert_true (rule->verify);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_HOST], ==, 6);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_IOTHREAD], ==, 2);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_DOMAIN], ==, 3);
@@ -225,6 +227,7 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_ON_DEADLINE] = "continue",
     [VMR_POLICY_KEY_RECONNECT_DELAY] = "10s",
     [VMR_POLICY_KEY_TLS_CREDS] = "none",
+    [VMR_POLICY_KEY_VERIFY] = "no",
 };
 
 static void

@@ -89,6 +89,7 @@ vmr_backend_qmp_job_command_async (VmrBackend *backend, VmrJob *job, VmrBackendC
                                               NULL, vmr_backend_qmp_best_effort_cb,
                                               g_strdup_printf ("unthrottling %s", job->id));
             }
+            vmr_backend_qmp_mark_pivot (self, job);
             qmp_command = "job-complete";
             json_object_remove_member (args, "device");
             json_object_set_string_member (args, "id", job->id);

@@ -5,6 +5,7 @@
  *   backend-qmp.c          the object, the connection, QEMU's events, starting a copy
  *   backend-qmp-disks.c    disks, I/O threads, guest load
  *   backend-qmp-commands.c commands on a running copy, progress
+ *   backend-qmp-verify.c   the bitmap of a pivot, verifying a copy after it
  *   backend-qmp-adopt.c    picking up a copy of an earlier run
  *   backend-qmp-track.c    a tracked job and its end in QEMU, the shared helpers
  *   qmp-parse.c            what QEMU's replies and events say, no monitor behind
@@ -43,6 +44,8 @@ struct _VmrBackendQmp {
     GHashTable *tracks;       /* job id -> MirrorTrack *, owned */
     JsonArray *iothreads;     /* the domain's I/O threads as last queried, NULL before */
     GHashTable *iothread_cpu; /* I/O thread id -> IothreadReading *, owned */
+    GQueue *verify_queue;     /* verifications waiting for QEMU's one NBD server */
+    gboolean verify_running;
 };
 
 /* CPU time of one I/O thread at one moment, for the next reading's difference */
@@ -62,6 +65,22 @@ vmr_backend_qmp_of (VmrBackend *backend)
 {
     return (VmrBackendQmp *) backend;
 }
+
+/* ---- backend-qmp-verify.c ---- */
+
+/* the name of the dirty bitmap that records the guest's writes after @job_id's pivot */
+gchar *vmr_backend_qmp_pivot_bitmap (const gchar *job_id);
+
+/* starts recording the writes to @job's destination node: called just before job-complete */
+void vmr_backend_qmp_mark_pivot (VmrBackendQmp *self, VmrJob *job);
+
+void vmr_backend_qmp_verify_copy_async (VmrBackend *backend, VmrJob *job,
+                                        VmrVerification *verification, const gchar *work_dir,
+                                        GCancellable *cancellable, GAsyncReadyCallback callback,
+                                        gpointer user_data);
+
+gboolean vmr_backend_qmp_verify_copy_finish (VmrBackend *backend, GAsyncResult *res,
+                                             GError **error);
 
 /* ---- backend-qmp-track.c ---- */
 

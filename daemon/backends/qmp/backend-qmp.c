@@ -418,6 +418,8 @@ vmr_backend_qmp_finalize (GObject *object)
     g_hash_table_unref (self->tracks);
     g_hash_table_unref (self->iothread_cpu);
     g_clear_pointer (&self->iothreads, json_array_unref);
+    /* a verification holds a reference: none is queued by now */
+    g_queue_free (self->verify_queue);
     g_free (self->monitor_path);
     G_OBJECT_CLASS (vmr_backend_qmp_parent_class)->finalize (object);
 }
@@ -428,6 +430,7 @@ vmr_backend_qmp_init (VmrBackendQmp *self)
     self->tracks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                           (GDestroyNotify) vmr_backend_qmp_track_free);
     self->iothread_cpu = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+    self->verify_queue = g_queue_new ();
 }
 
 static void
@@ -451,5 +454,7 @@ vmr_backend_qmp_class_init (VmrBackendQmpClass *klass)
     backend_class->query_load_finish = vmr_backend_qmp_query_load_finish;
     backend_class->adopt_copy_async = vmr_backend_qmp_adopt_copy_async;
     backend_class->adopt_copy_finish = vmr_backend_qmp_adopt_copy_finish;
+    backend_class->verify_copy_async = vmr_backend_qmp_verify_copy_async;
+    backend_class->verify_copy_finish = vmr_backend_qmp_verify_copy_finish;
     backend_class->close = vmr_backend_qmp_close;
 }
