@@ -59,12 +59,33 @@ fill_block (guint8 *block, guint32 seed, guint64 index)
     }
 }
 
+/*
+ * The end of writing a source: fdatasync(), as no writeback of it may run
+ * during the measurements, and close(). @written is FALSE after a failed
+ * write, whose errno is still set.
+ */
+static gboolean
+finish_source (int fd, gboolean written, const gchar *path, GError **error)
+{
+    int saved_errno = 0;
+
+    if (!written || fdatasync (fd) < 0)
+        saved_errno = errno != 0 ? errno : EIO;
+    if (close (fd) < 0 && saved_errno == 0)
+        saved_errno = errno;
+    if (saved_errno != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot write %s: %s", path,
+                     g_strerror (saved_errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean
 vmr_bench_image_create_source (const gchar *path, guint64 size, guint32 seed, GError **error)
 {
     g_autofree guint8 *block = g_malloc (VMR_BENCH_BLOCK_SIZE);
     gboolean written = TRUE;
-    int saved_errno = 0;
     int fd;
 
     fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -82,17 +103,7 @@ vmr_bench_image_create_source (const gchar *path, guint64 size, guint32 seed, GE
         fill_block (block, seed, done / VMR_BENCH_BLOCK_SIZE);
         written = transfer_all (fd, block, MIN (VMR_BENCH_BLOCK_SIZE, size - done), TRUE);
     }
-    /* no writeback of the source may run during the measurements */
-    if (!written || fdatasync (fd) < 0)
-        saved_errno = errno != 0 ? errno : EIO;
-    if (close (fd) < 0 && saved_errno == 0)
-        saved_errno = errno;
-    if (saved_errno != 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot write %s: %s", path,
-                     g_strerror (saved_errno));
-        return FALSE;
-    }
-    return TRUE;
+    return finish_source (fd, written, path, error);
 }
 
 gboolean
@@ -103,7 +114,6 @@ vmr_bench_image_create_sparse_source (const gchar *path, guint64 size, guint64 d
     guint64 extent_size = n_extents > 0 ? data_size / n_extents : 0;
     guint64 stride = n_extents > 0 ? size / n_extents : 0;
     gboolean written = TRUE;
-    int saved_errno = 0;
     int fd;
 
     if (n_extents == 0 || extent_size % VMR_BENCH_BLOCK_SIZE != 0 || extent_size == 0
@@ -133,16 +143,7 @@ vmr_bench_image_create_sparse_source (const gchar *path, guint64 size, guint64 d
             written = transfer_all (fd, block, VMR_BENCH_BLOCK_SIZE, TRUE);
         }
     }
-    if (!written || fdatasync (fd) < 0)
-        saved_errno = errno != 0 ? errno : EIO;
-    if (close (fd) < 0 && saved_errno == 0)
-        saved_errno = errno;
-    if (saved_errno != 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot write %s: %s", path,
-                     g_strerror (saved_errno));
-        return FALSE;
-    }
-    return TRUE;
+    return finish_source (fd, written, path, error);
 }
 
 gboolean

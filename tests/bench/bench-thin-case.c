@@ -124,31 +124,6 @@ vmr_bench_thin_quit_qemu (GSubprocess **qemu, VmrQmpClient **watch, gpointer han
     return clean;
 }
 
-gboolean
-vmr_bench_thin_wait (VmrBenchThin *self, GSubprocess *proc, const gint64 *stamp, guint timeout_s,
-                     const gchar *what, GError **error)
-{
-    gint64 deadline = g_get_monotonic_time () + timeout_s * G_USEC_PER_SEC;
-    g_autoptr (VmrBenchTick) tick = vmr_bench_tick_new ();
-
-    while (*stamp == 0) {
-        if (self->interrupted) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "interrupted waiting for %s", what);
-            return FALSE;
-        }
-        if (proc != NULL && !vmr_bench_is_running (proc)) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "QEMU exited waiting for %s", what);
-            return FALSE;
-        }
-        if (g_get_monotonic_time () > deadline) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "no %s within %u s", what, timeout_s);
-            return FALSE;
-        }
-        g_main_context_iteration (NULL, TRUE);
-    }
-    return TRUE;
-}
-
 /* ---- figures ---- */
 
 gchar *
@@ -252,12 +227,12 @@ vmr_bench_thin_case_report (const VmrBenchThinCase *c)
     met = ratio <= VMR_BENCH_THIN_TIME_TARGET;
     g_print ("\n%s: %s with %s of data against %s full, %u rounds\n", c->title, thin_size,
              data_size, data_size, rounds);
-    g_print ("  %-34s %10s %10s %8s  %-12s %s\n", "figure", "thin", "full", "ratio", "target",
+    g_print ("  %-40s %10s %10s %8s  %-12s %s\n", "figure", "thin", "full", "ratio", "target",
              "verdict");
-    g_print ("  %-34s %10.2f %10.2f %8.2f  %-12s %s\n", "copy time (s), medians",
+    g_print ("  %-40s %10.2f %10.2f %8.2f  %-12s %s\n", "copy time (s), medians",
              median_of (c->thin_s), median_of (c->full_s), ratio, "<= 1.5x",
              vmr_bench_verdict (rounds, met));
-    g_print ("  %-34s %s\n", "  thin / full, each round", per_round->str);
+    g_print ("  %-40s %s\n", "  thin / full, each round", per_round->str);
     for (guint i = 0; i < VMR_BENCH_THIN_N_ALLOC; i++) {
         g_autofree gchar *label = NULL;
         g_autofree gchar *limit = NULL;
@@ -273,10 +248,10 @@ vmr_bench_thin_case_report (const VmrBenchThinCase *c)
         met = met && alloc_met;
         label = g_strdup_printf ("%s (MiB), medians", c->alloc_label[i]);
         limit = g_strdup_printf ("<= %.0f MiB", alloc_limit / MIB);
-        g_print ("  %-34s %10.1f %10.1f %8s  %-12s %s\n", label, thin_alloc / MIB,
+        g_print ("  %-40s %10.1f %10.1f %8s  %-12s %s\n", label, thin_alloc / MIB,
                  median_of (c->full_alloc[i]) / MIB, "", limit,
                  vmr_bench_verdict (rounds, alloc_met));
-        g_print ("  %-34s %.1f MiB\n", "  largest after a thin copy", largest / MIB);
+        g_print ("  %-40s %.1f MiB\n", "  largest after a thin copy", largest / MIB);
     }
     return met;
 }

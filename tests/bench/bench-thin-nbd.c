@@ -265,8 +265,8 @@ mirror (Nbd *self, GSubprocess *qemu, const NbdCase *c, gdouble *copy_s, GError 
         g_prefix_error (error, "blockdev-mirror: ");
         return FALSE;
     }
-    if (!vmr_bench_thin_wait (self->common, qemu, &self->end_mono, VMR_BENCH_THIN_JOB_TIMEOUT_S,
-                              "end of the mirror", error))
+    if (!vmr_bench_wait_stamp (&self->end_mono, qemu, &self->common->interrupted,
+                               VMR_BENCH_THIN_JOB_TIMEOUT_S, "end of the mirror", error))
         return FALSE;
     if (self->job_error != NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "the mirror failed: %s", self->job_error);

@@ -145,8 +145,8 @@ copy_once (Bench *self, const gchar *source, const gchar *format, VmrBenchThinRu
     /* the timer: from the request that starts the copy to the end a user waits for */
     start_mono = g_get_monotonic_time ();
     ok = ok && control_call (self, "migrate", migrate, error)
-         && vmr_bench_thin_wait (common, qemu, &self->final_mono, VMR_BENCH_THIN_JOB_TIMEOUT_S,
-                                 "end of the migration", error);
+         && vmr_bench_wait_stamp (&self->final_mono, qemu, &common->interrupted,
+                                  VMR_BENCH_THIN_JOB_TIMEOUT_S, "end of the migration", error);
     if (ok && self->job_error != NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s", self->job_error);
         ok = FALSE;
@@ -183,7 +183,7 @@ run_files (Bench *self, guint64 thin_size, guint64 data_size, gboolean *all_met,
 
         cases[f] = vmr_bench_thin_case_new (
             title, &sources,
-            g_strcmp0 (formats[f], "qcow2") == 0 ? "disk size (qemu-img info)" : "st_blocks", NULL);
+            g_strcmp0 (formats[f], "qcow2") == 0 ? "qemu-img disk size" : "st_blocks", NULL);
     }
     for (guint round = 0; ok && round < self->common.rounds; round++) {
         for (guint f = 0; ok && f < G_N_ELEMENTS (formats); f++) {

@@ -70,14 +70,6 @@ GSubprocess *vmr_bench_thin_start_qemu (VmrBenchThin *self, const gchar *source,
 gboolean vmr_bench_thin_quit_qemu (GSubprocess **qemu, VmrQmpClient **watch, gpointer handler_data,
                                    GError **error);
 
-/*
- * Iterates the main loop until *@stamp is set, at most @timeout_s, while
- * @proc (nullable) runs and the bench is not interrupted. @what names the
- * wait in errors.
- */
-gboolean vmr_bench_thin_wait (VmrBenchThin *self, GSubprocess *proc, const gint64 *stamp,
-                              guint timeout_s, const gchar *what, GError **error);
-
 /* how a case's destination is measured: its names for up to two allocation figures */
 #define VMR_BENCH_THIN_N_ALLOC 2
 
