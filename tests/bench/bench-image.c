@@ -147,6 +147,34 @@ vmr_bench_image_create_sparse_source (const gchar *path, guint64 size, guint64 d
 }
 
 gboolean
+vmr_bench_image_fill_holes (const gchar *path, GError **error)
+{
+    g_autofree guint8 *zeroes = g_malloc0 (VMR_BENCH_BLOCK_SIZE);
+    gboolean written = TRUE;
+    off_t size, hole;
+    int fd = open (path, O_WRONLY | O_CLOEXEC);
+
+    if (fd < 0 || (size = lseek (fd, 0, SEEK_END)) < 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot open %s: %s", path,
+                     g_strerror (errno));
+        if (fd >= 0)
+            close (fd);
+        return FALSE;
+    }
+    hole = lseek (fd, 0, SEEK_HOLE);
+    while (written && hole >= 0 && hole < size) {
+        off_t data = lseek (fd, hole, SEEK_DATA);
+        off_t end = data < 0 ? size : data;
+
+        written = lseek (fd, hole, SEEK_SET) == hole;
+        for (off_t at = hole; written && at < end; at += VMR_BENCH_BLOCK_SIZE)
+            written = transfer_all (fd, zeroes, (gsize) MIN (VMR_BENCH_BLOCK_SIZE, end - at), TRUE);
+        hole = end < size ? lseek (fd, end, SEEK_HOLE) : size;
+    }
+    return finish_source (fd, written && hole >= 0, path, error);
+}
+
+gboolean
 vmr_bench_image_create_destination (const gchar *path, guint64 size, GError **error)
 {
     int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

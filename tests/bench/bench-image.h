@@ -32,6 +32,12 @@ gboolean vmr_bench_image_create_source (const gchar *path, guint64 size, guint32
 gboolean vmr_bench_image_create_sparse_source (const gchar *path, guint64 size, guint64 data_size,
                                                guint n_extents, guint32 seed, GError **error);
 
+/*
+ * Writes zeroes into every hole of @path (SEEK_HOLE), so that it takes its
+ * whole size with the same bytes: a thick copy of a thin image. fdatasync()ed.
+ */
+gboolean vmr_bench_image_fill_holes (const gchar *path, GError **error);
+
 /* creates @path (which must not exist) empty and sparse, @size bytes long */
 gboolean vmr_bench_image_create_destination (const gchar *path, guint64 size, GError **error);
 

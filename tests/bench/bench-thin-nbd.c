@@ -16,7 +16,9 @@
  *
  * A server whose zeroes are written data takes the whole disk: the cases of
  * such servers run at an eighth of the sizes, on the file plugin, so that a
- * memory export never holds a whole 64 GiB disk in RAM.
+ * memory export never holds a whole 64 GiB disk in RAM; so does a thick
+ * source, the small thin one with its holes written as zeroes, which shows
+ * what detect-zeroes does.
  */
 #define G_LOG_DOMAIN "vmr-bench"
 
@@ -35,29 +37,41 @@
 /* one way to serve the destination, and the target node QEMU gets */
 typedef struct {
     const gchar *title;
-    gboolean memory;           /* nbdkit's memory plugin; else its file plugin on a sparse file */
-    const gchar *zeromode;     /* the nozero filter's zeromode, NULL: no filter */
-    const gchar *fastzeromode; /* and its fastzeromode, NULL: its default */
-    gboolean thin_options;     /* the raw node with discard=unmap, detect-zeroes=unmap */
-    gboolean small;            /* at an eighth of the sizes: zeroes may become data */
+    gboolean memory;            /* nbdkit's memory plugin; else its file plugin on a sparse file */
+    const gchar *zeromode;      /* the nozero filter's zeromode, NULL: no filter */
+    const gchar *fastzeromode;  /* and its fastzeromode, NULL: its default */
+    const gchar *discard;       /* the raw node's, NULL: QEMU's default (ignore) */
+    const gchar *detect_zeroes; /* the raw node's, NULL: QEMU's default (off) */
+    gboolean small;             /* at an eighth of the sizes: zeroes may become data */
+    gboolean thick;             /* the small thin source with its holes written as zeroes */
 } NbdCase;
 
+#define THIN_OPTIONS "unmap", "unmap"
+#define DEFAULTS     NULL, NULL
+
 static const NbdCase cases[] = {
-    { "nbdkit memory, discard=unmap detect-zeroes=unmap", TRUE, NULL, NULL, TRUE, FALSE },
-    { "nbdkit memory, QEMU's defaults (discard=ignore)", TRUE, NULL, NULL, FALSE, FALSE },
-    { "nbdkit file, discard=unmap detect-zeroes=unmap", FALSE, NULL, NULL, TRUE, FALSE },
-    { "nbdkit file, QEMU's defaults (discard=ignore)", FALSE, NULL, NULL, FALSE, TRUE },
+    { "nbdkit memory, discard=unmap detect-zeroes=unmap", TRUE, NULL, NULL, THIN_OPTIONS },
+    { "nbdkit memory, QEMU's defaults (discard=ignore)", TRUE, NULL, NULL, DEFAULTS },
+    { "nbdkit file, discard=unmap detect-zeroes=unmap", FALSE, NULL, NULL, THIN_OPTIONS },
+    { "nbdkit file, QEMU's defaults (discard=ignore)", FALSE, NULL, NULL, DEFAULTS, TRUE },
     { "nbdkit file, fast zero off (nozero zeromode=plugin fastzeromode=none), discard=unmap", FALSE,
-      "plugin", "none", TRUE, TRUE },
+      "plugin", "none", THIN_OPTIONS, TRUE },
     { "nbdkit file, zero without trim (nozero zeromode=notrim), discard=unmap", FALSE, "notrim",
-      NULL, TRUE, TRUE },
+      NULL, THIN_OPTIONS, TRUE },
     { "nbdkit file, zero emulated by writes (nozero zeromode=emulate), discard=unmap", FALSE,
-      "emulate", NULL, TRUE, TRUE },
+      "emulate", NULL, THIN_OPTIONS, TRUE },
     { "nbdkit file, zero emulated by writes (nozero zeromode=emulate), discard=ignore", FALSE,
-      "emulate", NULL, FALSE, TRUE },
-    { "nbdkit file, no zero (nozero zeromode=none), discard=unmap", FALSE, "none", NULL, TRUE,
-      TRUE },
+      "emulate", NULL, DEFAULTS, TRUE },
+    { "nbdkit file, no zero (nozero zeromode=none), discard=unmap", FALSE, "none", NULL,
+      THIN_OPTIONS, TRUE },
+    { "nbdkit file, thick source (holes written as zeroes), discard=unmap detect-zeroes=unmap",
+      FALSE, NULL, NULL, THIN_OPTIONS, TRUE, TRUE },
+    { "nbdkit file, thick source (holes written as zeroes), discard=unmap, no detect-zeroes", FALSE,
+      NULL, NULL, "unmap", NULL, TRUE, TRUE },
 };
+
+/* the small sources' data, which the thick source shares */
+#define SMALL_SEED 5
 
 typedef struct {
     VmrBenchThin *common;
@@ -235,10 +249,10 @@ target_args (Nbd *self, const NbdCase *c)
     json_object_set_string_member (args, "driver", "raw");
     json_object_set_string_member (args, "node-name", "thin-dst");
     json_object_set_object_member (args, "file", nbd);
-    if (c->thin_options) {
-        json_object_set_string_member (args, "discard", "unmap");
-        json_object_set_string_member (args, "detect-zeroes", "unmap");
-    }
+    if (c->discard != NULL)
+        json_object_set_string_member (args, "discard", c->discard);
+    if (c->detect_zeroes != NULL)
+        json_object_set_string_member (args, "detect-zeroes", c->detect_zeroes);
     return args;
 }
 
@@ -337,6 +351,32 @@ run_case (Nbd *self, const NbdCase *c, const VmrBenchThinSources *sources, GErro
     return TRUE;
 }
 
+/*
+ * The thick source: the small thin one's data, its holes written as
+ * zeroes; it shares the small full source
+ */
+static gboolean
+make_thick (VmrBenchThin *common, const VmrBenchThinSources *small, VmrBenchThinSources *thick,
+            GError **error)
+{
+    gint64 start = g_get_monotonic_time ();
+
+    thick->thin_size = small->thin_size;
+    thick->data_size = small->data_size;
+    thick->thin_source = g_build_filename (common->image_dir, "source-nbd-thick.raw", NULL);
+    thick->full_source = g_strdup (small->full_source);
+    g_printerr ("writing a thick copy of the small thin source...");
+    if (!vmr_bench_image_create_sparse_source (thick->thin_source, small->thin_size,
+                                               small->data_size, VMR_BENCH_THIN_EXTENTS, SMALL_SEED,
+                                               error)
+        || !vmr_bench_image_fill_holes (thick->thin_source, error)) {
+        g_printerr ("\n");
+        return FALSE;
+    }
+    g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
+    return TRUE;
+}
+
 gboolean
 vmr_bench_thin_run_nbd (VmrBenchThin *common, guint64 thin_size, guint64 data_size,
                         gboolean fallbacks, GError **error)
@@ -346,23 +386,28 @@ vmr_bench_thin_run_nbd (VmrBenchThin *common, guint64 thin_size, guint64 data_si
     Nbd self = { common, nbd_socket, qemu_monitor, NULL, 0, NULL };
     VmrBenchThinSources sources = { 0 };
     VmrBenchThinSources small = { 0 };
+    VmrBenchThinSources thick = { 0 };
     gboolean ok;
 
     g_print ("QEMU's own mirror to nbdkit exports, driven over QMP without virt-mirrord\n");
     ok = vmr_bench_thin_sources_create (common, &sources, "nbd", thin_size, data_size, 3, error)
          && (!fallbacks
-             || vmr_bench_thin_sources_create (common, &small, "nbd-small", thin_size / 8,
-                                               data_size / 8, 5, error));
+             || (vmr_bench_thin_sources_create (common, &small, "nbd-small", thin_size / 8,
+                                                data_size / 8, SMALL_SEED, error)
+                 && make_thick (common, &small, &thick, error)));
     for (guint i = 0; ok && i < G_N_ELEMENTS (cases); i++) {
-        if (cases[i].small && !fallbacks)
+        const NbdCase *c = &cases[i];
+
+        if (c->small && !fallbacks)
             continue;
-        ok = run_case (&self, &cases[i], cases[i].small ? &small : &sources, error);
+        ok = run_case (&self, c, c->thick ? &thick : c->small ? &small : &sources, error);
     }
     if (ok)
         g_print ("\nQEMU %s (TCG, guest paused), %u CPUs, nbdkit on UNIX sockets, images under "
                  "%s\n",
                  common->qemu_version != NULL ? common->qemu_version : "?", g_get_num_processors (),
                  common->image_dir);
+    vmr_bench_thin_sources_clear (&thick);
     vmr_bench_thin_sources_clear (&sources);
     vmr_bench_thin_sources_clear (&small);
     g_free (self.job_error);
