@@ -27,6 +27,7 @@
 
 #include "bench-image.h"
 #include "bench-process.h"
+#include "bench-series.h"
 #include "bench-thin.h"
 #include "vmr-error.h"
 
@@ -317,7 +318,9 @@ main (int argc, char **argv)
     load_at_end = vmr_bench_load_average ();
     g_print ("\nload average %s at the start, %s at the end\n", load_at_start, load_at_end);
     g_print ("data check: every copy, qemu-img compare of source and destination: equal\n");
-    if (!nbd)
+    if (!nbd && rounds < VMR_BENCH_MIN_ROUNDS)
+        g_print ("targets: no verdict (needs >= %d rounds)\n", VMR_BENCH_MIN_ROUNDS);
+    else if (!nbd)
         g_print ("targets: %s\n", all_met ? "all met" : "some missed (MISS above)");
     return 0;
 }
