@@ -18,6 +18,12 @@
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
 
+guint
+vmr_bench_thin_extents (guint64 data_size)
+{
+    return (guint) MIN (VMR_BENCH_THIN_EXTENTS, data_size / VMR_BENCH_BLOCK_SIZE);
+}
+
 gboolean
 vmr_bench_thin_sources_create (VmrBenchThin *self, VmrBenchThinSources *sources, const gchar *label,
                                guint64 thin_size, guint64 data_size, guint32 seed, GError **error)
@@ -32,10 +38,10 @@ vmr_bench_thin_sources_create (VmrBenchThin *self, VmrBenchThinSources *sources,
     sources->data_size = data_size;
     sources->thin_source = g_build_filename (self->image_dir, thin_name, NULL);
     sources->full_source = g_build_filename (self->image_dir, full_name, NULL);
-    g_printerr ("writing a %s source with %s of data in %d extents, and a full %s one...",
-                thin_text, data_text, VMR_BENCH_THIN_EXTENTS, data_text);
+    g_printerr ("writing a %s source with %s of data in %u extents, and a full %s one...",
+                thin_text, data_text, vmr_bench_thin_extents (data_size), data_text);
     if (!vmr_bench_image_create_sparse_source (sources->thin_source, thin_size, data_size,
-                                               VMR_BENCH_THIN_EXTENTS, seed, error)
+                                               vmr_bench_thin_extents (data_size), seed, error)
         || !vmr_bench_image_create_source (sources->full_source, data_size, seed + 1, error)) {
         g_printerr ("\n");
         return FALSE;

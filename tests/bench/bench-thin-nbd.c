@@ -366,9 +366,9 @@ make_thick (VmrBenchThin *common, const VmrBenchThinSources *small, VmrBenchThin
     thick->thin_source = g_build_filename (common->image_dir, "source-nbd-thick.raw", NULL);
     thick->full_source = g_strdup (small->full_source);
     g_printerr ("writing a thick copy of the small thin source...");
-    if (!vmr_bench_image_create_sparse_source (thick->thin_source, small->thin_size,
-                                               small->data_size, VMR_BENCH_THIN_EXTENTS, SMALL_SEED,
-                                               error)
+    if (!vmr_bench_image_create_sparse_source (
+            thick->thin_source, small->thin_size, small->data_size,
+            vmr_bench_thin_extents (small->data_size), SMALL_SEED, error)
         || !vmr_bench_image_fill_holes (thick->thin_source, error)) {
         g_printerr ("\n");
         return FALSE;

@@ -21,8 +21,11 @@ G_BEGIN_DECLS
 #define VMR_BENCH_THIN_TIME_TARGET  1.5
 #define VMR_BENCH_THIN_ALLOC_TARGET 1.1 /* times the data of the thin source */
 
-/* the data of a thin source is spread over this many extents */
+/* the data of a thin source is spread over this many extents, each at least 1 MiB */
 #define VMR_BENCH_THIN_EXTENTS 64
+
+/* the extents of a thin source with @data_size bytes of data */
+guint vmr_bench_thin_extents (guint64 data_size);
 
 typedef struct {
     /* options */
