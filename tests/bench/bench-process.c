@@ -136,6 +136,32 @@ vmr_bench_wait_process (GSubprocess *proc, guint timeout_s, const gboolean *inte
     return TRUE;
 }
 
+gboolean
+vmr_bench_wait_stamp (const gint64 *stamp, GSubprocess *qemu, const gboolean *interrupted,
+                      guint timeout_s, const gchar *what, GError **error)
+{
+    gint64 deadline = g_get_monotonic_time () + timeout_s * G_USEC_PER_SEC;
+    /* a blocking loop that still wakes up now and then for the checks below */
+    g_autoptr (VmrBenchTick) tick = vmr_bench_tick_new ();
+
+    while (*stamp == 0) {
+        if (*interrupted) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "interrupted waiting for %s", what);
+            return FALSE;
+        }
+        if (qemu != NULL && !vmr_bench_is_running (qemu)) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "QEMU exited waiting for %s", what);
+            return FALSE;
+        }
+        if (g_get_monotonic_time () > deadline) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "no %s within %u s", what, timeout_s);
+            return FALSE;
+        }
+        g_main_context_iteration (NULL, TRUE);
+    }
+    return TRUE;
+}
+
 gchar *
 vmr_bench_log_tail (const gchar *path, guint lines)
 {

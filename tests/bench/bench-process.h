@@ -48,6 +48,14 @@ gboolean vmr_bench_wait_exit (GSubprocess *proc, guint timeout_s);
 gboolean vmr_bench_wait_process (GSubprocess *proc, guint timeout_s, const gboolean *interrupted,
                                  const gchar *what, gint64 *end_mono, GError **error);
 
+/*
+ * Iterates the default main context until *@stamp is set (by a callback),
+ * for at most @timeout_s, while @qemu (nullable) runs and *@interrupted is
+ * FALSE. @what names the wait in errors.
+ */
+gboolean vmr_bench_wait_stamp (const gint64 *stamp, GSubprocess *qemu, const gboolean *interrupted,
+                               guint timeout_s, const gchar *what, GError **error);
+
 /* the last @lines lines of @path, for an error message */
 gchar *vmr_bench_log_tail (const gchar *path, guint lines);
 

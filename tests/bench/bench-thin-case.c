@@ -1,0 +1,263 @@
+/*
+ * What both parts of bench-thin share: the sources, QEMU, and the figures
+ * of a case with their verdicts.
+ */
+#define G_LOG_DOMAIN "vmr-bench"
+
+#include "bench-thin.h"
+
+#include <errno.h>
+
+#include <glib/gstdio.h>
+
+#include "bench-image.h"
+#include "bench-process.h"
+#include "bench-series.h"
+#include "vmr-error.h"
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * MIB)
+
+guint
+vmr_bench_thin_extents (guint64 data_size)
+{
+    return (guint) MIN (VMR_BENCH_THIN_EXTENTS, data_size / VMR_BENCH_BLOCK_SIZE);
+}
+
+gboolean
+vmr_bench_thin_sources_create (VmrBenchThin *self, VmrBenchThinSources *sources, const gchar *label,
+                               guint64 thin_size, guint64 data_size, guint32 seed, GError **error)
+{
+    g_autofree gchar *thin_name = g_strdup_printf ("source-%s-thin.raw", label);
+    g_autofree gchar *full_name = g_strdup_printf ("source-%s-full.raw", label);
+    g_autofree gchar *thin_text = vmr_bench_thin_format_size (thin_size);
+    g_autofree gchar *data_text = vmr_bench_thin_format_size (data_size);
+    gint64 start = g_get_monotonic_time ();
+
+    sources->thin_size = thin_size;
+    sources->data_size = data_size;
+    sources->thin_source = g_build_filename (self->image_dir, thin_name, NULL);
+    sources->full_source = g_build_filename (self->image_dir, full_name, NULL);
+    g_printerr ("writing a %s source with %s of data in %u extents, and a full %s one...",
+                thin_text, data_text, vmr_bench_thin_extents (data_size), data_text);
+    if (!vmr_bench_image_create_sparse_source (sources->thin_source, thin_size, data_size,
+                                               vmr_bench_thin_extents (data_size), seed, error)
+        || !vmr_bench_image_create_source (sources->full_source, data_size, seed + 1, error)) {
+        g_printerr ("\n");
+        return FALSE;
+    }
+    g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
+    return TRUE;
+}
+
+void
+vmr_bench_thin_sources_clear (VmrBenchThinSources *sources)
+{
+    const gchar *paths[] = { sources->thin_source, sources->full_source };
+
+    for (guint i = 0; i < G_N_ELEMENTS (paths); i++)
+        if (paths[i] != NULL && g_unlink (paths[i]) < 0 && errno != ENOENT)
+            g_warning ("cannot remove %s: %s", paths[i], g_strerror (errno));
+    g_clear_pointer (&sources->thin_source, g_free);
+    g_clear_pointer (&sources->full_source, g_free);
+}
+
+/* ---- QEMU ---- */
+
+GSubprocess *
+vmr_bench_thin_start_qemu (VmrBenchThin *self, const gchar *source, const gchar *const *monitors,
+                           VmrQmpClient **out_watch, GError **error)
+{
+    g_autofree gchar *log = g_strdup_printf ("%s/qemu-%u.log", self->run_dir, self->run_number);
+    g_autofree gchar *file_arg = g_strdup_printf ("driver=file,filename=%s,node-name=f0", source);
+    g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr (GSubprocess) qemu = NULL;
+    const gchar *fixed[] = { "-machine",    "pc",       "-accel", "tcg",       "-S",
+                             "-nodefaults", "-display", "none",   "-blockdev", NULL };
+    const gchar *watched = NULL;
+
+    g_ptr_array_add (argv, g_strdup (self->qemu_path));
+    for (guint i = 0; fixed[i] != NULL; i++)
+        g_ptr_array_add (argv, g_strdup (fixed[i]));
+    g_ptr_array_add (argv, g_strdup (file_arg));
+    g_ptr_array_add (argv, g_strdup ("-blockdev"));
+    g_ptr_array_add (argv, g_strdup ("driver=raw,file=f0,node-name=d0"));
+    g_ptr_array_add (argv, g_strdup ("-device"));
+    g_ptr_array_add (argv, g_strdup ("virtio-blk-pci,drive=d0,id=disk0"));
+    for (guint i = 0; monitors[i] != NULL; i++) {
+        g_ptr_array_add (argv, g_strdup ("-qmp"));
+        g_ptr_array_add (argv, g_strdup_printf ("unix:%s,server=on,wait=off", monitors[i]));
+        watched = monitors[i];
+    }
+    g_ptr_array_add (argv, NULL);
+
+    qemu = vmr_bench_spawn ((const gchar *const *) argv->pdata, self->run_dir, log, error);
+    if (qemu == NULL) {
+        g_prefix_error (error, "cannot start %s: ", self->qemu_path);
+        return NULL;
+    }
+    *out_watch = vmr_bench_connect (qemu, watched, "QEMU", VMR_BENCH_THIN_START_TIMEOUT_S, error);
+    if (*out_watch == NULL) {
+        vmr_bench_kill (&qemu);
+        return NULL;
+    }
+    if (self->qemu_version == NULL)
+        self->qemu_version = vmr_bench_qemu_version (*out_watch);
+    return g_steal_pointer (&qemu);
+}
+
+gboolean
+vmr_bench_thin_quit_qemu (GSubprocess **qemu, VmrQmpClient **watch, gpointer handler_data,
+                          GError **error)
+{
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GError) quit_error = NULL;
+    gboolean clean;
+
+    /* QEMU may close the monitor before its reply arrives */
+    reply = vmr_qmp_client_execute_sync (*watch, "quit", NULL, 0, &quit_error);
+    vmr_bench_close (watch, handler_data);
+    if (!vmr_bench_wait_exit (*qemu, VMR_BENCH_THIN_STOP_TIMEOUT_S)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "QEMU did not quit within %d s",
+                     VMR_BENCH_THIN_STOP_TIMEOUT_S);
+        vmr_bench_kill (qemu);
+        return FALSE;
+    }
+    clean = g_subprocess_get_if_exited (*qemu) && g_subprocess_get_exit_status (*qemu) == 0;
+    g_clear_object (qemu);
+    if (!clean)
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "QEMU did not exit cleanly on quit");
+    return clean;
+}
+
+/* ---- figures ---- */
+
+gchar *
+vmr_bench_thin_format_size (guint64 bytes)
+{
+    if (bytes >= (guint64) GIB && bytes % (guint64) GIB == 0)
+        return g_strdup_printf ("%" G_GUINT64_FORMAT " GiB", bytes / (guint64) GIB);
+    if (bytes >= (guint64) GIB)
+        return g_strdup_printf ("%.2f GiB", bytes / GIB);
+    return g_strdup_printf ("%.0f MiB", bytes / MIB);
+}
+
+static GArray *
+doubles_new (void)
+{
+    return g_array_new (FALSE, FALSE, sizeof (gdouble));
+}
+
+VmrBenchThinCase *
+vmr_bench_thin_case_new (const gchar *title, const VmrBenchThinSources *sources,
+                         const gchar *alloc_label0, const gchar *alloc_label1)
+{
+    VmrBenchThinCase *c = g_new0 (VmrBenchThinCase, 1);
+
+    c->title = g_strdup (title);
+    c->alloc_label[0] = alloc_label0;
+    c->alloc_label[1] = alloc_label1;
+    c->thin_size = sources->thin_size;
+    c->data_size = sources->data_size;
+    c->thin_s = doubles_new ();
+    c->full_s = doubles_new ();
+    for (guint i = 0; i < VMR_BENCH_THIN_N_ALLOC; i++) {
+        c->thin_alloc[i] = doubles_new ();
+        c->full_alloc[i] = doubles_new ();
+    }
+    return c;
+}
+
+void
+vmr_bench_thin_case_free (VmrBenchThinCase *c)
+{
+    g_free (c->title);
+    g_array_unref (c->thin_s);
+    g_array_unref (c->full_s);
+    for (guint i = 0; i < VMR_BENCH_THIN_N_ALLOC; i++) {
+        g_array_unref (c->thin_alloc[i]);
+        g_array_unref (c->full_alloc[i]);
+    }
+    g_free (c);
+}
+
+void
+vmr_bench_thin_case_add (VmrBenchThinCase *c, gboolean thin, guint round,
+                         const VmrBenchThinRun *run)
+{
+    g_autofree gchar *size = vmr_bench_thin_format_size (thin ? c->thin_size : c->data_size);
+    g_autoptr (GString) line = g_string_new (NULL);
+
+    g_array_append_val (thin ? c->thin_s : c->full_s, run->copy_s);
+    g_string_append_printf (line, "  %s, round %u, %s %s: copy %.2f s", c->title, round + 1, size,
+                            thin ? "thin" : "full", run->copy_s);
+    for (guint i = 0; i < VMR_BENCH_THIN_N_ALLOC; i++) {
+        gdouble bytes = (gdouble) run->alloc[i];
+
+        if (c->alloc_label[i] == NULL)
+            continue;
+        g_array_append_val (thin ? c->thin_alloc[i] : c->full_alloc[i], bytes);
+        g_string_append_printf (line, ", %s %.1f MiB", c->alloc_label[i], bytes / MIB);
+    }
+    g_printerr ("%s, bytes checked\n", line->str);
+}
+
+/* the median of a copy of @values, which stay in round order */
+static gdouble
+median_of (GArray *values)
+{
+    g_autoptr (GArray) copy = g_array_copy (values);
+
+    return vmr_bench_median (copy);
+}
+
+gboolean
+vmr_bench_thin_case_report (const VmrBenchThinCase *c)
+{
+    g_autofree gchar *thin_size = vmr_bench_thin_format_size (c->thin_size);
+    g_autofree gchar *data_size = vmr_bench_thin_format_size (c->data_size);
+    g_autoptr (GArray) ratios = doubles_new ();
+    g_autoptr (GString) per_round = g_string_new (NULL);
+    gdouble alloc_limit = VMR_BENCH_THIN_ALLOC_TARGET * (gdouble) c->data_size;
+    guint rounds = MIN (c->thin_s->len, c->full_s->len);
+    gdouble ratio;
+    gboolean met = TRUE;
+
+    for (guint i = 0; i < rounds; i++) {
+        gdouble r = g_array_index (c->thin_s, gdouble, i) / g_array_index (c->full_s, gdouble, i);
+
+        g_array_append_val (ratios, r);
+        g_string_append_printf (per_round, "%s%.2f", i > 0 ? ", " : "", r);
+    }
+    ratio = median_of (ratios);
+    met = ratio <= VMR_BENCH_THIN_TIME_TARGET;
+    g_print ("\n%s: %s with %s of data against %s full, %u rounds\n", c->title, thin_size,
+             data_size, data_size, rounds);
+    g_print ("  %-40s %10s %10s %8s  %-12s %s\n", "figure", "thin", "full", "ratio", "target",
+             "verdict");
+    g_print ("  %-40s %10.2f %10.2f %8.2f  %-12s %s\n", "copy time (s), medians",
+             median_of (c->thin_s), median_of (c->full_s), ratio, "<= 1.5x",
+             vmr_bench_verdict (rounds, met));
+    g_print ("  %-40s %s\n", "  thin / full, each round", per_round->str);
+    for (guint i = 0; i < VMR_BENCH_THIN_N_ALLOC; i++) {
+        g_autofree gchar *label = NULL;
+        g_autofree gchar *limit = NULL;
+        gdouble thin_alloc, largest = 0;
+        gboolean alloc_met;
+
+        if (c->alloc_label[i] == NULL)
+            continue;
+        thin_alloc = median_of (c->thin_alloc[i]);
+        for (guint j = 0; j < c->thin_alloc[i]->len; j++)
+            largest = MAX (largest, g_array_index (c->thin_alloc[i], gdouble, j));
+        alloc_met = thin_alloc <= alloc_limit;
+        met = met && alloc_met;
+        label = g_strdup_printf ("%s (MiB), medians", c->alloc_label[i]);
+        limit = g_strdup_printf ("<= %.0f MiB", alloc_limit / MIB);
+        g_print ("  %-40s %10.1f %10.1f %8s  %-12s %s\n", label, thin_alloc / MIB,
+                 median_of (c->full_alloc[i]) / MIB, "", limit,
+                 vmr_bench_verdict (rounds, alloc_met));
+        g_print ("  %-40s %.1f MiB\n", "  largest after a thin copy", largest / MIB);
+    }
+    return met;
+}

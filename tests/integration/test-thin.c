@@ -1,0 +1,156 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * A thin disk stays thin: a 2 GiB raw source with 64 MiB of data in 16
+ * extents spread over it moves to a raw and to a qcow2 file the daemon
+ * creates, while the guest writes (the copy held back by a speed limit,
+ * then let go) and after the pivot. The destination must hold every byte
+ * the guest sees, and take on its file system at most 1.1 times the data
+ * it holds: the source's data and the guest's extents, each of those
+ * counted with the copy's granularity on both sides (a write into a hole
+ * makes the mirror copy whole 64 KiB chunks, and a qcow2 allocate whole
+ * clusters). What a file takes is its st_blocks, which is also the disk
+ * size qemu-img info reports for a qcow2.
+ */
+
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#define MIB         ((guint64) 1024 * 1024)
+#define IMAGE_SIZE  (2048 * MIB)
+#define EXTENTS     16
+#define EXTENT_SIZE (4 * MIB)
+#define DATA_SIZE   (EXTENTS * EXTENT_SIZE)
+/* guest writes in each phase, each at most this long */
+#define WRITES            40
+#define WRITE_MAX         (256 * 1024)
+#define COPY_GRANULARITY  (64 * 1024)
+#define WRITE_PHASE_SPEED "4M"
+#define ALLOC_BOUND       1.1
+
+typedef struct {
+    const gchar *dest_format;
+} ThinCase;
+
+static const ThinCase to_raw = { "raw" };
+static const ThinCase to_qcow2 = { "qcow2" };
+
+/* the bytes @path takes on its file system */
+static guint64
+allocated (const gchar *path)
+{
+    GStatBuf st;
+
+    if (g_stat (path, &st) != 0)
+        vmr_fail ("cannot stat %s: %s", path, g_strerror (errno));
+    return (guint64) st.st_blocks * 512;
+}
+
+/*
+ * @source and its expected copy: sparse, IMAGE_SIZE long, with EXTENTS
+ * extents of pseudo-random data, extent i in the middle of the i-th
+ * EXTENTS-th of the image
+ */
+static void
+create_thin_source (const gchar *source, const gchar *expected, guint32 seed)
+{
+    const gchar *paths[] = { source, expected };
+    g_autofree guint32 *buf = g_malloc (EXTENT_SIZE);
+    g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
+    int fds[G_N_ELEMENTS (paths)];
+
+    for (guint p = 0; p < G_N_ELEMENTS (paths); p++) {
+        fds[p] = open (paths[p], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fds[p] < 0 || ftruncate (fds[p], (off_t) IMAGE_SIZE) < 0)
+            vmr_fail ("cannot create %s: %s", paths[p], g_strerror (errno));
+    }
+    for (guint i = 0; i < EXTENTS; i++) {
+        guint64 stride = IMAGE_SIZE / EXTENTS;
+        off_t offset = (off_t) ((i * stride + stride / 2) / MIB * MIB);
+
+        for (gsize w = 0; w < EXTENT_SIZE / sizeof (guint32); w++)
+            buf[w] = g_rand_int (rand);
+        for (guint p = 0; p < G_N_ELEMENTS (paths); p++)
+            if (pwrite (fds[p], buf, EXTENT_SIZE, offset) != (ssize_t) EXTENT_SIZE)
+                vmr_fail ("cannot write %s: %s", paths[p], g_strerror (errno));
+    }
+    for (guint p = 0; p < G_N_ELEMENTS (paths); p++)
+        if (fsync (fds[p]) < 0 || close (fds[p]) < 0)
+            vmr_fail ("cannot write %s: %s", paths[p], g_strerror (errno));
+}
+
+static void
+test_thin (VmrHarness *h, gconstpointer user_data)
+{
+    const ThinCase *c = user_data;
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest_name = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (VmrHarnessWriter) writer = NULL;
+    VmrHarnessDisk disk = { "disk0", NULL, "raw", .scsi = TRUE };
+    guint64 source_alloc, dest_alloc, bound;
+
+    if (vmr_harness_skipped (h))
+        return;
+    source = vmr_harness_path (h, "source.raw");
+    expected = vmr_harness_expected_path (source);
+    dest_name = g_strdup_printf ("dest.%s", c->dest_format);
+    dest = vmr_harness_path (h, dest_name);
+    create_thin_source (source, expected, 0x7417);
+    source_alloc = allocated (source);
+    /* a file system that does not keep holes would make the test prove nothing */
+    if (source_alloc > 2 * DATA_SIZE) {
+        vmr_harness_skip (h, "the test directory's file system does not keep a file sparse");
+        return;
+    }
+    g_assert_cmpuint (source_alloc, >=, DATA_SIZE);
+
+    disk.path = source;
+    vmr_harness_start_qemu (h, &disk, 1);
+    writer = vmr_harness_writer_new (h, "disk0", expected, 0x7417e);
+    vmr_harness_attach (h, "vm");
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, "--format", c->dest_format, "--speed",
+                              WRITE_PHASE_SPEED, NULL);
+    json_object_unref (vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    vmr_harness_writer_write (writer, WRITES);
+    json_object_unref (vmr_harness_job_command (h, "set-speed", id, "0"));
+    json_object_unref (vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
+    vmr_harness_writer_write (writer, WRITES);
+    /* quits QEMU, so that the destination is flushed, and checks every byte */
+    vmr_harness_assert_migrated (h, id, "disk0", source, dest, c->dest_format, expected);
+
+    dest_alloc = allocated (dest);
+    bound = (guint64) (ALLOC_BOUND
+                       * (gdouble) (DATA_SIZE
+                                    + vmr_harness_writer_count (writer)
+                                          * (WRITE_MAX + 2 * COPY_GRANULARITY)));
+    g_test_message ("%s destination: %" G_GUINT64_FORMAT " bytes allocated for %" G_GUINT64_FORMAT
+                    " bytes of source data and %u guest writes (bound %" G_GUINT64_FORMAT
+                    "), source %" G_GUINT64_FORMAT,
+                    c->dest_format, dest_alloc, DATA_SIZE, vmr_harness_writer_count (writer), bound,
+                    allocated (source));
+    if (dest_alloc > bound)
+        vmr_fail ("%s takes %" G_GUINT64_FORMAT " bytes for a %" G_GUINT64_FORMAT
+                  "-byte disk with %" G_GUINT64_FORMAT " bytes of data and %u writes of at most "
+                  "%d bytes: more than %" G_GUINT64_FORMAT,
+                  dest, dest_alloc, IMAGE_SIZE, DATA_SIZE, vmr_harness_writer_count (writer),
+                  WRITE_MAX, bound);
+    /* the data is there, not only holes */
+    g_assert_cmpuint (dest_alloc, >=, DATA_SIZE);
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_harness_init (&argc, &argv);
+    VMR_HARNESS_ADD ("/thin/raw-to-raw", &to_raw, test_thin);
+    VMR_HARNESS_ADD ("/thin/raw-to-qcow2", &to_qcow2, test_thin);
+    return g_test_run ();
+}
