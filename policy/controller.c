@@ -47,6 +47,7 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .severe_backoff = 0.5,
         .window = 5,
         .severe_factor = 2.0,
+        .max_floor = 0.5,
         .idle_iops = 5,
         .unexplained_step = 0.5,
         .baseline_refresh_us = 120 * G_USEC_PER_SEC,
@@ -361,7 +362,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
         g_autofree gchar *min_text = vmr_units_format_speed (config->min_speed);
 
         state->knee_speed = 0;
-        state->floor_harm = MAX (state->floor_harm, median);
+        state->floor_harm = MIN (MAX (state->floor_harm, median), config->max_floor);
         set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
                       g_strdup_printf ("%s > %.1f%% at min-speed %s: the copy's floor is %.1f%%, "
                                        "the target applies on top of it (%s)",
@@ -573,6 +574,16 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
     out->harm = harm;
     window_push (config, state, harm);
     median = window_median (state);
+    /*
+     * a floor over what a full window of the copy now harms, by more than
+     * the target (not by noise), was no floor:
+     * the spell at min-speed it came from passed (the start of a copy, whose
+     * first seconds hurt the test guest at any speed, up to 13 times its
+     * latency)
+     */
+    if (state->floor_harm > 0 && state->n_harms >= config->window && over_floor (state, median) == 0
+        && (1 + state->floor_harm) / (1 + median) - 1 > config->target_harm)
+        state->floor_harm = median;
     /*
      * most of the window over the target (both of a window just begun): a
      * spike or two is noise. Or the first two samples at a new speed both

@@ -41,8 +41,10 @@
  *   the floor: no speed avoids it, and holding the copy at min-speed would
  *   only make it last longer. The target then applies on top of it: the
  *   harm counted is (1 + harm) / (1 + floor) - 1, where the floor is the
- *   median of the window at min-speed (spikes left out). A
- *   baseline taken for a change in load forgets the floor.
+ *   median of the window at min-speed (spikes left out), at most
+ *   max_floor; a full window whose median is lower by more than the
+ *   target, at whatever speed, lowers it (it was a passing spell, such as a copy's first seconds).
+ * A baseline taken for a change in load forgets the floor.
  * - Harm over the target: back off by (1 + target) / (1 + harm), clamped to
  *   [severe_backoff, backoff], so a deep excess (a step in load) gets under
  *   the new knee in one sample and a shallow one loses 30%. The speed at
@@ -133,6 +135,8 @@ typedef struct {
                              * again, while a copy slowed too far takes samples to recover */
     gdouble severe_factor;  /* [2] the first two samples at a new speed over this times the
                              * target back off at once: a slow start past the knee */
+    gdouble max_floor;      /* [0.5] the copy's floor at most: harm beyond it is never a floor,
+                             * whatever min-speed */
     guint window;           /* [5] the samples a decision reads: three of five over the target
                              * back off (two of two, three of three or four), so a spike or two
                              * does not; a step in load shows in two to three samples */
