@@ -243,17 +243,29 @@ vmr_e2e_start_daemon (VmrE2e *e, gboolean libvirt)
     g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
     g_autoptr (GError) error = NULL;
     gint64 deadline = g_get_monotonic_time () + VMR_E2E_START_TIMEOUT_US;
-    const gchar *argv[] = { g_getenv ("VMR_DAEMON"),
-                            "--foreground",
-                            "--socket",
-                            h->socket,
-                            "--state-dir",
-                            h->state_dir,
-                            "--verbose",
-                            libvirt ? "--libvirt-uri" : "--no-libvirt",
-                            libvirt ? VMR_E2E_URI : NULL,
-                            NULL };
+    /* a policy the test wrote with vmr_harness_write_policy(), else the built-in one */
+    g_autofree gchar *policy = vmr_harness_path (h, "policy.conf");
+    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
     int fd;
+
+    g_ptr_array_add (argv, (gpointer) g_getenv ("VMR_DAEMON"));
+    g_ptr_array_add (argv, "--foreground");
+    g_ptr_array_add (argv, "--socket");
+    g_ptr_array_add (argv, h->socket);
+    g_ptr_array_add (argv, "--state-dir");
+    g_ptr_array_add (argv, h->state_dir);
+    g_ptr_array_add (argv, "--verbose");
+    if (libvirt) {
+        g_ptr_array_add (argv, "--libvirt-uri");
+        g_ptr_array_add (argv, VMR_E2E_URI);
+    } else {
+        g_ptr_array_add (argv, "--no-libvirt");
+    }
+    if (g_file_test (policy, G_FILE_TEST_EXISTS)) {
+        g_ptr_array_add (argv, "--policy");
+        g_ptr_array_add (argv, policy);
+    }
+    g_ptr_array_add (argv, NULL);
 
     g_assert_null (h->daemon);
     if (!g_file_test (h->state_dir, G_FILE_TEST_IS_DIR))
@@ -265,8 +277,9 @@ vmr_e2e_start_daemon (VmrE2e *e, gboolean libvirt)
     g_subprocess_launcher_take_stderr_fd (launcher, fd);
     g_subprocess_launcher_set_cwd (launcher, h->dir);
     g_subprocess_launcher_set_child_setup (launcher, child_setup_cb, NULL, NULL);
-    g_test_message ("running: %s --libvirt-uri/--no-libvirt (log in %s)", argv[0], e->daemon_log);
-    h->daemon = g_subprocess_launcher_spawnv (launcher, argv, &error);
+    g_test_message ("running: %s --libvirt-uri/--no-libvirt (log in %s)",
+                    (const gchar *) argv->pdata[0], e->daemon_log);
+    h->daemon = g_subprocess_launcher_spawnv (launcher, (const gchar *const *) argv->pdata, &error);
     g_assert_no_error (error);
     h->daemon_pid = (GPid) g_ascii_strtoll (g_subprocess_get_identifier (h->daemon), NULL, 10);
     vmr_e2e_track_daemon (h->daemon_pid);

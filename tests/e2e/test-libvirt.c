@@ -494,7 +494,10 @@ test_job_commands (VmrE2e *e, gconstpointer data)
     vmr_harness_assert_image_equals (dest, "raw", expected);
 }
 
-/* set-copy-mode active on libvirt's job: block-job-change through QMP passthrough */
+/*
+ * set-copy-mode active on libvirt's job: block-job-change through QMP
+ * passthrough. The policy's granularity reaches libvirt's mirror too.
+ */
 static void
 test_copy_mode (VmrE2e *e, gconstpointer data)
 {
@@ -504,6 +507,7 @@ test_copy_mode (VmrE2e *e, gconstpointer data)
     g_autofree gchar *dest = NULL;
     g_autofree gchar *job_id = NULL;
     g_autofree gchar *blockjobs = NULL;
+    g_autofree gchar *nodes = NULL;
     g_autoptr (JsonObject) changed = NULL;
     g_autoptr (JsonObject) completed = NULL;
     g_autoptr (VmrCliResult) confirmed = NULL;
@@ -512,7 +516,15 @@ test_copy_mode (VmrE2e *e, gconstpointer data)
 
     if (vmr_harness_skipped (&e->h))
         return;
+    g_free (vmr_harness_write_policy (&e->h, "[defaults]\ngranularity = 16K\n"));
     job_id = start_slow_copy (e, TRUE, &name, &source, &expected, &dest);
+    nodes = vmr_e2e_virsh_ok ("qemu-monitor-command", name,
+                              "{\"execute\": \"query-named-block-nodes\", "
+                              "\"arguments\": {\"flat\": true}}",
+                              NULL);
+    /* the mirror's bitmap, the only one on the domain's nodes */
+    if (strstr (nodes, "\"granularity\":16384") == NULL)
+        vmr_fail ("no node of %s has a dirty bitmap of granularity 16384: %s", name, nodes);
 
     confirmed = vmr_harness_cli (&e->h, "set-copy-mode", job_id, "active", NULL);
     vmr_cli_result_assert_ok (confirmed);
