@@ -243,29 +243,13 @@ vmr_e2e_start_daemon (VmrE2e *e, gboolean libvirt)
     g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
     g_autoptr (GError) error = NULL;
     gint64 deadline = g_get_monotonic_time () + VMR_E2E_START_TIMEOUT_US;
-    /* a policy the test wrote with vmr_harness_write_policy(), else the built-in one */
     g_autofree gchar *policy = vmr_harness_path (h, "policy.conf");
-    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+    const gchar *extra[] = { "--policy", policy, NULL };
+    /* a policy the test wrote with vmr_harness_write_policy(), else the built-in one */
+    g_autoptr (GPtrArray) argv
+        = vmr_harness_daemon_argv (h, libvirt ? VMR_E2E_URI : NULL, TRUE,
+                                   g_file_test (policy, G_FILE_TEST_EXISTS) ? extra : NULL);
     int fd;
-
-    g_ptr_array_add (argv, (gpointer) g_getenv ("VMR_DAEMON"));
-    g_ptr_array_add (argv, "--foreground");
-    g_ptr_array_add (argv, "--socket");
-    g_ptr_array_add (argv, h->socket);
-    g_ptr_array_add (argv, "--state-dir");
-    g_ptr_array_add (argv, h->state_dir);
-    g_ptr_array_add (argv, "--verbose");
-    if (libvirt) {
-        g_ptr_array_add (argv, "--libvirt-uri");
-        g_ptr_array_add (argv, VMR_E2E_URI);
-    } else {
-        g_ptr_array_add (argv, "--no-libvirt");
-    }
-    if (g_file_test (policy, G_FILE_TEST_EXISTS)) {
-        g_ptr_array_add (argv, "--policy");
-        g_ptr_array_add (argv, policy);
-    }
-    g_ptr_array_add (argv, NULL);
 
     g_assert_null (h->daemon);
     if (!g_file_test (h->state_dir, G_FILE_TEST_IS_DIR))

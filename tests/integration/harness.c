@@ -284,9 +284,9 @@ require_env_program (VmrHarness *h, const gchar *var)
 
 /* ---- fixture ---- */
 
-/* the daemon's command line: its own socket and state dir, then @extra */
-static GPtrArray *
-daemon_argv (VmrHarness *h, const gchar *const *extra)
+GPtrArray *
+vmr_harness_daemon_argv (VmrHarness *h, const gchar *libvirt_uri, gboolean verbose,
+                         const gchar *const *extra)
 {
     GPtrArray *argv = g_ptr_array_new ();
 
@@ -296,8 +296,13 @@ daemon_argv (VmrHarness *h, const gchar *const *extra)
     g_ptr_array_add (argv, h->socket);
     g_ptr_array_add (argv, "--state-dir");
     g_ptr_array_add (argv, h->state_dir);
-    g_ptr_array_add (argv, "--no-libvirt");
-    if (g_getenv ("VMR_TEST_VERBOSE") != NULL)
+    if (libvirt_uri != NULL) {
+        g_ptr_array_add (argv, "--libvirt-uri");
+        g_ptr_array_add (argv, (gpointer) libvirt_uri);
+    } else {
+        g_ptr_array_add (argv, "--no-libvirt");
+    }
+    if (verbose || g_getenv ("VMR_TEST_VERBOSE") != NULL)
         g_ptr_array_add (argv, "--verbose");
     for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
         g_ptr_array_add (argv, (gpointer) extra[i]);
@@ -308,7 +313,7 @@ daemon_argv (VmrHarness *h, const gchar *const *extra)
 static void
 start_daemon (VmrHarness *h, const gchar *const *extra)
 {
-    g_autoptr (GPtrArray) argv = daemon_argv (h, extra);
+    g_autoptr (GPtrArray) argv = vmr_harness_daemon_argv (h, NULL, FALSE, extra);
     gint64 deadline
         = g_get_monotonic_time () + VMR_HARNESS_START_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
 
@@ -548,7 +553,7 @@ vmr_harness_run_daemon (VmrHarness *h, const gchar *first_arg, ...)
     va_start (ap, first_arg);
     extra = collect_strings (first_arg, ap);
     va_end (ap);
-    argv = daemon_argv (h, (const gchar *const *) extra->pdata);
+    argv = vmr_harness_daemon_argv (h, NULL, FALSE, (const gchar *const *) extra->pdata);
     result->cmdline = g_strjoinv (" ", (gchar **) argv->pdata);
     proc
         = vmr_harness_spawn (h, (const gchar *const *) argv->pdata,

@@ -186,6 +186,15 @@ VmrCliResult *vmr_harness_run_daemon (VmrHarness *h, const gchar *first_arg,
  */
 gchar *vmr_harness_write_policy (VmrHarness *h, const gchar *text);
 
+/*
+ * The daemon's command line: its own socket and state dir, libvirt at
+ * @libvirt_uri (NULL: --no-libvirt), --verbose when @verbose or
+ * VMR_TEST_VERBOSE is set, then @extra; NULL-terminated, free with
+ * g_ptr_array_unref()
+ */
+GPtrArray *vmr_harness_daemon_argv (VmrHarness *h, const gchar *libvirt_uri, gboolean verbose,
+                                    const gchar *const *extra);
+
 /* SIGTERMs the daemon and asserts exit status 0 and its socket removed */
 void vmr_harness_stop_daemon (VmrHarness *h);
 

@@ -26,6 +26,12 @@ typedef struct {
     VmrJob *job; /* NULL for the calls about the whole domain */
 } CallData;
 
+/* a guest that reads at @per_second from @since_us on */
+typedef struct {
+    gdouble per_second;
+    gint64 since_us;
+} ReadRate;
+
 struct _FakeBackend {
     VmrBackend parent_instance;
 
@@ -44,6 +50,8 @@ struct _FakeBackend {
     GHashTable *created;
     GHashTable *progress;  /* job id -> VmrBackendProgress * */
     GHashTable *load;      /* disk id -> VmrIoCounters * */
+    GHashTable *read_rate; /* disk id -> ReadRate *, reads added by the clock */
+    gboolean speed_as_set; /* progress reports the speed a job was last given */
     GHashTable *adoptions; /* job id -> VmrBackendAdoption * */
 };
 
@@ -138,6 +146,22 @@ void
 fake_backend_set_load (FakeBackend *self, const gchar *disk_id, const VmrIoCounters *counters)
 {
     g_hash_table_insert (self->load, g_strdup (disk_id), g_memdup2 (counters, sizeof *counters));
+}
+
+void
+fake_backend_set_read_rate (FakeBackend *self, const gchar *disk_id, gdouble per_second)
+{
+    ReadRate *rate = g_new0 (ReadRate, 1);
+
+    rate->per_second = per_second;
+    rate->since_us = g_get_monotonic_time ();
+    g_hash_table_insert (self->read_rate, g_strdup (disk_id), rate);
+}
+
+void
+fake_backend_report_speed_as_set (FakeBackend *self)
+{
+    self->speed_as_set = TRUE;
 }
 
 void
@@ -291,6 +315,16 @@ make_progress (FakeBackend *self)
         VmrBackendProgress *copy = g_memdup2 (l->data, sizeof (VmrBackendProgress));
 
         copy->job_id = g_strdup (copy->job_id);
+        for (guint i = self->log->len; self->speed_as_set && i > 0; i--) {
+            const FakeCall *call = g_ptr_array_index (self->log, i - 1);
+
+            if (g_str_equal (call->job_id, copy->job_id)
+                && (g_str_equal (call->name, "start_copy")
+                    || g_str_equal (call->name, "set_speed"))) {
+                copy->speed = call->speed;
+                break;
+            }
+        }
         g_ptr_array_add (list, copy);
     }
     return list;
@@ -303,10 +337,22 @@ make_load (FakeBackend *self)
     GHashTableIter iter;
     const gchar *disk_id;
     VmrIoCounters *counters;
+    const ReadRate *rate;
 
     g_hash_table_iter_init (&iter, self->load);
     while (g_hash_table_iter_next (&iter, (gpointer *) &disk_id, (gpointer *) &counters))
         g_hash_table_insert (load, g_strdup (disk_id), g_memdup2 (counters, sizeof *counters));
+    g_hash_table_iter_init (&iter, self->read_rate);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &disk_id, (gpointer *) &rate)) {
+        gint64 elapsed_us = g_get_monotonic_time () - rate->since_us;
+
+        counters = g_hash_table_lookup (load, disk_id);
+        if (counters == NULL) {
+            counters = g_new0 (VmrIoCounters, 1);
+            g_hash_table_insert (load, g_strdup (disk_id), counters);
+        }
+        counters->read_ops += (guint64) (rate->per_second * (gdouble) elapsed_us / G_USEC_PER_SEC);
+    }
     return load;
 }
 
@@ -585,6 +631,7 @@ fake_backend_finalize (GObject *object)
     g_clear_pointer (&self->progress, g_hash_table_unref);
     g_free (self->kind);
     g_clear_pointer (&self->load, g_hash_table_unref);
+    g_clear_pointer (&self->read_rate, g_hash_table_unref);
     g_clear_pointer (&self->adoptions, g_hash_table_unref);
     G_OBJECT_CLASS (fake_backend_parent_class)->finalize (object);
 }
@@ -601,6 +648,7 @@ fake_backend_init (FakeBackend *self)
     self->progress = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                             (GDestroyNotify) vmr_backend_progress_free);
     self->load = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+    self->read_rate = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->adoptions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 

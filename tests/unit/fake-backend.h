@@ -96,6 +96,18 @@ void fake_backend_set_progress (FakeBackend *self, const VmrBackendProgress *pro
 /* what query_load reports for the disk @disk_id from now on */
 void fake_backend_set_load (FakeBackend *self, const gchar *disk_id, const VmrIoCounters *counters);
 
+/*
+ * and on top of it, reads at @per_second from now on, counted by the clock
+ * at each query: a guest that stays busy however seldom the test looks
+ */
+void fake_backend_set_read_rate (FakeBackend *self, const gchar *disk_id, gdouble per_second);
+
+/*
+ * progress reports each job's speed as the last start_copy or set_speed
+ * gave it, as QEMU does, whatever fake_backend_set_progress() said
+ */
+void fake_backend_report_speed_as_set (FakeBackend *self);
+
 /* what adopt_copy finds of @job_id; a job without one is gone */
 void fake_backend_set_adoption (FakeBackend *self, const gchar *job_id,
                                 const VmrBackendAdoption *adoption);
