@@ -135,24 +135,6 @@ test_preflight (VmrNbdTest *t, gconstpointer user_data)
 
 /* ---- copies ---- */
 
-/* the node the device disk0 reads and writes */
-static gchar *
-device_node (VmrHarness *h)
-{
-    g_autoptr (JsonNode) blocks = vmr_harness_qmp (h, "query-block", NULL);
-    JsonArray *array = vmr_harness_json_node_array (blocks);
-
-    for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *dev = vmr_harness_json_element (array, i);
-        const gchar *qdev = vmr_json_get_string (dev, "qdev");
-
-        if (g_strcmp0 (qdev, "disk0") == 0 || g_str_has_prefix (qdev, "/machine/peripheral/disk0/"))
-            return g_strdup (
-                vmr_harness_json_string (vmr_harness_json_object (dev, "inserted"), "node-name"));
-    }
-    vmr_fail ("query-block has no disk0");
-}
-
 /* the string @member of the block node @name, or NULL when QEMU has none of that name */
 static gchar *
 node_string (VmrHarness *h, const gchar *name, const gchar *member)
@@ -321,7 +303,7 @@ test_copy (VmrNbdTest *t, gconstpointer user_data)
     assert_job_shows_export (h, id, c, client);
     /* the guest runs on the export now */
     g_free (state);
-    state = device_node (h);
+    state = vmr_nbd_device_node (h, "disk0");
     g_assert_cmpstr (state, ==, dest_node);
     file_node = g_strdup_printf ("%s-file", dest_node);
     driver = node_string (h, file_node, "drv");
