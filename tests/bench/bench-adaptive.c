@@ -34,10 +34,6 @@
 #include "guest-disk.h"
 #include "vmr-error.h"
 
-#ifndef VMR_BENCH_DAEMON
-#define VMR_BENCH_DAEMON "virt-mirrord"
-#endif
-
 #define MIB             (1024 * 1024)
 #define START_TIMEOUT_S 30
 #define STOP_TIMEOUT_S  30

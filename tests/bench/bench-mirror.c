@@ -35,10 +35,6 @@
 #include "qmp-client.h"
 #include "vmr-error.h"
 
-#ifndef VMR_BENCH_DAEMON
-#define VMR_BENCH_DAEMON "virt-mirrord"
-#endif
-
 #define MIB                (1024 * 1024)
 #define START_TIMEOUT_S    30
 #define JOB_TIMEOUT_S      900
@@ -170,21 +166,11 @@ qemu_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64
 static gboolean
 start_daemon (Bench *self, GError **error)
 {
-    const VmrBenchDaemonSpec spec = {
-        .daemon_path = self->daemon_path,
-        .run_dir = self->run_dir,
-        .control_socket = self->control_socket,
-        .log_path = self->daemon_log, /* NULL: a quiet one, in the run directory */
-        .verbose = self->daemon_log != NULL,
-        .timeout_s = START_TIMEOUT_S,
-    };
-
-    self->daemon
-        = vmr_bench_start_daemon (&spec, NULL, 0, &self->control, &self->daemon_version, error);
-    if (self->daemon == NULL)
-        return FALSE;
-    vmr_bench_job_end_watch (&self->vmr_end, self->control);
-    return TRUE;
+    /* a quiet daemon whose log is in the run directory, unless one was asked for */
+    self->daemon = vmr_bench_start_copy_daemon (
+        self->daemon_path, self->run_dir, self->control_socket, self->daemon_log, START_TIMEOUT_S,
+        &self->vmr_end, &self->control, &self->daemon_version, error);
+    return self->daemon != NULL;
 }
 
 static void
@@ -618,8 +604,7 @@ main (int argc, char **argv)
         VMR_BENCH_OPTION_DIR (&dir_opt),
         VMR_BENCH_OPTION_DAEMON (&daemon_opt),
         VMR_BENCH_OPTION_QEMU (&qemu_opt),
-        { "daemon-log", 0, 0, G_OPTION_ARG_FILENAME, &daemon_log,
-          "Run the daemon with --verbose and keep its log in FILE", "FILE" },
+        VMR_BENCH_OPTION_DAEMON_LOG (&daemon_log),
         { NULL },
     };
     g_autoptr (GOptionContext) context = g_option_context_new ("[VIRT-MIRRORD]");

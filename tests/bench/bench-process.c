@@ -479,6 +479,27 @@ vmr_bench_stop_daemon (GSubprocess **daemon, guint timeout_s)
     g_clear_object (daemon);
 }
 
+GSubprocess *
+vmr_bench_start_copy_daemon (const gchar *daemon_path, const gchar *run_dir,
+                             const gchar *control_socket, const gchar *log_path, guint timeout_s,
+                             VmrBenchJobEnd *job_end, VmrQmpClient **out_control,
+                             gchar **out_version, GError **error)
+{
+    const VmrBenchDaemonSpec spec = {
+        .daemon_path = daemon_path,
+        .run_dir = run_dir,
+        .control_socket = control_socket,
+        .log_path = log_path,
+        .verbose = log_path != NULL,
+        .timeout_s = timeout_s,
+    };
+    GSubprocess *daemon = vmr_bench_start_daemon (&spec, NULL, 0, out_control, out_version, error);
+
+    if (daemon != NULL)
+        vmr_bench_job_end_watch (job_end, *out_control);
+    return daemon;
+}
+
 JsonObject *
 vmr_bench_control_call (VmrQmpClient *control, const gchar *command, JsonObject *args,
                         GError **error)

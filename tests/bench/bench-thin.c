@@ -34,10 +34,6 @@
 #include "bench-thin.h"
 #include "vmr-error.h"
 
-#ifndef VMR_BENCH_DAEMON
-#define VMR_BENCH_DAEMON "virt-mirrord"
-#endif
-
 #define MIB ((guint64) 1024 * 1024)
 #define GIB (1024 * MIB)
 
@@ -87,21 +83,11 @@ typedef struct {
 static gboolean
 start_daemon (Bench *self, GError **error)
 {
-    const VmrBenchDaemonSpec spec = {
-        .daemon_path = self->daemon_path,
-        .run_dir = self->common.run_dir,
-        .control_socket = self->control_socket,
-        .log_path = self->daemon_log,
-        .verbose = self->daemon_log != NULL,
-        .timeout_s = VMR_BENCH_THIN_START_TIMEOUT_S,
-    };
-
-    self->daemon
-        = vmr_bench_start_daemon (&spec, NULL, 0, &self->control, &self->daemon_version, error);
-    if (self->daemon == NULL)
-        return FALSE;
-    vmr_bench_job_end_watch (&self->job, self->control);
-    return TRUE;
+    /* a quiet daemon whose log is in the run directory, unless one was asked for */
+    self->daemon = vmr_bench_start_copy_daemon (
+        self->daemon_path, self->common.run_dir, self->control_socket, self->daemon_log,
+        VMR_BENCH_THIN_START_TIMEOUT_S, &self->job, &self->control, &self->daemon_version, error);
+    return self->daemon != NULL;
 }
 
 /* the request of @command with the members @name = @value, ..., NULL */
@@ -306,8 +292,7 @@ main (int argc, char **argv)
         VMR_BENCH_OPTION_DIR (&dir_opt),
         VMR_BENCH_OPTION_DAEMON (&daemon_opt),
         VMR_BENCH_OPTION_QEMU (&qemu_opt),
-        { "daemon-log", 0, 0, G_OPTION_ARG_FILENAME, &daemon_log,
-          "Run the daemon with --verbose and keep its log in FILE", "FILE" },
+        VMR_BENCH_OPTION_DAEMON_LOG (&daemon_log),
         { NULL },
     };
     g_autoptr (GOptionContext) context = g_option_context_new ("");

@@ -40,10 +40,6 @@
 #include "vmr-error.h"
 #include "vmr-json.h"
 
-#ifndef VMR_BENCH_DAEMON
-#define VMR_BENCH_DAEMON "virt-mirrord"
-#endif
-
 #define MIB               (1024 * 1024)
 #define START_TIMEOUT_S   30
 #define JOB_TIMEOUT_S     900
