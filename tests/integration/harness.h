@@ -153,6 +153,22 @@ gchar *vmr_harness_create_image (VmrHarness *h, const gchar *name, const gchar *
 /* the pristine raw copy of an image made by vmr_harness_create_image() */
 gchar *vmr_harness_expected_path (const gchar *image_path);
 
+/*
+ * Creates the sparse raw image @name of @size bytes with @extents extents
+ * of @extent_size bytes of pseudo-random data (from @seed), extent i in the
+ * middle of the i-th @extents-th of the image, the rest holes, and its
+ * pristine copy, see vmr_harness_expected_path(). Returns the image's
+ * absolute path; free with g_free().
+ */
+gchar *vmr_harness_create_thin_image (VmrHarness *h, const gchar *name, gsize size, guint extents,
+                                      gsize extent_size, guint32 seed);
+
+/* creates @name of @size bytes, all a hole; returns its absolute path */
+gchar *vmr_harness_create_sparse_file (VmrHarness *h, const gchar *name, gsize size);
+
+/* the bytes @path takes on its file system (st_blocks) */
+guint64 vmr_harness_allocated (const gchar *path);
+
 /* creates @name with @size bytes of @fill; returns its absolute path */
 gchar *vmr_harness_create_file (VmrHarness *h, const gchar *name, gsize size, guchar fill);
 

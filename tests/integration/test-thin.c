@@ -21,10 +21,6 @@
 
 #include "nbd-fixture.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <glib/gstdio.h>
 
 #define MIB         ((guint64) 1024 * 1024)
@@ -48,50 +44,6 @@ static const ThinCase to_raw = { "raw", FALSE };
 static const ThinCase to_qcow2 = { "qcow2", FALSE };
 static const ThinCase to_nbd_memory = { NULL, TRUE };
 static const ThinCase to_nbd_file = { NULL, FALSE };
-
-/* the bytes @path takes on its file system */
-static guint64
-allocated (const gchar *path)
-{
-    GStatBuf st;
-
-    if (g_stat (path, &st) != 0)
-        vmr_fail ("cannot stat %s: %s", path, g_strerror (errno));
-    return (guint64) st.st_blocks * 512;
-}
-
-/*
- * @source and its expected copy: sparse, IMAGE_SIZE long, with EXTENTS
- * extents of pseudo-random data, extent i in the middle of the i-th
- * EXTENTS-th of the image
- */
-static void
-create_thin_source (const gchar *source, const gchar *expected, guint32 seed)
-{
-    const gchar *paths[] = { source, expected };
-    g_autofree guint32 *buf = g_malloc (EXTENT_SIZE);
-    g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
-    int fds[G_N_ELEMENTS (paths)];
-
-    for (guint p = 0; p < G_N_ELEMENTS (paths); p++) {
-        fds[p] = open (paths[p], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fds[p] < 0 || ftruncate (fds[p], (off_t) IMAGE_SIZE) < 0)
-            vmr_fail ("cannot create %s: %s", paths[p], g_strerror (errno));
-    }
-    for (guint i = 0; i < EXTENTS; i++) {
-        guint64 stride = IMAGE_SIZE / EXTENTS;
-        off_t offset = (off_t) ((i * stride + stride / 2) / MIB * MIB);
-
-        for (gsize w = 0; w < EXTENT_SIZE / sizeof (guint32); w++)
-            buf[w] = g_rand_int (rand);
-        for (guint p = 0; p < G_N_ELEMENTS (paths); p++)
-            if (pwrite (fds[p], buf, EXTENT_SIZE, offset) != (ssize_t) EXTENT_SIZE)
-                vmr_fail ("cannot write %s: %s", paths[p], g_strerror (errno));
-    }
-    for (guint p = 0; p < G_N_ELEMENTS (paths); p++)
-        if (fsync (fds[p]) < 0 || close (fds[p]) < 0)
-            vmr_fail ("cannot write %s: %s", paths[p], g_strerror (errno));
-}
 
 /*
  * Asserts that @what, which takes @dest_alloc bytes, holds the data and
@@ -126,13 +78,12 @@ static gboolean
 start_thin_vm (VmrHarness *h, gchar **out_source, gchar **out_expected,
                VmrHarnessWriter **out_writer)
 {
-    g_autofree gchar *source = vmr_harness_path (h, "source.raw");
+    g_autofree gchar *source
+        = vmr_harness_create_thin_image (h, "source.raw", IMAGE_SIZE, EXTENTS, EXTENT_SIZE, 0x7417);
     g_autofree gchar *expected = vmr_harness_expected_path (source);
     VmrHarnessDisk disk = { "disk0", NULL, "raw", .scsi = TRUE };
-    guint64 source_alloc;
+    guint64 source_alloc = vmr_harness_allocated (source);
 
-    create_thin_source (source, expected, 0x7417);
-    source_alloc = allocated (source);
     /* a file system that does not keep holes would make the test prove nothing */
     if (source_alloc > 2 * DATA_SIZE) {
         vmr_harness_skip (h, "the test directory's file system does not keep a file sparse");
@@ -182,7 +133,7 @@ test_thin (VmrHarness *h, gconstpointer user_data)
     id = migrate_while_writing (h, writer, dest, c->dest_format);
     /* quits QEMU, so that the destination is flushed, and checks every byte */
     vmr_harness_assert_migrated (h, id, "disk0", source, dest, c->dest_format, expected);
-    assert_thin (dest, allocated (dest), vmr_harness_writer_count (writer));
+    assert_thin (dest, vmr_harness_allocated (dest), vmr_harness_writer_count (writer));
 }
 
 /* nbdkit on a UNIX socket serving a sparse export of IMAGE_SIZE; its URI */
@@ -203,13 +154,8 @@ start_export (VmrNbdTest *t, const ThinCase *c, gchar **out_file)
         NULL,
     };
 
-    if (!c->memory) {
-        int fd = open (file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-
-        if (fd < 0 || ftruncate (fd, (off_t) IMAGE_SIZE) < 0 || close (fd) < 0)
-            vmr_fail ("cannot create %s: %s", file, g_strerror (errno));
-        *out_file = g_strdup (file);
-    }
+    if (!c->memory)
+        *out_file = vmr_harness_create_sparse_file (&t->h, "export.raw", IMAGE_SIZE);
     vmr_nbd_start_server (&t->servers, argv, socket, 0);
     return g_strdup_printf ("nbd+unix:///?socket=%s", socket);
 }
@@ -249,7 +195,8 @@ test_thin_nbd (VmrNbdTest *t, gconstpointer user_data)
     vmr_nbd_assert_export_equals (&t->servers, uri, NULL, expected);
     assert_thin (uri, vmr_nbd_export_allocated (uri), vmr_harness_writer_count (writer));
     if (export_file != NULL)
-        assert_thin (export_file, allocated (export_file), vmr_harness_writer_count (writer));
+        assert_thin (export_file, vmr_harness_allocated (export_file),
+                     vmr_harness_writer_count (writer));
 }
 
 int
