@@ -24,10 +24,7 @@
 #define THIN_EXTENTS     16
 #define THIN_EXTENT_SIZE (2 * MIB)
 #define THIN_DATA        (THIN_EXTENTS * THIN_EXTENT_SIZE)
-/* what a guest write may add to it: its length and the copy's 64 KiB chunks on both sides */
-#define WRITE_MAX        (256 * 1024)
-#define COPY_GRANULARITY (64 * 1024)
-#define ALLOC_BOUND      1.1
+
 /* guest writes in each phase (each one a virsh run) */
 #define E2E_WRITES 15
 
@@ -225,23 +222,6 @@ test_cancel (NbdE2e *t, gconstpointer data)
     vmr_harness_assert_image_equals (c.source, "raw", c.expected);
 }
 
-/* asserts that @what, which takes @alloc bytes, holds the data and at most ALLOC_BOUND times it */
-static void
-assert_thin (const gchar *what, guint64 alloc, guint writes)
-{
-    guint64 bound
-        = (guint64) (ALLOC_BOUND
-                     * (gdouble) (THIN_DATA + writes * (WRITE_MAX + 2 * COPY_GRANULARITY)));
-
-    g_test_message ("%s: %" G_GUINT64_FORMAT " bytes allocated for %" G_GUINT64_FORMAT
-                    " bytes of data and %u guest writes (bound %" G_GUINT64_FORMAT ")",
-                    what, alloc, (guint64) THIN_DATA, writes, bound);
-    if (alloc > bound || alloc < THIN_DATA)
-        vmr_fail ("%s takes %" G_GUINT64_FORMAT " bytes for %" G_GUINT64_FORMAT
-                  " bytes of data and %u guest writes: not between the data and %" G_GUINT64_FORMAT,
-                  what, alloc, (guint64) THIN_DATA, writes, bound);
-}
-
 static void
 test_thin (NbdE2e *t, gconstpointer data)
 {
@@ -278,8 +258,8 @@ test_thin (NbdE2e *t, gconstpointer data)
     writes = vmr_harness_writer_count (c.writer);
     vmr_e2e_destroy_domain (e, c.name);
     vmr_nbd_assert_export_equals (&t->servers, c.uri, NULL, c.expected);
-    assert_thin (c.uri, vmr_nbd_export_allocated (c.uri), writes);
-    assert_thin (export_file, vmr_harness_allocated (export_file), writes);
+    vmr_harness_assert_thin (c.uri, vmr_nbd_export_allocated (c.uri), THIN_DATA, writes);
+    vmr_harness_assert_thin (export_file, vmr_harness_allocated (export_file), THIN_DATA, writes);
 }
 
 int

@@ -160,6 +160,22 @@ vmr_harness_create_sparse_file (VmrHarness *h, const gchar *name, gsize size)
     return g_steal_pointer (&path);
 }
 
+void
+vmr_harness_assert_thin (const gchar *what, guint64 alloc, guint64 data, guint writes)
+{
+    const guint64 write_max = 256 * 1024; /* the writer's longest extent */
+    const guint64 chunk = 64 * 1024;      /* the mirror's default granularity */
+    guint64 bound = (guint64) (1.1 * (gdouble) (data + writes * (write_max + 2 * chunk)));
+
+    g_test_message ("%s: %" G_GUINT64_FORMAT " bytes allocated for %" G_GUINT64_FORMAT
+                    " bytes of data and %u guest writes (bound %" G_GUINT64_FORMAT ")",
+                    what, alloc, data, writes, bound);
+    if (alloc > bound || alloc < data)
+        vmr_fail ("%s takes %" G_GUINT64_FORMAT " bytes for %" G_GUINT64_FORMAT
+                  " bytes of data and %u guest writes: not between the data and %" G_GUINT64_FORMAT,
+                  what, alloc, data, writes, bound);
+}
+
 guint64
 vmr_harness_allocated (const gchar *path)
 {

@@ -166,6 +166,14 @@ gchar *vmr_harness_create_thin_image (VmrHarness *h, const gchar *name, gsize si
 /* creates @name of @size bytes, all a hole; returns its absolute path */
 gchar *vmr_harness_create_sparse_file (VmrHarness *h, const gchar *name, gsize size);
 
+/*
+ * Asserts that @what, which takes @alloc bytes, holds at least its @data
+ * bytes of data, and at most 1.1 times them and what @writes writes of a
+ * VmrHarnessWriter may add: each its length and the mirror's 64 KiB chunk
+ * on both sides (a write into a hole makes the copy write whole chunks).
+ */
+void vmr_harness_assert_thin (const gchar *what, guint64 alloc, guint64 data, guint writes);
+
 /* the bytes @path takes on its file system (st_blocks) */
 guint64 vmr_harness_allocated (const gchar *path);
 
