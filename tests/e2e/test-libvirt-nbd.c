@@ -189,6 +189,9 @@ test_migrate (NbdE2e *t, gconstpointer data)
     persistent = vmr_e2e_virsh_ok ("dumpxml", "--inactive", c.name, NULL);
     assert_xml_on_export ("the live definition", live, c.source, c.host);
     assert_xml_on_export ("the persistent definition", persistent, c.source, c.host);
+    /* the disk has no discard='unmap', which libvirt copies with: the daemon said so */
+    g_assert_true (
+        vmr_e2e_daemon_log_has (e, "libvirt copies with the disk's discard mode (ignore)"));
     vmr_harness_writer_write (c.writer, E2E_WRITES);
     vmr_e2e_destroy_domain (e, c.name);
     vmr_nbd_assert_export_equals (&t->servers, c.uri, NULL, c.expected);
@@ -256,6 +259,7 @@ test_thin (NbdE2e *t, gconstpointer data)
     json_object_unref (vmr_harness_wait_job (&e->h, c.id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
     vmr_harness_writer_write (c.writer, E2E_WRITES);
     writes = vmr_harness_writer_count (c.writer);
+    g_assert_false (vmr_e2e_daemon_log_has (e, "libvirt copies with the disk's discard mode"));
     vmr_e2e_destroy_domain (e, c.name);
     vmr_nbd_assert_export_equals (&t->servers, c.uri, NULL, c.expected);
     vmr_harness_assert_thin (c.uri, vmr_nbd_export_allocated (c.uri), THIN_DATA, writes);
