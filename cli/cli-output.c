@@ -337,7 +337,8 @@ print_other_members (JsonObject *obj)
 /*
  * what the preflight found on an NBD export, and the options QEMU opens it
  * with: "32 MiB, structured replies, zero, fast zero, trim, flush, preferred
- * block 4 KiB; reconnect-delay 5 s; TLS with /etc/pki/qemu"
+ * block 4 KiB; reconnect-delay 5 s; TLS with /etc/pki/qemu; detect-zeroes
+ * unmap", then what a missing feature costs
  */
 static gchar *
 describe_export (JsonObject *nbd)
@@ -376,6 +377,11 @@ describe_export (JsonObject *nbd)
         g_string_append_printf (text, "reconnect-delay %" G_GUINT64_FORMAT " s", number);
     if (vmr_json_get_string (nbd, "tls-creds") != NULL)
         g_string_append_printf (text, "; TLS with %s", vmr_json_get_string (nbd, "tls-creds"));
+    if (vmr_json_get_string (nbd, "detect-zeroes") != NULL)
+        g_string_append_printf (text, "; detect-zeroes %s",
+                                vmr_json_get_string (nbd, "detect-zeroes"));
+    if (vmr_json_get_string (nbd, "zero-fallback") != NULL)
+        g_string_append_printf (text, "; %s", vmr_json_get_string (nbd, "zero-fallback"));
     return g_string_free (g_steal_pointer (&text), FALSE);
 }
 

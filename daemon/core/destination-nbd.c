@@ -139,6 +139,8 @@ JsonObject *
 vmr_destination_facts_to_json (const VmrNbdExportFacts *facts)
 {
     JsonObject *obj = json_object_new ();
+    const gchar *detect = vmr_destination_nbd_detect_zeroes (facts);
+    const gchar *fallback = vmr_destination_nbd_zero_fallback (facts);
 
     json_object_set_int_member (obj, "size", (gint64) facts->size);
     json_object_set_boolean_member (obj, "tls", facts->tls);
@@ -148,6 +150,12 @@ vmr_destination_facts_to_json (const VmrNbdExportFacts *facts)
     json_object_set_boolean_member (obj, "can-trim", facts->can_trim);
     json_object_set_boolean_member (obj, "can-flush", facts->can_flush);
     json_object_set_int_member (obj, "preferred-block-size", (gint64) facts->preferred_block_size);
+    /* how QEMU opens it, and what that costs: derived, never read back */
+    json_object_set_string_member (obj, "detect-zeroes", detect != NULL ? detect : "off");
+    if (fallback != NULL)
+        json_object_set_string_member (obj, "zero-fallback", fallback);
+    else
+        json_object_set_null_member (obj, "zero-fallback");
     return obj;
 }
 
@@ -168,6 +176,36 @@ vmr_destination_facts_from_json (JsonObject *obj)
     facts->can_flush = vmr_json_bool_or (obj, "can-flush", FALSE);
     facts->preferred_block_size = vmr_json_uint_or (obj, "preferred-block-size", 0);
     return facts;
+}
+
+/* ---- what the zero capabilities make of the copy (docs/performance.md) ---- */
+
+const gchar *
+vmr_destination_nbd_detect_zeroes (const VmrNbdExportFacts *facts)
+{
+    /*
+     * with discard=unmap and write zeroes, QEMU 10.0's mirror zeroes the
+     * export with trim first and sends each hole of the source as a zero
+     * write that may trim; detect-zeroes=unmap does the same for the zero
+     * buffers of a thick source. Without write zeroes, both fall back to
+     * writing buffers of zeroes, so detecting would change nothing.
+     */
+    return facts != NULL && facts->can_zero ? "unmap" : NULL;
+}
+
+const gchar *
+vmr_destination_nbd_zero_fallback (const VmrNbdExportFacts *facts)
+{
+    if (facts == NULL)
+        return NULL;
+    if (!facts->can_zero)
+        return "the server cannot write zeroes: the holes and zeroes of the source are written "
+               "as data, so the copy moves and the export takes the whole virtual size, and the "
+               "speed limit counts them";
+    if (!facts->can_trim)
+        return "the server cannot trim: the export stays thin only if its zero writes do not "
+               "allocate";
+    return NULL;
 }
 
 /* ---- how QEMU and libvirt name it ---- */

@@ -515,7 +515,7 @@ cache_object (gboolean direct, gboolean no_flush)
 
 JsonObject *
 vmr_destination_to_blockdev_add (const VmrDestination *self, const gchar *node_name,
-                                 const VmrDisk *source)
+                                 const VmrDisk *source, const VmrNbdExportFacts *facts)
 {
     JsonObject *args = json_object_new ();
     JsonObject *file = NULL;
@@ -545,6 +545,9 @@ vmr_destination_to_blockdev_add (const VmrDestination *self, const gchar *node_n
     json_object_set_object_member (args, "cache",
                                    cache_object (source->cache_direct, source->cache_no_flush));
     json_object_set_string_member (args, "discard", "unmap");
+    if (self->kind == VMR_DESTINATION_NBD && vmr_destination_nbd_detect_zeroes (facts) != NULL)
+        json_object_set_string_member (args, "detect-zeroes",
+                                       vmr_destination_nbd_detect_zeroes (facts));
     /* a larger raw file, device or export is used for its first bytes only */
     if (self->kind == VMR_DESTINATION_NBD)
         json_object_set_int_member (args, "size", (gint64) source->size);

@@ -115,6 +115,22 @@ JsonObject *vmr_destination_facts_to_json (const VmrNbdExportFacts *facts);
 VmrNbdExportFacts *vmr_destination_facts_from_json (JsonObject *obj);
 
 /*
+ * The detect-zeroes of the raw node QEMU opens on an export that the
+ * preflight found @facts on: "unmap" when the server can write zeroes, so
+ * that zero buffers a source writes become zero writes that may trim; NULL
+ * (QEMU's default, off) when it cannot, or @facts is NULL, where detecting
+ * would only cost the scan. The node always has discard=unmap.
+ */
+const gchar *vmr_destination_nbd_detect_zeroes (const VmrNbdExportFacts *facts);
+
+/*
+ * What a copy to an export with @facts costs beyond the time and the space
+ * of its data, as one line for the job and the log (the server cannot zero:
+ * holes are written as data), or NULL when nothing. A static string.
+ */
+const gchar *vmr_destination_nbd_zero_fallback (const VmrNbdExportFacts *facts);
+
+/*
  * The arguments of QMP's object-add for the tls-creds-x509 object an nbds
  * destination opened as @node_name needs, or NULL when it needs none. Its
  * id is vmr_destination_tls_object_id(). A new object.
@@ -155,11 +171,13 @@ void vmr_destination_remove (const VmrDestination *self);
 /*
  * The arguments of QMP's blockdev-add that open @self as the format node
  * @node_name over a protocol node "@node_name-file", with the cache modes
- * of @source at both levels; an existing raw destination larger than
- * @source is opened for @source's size only. A new object.
+ * of @source at both levels and discard=unmap; an existing raw destination
+ * larger than @source is opened for @source's size only. An export also
+ * gets the detect-zeroes of vmr_destination_nbd_detect_zeroes() for what
+ * its preflight found, @facts (NULL for the other kinds). A new object.
  */
 JsonObject *vmr_destination_to_blockdev_add (const VmrDestination *self, const gchar *node_name,
-                                             const VmrDisk *source);
+                                             const VmrDisk *source, const VmrNbdExportFacts *facts);
 
 /*
  * The <disk> element libvirt's virDomainBlockCopy() takes for @self, e.g.

@@ -328,6 +328,10 @@ submit_jobs (GTask *task)
         else
             g_message ("job %s (%s %s -> %s): queued", job->id, job->domain, job->disk,
                        job->dest->location);
+        /* once, before the copy starts: what the export's lack of zeroes costs */
+        if (vmr_destination_nbd_zero_fallback (job->nbd) != NULL)
+            g_message ("job %s (%s %s -> %s): %s", job->id, job->domain, job->disk,
+                       job->dest->location, vmr_destination_nbd_zero_fallback (job->nbd));
         vmr_job_table_add (self->jobs, job);
     }
     vmr_engine_update_timers (self, entry);

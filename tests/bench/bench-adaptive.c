@@ -34,10 +34,6 @@
 #include "guest-disk.h"
 #include "vmr-error.h"
 
-#ifndef VMR_BENCH_DAEMON
-#define VMR_BENCH_DAEMON "virt-mirrord"
-#endif
-
 #define MIB             (1024 * 1024)
 #define START_TIMEOUT_S 30
 #define STOP_TIMEOUT_S  30
@@ -112,8 +108,6 @@ set_policy (Bench *self, const gchar *text, GError **error)
     if (self->control == NULL)
         return TRUE;
     reply = vmr_bench_control_call (self->control, "reload", NULL, error);
-    if (reply == NULL)
-        g_prefix_error (error, "reload: ");
     return reply != NULL;
 }
 

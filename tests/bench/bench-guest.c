@@ -249,23 +249,6 @@ vmr_bench_guest_sleep (VmrBenchGuest *self, gdouble seconds, GError **error)
     return TRUE;
 }
 
-JsonObject *
-vmr_bench_control_call (VmrQmpClient *control, const gchar *command, JsonObject *args,
-                        GError **error)
-{
-    g_autoptr (JsonNode) reply = vmr_qmp_client_execute_sync (control, command, args, 0, error);
-    JsonObject *obj;
-
-    if (reply == NULL)
-        return NULL;
-    obj = vmr_json_node_object (reply);
-    if (obj == NULL) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "%s: reply is not an object", command);
-        return NULL;
-    }
-    return json_object_ref (obj);
-}
-
 static void
 control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
                   gpointer user_data)

@@ -113,10 +113,6 @@ gint vmr_bench_guest_wait_line (VmrBenchGuest *self, const gchar *needle, guint 
 /* iterates the main loop for @seconds, or until the guest stops; FALSE then */
 gboolean vmr_bench_guest_sleep (VmrBenchGuest *self, gdouble seconds, GError **error);
 
-/* @command with @args (nullable) on the daemon's control socket; the reply's object */
-JsonObject *vmr_bench_control_call (VmrQmpClient *control, const gchar *command, JsonObject *args,
-                                    GError **error);
-
 /* follows the job states the daemon announces on @control (connected with @self as data) */
 void vmr_bench_guest_watch_jobs (VmrBenchGuest *self, VmrQmpClient *control);
 

@@ -35,10 +35,6 @@
 #include "qmp-client.h"
 #include "vmr-error.h"
 
-#ifndef VMR_BENCH_DAEMON
-#define VMR_BENCH_DAEMON "virt-mirrord"
-#endif
-
 #define MIB                (1024 * 1024)
 #define START_TIMEOUT_S    30
 #define JOB_TIMEOUT_S      900
@@ -49,14 +45,12 @@
 /* what one run saw; QEMU's stamps are its wall clock, microseconds, 0 = not seen */
 typedef struct {
     VmrBenchVariant variant;
-    gchar *domain;          /* the daemon's name for this VM (vmr only) */
     gint64 running_us;      /* JOB_STATUS_CHANGE "running" */
     gint64 ready_us;        /* BLOCK_JOB_READY */
     gint64 concluded_us;    /* JOB_STATUS_CHANGE "concluded" */
     gint64 concluded_mono;  /* when the bench read "concluded", monotonic */
     gboolean ready_handled; /* the bare variant sent job-complete */
-    gchar *job_error;       /* QEMU's or the daemon's reason the job did not complete */
-    gint64 vmr_final_mono;  /* when the daemon's final state arrived, monotonic */
+    gchar *job_error;       /* QEMU's reason the job did not complete */
 } RunEvents;
 
 /* the figures of one run */
@@ -88,6 +82,7 @@ typedef struct {
     gchar *qemu_version;
     gchar *daemon_version;
     RunEvents ev;
+    VmrBenchJobEnd vmr_end; /* the end of the daemon's job (vmr only) */
     guint run_number;
     gboolean interrupted;
 } Bench;
@@ -95,7 +90,6 @@ typedef struct {
 static void
 run_events_clear (RunEvents *ev)
 {
-    g_free (ev->domain);
     g_free (ev->job_error);
     memset (ev, 0, sizeof (*ev));
 }
@@ -167,52 +161,22 @@ qemu_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64
     }
 }
 
-static void
-control_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
-                  gpointer user_data)
-{
-    Bench *self = user_data;
-    RunEvents *ev = &self->ev;
-    const gchar *state = vmr_json_get_string (data, "state");
-
-    if (g_strcmp0 (name, "JOB_STATE_CHANGED") != 0 || ev->domain == NULL
-        || g_strcmp0 (vmr_json_get_string (data, "domain"), ev->domain) != 0 || state == NULL)
-        return;
-    if (g_strcmp0 (state, "completed") == 0 || g_strcmp0 (state, "failed") == 0
-        || g_strcmp0 (state, "cancelled") == 0) {
-        ev->vmr_final_mono = g_get_monotonic_time ();
-        if (g_strcmp0 (state, "completed") != 0 && ev->job_error == NULL)
-            ev->job_error = g_strdup_printf ("the daemon reports %s: %s", state,
-                                             vmr_json_get_string (data, "reason"));
-    }
-}
-
 /* ---- the daemon ---- */
 
 static gboolean
 start_daemon (Bench *self, GError **error)
 {
-    const VmrBenchDaemonSpec spec = {
-        .daemon_path = self->daemon_path,
-        .run_dir = self->run_dir,
-        .control_socket = self->control_socket,
-        .log_path = self->daemon_log, /* NULL: a quiet one, in the run directory */
-        .verbose = self->daemon_log != NULL,
-        .timeout_s = START_TIMEOUT_S,
-    };
-
-    self->daemon
-        = vmr_bench_start_daemon (&spec, NULL, 0, &self->control, &self->daemon_version, error);
-    if (self->daemon == NULL)
-        return FALSE;
-    g_signal_connect (self->control, "event", G_CALLBACK (control_event_cb), self);
-    return TRUE;
+    /* a quiet daemon whose log is in the run directory, unless one was asked for */
+    self->daemon = vmr_bench_start_copy_daemon (
+        self->daemon_path, self->run_dir, self->control_socket, self->daemon_log, START_TIMEOUT_S,
+        &self->vmr_end, &self->control, &self->daemon_version, error);
+    return self->daemon != NULL;
 }
 
 static void
 stop_daemon (Bench *self)
 {
-    vmr_bench_close (&self->control, self);
+    vmr_bench_close (&self->control, &self->vmr_end);
     vmr_bench_stop_daemon (&self->daemon, STOP_TIMEOUT_S);
 }
 
@@ -222,36 +186,12 @@ static gboolean
 start_qemu (Bench *self, const gchar *image, GError **error)
 {
     g_autofree gchar *log = g_strdup_printf ("%s/qemu-%u.log", self->run_dir, self->run_number);
-    g_autofree gchar *file_arg = g_strdup_printf ("driver=file,filename=%s,node-name=f0", image);
-    g_autofree gchar *qmp_arg = g_strdup_printf ("unix:%s,server=on,wait=off", self->qemu_monitor);
-    g_autofree gchar *bench_arg
-        = g_strdup_printf ("unix:%s,server=on,wait=off", self->bench_monitor);
-    const gchar *argv[] = { self->qemu_path,
-                            "-machine",
-                            "pc",
-                            "-accel",
-                            "tcg",
-                            "-S",
-                            "-nodefaults",
-                            "-display",
-                            "none",
-                            "-blockdev",
-                            file_arg,
-                            "-blockdev",
-                            "driver=raw,file=f0,node-name=d0",
-                            "-device",
-                            "virtio-blk-pci,drive=d0,id=disk0",
-                            "-qmp",
-                            qmp_arg,
-                            "-qmp",
-                            bench_arg,
-                            NULL };
+    const gchar *monitors[] = { self->qemu_monitor, self->bench_monitor, NULL };
 
-    self->qemu = vmr_bench_spawn (argv, self->run_dir, log, error);
-    if (self->qemu == NULL) {
-        g_prefix_error (error, "cannot start %s: ", self->qemu_path);
+    self->qemu
+        = vmr_bench_start_paused_qemu (self->qemu_path, self->run_dir, log, image, monitors, error);
+    if (self->qemu == NULL)
         return FALSE;
-    }
     self->qemu_watch
         = vmr_bench_connect (self->qemu, self->bench_monitor, "QEMU", START_TIMEOUT_S, error);
     if (self->qemu_watch == NULL)
@@ -266,25 +206,8 @@ start_qemu (Bench *self, const gchar *image, GError **error)
 static gboolean
 quit_qemu (Bench *self, GError **error)
 {
-    g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (GError) quit_error = NULL;
-
     vmr_bench_close (&self->qemu_cmd, self);
-    /* QEMU may close the monitor before its reply arrives */
-    reply = vmr_qmp_client_execute_sync (self->qemu_watch, "quit", NULL, 0, &quit_error);
-    vmr_bench_close (&self->qemu_watch, self);
-    if (!vmr_bench_wait_exit (self->qemu, STOP_TIMEOUT_S)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "QEMU did not quit within %d s",
-                     STOP_TIMEOUT_S);
-        return FALSE;
-    }
-    if (!g_subprocess_get_if_exited (self->qemu)
-        || g_subprocess_get_exit_status (self->qemu) != 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "QEMU did not exit cleanly on quit");
-        return FALSE;
-    }
-    g_clear_object (&self->qemu);
-    return TRUE;
+    return vmr_bench_quit_qemu (&self->qemu, &self->qemu_watch, self, STOP_TIMEOUT_S, error);
 }
 
 /* ---- the two variants ---- */
@@ -373,38 +296,35 @@ run_vmr (Bench *self, const gchar *dest, RunResult *result, GError **error)
     g_autoptr (JsonObject) attach = json_object_new ();
     g_autoptr (JsonObject) migrate = json_object_new ();
     g_autoptr (JsonObject) detach = json_object_new ();
-    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (JsonObject) reply = NULL;
+    g_autofree gchar *domain = g_strdup_printf ("bench-%u", self->run_number);
     gint64 migrate_mono, migrate_real;
 
-    self->ev.domain = g_strdup_printf ("bench-%u", self->run_number);
-    json_object_set_string_member (attach, "name", self->ev.domain);
+    vmr_bench_job_end_follow (&self->vmr_end, domain);
+    json_object_set_string_member (attach, "name", domain);
     json_object_set_string_member (attach, "qmp", self->qemu_monitor);
-    json_object_set_string_member (migrate, "domain", self->ev.domain);
+    json_object_set_string_member (migrate, "domain", domain);
     json_object_set_string_member (migrate, "disk", "disk0");
     json_object_set_string_member (migrate, "destination", dest);
-    json_object_set_string_member (detach, "name", self->ev.domain);
+    json_object_set_string_member (detach, "name", domain);
 
     /* the counterpart of connecting to QEMU's monitor in run_bare(): before the timer */
-    reply = vmr_qmp_client_execute_sync (self->control, "attach", attach, 0, error);
+    reply = vmr_bench_control_call (self->control, "attach", attach, error);
     if (reply == NULL)
         return FALSE;
-    g_clear_pointer (&reply, json_node_unref);
+    g_clear_pointer (&reply, json_object_unref);
     /* the timer starts as run_bare()'s does: at the request that starts the copy */
     migrate_mono = g_get_monotonic_time ();
     migrate_real = g_get_real_time ();
-    reply = vmr_qmp_client_execute_sync (self->control, "migrate", migrate, 0, error);
-    if (reply == NULL)
+    reply = vmr_bench_control_call (self->control, "migrate", migrate, error);
+    if (reply == NULL
+        || !vmr_bench_job_end_wait (&self->vmr_end, self->qemu, &self->interrupted, JOB_TIMEOUT_S,
+                                    error))
         return FALSE;
-    g_clear_pointer (&reply, json_node_unref);
-    if (!wait_for (self, &self->ev.vmr_final_mono, JOB_TIMEOUT_S, "end of the migration", error))
-        return FALSE;
-    if (self->ev.job_error != NULL) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s", self->ev.job_error);
-        return FALSE;
-    }
-    result->copy_s = (gdouble) (self->ev.vmr_final_mono - migrate_mono) / G_USEC_PER_SEC;
+    g_clear_pointer (&reply, json_object_unref);
+    result->copy_s = (gdouble) (self->vmr_end.final_mono - migrate_mono) / G_USEC_PER_SEC;
     result->start_ms = (gdouble) (self->ev.running_us - migrate_real) / 1000.0;
-    reply = vmr_qmp_client_execute_sync (self->control, "detach", detach, 0, error);
+    reply = vmr_bench_control_call (self->control, "detach", detach, error);
     return reply != NULL;
 }
 
@@ -444,7 +364,7 @@ bench_run (Bench *self, VmrBenchVariant variant, const gchar *source, guint64 si
         result->pivot_ms = (gdouble) (self->ev.concluded_us - self->ev.ready_us) / 1000.0;
         if (variant == VMR_BENCH_VMR)
             result->finish_ms
-                = (gdouble) (self->ev.vmr_final_mono - self->ev.concluded_mono) / 1000.0;
+                = (gdouble) (self->vmr_end.final_mono - self->ev.concluded_mono) / 1000.0;
     }
     if (ok)
         ok = quit_qemu (self, error);
@@ -612,6 +532,7 @@ bench_free (Bench *self)
     stop_daemon (self);
     vmr_bench_remove_dirs (self->run_dir, self->image_dir, FALSE);
     run_events_clear (&self->ev);
+    vmr_bench_job_end_follow (&self->vmr_end, NULL);
     g_free (self->daemon_path);
     g_free (self->daemon_log);
     g_free (self->qemu_path);
@@ -683,8 +604,7 @@ main (int argc, char **argv)
         VMR_BENCH_OPTION_DIR (&dir_opt),
         VMR_BENCH_OPTION_DAEMON (&daemon_opt),
         VMR_BENCH_OPTION_QEMU (&qemu_opt),
-        { "daemon-log", 0, 0, G_OPTION_ARG_FILENAME, &daemon_log,
-          "Run the daemon with --verbose and keep its log in FILE", "FILE" },
+        VMR_BENCH_OPTION_DAEMON_LOG (&daemon_log),
         { NULL },
     };
     g_autoptr (GOptionContext) context = g_option_context_new ("[VIRT-MIRRORD]");

@@ -43,9 +43,6 @@
 #include "qmp-client.h"
 #include "vmr-error.h"
 
-#ifndef VMR_BENCH_DAEMON
-#define VMR_BENCH_DAEMON "virt-mirrord"
-#endif
 #ifndef VMR_BENCH_POLICY
 #define VMR_BENCH_POLICY "data/policy.conf"
 #endif

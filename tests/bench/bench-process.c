@@ -478,3 +478,146 @@ vmr_bench_stop_daemon (GSubprocess **daemon, guint timeout_s)
     }
     g_clear_object (daemon);
 }
+
+GSubprocess *
+vmr_bench_start_copy_daemon (const gchar *daemon_path, const gchar *run_dir,
+                             const gchar *control_socket, const gchar *log_path, guint timeout_s,
+                             VmrBenchJobEnd *job_end, VmrQmpClient **out_control,
+                             gchar **out_version, GError **error)
+{
+    const VmrBenchDaemonSpec spec = {
+        .daemon_path = daemon_path,
+        .run_dir = run_dir,
+        .control_socket = control_socket,
+        .log_path = log_path,
+        .verbose = log_path != NULL,
+        .timeout_s = timeout_s,
+    };
+    GSubprocess *daemon = vmr_bench_start_daemon (&spec, NULL, 0, out_control, out_version, error);
+
+    if (daemon != NULL)
+        vmr_bench_job_end_watch (job_end, *out_control);
+    return daemon;
+}
+
+JsonObject *
+vmr_bench_control_call (VmrQmpClient *control, const gchar *command, JsonObject *args,
+                        GError **error)
+{
+    g_autoptr (JsonNode) reply = vmr_qmp_client_execute_sync (control, command, args, 0, error);
+    JsonObject *obj;
+
+    if (reply == NULL) {
+        g_prefix_error (error, "%s: ", command);
+        return NULL;
+    }
+    obj = vmr_json_node_object (reply);
+    if (obj == NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "%s: reply is not an object", command);
+        return NULL;
+    }
+    return json_object_ref (obj);
+}
+
+static void
+job_end_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
+                  gpointer user_data)
+{
+    VmrBenchJobEnd *self = user_data;
+    const gchar *state = vmr_json_get_string (data, "state");
+
+    if (g_strcmp0 (name, "JOB_STATE_CHANGED") != 0 || self->domain == NULL
+        || g_strcmp0 (vmr_json_get_string (data, "domain"), self->domain) != 0
+        || self->final_mono != 0)
+        return;
+    if (g_strcmp0 (state, "completed") != 0 && g_strcmp0 (state, "failed") != 0
+        && g_strcmp0 (state, "cancelled") != 0)
+        return;
+    self->final_mono = g_get_monotonic_time ();
+    if (g_strcmp0 (state, "completed") != 0)
+        self->error = g_strdup_printf ("the daemon reports %s: %s", state,
+                                       vmr_json_get_string (data, "reason"));
+}
+
+void
+vmr_bench_job_end_watch (VmrBenchJobEnd *self, VmrQmpClient *control)
+{
+    g_signal_connect (control, "event", G_CALLBACK (job_end_event_cb), self);
+}
+
+void
+vmr_bench_job_end_follow (VmrBenchJobEnd *self, const gchar *domain)
+{
+    g_free (self->domain);
+    self->domain = g_strdup (domain);
+    g_clear_pointer (&self->error, g_free);
+    self->final_mono = 0;
+}
+
+gboolean
+vmr_bench_job_end_wait (VmrBenchJobEnd *self, GSubprocess *qemu, const gboolean *interrupted,
+                        guint timeout_s, GError **error)
+{
+    if (!vmr_bench_wait_stamp (&self->final_mono, qemu, interrupted, timeout_s,
+                               "end of the migration", error))
+        return FALSE;
+    if (self->error != NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "%s", self->error);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+GSubprocess *
+vmr_bench_start_paused_qemu (const gchar *qemu_path, const gchar *run_dir, const gchar *log_path,
+                             const gchar *image, const gchar *const *monitors, GError **error)
+{
+    g_autofree gchar *file_arg = g_strdup_printf ("driver=file,filename=%s,node-name=f0", image);
+    g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+    const gchar *fixed[] = { "-machine",  "pc",
+                             "-accel",    "tcg",
+                             "-S",        "-nodefaults",
+                             "-display",  "none",
+                             "-blockdev", file_arg,
+                             "-blockdev", "driver=raw,file=f0,node-name=d0",
+                             "-device",   "virtio-blk-pci,drive=d0,id=disk0",
+                             NULL };
+    GSubprocess *qemu;
+
+    g_ptr_array_add (argv, g_strdup (qemu_path));
+    for (guint i = 0; fixed[i] != NULL; i++)
+        g_ptr_array_add (argv, g_strdup (fixed[i]));
+    for (guint i = 0; monitors[i] != NULL; i++) {
+        g_ptr_array_add (argv, g_strdup ("-qmp"));
+        g_ptr_array_add (argv, g_strdup_printf ("unix:%s,server=on,wait=off", monitors[i]));
+    }
+    g_ptr_array_add (argv, NULL);
+    qemu = vmr_bench_spawn ((const gchar *const *) argv->pdata, run_dir, log_path, error);
+    if (qemu == NULL)
+        g_prefix_error (error, "cannot start %s: ", qemu_path);
+    return qemu;
+}
+
+gboolean
+vmr_bench_quit_qemu (GSubprocess **qemu, VmrQmpClient **watch, gpointer handler_data,
+                     guint timeout_s, GError **error)
+{
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GError) quit_error = NULL;
+    gboolean clean;
+
+    /* QEMU may close the monitor before its reply arrives */
+    reply = vmr_qmp_client_execute_sync (*watch, "quit", NULL, 0, &quit_error);
+    vmr_bench_close (watch, handler_data);
+    if (!vmr_bench_wait_exit (*qemu, timeout_s)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "QEMU did not quit within %u s",
+                     timeout_s);
+        vmr_bench_kill (qemu);
+        return FALSE;
+    }
+    clean = g_subprocess_get_if_exited (*qemu) && g_subprocess_get_exit_status (*qemu) == 0;
+    g_clear_object (qemu);
+    if (!clean)
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "QEMU did not exit cleanly on quit");
+    return clean;
+}

@@ -12,6 +12,11 @@
 
 G_BEGIN_DECLS
 
+/* the virt-mirrord a bench runs unless told otherwise: meson passes the one built with it */
+#ifndef VMR_BENCH_DAEMON
+#define VMR_BENCH_DAEMON "virt-mirrord"
+#endif
+
 /* how often a wait wakes up to look at its deadline */
 #define VMR_BENCH_TICK_MS 50
 
@@ -112,6 +117,64 @@ GSubprocess *vmr_bench_start_daemon (const VmrBenchDaemonSpec *spec, const gchar
  */
 void vmr_bench_stop_daemon (GSubprocess **daemon, guint timeout_s);
 
+/* the end of the daemon's job on one domain, as its JOB_STATE_CHANGED events tell */
+typedef struct {
+    gchar *domain;     /* the domain followed, NULL: none */
+    gint64 final_mono; /* when the job's final state arrived, 0 = not yet */
+    gchar *error;      /* why it did not complete, NULL when it did or has not ended */
+} VmrBenchJobEnd;
+
+/*
+ * The daemon of a bench that copies disks: vmr_bench_start_daemon() without
+ * a policy, with --verbose and its output in @log_path when that is set
+ * (else in @run_dir), and the end of each of its jobs followed into
+ * @job_end (vmr_bench_job_end_watch()).
+ */
+GSubprocess *vmr_bench_start_copy_daemon (const gchar *daemon_path, const gchar *run_dir,
+                                          const gchar *control_socket, const gchar *log_path,
+                                          guint timeout_s, VmrBenchJobEnd *job_end,
+                                          VmrQmpClient **out_control, gchar **out_version,
+                                          GError **error);
+
+/*
+ * @command with @args (nullable) on the daemon's control socket: the
+ * reply's object, or NULL with @error set (prefixed with @command).
+ */
+JsonObject *vmr_bench_control_call (VmrQmpClient *control, const gchar *command, JsonObject *args,
+                                    GError **error);
+
+/* follows the events of @control into @self (connected with @self as data) */
+void vmr_bench_job_end_watch (VmrBenchJobEnd *self, VmrQmpClient *control);
+
+/* forgets the last job, and follows the next one on @domain (nullable) */
+void vmr_bench_job_end_follow (VmrBenchJobEnd *self, const gchar *domain);
+
+/*
+ * Iterates the default main context until the followed job ended, as
+ * vmr_bench_wait_stamp() does; FALSE with @error set also when it did not
+ * complete.
+ */
+gboolean vmr_bench_job_end_wait (VmrBenchJobEnd *self, GSubprocess *qemu,
+                                 const gboolean *interrupted, guint timeout_s, GError **error);
+
+/*
+ * Starts a paused QEMU (@qemu_path, TCG, -nodefaults) with the raw image
+ * @image as the virtio-blk disk "disk0" (node "d0" on "f0"), a QMP monitor
+ * on each of @monitors (NULL-terminated), in @run_dir, its output in
+ * @log_path. NULL with @error set.
+ */
+GSubprocess *vmr_bench_start_paused_qemu (const gchar *qemu_path, const gchar *run_dir,
+                                          const gchar *log_path, const gchar *image,
+                                          const gchar *const *monitors, GError **error);
+
+/*
+ * "quit" on *@watch, so that QEMU flushes and closes its images, and waits
+ * up to @timeout_s for it to exit with status 0; clears both (the handlers
+ * connected with @handler_data dropped). FALSE with @error set otherwise.
+ */
+gboolean vmr_bench_quit_qemu (GSubprocess **qemu, VmrQmpClient **watch, gpointer handler_data,
+                              guint timeout_s, GError **error);
+
 /* QEMU's version from the greeting of @client, "MAJOR.MINOR.MICRO", or NULL */
 gchar *vmr_bench_qemu_version (VmrQmpClient *client);
 
@@ -149,6 +212,11 @@ void vmr_bench_catch_signals (gboolean *interrupted);
     {                                                                                              \
         "daemon", 0, 0, G_OPTION_ARG_FILENAME, (daemon_opt),                                       \
             "virt-mirrord to run (env VMR_DAEMON, default: the one built with the bench)", "PATH"  \
+    }
+#define VMR_BENCH_OPTION_DAEMON_LOG(log_opt)                                                       \
+    {                                                                                              \
+        "daemon-log", 0, 0, G_OPTION_ARG_FILENAME, (log_opt),                                      \
+            "Run the daemon with --verbose and keep its log in FILE", "FILE"                       \
     }
 #define VMR_BENCH_OPTION_QEMU(qemu_opt)                                                            \
     {                                                                                              \

@@ -44,9 +44,6 @@
 #include "qmp-client.h"
 #include "vmr-error.h"
 
-#ifndef VMR_BENCH_DAEMON
-#define VMR_BENCH_DAEMON "virt-mirrord"
-#endif
 #ifndef VMR_BENCH_CLI
 #define VMR_BENCH_CLI "virt-mirror"
 #endif

@@ -7,6 +7,7 @@
 #include "bench-thin.h"
 
 #include <errno.h>
+#include <signal.h>
 
 #include <glib/gstdio.h>
 
@@ -14,6 +15,7 @@
 #include "bench-process.h"
 #include "bench-series.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
@@ -69,34 +71,17 @@ vmr_bench_thin_start_qemu (VmrBenchThin *self, const gchar *source, const gchar 
                            VmrQmpClient **out_watch, GError **error)
 {
     g_autofree gchar *log = g_strdup_printf ("%s/qemu-%u.log", self->run_dir, self->run_number);
-    g_autofree gchar *file_arg = g_strdup_printf ("driver=file,filename=%s,node-name=f0", source);
-    g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
     g_autoptr (GSubprocess) qemu = NULL;
-    const gchar *fixed[] = { "-machine",    "pc",       "-accel", "tcg",       "-S",
-                             "-nodefaults", "-display", "none",   "-blockdev", NULL };
-    const gchar *watched = NULL;
+    guint last = 0;
 
-    g_ptr_array_add (argv, g_strdup (self->qemu_path));
-    for (guint i = 0; fixed[i] != NULL; i++)
-        g_ptr_array_add (argv, g_strdup (fixed[i]));
-    g_ptr_array_add (argv, g_strdup (file_arg));
-    g_ptr_array_add (argv, g_strdup ("-blockdev"));
-    g_ptr_array_add (argv, g_strdup ("driver=raw,file=f0,node-name=d0"));
-    g_ptr_array_add (argv, g_strdup ("-device"));
-    g_ptr_array_add (argv, g_strdup ("virtio-blk-pci,drive=d0,id=disk0"));
-    for (guint i = 0; monitors[i] != NULL; i++) {
-        g_ptr_array_add (argv, g_strdup ("-qmp"));
-        g_ptr_array_add (argv, g_strdup_printf ("unix:%s,server=on,wait=off", monitors[i]));
-        watched = monitors[i];
-    }
-    g_ptr_array_add (argv, NULL);
-
-    qemu = vmr_bench_spawn ((const gchar *const *) argv->pdata, self->run_dir, log, error);
-    if (qemu == NULL) {
-        g_prefix_error (error, "cannot start %s: ", self->qemu_path);
+    while (monitors[last + 1] != NULL)
+        last++;
+    qemu = vmr_bench_start_paused_qemu (self->qemu_path, self->run_dir, log, source, monitors,
+                                        error);
+    if (qemu == NULL)
         return NULL;
-    }
-    *out_watch = vmr_bench_connect (qemu, watched, "QEMU", VMR_BENCH_THIN_START_TIMEOUT_S, error);
+    *out_watch
+        = vmr_bench_connect (qemu, monitors[last], "QEMU", VMR_BENCH_THIN_START_TIMEOUT_S, error);
     if (*out_watch == NULL) {
         vmr_bench_kill (&qemu);
         return NULL;
@@ -106,28 +91,134 @@ vmr_bench_thin_start_qemu (VmrBenchThin *self, const gchar *source, const gchar 
     return g_steal_pointer (&qemu);
 }
 
-gboolean
-vmr_bench_thin_quit_qemu (GSubprocess **qemu, VmrQmpClient **watch, gpointer handler_data,
-                          GError **error)
-{
-    g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (GError) quit_error = NULL;
-    gboolean clean;
+/* ---- nbdkit ---- */
 
-    /* QEMU may close the monitor before its reply arrives */
-    reply = vmr_qmp_client_execute_sync (*watch, "quit", NULL, 0, &quit_error);
-    vmr_bench_close (watch, handler_data);
-    if (!vmr_bench_wait_exit (*qemu, VMR_BENCH_THIN_STOP_TIMEOUT_S)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_TIMEOUT, "QEMU did not quit within %d s",
-                     VMR_BENCH_THIN_STOP_TIMEOUT_S);
-        vmr_bench_kill (qemu);
+gboolean
+vmr_bench_thin_server_start (VmrBenchThin *self, VmrBenchThinServer *server,
+                             const VmrBenchThinExport *export, const gchar *socket, guint64 size,
+                             GError **error)
+{
+    g_autofree gchar *log = g_strdup_printf ("%s/nbdkit-%u.log", self->run_dir, self->run_number);
+    g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+    gint64 deadline = g_get_monotonic_time () + VMR_BENCH_THIN_START_TIMEOUT_S * G_USEC_PER_SEC;
+
+    *server = (VmrBenchThinServer){
+        .socket = g_strdup (socket),
+        .uri = g_strdup_printf ("nbd+unix:///?socket=%s", socket),
+    };
+    g_ptr_array_add (argv, g_strdup ("nbdkit"));
+    g_ptr_array_add (argv, g_strdup ("-f"));
+    g_ptr_array_add (argv, g_strdup ("-U"));
+    g_ptr_array_add (argv, g_strdup (socket));
+    if (export->zeromode != NULL)
+        g_ptr_array_add (argv, g_strdup ("--filter=nozero"));
+    if (export->memory) {
+        g_ptr_array_add (argv, g_strdup ("memory"));
+        g_ptr_array_add (argv, g_strdup_printf ("size=%" G_GUINT64_FORMAT, size));
+    } else {
+        server->file = g_strdup_printf ("%s/export-%u.img", self->image_dir, self->run_number);
+        g_ptr_array_add (argv, g_strdup ("file"));
+        g_ptr_array_add (argv, g_strdup_printf ("file=%s", server->file));
+    }
+    if (export->zeromode != NULL)
+        g_ptr_array_add (argv, g_strdup_printf ("zeromode=%s", export->zeromode));
+    if (export->fastzeromode != NULL)
+        g_ptr_array_add (argv, g_strdup_printf ("fastzeromode=%s", export->fastzeromode));
+    g_ptr_array_add (argv, NULL);
+
+    if (server->file != NULL && !vmr_bench_image_create_destination (server->file, size, error))
+        return FALSE;
+    server->process
+        = vmr_bench_spawn ((const gchar *const *) argv->pdata, self->run_dir, log, error);
+    if (server->process == NULL) {
+        g_prefix_error (error, "cannot start nbdkit: ");
         return FALSE;
     }
-    clean = g_subprocess_get_if_exited (*qemu) && g_subprocess_get_exit_status (*qemu) == 0;
-    g_clear_object (qemu);
-    if (!clean)
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "QEMU did not exit cleanly on quit");
-    return clean;
+    /* it creates its socket once it listens */
+    while (!g_file_test (socket, G_FILE_TEST_EXISTS)) {
+        g_main_context_iteration (NULL, FALSE);
+        if (!vmr_bench_is_running (server->process) || g_get_monotonic_time () > deadline) {
+            g_autofree gchar *tail = vmr_bench_log_tail (log, 3);
+
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "nbdkit did not listen on %s: %s",
+                         socket, tail);
+            return FALSE;
+        }
+        g_usleep (10 * 1000);
+    }
+    return TRUE;
+}
+
+void
+vmr_bench_thin_server_stop (VmrBenchThinServer *server)
+{
+    const gchar *paths[] = { server->socket, server->file };
+
+    if (server->process != NULL && vmr_bench_is_running (server->process)) {
+        g_subprocess_send_signal (server->process, SIGTERM);
+        vmr_bench_wait_exit (server->process, VMR_BENCH_THIN_STOP_TIMEOUT_S);
+    }
+    vmr_bench_kill (&server->process);
+    for (guint i = 0; i < G_N_ELEMENTS (paths); i++)
+        if (paths[i] != NULL && g_unlink (paths[i]) < 0 && errno != ENOENT)
+            g_warning ("cannot remove %s: %s", paths[i], g_strerror (errno));
+    g_clear_pointer (&server->socket, g_free);
+    g_clear_pointer (&server->uri, g_free);
+    g_clear_pointer (&server->file, g_free);
+}
+
+/* what `nbdinfo --map` reports as not a hole (type bit 0 clear) on @uri */
+static gboolean
+map_allocated (const gchar *uri, guint64 *out_bytes, GError **error)
+{
+    g_autoptr (GSubprocess) proc = NULL;
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+    JsonNode *root;
+    JsonArray *extents;
+
+    proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, error,
+                             "nbdinfo", "--map", "--json", uri, NULL);
+    if (proc == NULL || !g_subprocess_communicate_utf8 (proc, NULL, NULL, &out, &err, error))
+        return FALSE;
+    if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "nbdinfo --map %s failed: %s", uri,
+                     g_strstrip (err));
+        return FALSE;
+    }
+    if (!json_parser_load_from_data (parser, out, -1, error))
+        return FALSE;
+    root = json_parser_get_root (parser);
+    extents = root != NULL && JSON_NODE_HOLDS_ARRAY (root) ? json_node_get_array (root) : NULL;
+    if (extents == NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "nbdinfo --map %s: no array", uri);
+        return FALSE;
+    }
+    *out_bytes = 0;
+    for (guint i = 0; i < json_array_get_length (extents); i++) {
+        JsonObject *extent = vmr_json_array_object (extents, i);
+        guint64 length = 0, type = 0;
+
+        if (extent == NULL || !vmr_json_get_uint (extent, "length", &length)
+            || !vmr_json_get_uint (extent, "type", &type)) {
+            g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "nbdinfo --map %s: bad extent %u",
+                         uri, i);
+            return FALSE;
+        }
+        if ((type & 1) == 0)
+            *out_bytes += length;
+    }
+    return TRUE;
+}
+
+gboolean
+vmr_bench_thin_server_measure (VmrBenchThinServer *server, guint64 alloc[VMR_BENCH_THIN_N_ALLOC],
+                               GError **error)
+{
+    return map_allocated (server->uri, &alloc[0], error)
+           && (server->file == NULL
+               || vmr_bench_image_allocated (server->file, "raw", &alloc[1], error));
 }
 
 /* ---- figures ---- */

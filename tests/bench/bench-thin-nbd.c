@@ -22,9 +22,6 @@
  */
 #define G_LOG_DOMAIN "vmr-bench"
 
-#include <errno.h>
-#include <signal.h>
-
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 
@@ -37,9 +34,7 @@
 /* one way to serve the destination, and the target node QEMU gets */
 typedef struct {
     const gchar *title;
-    gboolean memory;            /* nbdkit's memory plugin; else its file plugin on a sparse file */
-    const gchar *zeromode;      /* the nozero filter's zeromode, NULL: no filter */
-    const gchar *fastzeromode;  /* and its fastzeromode, NULL: its default */
+    VmrBenchThinExport export;  /* the server */
     const gchar *discard;       /* the raw node's, NULL: QEMU's default (ignore) */
     const gchar *detect_zeroes; /* the raw node's, NULL: QEMU's default (off) */
     gboolean small;             /* at an eighth of the sizes: zeroes may become data */
@@ -50,24 +45,41 @@ typedef struct {
 #define DEFAULTS     NULL, NULL
 
 static const NbdCase cases[] = {
-    { "nbdkit memory, discard=unmap detect-zeroes=unmap", TRUE, NULL, NULL, THIN_OPTIONS },
-    { "nbdkit memory, QEMU's defaults (discard=ignore)", TRUE, NULL, NULL, DEFAULTS },
-    { "nbdkit file, discard=unmap detect-zeroes=unmap", FALSE, NULL, NULL, THIN_OPTIONS },
-    { "nbdkit file, QEMU's defaults (discard=ignore)", FALSE, NULL, NULL, DEFAULTS, TRUE },
-    { "nbdkit file, fast zero off (nozero zeromode=plugin fastzeromode=none), discard=unmap", FALSE,
-      "plugin", "none", THIN_OPTIONS, TRUE },
-    { "nbdkit file, zero without trim (nozero zeromode=notrim), discard=unmap", FALSE, "notrim",
-      NULL, THIN_OPTIONS, TRUE },
-    { "nbdkit file, zero emulated by writes (nozero zeromode=emulate), discard=unmap", FALSE,
-      "emulate", NULL, THIN_OPTIONS, TRUE },
-    { "nbdkit file, zero emulated by writes (nozero zeromode=emulate), discard=ignore", FALSE,
-      "emulate", NULL, DEFAULTS, TRUE },
-    { "nbdkit file, no zero (nozero zeromode=none), discard=unmap", FALSE, "none", NULL,
-      THIN_OPTIONS, TRUE },
+    { "nbdkit memory, discard=unmap detect-zeroes=unmap", { TRUE, NULL, NULL }, THIN_OPTIONS },
+    { "nbdkit memory, QEMU's defaults (discard=ignore)", { TRUE, NULL, NULL }, DEFAULTS },
+    { "nbdkit file, discard=unmap detect-zeroes=unmap", { FALSE, NULL, NULL }, THIN_OPTIONS },
+    { "nbdkit file, QEMU's defaults (discard=ignore)", { FALSE, NULL, NULL }, DEFAULTS, TRUE },
+    { "nbdkit file, fast zero off (nozero zeromode=plugin fastzeromode=none), discard=unmap",
+      { FALSE, "plugin", "none" },
+      THIN_OPTIONS,
+      TRUE },
+    { "nbdkit file, zero without trim (nozero zeromode=notrim), discard=unmap",
+      { FALSE, "notrim", NULL },
+      THIN_OPTIONS,
+      TRUE },
+    { "nbdkit file, zero emulated by writes (nozero zeromode=emulate), discard=unmap",
+      { FALSE, "emulate", NULL },
+      THIN_OPTIONS,
+      TRUE },
+    { "nbdkit file, zero emulated by writes (nozero zeromode=emulate), discard=ignore",
+      { FALSE, "emulate", NULL },
+      DEFAULTS,
+      TRUE },
+    { "nbdkit file, no zero (nozero zeromode=none), discard=unmap",
+      { FALSE, "none", NULL },
+      THIN_OPTIONS,
+      TRUE },
     { "nbdkit file, thick source (holes written as zeroes), discard=unmap detect-zeroes=unmap",
-      FALSE, NULL, NULL, THIN_OPTIONS, TRUE, TRUE },
-    { "nbdkit file, thick source (holes written as zeroes), discard=unmap, no detect-zeroes", FALSE,
-      NULL, NULL, "unmap", NULL, TRUE, TRUE },
+      { FALSE, NULL, NULL },
+      THIN_OPTIONS,
+      TRUE,
+      TRUE },
+    { "nbdkit file, thick source (holes written as zeroes), discard=unmap, no detect-zeroes",
+      { FALSE, NULL, NULL },
+      "unmap",
+      NULL,
+      TRUE,
+      TRUE },
 };
 
 /* the small sources' data, which the thick source shares */
@@ -116,119 +128,6 @@ qemu_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64
         else if (self->job_error == NULL && g_strcmp0 (name, "BLOCK_JOB_CANCELLED") == 0)
             self->job_error = g_strdup ("QEMU cancelled the job");
     }
-}
-
-/* ---- nbdkit ---- */
-
-/* starts nbdkit serving @c's export of @size bytes (in @export_file for the file plugin) */
-static GSubprocess *
-start_nbdkit (Nbd *self, const NbdCase *c, guint64 size, const gchar *export_file, GError **error)
-{
-    g_autofree gchar *log
-        = g_strdup_printf ("%s/nbdkit-%u.log", self->common->run_dir, self->common->run_number);
-    g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
-    g_autoptr (GSubprocess) nbdkit = NULL;
-    gint64 deadline = g_get_monotonic_time () + VMR_BENCH_THIN_START_TIMEOUT_S * G_USEC_PER_SEC;
-
-    g_ptr_array_add (argv, g_strdup ("nbdkit"));
-    g_ptr_array_add (argv, g_strdup ("-f"));
-    g_ptr_array_add (argv, g_strdup ("-U"));
-    g_ptr_array_add (argv, g_strdup (self->nbd_socket));
-    if (c->zeromode != NULL)
-        g_ptr_array_add (argv, g_strdup ("--filter=nozero"));
-    if (c->memory) {
-        g_ptr_array_add (argv, g_strdup ("memory"));
-        g_ptr_array_add (argv, g_strdup_printf ("size=%" G_GUINT64_FORMAT, size));
-    } else {
-        g_ptr_array_add (argv, g_strdup ("file"));
-        g_ptr_array_add (argv, g_strdup_printf ("file=%s", export_file));
-    }
-    if (c->zeromode != NULL)
-        g_ptr_array_add (argv, g_strdup_printf ("zeromode=%s", c->zeromode));
-    if (c->fastzeromode != NULL)
-        g_ptr_array_add (argv, g_strdup_printf ("fastzeromode=%s", c->fastzeromode));
-    g_ptr_array_add (argv, NULL);
-
-    if (!c->memory && !vmr_bench_image_create_destination (export_file, size, error))
-        return NULL;
-    nbdkit
-        = vmr_bench_spawn ((const gchar *const *) argv->pdata, self->common->run_dir, log, error);
-    if (nbdkit == NULL) {
-        g_prefix_error (error, "cannot start nbdkit: ");
-        return NULL;
-    }
-    /* it creates its socket once it listens */
-    while (!g_file_test (self->nbd_socket, G_FILE_TEST_EXISTS)) {
-        g_main_context_iteration (NULL, FALSE);
-        if (!vmr_bench_is_running (nbdkit) || g_get_monotonic_time () > deadline) {
-            g_autofree gchar *tail = vmr_bench_log_tail (log, 3);
-
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "nbdkit did not listen on %s: %s",
-                         self->nbd_socket, tail);
-            vmr_bench_kill (&nbdkit);
-            return NULL;
-        }
-        g_usleep (10 * 1000);
-    }
-    return g_steal_pointer (&nbdkit);
-}
-
-/* SIGTERM, so that nbdkit removes its socket; SIGKILL when it does not exit */
-static void
-stop_nbdkit (Nbd *self, GSubprocess **nbdkit)
-{
-    if (*nbdkit != NULL && vmr_bench_is_running (*nbdkit)) {
-        g_subprocess_send_signal (*nbdkit, SIGTERM);
-        vmr_bench_wait_exit (*nbdkit, VMR_BENCH_THIN_STOP_TIMEOUT_S);
-    }
-    vmr_bench_kill (nbdkit);
-    if (g_unlink (self->nbd_socket) < 0 && errno != ENOENT)
-        g_warning ("cannot remove %s: %s", self->nbd_socket, g_strerror (errno));
-}
-
-/* what `nbdinfo --map` reports as not a hole (type bit 0 clear) on @uri */
-static gboolean
-map_allocated (const gchar *uri, guint64 *out_bytes, GError **error)
-{
-    g_autoptr (GSubprocess) proc = NULL;
-    g_autoptr (JsonParser) parser = json_parser_new ();
-    g_autofree gchar *out = NULL;
-    g_autofree gchar *err = NULL;
-    JsonNode *root;
-    JsonArray *extents;
-
-    proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, error,
-                             "nbdinfo", "--map", "--json", uri, NULL);
-    if (proc == NULL || !g_subprocess_communicate_utf8 (proc, NULL, NULL, &out, &err, error))
-        return FALSE;
-    if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) != 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "nbdinfo --map %s failed: %s", uri,
-                     g_strstrip (err));
-        return FALSE;
-    }
-    if (!json_parser_load_from_data (parser, out, -1, error))
-        return FALSE;
-    root = json_parser_get_root (parser);
-    extents = root != NULL && JSON_NODE_HOLDS_ARRAY (root) ? json_node_get_array (root) : NULL;
-    if (extents == NULL) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "nbdinfo --map %s: no array", uri);
-        return FALSE;
-    }
-    *out_bytes = 0;
-    for (guint i = 0; i < json_array_get_length (extents); i++) {
-        JsonObject *extent = json_array_get_object_element (extents, i);
-        guint64 length = 0, type = 0;
-
-        if (extent == NULL || !vmr_json_get_uint (extent, "length", &length)
-            || !vmr_json_get_uint (extent, "type", &type)) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "nbdinfo --map %s: bad extent %u",
-                         uri, i);
-            return FALSE;
-        }
-        if ((type & 1) == 0)
-            *out_bytes += length;
-    }
-    return TRUE;
 }
 
 /* ---- one copy ---- */
@@ -295,36 +194,29 @@ copy_once (Nbd *self, const NbdCase *c, const gchar *source, guint64 size, VmrBe
            GError **error)
 {
     const gchar *monitors[] = { self->qemu_monitor, NULL };
-    g_autofree gchar *export_file = NULL;
-    g_autofree gchar *uri = g_strdup_printf ("nbd+unix:///?socket=%s", self->nbd_socket);
-    g_autoptr (GSubprocess) nbdkit = NULL;
+    VmrBenchThinServer server = { 0 };
     g_autoptr (GSubprocess) qemu = NULL;
     gboolean ok;
 
     self->common->run_number++;
-    export_file
-        = g_strdup_printf ("%s/export-%u.img", self->common->image_dir, self->common->run_number);
     self->end_mono = 0;
     g_clear_pointer (&self->job_error, g_free);
 
-    nbdkit = start_nbdkit (self, c, size, export_file, error);
-    ok = nbdkit != NULL;
+    ok = vmr_bench_thin_server_start (self->common, &server, &c->export, self->nbd_socket, size,
+                                      error);
     if (ok)
         qemu = vmr_bench_thin_start_qemu (self->common, source, monitors, &self->watch, error);
     ok = ok && qemu != NULL;
     if (ok)
         g_signal_connect (self->watch, "event", G_CALLBACK (qemu_event_cb), self);
     ok = ok && mirror (self, qemu, c, &run->copy_s, error)
-         && vmr_bench_thin_quit_qemu (&qemu, &self->watch, self, error)
-         && map_allocated (uri, &run->alloc[0], error)
-         && (c->memory || vmr_bench_image_allocated (export_file, "raw", &run->alloc[1], error))
-         && vmr_bench_image_qemu_compare (source, "raw", uri, "raw", error);
+         && vmr_bench_quit_qemu (&qemu, &self->watch, self, VMR_BENCH_THIN_STOP_TIMEOUT_S, error)
+         && vmr_bench_thin_server_measure (&server, run->alloc, error)
+         && vmr_bench_image_qemu_compare (source, "raw", server.uri, "raw", error);
 
     vmr_bench_close (&self->watch, self);
     vmr_bench_kill (&qemu);
-    stop_nbdkit (self, &nbdkit);
-    if (!c->memory && g_unlink (export_file) < 0 && errno != ENOENT)
-        g_warning ("cannot remove %s: %s", export_file, g_strerror (errno));
+    vmr_bench_thin_server_stop (&server);
     if (!ok)
         g_prefix_error (error, "run %u (%s): ", self->common->run_number, c->title);
     return ok;
@@ -335,7 +227,7 @@ static gboolean
 run_case (Nbd *self, const NbdCase *c, const VmrBenchThinSources *sources, GError **error)
 {
     g_autoptr (VmrBenchThinCase) figures = vmr_bench_thin_case_new (
-        c->title, sources, "export's map, not holes", c->memory ? NULL : "file's st_blocks");
+        c->title, sources, "export's map, not holes", c->export.memory ? NULL : "file's st_blocks");
 
     for (guint round = 0; round < self->common->rounds; round++) {
         VmrBenchThinRun full = { 0 };

@@ -69,12 +69,45 @@ GSubprocess *vmr_bench_thin_start_qemu (VmrBenchThin *self, const gchar *source,
                                         const gchar *const *monitors, VmrQmpClient **out_watch,
                                         GError **error);
 
-/* "quit" on @watch, so that QEMU flushes and closes its images; clears both */
-gboolean vmr_bench_thin_quit_qemu (GSubprocess **qemu, VmrQmpClient **watch, gpointer handler_data,
-                                   GError **error);
+/* the allocation figures a case measures at most */
+#define VMR_BENCH_THIN_N_ALLOC 2
+
+/* how nbdkit serves a destination export */
+typedef struct {
+    gboolean memory;           /* its memory plugin; else its file plugin on a new sparse file */
+    const gchar *zeromode;     /* the nozero filter's zeromode, NULL: no filter */
+    const gchar *fastzeromode; /* and its fastzeromode, NULL: its default */
+} VmrBenchThinExport;
+
+/* a running nbdkit on a UNIX socket, and its export */
+typedef struct {
+    GSubprocess *process;
+    gchar *socket;
+    gchar *uri;  /* nbd+unix:///?socket=SOCKET */
+    gchar *file; /* the file plugin's file, NULL for the memory plugin */
+} VmrBenchThinServer;
+
+/*
+ * Starts nbdkit serving @export, @size bytes, on the UNIX socket @socket
+ * (its file, for the file plugin, in the image directory and its log in
+ * the run directory, named after the run), and waits until it listens.
+ */
+gboolean vmr_bench_thin_server_start (VmrBenchThin *self, VmrBenchThinServer *server,
+                                      const VmrBenchThinExport *export, const gchar *socket,
+                                      guint64 size, GError **error);
+
+/*
+ * What the export takes: in @alloc[0] what `nbdinfo --map` reports as not
+ * a hole, in @alloc[1] the st_blocks of the file plugin's file (untouched
+ * for the memory plugin).
+ */
+gboolean vmr_bench_thin_server_measure (VmrBenchThinServer *server,
+                                        guint64 alloc[VMR_BENCH_THIN_N_ALLOC], GError **error);
+
+/* SIGTERM, so that nbdkit removes its socket, SIGKILL when it does not exit; removes its file */
+void vmr_bench_thin_server_stop (VmrBenchThinServer *server);
 
 /* how a case's destination is measured: its names for up to two allocation figures */
-#define VMR_BENCH_THIN_N_ALLOC 2
 
 /* the figures of one case, one value per round */
 typedef struct {

@@ -40,10 +40,6 @@
 #include "vmr-error.h"
 #include "vmr-json.h"
 
-#ifndef VMR_BENCH_DAEMON
-#define VMR_BENCH_DAEMON "virt-mirrord"
-#endif
-
 #define MIB               (1024 * 1024)
 #define START_TIMEOUT_S   30
 #define JOB_TIMEOUT_S     900
@@ -113,31 +109,11 @@ static gboolean
 start_qemu (Bench *self, const gchar *image, GError **error)
 {
     g_autofree gchar *log = g_build_filename (self->run_dir, "qemu.log", NULL);
-    g_autofree gchar *file_arg = g_strdup_printf ("driver=file,filename=%s,node-name=f0", image);
-    g_autofree gchar *qmp_arg = g_strdup_printf ("unix:%s,server=on,wait=off", self->qemu_monitor);
-    const gchar *argv[] = {
-        self->qemu_path,
-        "-machine",
-        "pc",
-        "-accel",
-        "tcg",
-        "-S",
-        "-nodefaults",
-        "-display",
-        "none",
-        "-blockdev",
-        file_arg,
-        "-blockdev",
-        "driver=raw,file=f0,node-name=d0",
-        "-device",
-        "virtio-blk-pci,drive=d0,id=disk0",
-        "-qmp",
-        qmp_arg,
-        NULL,
-    };
+    const gchar *monitors[] = { self->qemu_monitor, NULL };
     g_autoptr (VmrQmpClient) probe = NULL;
 
-    self->qemu = vmr_bench_spawn (argv, self->run_dir, log, error);
+    self->qemu
+        = vmr_bench_start_paused_qemu (self->qemu_path, self->run_dir, log, image, monitors, error);
     if (self->qemu == NULL)
         return FALSE;
     /* the daemon connects by itself; this only waits until QEMU listens */
@@ -146,26 +122,6 @@ start_qemu (Bench *self, const gchar *image, GError **error)
         return FALSE;
     vmr_qmp_client_close (probe);
     return TRUE;
-}
-
-/* a control command that must succeed; its "return" object, or NULL with @error */
-static JsonObject *
-control_call (Bench *self, const gchar *command, JsonObject *args, GError **error)
-{
-    g_autoptr (JsonNode) reply
-        = vmr_qmp_client_execute_sync (self->control, command, args, 0, error);
-    JsonObject *obj;
-
-    if (reply == NULL) {
-        g_prefix_error (error, "%s: ", command);
-        return NULL;
-    }
-    obj = vmr_json_node_object (reply);
-    if (obj == NULL) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "%s: no object in the reply", command);
-        return NULL;
-    }
-    return json_object_ref (obj);
 }
 
 /* polls query-job until @done says so; the last job object */
@@ -177,7 +133,8 @@ poll_job (Bench *self, const gchar *id, gboolean (*done) (JsonObject *job), GErr
 
     json_object_set_string_member (args, "id", id);
     while (!self->interrupted && g_get_monotonic_time () < deadline) {
-        g_autoptr (JsonObject) job = control_call (self, "query-job", args, error);
+        g_autoptr (JsonObject) job
+            = vmr_bench_control_call (self->control, "query-job", args, error);
 
         if (job == NULL)
             return NULL;
@@ -217,14 +174,14 @@ move_disk (Bench *self, const gchar *dest, GError **error)
 
     json_object_set_string_member (attach, "name", "vm");
     json_object_set_string_member (attach, "qmp", self->qemu_monitor);
-    reply = control_call (self, "attach", attach, error);
+    reply = vmr_bench_control_call (self->control, "attach", attach, error);
     if (reply == NULL)
         return FALSE;
     json_object_set_string_member (migrate, "domain", "vm");
     json_object_set_string_member (migrate, "disk", "disk0");
     json_object_set_string_member (migrate, "destination", dest);
     g_clear_pointer (&reply, json_object_unref);
-    reply = control_call (self, "migrate", migrate, error);
+    reply = vmr_bench_control_call (self->control, "migrate", migrate, error);
     if (reply == NULL)
         return FALSE;
     job = poll_job (self, "vmr-1", job_ended, error);
@@ -248,7 +205,7 @@ verify_once (Bench *self, GError **error)
     JsonObject *v;
 
     json_object_set_string_member (args, "id", "vmr-1");
-    started = control_call (self, "job-verify", args, error);
+    started = vmr_bench_control_call (self->control, "job-verify", args, error);
     if (started == NULL)
         return -1;
     job = poll_job (self, "vmr-1", verification_ended, error);

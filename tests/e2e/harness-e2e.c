@@ -163,7 +163,7 @@ vmr_e2e_define_domain (VmrE2e *e, const VmrE2eDisk *disk)
         "  <devices>\n"
         "%s"
         "    <disk type='file' device='disk'>\n"
-        "      <driver name='qemu' type='%s'%s\n"
+        "      <driver name='qemu' type='%s' %s%s\n"
         "      <source file='%s'/>\n"
         "      <target dev='vda' bus='%s'/>\n"
         "    </disk>\n"
@@ -171,6 +171,7 @@ vmr_e2e_define_domain (VmrE2e *e, const VmrE2eDisk *disk)
         "  </devices>\n"
         "</domain>\n",
         q_name, iothreads[disk->iothreads], scsi ? controllers[disk->iothreads] : "", q_format,
+        disk->driver != NULL ? disk->driver : "",
         scsi ? driver_end[0] : driver_end[disk->iothreads], q_path, scsi ? "scsi" : "virtio");
     xml_path = g_strdup_printf ("%s/%s.xml", e->h.dir, name);
     g_file_set_contents (xml_path, xml, -1, &error);

@@ -80,6 +80,7 @@ typedef struct {
     const gchar *format; /* "raw" or "qcow2" */
     guint iothreads;     /* 0: QEMU's main loop; 1: I/O thread 1 (its controller's); 2:
                           * two queues, one on I/O thread 1 and one on I/O thread 2 */
+    const gchar *driver; /* more attributes of <driver>, e.g. "discard='unmap'"; NULL: none */
 } VmrE2eDisk;
 
 #define VMR_E2E_SCSI_DEVICE "scsi0-0-0-0"

@@ -5,7 +5,10 @@
  * TCP and on a UNIX socket): the copy goes through libvirt's block copy with a network disk, and
  * afterwards libvirt's live and persistent definitions name the export; a
  * cancelled copy leaves no NBD node in QEMU. The bytes are read back
- * through the server.
+ * through the server. A thin disk (with discard='unmap' in its domain's
+ * definition) moved to nbdkit's file plugin on a sparse file stays thin:
+ * what the export's block status reports as data, and the file's
+ * st_blocks, are at most 1.1 times the data.
  */
 
 #include <glib/gstdio.h>
@@ -14,7 +17,14 @@
 #include "harness-e2e.h"
 #include "nbd-fixture.h"
 
-#define IMAGE_SIZE (32 * 1024 * 1024)
+#define MIB        ((gsize) 1024 * 1024)
+#define IMAGE_SIZE (32 * MIB)
+/* the thin disk: 512 MiB with 32 MiB of data in 16 extents */
+#define THIN_SIZE        (512 * MIB)
+#define THIN_EXTENTS     16
+#define THIN_EXTENT_SIZE (2 * MIB)
+#define THIN_DATA        (THIN_EXTENTS * THIN_EXTENT_SIZE)
+
 /* guest writes in each phase (each one a virsh run) */
 #define E2E_WRITES 15
 
@@ -39,13 +49,16 @@ nbd_e2e_teardown (NbdE2e *t, gconstpointer data)
 }
 
 /*
- * nbdkit's memory plugin with @filter (NULL, or "NAME PARAM") on 127.0.0.1,
- * or on a UNIX socket that libvirt's QEMU user may use; returns the URI and
- * the <host> element libvirt names it by
+ * nbdkit's memory plugin of IMAGE_SIZE (or, with @file, its file plugin on
+ * @file) with @filter (NULL, or "NAME PARAM") on 127.0.0.1, or on a UNIX
+ * socket that libvirt's QEMU user may use; returns the URI and the <host>
+ * element libvirt names it by
  */
 static gchar *
-start_nbdkit (NbdE2e *t, const gchar *filter, gboolean unix_socket, gchar **out_host)
+start_nbdkit (NbdE2e *t, const gchar *filter, gboolean unix_socket, const gchar *file,
+              gchar **out_host)
 {
+    g_autofree gchar *file_arg = file != NULL ? g_strdup_printf ("file=%s", file) : NULL;
     guint port = vmr_nbd_free_port ();
     g_autofree gchar *port_text = g_strdup_printf ("%u", port);
     g_autofree gchar *socket = vmr_harness_path (&t->e.h, "export.sock");
@@ -60,8 +73,8 @@ start_nbdkit (NbdE2e *t, const gchar *filter, gboolean unix_socket, gchar **out_
         g_ptr_array_add (argv, (gpointer) common[i]);
     if (filter_arg != NULL)
         g_ptr_array_add (argv, filter_arg);
-    g_ptr_array_add (argv, "memory");
-    g_ptr_array_add (argv, "32M");
+    g_ptr_array_add (argv, file != NULL ? "file" : "memory");
+    g_ptr_array_add (argv, file != NULL ? file_arg : "32M");
     if (parts != NULL)
         g_ptr_array_add (argv, parts[1]);
     g_ptr_array_add (argv, NULL);
@@ -111,7 +124,7 @@ start_copy (NbdE2e *t, const gchar *filter, gboolean unix_socket, const gchar *s
 {
     VmrE2eDisk disk = { NULL, "raw", 0 };
 
-    c->uri = start_nbdkit (t, filter, unix_socket, &c->host);
+    c->uri = start_nbdkit (t, filter, unix_socket, NULL, &c->host);
     c->source = vmr_harness_create_image (&t->e.h, "source.raw", "raw", IMAGE_SIZE, 11);
     c->expected = vmr_harness_expected_path (c->source);
     disk.path = c->source;
@@ -176,6 +189,9 @@ test_migrate (NbdE2e *t, gconstpointer data)
     persistent = vmr_e2e_virsh_ok ("dumpxml", "--inactive", c.name, NULL);
     assert_xml_on_export ("the live definition", live, c.source, c.host);
     assert_xml_on_export ("the persistent definition", persistent, c.source, c.host);
+    /* the disk has no discard='unmap', which libvirt copies with: the daemon said so */
+    g_assert_true (
+        vmr_e2e_daemon_log_has (e, "libvirt copies with the disk's discard mode (ignore)"));
     vmr_harness_writer_write (c.writer, E2E_WRITES);
     vmr_e2e_destroy_domain (e, c.name);
     vmr_nbd_assert_export_equals (&t->servers, c.uri, NULL, c.expected);
@@ -209,6 +225,47 @@ test_cancel (NbdE2e *t, gconstpointer data)
     vmr_harness_assert_image_equals (c.source, "raw", c.expected);
 }
 
+static void
+test_thin (NbdE2e *t, gconstpointer data)
+{
+    VmrE2e *e = &t->e;
+    g_auto (Copy) c = { 0 };
+    g_autofree gchar *export_file = NULL;
+    /*
+     * libvirt 11.3 opens the copy's node with the discard and detect-zeroes
+     * of the disk it copies, not those of the destination's XML; without
+     * discard=unmap the mirror's zero writes allocate the file's holes
+     */
+    VmrE2eDisk disk = { NULL, "raw", 0, "discard='unmap' detect_zeroes='unmap'" };
+    guint writes;
+
+    if (!vmr_nbd_require (&e->h))
+        return;
+    export_file = vmr_harness_create_sparse_file (&e->h, "export.raw", THIN_SIZE);
+    c.uri = start_nbdkit (t, NULL, TRUE, export_file, &c.host);
+    c.source = vmr_harness_create_thin_image (&e->h, "source.raw", THIN_SIZE, THIN_EXTENTS,
+                                              THIN_EXTENT_SIZE, 0x7417);
+    c.expected = vmr_harness_expected_path (c.source);
+    disk.path = c.source;
+    c.name = vmr_e2e_define_domain (e, &disk);
+    vmr_e2e_start_domain (e, c.name);
+    vmr_e2e_start_daemon (e, TRUE);
+    json_object_unref (vmr_e2e_wait_domain (e, c.name, TRUE, 10000));
+    c.writer = vmr_e2e_writer_new (c.name, c.expected, 0x7417e);
+    c.id = vmr_harness_migrate (&e->h, c.name, "vda", c.uri, "--speed", "4M", NULL);
+    json_object_unref (vmr_harness_wait_job (&e->h, c.id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    json_object_unref (vmr_harness_job_command (&e->h, "set-speed", c.id, "0"));
+    json_object_unref (vmr_harness_wait_job (&e->h, c.id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    writes = vmr_harness_writer_count (c.writer);
+    g_assert_false (vmr_e2e_daemon_log_has (e, "libvirt copies with the disk's discard mode"));
+    vmr_e2e_destroy_domain (e, c.name);
+    vmr_nbd_assert_export_equals (&t->servers, c.uri, NULL, c.expected);
+    vmr_harness_assert_thin (c.uri, vmr_nbd_export_allocated (c.uri), THIN_DATA, writes);
+    vmr_harness_assert_thin (export_file, vmr_harness_allocated (export_file), THIN_DATA, writes);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -219,5 +276,6 @@ main (int argc, char **argv)
                 test_migrate, nbd_e2e_teardown);
     g_test_add ("/e2e/libvirt-nbd/cancel", NbdE2e, NULL, nbd_e2e_setup, test_cancel,
                 nbd_e2e_teardown);
+    g_test_add ("/e2e/libvirt-nbd/thin", NbdE2e, NULL, nbd_e2e_setup, test_thin, nbd_e2e_teardown);
     return vmr_e2e_run (TRUE);
 }

@@ -8,8 +8,10 @@
 #include "harness-private.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -112,6 +114,76 @@ vmr_harness_create_file (VmrHarness *h, const gchar *name, gsize size, guchar fi
         write_file_or_die (file, buf, MIN (VMR_HARNESS_CHUNK_SIZE, size - done), path);
     g_assert_cmpint (fclose (file), ==, 0);
     return g_steal_pointer (&path);
+}
+
+gchar *
+vmr_harness_create_thin_image (VmrHarness *h, const gchar *name, gsize size, guint extents,
+                               gsize extent_size, guint32 seed)
+{
+    g_autofree gchar *path = vmr_harness_path (h, name);
+    g_autofree gchar *expected = vmr_harness_expected_path (path);
+    const gchar *paths[] = { path, expected };
+    g_autofree guint32 *buf = g_malloc (extent_size);
+    g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
+    int fds[G_N_ELEMENTS (paths)];
+
+    for (guint p = 0; p < G_N_ELEMENTS (paths); p++) {
+        fds[p] = open (paths[p], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fds[p] < 0 || ftruncate (fds[p], (off_t) size) < 0)
+            vmr_fail ("cannot create %s: %s", paths[p], g_strerror (errno));
+    }
+    for (guint i = 0; i < extents; i++) {
+        guint64 stride = size / extents;
+        /* MiB-aligned, so that the extents are whole blocks of any file system */
+        off_t offset = (off_t) ((i * stride + stride / 2) / (1024 * 1024) * (1024 * 1024));
+
+        for (gsize w = 0; w < extent_size / sizeof (guint32); w++)
+            buf[w] = g_rand_int (rand);
+        for (guint p = 0; p < G_N_ELEMENTS (paths); p++)
+            if (pwrite (fds[p], buf, extent_size, offset) != (ssize_t) extent_size)
+                vmr_fail ("cannot write %s: %s", paths[p], g_strerror (errno));
+    }
+    for (guint p = 0; p < G_N_ELEMENTS (paths); p++)
+        if (fsync (fds[p]) < 0 || close (fds[p]) < 0)
+            vmr_fail ("cannot write %s: %s", paths[p], g_strerror (errno));
+    return g_steal_pointer (&path);
+}
+
+gchar *
+vmr_harness_create_sparse_file (VmrHarness *h, const gchar *name, gsize size)
+{
+    g_autofree gchar *path = vmr_harness_path (h, name);
+    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+    if (fd < 0 || ftruncate (fd, (off_t) size) < 0 || close (fd) < 0)
+        vmr_fail ("cannot create %s: %s", path, g_strerror (errno));
+    return g_steal_pointer (&path);
+}
+
+void
+vmr_harness_assert_thin (const gchar *what, guint64 alloc, guint64 data, guint writes)
+{
+    const guint64 write_max = 256 * 1024; /* the writer's longest extent */
+    const guint64 chunk = 64 * 1024;      /* the mirror's default granularity */
+    guint64 bound = (guint64) (1.1 * (gdouble) (data + writes * (write_max + 2 * chunk)));
+
+    g_test_message ("%s: %" G_GUINT64_FORMAT " bytes allocated for %" G_GUINT64_FORMAT
+                    " bytes of data and %u guest writes (bound %" G_GUINT64_FORMAT ")",
+                    what, alloc, data, writes, bound);
+    if (alloc > bound || alloc < data)
+        vmr_fail ("%s takes %" G_GUINT64_FORMAT " bytes for %" G_GUINT64_FORMAT
+                  " bytes of data and %u guest writes: not between the data and %" G_GUINT64_FORMAT,
+                  what, alloc, data, writes, bound);
+}
+
+guint64
+vmr_harness_allocated (const gchar *path)
+{
+    GStatBuf st;
+
+    if (g_stat (path, &st) != 0)
+        vmr_fail ("cannot stat %s: %s", path, g_strerror (errno));
+    return (guint64) st.st_blocks * 512;
 }
 
 static gboolean

@@ -153,6 +153,30 @@ gchar *vmr_harness_create_image (VmrHarness *h, const gchar *name, const gchar *
 /* the pristine raw copy of an image made by vmr_harness_create_image() */
 gchar *vmr_harness_expected_path (const gchar *image_path);
 
+/*
+ * Creates the sparse raw image @name of @size bytes with @extents extents
+ * of @extent_size bytes of pseudo-random data (from @seed), extent i in the
+ * middle of the i-th @extents-th of the image, the rest holes, and its
+ * pristine copy, see vmr_harness_expected_path(). Returns the image's
+ * absolute path; free with g_free().
+ */
+gchar *vmr_harness_create_thin_image (VmrHarness *h, const gchar *name, gsize size, guint extents,
+                                      gsize extent_size, guint32 seed);
+
+/* creates @name of @size bytes, all a hole; returns its absolute path */
+gchar *vmr_harness_create_sparse_file (VmrHarness *h, const gchar *name, gsize size);
+
+/*
+ * Asserts that @what, which takes @alloc bytes, holds at least its @data
+ * bytes of data, and at most 1.1 times them and what @writes writes of a
+ * VmrHarnessWriter may add: each its length and the mirror's 64 KiB chunk
+ * on both sides (a write into a hole makes the copy write whole chunks).
+ */
+void vmr_harness_assert_thin (const gchar *what, guint64 alloc, guint64 data, guint writes);
+
+/* the bytes @path takes on its file system (st_blocks) */
+guint64 vmr_harness_allocated (const gchar *path);
+
 /* creates @name with @size bytes of @fill; returns its absolute path */
 gchar *vmr_harness_create_file (VmrHarness *h, const gchar *name, gsize size, guchar fill);
 

@@ -3,6 +3,7 @@
 #include "nbd-fixture.h"
 
 #include <glib/gstdio.h>
+#include <libnbd.h>
 #include <signal.h>
 #include <gio/gunixsocketaddress.h>
 #include <string.h>
@@ -280,6 +281,81 @@ vmr_nbd_assert_export_equals (VmrNbdServers *s, const gchar *uri, const gchar *t
     }
     vmr_harness_assert_image_equals (copy, "raw", expected);
     g_assert_cmpint (g_unlink (copy), ==, 0);
+}
+
+/* where a block status reply ended, and what it found allocated */
+typedef struct {
+    guint64 end;
+    guint64 allocated;
+} ExtentSum;
+
+static int
+extent_cb (void *user_data, const char *metacontext, uint64_t offset, uint32_t *entries,
+           size_t nr_entries, int *error)
+{
+    ExtentSum *sum = user_data;
+
+    if (strcmp (metacontext, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0)
+        return 0;
+    sum->end = offset;
+    /* pairs of (length, flags) */
+    for (size_t i = 0; i + 1 < nr_entries; i += 2) {
+        if ((entries[i + 1] & LIBNBD_STATE_HOLE) == 0)
+            sum->allocated += entries[i];
+        sum->end += entries[i];
+    }
+    return 0;
+}
+
+guint64
+vmr_nbd_export_allocated (const gchar *uri)
+{
+    struct nbd_handle *nbd = nbd_create ();
+    ExtentSum sum = { 0, 0 };
+    int64_t size;
+
+    g_assert_nonnull (nbd);
+    if (nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
+        || nbd_connect_uri (nbd, uri) == -1)
+        vmr_fail ("cannot connect to %s: %s", uri, nbd_get_error ());
+    if (nbd_can_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) != 1)
+        vmr_fail ("%s offers no block status", uri);
+    size = nbd_get_size (nbd);
+    g_assert_cmpint (size, >=, 0);
+    while (sum.end < (guint64) size) {
+        guint64 before = sum.end;
+        /* a request is at most 4 GiB - 1; the server may answer for less */
+        guint64 count = MIN ((guint64) size - sum.end, (guint64) G_MAXUINT32 / 2);
+
+        if (nbd_block_status (nbd, count, sum.end,
+                              (nbd_extent_callback){ .callback = extent_cb, .user_data = &sum }, 0)
+            == -1)
+            vmr_fail ("block status of %s at %" G_GUINT64_FORMAT ": %s", uri, before,
+                      nbd_get_error ());
+        if (sum.end <= before)
+            vmr_fail ("block status of %s at %" G_GUINT64_FORMAT " made no progress", uri, before);
+    }
+    nbd_shutdown (nbd, 0);
+    nbd_close (nbd);
+    return sum.allocated;
+}
+
+gchar *
+vmr_nbd_device_node (VmrHarness *h, const gchar *qdev_id)
+{
+    g_autoptr (JsonNode) blocks = vmr_harness_qmp (h, "query-block", NULL);
+    JsonArray *array = vmr_harness_json_node_array (blocks);
+    g_autofree gchar *under = g_strdup_printf ("/machine/peripheral/%s/", qdev_id);
+
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *dev = vmr_harness_json_element (array, i);
+        const gchar *qdev = vmr_json_get_string (dev, "qdev");
+
+        if (g_strcmp0 (qdev, qdev_id) == 0 || (qdev != NULL && g_str_has_prefix (qdev, under)))
+            return g_strdup (
+                vmr_harness_json_string (vmr_harness_json_object (dev, "inserted"), "node-name"));
+    }
+    vmr_fail ("query-block has no %s", qdev_id);
 }
 
 static gint

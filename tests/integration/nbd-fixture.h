@@ -71,6 +71,16 @@ gchar *vmr_nbd_pki_dir (VmrNbdServers *s, const gchar *name);
 void vmr_nbd_assert_export_equals (VmrNbdServers *s, const gchar *uri, const gchar *tls_dir,
                                    const gchar *expected);
 
+/*
+ * What the export @uri (without TLS) holds that is not a hole, in bytes:
+ * the extents of libnbd's block status (base:allocation) without the hole
+ * flag. Asserts the server offers it.
+ */
+guint64 vmr_nbd_export_allocated (const gchar *uri);
+
+/* the node the guest device @qdev_id reads and writes through now */
+gchar *vmr_nbd_device_node (VmrHarness *h, const gchar *qdev_id);
+
 /* the names of QEMU's block nodes and of its /objects, sorted, joined by spaces */
 gchar *vmr_nbd_qemu_state (VmrHarness *h);
 

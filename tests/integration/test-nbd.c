@@ -135,27 +135,9 @@ test_preflight (VmrNbdTest *t, gconstpointer user_data)
 
 /* ---- copies ---- */
 
-/* the node the device disk0 reads and writes */
+/* the string @member of the block node @name, or NULL when QEMU has none of that name */
 static gchar *
-device_node (VmrHarness *h)
-{
-    g_autoptr (JsonNode) blocks = vmr_harness_qmp (h, "query-block", NULL);
-    JsonArray *array = vmr_harness_json_node_array (blocks);
-
-    for (guint i = 0; i < json_array_get_length (array); i++) {
-        JsonObject *dev = vmr_harness_json_element (array, i);
-        const gchar *qdev = vmr_json_get_string (dev, "qdev");
-
-        if (g_strcmp0 (qdev, "disk0") == 0 || g_str_has_prefix (qdev, "/machine/peripheral/disk0/"))
-            return g_strdup (
-                vmr_harness_json_string (vmr_harness_json_object (dev, "inserted"), "node-name"));
-    }
-    vmr_fail ("query-block has no disk0");
-}
-
-/* the driver of the block node @name, or NULL when QEMU has none of that name */
-static gchar *
-node_driver (VmrHarness *h, const gchar *name)
+node_string (VmrHarness *h, const gchar *name, const gchar *member)
 {
     g_autoptr (JsonNode) nodes = vmr_harness_query_nodes (h);
     JsonArray *array = vmr_harness_json_node_array (nodes);
@@ -164,7 +146,7 @@ node_driver (VmrHarness *h, const gchar *name)
         JsonObject *node = vmr_harness_json_element (array, i);
 
         if (g_strcmp0 (vmr_json_get_string (node, "node-name"), name) == 0)
-            return g_strdup (vmr_harness_json_string (node, "drv"));
+            return g_strdup (vmr_harness_json_string (node, member));
     }
     return NULL;
 }
@@ -270,11 +252,17 @@ assert_job_shows_export (VmrHarness *h, const gchar *id, const CopyCase *c, cons
     /* qemu-nbd names a preferred block size, nbdkit's memory plugin none (0) */
     g_assert_cmpint (vmr_harness_json_int (nbd, "preferred-block-size") > 0, ==, c->qemu_nbd);
     g_assert_cmpint (vmr_harness_json_int (nbd, "reconnect-delay"), ==, 5);
+    /* the node's options for the zero capabilities, and the cost of lacking them */
+    g_assert_cmpstr (vmr_harness_json_string (nbd, "detect-zeroes"), ==,
+                     c->lacking ? "off" : "unmap");
+    g_assert_cmpint (vmr_json_get_string (nbd, "zero-fallback") != NULL, ==, c->lacking);
     if (c->tls)
         g_assert_cmpstr (vmr_harness_json_string (nbd, "tls-creds"), ==, tls_dir);
     vmr_cli_result_assert_ok (text);
     if (strstr (text->out, "Export") == NULL || strstr (text->out, "structured replies") == NULL)
         vmr_fail ("`job %s` does not show the export: %s", id, text->out);
+    if (c->lacking && strstr (text->out, "written as data") == NULL)
+        vmr_fail ("`job %s` does not say what the lack of zeroes costs: %s", id, text->out);
 }
 
 static void
@@ -291,6 +279,7 @@ test_copy (VmrNbdTest *t, gconstpointer user_data)
     g_autofree gchar *state = NULL;
     g_autofree gchar *driver = NULL;
     g_autofree gchar *file_node = NULL;
+    g_autofree gchar *detect_zeroes = NULL;
     g_autoptr (JsonObject) job = NULL;
 
     if (!vmr_nbd_require (&t->h))
@@ -314,11 +303,14 @@ test_copy (VmrNbdTest *t, gconstpointer user_data)
     assert_job_shows_export (h, id, c, client);
     /* the guest runs on the export now */
     g_free (state);
-    state = device_node (h);
+    state = vmr_nbd_device_node (h, "disk0");
     g_assert_cmpstr (state, ==, dest_node);
     file_node = g_strdup_printf ("%s-file", dest_node);
-    driver = node_driver (h, file_node);
+    driver = node_string (h, file_node, "drv");
     g_assert_cmpstr (driver, ==, "nbd");
+    /* zero buffers become zero writes that may trim, on a server that can zero */
+    detect_zeroes = node_string (h, dest_node, "detect_zeroes");
+    g_assert_cmpstr (detect_zeroes, ==, c->lacking ? "off" : "unmap");
     vmr_harness_assert_node_released (h, vm.source);
     vmr_harness_assert_job_record (h, id, "completed");
     vmr_harness_writer_write (vm.writer, WRITES);

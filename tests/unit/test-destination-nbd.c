@@ -156,6 +156,9 @@ static const struct {
       "\"endpoint\":\"client\",\"verify-peer\":true}" },
 };
 
+/* what the preflight found: a server that zeroes and trims */
+static const VmrNbdExportFacts zeroing = { 16 << 20, FALSE, TRUE, TRUE, TRUE, TRUE, TRUE, 0 };
+
 static void
 test_destination_nbd_blockdev_add (void)
 {
@@ -166,12 +169,14 @@ test_destination_nbd_blockdev_add (void)
     for (guint i = 0; i < G_N_ELEMENTS (blockdev_cases); i++) {
         g_autoptr (VmrDestination) dest
             = vmr_destination_new_full (blockdev_cases[i].uri, NULL, FALSE, &options, NULL);
-        g_autoptr (JsonObject) args = vmr_destination_to_blockdev_add (dest, "vmr-3-dst", source);
+        g_autoptr (JsonObject) args
+            = vmr_destination_to_blockdev_add (dest, "vmr-3-dst", source, &zeroing);
         g_autoptr (JsonObject) tls = vmr_destination_to_tls_object_add (dest, "vmr-3-dst");
         g_autofree gchar *text = json_text (args);
         g_autofree gchar *expected = g_strdup_printf (
             "{\"driver\":\"raw\",\"node-name\":\"vmr-3-dst\",\"file\":%s,\"cache\":{\"direct\":"
-            "true,\"no-flush\":false},\"discard\":\"unmap\",\"size\":8388608}",
+            "true,\"no-flush\":false},\"discard\":\"unmap\",\"detect-zeroes\":\"unmap\","
+            "\"size\":8388608}",
             blockdev_cases[i].file);
 
         g_test_message ("case: %s", blockdev_cases[i].uri);
@@ -183,6 +188,60 @@ test_destination_nbd_blockdev_add (void)
 
             g_assert_cmpstr (tls_text, ==, blockdev_cases[i].tls);
         }
+    }
+}
+
+/* the zero capabilities of a preflight -> the raw node's detect-zeroes, and what it costs */
+static const struct {
+    gboolean known; /* FALSE: no facts (NULL) */
+    gboolean can_zero;
+    gboolean can_fast_zero;
+    gboolean can_trim;
+    const gchar *detect_zeroes; /* NULL: none given, QEMU's default (off) */
+    const gchar *fallback;      /* a word of the cost line, NULL for none */
+} zero_cases[] = {
+    { TRUE, TRUE, TRUE, TRUE, "unmap", NULL },
+    /* a fast zero is a hint only: the mirror never asks for one */
+    { TRUE, TRUE, FALSE, TRUE, "unmap", NULL },
+    { TRUE, TRUE, TRUE, FALSE, "unmap", "cannot trim" },
+    { TRUE, FALSE, FALSE, TRUE, NULL, "written as data" },
+    { TRUE, FALSE, FALSE, FALSE, NULL, "written as data" },
+    { FALSE, FALSE, FALSE, FALSE, NULL, NULL },
+};
+
+static void
+test_destination_nbd_zeroes (void)
+{
+    g_autoptr (VmrDisk) source = vmr_disk_new ();
+    g_autoptr (VmrDestination) dest
+        = vmr_destination_new ("nbd+unix:///vm1?socket=/run/s.sock", NULL, FALSE, NULL);
+
+    source->size = 8 << 20;
+    for (guint i = 0; i < G_N_ELEMENTS (zero_cases); i++) {
+        VmrNbdExportFacts facts = zeroing;
+        const VmrNbdExportFacts *given = zero_cases[i].known ? &facts : NULL;
+        g_autoptr (JsonObject) args = NULL;
+        const gchar *fallback;
+
+        facts.can_zero = zero_cases[i].can_zero;
+        facts.can_fast_zero = zero_cases[i].can_fast_zero;
+        facts.can_trim = zero_cases[i].can_trim;
+        args = vmr_destination_to_blockdev_add (dest, "vmr-3-dst", source, given);
+        fallback = vmr_destination_nbd_zero_fallback (given);
+        g_test_message ("case %u", i);
+        /* discard=unmap always: it is what makes the mirror zero with trim */
+        g_assert_cmpstr (json_object_get_string_member (args, "discard"), ==, "unmap");
+        g_assert_cmpstr (vmr_destination_nbd_detect_zeroes (given), ==,
+                         zero_cases[i].detect_zeroes);
+        if (zero_cases[i].detect_zeroes == NULL)
+            g_assert_false (json_object_has_member (args, "detect-zeroes"));
+        else
+            g_assert_cmpstr (json_object_get_string_member (args, "detect-zeroes"), ==,
+                             zero_cases[i].detect_zeroes);
+        if (zero_cases[i].fallback == NULL)
+            g_assert_null (fallback);
+        else
+            g_assert_nonnull (strstr (fallback, zero_cases[i].fallback));
     }
 }
 
@@ -266,10 +325,19 @@ test_destination_nbd_facts (void)
     g_assert_cmpstr (text, ==,
                      "{\"size\":1073741824,\"tls\":true,\"structured-replies\":true,"
                      "\"can-zero\":true,\"can-fast-zero\":false,\"can-trim\":true,"
-                     "\"can-flush\":true,\"preferred-block-size\":4096}");
+                     "\"can-flush\":true,\"preferred-block-size\":4096,"
+                     "\"detect-zeroes\":\"unmap\",\"zero-fallback\":null}");
     g_assert_nonnull (back);
     g_assert_cmpmem (back, sizeof *back, &facts, sizeof facts);
     g_assert_null (vmr_destination_facts_from_json (NULL));
+
+    /* a server without write zeroes: off, and the line that says what it costs */
+    facts.can_zero = FALSE;
+    g_clear_pointer (&obj, json_object_unref);
+    obj = vmr_destination_facts_to_json (&facts);
+    g_assert_cmpstr (json_object_get_string_member (obj, "detect-zeroes"), ==, "off");
+    g_assert_cmpstr (json_object_get_string_member (obj, "zero-fallback"), ==,
+                     vmr_destination_nbd_zero_fallback (&facts));
 }
 
 int
@@ -280,6 +348,7 @@ main (int argc, char **argv)
     g_test_add_func ("/destination-nbd/same-target", test_destination_nbd_same_target);
     g_test_add_func ("/destination-nbd/check", test_destination_nbd_check);
     g_test_add_func ("/destination-nbd/blockdev-add", test_destination_nbd_blockdev_add);
+    g_test_add_func ("/destination-nbd/zeroes", test_destination_nbd_zeroes);
     g_test_add_func ("/destination-nbd/libvirt-xml", test_destination_nbd_libvirt_xml);
     g_test_add_func ("/destination-nbd/persist", test_destination_nbd_persist);
     g_test_add_func ("/destination-nbd/facts", test_destination_nbd_facts);

@@ -470,7 +470,7 @@ test_destination_block (Fixture *f, gconstpointer user_data)
 
     /* QEMU opens it as a host device, for the source's size when it is larger */
     source->size = 4 * MiB;
-    args = vmr_destination_to_blockdev_add (dest, "vmr-4-dst", source);
+    args = vmr_destination_to_blockdev_add (dest, "vmr-4-dst", source, NULL);
     file = json_object_get_object_member (args, "file");
     g_assert_cmpstr (json_object_get_string_member (file, "driver"), ==, "host_device");
     g_assert_cmpstr (json_object_get_string_member (file, "filename"), ==, f->device);
@@ -699,7 +699,8 @@ test_destination_blockdev_add (Fixture *f, gconstpointer user_data)
             = g_strdup_printf (blockdev_template, c->format, c->protocol, location, c->size);
         g_autoptr (VmrDestination) dest
             = vmr_destination_new_of_kind (c->kind, location, c->format, c->created);
-        g_autoptr (JsonObject) args = vmr_destination_to_blockdev_add (dest, "vmr-3-dst", source);
+        g_autoptr (JsonObject) args
+            = vmr_destination_to_blockdev_add (dest, "vmr-3-dst", source, NULL);
         g_autofree gchar *text = json_text (args);
 
         g_test_message ("case: %s", location);

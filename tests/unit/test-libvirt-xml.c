@@ -16,7 +16,8 @@ static const gchar live_xml[]
       "  <devices>\n"
       "    <emulator>/usr/bin/qemu-system-x86_64</emulator>\n"
       "    <disk type='file' device='disk'>\n"
-      "      <driver name='qemu' type='raw' cache='none' io='native' iothread='1'/>\n"
+      "      <driver name='qemu' type='raw' cache='none' io='native' iothread='1' "
+      "discard='unmap'/>\n"
       "      <source file='/srv/old/web01.raw' index='1'/>\n"
       "      <backingStore/>\n"
       "      <mirror type='file' file='/srv/new/web01.raw' format='raw' job='copy' "
@@ -77,11 +78,12 @@ typedef struct {
     gboolean read_only;
     const gchar *mirror_path;
     gboolean mirror_ready;
+    const gchar *discard; /* <driver discard>, NULL when not given */
 } DiskCase;
 
 static const DiskCase live_disks[] = {
     { "vda", "disk", "file", "/srv/old/web01.raw", "raw", "virtio-disk0", "iothread1", FALSE,
-      "/srv/new/web01.raw", TRUE },
+      "/srv/new/web01.raw", TRUE, "unmap" },
     { "vdb", "disk", "file", "/srv/old/data.qcow2", "qcow2", "virtio-disk1", "iothread1,iothread2",
       FALSE, NULL, FALSE },
     { "sda", "disk", "block", "/dev/vg0/logs", "raw", NULL, NULL, TRUE, NULL, FALSE },
@@ -118,6 +120,7 @@ assert_disks (GPtrArray *disks, const DiskCase *cases, guint n_cases)
         }
         g_assert_cmpint (disk->read_only, ==, c->read_only);
         g_assert_cmpstr (disk->mirror_path, ==, c->mirror_path);
+        g_assert_cmpstr (disk->discard, ==, c->discard);
         g_assert_cmpint (disk->mirror_ready, ==, c->mirror_ready);
     }
 }

@@ -64,6 +64,7 @@ vmr_backend_libvirt_start_copy_thread (GTask *task, gpointer source, gpointer ta
     g_autoptr (virDomain) dom
         = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
     g_autofree gchar *dest_xml = NULL;
+    g_autofree gchar *discard = NULL;
     virTypedParameterPtr params = NULL;
     int n_params = 0;
     int max_params = 0;
@@ -96,6 +97,18 @@ vmr_backend_libvirt_start_copy_thread (GTask *task, gpointer source, gpointer ta
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
+    /*
+     * libvirt 11.3 opens the copy with the discard and detect-zeroes of the
+     * disk it copies, and ignores those of the destination's <driver>:
+     * without discard=unmap, QEMU's mirror writes the holes of a thin source
+     * as zeroes that a file or an export may allocate
+     */
+    discard = vmr_libvirt_domain_disk_discard (dom, call->target);
+    if (discard != NULL && g_strcmp0 (discard, "unmap") != 0)
+        g_message ("job %s (%s): libvirt copies with the disk's discard mode (%s): the holes of "
+                   "the source may take space on %s; <driver discard='unmap'/> on the disk keeps "
+                   "a thin copy thin",
+                   call->job_id, call->target, discard, call->destination->location);
     dest_xml = vmr_destination_to_libvirt_xml (call->destination);
     g_debug ("%s: virDomainBlockCopy %s %s flags 0x%x", call->job_id, call->target, dest_xml,
              flags);

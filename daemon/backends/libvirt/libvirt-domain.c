@@ -25,6 +25,19 @@ vmr_libvirt_domain_get_xml (virDomain *dom, guint flags, GError **error)
     return g_steal_pointer (&xml);
 }
 
+gchar *
+vmr_libvirt_domain_disk_discard (virDomain *dom, const gchar *target)
+{
+    g_autofree gchar *xml = vmr_libvirt_domain_get_xml (dom, 0, NULL);
+    g_autoptr (GPtrArray) disks = xml != NULL ? vmr_libvirt_xml_parse_disks (xml, NULL) : NULL;
+    VmrLibvirtDisk *disk = disks != NULL ? vmr_libvirt_xml_find_disk (disks, target) : NULL;
+
+    if (disk == NULL)
+        return NULL;
+    /* libvirt's default leaves QEMU's, which is ignore */
+    return g_strdup (disk->discard != NULL ? disk->discard : "ignore");
+}
+
 GPtrArray *
 vmr_libvirt_domain_read_disks (virDomain *dom, GError **error)
 {

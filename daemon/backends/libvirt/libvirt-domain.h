@@ -46,6 +46,13 @@ JsonNode *vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command,
  */
 JsonObject *vmr_libvirt_domain_query_copy_job (virDomain *dom, const gchar *target, GError **error);
 
+/*
+ * The <driver discard> of the disk @target in the live definition of @dom
+ * ("unmap", "ignore"), "ignore" when it names none, NULL when the definition
+ * cannot be read or has no such disk. A new string.
+ */
+gchar *vmr_libvirt_domain_disk_discard (virDomain *dom, const gchar *target);
+
 /* QEMU's name of libvirt's copy job on the disk @target ("copy-vda-..."), or NULL */
 gchar *vmr_libvirt_domain_find_copy_job (virDomain *dom, const gchar *target, GError **error);
 

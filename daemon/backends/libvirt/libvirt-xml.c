@@ -15,6 +15,7 @@ vmr_libvirt_disk_free (VmrLibvirtDisk *self)
     g_free (self->type);
     g_free (self->path);
     g_free (self->format);
+    g_free (self->discard);
     g_free (self->alias);
     g_free (self->iothread);
     g_strfreev (self->iothreads);
@@ -167,6 +168,8 @@ read_disk_child (ParseState *state, const gchar *name, const gchar **names, cons
     if (rel == 0 && g_strcmp0 (name, "driver") == 0) {
         g_free (disk->format);
         disk->format = g_strdup (attr (names, values, "type"));
+        g_free (disk->discard);
+        disk->discard = g_strdup (attr (names, values, "discard"));
         value = attr (names, values, "iothread");
         if (value != NULL) {
             g_free (disk->iothread);

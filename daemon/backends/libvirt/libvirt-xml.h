@@ -18,6 +18,7 @@ typedef struct {
     gchar *type;     /* "file", "block", "network", "volume", ... */
     gchar *path;     /* <source file> or <source dev>; NULL for other types or no medium */
     gchar *format;   /* <driver type>, e.g. "raw"; NULL when not given */
+    gchar *discard;  /* <driver discard>, "unmap" or "ignore"; NULL when not given */
     gchar *alias;    /* <alias name> (live XML only), e.g. "virtio-disk0" */
     gchar *iothread; /* QEMU's I/O thread id, e.g. "iothread1": the first of @iothreads */
     GStrv iothreads; /* every I/O thread serving the disk (a per-queue mapping names

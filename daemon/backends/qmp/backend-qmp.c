@@ -187,8 +187,8 @@ add_node (GTask *task)
 {
     VmrBackendQmp *self = g_task_get_source_object (task);
     StartData *data = g_task_get_task_data (task);
-    g_autoptr (JsonObject) args
-        = vmr_destination_to_blockdev_add (data->job->dest, data->dest_node, data->disk);
+    g_autoptr (JsonObject) args = vmr_destination_to_blockdev_add (data->job->dest, data->dest_node,
+                                                                   data->disk, data->job->nbd);
 
     vmr_qmp_client_execute_async (self->client, "blockdev-add", args, 0,
                                   g_task_get_cancellable (task), blockdev_add_cb, task);
