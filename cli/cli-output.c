@@ -27,7 +27,7 @@ static const gchar *const shown_job_members[] = {
     "speed",       "manual-pivot",     "progress",    "created",     "updated",
     "history",     "policy",           "waiting-for", "group",       "copy-mode",
     "source-node", "source-file-node", "orphaned",    "convergence", "nbd",
-    "verify",      "verification",     NULL,
+    "verify",      "verification",     "granularity", NULL,
 };
 
 gint
@@ -490,6 +490,7 @@ vmr_cli_output_job (const VmrCliJob *job)
     g_autofree gchar *eta = vmr_cli_job_format_eta (job);
     g_autofree gchar *created = job->created > 0 ? vmr_cli_format_time (job->created) : NULL;
     g_autofree gchar *updated = job->updated > 0 ? vmr_cli_format_time (job->updated) : NULL;
+    guint64 granularity = 0;
 
     print_field ("Job", job->id);
     print_field ("Domain", job->domain);
@@ -518,6 +519,11 @@ vmr_cli_output_job (const VmrCliJob *job)
         print_field ("Group", group);
     }
     print_field ("Copy mode", vmr_json_get_string (obj, "copy-mode"));
+    if (vmr_json_get_uint (obj, "granularity", &granularity) && granularity > 0) {
+        g_autofree gchar *text = vmr_units_format_bytes (granularity);
+
+        print_field ("Granularity", text);
+    }
     /* only once the daemon made the copy converge */
     if (convergence != NULL)
         print_field ("Convergence", convergence);

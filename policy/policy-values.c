@@ -36,6 +36,7 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_GUEST_IMPACT] = "guest-impact",
     [VMR_POLICY_KEY_MIN_SPEED] = "min-speed",
     [VMR_POLICY_KEY_MAX_SPEED] = "max-speed",
+    [VMR_POLICY_KEY_GRANULARITY] = "granularity",
     [VMR_POLICY_KEY_LATENCY_THROTTLE] = "latency-throttle",
     [VMR_POLICY_KEY_LATENCY_DELAY] = "latency-delay",
     [VMR_POLICY_KEY_CONVERGE_AFTER] = "converge-after",
@@ -126,6 +127,7 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->guest_impact = 5;
     rule->min_speed = 8 * 1024 * 1024;
     rule->max_speed = 0;
+    rule->granularity = 0;
     rule->latency_throttle_us = 0;
     rule->latency_delay_us = 0;
     rule->converge_after_us = 0;
@@ -197,6 +199,9 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
             break;
         case VMR_POLICY_KEY_MAX_SPEED:
             to->max_speed = from->max_speed;
+            break;
+        case VMR_POLICY_KEY_GRANULARITY:
+            to->granularity = from->granularity;
             break;
         case VMR_POLICY_KEY_LATENCY_THROTTLE:
             to->latency_throttle_us = from->latency_throttle_us;
@@ -274,6 +279,27 @@ parse_count (const gchar *text, guint64 *out, GError **error)
                      "'%s' is not a whole number of IOPS", text);
         return FALSE;
     }
+    return TRUE;
+}
+
+/* "auto" (QEMU's choice), or a power of two from 512 bytes to 64 MiB, as QEMU's mirror takes */
+static gboolean
+parse_granularity (const gchar *text, guint64 *out, GError **error)
+{
+    guint64 bytes = 0;
+
+    if (g_strcmp0 (text, "auto") == 0) {
+        *out = 0;
+        return TRUE;
+    }
+    if (!vmr_units_parse_bytes (text, &bytes, error))
+        return FALSE;
+    if (bytes < 512 || bytes > 64 * 1024 * 1024 || (bytes & (bytes - 1)) != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is not auto or a power of two from 512 to 64M", text);
+        return FALSE;
+    }
+    *out = bytes;
     return TRUE;
 }
 
@@ -397,6 +423,8 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
             return TRUE;
         case VMR_POLICY_KEY_MAX_SPEED:
             return vmr_units_parse_bytes (text, &rule->max_speed, error);
+        case VMR_POLICY_KEY_GRANULARITY:
+            return parse_granularity (text, &rule->granularity, error);
         case VMR_POLICY_KEY_LATENCY_THROTTLE:
             return vmr_units_parse_duration (text, &rule->latency_throttle_us, error);
         case VMR_POLICY_KEY_LATENCY_DELAY:
@@ -472,6 +500,8 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return format_rate (rule->min_speed);
         case VMR_POLICY_KEY_MAX_SPEED:
             return format_rate (rule->max_speed);
+        case VMR_POLICY_KEY_GRANULARITY:
+            return rule->granularity == 0 ? g_strdup ("auto") : format_rate (rule->granularity);
         case VMR_POLICY_KEY_LATENCY_THROTTLE:
             return format_duration (rule->latency_throttle_us);
         case VMR_POLICY_KEY_LATENCY_DELAY:

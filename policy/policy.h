@@ -64,6 +64,8 @@ typedef enum {
     VMR_POLICY_KEY_GUEST_IMPACT,
     VMR_POLICY_KEY_MIN_SPEED,
     VMR_POLICY_KEY_MAX_SPEED,
+    /* the mirror's dirty-bitmap granularity */
+    VMR_POLICY_KEY_GRANULARITY,
     /* the latency thresholds, beside the IOPS ones */
     VMR_POLICY_KEY_LATENCY_THROTTLE,
     VMR_POLICY_KEY_LATENCY_DELAY,
@@ -111,6 +113,7 @@ typedef struct {
     guint guest_impact;         /* percent of its performance the guest may lose, adaptive */
     guint64 min_speed;          /* bytes/s, > 0: the slowest adaptive copy */
     guint64 max_speed;          /* bytes/s, 0 = unlimited: the fastest adaptive copy */
+    guint64 granularity;        /* bytes a guest write makes the mirror copy again, 0 = QEMU's */
     gint64 latency_throttle_us; /* mean guest latency above which a copy slows down, 0 = never */
     gint64 latency_delay_us;    /* ... above which a copy must not run, 0 = never */
     gint64 converge_after_us;   /* a backlog not shrinking this long: converge, 0 = never */

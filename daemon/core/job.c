@@ -272,6 +272,8 @@ vmr_job_to_json (VmrJob *self)
                                    self->write_blocking ? "write-blocking" : "background");
     set_convergence (obj, self);
     json_object_set_boolean_member (obj, "verify", self->verify);
+    if (self->granularity > 0)
+        json_object_set_int_member (obj, "granularity", (gint64) self->granularity);
     if (self->verification != NULL)
         json_object_set_object_member (obj, "verification",
                                        vmr_verification_to_json (self->verification));
@@ -382,6 +384,7 @@ job_from_record (JsonObject *obj, GError **error)
     job->write_blocking = g_strcmp0 (vmr_json_get_string (obj, "copy-mode"), "write-blocking") == 0;
     read_convergence (job, vmr_json_get_object (obj, "convergence"));
     job->verify = vmr_json_bool_or (obj, "verify", FALSE);
+    job->granularity = vmr_json_uint_or (obj, "granularity", 0);
     job->verification = vmr_verification_from_json (vmr_json_get_object (obj, "verification"));
     job->speed = vmr_json_uint_or (obj, "speed", 0);
     job->base_speed = vmr_json_uint_or (resume, "base-speed", 0);

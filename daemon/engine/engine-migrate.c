@@ -195,6 +195,7 @@ create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *dis
     job->speed_from_user = data->speed_given;
     job->manual_pivot = data->manual_pivot;
     job->verify = data->verify || rule->verify;
+    job->granularity = rule->granularity;
     job->total_bytes = disk->size;
     return job;
 }

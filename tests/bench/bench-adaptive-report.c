@@ -23,6 +23,7 @@ job_result_free (JobResult *result)
 {
     g_free (result->speeds);
     g_free (result->converged_by);
+    g_free (result->granularity);
     g_free (result);
 }
 
@@ -115,6 +116,8 @@ job_name (const JobResult *result)
             return g_strdup ("conv-speed");
         case JOB_CONVERGE_BLOCKING:
             return g_strdup ("conv-block");
+        case JOB_ADAPTIVE_GRANULAR:
+            return g_strdup_printf ("adapt %s", result->granularity);
         case JOB_ADAPTIVE:
         default:
             return g_strdup ("adaptive");

@@ -86,7 +86,8 @@ typedef struct {
     guint settle_s;
     guint before_s;
     guint gap_s;
-    guint max_caps; /* caps tried per workload and round */
+    guint max_caps;     /* caps tried per workload and round */
+    gchar *granularity; /* --granularity: an adaptive copy at it too, NULL = none */
     /* places */
     gchar *policy_file; /* rewritten and reloaded before each copy */
     gchar *image;       /* the guest's disk now */
@@ -281,8 +282,14 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
 
     result->kind = kind;
     result->cap_mib = cap_mib;
+    if (kind == JOB_ADAPTIVE_GRANULAR)
+        result->granularity = g_strdup (self->granularity);
     if (kind == JOB_ADAPTIVE)
         policy = g_strdup ("[defaults]\ncontrol = adaptive\nguest-impact = 5%\n");
+    else if (kind == JOB_ADAPTIVE_GRANULAR)
+        policy = g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = 5%%\n"
+                                  "granularity = %s\n",
+                                  self->granularity);
     else if (kind == JOB_CONVERGE_SPEED || kind == JOB_CONVERGE_BLOCKING)
         policy = g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = 5%%\n"
                                   "converge-after = 10s\nconverge-by = %s\ndeadline = %us\n"
@@ -487,6 +494,9 @@ run_workload_round (Bench *self, WorkloadRound *round, GError **error)
     if (!(workload->idle && round->round % 2 == 0)
         && run_job (self, round, JOB_ADAPTIVE, 0, error) == NULL)
         return FALSE;
+    if (self->granularity != NULL && !workload->idle
+        && run_job (self, round, JOB_ADAPTIVE_GRANULAR, 0, error) == NULL)
+        return FALSE;
     stop_workload (self);
     return TRUE;
 }
@@ -502,6 +512,7 @@ bench_free (Bench *self)
     g_free (self->qemu_path);
     g_free (self->policy_file);
     g_free (self->image);
+    g_free (self->granularity);
     g_free (self);
 }
 
@@ -536,6 +547,7 @@ main (int argc, char **argv)
     g_autofree gchar *guest_opt = NULL;
     g_autofree gchar *dir_opt = NULL;
     g_autofree gchar *workload_opt = NULL;
+    g_autofree gchar *granularity_opt = NULL;
     gint rounds = VMR_BENCH_MIN_ROUNDS;
     gint disk_mib = 0;
     gint settle_s = 4;
@@ -566,6 +578,10 @@ main (int argc, char **argv)
           "Seconds a copy may take to reach synced before it is cancelled and reported so "
           "(default 300; 60 with --quick)",
           "S" },
+        { "granularity", 0, 0, G_OPTION_ARG_STRING, &granularity_opt,
+          "Also an adaptive copy with this mirror granularity (the policy's granularity key, "
+          "e.g. 8K), after the one at QEMU's default",
+          "SIZE" },
         { "quick", 'q', 0, G_OPTION_ARG_NONE, &quick,
           "A smoke run: one round, fixed-1400 unless --workload, a 512 MiB disk, shorter spans",
           NULL },
@@ -623,6 +639,7 @@ main (int argc, char **argv)
     self->before_s = (guint) before_s;
     self->gap_s = (guint) gap_s;
     self->max_caps = (guint) max_caps;
+    self->granularity = g_steal_pointer (&granularity_opt);
     self->guest = (VmrBenchGuest){
         .qemu_path = self->qemu_path,
         .interrupted = &self->interrupted,

@@ -24,9 +24,10 @@ typedef struct {
 
 /* how a job set the copy's speed */
 typedef enum {
-    JOB_UNLIMITED, /* control = static, no speed */
-    JOB_CAP,       /* control = static, speed = cap */
-    JOB_ADAPTIVE,  /* control = adaptive, guest-impact = 5% */
+    JOB_UNLIMITED,         /* control = static, no speed */
+    JOB_CAP,               /* control = static, speed = cap */
+    JOB_ADAPTIVE,          /* control = adaptive, guest-impact = 5% */
+    JOB_ADAPTIVE_GRANULAR, /* the same with --granularity's mirror granularity */
     /* the same, converge-after and a deadline, converge-by = speed or write-blocking */
     JOB_CONVERGE_SPEED,
     JOB_CONVERGE_BLOCKING,
@@ -39,6 +40,7 @@ typedef enum {
 typedef struct {
     JobKind kind;
     guint cap_mib;       /* MiB/s, for JOB_CAP */
+    gchar *granularity;  /* for JOB_ADAPTIVE_GRANULAR, as the policy says it */
     gdouble before_iops; /* the guest's, before `migrate`; -1 = no load */
     gdouble during_iops; /* `migrate` to `synced` */
     gdouble before_lat_us;

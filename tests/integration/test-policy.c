@@ -1,8 +1,9 @@
 #define G_LOG_DOMAIN "vmr-test"
 
 /*
- * The policy without load: copy windows, max-delay, a copy that does not
- * converge and a copy's deadline, and a bad policy file at start, at
+ * The policy without load: copy windows, max-delay, the mirror's
+ * granularity, a copy that does not converge and a copy's deadline, and a
+ * bad policy file at start, at
  * `reload` and at SIGHUP. A guest-less QEMU, or none.
  */
 
@@ -65,6 +66,65 @@ test_window (VmrHarness *h, gconstpointer user_data)
 
     final = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     assert_history (final, "delayed", "copying", "completed", NULL);
+    vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
+}
+
+/* the granularity QEMU's mirror of job @id tracks the guest's writes with, 0 = none found */
+static gint64
+mirror_granularity (VmrHarness *h, const gchar *id)
+{
+    g_autoptr (JsonObject) flat = json_object_new ();
+    g_autofree gchar *filter = g_strdup_printf ("%s-mirror", id);
+    g_autoptr (JsonNode) nodes = NULL;
+    JsonArray *list;
+
+    json_object_set_boolean_member (flat, "flat", TRUE);
+    nodes = vmr_harness_qmp (h, "query-named-block-nodes", flat);
+    list = vmr_harness_json_node_array (nodes);
+    for (guint i = 0; i < json_array_get_length (list); i++) {
+        JsonObject *node = vmr_harness_json_element (list, i);
+        JsonArray *bitmaps;
+
+        if (g_strcmp0 (vmr_harness_json_string (node, "node-name"), filter) != 0)
+            continue;
+        bitmaps = vmr_harness_json_array (node, "dirty-bitmaps");
+        g_assert_cmpuint (json_array_get_length (bitmaps), ==, 1);
+        return vmr_harness_json_int (vmr_harness_json_element (bitmaps, 0), "granularity");
+    }
+    return 0;
+}
+
+/*
+ * granularity reaches QEMU's mirror: its dirty bitmap has the policy's
+ * granularity while the copy runs, and the job's record says it.
+ */
+static void
+test_granularity (VmrHarness *h, gconstpointer user_data)
+{
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    g_autoptr (VmrCliResult) speed = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    /* slow enough to be seen running */
+    g_free (start_policy_daemon (h, "[defaults]\nspeed = 1M\ngranularity = 8K\n"));
+    source = start_idle_vm (h);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (h, "dest.raw");
+
+    id = vmr_harness_migrate (h, "vm", "disk0", dest, NULL);
+    job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_cmpint (vmr_harness_json_int (job, "granularity"), ==, 8192);
+    g_assert_cmpint (mirror_granularity (h, id), ==, 8192);
+
+    speed = vmr_harness_cli (h, "set-speed", id, "0", NULL);
+    vmr_cli_result_assert_ok (speed);
+    final = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
 }
 
@@ -389,6 +449,7 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/converge/by-write-blocking", NULL,
                                test_converge_write_blocking);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/deadline/fail", &deadline_fail, test_converge);
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/granularity", NULL, test_granularity);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/file/reload-invalid", NULL, test_reload_invalid);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/file/sighup-invalid", NULL, test_sighup_invalid);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/file/start-invalid", NULL, test_start_invalid);

@@ -85,6 +85,10 @@ static const ValueCase value_cases[] = {
     { "max-parallel-per-domain = 1", VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN, "1" },
     { "max-parallel-per-destination = 8", VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION, "8" },
     { "reconnect-delay = 30s", VMR_POLICY_KEY_RECONNECT_DELAY, "30s" },
+    { "granularity = 8K", VMR_POLICY_KEY_GRANULARITY, "8K" },
+    { "granularity = 512", VMR_POLICY_KEY_GRANULARITY, "512" },
+    { "granularity = 64M", VMR_POLICY_KEY_GRANULARITY, "64M" },
+    { "granularity = auto", VMR_POLICY_KEY_GRANULARITY, "auto" },
     { "reconnect-delay = 2m", VMR_POLICY_KEY_RECONNECT_DELAY, "2m" },
     { "reconnect-delay = 0", VMR_POLICY_KEY_RECONNECT_DELAY, "0" },
     { "tls-creds = /etc/pki/qemu", VMR_POLICY_KEY_TLS_CREDS, "/etc/pki/qemu" },
@@ -142,6 +146,7 @@ test_policy_fields (void)
                                          "guest-impact = 10%\n"
                                          "min-speed = 16M\n"
                                          "max-speed = 1G\n"
+                                         "granularity = 16K\n"
                                          "latency-throttle = 15ms\n"
                                          "latency-delay = 40ms\n"
                                          "converge-after = 90s\n"
@@ -177,6 +182,7 @@ test_policy_fields (void)
     g_assert_cmpuint (rule->guest_impact, ==, 10);
     g_assert_cmpuint (rule->min_speed, ==, 16 * 1024 * 1024);
     g_assert_cmpuint (rule->max_speed, ==, G_GUINT64_CONSTANT (1024) * 1024 * 1024);
+    g_assert_cmpuint (rule->granularity, ==, 16 * 1024);
     g_assert_cmpint (rule->latency_throttle_us, ==, 15 * 1000);
     g_assert_cmpint (rule->latency_delay_us, ==, 40 * 1000);
     g_assert_cmpint (rule->converge_after_us, ==, 90 * G_USEC_PER_SEC);
@@ -219,6 +225,7 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_GUEST_IMPACT] = "5%",
     [VMR_POLICY_KEY_MIN_SPEED] = "8M",
     [VMR_POLICY_KEY_MAX_SPEED] = "0",
+    [VMR_POLICY_KEY_GRANULARITY] = "auto",
     [VMR_POLICY_KEY_LATENCY_THROTTLE] = "0",
     [VMR_POLICY_KEY_LATENCY_DELAY] = "0",
     [VMR_POLICY_KEY_CONVERGE_AFTER] = "0",

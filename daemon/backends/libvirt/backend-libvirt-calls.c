@@ -86,6 +86,16 @@ vmr_backend_libvirt_start_copy_thread (GTask *task, gpointer source, gpointer ta
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
+    if (call->granularity > 0
+        && virTypedParamsAddUInt (&params, &n_params, &max_params,
+                                  VIR_DOMAIN_BLOCK_COPY_GRANULARITY,
+                                  (unsigned int) call->granularity)
+               < 0) {
+        virTypedParamsFree (params, n_params);
+        vmr_libvirt_set_error (&error, "cannot set the copy granularity");
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
     dest_xml = vmr_destination_to_libvirt_xml (call->destination);
     g_debug ("%s: virDomainBlockCopy %s %s flags 0x%x", call->job_id, call->target, dest_xml,
              flags);

@@ -41,6 +41,7 @@ typedef struct {
     gboolean query_paused;       /* ask QEMU whether the copy is paused */
     guint64 speed;
     guint64 old_speed;
+    guint64 granularity; /* of the mirror, bytes; 0 = libvirt's default */
     VmrBackendCommand command;
     GPtrArray *tracks; /* copies of the started tracks, for progress and resync */
 } Call;

@@ -266,6 +266,7 @@ vmr_backend_libvirt_start_copy_async (VmrBackend *backend, VmrJob *job, const Vm
     g_task_set_task_data (task, g_strdup (job->id), g_free);
     call = call_new (self, track);
     call->speed = job->speed;
+    call->granularity = job->granularity;
     /* events may come before the call returns */
     g_hash_table_insert (self->tracks, g_strdup (job->id), track);
     run_call (self, call, vmr_backend_libvirt_start_copy_thread, cancellable, start_copy_cb, task);

@@ -116,6 +116,8 @@ start_mirror (GTask *task)
     json_object_set_string_member (args, "filter-node-name", filter);
     if (data->job->speed > 0)
         json_object_set_int_member (args, "speed", (gint64) data->job->speed);
+    if (data->job->granularity > 0)
+        json_object_set_int_member (args, "granularity", (gint64) data->job->granularity);
 
     /* events about the job may arrive before the reply */
     g_hash_table_insert (self->tracks, g_strdup (data->job->id), g_steal_pointer (&data->track));
