@@ -198,6 +198,7 @@ create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *dis
     job->granularity = rule->granularity;
     job->total_bytes = disk->size;
     job->space_need = vmr_engine_space_need (target->dest, disk);
+    job->space_watched = rule->space_check != VMR_SPACE_CHECK_OFF;
     return job;
 }
 

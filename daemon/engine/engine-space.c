@@ -13,6 +13,7 @@
 
 #include "engine-private.h"
 
+#include <errno.h>
 #include <gio/gunixmounts.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -346,17 +347,18 @@ vmr_engine_space_progress (VmrEngine *self, DomainEntry *entry, VmrJob *job)
     g_autofree gchar *free_text = NULL;
     SpaceFs *fs;
 
-    /* QEMU stopped the copy on ENOSPC (on-target-error = enospc): it is paused */
-    if (!job->no_space || job->space_paused != NULL || job->policy_busy
+    /* QEMU stopped the copy on ENOSPC (on-target-error = enospc): it is paused, whether
+     * or not the watch had asked for that too (QEMU then refused its pause) */
+    if (!job->no_space || job->policy_busy
         || (!is_writing (job) && job->state != VMR_JOB_STATE_SYNCED))
         return;
     rule = vmr_policy_lookup (self->policy, job->domain, job->disk);
     table = collect (self);
     fs = counts (job) ? lookup_fs (table, job->dest) : NULL;
     free_text = vmr_units_format_bytes (fs != NULL ? fs->free_bytes : 0);
-    reason = g_strdup_printf ("QEMU stopped the copy: no space left on the destination file "
-                              "system %s (%s free)",
-                              fs != NULL ? fs->name : job->dest->location, free_text);
+    reason = g_strdup_printf ("QEMU stopped the copy: %s (destination file system %s, %s free)",
+                              g_strerror (ENOSPC), fs != NULL ? fs->name : job->dest->location,
+                              free_text);
     if (rule->space_check == VMR_SPACE_CHECK_OFF) {
         /* nothing will resume it: it fails, and the VM stays on its source */
         VmrEngineAction *action = vmr_engine_action_new (self, job, job->state);
@@ -366,6 +368,7 @@ vmr_engine_space_progress (VmrEngine *self, DomainEntry *entry, VmrJob *job)
         vmr_engine_action_step (action, VMR_BACKEND_COMMAND_CANCEL, 0);
         return;
     }
+    g_free (job->space_paused);
     job->space_paused = g_strdup (reason);
     note (job, "pause", reason);
     vmr_engine_set_job_state (self, job, VMR_JOB_STATE_PAUSED, reason);
