@@ -279,6 +279,13 @@ watch_fs (VmrEngine *self, const SpaceFs *fs)
     guint64 high = low + MIN (fs->remaining, fs->margin);
     g_autofree gchar *reason = NULL;
 
+    /* a copy whose pause QEMU refused runs: it is not paused for space */
+    for (guint i = 0; i < fs->jobs->len; i++) {
+        VmrJob *job = g_ptr_array_index (fs->jobs, i);
+
+        if (is_writing (job) && !job->policy_busy)
+            g_clear_pointer (&job->space_paused, g_free);
+    }
     if (fs->free_bytes < low) {
         reason = low_message (fs, "(with what the copies write until the next look), below");
         for (guint i = 0; i < fs->jobs->len; i++) {
@@ -295,12 +302,9 @@ watch_fs (VmrEngine *self, const SpaceFs *fs)
     for (guint i = 0; i < fs->jobs->len; i++) {
         VmrJob *job = g_ptr_array_index (fs->jobs, i);
 
-        if (job->space_paused == NULL || job->policy_busy || job->orphaned)
-            continue;
-        if (job->state == VMR_JOB_STATE_PAUSED)
+        if (job->space_paused != NULL && job->state == VMR_JOB_STATE_PAUSED && !job->policy_busy
+            && !job->orphaned)
             resume_job (self, job, reason);
-        else
-            g_clear_pointer (&job->space_paused, g_free);
     }
 }
 

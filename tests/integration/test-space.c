@@ -111,13 +111,20 @@ space_vm_start (VmrHarness *h, SpaceVm *vm, guint n, gsize size, const gchar *fs
     vmr_harness_attach (h, "vm");
 }
 
-/* the daemon with @policy_text as its policy */
-static void
-start_daemon_with (VmrHarness *h, const gchar *policy_text)
+/*
+ * The daemon with @policy_text as its policy, and a tmpfs of @fs_size bytes
+ * for the destinations; NULL when the test is skipped
+ */
+static gchar *
+space_setup (VmrHarness *h, const gchar *policy_text, gsize fs_size)
 {
-    g_autofree gchar *policy = vmr_harness_write_policy (h, policy_text);
+    g_autofree gchar *policy = NULL;
 
+    if (vmr_harness_skipped (h))
+        return NULL;
+    policy = vmr_harness_write_policy (h, policy_text);
     vmr_harness_start_daemon (h, "--policy", policy, NULL);
+    return vmr_harness_mount_tmpfs (h, "small-fs", fs_size);
 }
 
 /* the number of entries of @dir */
@@ -161,10 +168,7 @@ test_refused (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *fs = NULL;
     g_autofree gchar *line = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
-    start_daemon_with (h, "[defaults]\nspace-margin = 4M\n");
-    fs = vmr_harness_mount_tmpfs (h, "small-fs", 32 * MIB);
+    fs = space_setup (h, "[defaults]\nspace-margin = 4M\n", 32 * MIB);
     if (fs == NULL)
         return;
     space_vm_start (h, &vm, 1, 48 * MIB, fs);
@@ -192,10 +196,7 @@ test_thin_fits (VmrHarness *h, gconstpointer user_data)
     VmrHarnessDisk disk = { "disk0", NULL, "raw", .scsi = TRUE };
     const guint64 virtual_size = 512 * MIB;
 
-    if (vmr_harness_skipped (h))
-        return;
-    start_daemon_with (h, "[defaults]\nspace-margin = 4M\n");
-    fs = vmr_harness_mount_tmpfs (h, "small-fs", 32 * MIB);
+    fs = space_setup (h, "[defaults]\nspace-margin = 4M\n", 32 * MIB);
     if (fs == NULL)
         return;
     /* the data at the start, a hole after it */
@@ -234,10 +235,8 @@ test_shared_refused (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) cancelled = NULL;
     guint64 room;
 
-    if (vmr_harness_skipped (h))
-        return;
-    start_daemon_with (h, "[defaults]\nspace-margin = 8M\nmax-parallel-per-iothread = 0\n");
-    fs = vmr_harness_mount_tmpfs (h, "small-fs", 58 * MIB);
+    fs = space_setup (h, "[defaults]\nspace-margin = 8M\nmax-parallel-per-iothread = 0\n",
+                      58 * MIB);
     if (fs == NULL)
         return;
     space_vm_start (h, &vm, 2, 28 * MIB, fs);
@@ -324,11 +323,10 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *filler = NULL;
     g_autofree gchar *expected_reason = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
-    start_daemon_with (h, "[defaults]\nspace-margin = 24M\nsample-interval = 200ms\n"
-                          "max-parallel-per-iothread = 0\n");
-    fs = vmr_harness_mount_tmpfs (h, "small-fs", 128 * MIB);
+    fs = space_setup (h,
+                      "[defaults]\nspace-margin = 24M\nsample-interval = 200ms\n"
+                      "max-parallel-per-iothread = 0\n",
+                      128 * MIB);
     if (fs == NULL)
         return;
     space_vm_start (h, &vm, 2, 40 * MIB, fs);
@@ -403,10 +401,7 @@ test_enospc_stops (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrCliResult) reload = NULL;
     const gchar *reason;
 
-    if (vmr_harness_skipped (h))
-        return;
-    start_daemon_with (h, "[defaults]\nspace-margin = 0\nsample-interval = 60s\n");
-    fs = vmr_harness_mount_tmpfs (h, "small-fs", 64 * MIB);
+    fs = space_setup (h, "[defaults]\nspace-margin = 0\nsample-interval = 60s\n", 64 * MIB);
     if (fs == NULL)
         return;
     space_vm_start (h, &vm, 1, 24 * MIB, fs);
