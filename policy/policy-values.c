@@ -46,6 +46,8 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_RECONNECT_DELAY] = "reconnect-delay",
     [VMR_POLICY_KEY_TLS_CREDS] = "tls-creds",
     [VMR_POLICY_KEY_VERIFY] = "verify",
+    [VMR_POLICY_KEY_SPACE_CHECK] = "space-check",
+    [VMR_POLICY_KEY_SPACE_MARGIN] = "space-margin",
 };
 
 /* a whole percentage from @min to @max, the % sign optional */
@@ -71,6 +73,7 @@ static const gchar *const control_words[] = { "static", "adaptive", NULL };
 static const gchar *const converge_by_words[] = { "speed", "write-blocking", NULL };
 static const gchar *const on_deadline_words[] = { "continue", "converge", "fail", NULL };
 static const gchar *const yes_no_words[] = { "no", "yes", NULL };
+static const gchar *const space_check_words[] = { "refuse", "warn", "off", NULL };
 
 /* @text as the index of one of @words, or FALSE with a message listing them */
 static gboolean
@@ -137,6 +140,8 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->reconnect_delay_s = 10;
     rule->tls_creds = NULL;
     rule->verify = FALSE;
+    rule->space_check = VMR_SPACE_CHECK_REFUSE;
+    rule->space_margin = 256 * 1024 * 1024;
 }
 
 /* copies the value of @key from @from to @to */
@@ -230,6 +235,12 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
             break;
         case VMR_POLICY_KEY_VERIFY:
             to->verify = from->verify;
+            break;
+        case VMR_POLICY_KEY_SPACE_CHECK:
+            to->space_check = from->space_check;
+            break;
+        case VMR_POLICY_KEY_SPACE_MARGIN:
+            to->space_margin = from->space_margin;
             break;
         case VMR_POLICY_KEY_LAST:
         default:
@@ -452,6 +463,13 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
                 return FALSE;
             rule->verify = word == 1;
             return TRUE;
+        case VMR_POLICY_KEY_SPACE_CHECK:
+            if (!parse_word (text, space_check_words, &word, error))
+                return FALSE;
+            rule->space_check = (VmrSpaceCheck) word;
+            return TRUE;
+        case VMR_POLICY_KEY_SPACE_MARGIN:
+            return vmr_units_parse_bytes (text, &rule->space_margin, error);
         case VMR_POLICY_KEY_LAST:
         default:
             g_assert_not_reached ();
@@ -520,6 +538,10 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return g_strdup (rule->tls_creds != NULL ? rule->tls_creds : "none");
         case VMR_POLICY_KEY_VERIFY:
             return g_strdup (yes_no_words[rule->verify ? 1 : 0]);
+        case VMR_POLICY_KEY_SPACE_CHECK:
+            return g_strdup (space_check_words[rule->space_check]);
+        case VMR_POLICY_KEY_SPACE_MARGIN:
+            return format_rate (rule->space_margin);
         case VMR_POLICY_KEY_LAST:
         default:
             return g_strdup ("");

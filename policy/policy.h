@@ -34,6 +34,13 @@ typedef enum {
     VMR_ON_DEADLINE_FAIL,     /* it is cancelled: the VM stays on its source */
 } VmrOnDeadline;
 
+/* what the free space of a destination's file system is checked against */
+typedef enum {
+    VMR_SPACE_CHECK_REFUSE, /* a copy that would not fit is refused; copies pause before it fills */
+    VMR_SPACE_CHECK_WARN,   /* it is started with a warning; copies pause before it fills */
+    VMR_SPACE_CHECK_OFF,    /* neither */
+} VmrSpaceCheck;
+
 /* a daily time range, in seconds since local midnight; end < start crosses midnight */
 typedef struct {
     gint start; /* 0 to 86399 */
@@ -79,6 +86,9 @@ typedef enum {
     VMR_POLICY_KEY_TLS_CREDS,
     /* compare the old source with the destination after the pivot */
     VMR_POLICY_KEY_VERIFY,
+    /* the free space of a destination's file system */
+    VMR_POLICY_KEY_SPACE_CHECK,
+    VMR_POLICY_KEY_SPACE_MARGIN,
     VMR_POLICY_KEY_LAST,
 } VmrPolicyKey;
 
@@ -123,6 +133,8 @@ typedef struct {
     guint reconnect_delay_s; /* an NBD destination's: QEMU retries this long, 0 = never */
     gchar *tls_creds;        /* directory of x509 files for nbds destinations, NULL = none */
     gboolean verify;         /* compare the old source with the destination after the pivot */
+    VmrSpaceCheck space_check;
+    guint64 space_margin; /* bytes a file system keeps free beyond the copies' data */
 
     /* the section each value came from, e.g. "defaults", "domain web*", or
      * "built-in" for a key no section sets */

@@ -40,6 +40,7 @@ typedef struct {
     guint64 speed;
     gboolean paused;
     gboolean ready;
+    gboolean no_space; /* the hypervisor stopped the copy: its destination has no space left */
 } VmrBackendProgress;
 
 void vmr_backend_progress_free (VmrBackendProgress *self);

@@ -43,6 +43,7 @@ vmr_disk_to_json (const VmrDisk *self, const gchar *job_id)
     json_object_set_string_member (obj, "format", self->format);
     json_object_set_string_member (obj, "path", self->path);
     json_object_set_int_member (obj, "size", (gint64) self->size);
+    json_object_set_int_member (obj, "allocated", (gint64) self->allocated);
     if (self->iothread != NULL)
         json_object_set_string_member (obj, "iothread", self->iothread);
     else

@@ -123,6 +123,7 @@ vmr_job_unref (VmrJob *self)
     g_free (self->group);
     g_free (self->group_cancel_reason);
     g_free (self->convergence_reason);
+    g_free (self->space_paused);
     g_clear_pointer (&self->backlog, g_array_unref);
     g_clear_pointer (&self->verification, vmr_verification_free);
     g_array_unref (self->history);
@@ -225,6 +226,24 @@ read_convergence (VmrJob *self, JsonObject *convergence)
         = g_strcmp0 (vmr_json_get_string (convergence, "state"), "refused") == 0;
 }
 
+/* the "space" member: what the copy writes into its file system, and a pause for space */
+static void
+set_space (JsonObject *obj, VmrJob *self)
+{
+    JsonObject *space = json_object_new ();
+
+    json_object_set_int_member (space, "need", (gint64) self->space_need);
+    set_nullable_string (space, "paused", self->space_paused);
+    json_object_set_object_member (obj, "space", space);
+}
+
+static void
+read_space (VmrJob *self, JsonObject *space)
+{
+    self->space_need = vmr_json_uint_or (space, "need", 0);
+    self->space_paused = g_strdup (vmr_json_get_string (space, "paused"));
+}
+
 /* an NBD destination's options and what its preflight found */
 static void
 set_nbd (JsonObject *obj, VmrJob *self)
@@ -271,6 +290,7 @@ vmr_job_to_json (VmrJob *self)
     json_object_set_string_member (obj, "copy-mode",
                                    self->write_blocking ? "write-blocking" : "background");
     set_convergence (obj, self);
+    set_space (obj, self);
     json_object_set_boolean_member (obj, "verify", self->verify);
     if (self->granularity > 0)
         json_object_set_int_member (obj, "granularity", (gint64) self->granularity);
@@ -383,6 +403,7 @@ job_from_record (JsonObject *obj, GError **error)
     job->group = g_strdup (vmr_json_get_string (obj, "group"));
     job->write_blocking = g_strcmp0 (vmr_json_get_string (obj, "copy-mode"), "write-blocking") == 0;
     read_convergence (job, vmr_json_get_object (obj, "convergence"));
+    read_space (job, vmr_json_get_object (obj, "space"));
     job->verify = vmr_json_bool_or (obj, "verify", FALSE);
     job->granularity = vmr_json_uint_or (obj, "granularity", 0);
     job->verification = vmr_verification_from_json (vmr_json_get_object (obj, "verification"));

@@ -93,6 +93,13 @@ typedef struct {
     gboolean convergence_failed; /* QEMU refused every way: the copy goes on as before */
     gboolean deadline_passed;    /* on-deadline was applied; not saved */
 
+    /* the free space of the destination's file system (a file destination) */
+    guint64 space_need;     /* bytes the copy writes there, counted when it was submitted */
+    gchar *space_paused;    /* why the daemon paused it for lack of space, NULL = it did not */
+    gboolean no_space;      /* the hypervisor stopped the copy on a full destination; not saved */
+    gboolean space_watched; /* space-check is not off: a full file stops the copy (QMP's
+                             * on-target-error = enospc) instead of failing it; not saved */
+
     /* a member of a group: the disks of one domain that cut over together */
     gchar *group;               /* the first member's id, NULL for a job of its own */
     gchar *group_cancel_reason; /* the group failed: cancel this one with this reason */

@@ -89,6 +89,7 @@ adopt_running (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrBacken
         walk_to (self, job, VMR_JOB_STATE_PAUSED, NULL);
     } else if (!adoption->paused && job->state == VMR_JOB_STATE_PAUSED) {
         job->user_paused = FALSE;
+        g_clear_pointer (&job->space_paused, g_free);
         walk_to (self, job, VMR_JOB_STATE_COPYING, NULL);
     }
     vmr_engine_save_job (self, job);

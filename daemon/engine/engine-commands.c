@@ -128,6 +128,13 @@ check_command (VmrJob *job, VmrBackendCommand command, GError **error)
                              "job %s is %s, not paused", job->id, state);
                 return FALSE;
             }
+            if (job->space_paused != NULL) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
+                             "job %s is paused for space (%s); it resumes by itself when there "
+                             "is room again",
+                             job->id, job->space_paused);
+                return FALSE;
+            }
             return TRUE;
         case VMR_BACKEND_COMMAND_CANCEL:
             if (job->state == VMR_JOB_STATE_PIVOTING) {

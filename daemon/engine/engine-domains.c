@@ -79,6 +79,7 @@ progress_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             continue;
         vmr_job_update_progress (job, p->total_bytes, p->done_bytes, g_get_monotonic_time ());
         job->speed = p->speed;
+        job->no_space = p->no_space;
         self->hooks.progress_read (self, entry, job);
     }
 }

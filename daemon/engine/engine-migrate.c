@@ -197,6 +197,8 @@ create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *dis
     job->verify = data->verify || rule->verify;
     job->granularity = rule->granularity;
     job->total_bytes = disk->size;
+    job->space_need = vmr_engine_space_need (target->dest, disk);
+    job->space_watched = rule->space_check != VMR_SPACE_CHECK_OFF;
     return job;
 }
 
@@ -232,6 +234,7 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
     g_autoptr (GPtrArray) disks = NULL;
     g_autoptr (GPtrArray) in_use = g_ptr_array_new ();
+    g_autoptr (GArray) claims = g_array_new (FALSE, FALSE, sizeof (VmrEngineSpaceClaim));
     DomainEntry *entry;
 
     disks = vmr_backend_query_disks_finish (VMR_BACKEND (source), res, &error);
@@ -256,10 +259,21 @@ migrate_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         VmrDisk *disk = check_target (self, entry, data, i, (const gchar *const *) in_use->pdata,
                                       &existing_size, &error);
 
+        VmrEngineSpaceClaim claim;
+
         if (disk == NULL) {
             g_task_return_error (task, g_steal_pointer (&error));
             return;
         }
+        claim.dest = g_array_index (data->targets, MigrateTarget, i).dest;
+        claim.disk = disk;
+        g_array_append_val (claims, claim);
+    }
+    /* what the copies write must fit into their file systems */
+    if (!vmr_engine_space_check (self, data->domain, (VmrEngineSpaceClaim *) claims->data,
+                                 claims->len, &error)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
     }
     preflight_next (g_steal_pointer (&task));
 }

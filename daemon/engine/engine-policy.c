@@ -62,8 +62,9 @@ vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job)
 static VmrPolicyPhase
 phase_of (VmrJob *job, gboolean *out_managed)
 {
-    /* a copy set to full speed to converge stays so, like a user's speed */
-    *out_managed = !vmr_job_converges_at_full_speed (job);
+    /* a copy set to full speed to converge stays so, like a user's speed; a copy paused
+     * for space is the space watch's (engine-space.c) */
+    *out_managed = !vmr_job_converges_at_full_speed (job) && job->space_paused == NULL;
     if (!*out_managed)
         return VMR_POLICY_PHASE_RUNNING;
     switch (job->state) {

@@ -11,6 +11,7 @@
  *   engine-adaptive.c   the closed-loop speed (control = adaptive)
  *   engine-policy.c     the policy's load decisions
  *   engine-admission.c  the limits on copies running at once
+ *   engine-space.c      the free space of the destinations' file systems
  *   engine-sampling.c   reading the guests' load
  *   engine-policy-file.c, engine-commands.c, engine-adopt.c
  *                       the policy file, users' commands, an earlier run's jobs
@@ -237,6 +238,37 @@ void vmr_engine_admission_admit (VmrEngine *self, DomainEntry *entry, VmrJob *jo
 
 /* after a transition: a copy that ended or is in sync frees a slot */
 void vmr_engine_admission_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
+
+/* engine-space.c */
+
+/* one new copy that the space check counts */
+typedef struct {
+    const VmrDestination *dest;
+    const VmrDisk *disk;
+} VmrEngineSpaceClaim;
+
+/* the bytes a copy of @disk writes into @dest's file system: 0 unless @dest is a file */
+guint64 vmr_engine_space_need (const VmrDestination *dest, const VmrDisk *disk);
+
+/*
+ * Whether the new copies @claims of @domain fit into their destinations'
+ * file systems: what each writes (vmr_engine_space_need()) and the largest
+ * space-margin, beside what the active copies to the same file system still
+ * write. FALSE with one line when they do not and their space-check is
+ * refuse; with warn the line is logged and the check passes.
+ */
+gboolean vmr_engine_space_check (VmrEngine *self, const gchar *domain,
+                                 const VmrEngineSpaceClaim *claims, guint n_claims, GError **error);
+
+/*
+ * After a load sample: pauses the copies to a file system whose free space
+ * falls below the space-margin (and what they may write until the next
+ * look), and resumes the copies it paused once there is room again.
+ */
+void vmr_engine_space_watch (VmrEngine *self);
+
+/* after a reading of @job's progress: a copy QEMU stopped on a full destination is paused */
+void vmr_engine_space_progress (VmrEngine *self, DomainEntry *entry, VmrJob *job);
 
 /* engine-sampling.c */
 

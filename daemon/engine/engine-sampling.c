@@ -3,7 +3,8 @@
 /*
  * Sampling the guests' load: each domain's I/O counters, read at the
  * smallest sample-interval of its disks; after each sample the policy decides
- * on the domain's running copies and the admission limits on the waiting jobs.
+ * on the domain's running copies, the free space of the destinations' file
+ * systems on every copy, and the admission limits on the waiting jobs.
  */
 
 #include "engine-private.h"
@@ -77,6 +78,7 @@ load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     }
     for (guint i = 0; i < jobs->len; i++)
         vmr_engine_policy_evaluate (self, entry, g_ptr_array_index (jobs, i), NULL);
+    vmr_engine_space_watch (self);
     vmr_engine_admission_run (self, NULL, NULL);
 }
 

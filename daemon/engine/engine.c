@@ -89,6 +89,14 @@ job_changed_cb (VmrJobTable *table, gpointer job_ptr, gint previous, gpointer us
         vmr_engine_update_timers (self, entry);
 }
 
+/* after a reading of a copy's progress: its convergence, and a copy stopped for space */
+static void
+progress_read_hook (VmrEngine *self, DomainEntry *entry, VmrJob *job)
+{
+    vmr_engine_converge_progress (self, entry, job);
+    vmr_engine_space_progress (self, entry, job);
+}
+
 /* a domain is known: its load is sampled and the jobs an earlier run left are picked up */
 static void
 domain_added_hook (VmrEngine *self, DomainEntry *entry)
@@ -108,7 +116,7 @@ vmr_engine_new (const gchar *state_dir)
     vmr_engine_apply_retention (self);
     self->hooks.domain_added = domain_added_hook;
     self->hooks.copy_in_sync = vmr_engine_job_in_sync;
-    self->hooks.progress_read = vmr_engine_converge_progress;
+    self->hooks.progress_read = progress_read_hook;
     g_signal_connect (self->jobs, "job-changed", G_CALLBACK (job_changed_cb), self);
     vmr_engine_load_unfinished (self);
     return self;

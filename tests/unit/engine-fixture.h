@@ -165,5 +165,6 @@ void engine_add_domain_cases (void);
 void engine_add_policy_cases (void);
 void engine_add_adaptive_cases (void);
 void engine_add_converge_cases (void);
+void engine_add_space_cases (void);
 
 G_END_DECLS

@@ -275,6 +275,7 @@ main (int argc, char **argv)
     engine_add_group_cases ();
     engine_add_domain_cases ();
     engine_add_policy_cases ();
+    engine_add_space_cases ();
     engine_add_adaptive_cases ();
     engine_add_converge_cases ();
     return g_test_run ();

@@ -155,7 +155,9 @@ test_policy_fields (void)
                                          "on-deadline = fail\n"
                                          "reconnect-delay = 45s\n"
                                          "tls-creds = /etc/vmr-tls\n"
-                                         "verify = yes\n",
+                                         "verify = yes\n"
+                                         "space-check = warn\n"
+                                         "space-margin = 64M\n",
                                          &error);
     g_autoptr (VmrPolicyRule) rule = NULL;
     const VmrWindow *w;
@@ -172,6 +174,8 @@ test_policy_fields (void)
     g_assert_cmpint (rule->max_delay_us, ==, G_GINT64_CONSTANT (4) * 3600 * G_USEC_PER_SEC);
     g_assert_cmpint (rule->on_max_delay, ==, VMR_ON_MAX_DELAY_FAIL);
     g_assert_true (rule->verify);
+    g_assert_cmpint (rule->space_check, ==, VMR_SPACE_CHECK_WARN);
+    g_assert_cmpuint (rule->space_margin, ==, 64 * 1024 * 1024);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_HOST], ==, 6);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_IOTHREAD], ==, 2);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_DOMAIN], ==, 3);
@@ -235,6 +239,8 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_RECONNECT_DELAY] = "10s",
     [VMR_POLICY_KEY_TLS_CREDS] = "none",
     [VMR_POLICY_KEY_VERIFY] = "no",
+    [VMR_POLICY_KEY_SPACE_CHECK] = "refuse",
+    [VMR_POLICY_KEY_SPACE_MARGIN] = "256M",
 };
 
 static void

@@ -71,6 +71,7 @@ typedef struct {
     const gchar *format;
     const gchar *path;
     guint64 size;
+    guint64 allocated;
     gboolean read_only;
     const gchar *qdev;
     const gchar *file_node;
@@ -81,11 +82,12 @@ typedef struct {
  * QEMU names "json:{...}" (its backing is given by node), its plain file
  * name is read out of that */
 static const DiskCase captured_disks[] = {
-    { "disk0", "disk0-fmt", "qcow2", "/images/disk0.qcow2", 64 * MiB, FALSE,
+    /* disk0's allocation is its own and its backing image's */
+    { "disk0", "disk0-fmt", "qcow2", "/images/disk0.qcow2", 64 * MiB, 8654848 + 4 * MiB, FALSE,
       "/machine/peripheral/disk0/virtio-backend", "disk0-file", TRUE },
-    { "disk1", "disk1-fmt", "raw", "/images/disk1.raw", 32 * MiB, FALSE, "disk1", "disk1-file",
-      FALSE },
-    { "disk2", "disk2-fmt", "raw", "/images/disk2.raw", 16 * MiB, TRUE,
+    { "disk1", "disk1-fmt", "raw", "/images/disk1.raw", 32 * MiB, 32 * MiB, FALSE, "disk1",
+      "disk1-file", FALSE },
+    { "disk2", "disk2-fmt", "raw", "/images/disk2.raw", 16 * MiB, 16 * MiB, TRUE,
       "/machine/peripheral/disk2/virtio-backend", "disk2-file", FALSE },
 };
 
@@ -123,6 +125,7 @@ check_disks (const gchar *nodes_file)
         g_assert_cmpstr (disk->format, ==, c->format);
         g_assert_cmpstr (disk->path, ==, c->path);
         g_assert_cmpuint (disk->size, ==, c->size);
+        g_assert_cmpuint (disk->allocated, ==, c->allocated);
         g_assert_cmpint (disk->read_only, ==, c->read_only);
         g_assert_cmpstr (g_ptr_array_index (qdev_paths, i), ==, c->qdev);
         g_assert_cmpstr (disk->file_node, ==, c->file_node);

@@ -68,6 +68,9 @@ vmr_libvirt_domain_read_disks (virDomain *dom, GError **error)
         disk->format = g_strdup (found_disk->format != NULL ? found_disk->format : "raw");
         disk->path = g_strdup (found_disk->path);
         disk->size = info.capacity;
+        /* what the image takes on its storage (a file's blocks; a block device: all of it) */
+        disk->allocated
+            = g_strcmp0 (found_disk->type, "file") == 0 ? info.allocation : info.capacity;
         disk->iothread = g_strdup (found_disk->iothread);
         disk->iothreads = g_strdupv (found_disk->iothreads);
         disk->read_only = found_disk->read_only;

@@ -118,6 +118,10 @@ start_mirror (GTask *task)
         json_object_set_int_member (args, "speed", (gint64) data->job->speed);
     if (data->job->granularity > 0)
         json_object_set_int_member (args, "granularity", (gint64) data->job->granularity);
+    /* a file that fills up stops the copy instead of failing it: the daemon resumes it once
+     * there is room again (docs/operations.md); other errors fail it, as they do elsewhere */
+    if (data->job->dest->kind == VMR_DESTINATION_FILE && data->job->space_watched)
+        json_object_set_string_member (args, "on-target-error", "enospc");
 
     /* events about the job may arrive before the reply */
     g_hash_table_insert (self->tracks, g_strdup (data->job->id), g_steal_pointer (&data->track));

@@ -78,6 +78,23 @@ vmr_qmp_parse_qdev_id (const gchar *qdev, const gchar *device, const gchar *node
     return g_strdup (node);
 }
 
+/*
+ * What a full copy of @image writes: the actual-size of the image and of
+ * each backing image below it (a full copy reads through them all), no more
+ * than the @virtual_size; the virtual size when QEMU does not say
+ */
+static guint64
+allocated_bytes (JsonObject *image, guint64 virtual_size)
+{
+    guint64 total = 0;
+
+    if (image == NULL || !json_object_has_member (image, "actual-size"))
+        return virtual_size;
+    for (; image != NULL; image = vmr_json_get_object (image, "backing-image"))
+        total += vmr_json_uint_or (image, "actual-size", 0);
+    return MIN (total, virtual_size);
+}
+
 GPtrArray *
 vmr_qmp_parse_block (JsonNode *reply, GPtrArray **qdev_paths, GError **error)
 {
@@ -106,6 +123,7 @@ vmr_qmp_parse_block (JsonNode *reply, GPtrArray **qdev_paths, GError **error)
         disk->format = g_strdup (vmr_json_get_string (inserted, "drv"));
         disk->path = vmr_qmp_parse_inserted_path (inserted);
         disk->size = vmr_json_uint_or (vmr_json_get_object (inserted, "image"), "virtual-size", 0);
+        disk->allocated = allocated_bytes (vmr_json_get_object (inserted, "image"), disk->size);
         disk->cache_direct = vmr_json_bool_or (cache, "direct", FALSE);
         disk->cache_no_flush = vmr_json_bool_or (cache, "no-flush", FALSE);
         disk->read_only = vmr_json_bool_or (inserted, "ro", FALSE);
@@ -141,6 +159,9 @@ vmr_qmp_parse_file_nodes (JsonNode *reply, GPtrArray *disks, GError **error)
             if (g_strcmp0 (drv, "file") != 0 && g_strcmp0 (drv, "host_device") != 0)
                 continue;
             disk->file_node = g_strdup (name);
+            /* a device reports no allocation: the copy reads and writes all of it */
+            if (g_strcmp0 (drv, "host_device") == 0)
+                disk->allocated = disk->size;
             disk->file_cache_direct = vmr_json_bool_or (cache, "direct", FALSE);
             disk->file_cache_no_flush = vmr_json_bool_or (cache, "no-flush", FALSE);
             break;
@@ -370,6 +391,7 @@ block_job_new (JsonObject *info, const gchar *id)
     job->speed = vmr_json_uint_or (info, "speed", 0);
     job->paused = vmr_json_bool_or (info, "paused", FALSE);
     job->ready = vmr_json_bool_or (info, "ready", FALSE);
+    job->no_space = g_strcmp0 (vmr_json_get_string (info, "io-status"), "nospace") == 0;
     return job;
 }
 
@@ -404,6 +426,7 @@ vmr_qmp_block_job_to_progress (const VmrQmpBlockJob *job)
     progress->done_bytes = job->done_bytes;
     progress->speed = job->speed;
     progress->paused = job->paused;
+    progress->no_space = job->no_space;
     progress->ready = job->ready;
     return progress;
 }

@@ -115,7 +115,8 @@ typedef struct {
     guint64 done_bytes;  /* "offset" */
     guint64 speed;       /* bytes/s, 0 = unlimited */
     gboolean paused;
-    gboolean ready; /* in sync: QEMU's "ready" */
+    gboolean ready;    /* in sync: QEMU's "ready" */
+    gboolean no_space; /* stopped on ENOSPC of the target: "io-status" is "nospace" */
 } VmrQmpBlockJob;
 
 void vmr_qmp_block_job_free (VmrQmpBlockJob *self);
