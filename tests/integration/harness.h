@@ -366,6 +366,21 @@ gboolean vmr_harness_image_equals (const gchar *path, const gchar *format, const
 void vmr_harness_assert_image_equals (const gchar *path, const gchar *format,
                                       const gchar *expected);
 
+/*
+ * Where the guest's byte @offset of the image @path in @format lies in the
+ * file: the same for raw; for qcow2, through its L1 and L2 tables (QEMU must
+ * have flushed them, as a mirror does when it reaches sync). Asserts that
+ * the cluster is allocated.
+ */
+goffset vmr_harness_host_offset (const gchar *path, const gchar *format, goffset offset);
+
+/*
+ * Writes the bitwise complement of @expected's bytes [@offset, +@length)
+ * into @path at @host_offset, behind QEMU's back, and syncs it. Asserts.
+ */
+void vmr_harness_flip_bytes (const gchar *path, const gchar *expected, goffset offset,
+                             goffset host_offset, gsize length);
+
 /* asserts that bytes @offset to @offset + @length of the raw files @path and @expected are equal */
 void vmr_harness_assert_range_equals (const gchar *path, const gchar *expected, guint64 offset,
                                       guint64 length);

@@ -42,7 +42,8 @@ typedef struct {
     guint64 speed;
     guint64 old_speed;
     VmrBackendCommand command;
-    GPtrArray *tracks; /* copies of the started tracks, for progress and resync */
+    gboolean mark_pivot; /* record the guest's writes from the pivot on, to verify it */
+    GPtrArray *tracks;   /* copies of the started tracks, for progress and resync */
 } Call;
 
 /* what libvirt says of one copy of ours: after a reconnection and at adoption */

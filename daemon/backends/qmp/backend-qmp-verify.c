@@ -454,25 +454,13 @@ raw_image (const gchar *path, const gchar *format)
     return path != NULL && g_strcmp0 (format, "raw") == 0 ? path : NULL;
 }
 
-static const gchar *
-dest_raw_image (const VmrDestination *dest)
-{
-    switch (dest->kind) {
-        case VMR_DESTINATION_FILE:
-        case VMR_DESTINATION_BLOCK:
-            return raw_image (dest->location, dest->format);
-        default:
-            return NULL;
-    }
-}
-
 static void
 start_compare (VerifyRun *run)
 {
     VmrNbdCompareSpec spec = {
         .source
         = { run->socket, run->old_export, raw_image (run->job->source, run->job->source_format) },
-        .dest = { run->socket, run->new_export, dest_raw_image (run->job->dest) },
+        .dest = { run->socket, run->new_export, vmr_destination_raw_path (run->job->dest) },
         .dirty_snapshot = request_snapshot,
         .dirty_snapshot_data = run,
     };
