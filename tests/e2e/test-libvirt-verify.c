@@ -83,16 +83,6 @@ verification_of (JsonObject *job)
     return vmr_harness_json_object (job, "verification");
 }
 
-/* whether the job @id has a verification that is no longer running */
-static gboolean
-verification_ended (VmrHarness *h, const gchar *id)
-{
-    g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
-
-    return !vmr_harness_json_is_null (job, "verification")
-           && g_strcmp0 (vmr_harness_json_string (verification_of (job), "state"), "running") != 0;
-}
-
 /* what a test copies: the domain, its source, the source's pristine copy, the destination */
 typedef struct {
     gchar *name;
@@ -141,7 +131,7 @@ run_writing (VmrE2e *e, Copy *c, const gchar *const *args)
     VmrCliRun *run = vmr_harness_cli_spawnv (&e->h, args);
 
     vmr_harness_wait_job_count (&e->h, 1);
-    for (guint i = 0; i < MAX_WRITES && !verification_ended (&e->h, "vmr-1"); i++)
+    for (guint i = 0; i < MAX_WRITES && !vmr_harness_verification_ended (&e->h, "vmr-1"); i++)
         vmr_harness_writer_write (c->writer, 1);
     return vmr_harness_cli_wait (run);
 }
@@ -228,11 +218,8 @@ test_mismatch (VmrE2e *e, gconstpointer data)
     g_autoptr (VmrCliResult) result = NULL;
     g_autoptr (VmrCliResult) again = NULL;
     g_autoptr (VmrCliResult) listing = NULL;
-    g_autoptr (JsonObject) job = NULL;
     g_autofree gchar *range = g_strdup_printf ("%d+%d", FLIP_OFFSET, FLIP_LENGTH);
     g_autofree gchar *live = NULL;
-    JsonObject *v;
-    JsonObject *first;
     VmrCliRun *run;
 
     if (vmr_harness_skipped (&e->h))
@@ -254,15 +241,7 @@ test_mismatch (VmrE2e *e, gconstpointer data)
     assert_has (result->err, "verify failed", "migrate --verify's error");
     assert_has (result->err, range, "migrate --verify's error");
 
-    job = vmr_harness_get_job (&e->h, "vmr-1");
-    g_assert_cmpstr (vmr_json_job_state (job), ==, "completed");
-    v = verification_of (job);
-    g_assert_cmpstr (vmr_harness_json_string (v, "state"), ==, "failed");
-    g_assert_cmpint (vmr_harness_json_int (v, "mismatched-ranges"), ==, 1);
-    g_assert_cmpint (vmr_harness_json_int (v, "mismatched"), ==, FLIP_LENGTH);
-    first = vmr_harness_json_element (vmr_harness_json_array (v, "ranges"), 0);
-    g_assert_cmpint (vmr_harness_json_int (first, "offset"), ==, FLIP_OFFSET);
-    g_assert_cmpint (vmr_harness_json_int (first, "length"), ==, FLIP_LENGTH);
+    vmr_harness_assert_verify_failed_at (&e->h, "vmr-1", FLIP_OFFSET, FLIP_LENGTH);
     listing = vmr_harness_cli (&e->h, "jobs", NULL);
     vmr_cli_result_assert_ok (listing);
     assert_has (listing->out, "completed, verify failed", "jobs");

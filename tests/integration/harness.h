@@ -329,6 +329,16 @@ gchar *vmr_harness_start_slow_migration (VmrHarness *h, VmrHarnessVm *vm, const 
 /* the job object @id, read over the daemon's control socket */
 JsonObject *vmr_harness_get_job (VmrHarness *h, const gchar *id);
 
+/* whether the job @id has a verification that is no longer running */
+gboolean vmr_harness_verification_ended (VmrHarness *h, const gchar *id);
+
+/*
+ * Asserts that the job @id completed and that its verification failed with
+ * one differing range, @offset+@length (bytes).
+ */
+void vmr_harness_assert_verify_failed_at (VmrHarness *h, const gchar *id, gint64 offset,
+                                          gint64 length);
+
 /*
  * Polls the job until it is in @state, for at most @timeout_s seconds.
  * Fails at once when the job ends in another state, or moved past @state.

@@ -54,16 +54,6 @@ verification_of (JsonObject *job)
     return vmr_harness_json_object (job, "verification");
 }
 
-/* whether the job @id has a verification that is no longer running */
-static gboolean
-verification_ended (VmrHarness *h, const gchar *id)
-{
-    g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
-
-    return !vmr_harness_json_is_null (job, "verification")
-           && g_strcmp0 (vmr_harness_json_string (verification_of (job), "state"), "running") != 0;
-}
-
 /* the destination image of a test in @format */
 static gchar *
 dest_path (VmrHarness *h, const gchar *format)
@@ -96,7 +86,7 @@ test_clean (VmrHarness *h, gconstpointer user_data)
                                  "--wait", NULL);
     vmr_harness_wait_job_count (h, 1);
     /* the writer goes on through the copy, the pivot and the verification */
-    for (guint i = 0; i < 2000 && !verification_ended (h, "vmr-1"); i++)
+    for (guint i = 0; i < 2000 && !vmr_harness_verification_ended (h, "vmr-1"); i++)
         vmr_harness_writer_write (vm.writer, 1);
     result = vmr_harness_cli_wait (run);
     vmr_cli_result_assert_ok (result);
@@ -144,10 +134,7 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrCliResult) again = NULL;
     g_autoptr (VmrCliResult) listing = NULL;
     g_autoptr (JsonObject) synced = NULL;
-    g_autoptr (JsonObject) job = NULL;
     g_autofree gchar *range = g_strdup_printf ("%d+%d", FLIP_OFFSET, FLIP_LENGTH);
-    JsonObject *v;
-    JsonObject *first;
     VmrCliRun *run;
 
     if (vmr_harness_skipped (h))
@@ -169,15 +156,7 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
     assert_contains (result->err, "verify failed", "migrate --verify's error");
     assert_contains (result->err, range, "migrate --verify's error");
 
-    job = vmr_harness_get_job (h, "vmr-1");
-    g_assert_cmpstr (vmr_json_job_state (job), ==, "completed");
-    v = verification_of (job);
-    g_assert_cmpstr (vmr_harness_json_string (v, "state"), ==, "failed");
-    g_assert_cmpint (vmr_harness_json_int (v, "mismatched-ranges"), ==, 1);
-    g_assert_cmpint (vmr_harness_json_int (v, "mismatched"), ==, FLIP_LENGTH);
-    first = vmr_harness_json_element (vmr_harness_json_array (v, "ranges"), 0);
-    g_assert_cmpint (vmr_harness_json_int (first, "offset"), ==, FLIP_OFFSET);
-    g_assert_cmpint (vmr_harness_json_int (first, "length"), ==, FLIP_LENGTH);
+    vmr_harness_assert_verify_failed_at (h, "vmr-1", FLIP_OFFSET, FLIP_LENGTH);
     listing = vmr_harness_cli (h, "jobs", NULL);
     vmr_cli_result_assert_ok (listing);
     assert_contains (listing->out, "completed, verify failed", "jobs");
@@ -266,7 +245,7 @@ test_guest_writes (VmrHarness *h, gconstpointer user_data)
             g_test_message ("verify while the guest writes: %s%s", again->out, again->err);
             vmr_cli_result_assert_ok (again);
         }
-        for (guint tries = 0; tries < 600 && !verification_ended (h, c.id); tries++)
+        for (guint tries = 0; tries < 600 && !vmr_harness_verification_ended (h, c.id); tries++)
             g_usleep (100 * 1000);
         g_clear_pointer (&final, json_object_unref);
         final = vmr_harness_get_job (h, c.id);

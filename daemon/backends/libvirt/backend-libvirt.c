@@ -533,24 +533,12 @@ verify_run_free (VerifyRun *run)
     g_free (run);
 }
 
-static void
-copy_figures (VerifyRun *run)
-{
-    VmrNbdCompareFigures f
-        = vmr_nbd_compare_get_figures (vmr_libvirt_verify_get_compare (run->verify));
-
-    run->verification->size = f.size;
-    run->verification->covered = f.covered_bytes;
-    run->verification->compared = f.compared_bytes;
-    run->verification->zero = f.zero_bytes;
-    run->verification->written = f.written_bytes;
-    run->verification->mismatched = f.mismatched_bytes;
-}
-
 static gboolean
 verify_progress_cb (gpointer user_data)
 {
-    copy_figures (user_data);
+    VerifyRun *run = user_data;
+
+    vmr_verification_take_figures (run->verification, vmr_libvirt_verify_get_compare (run->verify));
     return G_SOURCE_CONTINUE;
 }
 
@@ -576,20 +564,15 @@ verified_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GTask) task = user_data;
     VmrBackendLibvirt *self = VMR_BACKEND_LIBVIRT (source);
     VerifyRun *run = g_task_get_task_data (task);
-    const VmrRangeList *mismatches
-        = vmr_nbd_compare_get_mismatches (vmr_libvirt_verify_get_compare (run->verify));
+    VmrNbdCompare *compare = vmr_libvirt_verify_get_compare (run->verify);
     g_autoptr (GError) error = NULL;
 
     g_clear_handle_id (&run->progress_source, g_source_remove);
-    copy_figures (run);
     if (!g_task_propagate_boolean (G_TASK (res), &error)) {
+        vmr_verification_take_figures (run->verification, compare);
         g_task_return_error (task, g_steal_pointer (&error));
     } else {
-        for (guint i = 0; i < mismatches->len; i++) {
-            const VmrRange *r = vmr_range_list_get (mismatches, i);
-
-            vmr_verification_add_range (run->verification, r->offset, r->length);
-        }
+        vmr_verification_take_result (run->verification, compare);
         g_task_return_boolean (task, TRUE);
     }
     self->verify_running = FALSE;

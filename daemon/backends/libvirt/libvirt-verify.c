@@ -15,6 +15,7 @@
 #include <glib/gstdio.h>
 
 #include "libvirt-domain.h"
+#include "qmp-export.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
 
@@ -223,29 +224,10 @@ best_effort (VmrLibvirtVerify *self, const gchar *command, JsonObject *args, con
         g_message ("job %s: %s after the verification: %s", self->job_id, what, error->message);
 }
 
-static JsonObject *
-export_args (const gchar *id, const gchar *node, const gchar *bitmap)
-{
-    JsonObject *args = json_object_new ();
-
-    json_object_set_string_member (args, "type", "nbd");
-    json_object_set_string_member (args, "id", id);
-    json_object_set_string_member (args, "node-name", node);
-    json_object_set_string_member (args, "name", id);
-    json_object_set_boolean_member (args, "writable", FALSE);
-    if (bitmap != NULL) {
-        JsonArray *bitmaps = json_array_new ();
-
-        json_array_add_string_element (bitmaps, bitmap);
-        json_object_set_array_member (args, "bitmaps", bitmaps);
-    }
-    return args;
-}
-
 static gboolean
 add_export (VmrLibvirtVerify *self, const gchar *id, const gchar *bitmap, GError **error)
 {
-    g_autoptr (JsonObject) args = export_args (id, self->dest_node, bitmap);
+    g_autoptr (JsonObject) args = vmr_qmp_nbd_export_args (id, self->dest_node, bitmap);
     g_autoptr (JsonNode) reply
         = vmr_libvirt_domain_qemu_command (self->dom, "block-export-add", args, error);
 
@@ -263,29 +245,20 @@ start_server (VmrLibvirtVerify *self, GError **error)
                                                  G_SOCKET_PROTOCOL_DEFAULT, error);
     g_autoptr (GSocketAddress) address = g_unix_socket_address_new (self->socket);
     g_autoptr (JsonObject) fd_args = json_object_new ();
-    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonObject) args = vmr_qmp_nbd_server_args ("fd", self->fd_name);
     g_autoptr (JsonNode) passed = NULL;
     g_autoptr (JsonNode) started = NULL;
-    JsonObject *addr = json_object_new ();
-    JsonObject *data = json_object_new ();
 
     g_unlink (self->socket);
     if (listener == NULL || !g_socket_bind (listener, address, FALSE, error)
         || !g_socket_listen (listener, error)) {
         g_prefix_error (error, "cannot listen on %s: ", self->socket);
-        json_object_unref (addr);
-        json_object_unref (data);
         return FALSE;
     }
     json_object_set_string_member (fd_args, "fdname", self->fd_name);
     passed = vmr_libvirt_domain_qemu_command_with_fd (self->dom, "getfd", fd_args,
                                                       g_socket_get_fd (listener), error);
     self->fd_passed = passed != NULL;
-    /* nbd-server-start takes the legacy form of a socket address */
-    json_object_set_string_member (data, "str", self->fd_name);
-    json_object_set_string_member (addr, "type", "fd");
-    json_object_set_object_member (addr, "data", data);
-    json_object_set_object_member (args, "addr", addr);
     if (passed != NULL)
         started = vmr_libvirt_domain_qemu_command (self->dom, "nbd-server-start", args, error);
     self->serving = started != NULL;
@@ -372,29 +345,9 @@ snapshot_cb (gpointer user_data, guint round, gchar **export_name, gchar **conte
     VmrLibvirtVerify *self = user_data;
     g_autofree gchar *name = g_strdup_printf ("%s-verify-%u", self->job_id, round);
     g_autofree gchar *export_id = g_strdup_printf ("%s-written-%u", self->job_id, round);
-    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonObject) args = vmr_qmp_bitmap_copy_args (self->dest_node, self->bitmap, name);
     g_autoptr (JsonNode) reply = NULL;
-    JsonArray *actions = json_array_new ();
-    JsonObject *add = json_object_new ();
-    JsonObject *add_data = json_object_new ();
-    JsonObject *merge = json_object_new ();
-    JsonObject *merge_data = json_object_new ();
-    JsonArray *sources = json_array_new ();
 
-    json_object_set_string_member (add_data, "node", self->dest_node);
-    json_object_set_string_member (add_data, "name", name);
-    json_object_set_boolean_member (add_data, "disabled", TRUE);
-    json_object_set_string_member (add, "type", "block-dirty-bitmap-add");
-    json_object_set_object_member (add, "data", add_data);
-    json_array_add_string_element (sources, self->bitmap);
-    json_object_set_string_member (merge_data, "node", self->dest_node);
-    json_object_set_string_member (merge_data, "target", name);
-    json_object_set_array_member (merge_data, "bitmaps", sources);
-    json_object_set_string_member (merge, "type", "block-dirty-bitmap-merge");
-    json_object_set_object_member (merge, "data", merge_data);
-    json_array_add_object_element (actions, add);
-    json_array_add_object_element (actions, merge);
-    json_object_set_array_member (args, "actions", actions);
     reply = vmr_libvirt_domain_qemu_command (self->dom, "transaction", args, error);
     if (reply == NULL) {
         g_prefix_error (error, "QEMU cannot copy the record of the guest's writes: ");
