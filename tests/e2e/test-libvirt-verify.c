@@ -7,7 +7,8 @@
  * and the verifications; bytes flipped in the destination behind QEMU's
  * back, after the sync and before the pivot, are named by their range,
  * with exit status 1, and the old source stays as it was; a copy made
- * without --verify cannot be verified, and says why. After each, QEMU keeps
+ * without --verify cannot be verified, and says why; `verify ID` works
+ * after a restart of the daemon while QEMU and its bitmap are there. After each, QEMU keeps
  * no export, no NBD server and no copy of the bitmap.
  */
 
@@ -295,6 +296,63 @@ test_unrecorded (VmrE2e *e, gconstpointer data)
     vmr_harness_assert_image_equals (c.dest, "raw", c.expected);
 }
 
+/*
+ * `verify ID` after a restart of the daemon: the finished job comes back
+ * from its record and verifies clean while the guest writes, as long as QEMU
+ * and its bitmap are still there; once QEMU has restarted, the bitmap is
+ * gone and the verification says so in one line. A job with no record is
+ * unknown.
+ */
+static void
+test_after_restart (VmrE2e *e, gconstpointer data)
+{
+    g_auto (Copy) c = { 0 };
+    g_autoptr (VmrCliResult) result = NULL;
+    g_autoptr (VmrCliResult) again = NULL;
+    g_autoptr (VmrCliResult) gone = NULL;
+    g_autoptr (VmrCliResult) unknown = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    const gchar *const verify[] = { "verify", "vmr-1", NULL };
+
+    if (vmr_harness_skipped (&e->h))
+        return;
+    start_domain (e, "raw", 54, &c);
+    result = vmr_harness_cli (&e->h, "migrate", c.name, "vda", c.dest, "--verify", "--wait", NULL);
+    vmr_cli_result_assert_ok (result);
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    vmr_e2e_kill_daemon (e);
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    vmr_e2e_start_daemon (e, TRUE);
+    json_object_unref (vmr_e2e_wait_domain (e, c.name, TRUE, 10000));
+
+    again = run_writing (e, &c, verify);
+    g_test_message ("verify after the restart: %s%s", again->out, again->err);
+    vmr_cli_result_assert_ok (again);
+    assert_has (again->out, "Job vmr-1 verified: ", "verify's output");
+    job = vmr_harness_get_job (&e->h, "vmr-1");
+    g_assert_cmpstr (vmr_json_job_state (job), ==, "completed");
+    g_assert_cmpstr (vmr_harness_json_string (verification_of (job), "state"), ==, "passed");
+    g_assert_cmpint (vmr_harness_json_int (verification_of (job), "covered"), ==, IMAGE_SIZE);
+    assert_no_leftovers (c.name, "vmr-1");
+
+    unknown = vmr_harness_cli (&e->h, "verify", "vmr-9", NULL);
+    vmr_cli_result_assert_error (unknown, 1);
+    assert_has (unknown->err, "unknown job 'vmr-9'", "verify of an unknown job");
+
+    /* a new QEMU (the domain restarted, on the destination) has no bitmap */
+    g_clear_pointer (&c.writer, vmr_harness_writer_free);
+    vmr_e2e_destroy_domain (e, c.name);
+    vmr_harness_assert_image_equals (c.dest, "raw", c.expected);
+    vmr_e2e_start_domain (e, c.name);
+    json_object_unref (vmr_e2e_wait_domain (e, c.name, TRUE, 10000));
+    gone = vmr_harness_cli (&e->h, "verify", "vmr-1", NULL);
+    g_test_message ("verify after QEMU's restart: %s", gone->err);
+    vmr_cli_result_assert_error (gone, 1);
+    assert_has (gone->err, "no record of the guest's writes since the pivot", "verify's error");
+    vmr_e2e_destroy_domain (e, c.name);
+    vmr_harness_assert_image_equals (c.dest, "raw", c.expected);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -305,5 +363,6 @@ main (int argc, char **argv)
     VMR_E2E_ADD ("/e2e/libvirt-verify/mismatch/raw", "raw", test_mismatch);
     VMR_E2E_ADD ("/e2e/libvirt-verify/mismatch/qcow2", "qcow2", test_mismatch);
     VMR_E2E_ADD ("/e2e/libvirt-verify/unrecorded", NULL, test_unrecorded);
+    VMR_E2E_ADD ("/e2e/libvirt-verify/after-restart", NULL, test_after_restart);
     return vmr_e2e_run (TRUE);
 }

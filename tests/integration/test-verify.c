@@ -175,6 +175,57 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_image_equals (vm.source, "raw", vm.expected);
 }
 
+/*
+ * `verify ID` after a crash and a restart of the daemon, QEMU running on: refused with
+ * one line until the domain is attached again, then the finished job comes
+ * back from its record and verifies clean while the writer writes, and is
+ * listed again.
+ */
+static void
+test_after_restart (VmrHarness *h, gconstpointer user_data)
+{
+    g_autofree gchar *dest = NULL;
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_autoptr (VmrCliResult) result = NULL;
+    g_autoptr (VmrCliResult) detached = NULL;
+    g_autoptr (VmrCliResult) again = NULL;
+    g_autoptr (VmrCliResult) listing = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    VmrCliRun *run;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vmr_harness_start_vm (h, &vm, 64 * MIB, 44);
+    dest = dest_path (h, "raw");
+    result = vmr_harness_cli (h, "migrate", "vm", "disk0", dest, "--verify", "--wait", NULL);
+    vmr_cli_result_assert_ok (result);
+    vmr_harness_writer_write (vm.writer, 20);
+    vmr_harness_kill_daemon (h);
+    vmr_harness_writer_write (vm.writer, 20);
+    vmr_harness_restart_daemon (h, NULL);
+    detached = vmr_harness_cli (h, "verify", "vmr-1", NULL);
+    vmr_cli_result_assert_error (detached, 1);
+    assert_contains (detached->err, "unknown domain 'vm'", "verify before the attach");
+    vmr_harness_attach (h, "vm");
+    run = vmr_harness_cli_spawn (h, "verify", "vmr-1", NULL);
+    for (guint i = 0; i < 2000 && !vmr_harness_verification_ended (h, "vmr-1"); i++)
+        vmr_harness_writer_write (vm.writer, 1);
+    again = vmr_harness_cli_wait (run);
+    vmr_cli_result_assert_ok (again);
+    assert_contains (again->out, "Job vmr-1 verified: ", "verify after the restart");
+    job = vmr_harness_get_job (h, "vmr-1");
+    g_assert_cmpstr (vmr_json_job_state (job), ==, "completed");
+    g_assert_cmpstr (vmr_harness_json_string (verification_of (job), "state"), ==, "passed");
+    g_assert_cmpint (vmr_harness_json_int (verification_of (job), "covered"), ==, 64 * MIB);
+    listing = vmr_harness_cli (h, "jobs", NULL);
+    vmr_cli_result_assert_ok (listing);
+    assert_contains (listing->out, "completed, verified", "jobs");
+    assert_no_leftovers (h, "vmr-1");
+    vmr_harness_writer_write (vm.writer, 20);
+    vmr_harness_stop_daemon (h);
+    vmr_harness_assert_migrated (h, "vmr-1", "disk0", vm.source, dest, "raw", vm.expected);
+}
+
 /* what cannot be verified is refused with one line, and nothing changes */
 static void
 test_refusals (VmrHarness *h, gconstpointer user_data)
@@ -275,6 +326,7 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/verify/mismatch", "raw", test_mismatch);
     VMR_HARNESS_ADD ("/verify/mismatch-qcow2", "qcow2", test_mismatch);
     VMR_HARNESS_ADD ("/verify/refusals", NULL, test_refusals);
+    VMR_HARNESS_ADD ("/verify/after-restart", NULL, test_after_restart);
     VMR_HARNESS_ADD_NO_DAEMON ("/verify/guest-writes", NULL, test_guest_writes);
     return g_test_run ();
 }
