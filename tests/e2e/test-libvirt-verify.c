@@ -172,11 +172,13 @@ test_clean (VmrE2e *e, gconstpointer data)
         g_clear_pointer (&job, json_object_unref);
         job = vmr_harness_get_job (&e->h, "vmr-1");
         v = verification_of (job);
-        g_test_message ("verification %u: %s, compared %" G_GINT64_FORMAT ", zero %" G_GINT64_FORMAT
-                        ", written %" G_GINT64_FORMAT " bytes; %u writes",
-                        round, vmr_harness_json_string (v, "state"),
-                        vmr_harness_json_int (v, "compared"), vmr_harness_json_int (v, "zero"),
-                        vmr_harness_json_int (v, "written"), vmr_harness_writer_count (c.writer));
+        g_test_message (
+            "verification %u: %s in %" G_GINT64_FORMAT " ms, compared %" G_GINT64_FORMAT
+            ", zero %" G_GINT64_FORMAT ", written %" G_GINT64_FORMAT " bytes; %u writes",
+            round, vmr_harness_json_string (v, "state"),
+            (vmr_harness_json_int (v, "finished") - vmr_harness_json_int (v, "started")) / 1000,
+            vmr_harness_json_int (v, "compared"), vmr_harness_json_int (v, "zero"),
+            vmr_harness_json_int (v, "written"), vmr_harness_writer_count (c.writer));
         g_assert_cmpstr (vmr_harness_json_string (v, "state"), ==, "passed");
         g_assert_cmpint (vmr_harness_json_int (v, "covered"), ==, IMAGE_SIZE);
         g_assert_cmpint (vmr_harness_json_int (v, "compared"), >, 0);
