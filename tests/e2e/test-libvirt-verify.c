@@ -12,6 +12,7 @@
  * no export, no NBD server and no copy of the bitmap.
  */
 
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "harness-e2e.h"
@@ -303,7 +304,7 @@ test_unrecorded (VmrE2e *e, gconstpointer data)
  * from its record and verifies clean while the guest writes, as long as QEMU
  * and its bitmap are still there; once QEMU has restarted, the bitmap is
  * gone and the verification says so in one line. A job with no record is
- * unknown.
+ * unknown. An old source that qemu-nbd cannot open is one line too.
  */
 static void
 test_after_restart (VmrE2e *e, gconstpointer data)
@@ -336,6 +337,22 @@ test_after_restart (VmrE2e *e, gconstpointer data)
     g_assert_cmpstr (vmr_harness_json_string (verification_of (job), "state"), ==, "passed");
     g_assert_cmpint (vmr_harness_json_int (verification_of (job), "covered"), ==, IMAGE_SIZE);
     assert_no_leftovers (c.name, "vmr-1");
+
+    /* an old source qemu-nbd cannot open: one line, and QEMU keeps nothing of the attempt */
+    {
+        g_autofree gchar *moved = g_strconcat (c.source, ".moved", NULL);
+        g_autoptr (VmrCliResult) unreadable = NULL;
+
+        g_assert_cmpint (g_rename (c.source, moved), ==, 0);
+        g_assert_cmpint (g_mkdir (c.source, 0700), ==, 0);
+        unreadable = vmr_harness_cli (&e->h, "verify", "vmr-1", NULL);
+        g_test_message ("verify of a directory: %s", unreadable->err);
+        vmr_cli_result_assert_error (unreadable, 1);
+        assert_has (unreadable->err, "could not be verified", "verify's error");
+        assert_no_leftovers (c.name, "vmr-1");
+        g_assert_cmpint (g_rmdir (c.source), ==, 0);
+        g_assert_cmpint (g_rename (moved, c.source), ==, 0);
+    }
 
     unknown = vmr_harness_cli (&e->h, "verify", "vmr-9", NULL);
     vmr_cli_result_assert_error (unknown, 1);
