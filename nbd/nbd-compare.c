@@ -19,6 +19,7 @@
 
 struct _VmrNbdCompare {
     gchar *source_socket;
+    gchar **source_command; /* NULL: connect to source_socket */
     gchar *source_export;
     gchar *dest_socket;
     gchar *dest_export;
@@ -49,6 +50,7 @@ vmr_nbd_compare_new (const VmrNbdCompareSpec *spec)
     VmrNbdCompare *self = g_new0 (VmrNbdCompare, 1);
 
     self->source_socket = g_strdup (spec->source.socket);
+    self->source_command = g_strdupv ((gchar **) spec->source.command);
     self->source_export = g_strdup (spec->source.export_name);
     self->dest_socket = g_strdup (spec->dest.socket);
     self->dest_export = g_strdup (spec->dest.export_name);
@@ -79,21 +81,30 @@ vmr_nbd_compare_new (const VmrNbdCompareSpec *spec)
 }
 
 void
-vmr_nbd_compare_free (VmrNbdCompare *self)
+vmr_nbd_compare_disconnect (VmrNbdCompare *self)
 {
     g_clear_pointer (&self->source, nbd_close);
     g_clear_pointer (&self->dest, nbd_close);
     g_clear_pointer (&self->dirty, nbd_close);
+    if (self->source_fd >= 0)
+        close (self->source_fd);
+    if (self->dest_fd >= 0)
+        close (self->dest_fd);
+    self->source_fd = -1;
+    self->dest_fd = -1;
+}
+
+void
+vmr_nbd_compare_free (VmrNbdCompare *self)
+{
+    vmr_nbd_compare_disconnect (self);
     g_free (self->source_socket);
+    g_strfreev (self->source_command);
     g_free (self->source_export);
     g_free (self->dest_socket);
     g_free (self->dest_export);
     g_free (self->source_raw_path);
     g_free (self->dest_raw_path);
-    if (self->source_fd >= 0)
-        close (self->source_fd);
-    if (self->dest_fd >= 0)
-        close (self->dest_fd);
     g_free (self->dirty_context);
     g_mutex_clear (&self->lock);
     g_array_unref (self->mismatches);
@@ -119,9 +130,10 @@ vmr_nbd_compare_get_mismatches (VmrNbdCompare *self)
 
 /* ---- connecting ---- */
 
+/* connects to @socket, or runs @command (see VmrNbdExport) */
 static VmrNbdHandle *
-connect_export (const gchar *socket, const gchar *export_name, const gchar *dirty_context,
-                gboolean *has_status, GError **error)
+connect_export (const gchar *socket, gchar **command, const gchar *export_name,
+                const gchar *dirty_context, gboolean *has_status, GError **error)
 {
     g_autoptr (VmrNbdHandle) nbd = vmr_nbd_handle_new (export_name, error);
     g_autofree gchar *what = NULL;
@@ -134,8 +146,12 @@ connect_export (const gchar *socket, const gchar *export_name, const gchar *dirt
         vmr_nbd_set_error (error, VMR_ERROR_FAILED, "cannot set up the NBD handle");
         return NULL;
     }
-    if (nbd_connect_unix (nbd, socket) == -1) {
-        what = g_strdup_printf ("cannot connect to the export %s", export_name);
+    if ((command != NULL ? nbd_connect_systemd_socket_activation (nbd, command)
+                         : nbd_connect_unix (nbd, socket))
+        == -1) {
+        what = command != NULL
+                   ? g_strdup_printf ("cannot run %s for the export %s", command[0], export_name)
+                   : g_strdup_printf ("cannot connect to the export %s", export_name);
         vmr_nbd_set_error (error, VMR_ERROR_FAILED, what);
         return NULL;
     }
@@ -163,7 +179,8 @@ open_dirty (VmrNbdCompare *self, guint round, GError **error)
     g_clear_pointer (&self->dirty_context, g_free);
     if (!self->dirty_snapshot (self->dirty_snapshot_data, round, &export_name, &context, error))
         return FALSE;
-    self->dirty = connect_export (self->dest_socket, export_name, context, &has_status, error);
+    self->dirty
+        = connect_export (self->dest_socket, NULL, export_name, context, &has_status, error);
     if (self->dirty == NULL)
         return FALSE;
     self->dirty_context = g_steal_pointer (&context);
@@ -524,12 +541,12 @@ vmr_nbd_compare_run (VmrNbdCompare *self, GCancellable *cancellable, GError **er
     gint64 dest_size;
     guint64 offset = 0;
 
-    self->source = connect_export (self->source_socket, self->source_export, NULL,
-                                   &self->source_has_status, error);
+    self->source = connect_export (self->source_socket, self->source_command, self->source_export,
+                                   NULL, &self->source_has_status, error);
     if (self->source == NULL)
         return FALSE;
-    self->dest = connect_export (self->dest_socket, self->dest_export, NULL, &self->dest_has_status,
-                                 error);
+    self->dest = connect_export (self->dest_socket, NULL, self->dest_export, NULL,
+                                 &self->dest_has_status, error);
     if (self->dest == NULL || !open_dirty (self, 0, error))
         return FALSE;
     if ((self->source_raw_path != NULL

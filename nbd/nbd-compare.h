@@ -29,6 +29,10 @@ typedef struct {
     /* the raw image the export serves, to read with pread() as qemu-img does
      * (block status still comes from the export); NULL: read through it */
     const gchar *raw_path;
+    /* or else a server to run (argv, NULL-terminated), that libnbd starts
+     * with systemd socket activation and that ends when the comparison lets
+     * go of it, e.g. qemu-nbd --read-only; NULL: connect to socket */
+    const gchar *const *command;
 } VmrNbdExport;
 
 /*
@@ -84,6 +88,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrNbdCompare, vmr_nbd_compare_free)
  * G_IO_ERROR_CANCELLED when @cancellable was cancelled.
  */
 gboolean vmr_nbd_compare_run (VmrNbdCompare *self, GCancellable *cancellable, GError **error);
+
+/*
+ * Closes the connections (a server of a command ends) and the raw images;
+ * the figures and the differences stay. Any time the run is not running.
+ */
+void vmr_nbd_compare_disconnect (VmrNbdCompare *self);
 
 /* the figures so far; any thread */
 VmrNbdCompareFigures vmr_nbd_compare_get_figures (VmrNbdCompare *self);

@@ -183,6 +183,19 @@ same_file (const gchar *a, const gchar *b)
     return g_strcmp0 (ca, cb) == 0;
 }
 
+const gchar *
+vmr_destination_raw_path (const VmrDestination *self)
+{
+    switch (self->kind) {
+        case VMR_DESTINATION_FILE:
+        case VMR_DESTINATION_BLOCK:
+            return g_strcmp0 (self->format, "raw") == 0 ? self->location : NULL;
+        case VMR_DESTINATION_NBD:
+            return NULL;
+    }
+    g_assert_not_reached ();
+}
+
 gboolean
 vmr_destination_same_target (const VmrDestination *self, const gchar *location)
 {

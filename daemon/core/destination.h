@@ -141,6 +141,13 @@ JsonObject *vmr_destination_to_tls_object_add (const VmrDestination *self, const
 gchar *vmr_destination_tls_object_id (const VmrDestination *self, const gchar *node_name);
 
 /*
+ * The path of @self when it is a raw file or block device, that a reader
+ * may pread() as QEMU's raw driver does; NULL for other destinations. Not
+ * a copy.
+ */
+const gchar *vmr_destination_raw_path (const VmrDestination *self);
+
+/*
  * TRUE when @location (a disk's path, as QEMU, libvirt or a request names
  * it) leads to @self: the same inode, whatever links lead there, or the same
  * path once made canonical when either is missing. FALSE for a NULL @location.

@@ -149,6 +149,41 @@ vmr_job_table_lookup (VmrJobTable *self, const gchar *id)
     return id != NULL ? g_hash_table_lookup (self->jobs, id) : NULL;
 }
 
+VmrJob *
+vmr_job_table_lookup_or_load (VmrJobTable *self, const gchar *id)
+{
+    VmrJob *job = vmr_job_table_lookup (self, id);
+    g_autofree gchar *path = NULL;
+    g_autoptr (GError) error = NULL;
+    Finished *f = NULL;
+    guint at;
+
+    for (GList *l = self->finished.head; job == NULL && id != NULL && l != NULL; l = l->next) {
+        if (g_str_equal (((Finished *) l->data)->id, id))
+            f = l->data;
+    }
+    if (f == NULL || f->job != NULL)
+        return job;
+    path = record_path (self, id);
+    job = vmr_job_load_record (path, &error);
+    if (job == NULL || !vmr_job_state_is_final (job->state)) {
+        g_message ("job %s: cannot load its record %s: %s", id, path,
+                   error != NULL ? error->message : "it has not ended");
+        g_clear_pointer (&job, vmr_job_unref);
+        return NULL;
+    }
+    job->orphaned = FALSE;
+    /* among the jobs kept, in the order they were made */
+    for (at = 0; at < self->order->len; at++) {
+        if (((VmrJob *) g_ptr_array_index (self->order, at))->created_us > job->created_us)
+            break;
+    }
+    g_hash_table_insert (self->jobs, g_strdup (job->id), job);
+    g_ptr_array_insert (self->order, (gint) at, vmr_job_ref (job));
+    f->job = job;
+    return job;
+}
+
 GPtrArray *
 vmr_job_table_get_active (VmrJobTable *self)
 {

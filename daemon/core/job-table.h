@@ -43,6 +43,14 @@ GPtrArray *vmr_job_table_load_unfinished (VmrJobTable *self);
 /* the job @id, active or kept, or NULL */
 VmrJob *vmr_job_table_lookup (VmrJobTable *self, const gchar *id);
 
+/*
+ * As vmr_job_table_lookup(), and else the finished job @id of an earlier run
+ * whose record the retention rules still keep, loaded from it into the
+ * table (so that it is kept, listed and saved as a job of this run); NULL
+ * when there is neither.
+ */
+VmrJob *vmr_job_table_lookup_or_load (VmrJobTable *self, const gchar *id);
+
 /* the jobs that have not ended, oldest first (transfer none) */
 GPtrArray *vmr_job_table_get_active (VmrJobTable *self);
 

@@ -444,6 +444,22 @@ compare_job_numbers (gconstpointer a, gconstpointer b)
     return na < nb ? -1 : na > nb ? 1 : 0;
 }
 
+VmrJob *
+vmr_job_load_record (const gchar *path, GError **error)
+{
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonObject *root;
+
+    if (!json_parser_load_from_file (parser, path, error))
+        return NULL;
+    root = vmr_json_node_object (json_parser_get_root (parser));
+    if (root == NULL) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_FAILED, "not a JSON object");
+        return NULL;
+    }
+    return job_from_record (root, error);
+}
+
 GPtrArray *
 vmr_job_load_records (const gchar *state_dir)
 {
@@ -454,24 +470,15 @@ vmr_job_load_records (const gchar *state_dir)
 
     while (dir != NULL && (name = g_dir_read_name (dir)) != NULL) {
         g_autofree gchar *path = NULL;
-        g_autoptr (JsonParser) parser = NULL;
         g_autoptr (GError) error = NULL;
-        JsonObject *root;
         VmrJob *job;
 
         if (!g_str_has_prefix (name, "vmr-") || !g_str_has_suffix (name, ".json"))
             continue;
         path = g_build_filename (dir_path, name, NULL);
-        parser = json_parser_new ();
-        if (!json_parser_load_from_file (parser, path, &error)) {
-            g_warning ("cannot read job record %s: %s", path, error->message);
-            continue;
-        }
-        root = vmr_json_node_object (json_parser_get_root (parser));
-        job = root != NULL ? job_from_record (root, &error) : NULL;
+        job = vmr_job_load_record (path, &error);
         if (job == NULL) {
-            g_warning ("cannot read job record %s: %s", path,
-                       error != NULL ? error->message : "not a JSON object");
+            g_warning ("cannot read job record %s: %s", path, error->message);
             continue;
         }
         g_ptr_array_add (jobs, job);

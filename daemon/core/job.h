@@ -164,6 +164,12 @@ JsonObject *vmr_job_to_json (VmrJob *self);
 gboolean vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error);
 
 /*
+ * The job of the record at @path, marked orphaned; NULL with @error when it
+ * cannot be read or is no job record.
+ */
+VmrJob *vmr_job_load_record (const gchar *path, GError **error);
+
+/*
  * The jobs of the records DIR/jobs/vmr-N.json, oldest first, those that had
  * not ended marked orphaned; a record that cannot be read is logged and skipped.
  */

@@ -58,6 +58,32 @@ vmr_verification_add_range (VmrVerification *self, guint64 offset, guint64 lengt
         g_array_append_val (self->ranges, range);
 }
 
+void
+vmr_verification_take_figures (VmrVerification *self, VmrNbdCompare *compare)
+{
+    VmrNbdCompareFigures f = vmr_nbd_compare_get_figures (compare);
+
+    self->size = f.size;
+    self->covered = f.covered_bytes;
+    self->compared = f.compared_bytes;
+    self->zero = f.zero_bytes;
+    self->written = f.written_bytes;
+    self->mismatched = f.mismatched_bytes;
+}
+
+void
+vmr_verification_take_result (VmrVerification *self, VmrNbdCompare *compare)
+{
+    const VmrRangeList *mismatches = vmr_nbd_compare_get_mismatches (compare);
+
+    vmr_verification_take_figures (self, compare);
+    for (guint i = 0; i < mismatches->len; i++) {
+        const VmrRange *r = vmr_range_list_get (mismatches, i);
+
+        vmr_verification_add_range (self, r->offset, r->length);
+    }
+}
+
 gchar *
 vmr_verification_describe_ranges (const VmrVerification *self)
 {

@@ -8,6 +8,8 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+#include "nbd-compare.h"
+
 G_BEGIN_DECLS
 
 typedef enum {
@@ -54,6 +56,12 @@ const gchar *vmr_verify_state_to_string (VmrVerifyState state);
 
 /* adds a differing range: counted always, kept among the first VMR_VERIFY_MAX_RANGES */
 void vmr_verification_add_range (VmrVerification *self, guint64 offset, guint64 length);
+
+/* the figures of @compare so far (any thread may run it) */
+void vmr_verification_take_figures (VmrVerification *self, VmrNbdCompare *compare);
+
+/* the figures of the finished @compare, and its confirmed differences as ranges */
+void vmr_verification_take_result (VmrVerification *self, VmrNbdCompare *compare);
 
 /* "0+4096, 1048576+8192 (3 more)": the kept ranges, offset+length in bytes */
 gchar *vmr_verification_describe_ranges (const VmrVerification *self);

@@ -147,7 +147,8 @@ vmr_engine_verify_job_async (VmrEngine *self, const gchar *id, GCancellable *can
 {
     g_autoptr (GTask) task = g_task_new (self, cancellable, callback, user_data);
     g_autoptr (GError) error = NULL;
-    VmrJob *job = id != NULL ? vmr_job_table_lookup (self->jobs, id) : NULL;
+    /* a job of an earlier run of the daemon comes back from its record */
+    VmrJob *job = id != NULL ? vmr_job_table_lookup_or_load (self->jobs, id) : NULL;
     DomainEntry *entry = NULL;
 
     if (job == NULL)

@@ -120,7 +120,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Copy, copy_clear)
  * daemon, and its copy to the export at @speed, copying when this returns
  */
 static void
-start_copy (NbdE2e *t, const gchar *filter, gboolean unix_socket, const gchar *speed, Copy *c)
+start_copy (NbdE2e *t, const gchar *filter, gboolean unix_socket, const gchar *speed, Copy *c,
+            gboolean verify)
 {
     VmrE2eDisk disk = { NULL, "raw", 0 };
 
@@ -133,7 +134,8 @@ start_copy (NbdE2e *t, const gchar *filter, gboolean unix_socket, const gchar *s
     vmr_e2e_start_daemon (&t->e, TRUE);
     json_object_unref (vmr_e2e_wait_domain (&t->e, c->name, TRUE, 10000));
     c->writer = vmr_e2e_writer_new (c->name, c->expected, 0xb10c);
-    c->id = vmr_harness_migrate (&t->e.h, c->name, "vda", c->uri, "--speed", speed, NULL);
+    c->id = vmr_harness_migrate (&t->e.h, c->name, "vda", c->uri, "--speed", speed,
+                                 verify ? "--verify" : NULL, NULL);
     json_object_unref (vmr_harness_wait_job (&t->e.h, c->id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
 }
 
@@ -181,7 +183,7 @@ test_migrate (NbdE2e *t, gconstpointer data)
 
     if (!vmr_nbd_require (&e->h))
         return;
-    start_copy (t, NULL, GPOINTER_TO_INT (data), "4M", &c);
+    start_copy (t, NULL, GPOINTER_TO_INT (data), "4M", &c, FALSE);
     vmr_harness_writer_write (c.writer, E2E_WRITES);
     json_object_unref (vmr_harness_job_command (&e->h, "set-speed", c.id, "0"));
     json_object_unref (vmr_harness_wait_job (&e->h, c.id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
@@ -209,7 +211,7 @@ test_cancel (NbdE2e *t, gconstpointer data)
     if (!vmr_nbd_require (&e->h))
         return;
     /* writes the server takes slowly: the copy still runs when it is cancelled */
-    start_copy (t, "delay delay-write=200ms", FALSE, VMR_HARNESS_SLOW_SPEED, &c);
+    start_copy (t, "delay delay-write=200ms", FALSE, VMR_HARNESS_SLOW_SPEED, &c, FALSE);
     during = node_drivers (c.name);
     g_assert_nonnull (strstr (during, "nbd"));
     vmr_harness_writer_write (c.writer, E2E_WRITES);
@@ -266,6 +268,42 @@ test_thin (NbdE2e *t, gconstpointer data)
     vmr_harness_assert_thin (export_file, vmr_harness_allocated (export_file), THIN_DATA, writes);
 }
 
+/*
+ * A copy to an export verified after its pivot: QEMU's node of the export is
+ * found by its URI, and the verification passes while the guest writes
+ */
+static void
+test_verify (NbdE2e *t, gconstpointer data)
+{
+    VmrE2e *e = &t->e;
+    g_auto (Copy) c = { 0 };
+    g_autoptr (JsonObject) job = NULL;
+    JsonObject *v;
+
+    if (!vmr_nbd_require (&e->h))
+        return;
+    start_copy (t, NULL, TRUE, "4M", &c, TRUE);
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    json_object_unref (vmr_harness_job_command (&e->h, "set-speed", c.id, "0"));
+    json_object_unref (vmr_harness_wait_job (&e->h, c.id, "completed", VMR_HARNESS_JOB_TIMEOUT_S));
+    for (guint i = 0; i < 1000 && !vmr_harness_verification_ended (&e->h, c.id); i++)
+        vmr_harness_writer_write (c.writer, 1);
+    job = vmr_harness_get_job (&e->h, c.id);
+    v = vmr_harness_json_object (job, "verification");
+    g_test_message ("verification: %s, compared %" G_GINT64_FORMAT ", written %" G_GINT64_FORMAT
+                    "; %s",
+                    vmr_harness_json_string (v, "state"), vmr_harness_json_int (v, "compared"),
+                    vmr_harness_json_int (v, "written"),
+                    json_object_has_member (v, "error") && !vmr_harness_json_is_null (v, "error")
+                        ? vmr_harness_json_string (v, "error")
+                        : "no error");
+    g_assert_cmpstr (vmr_harness_json_string (v, "state"), ==, "passed");
+    g_assert_cmpint (vmr_harness_json_int (v, "covered"), ==, IMAGE_SIZE);
+    vmr_harness_writer_write (c.writer, E2E_WRITES);
+    vmr_e2e_destroy_domain (e, c.name);
+    vmr_nbd_assert_export_equals (&t->servers, c.uri, NULL, c.expected);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -277,5 +315,7 @@ main (int argc, char **argv)
     g_test_add ("/e2e/libvirt-nbd/cancel", NbdE2e, NULL, nbd_e2e_setup, test_cancel,
                 nbd_e2e_teardown);
     g_test_add ("/e2e/libvirt-nbd/thin", NbdE2e, NULL, nbd_e2e_setup, test_thin, nbd_e2e_teardown);
+    g_test_add ("/e2e/libvirt-nbd/verify", NbdE2e, NULL, nbd_e2e_setup, test_verify,
+                nbd_e2e_teardown);
     return vmr_e2e_run (TRUE);
 }

@@ -336,6 +336,34 @@ vmr_harness_get_job (VmrHarness *h, const gchar *id)
     return json_object_ref (vmr_harness_json_node_object (reply));
 }
 
+gboolean
+vmr_harness_verification_ended (VmrHarness *h, const gchar *id)
+{
+    g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+
+    return !vmr_harness_json_is_null (job, "verification")
+           && g_strcmp0 (
+                  vmr_harness_json_string (vmr_harness_json_object (job, "verification"), "state"),
+                  "running")
+                  != 0;
+}
+
+void
+vmr_harness_assert_verify_failed_at (VmrHarness *h, const gchar *id, gint64 offset, gint64 length)
+{
+    g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+    JsonObject *v = vmr_harness_json_object (job, "verification");
+    JsonObject *first;
+
+    g_assert_cmpstr (vmr_json_job_state (job), ==, "completed");
+    g_assert_cmpstr (vmr_harness_json_string (v, "state"), ==, "failed");
+    g_assert_cmpint (vmr_harness_json_int (v, "mismatched-ranges"), ==, 1);
+    g_assert_cmpint (vmr_harness_json_int (v, "mismatched"), ==, length);
+    first = vmr_harness_json_element (vmr_harness_json_array (v, "ranges"), 0);
+    g_assert_cmpint (vmr_harness_json_int (first, "offset"), ==, offset);
+    g_assert_cmpint (vmr_harness_json_int (first, "length"), ==, length);
+}
+
 static gboolean
 strv_has (const gchar *const *strv, const gchar *str)
 {

@@ -361,3 +361,73 @@ vmr_harness_assert_range_equals (const gchar *path, const gchar *expected, guint
     fclose (got_file);
     fclose (want_file);
 }
+
+/* a big-endian 64-bit number at @offset of @fd */
+static guint64
+read_be64 (gint fd, goffset offset)
+{
+    guint64 value = 0;
+
+    g_assert_cmpint (pread (fd, &value, sizeof (value), offset), ==, sizeof (value));
+    return GUINT64_FROM_BE (value);
+}
+
+/*
+ * Where the guest's byte @offset of the image @path lies in the file: the
+ * same for raw; for qcow2, through its L1 and L2 tables (the mirror flushed
+ * them when it reached sync; the mirror's target shares no consistent read,
+ * so qemu-img cannot open it meanwhile)
+ */
+goffset
+vmr_harness_host_offset (const gchar *path, const gchar *format, goffset offset)
+{
+    const guint64 entry_mask = G_GUINT64_CONSTANT (0x00fffffffffffe00);
+    guint32 cluster_bits_be = 0;
+    guint64 cluster_size;
+    guint64 l2_entries;
+    guint64 l1_table;
+    guint64 l2_table;
+    guint64 cluster;
+    gint fd;
+
+    if (g_str_equal (format, "raw"))
+        return offset;
+    fd = open (path, O_RDONLY);
+    g_assert_cmpint (fd, >=, 0);
+    g_assert_cmpint (pread (fd, &cluster_bits_be, 4, 20), ==, 4);
+    cluster_size = G_GUINT64_CONSTANT (1) << GUINT32_FROM_BE (cluster_bits_be);
+    l2_entries = cluster_size / 8;
+    l1_table = read_be64 (fd, 40);
+    l2_table = read_be64 (fd, (goffset) (l1_table + 8 * (offset / cluster_size / l2_entries)))
+               & entry_mask;
+    g_assert_cmpuint (l2_table, !=, 0);
+    cluster = read_be64 (fd, (goffset) (l2_table + 8 * ((offset / cluster_size) % l2_entries)))
+              & entry_mask;
+    close (fd);
+    if (cluster == 0)
+        vmr_fail ("%s has no cluster at %" G_GINT64_FORMAT, path, (gint64) offset);
+    return (goffset) (cluster + offset % cluster_size);
+}
+
+/*
+ * writes the bitwise complement of @expected's bytes [@offset, +@length)
+ * into @path at @host_offset
+ */
+void
+vmr_harness_flip_bytes (const gchar *path, const gchar *expected, goffset offset,
+                        goffset host_offset, gsize length)
+{
+    g_autofree guint8 *bytes = g_malloc (length);
+    gint fd = open (expected, O_RDONLY);
+
+    g_assert_cmpint (fd, >=, 0);
+    g_assert_cmpint (pread (fd, bytes, length, offset), ==, (gssize) length);
+    close (fd);
+    for (gsize i = 0; i < length; i++)
+        bytes[i] = (guint8) ~bytes[i];
+    fd = open (path, O_WRONLY);
+    g_assert_cmpint (fd, >=, 0);
+    g_assert_cmpint (pwrite (fd, bytes, length, host_offset), ==, (gssize) length);
+    g_assert_cmpint (fsync (fd), ==, 0);
+    close (fd);
+}

@@ -362,6 +362,16 @@ gchar *vmr_harness_start_slow_migration (VmrHarness *h, VmrHarnessVm *vm, const 
 /* the job object @id, read over the daemon's control socket */
 JsonObject *vmr_harness_get_job (VmrHarness *h, const gchar *id);
 
+/* whether the job @id has a verification that is no longer running */
+gboolean vmr_harness_verification_ended (VmrHarness *h, const gchar *id);
+
+/*
+ * Asserts that the job @id completed and that its verification failed with
+ * one differing range, @offset+@length (bytes).
+ */
+void vmr_harness_assert_verify_failed_at (VmrHarness *h, const gchar *id, gint64 offset,
+                                          gint64 length);
+
 /*
  * Polls the job until it is in @state, for at most @timeout_s seconds.
  * Fails at once when the job ends in another state, or moved past @state.
@@ -398,6 +408,21 @@ gboolean vmr_harness_image_equals (const gchar *path, const gchar *format, const
 /* asserts that the guest-visible bytes of @path in @format equal @expected */
 void vmr_harness_assert_image_equals (const gchar *path, const gchar *format,
                                       const gchar *expected);
+
+/*
+ * Where the guest's byte @offset of the image @path in @format lies in the
+ * file: the same for raw; for qcow2, through its L1 and L2 tables (QEMU must
+ * have flushed them, as a mirror does when it reaches sync). Asserts that
+ * the cluster is allocated.
+ */
+goffset vmr_harness_host_offset (const gchar *path, const gchar *format, goffset offset);
+
+/*
+ * Writes the bitwise complement of @expected's bytes [@offset, +@length)
+ * into @path at @host_offset, behind QEMU's back, and syncs it. Asserts.
+ */
+void vmr_harness_flip_bytes (const gchar *path, const gchar *expected, goffset offset,
+                             goffset host_offset, gsize length);
 
 /* asserts that bytes @offset to @offset + @length of the raw files @path and @expected are equal */
 void vmr_harness_assert_range_equals (const gchar *path, const gchar *expected, guint64 offset,

@@ -12,10 +12,8 @@
 
 #include "policy-fixture.h"
 
-#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* what the flip test changes in the destination: 8 KiB at 40 MiB + 12 KiB */
 #define FLIP_OFFSET (40 * MIB + 12 * 1024)
@@ -56,91 +54,11 @@ verification_of (JsonObject *job)
     return vmr_harness_json_object (job, "verification");
 }
 
-/* whether the job @id has a verification that is no longer running */
-static gboolean
-verification_ended (VmrHarness *h, const gchar *id)
-{
-    g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
-
-    return !vmr_harness_json_is_null (job, "verification")
-           && g_strcmp0 (vmr_harness_json_string (verification_of (job), "state"), "running") != 0;
-}
-
 /* the destination image of a test in @format */
 static gchar *
 dest_path (VmrHarness *h, const gchar *format)
 {
     return vmr_harness_path (h, g_str_equal (format, "raw") ? "dest.raw" : "dest.qcow2");
-}
-
-/* a big-endian 64-bit number at @offset of @fd */
-static guint64
-read_be64 (gint fd, goffset offset)
-{
-    guint64 value = 0;
-
-    g_assert_cmpint (pread (fd, &value, sizeof (value), offset), ==, sizeof (value));
-    return GUINT64_FROM_BE (value);
-}
-
-/*
- * Where the guest's byte @offset of the image @path lies in the file: the
- * same for raw; for qcow2, through its L1 and L2 tables (the mirror flushed
- * them when it reached sync; the mirror's target shares no consistent read,
- * so qemu-img cannot open it meanwhile)
- */
-static goffset
-host_offset (const gchar *path, const gchar *format, goffset offset)
-{
-    const guint64 entry_mask = G_GUINT64_CONSTANT (0x00fffffffffffe00);
-    guint32 cluster_bits_be = 0;
-    guint64 cluster_size;
-    guint64 l2_entries;
-    guint64 l1_table;
-    guint64 l2_table;
-    guint64 cluster;
-    gint fd;
-
-    if (g_str_equal (format, "raw"))
-        return offset;
-    fd = open (path, O_RDONLY);
-    g_assert_cmpint (fd, >=, 0);
-    g_assert_cmpint (pread (fd, &cluster_bits_be, 4, 20), ==, 4);
-    cluster_size = G_GUINT64_CONSTANT (1) << GUINT32_FROM_BE (cluster_bits_be);
-    l2_entries = cluster_size / 8;
-    l1_table = read_be64 (fd, 40);
-    l2_table = read_be64 (fd, (goffset) (l1_table + 8 * (offset / cluster_size / l2_entries)))
-               & entry_mask;
-    g_assert_cmpuint (l2_table, !=, 0);
-    cluster = read_be64 (fd, (goffset) (l2_table + 8 * ((offset / cluster_size) % l2_entries)))
-              & entry_mask;
-    close (fd);
-    if (cluster == 0)
-        vmr_fail ("%s has no cluster at %" G_GINT64_FORMAT, path, (gint64) offset);
-    return (goffset) (cluster + offset % cluster_size);
-}
-
-/*
- * writes the bitwise complement of @expected's bytes [@offset, +@length)
- * into @path at @host_offset
- */
-static void
-flip_bytes (const gchar *path, const gchar *expected, goffset offset, goffset host_offset,
-            gsize length)
-{
-    g_autofree guint8 *bytes = g_malloc (length);
-    gint fd = open (expected, O_RDONLY);
-
-    g_assert_cmpint (fd, >=, 0);
-    g_assert_cmpint (pread (fd, bytes, length, offset), ==, (gssize) length);
-    close (fd);
-    for (gsize i = 0; i < length; i++)
-        bytes[i] = (guint8) ~bytes[i];
-    fd = open (path, O_WRONLY);
-    g_assert_cmpint (fd, >=, 0);
-    g_assert_cmpint (pwrite (fd, bytes, length, host_offset), ==, (gssize) length);
-    g_assert_cmpint (fsync (fd), ==, 0);
-    close (fd);
 }
 
 /*
@@ -168,7 +86,7 @@ test_clean (VmrHarness *h, gconstpointer user_data)
                                  "--wait", NULL);
     vmr_harness_wait_job_count (h, 1);
     /* the writer goes on through the copy, the pivot and the verification */
-    for (guint i = 0; i < 2000 && !verification_ended (h, "vmr-1"); i++)
+    for (guint i = 0; i < 2000 && !vmr_harness_verification_ended (h, "vmr-1"); i++)
         vmr_harness_writer_write (vm.writer, 1);
     result = vmr_harness_cli_wait (run);
     vmr_cli_result_assert_ok (result);
@@ -216,10 +134,7 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrCliResult) again = NULL;
     g_autoptr (VmrCliResult) listing = NULL;
     g_autoptr (JsonObject) synced = NULL;
-    g_autoptr (JsonObject) job = NULL;
     g_autofree gchar *range = g_strdup_printf ("%d+%d", FLIP_OFFSET, FLIP_LENGTH);
-    JsonObject *v;
-    JsonObject *first;
     VmrCliRun *run;
 
     if (vmr_harness_skipped (h))
@@ -232,8 +147,8 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
     synced = vmr_harness_wait_job (h, "vmr-1", "synced", VMR_HARNESS_JOB_TIMEOUT_S);
     /* writes while in sync reach both images; none comes after the flip */
     vmr_harness_writer_write (vm.writer, 20);
-    flip_bytes (dest, vm.expected, FLIP_OFFSET, host_offset (dest, format, FLIP_OFFSET),
-                FLIP_LENGTH);
+    vmr_harness_flip_bytes (dest, vm.expected, FLIP_OFFSET,
+                            vmr_harness_host_offset (dest, format, FLIP_OFFSET), FLIP_LENGTH);
     vmr_harness_job_command (h, "pivot", "vmr-1", NULL);
     result = vmr_harness_cli_wait (run);
     g_test_message ("migrate --verify: %s", result->err);
@@ -241,15 +156,7 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
     assert_contains (result->err, "verify failed", "migrate --verify's error");
     assert_contains (result->err, range, "migrate --verify's error");
 
-    job = vmr_harness_get_job (h, "vmr-1");
-    g_assert_cmpstr (vmr_json_job_state (job), ==, "completed");
-    v = verification_of (job);
-    g_assert_cmpstr (vmr_harness_json_string (v, "state"), ==, "failed");
-    g_assert_cmpint (vmr_harness_json_int (v, "mismatched-ranges"), ==, 1);
-    g_assert_cmpint (vmr_harness_json_int (v, "mismatched"), ==, FLIP_LENGTH);
-    first = vmr_harness_json_element (vmr_harness_json_array (v, "ranges"), 0);
-    g_assert_cmpint (vmr_harness_json_int (first, "offset"), ==, FLIP_OFFSET);
-    g_assert_cmpint (vmr_harness_json_int (first, "length"), ==, FLIP_LENGTH);
+    vmr_harness_assert_verify_failed_at (h, "vmr-1", FLIP_OFFSET, FLIP_LENGTH);
     listing = vmr_harness_cli (h, "jobs", NULL);
     vmr_cli_result_assert_ok (listing);
     assert_contains (listing->out, "completed, verify failed", "jobs");
@@ -266,6 +173,57 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_disk_on (h, "disk0", dest);
     vmr_harness_quit_qemu (h);
     vmr_harness_assert_image_equals (vm.source, "raw", vm.expected);
+}
+
+/*
+ * `verify ID` after a crash and a restart of the daemon, QEMU running on: refused with
+ * one line until the domain is attached again, then the finished job comes
+ * back from its record and verifies clean while the writer writes, and is
+ * listed again.
+ */
+static void
+test_after_restart (VmrHarness *h, gconstpointer user_data)
+{
+    g_autofree gchar *dest = NULL;
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_autoptr (VmrCliResult) result = NULL;
+    g_autoptr (VmrCliResult) detached = NULL;
+    g_autoptr (VmrCliResult) again = NULL;
+    g_autoptr (VmrCliResult) listing = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    VmrCliRun *run;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vmr_harness_start_vm (h, &vm, 64 * MIB, 44);
+    dest = dest_path (h, "raw");
+    result = vmr_harness_cli (h, "migrate", "vm", "disk0", dest, "--verify", "--wait", NULL);
+    vmr_cli_result_assert_ok (result);
+    vmr_harness_writer_write (vm.writer, 20);
+    vmr_harness_kill_daemon (h);
+    vmr_harness_writer_write (vm.writer, 20);
+    vmr_harness_restart_daemon (h, NULL);
+    detached = vmr_harness_cli (h, "verify", "vmr-1", NULL);
+    vmr_cli_result_assert_error (detached, 1);
+    assert_contains (detached->err, "unknown domain 'vm'", "verify before the attach");
+    vmr_harness_attach (h, "vm");
+    run = vmr_harness_cli_spawn (h, "verify", "vmr-1", NULL);
+    for (guint i = 0; i < 2000 && !vmr_harness_verification_ended (h, "vmr-1"); i++)
+        vmr_harness_writer_write (vm.writer, 1);
+    again = vmr_harness_cli_wait (run);
+    vmr_cli_result_assert_ok (again);
+    assert_contains (again->out, "Job vmr-1 verified: ", "verify after the restart");
+    job = vmr_harness_get_job (h, "vmr-1");
+    g_assert_cmpstr (vmr_json_job_state (job), ==, "completed");
+    g_assert_cmpstr (vmr_harness_json_string (verification_of (job), "state"), ==, "passed");
+    g_assert_cmpint (vmr_harness_json_int (verification_of (job), "covered"), ==, 64 * MIB);
+    listing = vmr_harness_cli (h, "jobs", NULL);
+    vmr_cli_result_assert_ok (listing);
+    assert_contains (listing->out, "completed, verified", "jobs");
+    assert_no_leftovers (h, "vmr-1");
+    vmr_harness_writer_write (vm.writer, 20);
+    vmr_harness_stop_daemon (h);
+    vmr_harness_assert_migrated (h, "vmr-1", "disk0", vm.source, dest, "raw", vm.expected);
 }
 
 /* what cannot be verified is refused with one line, and nothing changes */
@@ -338,7 +296,7 @@ test_guest_writes (VmrHarness *h, gconstpointer user_data)
             g_test_message ("verify while the guest writes: %s%s", again->out, again->err);
             vmr_cli_result_assert_ok (again);
         }
-        for (guint tries = 0; tries < 600 && !verification_ended (h, c.id); tries++)
+        for (guint tries = 0; tries < 600 && !vmr_harness_verification_ended (h, c.id); tries++)
             g_usleep (100 * 1000);
         g_clear_pointer (&final, json_object_unref);
         final = vmr_harness_get_job (h, c.id);
@@ -368,6 +326,7 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/verify/mismatch", "raw", test_mismatch);
     VMR_HARNESS_ADD ("/verify/mismatch-qcow2", "qcow2", test_mismatch);
     VMR_HARNESS_ADD ("/verify/refusals", NULL, test_refusals);
+    VMR_HARNESS_ADD ("/verify/after-restart", NULL, test_after_restart);
     VMR_HARNESS_ADD_NO_DAEMON ("/verify/guest-writes", NULL, test_guest_writes);
     return g_test_run ();
 }

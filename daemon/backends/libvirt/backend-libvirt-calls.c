@@ -11,6 +11,7 @@
 
 #include "destination.h"
 #include "libvirt-domain.h"
+#include "libvirt-verify.h"
 #include "libvirt-xml.h"
 #include "qmp-client.h"
 #include "vmr-error.h"
@@ -185,6 +186,9 @@ vmr_backend_libvirt_job_command_thread (GTask *task, gpointer source, gpointer t
             break;
         case VMR_BACKEND_COMMAND_PIVOT:
             what = "pivot";
+            /* from the switch on, every guest write is in it */
+            if (call->mark_pivot)
+                vmr_libvirt_verify_mark_pivot (dom, call->job_id, call->destination);
             /* a rate-limited copy sleeps between chunks: lift the limit first */
             if (call->old_speed > 0 && virDomainBlockJobSetSpeed (dom, call->target, 0, bytes) < 0)
                 g_debug ("%s: unthrottling: %s", call->job_id, virGetLastErrorMessage ());

@@ -43,7 +43,8 @@ typedef struct {
     guint64 old_speed;
     guint64 granularity; /* of the mirror, bytes; 0 = libvirt's default */
     VmrBackendCommand command;
-    GPtrArray *tracks; /* copies of the started tracks, for progress and resync */
+    gboolean mark_pivot; /* record the guest's writes from the pivot on, to verify it */
+    GPtrArray *tracks;   /* copies of the started tracks, for progress and resync */
 } Call;
 
 /* what libvirt says of one copy of ours: after a reconnection and at adoption */

@@ -130,6 +130,13 @@ JsonNode *
 vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObject *args,
                                  GError **error)
 {
+    return vmr_libvirt_domain_qemu_command_with_fd (dom, command, args, -1, error);
+}
+
+JsonNode *
+vmr_libvirt_domain_qemu_command_with_fd (virDomain *dom, const gchar *command, JsonObject *args,
+                                         gint fd, GError **error)
+{
     g_autoptr (JsonObject) msg = json_object_new ();
     g_autoptr (JsonNode) msg_node = json_node_new (JSON_NODE_OBJECT);
     g_autoptr (JsonParser) parser = json_parser_new ();
@@ -142,7 +149,9 @@ vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObjec
         json_object_set_object_member (msg, "arguments", json_object_ref (args));
     json_node_set_object (msg_node, msg);
     text = json_to_string (msg_node, FALSE);
-    if (virDomainQemuMonitorCommand (dom, text, &result, 0) < 0) {
+    if ((fd >= 0 ? virDomainQemuMonitorCommandWithFiles (dom, text, 1, &fd, NULL, NULL, &result, 0)
+                 : virDomainQemuMonitorCommand (dom, text, &result, 0))
+        < 0) {
         vmr_libvirt_set_error (error, "QMP passthrough '%s'", command);
         return NULL;
     }

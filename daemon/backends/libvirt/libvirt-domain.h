@@ -41,6 +41,13 @@ JsonNode *vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command,
                                            GError **error);
 
 /*
+ * As vmr_libvirt_domain_qemu_command(), handing QEMU the file descriptor
+ * @fd with the command (as for getfd); -1 = none.
+ */
+JsonNode *vmr_libvirt_domain_qemu_command_with_fd (virDomain *dom, const gchar *command,
+                                                   JsonObject *args, gint fd, GError **error);
+
+/*
  * QEMU's query-block-jobs entry of libvirt's copy job on the disk @target
  * (transfer full), or NULL; VMR_ERROR_NOT_FOUND when QEMU runs none.
  */

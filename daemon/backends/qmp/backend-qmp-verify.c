@@ -18,6 +18,7 @@
 
 #include "nbd-compare.h"
 #include "qmp-client.h"
+#include "qmp-export.h"
 #include "qmp-parse.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
@@ -116,17 +117,8 @@ verify_run_free (VerifyRun *run)
 static void
 copy_figures (VerifyRun *run)
 {
-    VmrNbdCompareFigures f;
-
-    if (run->compare == NULL)
-        return;
-    f = vmr_nbd_compare_get_figures (run->compare);
-    run->verification->size = f.size;
-    run->verification->covered = f.covered_bytes;
-    run->verification->compared = f.compared_bytes;
-    run->verification->zero = f.zero_bytes;
-    run->verification->written = f.written_bytes;
-    run->verification->mismatched = f.mismatched_bytes;
+    if (run->compare != NULL)
+        vmr_verification_take_figures (run->verification, run->compare);
 }
 
 /* ---- the end: every export, then the bitmaps, the old node and the server ---- */
@@ -306,8 +298,6 @@ snapshot_exported_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     snapshot_done (run, NULL);
 }
 
-static JsonObject *export_args (const gchar *id, const gchar *node, const gchar *bitmap);
-
 static void
 snapshot_merged_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -326,8 +316,9 @@ snapshot_merged_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         snapshot_done (run, g_steal_pointer (&error));
         return;
     }
-    args = export_args (name, run->dest_node,
-                        g_ptr_array_index (run->snapshot_bitmaps, run->snapshot_bitmaps->len - 1));
+    args = vmr_qmp_nbd_export_args (
+        name, run->dest_node,
+        g_ptr_array_index (run->snapshot_bitmaps, run->snapshot_bitmaps->len - 1));
     vmr_qmp_client_execute_async (run->self->client, "block-export-add", args, 0, NULL,
                                   snapshot_exported_cb, run);
 }
@@ -338,28 +329,8 @@ snapshot_start_cb (gpointer user_data)
 {
     VerifyRun *run = user_data;
     g_autofree gchar *name = g_strdup_printf ("%s-verify-%u", run->job->id, run->snapshot->round);
-    g_autoptr (JsonObject) args = json_object_new ();
-    JsonArray *actions = json_array_new ();
-    JsonObject *add = json_object_new ();
-    JsonObject *add_data = json_object_new ();
-    JsonObject *merge = json_object_new ();
-    JsonObject *merge_data = json_object_new ();
-    JsonArray *sources = json_array_new ();
+    g_autoptr (JsonObject) args = vmr_qmp_bitmap_copy_args (run->dest_node, run->bitmap, name);
 
-    json_object_set_string_member (add_data, "node", run->dest_node);
-    json_object_set_string_member (add_data, "name", name);
-    json_object_set_boolean_member (add_data, "disabled", TRUE);
-    json_object_set_string_member (add, "type", "block-dirty-bitmap-add");
-    json_object_set_object_member (add, "data", add_data);
-    json_array_add_string_element (sources, run->bitmap);
-    json_object_set_string_member (merge_data, "node", run->dest_node);
-    json_object_set_string_member (merge_data, "target", name);
-    json_object_set_array_member (merge_data, "bitmaps", sources);
-    json_object_set_string_member (merge, "type", "block-dirty-bitmap-merge");
-    json_object_set_object_member (merge, "data", merge_data);
-    json_array_add_object_element (actions, add);
-    json_array_add_object_element (actions, merge);
-    json_object_set_array_member (args, "actions", actions);
     /* a transaction leaves no half-made copy; teardown removes it, made or not */
     g_ptr_array_add (run->snapshot_bitmaps, g_steal_pointer (&name));
     vmr_qmp_client_execute_async (run->self->client, "transaction", args, 0, NULL,
@@ -423,19 +394,13 @@ compared_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
 
     g_clear_handle_id (&run->progress_source, g_source_remove);
-    copy_figures (run);
     if (!g_task_propagate_boolean (G_TASK (res), &error)) {
+        copy_figures (run);
         g_prefix_error (&error, "comparing %s with %s: ", run->job->source,
                         run->job->dest->location);
         run->error = g_steal_pointer (&error);
     } else {
-        const VmrRangeList *mismatches = vmr_nbd_compare_get_mismatches (run->compare);
-
-        for (guint i = 0; i < mismatches->len; i++) {
-            const VmrRange *r = vmr_range_list_get (mismatches, i);
-
-            vmr_verification_add_range (run->verification, r->offset, r->length);
-        }
+        vmr_verification_take_result (run->verification, run->compare);
     }
     /* our connections go before the exports do */
     g_clear_pointer (&run->compare, vmr_nbd_compare_free);
@@ -454,25 +419,13 @@ raw_image (const gchar *path, const gchar *format)
     return path != NULL && g_strcmp0 (format, "raw") == 0 ? path : NULL;
 }
 
-static const gchar *
-dest_raw_image (const VmrDestination *dest)
-{
-    switch (dest->kind) {
-        case VMR_DESTINATION_FILE:
-        case VMR_DESTINATION_BLOCK:
-            return raw_image (dest->location, dest->format);
-        default:
-            return NULL;
-    }
-}
-
 static void
 start_compare (VerifyRun *run)
 {
     VmrNbdCompareSpec spec = {
         .source
         = { run->socket, run->old_export, raw_image (run->job->source, run->job->source_format) },
-        .dest = { run->socket, run->new_export, dest_raw_image (run->job->dest) },
+        .dest = { run->socket, run->new_export, vmr_destination_raw_path (run->job->dest) },
         .dirty_snapshot = request_snapshot,
         .dirty_snapshot_data = run,
     };
@@ -526,25 +479,6 @@ setup_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 }
 
 static JsonObject *
-export_args (const gchar *id, const gchar *node, const gchar *bitmap)
-{
-    JsonObject *args = json_object_new ();
-
-    json_object_set_string_member (args, "type", "nbd");
-    json_object_set_string_member (args, "id", id);
-    json_object_set_string_member (args, "node-name", node);
-    json_object_set_string_member (args, "name", id);
-    json_object_set_boolean_member (args, "writable", FALSE);
-    if (bitmap != NULL) {
-        JsonArray *bitmaps = json_array_new ();
-
-        json_array_add_string_element (bitmaps, bitmap);
-        json_object_set_array_member (args, "bitmaps", bitmaps);
-    }
-    return args;
-}
-
-static JsonObject *
 old_node_args (VerifyRun *run)
 {
     JsonObject *args = json_object_new ();
@@ -562,21 +496,6 @@ old_node_args (VerifyRun *run)
     return args;
 }
 
-static JsonObject *
-server_args (VerifyRun *run)
-{
-    JsonObject *args = json_object_new ();
-    JsonObject *addr = json_object_new ();
-    JsonObject *data = json_object_new ();
-
-    /* nbd-server-start takes the legacy form of a socket address */
-    json_object_set_string_member (data, "path", run->socket);
-    json_object_set_string_member (addr, "type", "unix");
-    json_object_set_object_member (addr, "data", data);
-    json_object_set_object_member (args, "addr", addr);
-    return args;
-}
-
 static void
 setup_next (VerifyRun *run)
 {
@@ -586,7 +505,7 @@ setup_next (VerifyRun *run)
     switch (run->step) {
         case SETUP_SERVER:
             g_unlink (run->socket);
-            args = server_args (run);
+            args = vmr_qmp_nbd_server_args ("unix", run->socket);
             command = "nbd-server-start";
             break;
         case SETUP_OLD_NODE:
@@ -594,10 +513,10 @@ setup_next (VerifyRun *run)
             command = "blockdev-add";
             break;
         case SETUP_OLD_EXPORT:
-            args = export_args (run->old_export, run->old_node, NULL);
+            args = vmr_qmp_nbd_export_args (run->old_export, run->old_node, NULL);
             break;
         case SETUP_NEW_EXPORT:
-            args = export_args (run->new_export, run->dest_node, NULL);
+            args = vmr_qmp_nbd_export_args (run->new_export, run->dest_node, NULL);
             break;
         case SETUP_LAST:
         default:
