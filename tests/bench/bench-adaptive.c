@@ -317,6 +317,16 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
          * makes it too high, and the copy look harmful. Measure again.
          */
         before = guest_iops (self, round->workload, before_start, g_get_monotonic_time (), NULL);
+        /* a busy guest that stopped reporting would make the copy look like an idle one's */
+        if (before < 0 && !round->workload->idle && !round->workload->bursty) {
+            g_autofree gchar *tail = vmr_guest_console_tail (self->guest.console, 3);
+
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
+                         "the guest reported no I/O for %u s before a copy: its workload "
+                         "stopped; its console's last lines: %s",
+                         before_s, tail);
+            return NULL;
+        }
         if (round->steady_iops <= 0 || round->workload->bursty
             || before <= CATCH_UP_RATIO * round->steady_iops || attempt == BEFORE_ATTEMPTS)
             break;
