@@ -77,6 +77,9 @@ typedef enum {
     VMR_POLICY_KEY_TLS_CREDS,
     /* compare the old source with the destination after the pivot */
     VMR_POLICY_KEY_VERIFY,
+    /* where copies may write, and the symbolic links a destination's path may have */
+    VMR_POLICY_KEY_ALLOWED_DESTINATIONS,
+    VMR_POLICY_KEY_DESTINATION_SYMLINKS,
     VMR_POLICY_KEY_LAST,
 } VmrPolicyKey;
 
@@ -117,9 +120,12 @@ typedef struct {
     VmrConvergeBy converge_by;
     gint64 deadline_us; /* the longest a copy may take from its start, 0 = none */
     VmrOnDeadline on_deadline;
-    guint reconnect_delay_s; /* an NBD destination's: QEMU retries this long, 0 = never */
-    gchar *tls_creds;        /* directory of x509 files for nbds destinations, NULL = none */
-    gboolean verify;         /* compare the old source with the destination after the pivot */
+    guint reconnect_delay_s;    /* an NBD destination's: QEMU retries this long, 0 = never */
+    gchar *tls_creds;           /* directory of x509 files for nbds destinations, NULL = none */
+    gboolean verify;            /* compare the old source with the destination after the pivot */
+    GStrv allowed_destinations; /* patterns of destination-pattern.h, NULL = anywhere */
+    gboolean refuse_destination_symlinks; /* a symbolic link among a destination's directories
+                                           * refuses it */
 
     /* the section each value came from, e.g. "defaults", "domain web*", or
      * "built-in" for a key no section sets */
