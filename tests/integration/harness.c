@@ -476,7 +476,8 @@ setup (VmrHarness *h, SetupKind kind)
     h->dir = g_dir_make_tmp ("vmr-test-XXXXXX", &error);
     g_assert_no_error (error);
     update_crash_cleanup (h);
-    h->socket = g_build_filename (h->dir, "virt-mirrord.sock", NULL);
+    /* a directory of its own: the daemon refuses destinations in its socket's */
+    h->socket = g_build_filename (h->dir, "run", "virt-mirrord.sock", NULL);
     h->state_dir = g_build_filename (h->dir, "state", NULL);
     h->qemu_monitor = g_build_filename (h->dir, "qmp.sock", NULL);
     h->test_monitor = g_build_filename (h->dir, "test.sock", NULL);
