@@ -75,6 +75,8 @@ typedef struct {
     gboolean skipped;         /* a prerequisite is missing: the test body returns */
     VmrHarnessGuest *guest;   /* the guest QEMU boots, NULL for a guest-less QEMU */
     gchar *tmpfs_dir;         /* a tmpfs mounted by the test, unmounted in teardown */
+    gchar *daemon_log;        /* set before the daemon starts: its output goes (appended) to
+                               * this file instead of the test's stderr; freed in teardown */
 } VmrHarness;
 
 /* fails the test with a printf-style message, like a failed assertion */
