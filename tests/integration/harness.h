@@ -155,6 +155,13 @@ gchar *vmr_harness_create_image (VmrHarness *h, const gchar *name, const gchar *
 /* the pristine raw copy of an image made by vmr_harness_create_image() */
 gchar *vmr_harness_expected_path (const gchar *image_path);
 
+/*
+ * Every entry below @dir but those named @skip_name (may be NULL), one a
+ * line with its type, size and modification time (ns): two snapshots are
+ * equal when nothing was made, removed or written there. Free with g_free().
+ */
+gchar *vmr_harness_snapshot (const gchar *dir, const gchar *skip_name);
+
 /* creates @name with @size bytes of @fill; returns its absolute path */
 gchar *vmr_harness_create_file (VmrHarness *h, const gchar *name, gsize size, guchar fill);
 

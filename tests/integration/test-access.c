@@ -27,48 +27,6 @@
 /* the daemon's output, which grows with each command: left out of the snapshots */
 #define LOG_NAME "daemon.log"
 
-static gint
-compare_names (gconstpointer a, gconstpointer b)
-{
-    return g_strcmp0 (*(const gchar *const *) a, *(const gchar *const *) b);
-}
-
-/* every entry below @dir, one a line: path, type, size and modification time */
-static void
-snapshot_dir (GString *out, const gchar *dir)
-{
-    g_autoptr (GDir) handle = g_dir_open (dir, 0, NULL);
-    g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-    const gchar *name;
-
-    g_assert_nonnull (handle);
-    while ((name = g_dir_read_name (handle)) != NULL)
-        g_ptr_array_add (names, g_strdup (name));
-    g_ptr_array_sort (names, compare_names);
-    for (guint i = 0; i < names->len; i++) {
-        g_autofree gchar *path = g_build_filename (dir, g_ptr_array_index (names, i), NULL);
-        struct stat st;
-
-        if (g_strcmp0 (g_ptr_array_index (names, i), LOG_NAME) == 0)
-            continue;
-        g_assert_cmpint (lstat (path, &st), ==, 0);
-        g_string_append_printf (out, "%s %o %" G_GINT64_FORMAT " %" G_GINT64_FORMAT ".%09ld\n",
-                                path, st.st_mode, (gint64) st.st_size, (gint64) st.st_mtim.tv_sec,
-                                st.st_mtim.tv_nsec);
-        if (S_ISDIR (st.st_mode))
-            snapshot_dir (out, path);
-    }
-}
-
-static gchar *
-snapshot (const gchar *dir)
-{
-    GString *out = g_string_new (NULL);
-
-    snapshot_dir (out, dir);
-    return g_string_free (out, FALSE);
-}
-
 /* the daemon with @policy (NULL: an empty one) and its output in LOG_NAME, then the VM */
 static void
 start (VmrHarness *h, VmrHarnessVm *vm, const gchar *policy)
@@ -89,8 +47,8 @@ static void
 assert_refused (VmrHarness *h, VmrHarnessVm *vm, const gchar *also, const gchar *reason,
                 const gchar *const *args)
 {
-    g_autofree gchar *before = snapshot (h->dir);
-    g_autofree gchar *before_also = also != NULL ? snapshot (also) : NULL;
+    g_autofree gchar *before = vmr_harness_snapshot (h->dir, LOG_NAME);
+    g_autofree gchar *before_also = also != NULL ? vmr_harness_snapshot (also, NULL) : NULL;
     g_autoptr (VmrCliResult) result = vmr_harness_cliv (h, args);
     g_autofree gchar *after = NULL;
     g_autofree gchar *after_also = NULL;
@@ -98,10 +56,10 @@ assert_refused (VmrHarness *h, VmrHarnessVm *vm, const gchar *also, const gchar 
     vmr_cli_result_assert_error (result, 1);
     if (strstr (result->err, reason) == NULL)
         vmr_fail ("`%s` was refused, but not for \"%s\": %s", result->cmdline, reason, result->err);
-    after = snapshot (h->dir);
+    after = vmr_harness_snapshot (h->dir, LOG_NAME);
     g_assert_cmpstr (after, ==, before);
     if (also != NULL) {
-        after_also = snapshot (also);
+        after_also = vmr_harness_snapshot (also, NULL);
         g_assert_cmpstr (after_also, ==, before_also);
     }
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
