@@ -60,11 +60,32 @@ resolve_pattern (const gchar *pattern)
     return g_strconcat (resolved, pattern + strlen (dir), NULL);
 }
 
+/*
+ * The name udev gave a block device, when @self is one named by a link in
+ * /dev that leads to a device in /dev (/dev/vg0/web01 -> /dev/dm-3): its
+ * path with the directories resolved, the link itself not. NULL otherwise:
+ * a link anywhere else is judged by where it leads.
+ */
+static gchar *
+udev_name (const VmrDestination *self, const gchar *resolved)
+{
+    g_autofree gchar *dir = g_path_get_dirname (self->location);
+    g_autofree gchar *base = g_path_get_basename (self->location);
+    g_autofree gchar *resolved_dir = vmr_destination_resolve_path (dir);
+    g_autofree gchar *named = g_build_filename (resolved_dir, base, NULL);
+
+    if (self->kind != VMR_DESTINATION_BLOCK || !g_str_has_prefix (named, "/dev/")
+        || !g_str_has_prefix (resolved, "/dev/"))
+        return NULL;
+    return g_steal_pointer (&named);
+}
+
 gboolean
 vmr_destination_check_allowed (const VmrDestination *self, const gchar *const *patterns,
                                GError **error)
 {
     g_autofree gchar *location = NULL;
+    g_autofree gchar *named = NULL;
     g_autofree gchar *list = NULL;
     g_autofree gchar *shown = NULL;
 
@@ -72,10 +93,13 @@ vmr_destination_check_allowed (const VmrDestination *self, const gchar *const *p
         return TRUE;
     location = is_local (self) ? vmr_destination_resolve_path (self->location)
                                : g_strdup (self->location);
+    named = is_local (self) ? udev_name (self, location) : NULL;
     for (guint i = 0; patterns[i] != NULL; i++) {
         g_autofree gchar *pattern = is_local (self) ? resolve_pattern (patterns[i]) : NULL;
+        const gchar *matched = pattern != NULL ? pattern : patterns[i];
 
-        if (vmr_destination_pattern_match (pattern != NULL ? pattern : patterns[i], location))
+        if (vmr_destination_pattern_match (matched, location)
+            || (named != NULL && vmr_destination_pattern_match (matched, named)))
             return TRUE;
     }
     list = g_strjoinv (", ", (gchar **) patterns);

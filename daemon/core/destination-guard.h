@@ -27,7 +27,9 @@ gchar *vmr_destination_resolve_path (const gchar *path);
  * Checks that @self matches one of @patterns (NULL-terminated, as the
  * policy's allowed-destinations holds them; NULL = anywhere): a file or
  * device by its resolved path, the literal directories of path patterns
- * resolved the same way; an NBD export by its canonical URI.
+ * resolved the same way, and a block device named by a link in /dev (as
+ * udev names them: /dev/vg0/web01) by that name too; an NBD export by its
+ * canonical URI.
  */
 gboolean vmr_destination_check_allowed (const VmrDestination *self, const gchar *const *patterns,
                                         GError **error);
