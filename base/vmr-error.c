@@ -20,6 +20,7 @@ static const gchar *const class_names[] = {
     [VMR_ERROR_DISCONNECTED] = "Disconnected",
     [VMR_ERROR_TIMEOUT] = "Timeout",
     [VMR_ERROR_FAILED] = "Failed",
+    [VMR_ERROR_PERMISSION_DENIED] = "PermissionDenied",
 };
 
 const gchar *

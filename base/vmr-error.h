@@ -26,6 +26,7 @@ typedef enum {
     VMR_ERROR_DISCONNECTED,      /* the peer went away */
     VMR_ERROR_TIMEOUT,           /* no reply in time */
     VMR_ERROR_FAILED,            /* an operation failed for another reason */
+    VMR_ERROR_PERMISSION_DENIED, /* the client may not do that, e.g. on the read-only socket */
 } VmrErrorCode;
 
 GQuark vmr_error_quark (void);

@@ -56,10 +56,11 @@ connect_failure_reason (const GError *error)
 }
 
 static const gchar *
-connect_failure_hint (const GError *error)
+connect_failure_hint (const GError *error, gboolean read_only)
 {
     if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED))
-        return "the socket is usually root-only: run as root?";
+        return read_only ? "the read-only socket is for the group virt-mirrord serves it to"
+                         : "the socket is root-only: run as root, or read with --readonly?";
     return "is virt-mirrord running? --connect or VIRT_MIRROR_SOCKET name another socket";
 }
 
@@ -72,7 +73,7 @@ result_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 }
 
 static VmrQmpClient *
-connect_daemon (const gchar *socket_path, GError **error)
+connect_daemon (const gchar *socket_path, gboolean read_only, GError **error)
 {
     g_autoptr (GSocketClient) socket_client = g_socket_client_new ();
     g_autoptr (GSocketAddress) address = g_unix_socket_address_new (socket_path);
@@ -88,7 +89,8 @@ connect_daemon (const gchar *socket_path, GError **error)
     if (connection == NULL) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_DISCONNECTED,
                      "cannot connect to virt-mirrord at %s: %s (%s)", socket_path,
-                     connect_failure_reason (local_error), connect_failure_hint (local_error));
+                     connect_failure_reason (local_error),
+                     connect_failure_hint (local_error, read_only));
         return NULL;
     }
     vmr_qmp_client_new_for_stream_async (G_IO_STREAM (connection), VMR_CLI_CONNECT_TIMEOUT_MS, NULL,
@@ -118,7 +120,7 @@ VmrQmpClient *
 vmr_cli_session_get_client (VmrCliSession *self, GError **error)
 {
     if (self->client == NULL)
-        self->client = connect_daemon (self->socket_path, error);
+        self->client = connect_daemon (self->socket_path, self->read_only, error);
     return self->client;
 }
 

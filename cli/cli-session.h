@@ -14,6 +14,7 @@ G_BEGIN_DECLS
 typedef struct {
     gchar *socket_path;   /* control socket of virt-mirrord */
     gboolean json;        /* print replies as JSON instead of text */
+    gboolean read_only;   /* the socket is the daemon's read-only one (--readonly) */
     VmrQmpClient *client; /* NULL until the first call */
 } VmrCliSession;
 

@@ -25,11 +25,13 @@ new_main_option_context (const GOptionEntry *entries)
         "\n"
         "Environment:\n"
         "  VIRT_MIRROR_SOCKET   control socket of virt-mirrord (default %s)\n"
+        "  VIRT_MIRROR_READONLY_SOCKET\n"
+        "                       its read-only socket, for --readonly (default %s)\n"
         "  VIRT_MIRROR_POLICY   policy file for 'policy check' (default %s)\n"
         "\n"
         "Exit status: 0 on success, 1 when the operation failed or was refused,\n"
         "2 on a bad command line.",
-        command_list, VMR_DEFAULT_SOCKET, VMR_DEFAULT_POLICY);
+        command_list, VMR_DEFAULT_SOCKET, VMR_DEFAULT_READONLY_SOCKET, VMR_DEFAULT_POLICY);
     /* our own --help, so that printing it is not an exit() inside GLib */
     g_option_context_set_help_enabled (context, FALSE);
     /* stop at the command: what follows is the command's to parse */
@@ -41,12 +43,16 @@ new_main_option_context (const GOptionEntry *entries)
     return context;
 }
 
+/* the control socket, or with @read_only the read-only one */
 static const gchar *
-default_socket (void)
+default_socket (gboolean read_only)
 {
-    const gchar *from_env = g_getenv ("VIRT_MIRROR_SOCKET");
+    const gchar *from_env
+        = g_getenv (read_only ? "VIRT_MIRROR_READONLY_SOCKET" : "VIRT_MIRROR_SOCKET");
 
-    return from_env != NULL && *from_env != '\0' ? from_env : VMR_DEFAULT_SOCKET;
+    if (from_env != NULL && *from_env != '\0')
+        return from_env;
+    return read_only ? VMR_DEFAULT_READONLY_SOCKET : VMR_DEFAULT_SOCKET;
 }
 
 static gint
@@ -54,10 +60,13 @@ run (gchar **argv)
 {
     g_autofree gchar *connect = NULL;
     gboolean json = FALSE;
+    gboolean read_only = FALSE;
     gboolean help = FALSE;
     const GOptionEntry entries[] = {
         { "connect", 'c', G_OPTION_FLAG_NONE, G_OPTION_ARG_FILENAME, &connect,
           "Control socket of virt-mirrord", "SOCKET" },
+        { "readonly", 'r', G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &read_only,
+          "Use the read-only socket: jobs, domains and the policy, no changes", NULL },
         { "json", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &json,
           "Print results and errors as JSON on stdout", NULL },
         { "help", 'h', G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &help, "Show this help", NULL },
@@ -89,7 +98,8 @@ run (gchar **argv)
     if (cmd == NULL)
         return vmr_cli_output_error (error, FALSE);
 
-    session = vmr_cli_session_new (connect != NULL ? connect : default_socket (), json);
+    session = vmr_cli_session_new (connect != NULL ? connect : default_socket (read_only), json);
+    session->read_only = read_only;
     /* the command sees its argv from the last word of its name on */
     if (!cmd->run (cmd, session, &args[n_words], &error))
         return vmr_cli_output_error (error, session->json);

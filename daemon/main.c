@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <glib-unix.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -44,6 +45,51 @@ pick (const gchar *option, const gchar *env_name, const gchar *fallback)
     return fallback;
 }
 
+/* the group @name (or number) as a gid; FALSE when there is none */
+static gboolean
+lookup_group (const gchar *name, gid_t *out_gid)
+{
+    struct group *group = getgrnam (name);
+    guint64 number;
+
+    if (group != NULL) {
+        *out_gid = group->gr_gid;
+        return TRUE;
+    }
+    if (g_ascii_string_to_unsigned (name, 10, 0, G_MAXUINT32 - 1, &number, NULL)) {
+        *out_gid = (gid_t) number;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+/*
+ * The read-only socket, when a group is given for it: its own path, or the
+ * default one. Returns FALSE, having said why, when the options are wrong.
+ */
+static gboolean
+pick_readonly (const gchar *socket_opt, const gchar *group_opt, gchar **out_path, gid_t *out_gid)
+{
+    const gchar *group = pick (group_opt, "VIRT_MIRROR_READONLY_GROUP", NULL);
+    const gchar *path = pick (socket_opt, "VIRT_MIRROR_READONLY_SOCKET", NULL);
+
+    if (group == NULL) {
+        if (path != NULL) {
+            g_printerr ("virt-mirrord: the read-only socket %s needs a group: give "
+                        "--readonly-group (or VIRT_MIRROR_READONLY_GROUP)\n",
+                        path);
+            return FALSE;
+        }
+        return TRUE;
+    }
+    if (!lookup_group (group, out_gid)) {
+        g_printerr ("virt-mirrord: the read-only socket's group %s does not exist\n", group);
+        return FALSE;
+    }
+    *out_path = g_canonicalize_filename (path != NULL ? path : VMR_DEFAULT_READONLY_SOCKET, NULL);
+    return TRUE;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -51,6 +97,12 @@ main (int argc, char **argv)
     g_autofree gchar *state_dir_opt = NULL;
     g_autofree gchar *policy_opt = NULL;
     g_autofree gchar *libvirt_uri_opt = NULL;
+    g_autofree gchar *readonly_socket_opt = NULL;
+    g_autofree gchar *readonly_group_opt = NULL;
+    g_autofree gchar *readonly_socket = NULL;
+    g_autofree gchar *socket_dir = NULL;
+    g_autofree gchar *readonly_dir = NULL;
+    gid_t readonly_gid = (gid_t) -1;
     const gchar *libvirt_uri;
     g_autofree gchar *policy_path = NULL;
     gboolean policy_required;
@@ -63,6 +115,14 @@ main (int argc, char **argv)
     const GOptionEntry entries[] = {
         { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socket_opt,
           "Control socket (env VIRT_MIRROR_SOCKET, default " VMR_DEFAULT_SOCKET ")", "PATH" },
+        { "readonly-socket", 0, 0, G_OPTION_ARG_FILENAME, &readonly_socket_opt,
+          "Read-only socket, for reading jobs, domains and the policy (env "
+          "VIRT_MIRROR_READONLY_SOCKET, default " VMR_DEFAULT_READONLY_SOCKET ")",
+          "PATH" },
+        { "readonly-group", 0, 0, G_OPTION_ARG_STRING, &readonly_group_opt,
+          "Serve the read-only socket to this group, mode 0660 (env VIRT_MIRROR_READONLY_GROUP; "
+          "no read-only socket without it)",
+          "GROUP" },
         { "state-dir", 'd', 0, G_OPTION_ARG_FILENAME, &state_dir_opt,
           "Job records (env VIRT_MIRROR_STATE_DIR, default " VMR_DEFAULT_STATE_DIR ")", "DIR" },
         { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
@@ -104,6 +164,8 @@ main (int argc, char **argv)
 
     socket_path = g_canonicalize_filename (
         pick (socket_opt, "VIRT_MIRROR_SOCKET", VMR_DEFAULT_SOCKET), NULL);
+    if (!pick_readonly (readonly_socket_opt, readonly_group_opt, &readonly_socket, &readonly_gid))
+        return 2;
     libvirt_uri = pick (libvirt_uri_opt, "VIRT_MIRROR_LIBVIRT_URI", VMR_DEFAULT_LIBVIRT_URI);
 #if !VMR_HAVE_LIBVIRT
     if (!no_libvirt)
@@ -119,6 +181,13 @@ main (int argc, char **argv)
     }
 
     engine = vmr_engine_new (state_dir);
+    /* a copy must never overwrite what the daemon lives on */
+    socket_dir = g_path_get_dirname (socket_path);
+    vmr_engine_protect_directory (engine, "socket directory", socket_dir);
+    if (readonly_socket != NULL) {
+        readonly_dir = g_path_get_dirname (readonly_socket);
+        vmr_engine_protect_directory (engine, "read-only socket directory", readonly_dir);
+    }
     /* the default file may be absent (built-in values); a named one must exist */
     policy_required
         = policy_opt != NULL
@@ -130,8 +199,12 @@ main (int argc, char **argv)
         return 1;
     }
     server = vmr_control_server_new (engine);
-    if (!vmr_control_server_listen (server, socket_path, &error)) {
+    if (!vmr_control_server_listen (server, socket_path, &error)
+        || (readonly_socket != NULL
+            && !vmr_control_server_listen_readonly (server, readonly_socket, readonly_gid,
+                                                    &error))) {
         g_printerr ("virt-mirrord: %s\n", error->message);
+        vmr_control_server_stop (server);
         return 1;
     }
     if (!foreground) {
@@ -151,6 +224,8 @@ main (int argc, char **argv)
     g_message ("virt-mirrord %s listening on %s (state in %s%s%s)", VMR_VERSION, socket_path,
                state_dir, no_libvirt ? ", libvirt off" : ", libvirt at ",
                no_libvirt ? "" : libvirt_uri);
+    if (readonly_socket != NULL)
+        g_message ("read-only socket %s for group %u", readonly_socket, (guint) readonly_gid);
 #if VMR_HAVE_LIBVIRT
     /* after daemon(): libvirt runs threads of its own */
     if (!no_libvirt) {

@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "destination-pattern.h"
 #include "policy-private.h"
 #include "units.h"
 #include "vmr-error.h"
@@ -48,6 +49,8 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_VERIFY] = "verify",
     [VMR_POLICY_KEY_SPACE_CHECK] = "space-check",
     [VMR_POLICY_KEY_SPACE_MARGIN] = "space-margin",
+    [VMR_POLICY_KEY_ALLOWED_DESTINATIONS] = "allowed-destinations",
+    [VMR_POLICY_KEY_DESTINATION_SYMLINKS] = "destination-symlinks",
 };
 
 /* a whole percentage from @min to @max, the % sign optional */
@@ -74,6 +77,7 @@ static const gchar *const converge_by_words[] = { "speed", "write-blocking", NUL
 static const gchar *const on_deadline_words[] = { "continue", "converge", "fail", NULL };
 static const gchar *const yes_no_words[] = { "no", "yes", NULL };
 static const gchar *const space_check_words[] = { "refuse", "warn", "off", NULL };
+static const gchar *const symlinks_words[] = { "allow", "refuse", NULL };
 
 /* @text as the index of one of @words, or FALSE with a message listing them */
 static gboolean
@@ -103,7 +107,9 @@ gboolean
 vmr_policy_key_is_host_wide (VmrPolicyKey key)
 {
     return key == VMR_POLICY_KEY_MAX_PARALLEL || key == VMR_POLICY_KEY_KEEP_FINISHED
-           || key == VMR_POLICY_KEY_KEEP_FINISHED_COUNT;
+           || key == VMR_POLICY_KEY_KEEP_FINISHED_COUNT
+           || key == VMR_POLICY_KEY_ALLOWED_DESTINATIONS
+           || key == VMR_POLICY_KEY_DESTINATION_SYMLINKS;
 }
 
 void
@@ -142,6 +148,8 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->verify = FALSE;
     rule->space_check = VMR_SPACE_CHECK_REFUSE;
     rule->space_margin = 256 * 1024 * 1024;
+    rule->allowed_destinations = NULL;
+    rule->refuse_destination_symlinks = FALSE;
 }
 
 /* copies the value of @key from @from to @to */
@@ -241,6 +249,13 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
             break;
         case VMR_POLICY_KEY_SPACE_MARGIN:
             to->space_margin = from->space_margin;
+            break;
+        case VMR_POLICY_KEY_ALLOWED_DESTINATIONS:
+            g_strfreev (to->allowed_destinations);
+            to->allowed_destinations = g_strdupv (from->allowed_destinations);
+            break;
+        case VMR_POLICY_KEY_DESTINATION_SYMLINKS:
+            to->refuse_destination_symlinks = from->refuse_destination_symlinks;
             break;
         case VMR_POLICY_KEY_LAST:
         default:
@@ -344,6 +359,29 @@ parse_tls_creds (const gchar *text, gchar **out, GError **error)
         return FALSE;
     }
     *out = g_canonicalize_filename (text, NULL);
+    return TRUE;
+}
+
+/* "any", or patterns separated by commas (destination-pattern.h) */
+static gboolean
+parse_destinations (const gchar *text, GStrv *out, GError **error)
+{
+    g_auto (GStrv) items = NULL;
+    g_autoptr (GPtrArray) patterns = g_ptr_array_new_with_free_func (g_free);
+
+    g_clear_pointer (out, g_strfreev);
+    if (g_strcmp0 (text, "any") == 0)
+        return TRUE;
+    items = g_strsplit (text, ",", -1);
+    for (guint i = 0; items[i] != NULL; i++) {
+        gchar *pattern = vmr_destination_pattern_parse (g_strstrip (items[i]), error);
+
+        if (pattern == NULL)
+            return FALSE;
+        g_ptr_array_add (patterns, pattern);
+    }
+    g_ptr_array_add (patterns, NULL);
+    *out = (GStrv) g_ptr_array_free (g_steal_pointer (&patterns), FALSE);
     return TRUE;
 }
 
@@ -470,6 +508,13 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
             return TRUE;
         case VMR_POLICY_KEY_SPACE_MARGIN:
             return vmr_units_parse_bytes (text, &rule->space_margin, error);
+        case VMR_POLICY_KEY_ALLOWED_DESTINATIONS:
+            return parse_destinations (text, &rule->allowed_destinations, error);
+        case VMR_POLICY_KEY_DESTINATION_SYMLINKS:
+            if (!parse_word (text, symlinks_words, &word, error))
+                return FALSE;
+            rule->refuse_destination_symlinks = word == 1;
+            return TRUE;
         case VMR_POLICY_KEY_LAST:
         default:
             g_assert_not_reached ();
@@ -542,6 +587,12 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return g_strdup (space_check_words[rule->space_check]);
         case VMR_POLICY_KEY_SPACE_MARGIN:
             return format_rate (rule->space_margin);
+        case VMR_POLICY_KEY_ALLOWED_DESTINATIONS:
+            return rule->allowed_destinations != NULL
+                       ? g_strjoinv (", ", rule->allowed_destinations)
+                       : g_strdup ("any");
+        case VMR_POLICY_KEY_DESTINATION_SYMLINKS:
+            return g_strdup (symlinks_words[rule->refuse_destination_symlinks ? 1 : 0]);
         case VMR_POLICY_KEY_LAST:
         default:
             return g_strdup ("");

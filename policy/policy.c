@@ -31,6 +31,7 @@ rule_clear (VmrPolicyRule *rule)
 {
     g_clear_pointer (&rule->windows, g_array_unref);
     g_clear_pointer (&rule->tls_creds, g_free);
+    g_clear_pointer (&rule->allowed_destinations, g_strfreev);
     for (guint i = 0; i < VMR_POLICY_KEY_LAST; i++)
         g_clear_pointer (&rule->origin[i], g_free);
 }

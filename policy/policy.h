@@ -89,6 +89,9 @@ typedef enum {
     /* the free space of a destination's file system */
     VMR_POLICY_KEY_SPACE_CHECK,
     VMR_POLICY_KEY_SPACE_MARGIN,
+    /* where copies may write, and the symbolic links a destination's path may have */
+    VMR_POLICY_KEY_ALLOWED_DESTINATIONS,
+    VMR_POLICY_KEY_DESTINATION_SYMLINKS,
     VMR_POLICY_KEY_LAST,
 } VmrPolicyKey;
 
@@ -134,7 +137,10 @@ typedef struct {
     gchar *tls_creds;        /* directory of x509 files for nbds destinations, NULL = none */
     gboolean verify;         /* compare the old source with the destination after the pivot */
     VmrSpaceCheck space_check;
-    guint64 space_margin; /* bytes a file system keeps free beyond the copies' data */
+    guint64 space_margin;       /* bytes a file system keeps free beyond the copies' data */
+    GStrv allowed_destinations; /* patterns of destination-pattern.h, NULL = anywhere */
+    gboolean refuse_destination_symlinks; /* a symbolic link among a destination's directories
+                                           * refuses it */
 
     /* the section each value came from, e.g. "defaults", "domain web*", or
      * "built-in" for a key no section sets */

@@ -468,15 +468,15 @@ static const ArgSpec evacuate_args[] = {
 };
 
 const CommandSpec vmr_control_commands[] = {
-    { "qmp_capabilities", NULL, handle_capabilities },
-    { "query-version", no_args, handle_query_version },
+    { "qmp_capabilities", NULL, handle_capabilities, TRUE },
+    { "query-version", no_args, handle_query_version, TRUE },
     { "attach", attach_args, handle_attach },
     { "detach", name_args, handle_detach },
-    { "query-domains", no_args, handle_query_domains },
+    { "query-domains", no_args, handle_query_domains, TRUE },
     { "migrate", migrate_args, handle_migrate },
     { "evacuate", evacuate_args, handle_evacuate },
-    { "query-jobs", no_args, handle_query_jobs },
-    { "query-job", id_args, handle_query_job },
+    { "query-jobs", no_args, handle_query_jobs, TRUE },
+    { "query-job", id_args, handle_query_job, TRUE },
     { "job-pause", id_args, handle_job_pause },
     { "job-resume", id_args, handle_job_resume },
     { "job-cancel", id_args, handle_job_cancel },
@@ -485,7 +485,7 @@ const CommandSpec vmr_control_commands[] = {
     { "job-set-copy-mode", copy_mode_args, handle_job_set_copy_mode },
     { "job-verify", id_args, handle_job_verify },
     { "reload", no_args, handle_reload },
-    { "query-policy", policy_args, handle_query_policy },
+    { "query-policy", policy_args, handle_query_policy, TRUE },
     { "hook-event", hook_args, handle_hook_event },
 };
 

@@ -13,6 +13,13 @@
 
 G_BEGIN_DECLS
 
+/* who sent it: the connection's peer, from SO_PEERCRED when it connected */
+typedef struct {
+    gboolean read_only; /* it came in on the read-only socket */
+    gint64 uid;         /* -1 when the kernel did not say */
+    gint64 pid;         /* -1 when the kernel did not say */
+} Peer;
+
 /* one command being answered */
 typedef struct {
     VmrControlServer *server;

@@ -15,9 +15,11 @@ struct _VmrControlServer {
     GObject parent_instance;
 
     VmrEngine *engine;
-    GSocketService *service;
+    GSocketService *service;          /* the control socket */
+    GSocketService *readonly_service; /* the read-only socket */
     gchar *path;
-    GPtrArray *connections; /* of VmrQmpStream *, owned */
+    gchar *readonly_path;   /* NULL when there is no read-only socket */
+    GPtrArray *connections; /* of VmrQmpStream *, owned; both sockets' */
     gulong job_changed_id;
 };
 
@@ -26,6 +28,7 @@ typedef struct {
     const gchar *name;
     const ArgSpec *args;
     void (*handler) (Request *req, JsonObject *args);
+    gboolean read_only; /* changes nothing: served on the read-only socket too, and not logged */
 } CommandSpec;
 
 /* every command the daemon answers, vmr_control_n_commands of them */

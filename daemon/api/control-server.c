@@ -10,13 +10,45 @@
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "vmr-error.h"
 #include "vmr-json.h"
 
 G_DEFINE_TYPE (VmrControlServer, vmr_control_server, G_TYPE_OBJECT)
 
+/* the Peer of a connection's stream */
+#define PEER_KEY "vmr-control-peer"
+
 /* ---- dispatch ---- */
+
+/*
+ * Whether @peer may run @spec: anyone may read; changing anything takes the
+ * control socket and the daemon's own user (root), whatever the socket's
+ * mode says. A command that changes something is logged with its peer.
+ */
+static gboolean
+peer_may_run (const Peer *peer, const CommandSpec *spec, GError **error)
+{
+    if (spec->read_only)
+        return TRUE;
+    if (peer->read_only || peer->uid != (gint64) geteuid ()) {
+        g_message ("%s from uid %" G_GINT64_FORMAT " pid %" G_GINT64_FORMAT " refused%s",
+                   spec->name, peer->uid, peer->pid,
+                   peer->read_only ? " on the read-only socket" : "");
+        if (peer->read_only)
+            g_set_error (error, VMR_ERROR, VMR_ERROR_PERMISSION_DENIED,
+                         "the read-only socket does not allow '%s'", spec->name);
+        else
+            g_set_error (error, VMR_ERROR, VMR_ERROR_PERMISSION_DENIED,
+                         "'%s' is for root only (the client is uid %" G_GINT64_FORMAT ")",
+                         spec->name, peer->uid);
+        return FALSE;
+    }
+    g_message ("%s from uid %" G_GINT64_FORMAT " pid %" G_GINT64_FORMAT, spec->name, peer->uid,
+               peer->pid);
+    return TRUE;
+}
 
 static void
 dispatch (VmrControlServer *self, VmrQmpStream *stream, JsonObject *msg)
@@ -45,6 +77,11 @@ dispatch (VmrControlServer *self, VmrQmpStream *stream, JsonObject *msg)
     for (gsize i = 0; i < vmr_control_n_commands; i++) {
         if (g_strcmp0 (vmr_control_commands[i].name, req->command) != 0)
             continue;
+        if (!peer_may_run (g_object_get_data (G_OBJECT (stream), PEER_KEY),
+                           &vmr_control_commands[i], &error)) {
+            vmr_control_request_error (req, error);
+            return;
+        }
         if (vmr_control_commands[i].args != NULL
             && !vmr_control_check_args (args, vmr_control_commands[i].args, &error)) {
             g_prefix_error (&error, "%s: ", req->command);
@@ -90,6 +127,27 @@ stream_closed_cb (VmrQmpStream *stream, GError *error, gpointer user_data)
     g_ptr_array_remove (self->connections, stream);
 }
 
+/* who is at the other end of @connection, which came in on @service */
+static Peer *
+peer_new (VmrControlServer *self, GSocketService *service, GSocketConnection *connection)
+{
+    Peer *peer = g_new0 (Peer, 1);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GCredentials) credentials
+        = g_socket_get_credentials (g_socket_connection_get_socket (connection), &error);
+
+    peer->read_only = service == self->readonly_service;
+    peer->uid = -1;
+    peer->pid = -1;
+    if (credentials == NULL) {
+        g_message ("a client's credentials are unknown (%s): it may only read", error->message);
+        return peer;
+    }
+    peer->uid = (gint64) g_credentials_get_unix_user (credentials, NULL);
+    peer->pid = (gint64) g_credentials_get_unix_pid (credentials, NULL);
+    return peer;
+}
+
 static gboolean
 incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *source_object,
              gpointer user_data)
@@ -99,6 +157,9 @@ incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *so
     g_autoptr (JsonObject) greeting = json_object_new ();
     JsonObject *qmp = json_object_new ();
     JsonObject *version = json_object_new ();
+
+    g_object_set_data_full (G_OBJECT (stream), PEER_KEY, peer_new (self, service, connection),
+                            g_free);
 
     json_object_set_string_member (version, "virt-mirror", VMR_VERSION);
     json_object_set_object_member (qmp, "version", version);
@@ -154,8 +215,10 @@ socket_is_served (const gchar *path)
     return conn != NULL;
 }
 
-gboolean
-vmr_control_server_listen (VmrControlServer *self, const gchar *path, GError **error)
+/* listens on @path with @mode, of group @gid (-1: the daemon's), for @service */
+static gboolean
+listen_on (VmrControlServer *self, GSocketService *service, const gchar *path, mode_t mode,
+           gid_t gid, GError **error)
 {
     g_autofree gchar *dir = g_path_get_dirname (path);
     g_autoptr (GSocketAddress) address = NULL;
@@ -178,19 +241,44 @@ vmr_control_server_listen (VmrControlServer *self, const gchar *path, GError **e
         g_unlink (path);
     }
     address = g_unix_socket_address_new (path);
-    /* the socket is born with mode 0600: only root may drive the daemon */
-    old_umask = umask (0177);
-    ok = g_socket_listener_add_address (G_SOCKET_LISTENER (self->service), address,
-                                        G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, NULL, NULL,
-                                        &local_error);
+    /* the socket is born with its mode: never more open than asked, not even for a moment */
+    old_umask = umask (~mode & 0777);
+    ok = g_socket_listener_add_address (G_SOCKET_LISTENER (service), address, G_SOCKET_TYPE_STREAM,
+                                        G_SOCKET_PROTOCOL_DEFAULT, NULL, NULL, &local_error);
     umask (old_umask);
     if (!ok) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot listen on %s: %s", path,
                      local_error->message);
         return FALSE;
     }
+    if (gid != (gid_t) -1 && chown (path, (uid_t) -1, gid) < 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot give %s to group %u: %s", path,
+                     (guint) gid, g_strerror (errno));
+        g_socket_listener_close (G_SOCKET_LISTENER (service));
+        g_unlink (path);
+        return FALSE;
+    }
+    g_socket_service_start (service);
+    return TRUE;
+}
+
+gboolean
+vmr_control_server_listen (VmrControlServer *self, const gchar *path, GError **error)
+{
+    /* only root may drive the daemon */
+    if (!listen_on (self, self->service, path, 0600, (gid_t) -1, error))
+        return FALSE;
     self->path = g_strdup (path);
-    g_socket_service_start (self->service);
+    return TRUE;
+}
+
+gboolean
+vmr_control_server_listen_readonly (VmrControlServer *self, const gchar *path, gid_t gid,
+                                    GError **error)
+{
+    if (!listen_on (self, self->readonly_service, path, 0660, gid, error))
+        return FALSE;
+    self->readonly_path = g_strdup (path);
     return TRUE;
 }
 
@@ -201,6 +289,8 @@ vmr_control_server_stop (VmrControlServer *self)
 
     g_socket_service_stop (self->service);
     g_socket_listener_close (G_SOCKET_LISTENER (self->service));
+    g_socket_service_stop (self->readonly_service);
+    g_socket_listener_close (G_SOCKET_LISTENER (self->readonly_service));
     connections = g_steal_pointer (&self->connections);
     self->connections = g_ptr_array_new_with_free_func (g_object_unref);
     for (guint i = 0; i < connections->len; i++) {
@@ -212,6 +302,10 @@ vmr_control_server_stop (VmrControlServer *self)
     if (self->path != NULL) {
         g_unlink (self->path);
         g_clear_pointer (&self->path, g_free);
+    }
+    if (self->readonly_path != NULL) {
+        g_unlink (self->readonly_path);
+        g_clear_pointer (&self->readonly_path, g_free);
     }
 }
 
@@ -234,8 +328,10 @@ vmr_control_server_finalize (GObject *object)
     g_clear_signal_handler (&self->job_changed_id, self->engine);
     g_clear_object (&self->engine);
     g_clear_object (&self->service);
+    g_clear_object (&self->readonly_service);
     g_ptr_array_unref (self->connections);
     g_free (self->path);
+    g_free (self->readonly_path);
     G_OBJECT_CLASS (vmr_control_server_parent_class)->finalize (object);
 }
 
@@ -243,8 +339,10 @@ static void
 vmr_control_server_init (VmrControlServer *self)
 {
     self->service = g_socket_service_new ();
+    self->readonly_service = g_socket_service_new ();
     self->connections = g_ptr_array_new_with_free_func (g_object_unref);
     g_signal_connect (self->service, "incoming", G_CALLBACK (incoming_cb), self);
+    g_signal_connect (self->readonly_service, "incoming", G_CALLBACK (incoming_cb), self);
 }
 
 static void

@@ -279,6 +279,12 @@ check_local (const VmrDestination *self, guint64 source_size, const gchar *const
                      path, g_strerror (errno));
         return FALSE;
     }
+    /* qemu-img would create the file a dangling link points to, wherever that is */
+    if (!exists && g_lstat (path, &st) == 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "destination %s is a symbolic link to nothing", path);
+        return FALSE;
+    }
     if (!exists) {
         if (reuse) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,

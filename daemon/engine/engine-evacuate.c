@@ -258,6 +258,20 @@ plan_destination (EvacuateData *data, const gchar *rel)
     return g_strdup (uri->canonical);
 }
 
+/* the refusals that hold whatever the request says, before a directory is made for @e */
+static gboolean
+guard_entry (VmrEngine *self, const PlanEntry *e, GError **error)
+{
+    g_autoptr (VmrDestination) destination
+        = vmr_destination_new (e->destination, e->format, TRUE, error);
+
+    if (destination == NULL || !vmr_engine_guard_destination (self, destination, error)) {
+        g_prefix_error (error, "%s of %s: ", e->disk, e->domain);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 make_plan (VmrEngine *self, EvacuateData *data, GError **error)
 {
@@ -331,6 +345,8 @@ make_plan (VmrEngine *self, EvacuateData *data, GError **error)
                          e->disk, user);
             return FALSE;
         }
+        if (!guard_entry (self, e, error))
+            return FALSE;
         /* an export exists by nature: its preflight checks it */
         if (data->to_nbd == NULL && g_file_test (e->destination, G_FILE_TEST_EXISTS)) {
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,

@@ -9,6 +9,7 @@
 
 #include "engine-private.h"
 
+#include "destination-guard.h"
 #include "destination.h"
 #include "vmr-error.h"
 
@@ -87,6 +88,27 @@ check_not_elsewhere (VmrEngine *self, DomainEntry *entry, const VmrDestination *
         }
     }
     return TRUE;
+}
+
+gboolean
+vmr_engine_guard_destination (VmrEngine *self, const VmrDestination *destination, GError **error)
+{
+    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, NULL, NULL);
+    GHashTableIter iter;
+    gpointer dir, what;
+
+    if (!vmr_destination_check_allowed (destination,
+                                        (const gchar *const *) rule->allowed_destinations, error))
+        return FALSE;
+    g_hash_table_iter_init (&iter, self->protected_dirs);
+    while (g_hash_table_iter_next (&iter, &dir, &what)) {
+        if (!vmr_destination_check_outside (destination, what, dir, error))
+            return FALSE;
+    }
+    if (rule->refuse_destination_symlinks
+        && !vmr_destination_check_no_symlinks (destination, error))
+        return FALSE;
+    return vmr_destination_check_not_held (destination, error);
 }
 
 /* no job moves @disk or writes @target's destination */
@@ -173,6 +195,8 @@ check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
     if (target->dest == NULL || !check_not_elsewhere (self, entry, target->dest, error))
         return NULL;
     if (!vmr_destination_check (target->dest, disk->size, in_use, out_existing_size, error))
+        return NULL;
+    if (!vmr_engine_guard_destination (self, target->dest, error))
         return NULL;
     return disk;
 }

@@ -22,6 +22,7 @@
  */
 #pragma once
 
+#include "destination.h"
 #include "engine.h"
 #include "job-table.h"
 #include "load-history.h"
@@ -64,7 +65,8 @@ struct _VmrEngine {
     GObject parent_instance;
 
     gchar *state_dir;
-    GHashTable *domains; /* name -> DomainEntry *, owned */
+    GHashTable *protected_dirs; /* directory -> what the daemon calls it: no destination there */
+    GHashTable *domains;        /* name -> DomainEntry *, owned */
     VmrJobTable *jobs;
     VmrEngineHooks hooks;
     guint progress_interval_ms; /* PROGRESS_INTERVAL_MS; the unit tests read faster */
@@ -290,5 +292,15 @@ void vmr_engine_load_unfinished (VmrEngine *self);
 
 /* asks @entry's backend about the orphaned jobs of its domain, and carries on with them */
 void vmr_engine_adopt_jobs (VmrEngine *self, DomainEntry *entry);
+
+/* engine-migrate.c */
+
+/*
+ * The refusals that hold whatever the request says (destination-guard.h):
+ * the policy's allowed-destinations and destination-symlinks, the daemon's
+ * own directories, a block device another process holds. Touches nothing.
+ */
+gboolean vmr_engine_guard_destination (VmrEngine *self, const VmrDestination *destination,
+                                       GError **error);
 
 G_END_DECLS

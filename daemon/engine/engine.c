@@ -111,6 +111,7 @@ vmr_engine_new (const gchar *state_dir)
     VmrEngine *self = g_object_new (VMR_TYPE_ENGINE, NULL);
 
     self->state_dir = g_strdup (state_dir);
+    vmr_engine_protect_directory (self, "state directory", state_dir);
     self->jobs = vmr_job_table_new (state_dir);
     self->policy = vmr_policy_new_default ();
     vmr_engine_apply_retention (self);
@@ -146,6 +147,7 @@ vmr_engine_finalize (GObject *object)
     g_free (self->policy_path);
     g_free (self->policy_refusal);
     g_free (self->state_dir);
+    g_hash_table_unref (self->protected_dirs);
     G_OBJECT_CLASS (vmr_engine_parent_class)->finalize (object);
 }
 
@@ -155,6 +157,13 @@ vmr_engine_init (VmrEngine *self)
     self->progress_interval_ms = PROGRESS_INTERVAL_MS;
     self->domains = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify) vmr_engine_domain_entry_free);
+    self->protected_dirs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+}
+
+void
+vmr_engine_protect_directory (VmrEngine *self, const gchar *what, const gchar *dir)
+{
+    g_hash_table_insert (self->protected_dirs, g_canonicalize_filename (dir, "/"), g_strdup (what));
 }
 
 static void

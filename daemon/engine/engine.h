@@ -49,6 +49,13 @@ typedef struct {
 VmrEngine *vmr_engine_new (const gchar *state_dir);
 
 /*
+ * Refuses every destination in the directory @dir, or that is @dir, which
+ * the refusal calls the daemon's @what (e.g. "socket directory"). The state
+ * directory is refused from the start.
+ */
+void vmr_engine_protect_directory (VmrEngine *self, const gchar *what, const gchar *dir);
+
+/*
  * Loads the policy file @path. When @required is FALSE a missing file means
  * the built-in values. An invalid file is an error naming every problem.
  */

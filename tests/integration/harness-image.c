@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <glib/gstdio.h>
 
@@ -430,4 +431,47 @@ vmr_harness_flip_bytes (const gchar *path, const gchar *expected, goffset offset
     g_assert_cmpint (pwrite (fd, bytes, length, host_offset), ==, (gssize) length);
     g_assert_cmpint (fsync (fd), ==, 0);
     close (fd);
+}
+
+/* ---- what a directory holds ---- */
+
+static gint
+compare_entry_names (gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0 (*(const gchar *const *) a, *(const gchar *const *) b);
+}
+
+static void
+snapshot_dir (GString *out, const gchar *dir, const gchar *skip_name)
+{
+    g_autoptr (GDir) handle = g_dir_open (dir, 0, NULL);
+    g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+    const gchar *name;
+
+    g_assert_nonnull (handle);
+    while ((name = g_dir_read_name (handle)) != NULL)
+        g_ptr_array_add (names, g_strdup (name));
+    g_ptr_array_sort (names, compare_entry_names);
+    for (guint i = 0; i < names->len; i++) {
+        g_autofree gchar *path = g_build_filename (dir, g_ptr_array_index (names, i), NULL);
+        struct stat st;
+
+        if (g_strcmp0 (g_ptr_array_index (names, i), skip_name) == 0)
+            continue;
+        g_assert_cmpint (lstat (path, &st), ==, 0);
+        g_string_append_printf (out, "%s %o %" G_GINT64_FORMAT " %" G_GINT64_FORMAT ".%09ld\n",
+                                path, st.st_mode, (gint64) st.st_size, (gint64) st.st_mtim.tv_sec,
+                                st.st_mtim.tv_nsec);
+        if (S_ISDIR (st.st_mode))
+            snapshot_dir (out, path, skip_name);
+    }
+}
+
+gchar *
+vmr_harness_snapshot (const gchar *dir, const gchar *skip_name)
+{
+    GString *out = g_string_new (NULL);
+
+    snapshot_dir (out, dir, skip_name);
+    return g_string_free (out, FALSE);
 }

@@ -23,6 +23,10 @@
  * piped (our stdout is TAP). The pid is kept for the crash handler until
  * vmr_harness_untrack_pid(). Asserts on failure.
  */
+/* as vmr_harness_spawn(), with stdout and stderr appended to @log_path (NULL: stderr) */
+GSubprocess *vmr_harness_spawn_logged (VmrHarness *h, const gchar *const *argv,
+                                       GSubprocessFlags flags, const gchar *log_path,
+                                       pid_t *out_pid);
 GSubprocess *vmr_harness_spawn (VmrHarness *h, const gchar *const *argv, GSubprocessFlags flags,
                                 pid_t *out_pid);
 

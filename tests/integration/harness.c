@@ -162,6 +162,13 @@ child_setup_cb (gpointer user_data)
 GSubprocess *
 vmr_harness_spawn (VmrHarness *h, const gchar *const *argv, GSubprocessFlags flags, pid_t *out_pid)
 {
+    return vmr_harness_spawn_logged (h, argv, flags, NULL, out_pid);
+}
+
+GSubprocess *
+vmr_harness_spawn_logged (VmrHarness *h, const gchar *const *argv, GSubprocessFlags flags,
+                          const gchar *log_path, pid_t *out_pid)
+{
     g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (flags);
     g_autoptr (GSubprocess) proc = NULL;
     g_autoptr (GError) error = NULL;
@@ -169,8 +176,15 @@ vmr_harness_spawn (VmrHarness *h, const gchar *const *argv, GSubprocessFlags fla
 
     g_subprocess_launcher_set_cwd (launcher, h->dir);
     g_subprocess_launcher_set_child_setup (launcher, child_setup_cb, NULL, NULL);
+    if (log_path != NULL) {
+        int fd = open (log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+        g_assert_cmpint (fd, >=, 0);
+        g_subprocess_launcher_take_stdout_fd (launcher, dup (fd));
+        g_subprocess_launcher_take_stderr_fd (launcher, fd);
+    }
     /* stdout of a test program is TAP: children must not write to it */
-    if ((flags & G_SUBPROCESS_FLAGS_STDOUT_PIPE) == 0)
+    else if ((flags & G_SUBPROCESS_FLAGS_STDOUT_PIPE) == 0)
         g_subprocess_launcher_take_stdout_fd (launcher, dup (STDERR_FILENO));
     g_test_message ("running: %s", cmdline);
     proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
@@ -320,8 +334,8 @@ start_daemon (VmrHarness *h, const gchar *const *extra)
     g_assert_null (h->daemon);
     if (!g_file_test (h->state_dir, G_FILE_TEST_IS_DIR))
         g_assert_cmpint (g_mkdir (h->state_dir, 0700), ==, 0);
-    h->daemon = vmr_harness_spawn (h, (const gchar *const *) argv->pdata, G_SUBPROCESS_FLAGS_NONE,
-                                   &h->daemon_pid);
+    h->daemon = vmr_harness_spawn_logged (h, (const gchar *const *) argv->pdata,
+                                          G_SUBPROCESS_FLAGS_NONE, h->daemon_log, &h->daemon_pid);
 
     /* ready once it greets on its socket; that connection is kept for polling */
     while (h->control == NULL) {
@@ -481,7 +495,8 @@ setup (VmrHarness *h, SetupKind kind)
     h->dir = g_dir_make_tmp ("vmr-test-XXXXXX", &error);
     g_assert_no_error (error);
     update_crash_cleanup (h);
-    h->socket = g_build_filename (h->dir, "virt-mirrord.sock", NULL);
+    /* a directory of its own: the daemon refuses destinations in its socket's */
+    h->socket = g_build_filename (h->dir, "run", "virt-mirrord.sock", NULL);
     h->state_dir = g_build_filename (h->dir, "state", NULL);
     h->qemu_monitor = g_build_filename (h->dir, "qmp.sock", NULL);
     h->test_monitor = g_build_filename (h->dir, "test.sock", NULL);
@@ -631,6 +646,7 @@ vmr_harness_teardown (VmrHarness *h, gconstpointer user_data)
     g_clear_pointer (&h->tmpfs_dir, g_free);
     g_clear_pointer (&h->dir, g_free);
     g_clear_pointer (&h->socket, g_free);
+    g_clear_pointer (&h->daemon_log, g_free);
     g_clear_pointer (&h->state_dir, g_free);
     g_clear_pointer (&h->qemu_monitor, g_free);
     g_clear_pointer (&h->test_monitor, g_free);

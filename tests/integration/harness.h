@@ -75,6 +75,8 @@ typedef struct {
     gboolean skipped;         /* a prerequisite is missing: the test body returns */
     VmrHarnessGuest *guest;   /* the guest QEMU boots, NULL for a guest-less QEMU */
     gchar *tmpfs_dir;         /* a tmpfs mounted by the test, unmounted in teardown */
+    gchar *daemon_log;        /* set before the daemon starts: its output goes (appended) to
+                               * this file instead of the test's stderr; freed in teardown */
 } VmrHarness;
 
 /* fails the test with a printf-style message, like a failed assertion */
@@ -176,6 +178,13 @@ void vmr_harness_assert_thin (const gchar *what, guint64 alloc, guint64 data, gu
 
 /* the bytes @path takes on its file system (st_blocks) */
 guint64 vmr_harness_allocated (const gchar *path);
+
+/*
+ * Every entry below @dir but those named @skip_name (may be NULL), one a
+ * line with its type, size and modification time (ns): two snapshots are
+ * equal when nothing was made, removed or written there. Free with g_free().
+ */
+gchar *vmr_harness_snapshot (const gchar *dir, const gchar *skip_name);
 
 /* creates @name with @size bytes of @fill; returns its absolute path */
 gchar *vmr_harness_create_file (VmrHarness *h, const gchar *name, gsize size, guchar fill);

@@ -94,6 +94,14 @@ static const ValueCase value_cases[] = {
     { "tls-creds = /etc/pki/qemu", VMR_POLICY_KEY_TLS_CREDS, "/etc/pki/qemu" },
     { "tls-creds = /etc/pki//vmr/../qemu/", VMR_POLICY_KEY_TLS_CREDS, "/etc/pki/qemu" },
     { "tls-creds = none", VMR_POLICY_KEY_TLS_CREDS, "none" },
+    { "allowed-destinations = any", VMR_POLICY_KEY_ALLOWED_DESTINATIONS, "any" },
+    { "allowed-destinations = /srv/vm/**", VMR_POLICY_KEY_ALLOWED_DESTINATIONS, "/srv/vm/**" },
+    { "allowed-destinations = /srv/vm/**,/dev/vg0/*, nbd://store/*",
+      VMR_POLICY_KEY_ALLOWED_DESTINATIONS, "/srv/vm/**, /dev/vg0/*, nbd://store:10809/*" },
+    { "allowed-destinations = nbd+unix:///*?socket=/run/nbd/*.sock",
+      VMR_POLICY_KEY_ALLOWED_DESTINATIONS, "nbd+unix:///*?socket=/run/nbd/*.sock" },
+    { "destination-symlinks = allow", VMR_POLICY_KEY_DESTINATION_SYMLINKS, "allow" },
+    { "destination-symlinks = refuse", VMR_POLICY_KEY_DESTINATION_SYMLINKS, "refuse" },
 };
 
 static void
@@ -157,7 +165,9 @@ test_policy_fields (void)
                                          "tls-creds = /etc/vmr-tls\n"
                                          "verify = yes\n"
                                          "space-check = warn\n"
-                                         "space-margin = 64M\n",
+                                         "space-margin = 64M\n"
+                                         "allowed-destinations = /srv/vm/**, nbd://s/*\n"
+                                         "destination-symlinks = refuse\n",
                                          &error);
     g_autoptr (VmrPolicyRule) rule = NULL;
     const VmrWindow *w;
@@ -176,6 +186,10 @@ test_policy_fields (void)
     g_assert_true (rule->verify);
     g_assert_cmpint (rule->space_check, ==, VMR_SPACE_CHECK_WARN);
     g_assert_cmpuint (rule->space_margin, ==, 64 * 1024 * 1024);
+    g_assert_cmpuint (g_strv_length (rule->allowed_destinations), ==, 2);
+    g_assert_cmpstr (rule->allowed_destinations[0], ==, "/srv/vm/**");
+    g_assert_cmpstr (rule->allowed_destinations[1], ==, "nbd://s:10809/*");
+    g_assert_true (rule->refuse_destination_symlinks);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_HOST], ==, 6);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_IOTHREAD], ==, 2);
     g_assert_cmpuint (rule->limits[VMR_LIMIT_DOMAIN], ==, 3);
@@ -241,6 +255,8 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_VERIFY] = "no",
     [VMR_POLICY_KEY_SPACE_CHECK] = "refuse",
     [VMR_POLICY_KEY_SPACE_MARGIN] = "256M",
+    [VMR_POLICY_KEY_ALLOWED_DESTINATIONS] = "any",
+    [VMR_POLICY_KEY_DESTINATION_SYMLINKS] = "allow",
 };
 
 static void
