@@ -4,15 +4,19 @@
 # own help lists them, and every key of the policy, as the policy's key
 # table lists them.
 #
-#   check-man.sh CLI POLICY_KEYS PAGE...
+#   check-man.sh CLI COMPLETION POLICY_KEYS PAGE...
+#
+# COMPLETION is the bash completion script, whose reading of the CLI's help
+# gives the commands.
 #
 # virt-mirror(1) must be among the PAGEs; the policy keys are looked for in
 # virt-mirror-policy(5). TAP output, one test per check.
 set -uo pipefail
 
 cli=$1
-policy_keys=$2
-shift 2
+completion=$2
+policy_keys=$3
+shift 3
 pages=("$@")
 
 n=0
@@ -56,16 +60,10 @@ if [ -z "$cli_page" ] || [ -z "$policy_page" ]; then
 	exit 1
 fi
 
-# the commands, from `virt-mirror --help`: the lines after "Commands:", each
-# "  NAME [SYNOPSIS]  SUMMARY"; NAME is the leading lower-case words
-commands=$("$cli" --help | awk '
-	/^Commands:/ { on = 1; next }
-	on && /^$/ { exit }
-	on {
-		sub(/^ +/, ""); split($0, part, /  +/); nw = split(part[1], w, " "); name = ""
-		for (i = 1; i <= nw && w[i] ~ /^[a-z][a-z-]*$/; i++) name = name (name == "" ? "" : " ") w[i]
-		print name
-	}')
+# the commands, from `virt-mirror --help`, read as the bash completion reads them
+# shellcheck disable=SC1090
+. "$completion"
+commands=$(_virt_mirror_commands "$cli")
 if [ -z "$commands" ]; then
 	not_ok "virt-mirror --help lists commands"
 fi
