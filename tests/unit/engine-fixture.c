@@ -17,6 +17,31 @@ static GString *engine_warnings;
 /* the engine's messages since engine_fixture_keep_messages(), or NULL */
 static GString *engine_messages;
 
+/*
+ * One of the engine's messages: a warning is kept for the steps to check,
+ * the others become TAP comments, kept in the log and shown for a failed
+ * test
+ */
+static void
+keep_engine_message (GLogLevelFlags level, const gchar *message)
+{
+    if ((level & G_LOG_LEVEL_WARNING) != 0) {
+        g_string_append_printf (engine_warnings, "%s%s", engine_warnings->len > 0 ? "; " : "",
+                                message);
+        return;
+    }
+    if ((level & G_LOG_LEVEL_MESSAGE) != 0 && engine_messages != NULL)
+        g_string_append_printf (engine_messages, "%s\n", message);
+    g_test_message ("vmr-daemon: %s", message);
+}
+
+/* the engine's g_message(), g_warning(), ... */
+static void
+engine_log_cb (const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer user_data)
+{
+    keep_engine_message (level, message);
+}
+
 /* the field @key of a log entry, or NULL */
 static const gchar *
 log_field (const GLogField *fields, gsize n_fields, const gchar *key)
@@ -29,27 +54,17 @@ log_field (const GLogField *fields, gsize n_fields, const gchar *key)
 }
 
 /*
- * The engine logs through g_log_structured() (its job messages carry journal
- * fields), which no g_log_set_handler() sees: its warnings are kept for the
- * steps, its other messages become TAP comments, kept in the log and shown
- * for a failed test. Messages of other domains go their usual way.
+ * The engine's job messages, which go through g_log_structured() (they
+ * carry journal fields) and so past every g_log_set_handler(); messages
+ * of other domains go their usual way
  */
 static GLogWriterOutput
 engine_log_writer_cb (GLogLevelFlags level, const GLogField *fields, gsize n_fields,
                       gpointer user_data)
 {
-    const gchar *message = log_field (fields, n_fields, "MESSAGE");
-
     if (g_strcmp0 (log_field (fields, n_fields, "GLIB_DOMAIN"), "vmr-daemon") != 0)
         return g_log_writer_default (level, fields, n_fields, user_data);
-    if ((level & G_LOG_LEVEL_WARNING) != 0) {
-        g_string_append_printf (engine_warnings, "%s%s", engine_warnings->len > 0 ? "; " : "",
-                                message);
-        return G_LOG_WRITER_HANDLED;
-    }
-    if ((level & G_LOG_LEVEL_MESSAGE) != 0 && engine_messages != NULL)
-        g_string_append_printf (engine_messages, "%s\n", message);
-    g_test_message ("vmr-daemon: %s", message);
+    keep_engine_message (level, log_field (fields, n_fields, "MESSAGE"));
     return G_LOG_WRITER_HANDLED;
 }
 
@@ -70,6 +85,10 @@ void
 engine_fixture_init_logging (void)
 {
     engine_warnings = g_string_new (NULL);
+    g_log_set_handler ("vmr-daemon",
+                       G_LOG_LEVEL_WARNING | G_LOG_FLAG_FATAL | G_LOG_LEVEL_MESSAGE
+                           | G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG,
+                       engine_log_cb, NULL);
     g_log_set_writer_func (engine_log_writer_cb, NULL, NULL);
 }
 
