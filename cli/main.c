@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "cli-commands.h"
+#include "cli-complete.h"
 #include "cli-output.h"
 #include "cli-session.h"
 #include "vmr-config.h"
@@ -94,6 +95,8 @@ run (gchar **argv)
         g_printerr ("virt-mirror: error: missing command (see virt-mirror --help)\n");
         return VMR_CLI_EXIT_USAGE;
     }
+    if (g_str_equal (args[1], VMR_CLI_COMPLETE_COMMAND))
+        return vmr_cli_complete (connect != NULL ? connect : default_socket (read_only), &args[1]);
     cmd = vmr_cli_command_find (&args[1], &n_words, &error);
     if (cmd == NULL)
         return vmr_cli_output_error (error, FALSE);

@@ -8,6 +8,7 @@
 
 #include "control-server.h"
 #include "engine.h"
+#include "service-notify.h"
 #include "vmr-config.h"
 #if VMR_HAVE_LIBVIRT
 #include "libvirt-tracker.h"
@@ -142,6 +143,7 @@ main (int argc, char **argv)
     g_autoptr (GMainLoop) loop = NULL;
     g_autoptr (VmrEngine) engine = NULL;
     g_autoptr (VmrControlServer) server = NULL;
+    g_autoptr (VmrServiceNotify) notifier = NULL;
 #if VMR_HAVE_LIBVIRT
     g_autoptr (VmrLibvirtTracker) tracker = NULL;
 #endif
@@ -218,6 +220,9 @@ main (int argc, char **argv)
     }
 
     loop = g_main_loop_new (NULL, FALSE);
+    /* the previous run's jobs were loaded with the engine; READY once the loop serves the socket */
+    notifier = vmr_service_notify_new (engine);
+    vmr_service_notify_ready_when_idle (notifier);
     g_unix_signal_add (SIGTERM, quit_cb, loop);
     g_unix_signal_add (SIGINT, quit_cb, loop);
     g_unix_signal_add (SIGHUP, hangup_cb, engine);
@@ -235,6 +240,7 @@ main (int argc, char **argv)
 #endif
     g_main_loop_run (loop);
 
+    vmr_service_notify_stopping (notifier);
     vmr_control_server_stop (server);
     vmr_engine_shutdown (engine);
 #if VMR_HAVE_LIBVIRT

@@ -1,6 +1,7 @@
 #define G_LOG_DOMAIN "vmr-daemon"
 
 #include "job-table.h"
+#include "job-log.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -294,13 +295,13 @@ vmr_job_table_set_state (VmrJobTable *self, VmrJob *job, VmrJobState state, cons
         return FALSE;
     }
     if (reason != NULL)
-        g_message ("job %s (%s %s -> %s): %s -> %s: %s", job->id, job->domain, job->disk,
-                   job->dest->location, vmr_job_state_to_string (previous),
-                   vmr_job_state_to_string (state), reason);
+        vmr_job_message (job, "job %s (%s %s -> %s): %s -> %s: %s", job->id, job->domain, job->disk,
+                         job->dest->location, vmr_job_state_to_string (previous),
+                         vmr_job_state_to_string (state), reason);
     else
-        g_message ("job %s (%s %s -> %s): %s -> %s", job->id, job->domain, job->disk,
-                   job->dest->location, vmr_job_state_to_string (previous),
-                   vmr_job_state_to_string (state));
+        vmr_job_message (job, "job %s (%s %s -> %s): %s -> %s", job->id, job->domain, job->disk,
+                         job->dest->location, vmr_job_state_to_string (previous),
+                         vmr_job_state_to_string (state));
     account_held (job);
     /* only a job that has not started waits for a limit */
     if (state != VMR_JOB_STATE_QUEUED && state != VMR_JOB_STATE_DELAYED)

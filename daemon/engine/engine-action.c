@@ -7,6 +7,7 @@
  */
 
 #include "engine-private.h"
+#include "job-log.h"
 
 static void
 action_data_free (VmrEngineAction *data)
@@ -24,7 +25,8 @@ action_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
 
     if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
-        g_message ("job %s: policy action refused: %s", data->job->id, error->message);
+        vmr_job_message (data->job, "job %s: policy action refused: %s", data->job->id,
+                         error->message);
         action_data_free (data);
         return;
     }

@@ -9,6 +9,7 @@
  */
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include <string.h>
 
@@ -86,8 +87,8 @@ note_decision (VmrJob *job, VmrControllerKind kind, const gchar *reason)
     /* a new kind of decision, and every back-off and pause, is news; the rest is debug */
     if (a->reason == NULL || kind != a->kind || kind == VMR_CONTROLLER_BACK_OFF
         || kind == VMR_CONTROLLER_MEASURE_BASELINE || kind == VMR_CONTROLLER_BASELINE_TAKEN)
-        g_message ("job %s (%s %s): controller: %s: %s", job->id, job->domain, job->disk,
-                   vmr_controller_kind_to_string (kind), reason);
+        vmr_job_message (job, "job %s (%s %s): controller: %s: %s", job->id, job->domain, job->disk,
+                         vmr_controller_kind_to_string (kind), reason);
     else
         g_debug ("job %s: controller: %s: %s", job->id, vmr_controller_kind_to_string (kind),
                  reason);

@@ -1,6 +1,7 @@
 #define G_LOG_DOMAIN "vmr-daemon"
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include "admission.h"
 
@@ -67,7 +68,7 @@ hold_job (VmrJob *job, VmrLimit limit, const gchar *reason)
     const gchar *key = vmr_policy_key_name (VMR_POLICY_KEY_OF_LIMIT (limit));
 
     if (g_strcmp0 (job->waiting_for, key) != 0)
-        g_message ("job %s (%s %s): %s", job->id, job->domain, job->disk, reason);
+        vmr_job_message (job, "job %s (%s %s): %s", job->id, job->domain, job->disk, reason);
     g_free (job->waiting_for);
     job->waiting_for = g_strdup (key);
     g_free (job->decision);

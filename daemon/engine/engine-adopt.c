@@ -10,6 +10,7 @@
  */
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include "vmr-error.h"
 
@@ -21,9 +22,10 @@ vmr_engine_load_unfinished (VmrEngine *self)
     for (guint i = 0; i < jobs->len; i++) {
         VmrJob *job = g_ptr_array_index (jobs, i);
 
-        g_message ("job %s (%s %s -> %s): %s when the daemon stopped; waiting for domain %s",
-                   job->id, job->domain, job->disk, job->dest->location,
-                   vmr_job_state_to_string (job->state), job->domain);
+        vmr_job_message (job,
+                         "job %s (%s %s -> %s): %s when the daemon stopped; waiting for domain %s",
+                         job->id, job->domain, job->disk, job->dest->location,
+                         vmr_job_state_to_string (job->state), job->domain);
     }
 }
 
@@ -94,11 +96,12 @@ adopt_running (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrBacken
     }
     vmr_engine_save_job (self, job);
     vmr_engine_update_timers (self, entry);
-    g_message ("job %s (%s %s): picked up: %s in QEMU, %s", job->id, job->domain, job->disk,
-               adoption->ready    ? "in sync"
-               : adoption->paused ? "paused"
-                                  : "copying",
-               vmr_job_state_to_string (job->state));
+    vmr_job_message (job, "job %s (%s %s): picked up: %s in QEMU, %s", job->id, job->domain,
+                     job->disk,
+                     adoption->ready    ? "in sync"
+                     : adoption->paused ? "paused"
+                                        : "copying",
+                     vmr_job_state_to_string (job->state));
     if (job->group_cancel_reason != NULL) {
         vmr_engine_group_cancel_member (self, job);
         return;
@@ -126,8 +129,8 @@ adopt_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     }
     if (adoption == NULL) {
         /* it stays orphaned: a cancel ends it without touching the domain */
-        g_warning ("job %s (%s %s): cannot pick it up: %s", job->id, job->domain, job->disk,
-                   error->message);
+        vmr_job_warning (job, "job %s (%s %s): cannot pick it up: %s", job->id, job->domain,
+                         job->disk, error->message);
         adopt_data_free (data);
         return;
     }
@@ -139,13 +142,13 @@ adopt_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             break;
         case VMR_BACKEND_ADOPT_ENDING:
             /* the backend's job-finished ends it */
-            g_message ("job %s (%s %s): its copy ended while the daemon was not running", job->id,
-                       job->domain, job->disk);
+            vmr_job_message (job, "job %s (%s %s): its copy ended while the daemon was not running",
+                             job->id, job->domain, job->disk);
             break;
         case VMR_BACKEND_ADOPT_ON_DESTINATION:
             job->done_bytes = job->total_bytes;
-            g_message ("job %s (%s %s): it pivoted while the daemon was not running", job->id,
-                       job->domain, job->disk);
+            vmr_job_message (job, "job %s (%s %s): it pivoted while the daemon was not running",
+                             job->id, job->domain, job->disk);
             walk_to (self, job, VMR_JOB_STATE_COMPLETED, NULL);
             break;
         case VMR_BACKEND_ADOPT_GONE:
@@ -153,8 +156,8 @@ adopt_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             if (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED) {
                 /* it never started: it waits for its turn again; a start cut short
                  * may have made the file, which the next start makes anew */
-                g_message ("job %s (%s %s): picked up: not started yet", job->id, job->domain,
-                           job->disk);
+                vmr_job_message (job, "job %s (%s %s): picked up: not started yet", job->id,
+                                 job->domain, job->disk);
                 vmr_destination_remove (job->dest);
                 vmr_engine_save_job (self, job);
                 vmr_engine_update_timers (self, entry);

@@ -1,6 +1,7 @@
 #define G_LOG_DOMAIN "vmr-daemon"
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include "vmr-error.h"
 
@@ -65,13 +66,13 @@ command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                 || !vmr_engine_set_job_state (self, data->job, VMR_JOB_STATE_COPYING,
                                               "speed set by a user"))
                 vmr_engine_save_job (self, data->job);
-            g_message ("job %s: speed set to %" G_GUINT64_FORMAT " bytes/s", data->job->id,
-                       data->speed);
+            vmr_job_message (data->job, "job %s: speed set to %" G_GUINT64_FORMAT " bytes/s",
+                             data->job->id, data->speed);
             break;
         case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
             data->job->write_blocking = TRUE;
             vmr_engine_save_job (self, data->job);
-            g_message ("job %s: copy mode set to write-blocking", data->job->id);
+            vmr_job_message (data->job, "job %s: copy mode set to write-blocking", data->job->id);
             break;
         case VMR_BACKEND_COMMAND_CANCEL:
             /* the reply waits for the end of the job */

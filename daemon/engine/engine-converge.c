@@ -14,6 +14,7 @@
  */
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include "units.h"
 
@@ -79,8 +80,8 @@ converge_data_free (ConvergeData *data)
 static void
 converged (VmrEngine *self, VmrJob *job)
 {
-    g_message ("job %s (%s %s): converging by %s: %s", job->id, job->domain, job->disk,
-               job->converged_by, job->convergence_reason);
+    vmr_job_message (job, "job %s (%s %s): converging by %s: %s", job->id, job->domain, job->disk,
+                     job->converged_by, job->convergence_reason);
     if (g_str_equal (job->converged_by, "write-blocking")) {
         job->write_blocking = TRUE;
         vmr_engine_save_job (self, job);
@@ -124,7 +125,8 @@ converge_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         converge_step (data, entry);
         return;
     }
-    g_message ("job %s: converging by %s refused: %s", job->id, job->converged_by, error->message);
+    vmr_job_message (job, "job %s: converging by %s refused: %s", job->id, job->converged_by,
+                     error->message);
     reason = g_strdup_printf ("%s; %s refused (%s)", job->convergence_reason, job->converged_by,
                               error->message);
     g_free (job->convergence_reason);
@@ -200,7 +202,8 @@ cancel_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     job->policy_busy = FALSE;
     if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
-        g_message ("job %s: cancel at the deadline refused: %s", job->id, error->message);
+        vmr_job_message (job, "job %s: cancel at the deadline refused: %s", job->id,
+                         error->message);
         g_clear_pointer (&job->pending_failure, g_free);
     }
 }
@@ -209,7 +212,7 @@ cancel_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 static void
 fail_job (DomainEntry *entry, VmrJob *job, gchar *reason)
 {
-    g_message ("job %s (%s %s): %s", job->id, job->domain, job->disk, reason);
+    vmr_job_message (job, "job %s (%s %s): %s", job->id, job->domain, job->disk, reason);
     g_free (job->pending_failure);
     job->pending_failure = reason;
     job->policy_busy = TRUE;
@@ -243,8 +246,8 @@ check_deadline (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrPolic
             return TRUE;
         case VMR_ON_DEADLINE_CONVERGE:
             if (job->converged_by != NULL && !job->convergence_failed) {
-                g_message ("job %s: past its deadline of %s, converging by %s already", job->id,
-                           deadline, job->converged_by);
+                vmr_job_message (job, "job %s: past its deadline of %s, converging by %s already",
+                                 job->id, deadline, job->converged_by);
                 return FALSE;
             }
             converge (self, entry, job, rule->converge_by,
@@ -254,9 +257,10 @@ check_deadline (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrPolic
             return FALSE;
         case VMR_ON_DEADLINE_CONTINUE:
         default:
-            g_message ("job %s (%s %s): past its deadline of %s with %s still to copy; "
-                       "on-deadline = continue: it goes on",
-                       job->id, job->domain, job->disk, deadline, backlog);
+            vmr_job_message (job,
+                             "job %s (%s %s): past its deadline of %s with %s still to copy; "
+                             "on-deadline = continue: it goes on",
+                             job->id, job->domain, job->disk, deadline, backlog);
             return FALSE;
     }
 }

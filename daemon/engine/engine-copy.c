@@ -6,6 +6,7 @@
  */
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include "vmr-error.h"
 
@@ -81,7 +82,7 @@ pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
 
     if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
-        g_message ("job %s: pivot refused: %s", data->job->id, error->message);
+        vmr_job_message (data->job, "job %s: pivot refused: %s", data->job->id, error->message);
         if (data->job->state == VMR_JOB_STATE_PIVOTING)
             vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
         if (data->task != NULL)

@@ -9,6 +9,7 @@
 #include "engine-private.h"
 
 #include "destination.h"
+#include "job-log.h"
 #include "vmr-error.h"
 
 /* ---- the table ---- */
@@ -179,8 +180,8 @@ job_of_backend (DomainEntry *entry, const gchar *job_id)
     if (job == NULL || !vmr_engine_job_is_active (job))
         return NULL;
     if (g_strcmp0 (job->domain, entry->name) != 0) {
-        g_warning ("the backend of %s reported on job %s of %s: ignored", entry->name, job->id,
-                   job->domain);
+        vmr_job_warning (job, "the backend of %s reported on job %s of %s: ignored", entry->name,
+                         job->id, job->domain);
         return NULL;
     }
     return job;

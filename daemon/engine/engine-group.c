@@ -9,6 +9,7 @@
  */
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include "vmr-error.h"
 
@@ -74,8 +75,8 @@ member_pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
         /* the members that did pivot stay pivoted: each image is whole */
-        g_warning ("job %s: pivot of group %s refused: %s", member->job->id, member->job->group,
-                   error->message);
+        vmr_job_warning (member->job, "job %s: pivot of group %s refused: %s", member->job->id,
+                         member->job->group, error->message);
         if (member->job->state == VMR_JOB_STATE_PIVOTING)
             vmr_engine_set_job_state (pivot->engine, member->job, VMR_JOB_STATE_SYNCED, NULL);
         if (pivot->error == NULL)
@@ -118,8 +119,8 @@ vmr_engine_pivot_group (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask 
     pivot->task = task;
     pivot->job = vmr_job_ref (job);
     pivot->pending = members->len;
-    g_message ("group %s: every member is in sync; cutting %u disks over", job->group,
-               members->len);
+    vmr_job_message (job, "group %s: every member is in sync; cutting %u disks over", job->group,
+                     members->len);
     /* QEMU first, back to back; the records after */
     for (guint i = 0; i < members->len; i++) {
         MemberPivot *member = g_new0 (MemberPivot, 1);
@@ -152,8 +153,8 @@ vmr_engine_job_in_sync (VmrEngine *self, DomainEntry *entry, VmrJob *job)
         return;
     laggard = vmr_engine_group_laggard (self, job);
     if (laggard != NULL) {
-        g_message ("job %s: in sync; group %s waits for %s (%s)", job->id, job->group, laggard->id,
-                   vmr_job_state_to_string (laggard->state));
+        vmr_job_message (job, "job %s: in sync; group %s waits for %s (%s)", job->id, job->group,
+                         laggard->id, vmr_job_state_to_string (laggard->state));
         return;
     }
     vmr_engine_pivot_group (self, entry, job, NULL);
@@ -169,7 +170,8 @@ member_cancel_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     /* the end of the job comes as the backend's job-finished */
     if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error))
-        g_warning ("job %s: cannot cancel it with its group: %s", job->id, error->message);
+        vmr_job_warning (job, "job %s: cannot cancel it with its group: %s", job->id,
+                         error->message);
 }
 
 void
@@ -196,7 +198,7 @@ vmr_engine_group_cancel_member (VmrEngine *self, VmrJob *job)
     }
     if (entry == NULL || !entry->connected)
         return; /* its QEMU is gone: the job fails on its own */
-    g_message ("job %s: cancelling it: %s", job->id, job->group_cancel_reason);
+    vmr_job_message (job, "job %s: cancelling it: %s", job->id, job->group_cancel_reason);
     vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_CANCEL, 0, NULL,
                                    member_cancel_cb, vmr_job_ref (job));
 }

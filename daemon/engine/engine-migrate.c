@@ -8,6 +8,7 @@
  */
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include "destination-guard.h"
 #include "destination.h"
@@ -361,15 +362,15 @@ submit_jobs (GTask *task)
                 = g_strdup (i == 0 ? job->id : ((VmrJob *) g_ptr_array_index (data->jobs, 0))->id);
         g_ptr_array_add (data->jobs, job);
         if (job->group != NULL)
-            g_message ("job %s (%s %s -> %s): queued, group %s", job->id, job->domain, job->disk,
-                       job->dest->location, job->group);
+            vmr_job_message (job, "job %s (%s %s -> %s): queued, group %s", job->id, job->domain,
+                             job->disk, job->dest->location, job->group);
         else
-            g_message ("job %s (%s %s -> %s): queued", job->id, job->domain, job->disk,
-                       job->dest->location);
+            vmr_job_message (job, "job %s (%s %s -> %s): queued", job->id, job->domain, job->disk,
+                             job->dest->location);
         /* once, before the copy starts: what the export's lack of zeroes costs */
         if (vmr_destination_nbd_zero_fallback (job->nbd) != NULL)
-            g_message ("job %s (%s %s -> %s): %s", job->id, job->domain, job->disk,
-                       job->dest->location, vmr_destination_nbd_zero_fallback (job->nbd));
+            vmr_job_message (job, "job %s (%s %s -> %s): %s", job->id, job->domain, job->disk,
+                             job->dest->location, vmr_destination_nbd_zero_fallback (job->nbd));
         vmr_job_table_add (self->jobs, job);
     }
     vmr_engine_update_timers (self, entry);

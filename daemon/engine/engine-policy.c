@@ -1,6 +1,7 @@
 #define G_LOG_DOMAIN "vmr-daemon"
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include <errno.h>
 
@@ -104,8 +105,8 @@ note_decision (VmrJob *job, const VmrPolicyDecision *decision)
     const gchar *action = vmr_policy_action_to_string (decision->action);
 
     if (g_strcmp0 (job->decision, action) != 0 && decision->action != VMR_POLICY_ACTION_KEEP)
-        g_message ("job %s (%s %s): policy: %s: %s", job->id, job->domain, job->disk, action,
-                   decision->reason);
+        vmr_job_message (job, "job %s (%s %s): policy: %s: %s", job->id, job->domain, job->disk,
+                         action, decision->reason);
     if (decision->action != VMR_POLICY_ACTION_KEEP || job->decision == NULL) {
         g_free (job->decision);
         job->decision = g_strdup (action);

@@ -7,6 +7,7 @@
  */
 
 #include "engine-private.h"
+#include "job-log.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -38,20 +39,24 @@ record_result (VmrEngine *self, VmrJob *job, VmrVerification *v, const GError *e
         v->state = VMR_VERIFY_ERROR;
         g_free (v->error);
         v->error = g_strdup (error->message);
-        g_warning ("job %s: the copy of %s of %s could not be verified: %s", job->id, job->disk,
-                   job->domain, error->message);
+        vmr_job_warning (job, "job %s: the copy of %s of %s could not be verified: %s", job->id,
+                         job->disk, job->domain, error->message);
     } else if (v->n_ranges > 0) {
         v->state = VMR_VERIFY_FAILED;
         ranges = vmr_verification_describe_ranges (v);
-        g_warning ("job %s: VERIFY FAILED: %s (the old source) and %s differ in %u range(s), "
-                   "%" G_GUINT64_FORMAT " bytes: %s; the old source is kept",
-                   job->id, job->source, job->dest->location, v->n_ranges, v->mismatched, ranges);
+        vmr_job_warning (job,
+                         "job %s: VERIFY FAILED: %s (the old source) and %s differ in %u range(s), "
+                         "%" G_GUINT64_FORMAT " bytes: %s; the old source is kept",
+                         job->id, job->source, job->dest->location, v->n_ranges, v->mismatched,
+                         ranges);
     } else {
         v->state = VMR_VERIFY_PASSED;
-        g_message ("job %s: verified: %s equals %s (%" G_GUINT64_FORMAT
-                   " bytes compared, %" G_GUINT64_FORMAT " zero on both, %" G_GUINT64_FORMAT
-                   " written by the guest since the pivot)",
-                   job->id, job->dest->location, job->source, v->compared, v->zero, v->written);
+        vmr_job_message (job,
+                         "job %s: verified: %s equals %s (%" G_GUINT64_FORMAT
+                         " bytes compared, %" G_GUINT64_FORMAT " zero on both, %" G_GUINT64_FORMAT
+                         " written by the guest since the pivot)",
+                         job->id, job->dest->location, job->source, v->compared, v->zero,
+                         v->written);
     }
     vmr_engine_save_job (self, job);
 }
@@ -113,8 +118,8 @@ start_verification (VmrEngine *self, VmrJob *job)
         record_result (self, job, job->verification, error);
         return;
     }
-    g_message ("job %s: verifying %s against the old source %s", job->id, job->dest->location,
-               job->source);
+    vmr_job_message (job, "job %s: verifying %s against the old source %s", job->id,
+                     job->dest->location, job->source);
     vmr_engine_save_job (self, job);
     data = g_new0 (VerifyData, 1);
     data->engine = g_object_ref (self);

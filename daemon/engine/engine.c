@@ -49,6 +49,26 @@ vmr_engine_list_jobs (VmrEngine *self)
     return result;
 }
 
+void
+vmr_engine_count_jobs (VmrEngine *self, guint *out_running, guint *out_queued)
+{
+    GPtrArray *active = vmr_job_table_get_active (self->jobs);
+
+    *out_running = 0;
+    *out_queued = 0;
+    for (guint i = 0; i < active->len; i++) {
+        VmrJob *job = g_ptr_array_index (active, i);
+
+        /* a job that ended is in the table's active ones until its handlers ran */
+        if (vmr_job_state_is_final (job->state))
+            continue;
+        if (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED)
+            (*out_queued)++;
+        else
+            (*out_running)++;
+    }
+}
+
 VmrJob *
 vmr_engine_lookup_job (VmrEngine *self, const gchar *id, GError **error)
 {

@@ -145,6 +145,13 @@ JsonObject *vmr_engine_evacuate_finish (VmrEngine *self, GAsyncResult *res, GErr
 /* every job, oldest first */
 JsonArray *vmr_engine_list_jobs (VmrEngine *self);
 
+/*
+ * The jobs that have not ended: those whose copy has started (copying,
+ * throttled, paused, synced, pivoting) in *@out_running, those waiting to
+ * start (queued, delayed) in *@out_queued
+ */
+void vmr_engine_count_jobs (VmrEngine *self, guint *out_running, guint *out_queued);
+
 /* the job @id (transfer none), or NULL with VMR_ERROR_NOT_FOUND */
 VmrJob *vmr_engine_lookup_job (VmrEngine *self, const gchar *id, GError **error);
 

@@ -123,14 +123,6 @@ static gint64 phase_start_us;
 static VmrIoCounters guest_io;
 static GString *messages;
 
-static void
-keep_message_cb (const gchar *domain, GLogLevelFlags level, const gchar *message,
-                 gpointer user_data)
-{
-    g_string_append_printf (messages, "%s\n", message);
-    g_test_message ("%s: %s", domain, message);
-}
-
 /* QEMU's len and offset of vmr-1 now, and the guest's counters */
 static void
 report (EngineFixture *f)
@@ -212,12 +204,11 @@ test_converge (gconstpointer data)
     g_autofree gchar *calls = NULL;
     g_autofree gchar *convergence = NULL;
     g_autofree gchar *reason = NULL;
-    guint handler;
 
     running_case = tc;
     memset (&guest_io, 0, sizeof guest_io);
     messages = g_string_new (NULL);
-    handler = g_log_set_handler ("vmr-daemon", G_LOG_LEVEL_MESSAGE, keep_message_cb, NULL);
+    engine_fixture_keep_messages (messages);
     engine_fixture_setup (&f, &tc->engine);
     f.engine->progress_interval_ms = FAST_PROGRESS_MS;
     if (tc->refused != NULL)
@@ -258,7 +249,7 @@ test_converge (gconstpointer data)
     if (tc->state != VMR_JOB_STATE_FAILED)
         g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
     engine_fixture_teardown (&f);
-    g_log_remove_handler ("vmr-daemon", handler);
+    engine_fixture_keep_messages (NULL);
     g_string_free (messages, TRUE);
 }
 

@@ -14,18 +14,64 @@
 /* the engine's warnings since the last step */
 static GString *engine_warnings;
 
-/* the engine's messages as TAP comments: kept in the log, shown for a failed test */
+/* the engine's messages since engine_fixture_keep_messages(), or NULL */
+static GString *engine_messages;
+
+/*
+ * One of the engine's messages: a warning is kept for the steps to check,
+ * the others become TAP comments, kept in the log and shown for a failed
+ * test
+ */
 static void
-comment_log_cb (const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer user_data)
+keep_engine_message (GLogLevelFlags level, const gchar *message)
 {
-    g_test_message ("%s: %s", domain, message);
+    if ((level & G_LOG_LEVEL_WARNING) != 0) {
+        g_string_append_printf (engine_warnings, "%s%s", engine_warnings->len > 0 ? "; " : "",
+                                message);
+        return;
+    }
+    if ((level & G_LOG_LEVEL_MESSAGE) != 0 && engine_messages != NULL)
+        g_string_append_printf (engine_messages, "%s\n", message);
+    g_test_message ("vmr-daemon: %s", message);
 }
 
+/* the engine's g_message(), g_warning(), ... */
 static void
-keep_warning_cb (const gchar *domain, GLogLevelFlags level, const gchar *message,
-                 gpointer user_data)
+engine_log_cb (const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer user_data)
 {
-    g_string_append_printf (engine_warnings, "%s%s", engine_warnings->len > 0 ? "; " : "", message);
+    keep_engine_message (level, message);
+}
+
+/* the field @key of a log entry, or NULL */
+static const gchar *
+log_field (const GLogField *fields, gsize n_fields, const gchar *key)
+{
+    for (gsize i = 0; i < n_fields; i++) {
+        if (g_str_equal (fields[i].key, key) && fields[i].length < 0)
+            return fields[i].value;
+    }
+    return NULL;
+}
+
+/*
+ * The engine's job messages, which go through g_log_structured() (they
+ * carry journal fields) and so past every g_log_set_handler(); messages
+ * of other domains go their usual way
+ */
+static GLogWriterOutput
+engine_log_writer_cb (GLogLevelFlags level, const GLogField *fields, gsize n_fields,
+                      gpointer user_data)
+{
+    if (g_strcmp0 (log_field (fields, n_fields, "GLIB_DOMAIN"), "vmr-daemon") != 0)
+        return g_log_writer_default (level, fields, n_fields, user_data);
+    keep_engine_message (level, log_field (fields, n_fields, "MESSAGE"));
+    return G_LOG_WRITER_HANDLED;
+}
+
+void
+engine_fixture_keep_messages (GString *messages)
+{
+    engine_messages = messages;
 }
 
 static gboolean
@@ -39,9 +85,11 @@ void
 engine_fixture_init_logging (void)
 {
     engine_warnings = g_string_new (NULL);
-    g_log_set_handler ("vmr-daemon", G_LOG_LEVEL_WARNING | G_LOG_FLAG_FATAL, keep_warning_cb, NULL);
-    g_log_set_handler ("vmr-daemon", G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG,
-                       comment_log_cb, NULL);
+    g_log_set_handler ("vmr-daemon",
+                       G_LOG_LEVEL_WARNING | G_LOG_FLAG_FATAL | G_LOG_LEVEL_MESSAGE
+                           | G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG,
+                       engine_log_cb, NULL);
+    g_log_set_writer_func (engine_log_writer_cb, NULL, NULL);
 }
 
 void

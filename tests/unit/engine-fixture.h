@@ -121,6 +121,9 @@ typedef struct {
  */
 void engine_fixture_init_logging (void);
 
+/* appends each of the engine's messages, one a line, to @messages; NULL stops */
+void engine_fixture_keep_messages (GString *messages);
+
 /* makes the directories, the sources and the engine; attaches every domain */
 void engine_fixture_setup (EngineFixture *f, const EngineCase *tc);
 

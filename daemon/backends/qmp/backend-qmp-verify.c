@@ -13,6 +13,7 @@
  */
 
 #include "backend-qmp-private.h"
+#include "job-log.h"
 
 #include <glib/gstdio.h>
 
@@ -134,8 +135,9 @@ finish_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     if (source != NULL) {
         reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
         if (reply == NULL)
-            g_message ("job %s: stopping QEMU's NBD server after the verification: %s",
-                       run->job->id, error->message);
+            vmr_job_message (run->job,
+                             "job %s: stopping QEMU's NBD server after the verification: %s",
+                             run->job->id, error->message);
     }
     g_unlink (run->socket);
     if (run->error != NULL)
@@ -212,7 +214,8 @@ exports_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         return;
     }
     if (listed)
-        g_message ("job %s: QEMU still lists an export of the verification", run->job->id);
+        vmr_job_message (run->job, "job %s: QEMU still lists an export of the verification",
+                         run->job->id);
     release_the_rest (run);
 }
 
