@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <glib-unix.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "control-server.h"
@@ -42,6 +43,19 @@ pick (const gchar *option, const gchar *env_name, const gchar *fallback)
     if (env != NULL && *env != '\0')
         return env;
     return fallback;
+}
+
+/* one descriptor per control client: take what the hard limit allows */
+static void
+raise_fd_limit (void)
+{
+    struct rlimit limit;
+
+    if (getrlimit (RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        if (setrlimit (RLIMIT_NOFILE, &limit) < 0)
+            g_debug ("cannot raise the file descriptor limit: %s", g_strerror (errno));
+    }
 }
 
 int
@@ -118,6 +132,7 @@ main (int argc, char **argv)
         return 1;
     }
 
+    raise_fd_limit ();
     engine = vmr_engine_new (state_dir);
     /* the default file may be absent (built-in values); a named one must exist */
     policy_required

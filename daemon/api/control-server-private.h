@@ -19,6 +19,7 @@ struct _VmrControlServer {
     gchar *path;
     GPtrArray *connections; /* of VmrQmpStream *, owned */
     gulong job_changed_id;
+    guint64 n_clients; /* connections accepted, to name them in the log */
 };
 
 /* one command: its name, its arguments (NULL: not checked) and its handler */
