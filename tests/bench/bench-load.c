@@ -292,6 +292,7 @@ finish_migrations (const gchar *socket_path, Vm *vms, GError **error)
     g_autoptr (GSocket) socket = connect_socket (socket_path, error);
     g_autoptr (GString) buf = g_string_new (NULL);
     gint completed = 0;
+    gboolean first = TRUE;
 
     if (socket == NULL)
         return FALSE;
@@ -300,6 +301,13 @@ finish_migrations (const gchar *socket_path, Vm *vms, GError **error)
         completed = count_completed (socket, buf, error);
         if (completed < 0)
             return FALSE;
+        /* both phases measured while every copy ran */
+        if (first && completed > 0) {
+            g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                         "%d copies completed before the measure ended", completed);
+            return FALSE;
+        }
+        first = FALSE;
         if (g_get_monotonic_time () > deadline) {
             g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "copies did not complete");
             return FALSE;
