@@ -21,9 +21,10 @@ struct _VmrQmpStream {
     gsize max_line;                 /* see vmr_qmp_stream_set_limits() */
     gsize max_queued;
     guint line_timeout_s;
-    guint line_timer;    /* the deadline of the unfinished line in pending, 0: none */
-    guint overflow_idle; /* the cut-off of a peer that does not read, 0: none */
-    guint flush_timer;   /* the end of the last writes after a cut-off, 0: none */
+    guint line_timer;      /* the deadline of the unfinished line in pending, 0: none */
+    guint overflow_idle;   /* the cut-off of a peer that does not read, 0: none */
+    guint flush_timer;     /* the end of the last writes after a cut-off, 0: none */
+    GMainContext *context; /* where the signals are emitted, and the timers run */
     gboolean started;
     gboolean closed;
 };
@@ -77,6 +78,28 @@ vmr_qmp_serialize (JsonObject *msg)
     return g_strconcat (text, "\n", NULL);
 }
 
+/* a timer on the stream's context (0 s: an idle); its id */
+static guint
+add_timer (VmrQmpStream *self, guint seconds, GSourceFunc func)
+{
+    g_autoptr (GSource) source
+        = seconds > 0 ? g_timeout_source_new_seconds (seconds) : g_idle_source_new ();
+
+    g_source_set_callback (source, func, self, NULL);
+    return g_source_attach (source, self->context);
+}
+
+/* removes the timer *@id of the stream's context */
+static void
+clear_timer (VmrQmpStream *self, guint *id)
+{
+    GSource *source = *id != 0 ? g_main_context_find_source_by_id (self->context, *id) : NULL;
+
+    if (source != NULL)
+        g_source_destroy (source);
+    *id = 0;
+}
+
 /* with @flush, what is queued is still written (see cut_off_line()) */
 static void
 emit_closed_full (VmrQmpStream *self, const GError *error, gboolean flush)
@@ -84,8 +107,8 @@ emit_closed_full (VmrQmpStream *self, const GError *error, gboolean flush)
     if (self->closed)
         return;
     self->closed = TRUE;
-    g_clear_handle_id (&self->line_timer, g_source_remove);
-    g_clear_handle_id (&self->overflow_idle, g_source_remove);
+    clear_timer (self, &self->line_timer);
+    clear_timer (self, &self->overflow_idle);
     g_cancellable_cancel (self->read_cancellable);
     if (!flush)
         g_cancellable_cancel (self->cancellable);
@@ -185,7 +208,7 @@ cut_off_line (VmrQmpStream *self, const gchar *reason)
     if (g_queue_is_empty (&self->write_queue))
         g_io_stream_close (self->stream, NULL, NULL);
     else if (self->flush_timer == 0 && !g_cancellable_is_cancelled (self->cancellable))
-        self->flush_timer = g_timeout_add_seconds (FLUSH_TIMEOUT_S, flush_timeout_cb, self);
+        self->flush_timer = add_timer (self, FLUSH_TIMEOUT_S, flush_timeout_cb);
     g_object_unref (self);
 }
 
@@ -202,8 +225,8 @@ size_text (gsize bytes)
 static void
 cut_off (VmrQmpStream *self)
 {
-    g_autofree gchar *reason
-        = g_strdup_printf ("the peer sent a line longer than %s", size_text (self->max_line));
+    g_autofree gchar *limit = size_text (self->max_line);
+    g_autofree gchar *reason = g_strdup_printf ("the peer sent a line longer than %s", limit);
 
     cut_off_line (self, reason);
 }
@@ -225,9 +248,9 @@ static void
 update_line_timer (VmrQmpStream *self)
 {
     if (self->pending->len == 0 || self->line_timeout_s == 0)
-        g_clear_handle_id (&self->line_timer, g_source_remove);
+        clear_timer (self, &self->line_timer);
     else if (self->line_timer == 0)
-        self->line_timer = g_timeout_add_seconds (self->line_timeout_s, line_timeout_cb, self);
+        self->line_timer = add_timer (self, self->line_timeout_s, line_timeout_cb);
 }
 
 static void
@@ -293,6 +316,8 @@ vmr_qmp_stream_start (VmrQmpStream *self)
     g_return_if_fail (!self->started);
 
     self->started = TRUE;
+    g_main_context_unref (self->context);
+    self->context = g_main_context_ref_thread_default ();
     read_next_line (self);
 }
 
@@ -317,7 +342,7 @@ write_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         write_next (self);
     } else if (self->closed) {
         /* the last writes after a cut-off */
-        g_clear_handle_id (&self->flush_timer, g_source_remove);
+        clear_timer (self, &self->flush_timer);
         g_io_stream_close (self->stream, NULL, NULL);
     }
 }
@@ -370,7 +395,7 @@ vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg)
         write_next (self);
     } else if (self->max_queued != 0 && self->queued > self->max_queued) {
         /* from the main loop: the caller may be going through every stream */
-        self->overflow_idle = g_idle_add (overflow_cb, self);
+        self->overflow_idle = add_timer (self, 0, overflow_cb);
     }
 }
 
@@ -424,6 +449,7 @@ vmr_qmp_stream_new (GIOStream *stream)
     VmrQmpStream *self = g_object_new (VMR_TYPE_QMP_STREAM, NULL);
 
     self->stream = g_object_ref (stream);
+    self->context = g_main_context_ref_thread_default ();
     return self;
 }
 
@@ -432,9 +458,9 @@ vmr_qmp_stream_finalize (GObject *object)
 {
     VmrQmpStream *self = VMR_QMP_STREAM (object);
 
-    g_clear_handle_id (&self->line_timer, g_source_remove);
-    g_clear_handle_id (&self->overflow_idle, g_source_remove);
-    g_clear_handle_id (&self->flush_timer, g_source_remove);
+    clear_timer (self, &self->line_timer);
+    clear_timer (self, &self->overflow_idle);
+    clear_timer (self, &self->flush_timer);
     g_cancellable_cancel (self->cancellable);
     g_cancellable_cancel (self->read_cancellable);
     g_queue_clear_full (&self->write_queue, (GDestroyNotify) g_bytes_unref);
@@ -445,6 +471,7 @@ vmr_qmp_stream_finalize (GObject *object)
     g_clear_object (&self->stream);
     g_clear_object (&self->cancellable);
     g_clear_object (&self->read_cancellable);
+    g_clear_pointer (&self->context, g_main_context_unref);
     G_OBJECT_CLASS (vmr_qmp_stream_parent_class)->finalize (object);
 }
 
