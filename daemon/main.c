@@ -4,6 +4,7 @@
 #include <glib-unix.h>
 #include <grp.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "control-server.h"
@@ -89,6 +90,19 @@ pick_readonly (const gchar *socket_opt, const gchar *group_opt, gchar **out_path
     }
     *out_path = g_canonicalize_filename (path != NULL ? path : VMR_DEFAULT_READONLY_SOCKET, NULL);
     return TRUE;
+}
+
+/* one descriptor per control client: take what the hard limit allows */
+static void
+raise_fd_limit (void)
+{
+    struct rlimit limit;
+
+    if (getrlimit (RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        if (setrlimit (RLIMIT_NOFILE, &limit) < 0)
+            g_debug ("cannot raise the file descriptor limit: %s", g_strerror (errno));
+    }
 }
 
 int
@@ -182,6 +196,7 @@ main (int argc, char **argv)
         return 1;
     }
 
+    raise_fd_limit ();
     engine = vmr_engine_new (state_dir);
     /* a copy must never overwrite what the daemon lives on */
     socket_dir = g_path_get_dirname (socket_path);

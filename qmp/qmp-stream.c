@@ -11,11 +11,20 @@ struct _VmrQmpStream {
     GObject parent_instance;
 
     GIOStream *stream;
-    GByteArray *pending;       /* read, not yet a whole line; never over the limit */
-    gsize scanned;             /* of which the first bytes hold no newline */
-    guint8 *chunk;             /* what one read fills */
-    GCancellable *cancellable; /* cancelled on close */
-    GQueue write_queue;        /* of GBytes *, head is being written */
+    GByteArray *pending;            /* read, not yet a whole line; never over the limit */
+    gsize scanned;                  /* of which the first bytes hold no newline */
+    guint8 *chunk;                  /* what one read fills */
+    GCancellable *cancellable;      /* cancelled on close */
+    GCancellable *read_cancellable; /* cancelled on close, also when writes may finish */
+    GQueue write_queue;             /* of GBytes *, head is being written */
+    gsize queued;                   /* bytes in write_queue */
+    gsize max_line;                 /* see vmr_qmp_stream_set_limits() */
+    gsize max_queued;
+    guint line_timeout_s;
+    guint line_timer;      /* the deadline of the unfinished line in pending, 0: none */
+    guint overflow_idle;   /* the cut-off of a peer that does not read, 0: none */
+    guint flush_timer;     /* the end of the last writes after a cut-off, 0: none */
+    GMainContext *context; /* where the signals are emitted, and the timers run */
     gboolean started;
     gboolean closed;
 };
@@ -32,6 +41,8 @@ G_DEFINE_TYPE (VmrQmpStream, vmr_qmp_stream, G_TYPE_OBJECT)
 #define DEBUG_LINE_MAX 16384
 /* one read of the peer's stream */
 #define READ_CHUNK (64 * 1024)
+/* how long the last writes may take after a peer was cut off */
+#define FLUSH_TIMEOUT_S 2
 
 static void read_next_line (VmrQmpStream *self);
 static void write_next (VmrQmpStream *self);
@@ -67,14 +78,47 @@ vmr_qmp_serialize (JsonObject *msg)
     return g_strconcat (text, "\n", NULL);
 }
 
+/* a timer on the stream's context (0 s: an idle); its id */
+static guint
+add_timer (VmrQmpStream *self, guint seconds, GSourceFunc func)
+{
+    g_autoptr (GSource) source
+        = seconds > 0 ? g_timeout_source_new_seconds (seconds) : g_idle_source_new ();
+
+    g_source_set_callback (source, func, self, NULL);
+    return g_source_attach (source, self->context);
+}
+
+/* removes the timer *@id of the stream's context */
 static void
-emit_closed (VmrQmpStream *self, const GError *error)
+clear_timer (VmrQmpStream *self, guint *id)
+{
+    GSource *source = *id != 0 ? g_main_context_find_source_by_id (self->context, *id) : NULL;
+
+    if (source != NULL)
+        g_source_destroy (source);
+    *id = 0;
+}
+
+/* with @flush, what is queued is still written (see cut_off_line()) */
+static void
+emit_closed_full (VmrQmpStream *self, const GError *error, gboolean flush)
 {
     if (self->closed)
         return;
     self->closed = TRUE;
-    g_cancellable_cancel (self->cancellable);
+    clear_timer (self, &self->line_timer);
+    clear_timer (self, &self->overflow_idle);
+    g_cancellable_cancel (self->read_cancellable);
+    if (!flush)
+        g_cancellable_cancel (self->cancellable);
     g_signal_emit (self, signals[SIGNAL_CLOSED], 0, error);
+}
+
+static void
+emit_closed (VmrQmpStream *self, const GError *error)
+{
+    emit_closed_full (self, error, FALSE);
 }
 
 static void
@@ -97,7 +141,7 @@ handle_line (VmrQmpStream *self, gchar *line, gsize len)
         line[--len] = '\0';
     if (len == 0)
         return;
-    if (len > VMR_QMP_STREAM_MAX_LINE) {
+    if (len > self->max_line) {
         g_signal_emit (self, signals[SIGNAL_MALFORMED], 0, "", "line too long");
         return;
     }
@@ -137,18 +181,76 @@ handle_pending_lines (VmrQmpStream *self)
     return TRUE;
 }
 
+static gboolean
+flush_timeout_cb (gpointer user_data)
+{
+    VmrQmpStream *self = user_data;
+
+    self->flush_timer = 0;
+    g_cancellable_cancel (self->cancellable);
+    return G_SOURCE_REMOVE;
+}
+
+/*
+ * closes the connection of a peer that broke the line rules: "malformed"
+ * with @reason (whose handler may queue one reply), then "closed" with
+ * @reason as a VMR_ERROR_PROTOCOL; what is queued gets FLUSH_TIMEOUT_S to
+ * be written
+ */
+static void
+cut_off_line (VmrQmpStream *self, const gchar *reason)
+{
+    g_autoptr (GError) error = g_error_new_literal (VMR_ERROR, VMR_ERROR_PROTOCOL, reason);
+
+    g_object_ref (self);
+    g_signal_emit (self, signals[SIGNAL_MALFORMED], 0, "", reason);
+    emit_closed_full (self, error, TRUE);
+    if (g_queue_is_empty (&self->write_queue))
+        g_io_stream_close (self->stream, NULL, NULL);
+    else if (self->flush_timer == 0 && !g_cancellable_is_cancelled (self->cancellable))
+        self->flush_timer = add_timer (self, FLUSH_TIMEOUT_S, flush_timeout_cb);
+    g_object_unref (self);
+}
+
+/* a limit for a message: "16 MiB", or "1000 bytes" when it is not whole MiB */
+static gchar *
+size_text (gsize bytes)
+{
+    if (bytes % (1024 * 1024) == 0)
+        return g_strdup_printf ("%" G_GSIZE_FORMAT " MiB", bytes / (1024 * 1024));
+    return g_strdup_printf ("%" G_GSIZE_FORMAT " bytes", bytes);
+}
+
 /* closes the connection of a peer whose line is longer than any message */
 static void
 cut_off (VmrQmpStream *self)
 {
-    g_autoptr (GError) error = NULL;
+    g_autofree gchar *limit = size_text (self->max_line);
+    g_autofree gchar *reason = g_strdup_printf ("the peer sent a line longer than %s", limit);
 
-    g_message ("closing a connection whose peer sent more than %d MiB without ending a line",
-               VMR_QMP_STREAM_MAX_LINE / (1024 * 1024));
-    error = g_error_new (VMR_ERROR, VMR_ERROR_PROTOCOL, "the peer sent a line longer than %d MiB",
-                         VMR_QMP_STREAM_MAX_LINE / (1024 * 1024));
-    emit_closed (self, error);
-    g_io_stream_close (self->stream, NULL, NULL);
+    cut_off_line (self, reason);
+}
+
+static gboolean
+line_timeout_cb (gpointer user_data)
+{
+    VmrQmpStream *self = user_data;
+    g_autofree gchar *reason
+        = g_strdup_printf ("the peer left a line unfinished for %u s", self->line_timeout_s);
+
+    self->line_timer = 0;
+    cut_off_line (self, reason);
+    return G_SOURCE_REMOVE;
+}
+
+/* a deadline runs while an unfinished line is pending */
+static void
+update_line_timer (VmrQmpStream *self)
+{
+    if (self->pending->len == 0 || self->line_timeout_s == 0)
+        clear_timer (self, &self->line_timer);
+    else if (self->line_timer == 0)
+        self->line_timer = add_timer (self, self->line_timeout_s, line_timeout_cb);
 }
 
 static void
@@ -183,7 +285,7 @@ read_cb (GObject *source, GAsyncResult *res, gpointer user_data)
      * is cut off here, before it can grow our memory any further (what is
      * pending is one unfinished line)
      */
-    if (self->pending->len + (gsize) n > VMR_QMP_STREAM_MAX_LINE
+    if (self->pending->len + (gsize) n > self->max_line
         && memchr (self->chunk, '\n', (gsize) n) == NULL) {
         cut_off (self);
         return;
@@ -191,10 +293,11 @@ read_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_byte_array_append (self->pending, self->chunk, (guint) n);
     if (!handle_pending_lines (self))
         return;
-    if (self->pending->len > VMR_QMP_STREAM_MAX_LINE) {
+    if (self->pending->len > self->max_line) {
         cut_off (self);
         return;
     }
+    update_line_timer (self);
     read_next_line (self);
 }
 
@@ -202,7 +305,8 @@ static void
 read_next_line (VmrQmpStream *self)
 {
     g_input_stream_read_async (g_io_stream_get_input_stream (self->stream), self->chunk, READ_CHUNK,
-                               G_PRIORITY_DEFAULT, self->cancellable, read_cb, g_object_ref (self));
+                               G_PRIORITY_DEFAULT, self->read_cancellable, read_cb,
+                               g_object_ref (self));
 }
 
 void
@@ -212,6 +316,8 @@ vmr_qmp_stream_start (VmrQmpStream *self)
     g_return_if_fail (!self->started);
 
     self->started = TRUE;
+    g_main_context_unref (self->context);
+    self->context = g_main_context_ref_thread_default ();
     read_next_line (self);
 }
 
@@ -225,11 +331,36 @@ write_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
             g_debug ("write failed: %s", error->message);
         g_queue_clear_full (&self->write_queue, (GDestroyNotify) g_bytes_unref);
-        return;
+        self->queued = 0;
+    } else {
+        GBytes *done = g_queue_pop_head (&self->write_queue);
+
+        self->queued -= g_bytes_get_size (done);
+        g_bytes_unref (done);
     }
-    g_bytes_unref (g_queue_pop_head (&self->write_queue));
-    if (!g_queue_is_empty (&self->write_queue))
+    if (!g_queue_is_empty (&self->write_queue)) {
         write_next (self);
+    } else if (self->closed) {
+        /* the last writes after a cut-off */
+        clear_timer (self, &self->flush_timer);
+        g_io_stream_close (self->stream, NULL, NULL);
+    }
+}
+
+static gboolean
+overflow_cb (gpointer user_data)
+{
+    VmrQmpStream *self = user_data;
+    g_autofree gchar *limit = size_text (self->max_queued);
+    g_autoptr (GError) error
+        = g_error_new (VMR_ERROR, VMR_ERROR_BUSY, "the peer left more than %s unread", limit);
+
+    self->overflow_idle = 0;
+    g_object_ref (self);
+    emit_closed (self, error);
+    g_io_stream_close (self->stream, NULL, NULL);
+    g_object_unref (self);
+    return G_SOURCE_REMOVE;
 }
 
 static void
@@ -256,9 +387,28 @@ vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg)
     line = vmr_qmp_serialize (msg);
     len = strlen (line);
     debug_line ("->", line, len - 1);
+    if (self->overflow_idle != 0)
+        return;
     g_queue_push_tail (&self->write_queue, g_bytes_new_take (g_steal_pointer (&line), len));
-    if (g_queue_get_length (&self->write_queue) == 1)
+    self->queued += len;
+    if (g_queue_get_length (&self->write_queue) == 1) {
         write_next (self);
+    } else if (self->max_queued != 0 && self->queued > self->max_queued) {
+        /* from the main loop: the caller may be going through every stream */
+        self->overflow_idle = add_timer (self, 0, overflow_cb);
+    }
+}
+
+void
+vmr_qmp_stream_set_limits (VmrQmpStream *self, gsize max_line, gsize max_queued,
+                           guint line_timeout_s)
+{
+    g_return_if_fail (VMR_IS_QMP_STREAM (self));
+    g_return_if_fail (max_line > 0 && max_line <= VMR_QMP_STREAM_MAX_LINE);
+
+    self->max_line = max_line;
+    self->max_queued = max_queued;
+    self->line_timeout_s = line_timeout_s;
 }
 
 void
@@ -299,6 +449,7 @@ vmr_qmp_stream_new (GIOStream *stream)
     VmrQmpStream *self = g_object_new (VMR_TYPE_QMP_STREAM, NULL);
 
     self->stream = g_object_ref (stream);
+    self->context = g_main_context_ref_thread_default ();
     return self;
 }
 
@@ -307,7 +458,11 @@ vmr_qmp_stream_finalize (GObject *object)
 {
     VmrQmpStream *self = VMR_QMP_STREAM (object);
 
+    clear_timer (self, &self->line_timer);
+    clear_timer (self, &self->overflow_idle);
+    clear_timer (self, &self->flush_timer);
     g_cancellable_cancel (self->cancellable);
+    g_cancellable_cancel (self->read_cancellable);
     g_queue_clear_full (&self->write_queue, (GDestroyNotify) g_bytes_unref);
     g_byte_array_unref (self->pending);
     g_free (self->chunk);
@@ -315,6 +470,8 @@ vmr_qmp_stream_finalize (GObject *object)
         g_io_stream_close (self->stream, NULL, NULL);
     g_clear_object (&self->stream);
     g_clear_object (&self->cancellable);
+    g_clear_object (&self->read_cancellable);
+    g_clear_pointer (&self->context, g_main_context_unref);
     G_OBJECT_CLASS (vmr_qmp_stream_parent_class)->finalize (object);
 }
 
@@ -322,6 +479,8 @@ static void
 vmr_qmp_stream_init (VmrQmpStream *self)
 {
     self->cancellable = g_cancellable_new ();
+    self->read_cancellable = g_cancellable_new ();
+    self->max_line = VMR_QMP_STREAM_MAX_LINE;
     self->pending = g_byte_array_new ();
     self->chunk = g_malloc (READ_CHUNK);
     g_queue_init (&self->write_queue);

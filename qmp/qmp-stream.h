@@ -25,15 +25,28 @@ G_DECLARE_FINAL_TYPE (VmrQmpStream, vmr_qmp_stream, VMR, QMP_STREAM, GObject)
  *   "closed"    (GError *error)                end of stream (error NULL) or
  *               a read failure; G_IO_ERROR_PARTIAL_INPUT when the stream
  *               ended inside a line, which is not taken for a message;
- *               VMR_ERROR_PROTOCOL when the peer sent more than
- *               VMR_QMP_STREAM_MAX_LINE bytes without ending a line (the
- *               connection is closed then: what a peer sends is never
- *               buffered beyond that); emitted once, nothing is read
- *               afterwards
+ *               VMR_ERROR_PROTOCOL when the peer sent more than the longest
+ *               line (VMR_QMP_STREAM_MAX_LINE, see vmr_qmp_stream_set_limits())
+ *               without ending it, or left a line unfinished too long: then
+ *               "malformed" (line "") comes first, a reply its handler queues
+ *               is still written (for at most 2 s), and what the peer sends is
+ *               never buffered beyond the limit; VMR_ERROR_BUSY when the peer
+ *               left too much unread; emitted once, nothing is read afterwards
  */
 VmrQmpStream *vmr_qmp_stream_new (GIOStream *stream);
 
 void vmr_qmp_stream_start (VmrQmpStream *self);
+
+/*
+ * Limits for a peer that is not trusted, set before vmr_qmp_stream_start():
+ * the longest line taken (at most VMR_QMP_STREAM_MAX_LINE, the default);
+ * @max_queued, the bytes queued for writing beyond which the peer is cut
+ * off ("closed" with VMR_ERROR_BUSY, from the main loop) when it has more
+ * than one message waiting (0: no bound); @line_timeout_s, how long a line
+ * may stay unfinished (0: forever).
+ */
+void vmr_qmp_stream_set_limits (VmrQmpStream *self, gsize max_line, gsize max_queued,
+                                guint line_timeout_s);
 
 /* queues @msg (not consumed) for writing; writes keep their order */
 void vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg);

@@ -21,6 +21,7 @@ struct _VmrControlServer {
     gchar *readonly_path;   /* NULL when there is no read-only socket */
     GPtrArray *connections; /* of VmrQmpStream *, owned; both sockets' */
     gulong job_changed_id;
+    guint64 n_clients; /* connections accepted, to name them in the log */
 };
 
 /* one command: its name, its arguments (NULL: not checked) and its handler */

@@ -20,6 +20,16 @@ G_DEFINE_TYPE (VmrControlServer, vmr_control_server, G_TYPE_OBJECT)
 /* the Peer of a connection's stream */
 #define PEER_KEY "vmr-control-peer"
 
+/*
+ * What one client may cost (docs/protocol.md): the longest request line, the
+ * replies and events it may leave unread, how long a line may stay
+ * unfinished; and the connections waiting to be accepted
+ */
+#define CLIENT_MAX_LINE       (1024 * 1024)
+#define CLIENT_MAX_QUEUED     (4 * 1024 * 1024)
+#define CLIENT_LINE_TIMEOUT_S 10
+#define LISTEN_BACKLOG        1024
+
 /* ---- dispatch ---- */
 
 /*
@@ -123,6 +133,10 @@ stream_closed_cb (VmrQmpStream *stream, GError *error, gpointer user_data)
 {
     VmrControlServer *self = user_data;
 
+    /* the stream's own limits: the client broke one of them */
+    if (error != NULL && error->domain == VMR_ERROR)
+        g_message ("cut off %s: %s", (const gchar *) g_object_get_data (G_OBJECT (stream), "name"),
+                   error->message);
     g_signal_handlers_disconnect_by_data (stream, self);
     g_ptr_array_remove (self->connections, stream);
 }
@@ -148,6 +162,20 @@ peer_new (VmrControlServer *self, GSocketService *service, GSocketConnection *co
     return peer;
 }
 
+/* "client N (pid P)", for the log */
+static gchar *
+client_name (VmrControlServer *self, GSocketConnection *connection)
+{
+    GSocket *socket = g_socket_connection_get_socket (connection);
+    g_autoptr (GCredentials) creds = g_socket_get_credentials (socket, NULL);
+    pid_t pid = creds != NULL ? g_credentials_get_unix_pid (creds, NULL) : -1;
+
+    self->n_clients++;
+    if (pid <= 0)
+        return g_strdup_printf ("client %" G_GUINT64_FORMAT, self->n_clients);
+    return g_strdup_printf ("client %" G_GUINT64_FORMAT " (pid %d)", self->n_clients, (int) pid);
+}
+
 static gboolean
 incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *source_object,
              gpointer user_data)
@@ -166,6 +194,8 @@ incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *so
     json_object_set_array_member (qmp, "capabilities", json_array_new ());
     json_object_set_object_member (greeting, "QMP", qmp);
 
+    g_object_set_data_full (G_OBJECT (stream), "name", client_name (self, connection), g_free);
+    vmr_qmp_stream_set_limits (stream, CLIENT_MAX_LINE, CLIENT_MAX_QUEUED, CLIENT_LINE_TIMEOUT_S);
     g_signal_connect (stream, "message", G_CALLBACK (stream_message_cb), self);
     g_signal_connect (stream, "malformed", G_CALLBACK (stream_malformed_cb), self);
     g_signal_connect (stream, "closed", G_CALLBACK (stream_closed_cb), self);
@@ -340,6 +370,9 @@ vmr_control_server_init (VmrControlServer *self)
 {
     self->service = g_socket_service_new ();
     self->readonly_service = g_socket_service_new ();
+    /* a thousand clients may connect at once */
+    g_socket_listener_set_backlog (G_SOCKET_LISTENER (self->service), LISTEN_BACKLOG);
+    g_socket_listener_set_backlog (G_SOCKET_LISTENER (self->readonly_service), LISTEN_BACKLOG);
     self->connections = g_ptr_array_new_with_free_func (g_object_unref);
     g_signal_connect (self->service, "incoming", G_CALLBACK (incoming_cb), self);
     g_signal_connect (self->readonly_service, "incoming", G_CALLBACK (incoming_cb), self);

@@ -239,6 +239,19 @@ vmr_harness_kill_process (GSubprocess **proc, pid_t pid)
     g_clear_object (proc);
 }
 
+guint64
+vmr_harness_peak_kib (GPid pid)
+{
+    g_autofree gchar *path = g_strdup_printf ("/proc/%d/status", (int) pid);
+    g_autofree gchar *status = NULL;
+    const gchar *line;
+
+    g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
+    line = strstr (status, "\nVmHWM:");
+    g_assert_nonnull (line);
+    return g_ascii_strtoull (line + strlen ("\nVmHWM:"), NULL, 10);
+}
+
 /* ---- prerequisites ---- */
 
 void

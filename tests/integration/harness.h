@@ -228,6 +228,9 @@ gchar *vmr_harness_write_policy (VmrHarness *h, const gchar *text);
 GPtrArray *vmr_harness_daemon_argv (VmrHarness *h, const gchar *libvirt_uri, gboolean verbose,
                                     const gchar *const *extra);
 
+/* the peak resident memory (VmHWM) of the process @pid, in KiB; asserts it can be read */
+guint64 vmr_harness_peak_kib (GPid pid);
+
 /* SIGTERMs the daemon and asserts exit status 0 and its socket removed */
 void vmr_harness_stop_daemon (VmrHarness *h);
 

@@ -483,14 +483,7 @@ endless_peer_thread (gpointer user_data)
 static guint64
 daemon_peak_kib (VmrHarness *h)
 {
-    g_autofree gchar *path = g_strdup_printf ("/proc/%d/status", (int) h->daemon_pid);
-    g_autofree gchar *status = NULL;
-    const gchar *line;
-
-    g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
-    line = strstr (status, "\nVmHWM:");
-    g_assert_nonnull (line);
-    return g_ascii_strtoull (line + strlen ("\nVmHWM:"), NULL, 10);
+    return vmr_harness_peak_kib (h->daemon_pid);
 }
 
 /*
