@@ -301,9 +301,10 @@ client_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *event_data
             break;
         case VMR_QMP_JOB_EVENT_IO_ERROR:
             /* QEMU reports every failed request; one line per job says it */
-            if (!track->io_error_logged)
-                g_message ("job %s: I/O error during %s", event.job_id, event.operation);
-            track->io_error_logged = TRUE;
+            if (track->io_error == NULL) {
+                track->io_error = vmr_qmp_parse_mirror_request (event.operation);
+                g_message ("job %s: I/O error in %s", event.job_id, track->io_error);
+            }
             break;
         case VMR_QMP_JOB_EVENT_READY:
             if (!track->ready) {
