@@ -113,6 +113,9 @@ start_mirror (GTask *task)
     json_object_set_string_member (args, "target", data->dest_node);
     json_object_set_string_member (args, "sync", "full");
     json_object_set_boolean_member (args, "auto-dismiss", FALSE);
+    /* an I/O error on either side ends the copy at once, on its source (docs/operations.md) */
+    json_object_set_string_member (args, "on-source-error", "report");
+    json_object_set_string_member (args, "on-target-error", "report");
     json_object_set_string_member (args, "filter-node-name", filter);
     if (data->job->speed > 0)
         json_object_set_int_member (args, "speed", (gint64) data->job->speed);
