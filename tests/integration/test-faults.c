@@ -158,6 +158,7 @@ test_source_fails (VmrHarness *h, gconstpointer user_data)
     VmrNbdServers servers;
     g_autofree gchar *source = NULL;
     g_autofree gchar *rules = NULL;
+    g_autofree gchar *on_source = NULL;
     g_autofree gchar *socket = NULL;
     g_autofree gchar *uri = NULL;
     g_autofree gchar *id = NULL;
@@ -194,7 +195,9 @@ test_source_fails (VmrHarness *h, gconstpointer user_data)
     g_test_message ("the copy failed: %s", reason);
     assert_contains (reason, "Input/output error", "the job's reason");
     assert_contains (reason, "a read from the source", "the job's reason");
-    vmr_harness_assert_disk_on (h, "disk0", source);
+    /* QEMU names the source through its rules */
+    on_source = g_strdup_printf ("blkdebug:%s:%s", rules, source);
+    vmr_harness_assert_disk_on (h, "disk0", on_source);
     vmr_harness_assert_no_block_jobs (h);
     vmr_harness_assert_job_record (h, id, "failed");
     /* the guest saw the error too when it read its blocks back */
