@@ -192,7 +192,7 @@ test_source_fails (VmrHarness *h, gconstpointer user_data)
     id = vmr_harness_migrate (h, "vm", "disk0", uri, "--speed", COPY_SPEED, NULL);
     final = vmr_harness_wait_job (h, id, "failed", VMR_HARNESS_JOB_TIMEOUT_S);
     reason = vmr_harness_json_string (final, "reason");
-    g_test_message ("the copy failed: %s", reason);
+    g_test_message ("the job: %s", reason);
     assert_contains (reason, "Input/output error", "the job's reason");
     assert_contains (reason, "a read from the source", "the job's reason");
     /* QEMU names the source through its rules */
@@ -204,6 +204,7 @@ test_source_fails (VmrHarness *h, gconstpointer user_data)
     done = vmr_harness_guest_wait_line (h, "VMR-DONE", 120);
     g_test_message ("the guest: %s", done->text);
     assert_contains (done->text, "VMR-DONE verify FAILED", "the guest's result");
+    assert_contains (done->text, "Input/output error", "the guest's result");
     assert_beyond_verify_region (h, source, source, FAULT_DISK);
     g_test_message ("FIGURES source faults injected 1, jobs failed cleanly 1, errors hidden 0");
     vmr_nbd_servers_clear (&servers);
