@@ -157,7 +157,8 @@ vmr_harness_start_guest (VmrHarness *h, const VmrHarnessDisk *disk, const VmrHar
         json_object_set_string_member (file, "aio", "native");
     }
     json_object_set_string_member (fmt, "driver", disk->format);
-    json_object_set_string_member (fmt, "file", "test-file0");
+    json_object_set_string_member (fmt, "file",
+                                   disk->blkdebug != NULL ? "test-debug0" : "test-file0");
     json_object_set_string_member (fmt, "node-name", "test-fmt0");
     device = g_strdup_printf ("virtio-blk-pci,drive=test-fmt0,id=%s", disk->id);
     if (disk->iothread != NULL) {
@@ -167,6 +168,16 @@ vmr_harness_start_guest (VmrHarness *h, const VmrHarnessDisk *disk, const VmrHar
     }
     g_ptr_array_add (argv, g_strdup ("-blockdev"));
     g_ptr_array_add (argv, vmr_harness_json_arg (file));
+    if (disk->blkdebug != NULL) {
+        g_autoptr (JsonObject) debug = json_object_new ();
+
+        json_object_set_string_member (debug, "driver", "blkdebug");
+        json_object_set_string_member (debug, "config", disk->blkdebug);
+        json_object_set_string_member (debug, "image", "test-file0");
+        json_object_set_string_member (debug, "node-name", "test-debug0");
+        g_ptr_array_add (argv, g_strdup ("-blockdev"));
+        g_ptr_array_add (argv, vmr_harness_json_arg (debug));
+    }
     g_ptr_array_add (argv, g_strdup ("-blockdev"));
     g_ptr_array_add (argv, vmr_harness_json_arg (fmt));
     g_ptr_array_add (argv, g_strdup ("-device"));

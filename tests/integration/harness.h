@@ -46,6 +46,12 @@ typedef struct {
     gboolean scsi;
     /* the file node opened with cache.direct=on (the image must take O_DIRECT) */
     gboolean cache_direct;
+    /*
+     * a blkdebug rules file: the format node reaches its file through QEMU's
+     * blkdebug driver with these rules, for injected I/O errors
+     * (vmr_harness_start_guest() only); NULL for none
+     */
+    const gchar *blkdebug;
 } VmrHarnessDisk;
 
 /*

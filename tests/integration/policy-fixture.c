@@ -378,9 +378,7 @@ assert_verify_guest (VmrHarness *h, gint64 completed_us, const gchar *source, co
                      gsize size)
 {
     g_autoptr (VmrConsoleLine) done = NULL;
-    g_autoptr (VmrConsoleLine) verified = NULL;
     g_autoptr (GArray) after = NULL;
-    guint64 written = 0, checked = 0;
     gboolean wrote_after = FALSE;
 
     done = vmr_harness_guest_wait_line (h, "VMR-DONE", 120);
@@ -399,14 +397,23 @@ assert_verify_guest (VmrHarness *h, gint64 completed_us, const gchar *source, co
     }
     if (!wrote_after)
         vmr_fail ("the guest wrote nothing after the pivot: the copy outlasted its writes");
-    verified = vmr_harness_guest_wait_line (h, "VMR-VERIFIED", 1);
+    assert_guest_verified (h);
+    assert_beyond_verify_region (h, source, dest, size);
+}
+
+guint64
+assert_guest_verified (VmrHarness *h)
+{
+    g_autoptr (VmrConsoleLine) verified = vmr_harness_guest_wait_line (h, "VMR-VERIFIED", 1);
+    guint64 written = 0, checked = 0;
+
     g_assert_cmpint (sscanf (strstr (verified->text, "VMR-VERIFIED"),
                              "VMR-VERIFIED %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &written,
                              &checked),
                      ==, 2);
     g_assert_cmpuint (written, >, 0);
     g_assert_cmpuint (checked, ==, written);
-    assert_beyond_verify_region (h, source, dest, size);
+    return written;
 }
 
 void

@@ -150,6 +150,12 @@ void assert_verify_guest (VmrHarness *h, gint64 completed_us, const gchar *sourc
                           const gchar *dest, gsize size);
 
 /*
+ * The verify guest's VMR-VERIFIED line (after its VMR-DONE): it wrote
+ * blocks and read back right every one. Returns the blocks it wrote
+ */
+guint64 assert_guest_verified (VmrHarness *h);
+
+/*
  * QEMU quits, and @image holds the pattern of @source (of @size bytes)
  * beyond the region the verify guest wrote (its VMR-JOB line)
  */

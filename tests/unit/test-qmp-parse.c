@@ -520,6 +520,16 @@ test_events (void)
     }
 }
 
+/* a mirror reads its source and writes its destination: BLOCK_JOB_ERROR's operation names the side
+ */
+static void
+test_mirror_request (void)
+{
+    g_assert_cmpstr (vmr_qmp_parse_mirror_request ("read"), ==, "a read from the source");
+    g_assert_cmpstr (vmr_qmp_parse_mirror_request ("write"), ==, "a write to the destination");
+    g_assert_cmpstr (vmr_qmp_parse_mirror_request (NULL), ==, "a request of the copy");
+}
+
 /* ---- the greeting and error replies ---- */
 
 static void
@@ -590,6 +600,7 @@ main (int argc, char **argv)
     g_test_add_func ("/qmp-parse/jobs/states", test_block_jobs);
     g_test_add_func ("/qmp-parse/jobs/empty", test_block_jobs_empty);
     g_test_add_func ("/qmp-parse/events/captured", test_events);
+    g_test_add_func ("/qmp-parse/events/mirror-request", test_mirror_request);
     g_test_add_func ("/qmp-parse/greeting", test_greeting);
     g_test_add ("/qmp-parse/error-replies", QmpPeerFixture, NULL, qmp_peer_setup_connected,
                 test_error_replies, qmp_peer_teardown);

@@ -29,10 +29,11 @@ typedef struct {
     gboolean ready;
     gboolean pivot_requested;
     gboolean cancel_requested;
-    gboolean cancelled;       /* BLOCK_JOB_CANCELLED seen */
-    gboolean io_error_logged; /* a BLOCK_JOB_ERROR was logged */
-    gboolean completed;       /* BLOCK_JOB_COMPLETED without error seen */
-    gchar *error;             /* BLOCK_JOB_COMPLETED's error */
+    gboolean cancelled; /* BLOCK_JOB_CANCELLED seen */
+    /* the first BLOCK_JOB_ERROR's request, e.g. "a write to the destination"; NULL before */
+    const gchar *io_error;
+    gboolean completed; /* BLOCK_JOB_COMPLETED without error seen */
+    gchar *error;       /* BLOCK_JOB_COMPLETED's error */
     gboolean finishing;
 } MirrorTrack;
 

@@ -226,7 +226,12 @@ vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track)
                                                          : "cancelled outside virt-mirror");
     } else if (track->error != NULL) {
         data->outcome = VMR_BACKEND_OUTCOME_FAILED;
-        data->reason = g_strdup_printf ("the copy failed: %s", track->error);
+        /* the mirror stops at its first failed request: which side failed is the reason */
+        if (track->io_error != NULL)
+            data->reason
+                = g_strdup_printf ("the copy failed: %s (%s)", track->error, track->io_error);
+        else
+            data->reason = g_strdup_printf ("the copy failed: %s", track->error);
     } else if (track->completed) {
         data->outcome = VMR_BACKEND_OUTCOME_COMPLETED;
     } else {

@@ -113,6 +113,9 @@ start_mirror (GTask *task)
     json_object_set_string_member (args, "target", data->dest_node);
     json_object_set_string_member (args, "sync", "full");
     json_object_set_boolean_member (args, "auto-dismiss", FALSE);
+    /* an I/O error on either side ends the copy at once, on its source (docs/operations.md) */
+    json_object_set_string_member (args, "on-source-error", "report");
+    json_object_set_string_member (args, "on-target-error", "report");
     json_object_set_string_member (args, "filter-node-name", filter);
     if (data->job->speed > 0)
         json_object_set_int_member (args, "speed", (gint64) data->job->speed);
@@ -305,9 +308,10 @@ client_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *event_data
             break;
         case VMR_QMP_JOB_EVENT_IO_ERROR:
             /* QEMU reports every failed request; one line per job says it */
-            if (!track->io_error_logged)
-                g_message ("job %s: I/O error during %s", event.job_id, event.operation);
-            track->io_error_logged = TRUE;
+            if (track->io_error == NULL) {
+                track->io_error = vmr_qmp_parse_mirror_request (event.operation);
+                g_message ("job %s: I/O error in %s", event.job_id, track->io_error);
+            }
             break;
         case VMR_QMP_JOB_EVENT_READY:
             if (!track->ready) {

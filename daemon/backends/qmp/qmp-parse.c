@@ -487,3 +487,13 @@ vmr_qmp_parse_job_event (const gchar *name, JsonObject *data, VmrQmpJobEvent *ev
     }
     return TRUE;
 }
+
+const gchar *
+vmr_qmp_parse_mirror_request (const gchar *operation)
+{
+    if (g_strcmp0 (operation, "read") == 0)
+        return "a read from the source";
+    if (g_strcmp0 (operation, "write") == 0)
+        return "a write to the destination";
+    return "a request of the copy";
+}

@@ -165,4 +165,10 @@ typedef struct {
  */
 gboolean vmr_qmp_parse_job_event (const gchar *name, JsonObject *data, VmrQmpJobEvent *event);
 
+/*
+ * The request of a mirror that BLOCK_JOB_ERROR's @operation names: a mirror
+ * reads the source and writes the destination. A static string
+ */
+const gchar *vmr_qmp_parse_mirror_request (const gchar *operation);
+
 G_END_DECLS
