@@ -113,18 +113,21 @@ start_mirror (GTask *task)
     json_object_set_string_member (args, "target", data->dest_node);
     json_object_set_string_member (args, "sync", "full");
     json_object_set_boolean_member (args, "auto-dismiss", FALSE);
-    /* an I/O error on either side ends the copy at once, on its source (docs/operations.md) */
+    /*
+     * An I/O error on either side ends the copy at once, on its source; but
+     * a file that fills up stops the copy instead of failing it, and the
+     * daemon resumes it once there is room again (docs/operations.md)
+     */
     json_object_set_string_member (args, "on-source-error", "report");
-    json_object_set_string_member (args, "on-target-error", "report");
+    json_object_set_string_member (
+        args, "on-target-error",
+        data->job->dest->kind == VMR_DESTINATION_FILE && data->job->space_watched ? "enospc"
+                                                                                  : "report");
     json_object_set_string_member (args, "filter-node-name", filter);
     if (data->job->speed > 0)
         json_object_set_int_member (args, "speed", (gint64) data->job->speed);
     if (data->job->granularity > 0)
         json_object_set_int_member (args, "granularity", (gint64) data->job->granularity);
-    /* a file that fills up stops the copy instead of failing it: the daemon resumes it once
-     * there is room again (docs/operations.md); other errors fail it, as they do elsewhere */
-    if (data->job->dest->kind == VMR_DESTINATION_FILE && data->job->space_watched)
-        json_object_set_string_member (args, "on-target-error", "enospc");
 
     /* events about the job may arrive before the reply */
     g_hash_table_insert (self->tracks, g_strdup (data->job->id), g_steal_pointer (&data->track));
