@@ -90,12 +90,10 @@ stream_closed_cb (VmrQmpStream *stream, GError *error, gpointer user_data)
     g_ptr_array_remove (self->connections, stream);
 }
 
-static gboolean
-incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *source_object,
-             gpointer user_data)
+void
+vmr_control_server_serve (VmrControlServer *self, GIOStream *connection)
 {
-    VmrControlServer *self = user_data;
-    g_autoptr (VmrQmpStream) stream = vmr_qmp_stream_new (G_IO_STREAM (connection));
+    g_autoptr (VmrQmpStream) stream = vmr_qmp_stream_new (connection);
     g_autoptr (JsonObject) greeting = json_object_new ();
     JsonObject *qmp = json_object_new ();
     JsonObject *version = json_object_new ();
@@ -111,6 +109,13 @@ incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *so
     g_ptr_array_add (self->connections, g_object_ref (stream));
     vmr_qmp_stream_send (stream, greeting);
     vmr_qmp_stream_start (stream);
+}
+
+static gboolean
+incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *source_object,
+             gpointer user_data)
+{
+    vmr_control_server_serve (VMR_CONTROL_SERVER (user_data), G_IO_STREAM (connection));
     return TRUE;
 }
 
