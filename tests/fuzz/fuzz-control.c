@@ -4,8 +4,21 @@
  * daemon with no domains and no jobs: framing, dispatch, the check of each
  * command's arguments and the command's own reading of them.
  */
+#include <stdlib.h>
+
+#include <glib/gstdio.h>
+
 #include "control-server-private.h"
 #include "fuzz-common.h"
+
+static gchar *state_dir;
+
+/* the daemon's state directory stays empty: it has no jobs */
+static void
+remove_state_dir (void)
+{
+    g_rmdir (state_dir);
+}
 
 /* a daemon with no domains and no jobs, made once */
 static VmrControlServer *
@@ -13,13 +26,13 @@ daemon_server (void)
 {
     static VmrControlServer *server;
     g_autoptr (GError) error = NULL;
-    g_autofree gchar *state_dir = NULL;
     g_autoptr (VmrEngine) engine = NULL;
 
     if (server != NULL)
         return server;
     state_dir = g_dir_make_tmp ("vmr-fuzz-control-XXXXXX", &error);
     g_assert_no_error (error);
+    atexit (remove_state_dir);
     engine = vmr_engine_new (state_dir);
     server = vmr_control_server_new (engine);
     return server;
