@@ -24,8 +24,8 @@
 
 #include <gio/gio.h>
 #include <gio/gunixsocketaddress.h>
-#include <json-glib/json-glib.h>
 
+#include "hook-message.h"
 #include "vmr-config.h"
 
 /* the whole run, reading stdin included, stays well inside libvirt's patience */
@@ -50,19 +50,16 @@ remaining_us (gint64 deadline_us)
     return MAX (deadline_us - g_get_monotonic_time (), 0);
 }
 
-/* the domain's UUID from the XML on stdin, or NULL; never waits past @deadline_us */
+/* the XML on stdin, at most MAX_XML_BYTES of it; never waits past @deadline_us */
 static gchar *
-read_uuid (gint64 deadline_us)
+read_stdin (gint64 deadline_us)
 {
     g_autoptr (GString) xml = g_string_new (NULL);
     gchar buffer[8192];
-    const gchar *start;
-    const gchar *end;
-    g_autofree gchar *uuid = NULL;
     int flags = fcntl (STDIN_FILENO, F_GETFL);
 
     if (flags < 0 || fcntl (STDIN_FILENO, F_SETFL, flags | O_NONBLOCK) < 0)
-        return NULL;
+        return g_string_free (g_steal_pointer (&xml), FALSE);
     while (xml->len < MAX_XML_BYTES) {
         struct pollfd pfd = { STDIN_FILENO, POLLIN, 0 };
         gint64 left = remaining_us (deadline_us);
@@ -76,16 +73,7 @@ read_uuid (gint64 deadline_us)
         if (n > 0)
             g_string_append_len (xml, buffer, n);
     }
-    /* the first <uuid> of a domain XML is the domain's own */
-    start = strstr (xml->str, "<uuid>");
-    end = start != NULL ? strstr (start, "</uuid>") : NULL;
-    if (end == NULL)
-        return NULL;
-    start += strlen ("<uuid>");
-    uuid = g_strstrip (g_strndup (start, (gsize) (end - start)));
-    if (!g_uuid_string_is_valid (uuid))
-        return NULL;
-    return g_steal_pointer (&uuid);
+    return g_string_free (g_steal_pointer (&xml), FALSE);
 }
 
 static gchar *
@@ -107,40 +95,6 @@ socket_path (void)
         return g_steal_pointer (&path);
     g_debug ("%s: %s", config, error != NULL ? error->message : "no socket");
     return g_strdup (VMR_DEFAULT_SOCKET);
-}
-
-/* {"execute": "hook-event", "arguments": {...}} and a newline */
-static gchar *
-build_message (gchar **argv, const gchar *uuid)
-{
-    const gchar *names[] = { "domain", "op", "subop", "extra" };
-    g_autoptr (JsonBuilder) builder = json_builder_new ();
-    g_autoptr (JsonGenerator) generator = json_generator_new ();
-    g_autoptr (JsonNode) root = NULL;
-    g_autofree gchar *text = NULL;
-
-    json_builder_begin_object (builder);
-    json_builder_set_member_name (builder, "execute");
-    json_builder_add_string_value (builder, "hook-event");
-    json_builder_set_member_name (builder, "arguments");
-    json_builder_begin_object (builder);
-    for (guint i = 0; i < G_N_ELEMENTS (names) && argv[i] != NULL; i++) {
-        /* JSON strings must be UTF-8; libvirt's names are */
-        if (!g_utf8_validate (argv[i], -1, NULL))
-            continue;
-        json_builder_set_member_name (builder, names[i]);
-        json_builder_add_string_value (builder, argv[i]);
-    }
-    if (uuid != NULL) {
-        json_builder_set_member_name (builder, "uuid");
-        json_builder_add_string_value (builder, uuid);
-    }
-    json_builder_end_object (builder);
-    json_builder_end_object (builder);
-    root = json_builder_get_root (builder);
-    json_generator_set_root (generator, root);
-    text = json_generator_to_data (generator, NULL);
-    return g_strconcat (text, "\n", NULL);
 }
 
 static gboolean
@@ -207,6 +161,7 @@ int
 main (int argc, char **argv)
 {
     gint64 start_us = g_get_monotonic_time ();
+    g_autofree gchar *xml = NULL;
     g_autofree gchar *uuid = NULL;
     g_autofree gchar *path = NULL;
     g_autofree gchar *message = NULL;
@@ -220,9 +175,10 @@ main (int argc, char **argv)
                     argv[0]);
         return 0;
     }
-    uuid = read_uuid (start_us + STDIN_BUDGET_MS * G_TIME_SPAN_MILLISECOND);
+    xml = read_stdin (start_us + STDIN_BUDGET_MS * G_TIME_SPAN_MILLISECOND);
+    uuid = vmr_hook_uuid_from_xml (xml);
     path = socket_path ();
-    message = build_message (argv + 1, uuid);
+    message = vmr_hook_build_message (argv + 1, uuid);
     if (!send_message (path, message, start_us + BUDGET_MS * G_TIME_SPAN_MILLISECOND, &error))
         g_debug ("not told virt-mirrord at %s about %s %s: %s", path, argv[1], argv[2],
                  error->message);

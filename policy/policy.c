@@ -161,6 +161,17 @@ index_lines (Loader *loader, const gchar *text)
 
         if (*line == '\0' || *line == '#')
             continue;
+        if (!g_utf8_validate (line, -1, NULL)) {
+            /*
+             * GKeyFile takes a section name as it comes, and GLib's glob
+             * matcher aborts on a selector that is not UTF-8 (found by the
+             * fuzzer); a header's keys are skipped with it
+             */
+            add_error (loader, NULL, NULL, number, "the line is not UTF-8");
+            bad_header = *line == '[' ? TRUE : bad_header;
+            *lines[i] = '\0';
+            continue;
+        }
         if (*line == '[') {
             gchar *end = strchr (line, ']');
             guint first;

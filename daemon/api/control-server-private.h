@@ -36,4 +36,13 @@ typedef struct {
 extern const CommandSpec vmr_control_commands[];
 extern const gsize vmr_control_n_commands;
 
+/*
+ * Serves one client on @connection (a reference is taken): the greeting,
+ * then its commands until it closes. What the listening socket does for
+ * each connection, reachable without one for the fuzzer (tests/fuzz/).
+ * @read_only: it came in on the read-only socket. The peer of a stream that
+ * is no socket is the daemon itself.
+ */
+void vmr_control_server_serve (VmrControlServer *self, GIOStream *connection, gboolean read_only);
+
 G_END_DECLS

@@ -141,18 +141,27 @@ stream_closed_cb (VmrQmpStream *stream, GError *error, gpointer user_data)
     g_ptr_array_remove (self->connections, stream);
 }
 
-/* who is at the other end of @connection, which came in on @service */
+/*
+ * who is at the other end of @connection: from SO_PEERCRED for a socket; a
+ * stream the daemon made itself (vmr_control_server_serve()) is its own
+ */
 static Peer *
-peer_new (VmrControlServer *self, GSocketService *service, GSocketConnection *connection)
+peer_new (GIOStream *connection, gboolean read_only)
 {
     Peer *peer = g_new0 (Peer, 1);
     g_autoptr (GError) error = NULL;
-    g_autoptr (GCredentials) credentials
-        = g_socket_get_credentials (g_socket_connection_get_socket (connection), &error);
+    g_autoptr (GCredentials) credentials = NULL;
 
-    peer->read_only = service == self->readonly_service;
+    peer->read_only = read_only;
     peer->uid = -1;
     peer->pid = -1;
+    if (!G_IS_SOCKET_CONNECTION (connection)) {
+        peer->uid = (gint64) getuid ();
+        peer->pid = (gint64) getpid ();
+        return peer;
+    }
+    credentials = g_socket_get_credentials (
+        g_socket_connection_get_socket (G_SOCKET_CONNECTION (connection)), &error);
     if (credentials == NULL) {
         g_message ("a client's credentials are unknown (%s): it may only read", error->message);
         return peer;
@@ -164,37 +173,32 @@ peer_new (VmrControlServer *self, GSocketService *service, GSocketConnection *co
 
 /* "client N (pid P)", for the log */
 static gchar *
-client_name (VmrControlServer *self, GSocketConnection *connection)
+client_name (VmrControlServer *self, const Peer *peer)
 {
-    GSocket *socket = g_socket_connection_get_socket (connection);
-    g_autoptr (GCredentials) creds = g_socket_get_credentials (socket, NULL);
-    pid_t pid = creds != NULL ? g_credentials_get_unix_pid (creds, NULL) : -1;
-
     self->n_clients++;
-    if (pid <= 0)
+    if (peer->pid <= 0)
         return g_strdup_printf ("client %" G_GUINT64_FORMAT, self->n_clients);
-    return g_strdup_printf ("client %" G_GUINT64_FORMAT " (pid %d)", self->n_clients, (int) pid);
+    return g_strdup_printf ("client %" G_GUINT64_FORMAT " (pid %" G_GINT64_FORMAT ")",
+                            self->n_clients, peer->pid);
 }
 
-static gboolean
-incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *source_object,
-             gpointer user_data)
+void
+vmr_control_server_serve (VmrControlServer *self, GIOStream *connection, gboolean read_only)
 {
-    VmrControlServer *self = user_data;
-    g_autoptr (VmrQmpStream) stream = vmr_qmp_stream_new (G_IO_STREAM (connection));
+    g_autoptr (VmrQmpStream) stream = vmr_qmp_stream_new (connection);
     g_autoptr (JsonObject) greeting = json_object_new ();
     JsonObject *qmp = json_object_new ();
     JsonObject *version = json_object_new ();
+    Peer *peer = peer_new (connection, read_only);
 
-    g_object_set_data_full (G_OBJECT (stream), PEER_KEY, peer_new (self, service, connection),
-                            g_free);
+    g_object_set_data_full (G_OBJECT (stream), PEER_KEY, peer, g_free);
 
     json_object_set_string_member (version, "virt-mirror", VMR_VERSION);
     json_object_set_object_member (qmp, "version", version);
     json_object_set_array_member (qmp, "capabilities", json_array_new ());
     json_object_set_object_member (greeting, "QMP", qmp);
 
-    g_object_set_data_full (G_OBJECT (stream), "name", client_name (self, connection), g_free);
+    g_object_set_data_full (G_OBJECT (stream), "name", client_name (self, peer), g_free);
     vmr_qmp_stream_set_limits (stream, CLIENT_MAX_LINE, CLIENT_MAX_QUEUED, CLIENT_LINE_TIMEOUT_S);
     g_signal_connect (stream, "message", G_CALLBACK (stream_message_cb), self);
     g_signal_connect (stream, "malformed", G_CALLBACK (stream_malformed_cb), self);
@@ -202,6 +206,15 @@ incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *so
     g_ptr_array_add (self->connections, g_object_ref (stream));
     vmr_qmp_stream_send (stream, greeting);
     vmr_qmp_stream_start (stream);
+}
+
+static gboolean
+incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *source_object,
+             gpointer user_data)
+{
+    VmrControlServer *self = user_data;
+
+    vmr_control_server_serve (self, G_IO_STREAM (connection), service == self->readonly_service);
     return TRUE;
 }
 

@@ -360,6 +360,20 @@ vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error)
     return TRUE;
 }
 
+/* "vmr-N", as the job table names jobs: the records are sorted by N */
+static gboolean
+is_job_id (const gchar *id)
+{
+    const gchar *number = id != NULL && g_str_has_prefix (id, "vmr-") ? id + 4 : NULL;
+
+    if (number == NULL || *number == '\0')
+        return FALSE;
+    for (const gchar *c = number; *c != '\0'; c++)
+        if (!g_ascii_isdigit (*c))
+            return FALSE;
+    return TRUE;
+}
+
 /* the job of one record, or NULL with @error */
 static VmrJob *
 job_from_record (JsonObject *obj, GError **error)
@@ -379,7 +393,7 @@ job_from_record (JsonObject *obj, GError **error)
     g_autoptr (VmrJob) job = NULL;
     guint64 export_size = 0;
 
-    if (id == NULL || domain == NULL || disk == NULL || state == NULL
+    if (!is_job_id (id) || domain == NULL || disk == NULL || state == NULL
         || vmr_json_get_string (obj, "destination") == NULL
         || vmr_job_state_from_string (state) == VMR_JOB_STATE_LAST) {
         g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
@@ -433,6 +447,26 @@ job_from_record (JsonObject *obj, GError **error)
     return g_steal_pointer (&job);
 }
 
+VmrJob *
+vmr_job_new_from_record (const gchar *text, gsize length, GError **error)
+{
+    g_autoptr (JsonParser) parser = json_parser_new_immutable ();
+    JsonObject *root;
+
+    if (length > G_MAXSSIZE) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "record too long");
+        return NULL;
+    }
+    if (!json_parser_load_from_data (parser, text, (gssize) length, error))
+        return NULL;
+    root = vmr_json_node_object (json_parser_get_root (parser));
+    if (root == NULL) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "not a JSON object");
+        return NULL;
+    }
+    return job_from_record (root, error);
+}
+
 static gint
 compare_job_numbers (gconstpointer a, gconstpointer b)
 {
@@ -447,17 +481,12 @@ compare_job_numbers (gconstpointer a, gconstpointer b)
 VmrJob *
 vmr_job_load_record (const gchar *path, GError **error)
 {
-    g_autoptr (JsonParser) parser = json_parser_new ();
-    JsonObject *root;
+    g_autofree gchar *text = NULL;
+    gsize length = 0;
 
-    if (!json_parser_load_from_file (parser, path, error))
+    if (!g_file_get_contents (path, &text, &length, error))
         return NULL;
-    root = vmr_json_node_object (json_parser_get_root (parser));
-    if (root == NULL) {
-        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_FAILED, "not a JSON object");
-        return NULL;
-    }
-    return job_from_record (root, error);
+    return vmr_job_new_from_record (text, length, error);
 }
 
 GPtrArray *

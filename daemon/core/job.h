@@ -164,6 +164,13 @@ JsonObject *vmr_job_to_json (VmrJob *self);
 gboolean vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error);
 
 /*
+ * The job of the record @text (@length bytes, as vmr_job_save() writes it),
+ * marked orphaned; NULL with @error for text that is not JSON or not a job
+ * record.
+ */
+VmrJob *vmr_job_new_from_record (const gchar *text, gsize length, GError **error);
+
+/*
  * The job of the record at @path, marked orphaned; NULL with @error when it
  * cannot be read or is no job record.
  */

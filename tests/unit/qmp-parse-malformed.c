@@ -94,6 +94,12 @@ static const MalformedCase malformed_cases[] = {
     { "blockstats: no device", PARSE_BLOCKSTATS,
       "[{\"qdev\": \"\", \"stats\": {}}, {\"stats\": {}}, {\"qdev\": 4, \"stats\": {}}]", FALSE,
       0 },
+    /* a QOM path but of no peripheral, and no drive or node name: nothing names the disk (this
+     * was a NULL key, found by the fuzzer) */
+    { "blockstats: no name", PARSE_BLOCKSTATS,
+      "[{\"qdev\": \"/machine/unattached/device[3]\", \"stats\": {}},"
+      " {\"qdev\": \"a/b\", \"device\": \"\", \"node-name\": 3, \"stats\": {}}]",
+      FALSE, 0 },
     { "blockstats: stats not an object", PARSE_BLOCKSTATS,
       "[{\"qdev\": \"d\", \"stats\": [1]}, {\"qdev\": \"e\"}, 7]", FALSE, 0 },
     { "blockstats: counters of other types", PARSE_BLOCKSTATS,

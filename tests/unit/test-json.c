@@ -292,6 +292,17 @@ static const struct {
     { "{\"id\": {\"n\": 3}, \"domain\": \"web01\", \"disk\": \"vdc\", \"state\": \"copying\","
       " \"destination\": \"/new/c.raw\"}",
       "cannot read job record *vmr-1.json: not a job record*" },
+    /* ids that are not vmr-N: the records are sorted by N (one shorter than "vmr-" was read
+     * past its end) */
+    { "{\"id\": \"v\", \"domain\": \"web01\", \"disk\": \"vdc\", \"state\": \"copying\","
+      " \"destination\": \"/new/c.raw\"}",
+      "cannot read job record *vmr-1.json: not a job record*" },
+    { "{\"id\": \"vmr-\", \"domain\": \"web01\", \"disk\": \"vdc\", \"state\": \"copying\","
+      " \"destination\": \"/new/c.raw\"}",
+      "cannot read job record *vmr-1.json: not a job record*" },
+    { "{\"id\": \"vmr-1/../x\", \"domain\": \"web01\", \"disk\": \"vdc\", \"state\": \"copying\","
+      " \"destination\": \"/new/c.raw\"}",
+      "cannot read job record *vmr-1.json: not a job record*" },
     /* a state that is not a string */
     { "{\"id\": \"vmr-1\", \"domain\": \"web01\", \"disk\": \"vdd\", \"state\": 2,"
       " \"destination\": \"/new/d.raw\"}",

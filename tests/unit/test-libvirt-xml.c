@@ -174,6 +174,44 @@ test_parse_cases (void)
 }
 
 /*
+ * XML that libvirt does not write, with an element given twice in one disk:
+ * the last one counts, and the first one's value is freed (a second
+ * <mirror> leaked the first one's path; the fuzzer found it)
+ */
+static const gchar repeated_xml[]
+    = "<domain type='qemu'>\n"
+      "  <devices>\n"
+      "    <disk type='file' device='disk'>\n"
+      "      <driver name='qemu' type='raw'/>\n"
+      "      <driver name='qemu' type='qcow2'/>\n"
+      "      <source file='/srv/old/a.raw'/>\n"
+      "      <source file='/srv/old/b.qcow2'/>\n"
+      "      <mirror type='file' file='/srv/new/a.raw' ready='yes'/>\n"
+      "      <mirror type='file' file='/srv/new/b.qcow2'/>\n"
+      "      <target dev='vdz' bus='virtio'/>\n"
+      "      <target dev='vda' bus='virtio'/>\n"
+      "      <alias name='virtio-disk9'/>\n"
+      "      <alias name='virtio-disk0'/>\n"
+      "    </disk>\n"
+      "  </devices>\n"
+      "</domain>\n";
+
+static const DiskCase repeated_disks[] = {
+    { "vda", "disk", "file", "/srv/old/b.qcow2", "qcow2", "virtio-disk0", NULL, FALSE,
+      "/srv/new/b.qcow2", FALSE },
+};
+
+static void
+test_parse_repeated (void)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) disks = vmr_libvirt_xml_parse_disks (repeated_xml, &error);
+
+    g_assert_no_error (error);
+    assert_disks (disks, repeated_disks, G_N_ELEMENTS (repeated_disks));
+}
+
+/*
  * SCSI disks run on their controller's I/O thread: by <address controller>,
  * controller 0 without one; the controllers come after the disks, as libvirt
  * writes them; another device's <driver> is not a controller's
@@ -331,6 +369,7 @@ main (int argc, char **argv)
     g_test_add_func ("/libvirt-xml/parse-live", test_parse_live);
     g_test_add_func ("/libvirt-xml/parse-cases", test_parse_cases);
     g_test_add_func ("/libvirt-xml/parse-scsi", test_parse_scsi);
+    g_test_add_func ("/libvirt-xml/parse-repeated", test_parse_repeated);
     g_test_add_func ("/libvirt-xml/set-disk-source", test_set_disk_source);
     g_test_add_func ("/libvirt-xml/set-disk-source-errors", test_set_disk_source_errors);
     return g_test_run ();

@@ -40,6 +40,14 @@ static const InvalidCase invalid_cases[] = {
       { { 1, "", "'[defaults' is not a section header" } } },
     { "text after a header", "[defaults] # fast\n", { { 1, "", "is not a section header" } } },
     { "no key", "[defaults]\n= 100M\n", { { 2, "", "a value without a key" } } },
+    /* a selector that is not UTF-8 aborted in GLib's glob matcher (found by the fuzzer) */
+    { "section not UTF-8",
+      "[defaults]\nspeed = 1M\n[domain web\xf9*]\nspeed = 2M\n",
+      { { 3, "", "the line is not UTF-8" } } },
+    { "key not UTF-8",
+      "[defaults]\nspe\xff"
+      "ed = 1M\n",
+      { { 2, "", "the line is not UTF-8" } } },
     { "comment after a value",
       "[defaults]\nspeed = 100M # fast\n",
       { { 2, "[defaults] speed: ", "unknown unit" } } },

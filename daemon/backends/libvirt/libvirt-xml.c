@@ -199,6 +199,7 @@ read_disk_child (ParseState *state, const gchar *name, const gchar **names, cons
         g_free (disk->alias);
         disk->alias = g_strdup (attr (names, values, "name"));
     } else if (rel == 0 && g_strcmp0 (name, "mirror") == 0) {
+        g_free (disk->mirror_path);
         disk->mirror_path = g_strdup (attr (names, values, "file"));
         disk->mirror_ready = g_strcmp0 (attr (names, values, "ready"), "yes") == 0;
         /* a mirror without a file of its own still is a copy in progress */

@@ -347,21 +347,24 @@ vmr_qmp_parse_blockstats (JsonNode *reply, GError **error)
         JsonObject *entry = vmr_json_array_object (entries, i);
         JsonObject *stats = vmr_json_get_object (entry, "stats");
         const gchar *qdev = vmr_json_get_string (entry, "qdev");
+        g_autofree gchar *id = NULL;
         VmrIoCounters *counters;
 
         /* keyed by the device: its node changes at the pivot and a mirror
          * filter sits on top while copying, but the device stays */
         if (stats == NULL || qdev == NULL || *qdev == '\0')
             continue;
+        /* a QOM path of no peripheral, with no drive or node name: no disk of ours */
+        id = vmr_qmp_parse_qdev_id (qdev, vmr_json_get_string (entry, "device"),
+                                    vmr_json_get_string (entry, "node-name"));
+        if (id == NULL)
+            continue;
         counters = g_new0 (VmrIoCounters, 1);
         counters->read_ops = vmr_json_uint_or (stats, "rd_operations", 0);
         counters->write_ops = vmr_json_uint_or (stats, "wr_operations", 0);
         counters->read_time_ns = vmr_json_uint_or (stats, "rd_total_time_ns", 0);
         counters->write_time_ns = vmr_json_uint_or (stats, "wr_total_time_ns", 0);
-        g_hash_table_insert (result,
-                             vmr_qmp_parse_qdev_id (qdev, vmr_json_get_string (entry, "device"),
-                                                    vmr_json_get_string (entry, "node-name")),
-                             counters);
+        g_hash_table_insert (result, g_steal_pointer (&id), counters);
     }
     return result;
 }

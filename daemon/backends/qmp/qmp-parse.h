@@ -37,7 +37,8 @@ gchar *vmr_qmp_parse_inserted_path (JsonObject *inserted);
 /*
  * The qdev id of a device from its QOM path ("/machine/peripheral/disk0/
  * virtio-backend" -> "disk0"), its plain id ("disk1"), or failing both, its
- * drive name @device and then its node name @node. Free with g_free().
+ * drive name @device and then its node name @node; NULL when all fail.
+ * Free with g_free().
  */
 gchar *vmr_qmp_parse_qdev_id (const gchar *qdev, const gchar *device, const gchar *node);
 
