@@ -85,6 +85,11 @@ add_timer (VmrQmpStream *self, guint seconds, GSourceFunc func)
     g_autoptr (GSource) source
         = seconds > 0 ? g_timeout_source_new_seconds (seconds) : g_idle_source_new ();
 
+    /*
+     * as soon as the stream's I/O: an idle source's low priority would wait
+     * behind a peer that never stops sending (it starved a cut-off)
+     */
+    g_source_set_priority (source, G_PRIORITY_DEFAULT);
     g_source_set_callback (source, func, self, NULL);
     return g_source_attach (source, self->context);
 }

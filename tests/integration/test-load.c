@@ -261,7 +261,12 @@ test_bad_clients (VmrHarness *h, gconstpointer user_data)
                     calls, max_latency / 1000, flood.sent, huge.sent, trickle.sent,
                     (gdouble) (trickle.end_us - start) / G_USEC_PER_SEC, hwm);
     g_assert_cmpint (max_latency, <, MAX_LATENCY_US);
+#ifdef __SANITIZE_ADDRESS__
+    /* ASan keeps freed memory in quarantine (256 MiB) and counts it: the normal build holds it */
+    g_test_message ("under ASan the daemon's VmHWM is not bounded here");
+#else
     g_assert_cmpuint (hwm, <, MAX_HWM_KIB);
+#endif
     /* cut off: the flood before its cap, the long line well before 100 MB */
     g_assert_cmpuint (flood.sent, <, FLOOD_CAP_BYTES);
     g_assert_cmpuint (huge.sent, <, 16 * MIB);
