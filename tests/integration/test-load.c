@@ -144,8 +144,10 @@ read_line (GSocket *socket, GString *buf)
             gchar *line = g_strndup (buf->str, (gsize) (nl - buf->str));
 
             g_string_erase (buf, 0, nl - buf->str + 1);
-            if (g_str_has_prefix (line, "{\"QMP\""))
+            if (g_str_has_prefix (line, "{\"QMP\"")) {
+                g_free (line);
                 continue;
+            }
             return line;
         }
         n = g_socket_receive (socket, chunk, sizeof chunk, NULL, NULL);
