@@ -9,6 +9,7 @@
 #include "cli-output.h"
 #include "cli-policy-commands.h"
 #include "cli-verify.h"
+#include "cli-watch.h"
 #include "units.h"
 
 static const VmrCliCommand commands[] = {
@@ -59,6 +60,16 @@ static const VmrCliCommand commands[] = {
       vmr_cli_cmd_evacuate },
     { "jobs", "", "", "List the migration jobs", NULL, vmr_cli_cmd_jobs },
     { "job", "ID", "ID", "Show everything about a job, with its history", NULL, vmr_cli_cmd_job },
+    { "watch", "[ID ...]", "[ID ...]", "Follow jobs live: progress, rate, the guest's load",
+      "Without ID, every job, until Ctrl-C; with IDs (jobs, or groups by their\n"
+      "first job's id), those jobs, until they have all ended: exits 0 only if\n"
+      "every one completed. On a terminal the view is redrawn on every change the\n"
+      "daemon reports; otherwise one line is printed per change.\n"
+      "\n"
+      "Examples:\n"
+      "  virt-mirror watch\n"
+      "  virt-mirror watch vmr-3 vmr-4",
+      vmr_cli_cmd_watch },
     { "pause", "ID", "ID", "Pause the copy of a job", NULL, vmr_cli_cmd_job_step },
     { "resume", "ID", "ID", "Resume a paused job", NULL, vmr_cli_cmd_job_step },
     { "cancel", "ID", "ID", "Stop a job before its pivot; the VM stays on its source", NULL,

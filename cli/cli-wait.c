@@ -5,19 +5,14 @@
 #include <glib-unix.h>
 #include <signal.h>
 #include <stdio.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli-json.h"
 #include "cli-output.h"
-#include "units.h"
+#include "cli-progress.h"
+#include "cli-screen.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
-
-#define VMR_CLI_BAR_MIN_WIDTH 10
-#define VMR_CLI_BAR_MAX_WIDTH 30
-/* room for the id, state and figures of a typical progress line */
-#define VMR_CLI_BAR_TEXT_BUDGET 80
 
 /* ---- pacing the polls of any wait ---- */
 
@@ -143,13 +138,14 @@ typedef struct {
     guint shown_history;      /* history entries already printed */
     gint64 progress_shown_us; /* monotonic time of the last plain progress line */
     guint64 shown_done;       /* bytes done in the last plain progress line */
-    gboolean bar_on_screen;   /* a bar is drawn and its line not ended yet */
+    VmrCliScreen *screen;     /* where the bar is drawn, once it is */
     gboolean pivot_hint_shown;
 } WaitState;
 
 static void
 wait_state_clear (WaitState *state)
 {
+    g_clear_pointer (&state->screen, vmr_cli_screen_free);
     g_free (state->job_id);
     g_clear_pointer (&state->job, vmr_cli_job_free);
     g_free (state->shown_state);
@@ -157,90 +153,36 @@ wait_state_clear (WaitState *state)
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (WaitState, wait_state_clear)
 
-static guint
-terminal_columns (void)
-{
-    struct winsize size = { 0 };
-
-    if (ioctl (STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
-        return size.ws_col;
-    return 80;
-}
-
-static void
-append_bar (GString *line, const VmrCliJob *job, guint width)
-{
-    guint filled = 0;
-
-    if (g_str_equal (job->state, "completed"))
-        filled = width;
-    else if (job->has_progress && job->total > 0)
-        filled = (guint) ((gdouble) job->done / (gdouble) job->total * width);
-    g_string_append_c (line, '[');
-    for (guint i = 0; i < width; i++)
-        g_string_append_c (line, i < filled ? '#' : '.');
-    g_string_append (line, "] ");
-}
-
-/* "vmr-3 copying   [####......]  42.0%  1 GiB/2 GiB  backlog 1 GiB  700 MiB/s  ETA 1.5s" */
-static gchar *
-format_bar (const VmrCliJob *job, guint columns)
-{
-    g_autoptr (GString) line = g_string_new (NULL);
-    g_autoptr (GString) figures = g_string_new (NULL);
-    g_autofree gchar *percent = vmr_cli_job_format_percent (job);
-    g_autofree gchar *amount = vmr_cli_job_format_amount (job);
-    g_autofree gchar *rate = vmr_cli_job_format_rate (job);
-    g_autofree gchar *eta = vmr_cli_job_format_eta (job);
-    glong bar_width;
-
-    g_string_append_printf (figures, "%6s", percent != NULL ? percent : "-");
-    if (amount != NULL) {
-        g_autofree gchar *backlog = vmr_units_format_bytes (job->backlog);
-
-        g_string_append_printf (figures, "  %s  backlog %s", amount, backlog);
-    }
-    if (rate != NULL)
-        g_string_append_printf (figures, "  %s", rate);
-    if (eta != NULL)
-        g_string_append_printf (figures, "  ETA %s", eta);
-
-    /* the state is padded and the bar sized from the terminal alone, so that
-     * nothing jumps between redraws; narrow terminals get the figures only */
-    g_string_append_printf (line, "%s %-9s ", job->id, job->state);
-    bar_width = (glong) columns - 1 - VMR_CLI_BAR_TEXT_BUDGET;
-    if (bar_width >= VMR_CLI_BAR_MIN_WIDTH)
-        append_bar (line, job, MIN (bar_width, VMR_CLI_BAR_MAX_WIDTH));
-    g_string_append (line, figures->str);
-    return g_string_free (g_steal_pointer (&line), FALSE);
-}
+static void redraw_cb (gpointer user_data);
 
 static void
 draw_bar (WaitState *state)
 {
-    guint columns = terminal_columns ();
-    g_autofree gchar *line = format_bar (state->job, columns);
+    g_autofree gchar *line = NULL;
+    const gchar *lines[2] = { NULL, NULL };
 
-    /* a line longer than the terminal wraps, and \r no longer redraws it */
-    if (g_utf8_strlen (line, -1) > (glong) columns - 1) {
-        gchar *cut = g_utf8_substring (line, 0, (glong) columns - 1);
+    if (state->screen == NULL)
+        state->screen = vmr_cli_screen_new (VMR_CLI_SCREEN_INLINE, redraw_cb, state);
+    line = vmr_cli_progress_job_line (state->job, vmr_cli_screen_columns (state->screen));
+    lines[0] = line;
+    vmr_cli_screen_draw (state->screen, lines);
+}
 
-        g_free (line);
-        line = cut;
-    }
-    g_print ("\r%s\033[K", line);
-    fflush (stdout);
-    state->bar_on_screen = TRUE;
+/* the terminal was resized */
+static void
+redraw_cb (gpointer user_data)
+{
+    WaitState *state = user_data;
+
+    if (state->job != NULL)
+        draw_bar (state);
 }
 
 static void
 end_bar (WaitState *state)
 {
-    if (!state->bar_on_screen)
-        return;
-    g_print ("\n");
-    fflush (stdout);
-    state->bar_on_screen = FALSE;
+    if (state->screen != NULL)
+        vmr_cli_screen_finish (state->screen);
 }
 
 static void
@@ -288,23 +230,10 @@ print_new_states (WaitState *state)
 static void
 print_progress_line (WaitState *state)
 {
-    const VmrCliJob *job = state->job;
-    g_autofree gchar *percent = vmr_cli_job_format_percent (job);
-    g_autofree gchar *amount = vmr_cli_job_format_amount (job);
-    g_autofree gchar *backlog = vmr_units_format_bytes (job->backlog);
-    g_autofree gchar *rate = vmr_cli_job_format_rate (job);
-    g_autofree gchar *eta = vmr_cli_job_format_eta (job);
-    g_autoptr (GString) line = g_string_new (NULL);
+    g_autofree gchar *line = vmr_cli_progress_plain_line (state->job, FALSE);
 
-    if (percent == NULL || amount == NULL)
-        return;
-    g_string_append_printf (line, "%s: %s %s (%s, backlog %s", job->id, job->state, percent, amount,
-                            backlog);
-    if (rate != NULL)
-        g_string_append_printf (line, ", %s", rate);
-    if (eta != NULL)
-        g_string_append_printf (line, ", ETA %s", eta);
-    g_print ("%s)\n", line->str);
+    if (line != NULL)
+        g_print ("%s\n", line);
 }
 
 static void
@@ -419,7 +348,7 @@ vmr_cli_wait_job (VmrCliSession *session, const VmrCliJob *job, GError **error)
         return NULL;
     state.job_id = g_strdup (job->id);
     state.quiet = session->json;
-    state.tty = !session->json && isatty (STDOUT_FILENO);
+    state.tty = !session->json && vmr_cli_screen_is_terminal ();
     show_job (&state, first);
     if (!vmr_cli_job_is_finished (state.job))
         followed = follow_job (session, client, &state, error);

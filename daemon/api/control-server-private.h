@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include "control-events.h"
 #include "control-request.h"
 
 G_BEGIN_DECLS
@@ -21,7 +22,8 @@ struct _VmrControlServer {
     gchar *readonly_path;   /* NULL when there is no read-only socket */
     GPtrArray *connections; /* of VmrQmpStream *, owned; both sockets' */
     gulong job_changed_id;
-    guint64 n_clients; /* connections accepted, to name them in the log */
+    VmrControlProgress *progress; /* the pace of JOB_PROGRESS, owned */
+    guint64 n_clients;            /* connections accepted, to name them in the log */
 };
 
 /* one command: its name, its arguments (NULL: not checked) and its handler */

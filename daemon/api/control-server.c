@@ -1,7 +1,7 @@
 /*
  * The control socket's server: listening, the client connections, dispatch
  * of a message to its command (control-commands.c) and the job events sent
- * to every client. Requests are answered through control-request.c.
+ * to every client (made in control-events.c). Requests are answered through control-request.c.
  */
 #define G_LOG_DOMAIN "vmr-daemon"
 
@@ -219,32 +219,20 @@ incoming_cb (GSocketService *service, GSocketConnection *connection, GObject *so
 }
 
 static void
-job_changed_cb (VmrEngine *engine, gpointer job_ptr, gint previous, gpointer user_data)
+broadcast (JsonObject *msg, gpointer user_data)
 {
     VmrControlServer *self = user_data;
-    VmrJob *job = job_ptr;
-    g_autoptr (JsonObject) msg = json_object_new ();
-    JsonObject *data = json_object_new ();
-    JsonObject *timestamp = json_object_new ();
-    gint64 now = g_get_real_time ();
 
-    json_object_set_string_member (data, "id", job->id);
-    json_object_set_string_member (data, "domain", job->domain);
-    json_object_set_string_member (data, "disk", job->disk);
-    json_object_set_string_member (data, "state", vmr_job_state_to_string (job->state));
-    json_object_set_string_member (data, "previous",
-                                   vmr_job_state_to_string ((VmrJobState) previous));
-    if (job->reason != NULL && vmr_job_state_is_final (job->state))
-        json_object_set_string_member (data, "reason", job->reason);
-    else
-        json_object_set_null_member (data, "reason");
-    json_object_set_int_member (timestamp, "seconds", now / G_USEC_PER_SEC);
-    json_object_set_int_member (timestamp, "microseconds", now % G_USEC_PER_SEC);
-    json_object_set_string_member (msg, "event", "JOB_STATE_CHANGED");
-    json_object_set_object_member (msg, "data", data);
-    json_object_set_object_member (msg, "timestamp", timestamp);
     for (guint i = 0; i < self->connections->len; i++)
         vmr_qmp_stream_send (g_ptr_array_index (self->connections, i), msg);
+}
+
+static void
+job_changed_cb (VmrEngine *engine, gpointer job_ptr, gint previous, gpointer user_data)
+{
+    g_autoptr (JsonObject) msg = vmr_control_event_job_state (job_ptr, (VmrJobState) previous);
+
+    broadcast (msg, user_data);
 }
 
 static gboolean
@@ -360,6 +348,7 @@ vmr_control_server_new (VmrEngine *engine)
     self->engine = g_object_ref (engine);
     self->job_changed_id
         = g_signal_connect (engine, "job-changed", G_CALLBACK (job_changed_cb), self);
+    self->progress = vmr_control_progress_new (engine, broadcast, self);
     return self;
 }
 
@@ -369,6 +358,7 @@ vmr_control_server_finalize (GObject *object)
     VmrControlServer *self = VMR_CONTROL_SERVER (object);
 
     g_clear_signal_handler (&self->job_changed_id, self->engine);
+    g_clear_pointer (&self->progress, vmr_control_progress_free);
     g_clear_object (&self->engine);
     g_clear_object (&self->service);
     g_clear_object (&self->readonly_service);

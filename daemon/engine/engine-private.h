@@ -59,6 +59,8 @@ typedef struct {
     void (*copy_in_sync) (VmrEngine *self, DomainEntry *entry, VmrJob *job);
     /* a running copy's progress was read */
     void (*progress_read) (VmrEngine *self, DomainEntry *entry, VmrJob *job);
+    /* the domain's load was sampled and the policy decided on its jobs */
+    void (*load_sampled) (VmrEngine *self, DomainEntry *entry);
 } VmrEngineHooks;
 
 struct _VmrEngine {

@@ -40,6 +40,7 @@ load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     VmrIoCounters *counters;
     gint64 now = g_get_monotonic_time ();
     gint64 keep;
+    g_autofree gchar *domain_name = NULL;
 
     load = vmr_backend_query_load_finish (VMR_BACKEND (source), res, &error);
     g_hash_table_iter_init (&iter, self->domains);
@@ -55,6 +56,7 @@ load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         return;
     }
     keep = keep_for (self, entry);
+    domain_name = g_strdup (entry->name);
     g_hash_table_iter_init (&iter, load);
     while (g_hash_table_iter_next (&iter, (gpointer *) &disk_id, (gpointer *) &counters)) {
         VmrLoadHistory *history = g_hash_table_lookup (entry->load, disk_id);
@@ -80,6 +82,10 @@ load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         vmr_engine_policy_evaluate (self, entry, g_ptr_array_index (jobs, i), NULL);
     vmr_engine_space_watch (self);
     vmr_engine_admission_run (self, NULL, NULL);
+    /* the decisions may have ended the domain */
+    entry = g_hash_table_lookup (self->domains, domain_name);
+    if (entry != NULL)
+        self->hooks.load_sampled (self, entry);
 }
 
 static gboolean

@@ -13,7 +13,7 @@
 
 #include "vmr-error.h"
 
-enum { SIGNAL_JOB_CHANGED, SIGNAL_HOOK_EVENT, N_SIGNALS };
+enum { SIGNAL_JOB_CHANGED, SIGNAL_HOOK_EVENT, SIGNAL_JOB_PROGRESS, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 G_DEFINE_TYPE (VmrEngine, vmr_engine, G_TYPE_OBJECT)
@@ -109,12 +109,35 @@ job_changed_cb (VmrJobTable *table, gpointer job_ptr, gint previous, gpointer us
         vmr_engine_update_timers (self, entry);
 }
 
-/* after a reading of a copy's progress: its convergence, and a copy stopped for space */
+/*
+ * after a reading of a copy's progress: its convergence, a copy stopped for
+ * space, then the watchers outside the engine
+ */
 static void
 progress_read_hook (VmrEngine *self, DomainEntry *entry, VmrJob *job)
 {
     vmr_engine_converge_progress (self, entry, job);
     vmr_engine_space_progress (self, entry, job);
+    if (vmr_engine_job_is_active (job))
+        g_signal_emit (self, signals[SIGNAL_JOB_PROGRESS], 0, job);
+}
+
+/* after a sample of a domain's load and the decisions on it: the guest's figures of each job */
+static void
+load_sampled_hook (VmrEngine *self, DomainEntry *entry)
+{
+    g_autoptr (GPtrArray) jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
+    GPtrArray *active = vmr_job_table_get_active (self->jobs);
+
+    /* a watcher may act on a job: work on a copy of the list */
+    for (guint i = 0; i < active->len; i++) {
+        VmrJob *job = g_ptr_array_index (active, i);
+
+        if (vmr_engine_job_is_active (job) && g_strcmp0 (job->domain, entry->name) == 0)
+            g_ptr_array_add (jobs, vmr_job_ref (job));
+    }
+    for (guint i = 0; i < jobs->len; i++)
+        g_signal_emit (self, signals[SIGNAL_JOB_PROGRESS], 0, g_ptr_array_index (jobs, i));
 }
 
 /* a domain is known: its load is sampled and the jobs an earlier run left are picked up */
@@ -138,6 +161,7 @@ vmr_engine_new (const gchar *state_dir)
     self->hooks.domain_added = domain_added_hook;
     self->hooks.copy_in_sync = vmr_engine_job_in_sync;
     self->hooks.progress_read = progress_read_hook;
+    self->hooks.load_sampled = load_sampled_hook;
     g_signal_connect (self->jobs, "job-changed", G_CALLBACK (job_changed_cb), self);
     vmr_engine_load_unfinished (self);
     return self;
@@ -199,4 +223,7 @@ vmr_engine_class_init (VmrEngineClass *klass)
     signals[SIGNAL_HOOK_EVENT] = g_signal_new (
         "hook-event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
         G_TYPE_NONE, 4, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_STRING);
+    signals[SIGNAL_JOB_PROGRESS]
+        = g_signal_new ("job-progress", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                        NULL, G_TYPE_NONE, 1, G_TYPE_POINTER);
 }

@@ -42,6 +42,9 @@ typedef struct {
  * Signals:
  *   "job-changed" (gpointer job, gint previous_state)   after every transition;
  *                 @job is a VmrJob *, valid during the emission
+ *   "job-progress" (gpointer job)   after each reading of a running copy's
+ *                 progress and each sample of its guest's load, for every
+ *                 job that has not ended; @job as above
  *   "hook-event"  (const gchar *domain, const gchar *op, const gchar *subop,
  *                  const gchar *uuid)   the libvirt hook reported a domain
  *                 event; @subop and @uuid may be NULL

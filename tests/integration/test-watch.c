@@ -1,0 +1,313 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * The live view in a real terminal: `virt-mirror watch` and `migrate
+ * --wait` run in tmux (a private server on a socket in the test's
+ * directory, a 120x30 window) while a slow copy runs and the guest writes;
+ * the screens read back with `capture-pane` show the bar and the percent
+ * grow, the state and figures of the job as query-job has them, and at the
+ * end `completed`; Ctrl-C ends the view with the cursor shown again. The
+ * same view piped prints plain lines without escapes. JOB_PROGRESS comes at
+ * most once a second with the job's figures. The destination holds every
+ * byte the guest wrote.
+ */
+
+#include <string.h>
+
+#include "harness.h"
+
+#define IMAGE_SIZE (24 * 1024 * 1024)
+/* the copy takes about 6 s at this speed: several screens while it runs */
+#define COPY_SPEED "4M"
+#define WRITES     4
+#define COLUMNS    "120"
+#define ROWS       "30"
+
+typedef struct {
+    gchar *socket; /* the tmux server's */
+} Tmux;
+
+static void
+tmux_clear (Tmux *tmux)
+{
+    g_free (tmux->socket);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Tmux, tmux_clear)
+
+/* runs tmux with the NULL-terminated arguments on our server; returns its stdout */
+static gchar *
+tmux_run (Tmux *tmux, const gchar *first_arg, ...)
+{
+    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+    g_autoptr (GError) error = NULL;
+    gint status = 0;
+    va_list args;
+
+    g_ptr_array_add (argv, (gpointer) "tmux");
+    g_ptr_array_add (argv, (gpointer) "-S");
+    g_ptr_array_add (argv, tmux->socket);
+    va_start (args, first_arg);
+    for (const gchar *arg = first_arg; arg != NULL; arg = va_arg (args, const gchar *))
+        g_ptr_array_add (argv, (gpointer) arg);
+    va_end (args);
+    g_ptr_array_add (argv, NULL);
+    if (!g_spawn_sync (NULL, (gchar **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
+                       &err, &status, &error))
+        vmr_fail ("cannot run tmux: %s", error->message);
+    if (!g_spawn_check_wait_status (status, NULL))
+        vmr_fail ("tmux %s failed: %s", first_arg, err);
+    return g_steal_pointer (&out);
+}
+
+/* the text of window @window now */
+static gchar *
+capture (Tmux *tmux, const gchar *window)
+{
+    return tmux_run (tmux, "capture-pane", "-p", "-t", window, NULL);
+}
+
+/* the first line of @screen that starts with @prefix, NULL when none; free with g_free() */
+static gchar *
+find_line (const gchar *screen, const gchar *prefix)
+{
+    g_auto (GStrv) lines = g_strsplit (screen, "\n", -1);
+
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (g_str_has_prefix (lines[i], prefix))
+            return g_strdup (lines[i]);
+    }
+    return NULL;
+}
+
+/* the percent and the bar's filled share that @line shows; FALSE without them */
+static gboolean
+read_bar (const gchar *line, gdouble *out_percent, gdouble *out_filled)
+{
+    g_autoptr (GRegex) regex
+        = g_regex_new ("\\[([#.]{10,})\\] +([0-9.]+)%", G_REGEX_DEFAULT, 0, NULL);
+    g_autoptr (GMatchInfo) match = NULL;
+    g_autofree gchar *bar = NULL;
+    g_autofree gchar *percent = NULL;
+    guint filled = 0;
+
+    if (line == NULL || !g_regex_match (regex, line, 0, &match))
+        return FALSE;
+    bar = g_match_info_fetch (match, 1);
+    percent = g_match_info_fetch (match, 2);
+    for (const gchar *p = bar; *p != '\0'; p++)
+        filled += *p == '#';
+    *out_percent = g_ascii_strtod (percent, NULL);
+    *out_filled = (gdouble) filled / (gdouble) strlen (bar);
+    return TRUE;
+}
+
+/* the job's percent copied, as the CLI rounds it (down, to a tenth) */
+static gdouble
+job_percent (JsonObject *job)
+{
+    JsonObject *progress = vmr_harness_json_object (job, "progress");
+    gint64 total = vmr_harness_json_int (progress, "total");
+    gint64 done = vmr_harness_json_int (progress, "done");
+
+    return total > 0 ? (gdouble) (done * 1000 / total) / 10.0 : 0.0;
+}
+
+/* the JOB_PROGRESS events seen on the test's own connection */
+typedef struct {
+    GArray *times_us;   /* of gint64: the daemon's timestamps */
+    GArray *done;       /* of gint64: progress.done of each */
+    gboolean bad_shape; /* an event without the job's figures */
+} ProgressEvents;
+
+static void
+progress_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 timestamp_us,
+                   gpointer user_data)
+{
+    ProgressEvents *events = user_data;
+    JsonObject *progress = vmr_json_get_object (data, "progress");
+    JsonObject *policy = vmr_json_get_object (data, "policy");
+    gint64 done = 0;
+
+    if (!g_str_equal (name, "JOB_PROGRESS"))
+        return;
+    if (progress == NULL || policy == NULL || !vmr_json_get_int (progress, "done", &done)
+        || vmr_json_get_string (data, "state") == NULL
+        || vmr_json_get_array (policy, "guest-iops") == NULL)
+        events->bad_shape = TRUE;
+    g_array_append_val (events->times_us, timestamp_us);
+    g_array_append_val (events->done, done);
+}
+
+/* whether @window shows @needle; waits at most @timeout_s */
+static gchar *
+wait_screen (Tmux *tmux, const gchar *window, const gchar *needle, guint timeout_s)
+{
+    gint64 deadline = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autofree gchar *screen = capture (tmux, window);
+
+        if (strstr (screen, needle) != NULL)
+            return g_steal_pointer (&screen);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("window %s never showed '%s'; it shows:\n%s", window, needle, screen);
+        g_usleep (100 * 1000);
+    }
+}
+
+static void
+test_live_view (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_auto (Tmux) tmux = { 0 };
+    ProgressEvents events = { g_array_new (FALSE, FALSE, sizeof (gint64)),
+                              g_array_new (FALSE, FALSE, sizeof (gint64)), FALSE };
+    g_autofree gchar *watch_cmd = NULL;
+    g_autofree gchar *migrate_cmd = NULL;
+    g_autoptr (VmrCliResult) unknown = NULL;
+    g_autoptr (VmrCliResult) piped = NULL;
+    VmrCliRun *piped_run;
+    g_autoptr (JsonObject) final = NULL;
+    g_autofree gchar *final_watch = NULL;
+    g_autofree gchar *final_migrate = NULL;
+    g_autofree gchar *done_watch = NULL;
+    g_autofree gchar *cursor = NULL;
+    gdouble last_watch = -1, last_migrate = -1;
+    guint watch_grew = 0, migrate_grew = 0, matched = 0;
+    gulong event_id;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require (h, "tmux", NULL))
+        return;
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x71);
+
+    /* bad input: one line, exit 1 */
+    unknown = vmr_harness_cli (h, "watch", "vmr-99", NULL);
+    vmr_cli_result_assert_error (unknown, 1);
+    if (strstr (unknown->err, "vmr-99") == NULL)
+        vmr_fail ("the refusal does not name the job: %s", unknown->err);
+
+    tmux.socket = vmr_harness_path (h, "tmux.sock");
+    watch_cmd = g_strdup_printf ("'%s' -c '%s' watch; echo WATCH-EXIT=$?; sleep 60",
+                                 g_getenv ("VMR_CLI"), h->socket);
+    migrate_cmd = g_strdup_printf ("'%s' -c '%s' migrate vm disk0 '%s' --speed " COPY_SPEED
+                                   " --wait; echo MIGRATE-EXIT=$?; "
+                                   "sleep 60",
+                                   g_getenv ("VMR_CLI"), h->socket, vm.dest);
+    g_free (tmux_run (&tmux, "-f", "/dev/null", "new-session", "-d", "-s", "vmr", "-n", "watch",
+                      "-x", COLUMNS, "-y", ROWS, watch_cmd, NULL));
+    wait_screen (&tmux, "vmr:watch", "No jobs yet", 10);
+    cursor = tmux_run (&tmux, "display-message", "-p", "-t", "vmr:watch", "#{cursor_flag}", NULL);
+    g_assert_cmpstr (g_strstrip (cursor), ==, "0");
+
+    event_id = g_signal_connect (h->control, "event", G_CALLBACK (progress_event_cb), &events);
+    g_free (tmux_run (&tmux, "new-window", "-d", "-t", "vmr", "-n", "migrate", migrate_cmd, NULL));
+    vmr_harness_wait_job_count (h, 1);
+    /* the view piped: plain lines until the job ends */
+    piped_run = vmr_harness_cli_spawn (h, "watch", "vmr-1", NULL);
+
+    /* screens during the copy: growing bars, the job's own state and figures */
+    while (TRUE) {
+        g_autofree gchar *watch_screen = capture (&tmux, "vmr:watch");
+        g_autofree gchar *migrate_screen = capture (&tmux, "vmr:migrate");
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, "vmr-1");
+        g_autofree gchar *watch_line = find_line (watch_screen, "vmr-1 ");
+        g_autofree gchar *migrate_line = find_line (migrate_screen, "vmr-1 ");
+        const gchar *state = vmr_json_job_state (job);
+        gdouble percent, filled;
+
+        if (!g_str_equal (state, "copying"))
+            break;
+        if (read_bar (watch_line, &percent, &filled)) {
+            g_test_message ("watch: %s", watch_line);
+            /* what the view shows was true a moment ago: never ahead of the job */
+            g_assert_cmpfloat (percent, <=, job_percent (job));
+            g_assert_cmpfloat (filled, <=, percent / 100.0 + 1e-9);
+            g_assert_cmpfloat (percent, >=, last_watch);
+            watch_grew += percent > last_watch;
+            last_watch = percent;
+            if (strstr (watch_line, " copying ") != NULL && strstr (watch_line, "vm/disk0") != NULL
+                && strstr (watch_screen, "policy: ") != NULL)
+                matched++;
+        }
+        if (read_bar (migrate_line, &percent, &filled)) {
+            g_test_message ("migrate: %s", migrate_line);
+            g_assert_true (g_str_has_prefix (migrate_line, "vmr-1 copying "));
+            g_assert_cmpfloat (percent, <=, job_percent (job));
+            g_assert_cmpfloat (percent, >=, last_migrate);
+            migrate_grew += percent > last_migrate;
+            last_migrate = percent;
+        }
+        vmr_harness_writer_write (vm.writer, WRITES);
+        g_usleep (600 * 1000);
+    }
+    g_test_message ("the watch bar grew %u times, the migrate bar %u times", watch_grew,
+                    migrate_grew);
+    g_assert_cmpuint (watch_grew, >=, 3);
+    g_assert_cmpuint (migrate_grew, >=, 3);
+    g_assert_cmpuint (matched, >=, 3);
+
+    final = vmr_harness_wait_job (h, "vmr-1", "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_signal_handler_disconnect (h->control, event_id);
+
+    /* the end: completed on both screens, exit 0 for --wait */
+    final_migrate = wait_screen (&tmux, "vmr:migrate", "MIGRATE-EXIT=0", 10);
+    g_assert_nonnull (strstr (final_migrate, "Job vmr-1 completed: disk0 of vm is now on"));
+    final_watch = wait_screen (&tmux, "vmr:watch", "1 completed", 10);
+    {
+        g_autofree gchar *line = find_line (final_watch, "vmr-1 ");
+        gdouble percent = 0, filled = 0;
+
+        g_test_message ("final watch:\n%s", final_watch);
+        g_assert_nonnull (line);
+        g_assert_nonnull (strstr (line, " completed "));
+        g_assert_true (read_bar (line, &percent, &filled));
+        g_assert_cmpfloat (percent, ==, 100.0);
+        g_assert_cmpfloat (filled, ==, 1.0);
+    }
+    /* Ctrl-C: the view ends, exit 0 without named jobs, and the cursor is back */
+    g_free (tmux_run (&tmux, "send-keys", "-t", "vmr:watch", "C-c", NULL));
+    done_watch = wait_screen (&tmux, "vmr:watch", "WATCH-EXIT=0", 10);
+    g_assert_nonnull (strstr (done_watch, "vmr-1 "));
+    g_free (cursor);
+    cursor = tmux_run (&tmux, "display-message", "-p", "-t", "vmr:watch", "#{cursor_flag}", NULL);
+    g_assert_cmpstr (g_strstrip (cursor), ==, "1");
+    g_free (tmux_run (&tmux, "kill-server", NULL));
+
+    /* piped: plain lines, no escapes, exit 0 once the named job completed */
+    piped = vmr_harness_cli_wait (piped_run);
+    g_test_message ("piped watch:\n%s", piped->out);
+    vmr_cli_result_assert_ok (piped);
+    g_assert_null (strchr (piped->out, '\033'));
+    g_assert_nonnull (strstr (piped->out, "vmr-1: copying\n"));
+    g_assert_nonnull (strstr (piped->out, "vmr-1: copying "));
+    g_assert_nonnull (strstr (piped->out, "% ("));
+    g_assert_nonnull (strstr (piped->out, "vmr-1: completed\n"));
+
+    /* JOB_PROGRESS: the job's figures, growing, at most once a second */
+    g_test_message ("%u JOB_PROGRESS events", events.times_us->len);
+    g_assert_false (events.bad_shape);
+    g_assert_cmpuint (events.times_us->len, >=, 3);
+    for (guint i = 1; i < events.times_us->len; i++) {
+        gint64 gap = g_array_index (events.times_us, gint64, i)
+                     - g_array_index (events.times_us, gint64, i - 1);
+
+        g_assert_cmpint (gap, >=, 950 * 1000);
+        g_assert_cmpint (g_array_index (events.done, gint64, i), >=,
+                         g_array_index (events.done, gint64, i - 1));
+    }
+    g_array_unref (events.times_us);
+    g_array_unref (events.done);
+
+    vmr_harness_assert_migrated (h, "vmr-1", "disk0", vm.source, vm.dest, "raw", vm.expected);
+}
+
+int
+main (int argc, char **argv)
+{
+    vmr_harness_init (&argc, &argv);
+    VMR_HARNESS_ADD ("/watch/live-view", NULL, test_live_view);
+    return g_test_run ();
+}
