@@ -8,6 +8,8 @@
 #include "cli-job.h"
 #include "cli-json.h"
 #include "cli-output.h"
+#include "cli-progress.h"
+#include "cli-screen.h"
 #include "cli-table.h"
 #include "cli-wait.h"
 #include "units.h"
@@ -23,12 +25,14 @@ typedef struct {
     guint64 total;     /* bytes to copy */
     guint64 rate;      /* bytes/s of the copies moving now */
     GPtrArray *failed; /* gchar *: "vmr-5 (web01 disk1): failed: REASON", owned */
+    GPtrArray *jobs;   /* VmrCliJob *: the plan's jobs the daemon lists, in its order, owned */
 } Progress;
 
 static void
 progress_clear (Progress *progress)
 {
     g_clear_pointer (&progress->failed, g_ptr_array_unref);
+    g_clear_pointer (&progress->jobs, g_ptr_array_unref);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Progress, progress_clear)
@@ -191,7 +195,10 @@ read_progress (JsonNode *reply, GPtrArray *plan_jobs, Progress *progress, GError
     }
 
     progress_clear (progress);
-    *progress = (Progress){ .failed = g_ptr_array_new_with_free_func (g_free) };
+    *progress = (Progress){
+        .failed = g_ptr_array_new_with_free_func (g_free),
+        .jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_cli_job_free),
+    };
     for (guint i = 0; i < plan_jobs->len; i++) {
         JsonObject *entry = g_ptr_array_index (plan_jobs, i);
         const gchar *id = vmr_json_get_string (entry, "job");
@@ -209,6 +216,8 @@ read_progress (JsonNode *reply, GPtrArray *plan_jobs, Progress *progress, GError
                                              "virt-mirrord no longer lists it"));
             continue;
         }
+        g_ptr_array_add (progress->jobs, (gpointer) job);
+        g_hash_table_steal (by_id, id);
         if (job->has_progress && job->total > 0)
             size = job->total;
         progress->total += size;
@@ -254,23 +263,40 @@ format_eta (const Progress *progress)
  * every job has ended, the rate is the average over the wait (@average,
  * bytes/s), since nothing moves any more.
  */
-static void
-print_progress (const Progress *progress, gboolean ended, guint64 average)
+static gchar *
+format_summary (const Progress *progress, gboolean ended, guint64 average)
 {
     g_autofree gchar *done = vmr_units_format_bytes (progress->done);
     g_autofree gchar *total = vmr_units_format_bytes (progress->total);
     g_autofree gchar *rate = vmr_units_format_bytes (ended ? average : progress->rate);
     g_autofree gchar *eta = format_eta (progress);
 
-    g_print ("evacuate: %u/%u disks done, %s of %s, %s/s%s, ETA %s\n", progress->n_completed,
-             progress->n_jobs, done, total, rate, ended ? " on average" : "", eta);
-    fflush (stdout);
+    return g_strdup_printf ("evacuate: %u/%u disks done, %s of %s, %s/s%s, ETA %s",
+                            progress->n_completed, progress->n_jobs, done, total, rate,
+                            ended ? " on average" : "", eta);
+}
+
+/* on a terminal: the table of the jobs, as `watch` draws it, and the summary under it */
+static void
+draw_progress (VmrCliScreen *screen, const Progress *progress, const gchar *summary)
+{
+    g_auto (GStrv) table
+        = vmr_cli_progress_table ((VmrCliJob *const *) progress->jobs->pdata, progress->jobs->len,
+                                  vmr_cli_screen_columns (screen));
+    g_autoptr (GPtrArray) lines = g_ptr_array_new ();
+
+    for (guint i = 0; table[i] != NULL; i++)
+        g_ptr_array_add (lines, table[i]);
+    g_ptr_array_add (lines, (gpointer) summary);
+    g_ptr_array_add (lines, NULL);
+    vmr_cli_screen_draw (screen, (const gchar *const *) lines->pdata);
 }
 
 /*
  * Polls query-jobs until every job of @plan_jobs has ended, printing a
  * progress line at the start, at most every VMR_CLI_WAIT_PRINT_INTERVAL_US
- * and at the end unless the session prints JSON. Fills @progress
+ * and at the end unless the session prints JSON; on a terminal, the jobs
+ * and that line redrawn at every reading instead. Fills @progress
  * with the last reading. Sets an error when the wait was interrupted or the
  * daemon cut off; the jobs then keep running.
  */
@@ -283,9 +309,12 @@ follow_jobs (VmrCliSession *session, GPtrArray *plan_jobs, Progress *progress, G
     gint64 printed_us = 0;
     guint64 start_done = 0;
     gboolean first = TRUE;
+    g_autoptr (VmrCliScreen) screen = NULL;
 
     if (client == NULL)
         return FALSE;
+    if (!session->json && vmr_cli_screen_is_terminal ())
+        screen = vmr_cli_screen_new (VMR_CLI_SCREEN_INLINE, NULL, NULL);
     /* the end of any job wakes the wait: the last one ends it without delay */
     pacer = vmr_cli_wait_pacer_new (client, NULL);
     do {
@@ -305,13 +334,21 @@ follow_jobs (VmrCliSession *session, GPtrArray *plan_jobs, Progress *progress, G
         if (first)
             start_done = progress->done;
         first = FALSE;
+        /* a terminal is redrawn at every reading, a log gets a line every 2 s */
         if (!session->json
-            && (ended || printed_us == 0
+            && (screen != NULL || ended || printed_us == 0
                 || now_us - printed_us >= VMR_CLI_WAIT_PRINT_INTERVAL_US)) {
             gdouble seconds = (gdouble) MAX (now_us - start_us, 1) / G_USEC_PER_SEC;
             guint64 moved = progress->done - MIN (start_done, progress->done);
+            g_autofree gchar *summary
+                = format_summary (progress, ended, (guint64) (moved / seconds));
 
-            print_progress (progress, ended, (guint64) (moved / seconds));
+            if (screen != NULL) {
+                draw_progress (screen, progress, summary);
+            } else {
+                g_print ("%s\n", summary);
+                fflush (stdout);
+            }
             printed_us = now_us;
         }
         if (ended)
