@@ -218,6 +218,14 @@ test_complete (VmrHarness *h, gconstpointer data)
         assert_completes (h, words, id);
     }
     {
+        /* watch takes any number of ids */
+        const gchar *words[] = { "virt-mirror", "watch", "", NULL };
+        const gchar *more[] = { "virt-mirror", "watch", id, "", NULL };
+
+        assert_completes (h, words, id);
+        assert_completes (h, more, id);
+    }
+    {
         const gchar *words[] = { "virt-mirror", "set-copy-mode", id, "", NULL };
 
         assert_completes (h, words, "active write-blocking");
