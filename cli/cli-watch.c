@@ -17,7 +17,7 @@
 typedef struct {
     VmrCliJob *job;        /* the latest reading, owned */
     gchar *shown_state;    /* plain output: the state last printed */
-    gchar *shown_progress; /* plain output: the progress line last printed */
+    gchar *shown_progress; /* plain output: the state, bytes done and decision last printed */
 } Entry;
 
 typedef struct {
@@ -89,18 +89,25 @@ print_changes (Watch *self, Entry *entry)
 {
     const VmrCliJob *job = entry->job;
     g_autofree gchar *progress = NULL;
+    g_autofree gchar *decision = NULL;
+    g_autofree gchar *key = NULL;
 
     if (!plain (self))
         return;
     if (entry->shown_state == NULL)
         print_state (entry, job->id, job->state,
                      vmr_cli_job_is_finished (job) ? job->reason : NULL);
+    /* a line when the copy advanced or the policy decided anew, not for a rate that
+     * wavers while a synced job waits */
+    decision = vmr_cli_job_format_decision (job);
+    key = g_strdup_printf ("%s %" G_GUINT64_FORMAT " %s", job->state, job->done,
+                           decision != NULL ? decision : "-");
     progress = vmr_cli_progress_plain_line (job, TRUE);
     if (progress != NULL && !vmr_cli_job_is_finished (job)
-        && g_strcmp0 (progress, entry->shown_progress) != 0) {
+        && g_strcmp0 (key, entry->shown_progress) != 0) {
         g_print ("%s\n", progress);
         g_free (entry->shown_progress);
-        entry->shown_progress = g_steal_pointer (&progress);
+        entry->shown_progress = g_steal_pointer (&key);
     }
     fflush (stdout);
 }
@@ -306,7 +313,8 @@ event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 time
     const gchar *id = vmr_json_get_string (data, "id");
     Entry *entry = id != NULL ? g_hash_table_lookup (self->entries, id) : NULL;
 
-    if (id == NULL)
+    /* the jobs and groups named were all there at the start: a new job is not of them */
+    if (id == NULL || (entry == NULL && self->ids != NULL))
         return;
     if (g_str_equal (name, "JOB_PROGRESS") && entry != NULL
         && !vmr_cli_job_is_finished (entry->job)) {
@@ -322,8 +330,7 @@ event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 time
                      vmr_json_get_string (data, "reason"));
         fflush (stdout);
     }
-    /* a state change, or the progress of a job not read yet (which may be of a group
-     * on view): read it whole */
+    /* a state change, or the progress of a job not read yet: read it whole */
     if (g_str_equal (name, "JOB_STATE_CHANGED")
         || (g_str_equal (name, "JOB_PROGRESS") && entry == NULL)) {
         g_hash_table_add (self->stale, g_strdup (id));
@@ -455,7 +462,7 @@ run_watch (Watch *self, const VmrCliCommand *cmd, GError **error)
         self->screen = vmr_cli_screen_new (VMR_CLI_SCREEN_FULL, resized_cb, self);
 
     ok = read_jobs (self, cmd, error);
-    if (ok && !all_ended (self)) {
+    if (ok && !all_ended (self) && !self->interrupted && self->error == NULL) {
         draw (self);
         g_main_loop_run (self->loop);
     }
@@ -471,16 +478,17 @@ run_watch (Watch *self, const VmrCliCommand *cmd, GError **error)
         g_propagate_error (error, g_steal_pointer (&self->error));
         return FALSE;
     }
-    if (self->json)
-        print_json (self);
-    if (self->ids == NULL)
-        return TRUE;
-    if (self->interrupted && !all_ended (self)) {
+    if (self->ids != NULL && !all_ended (self)) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
                      "interrupted: the jobs keep running; follow them with 'virt-mirror jobs'");
         return FALSE;
     }
-    return check_outcome (self, error);
+    if (self->ids != NULL && !check_outcome (self, error))
+        return FALSE;
+    /* like migrate --wait: the jobs on success, the error object otherwise */
+    if (self->json)
+        print_json (self);
+    return TRUE;
 }
 
 gboolean
