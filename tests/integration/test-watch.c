@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "units.h"
 
 /*
  * QEMU's mirror copies up to its buffer (16 MiB) at once and then sleeps as
@@ -183,7 +184,7 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *done_watch = NULL;
     g_autofree gchar *cursor = NULL;
     gdouble last_watch = -1, last_migrate = -1;
-    guint watch_grew = 0, migrate_grew = 0, matched = 0;
+    guint watch_grew = 0, migrate_grew = 0, matched = 0, exact = 0;
     gulong event_id;
 
     if (vmr_harness_skipped (h) || !vmr_harness_require (h, "tmux", NULL))
@@ -239,6 +240,14 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
             if (strstr (watch_line, " copying ") != NULL && strstr (watch_line, "vm/disk0") != NULL
                 && strstr (watch_screen, "policy: ") != NULL)
                 matched++;
+            /* between two steps of the copy the view has the job's own figures */
+            if (percent == job_percent (job)) {
+                g_autofree gchar *backlog = vmr_units_format_bytes ((guint64) vmr_harness_json_int (
+                    vmr_harness_json_object (job, "progress"), "backlog"));
+                g_autofree gchar *backlog_cell = g_strdup_printf ("  %s  ", backlog);
+
+                exact += strstr (watch_line, backlog_cell) != NULL;
+            }
         }
         if (read_bar (migrate_line, &percent, &filled, &cell)) {
             g_test_message ("migrate: %s", migrate_line);
@@ -252,11 +261,13 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
         vmr_harness_writer_write (vm.writer, WRITES);
         g_usleep (600 * 1000);
     }
-    g_test_message ("the watch bar grew %u times, the migrate bar %u times", watch_grew,
-                    migrate_grew);
+    g_test_message ("the watch bar grew %u times, the migrate bar %u times; %u screens had the "
+                    "job's own figures",
+                    watch_grew, migrate_grew, exact);
     g_assert_cmpuint (watch_grew, >=, 3);
     g_assert_cmpuint (migrate_grew, >=, 3);
     g_assert_cmpuint (matched, >=, 3);
+    g_assert_cmpuint (exact, >=, 2);
 
     final = vmr_harness_wait_job (h, "vmr-1", "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     g_signal_handler_disconnect (h->control, event_id);
