@@ -450,8 +450,10 @@ run_watch (Watch *self, const VmrCliCommand *cmd, GError **error)
     gboolean ok;
 
     self->client = vmr_cli_session_get_client (self->session, error);
-    if (self->client == NULL)
+    if (self->client == NULL) {
+        g_prefix_error (error, "cannot watch the jobs: ");
         return FALSE;
+    }
     /* the events first, so that no change between them and the first reading is lost */
     event_id = g_signal_connect (self->client, "event", G_CALLBACK (event_cb), self);
     disconnected_id

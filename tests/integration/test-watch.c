@@ -14,6 +14,8 @@
 
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include "harness.h"
 #include "units.h"
 
@@ -324,10 +326,84 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_migrated (h, "vmr-1", "disk0", vm.source, vm.dest, "raw", vm.expected);
 }
 
+/*
+ * evacuate --wait on a terminal: the table of its jobs, as watch draws it,
+ * and the summary line under it, redrawn in place while the copy runs
+ */
+static void
+test_evacuate_view (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Tmux) tmux = { 0 };
+    g_autofree gchar *old_dir = NULL;
+    g_autofree gchar *new_dir = NULL;
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *command = NULL;
+    g_autofree gchar *final = NULL;
+    VmrHarnessDisk disk = { .id = "disk0", .format = "raw" };
+    gdouble last = -1;
+    guint grew = 0;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require (h, "tmux", NULL))
+        return;
+    old_dir = vmr_harness_path (h, "old");
+    new_dir = vmr_harness_path (h, "new");
+    g_assert_cmpint (g_mkdir (old_dir, 0755), ==, 0);
+    g_assert_cmpint (g_mkdir (new_dir, 0755), ==, 0);
+    source = vmr_harness_create_image (h, "old/disk0.raw", "raw", IMAGE_SIZE, 0x72);
+    expected = vmr_harness_expected_path (source);
+    dest = g_build_filename (new_dir, "disk0.raw", NULL);
+    disk.path = source;
+    vmr_harness_start_qemu (h, &disk, 1);
+    vmr_harness_attach (h, "vm");
+
+    tmux.socket = vmr_harness_path (h, "tmux.sock");
+    command = g_strdup_printf ("'%s' -c '%s' evacuate --from '%s' --to '%s' --speed " COPY_SPEED
+                               " --wait; echo EVACUATE-EXIT=$?; sleep 60",
+                               g_getenv ("VMR_CLI"), h->socket, old_dir, new_dir);
+    g_free (tmux_run (&tmux, "-f", "/dev/null", "new-session", "-d", "-s", "vmr", "-n", "evacuate",
+                      "-x", COLUMNS, "-y", ROWS, command, NULL));
+    vmr_harness_wait_job_count (h, 1);
+    while (TRUE) {
+        g_autofree gchar *screen = capture (&tmux, "vmr:evacuate");
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, "vmr-1");
+        g_autofree gchar *row = find_line (screen, "vmr-1 ");
+        g_autofree gchar *summary = find_line (screen, "evacuate: ");
+        gdouble percent, filled, cell;
+
+        if (!g_str_equal (vmr_json_job_state (job), "copying"))
+            break;
+        if (read_bar (row, &percent, &filled, &cell) && summary != NULL) {
+            g_test_message ("evacuate: %s\n%s", row, summary);
+            g_assert_true (g_str_has_prefix (summary, "evacuate: 0/1 disks done, "));
+            g_assert_cmpfloat (percent, <=, job_percent (job));
+            g_assert_cmpfloat (percent, >=, last);
+            grew += percent > last;
+            last = percent;
+        }
+        g_usleep (600 * 1000);
+    }
+    g_assert_cmpuint (grew, >=, 3);
+    final = wait_screen (&tmux, "vmr:evacuate", "EVACUATE-EXIT=0", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_test_message ("final evacuate:\n%s", final);
+    g_assert_nonnull (strstr (final, "evacuate: 1/1 disks done"));
+    g_assert_nonnull (strstr (final, "evacuate: completed: 1 disk moved off"));
+    {
+        g_autofree gchar *row = find_line (final, "vmr-1 ");
+
+        g_assert_nonnull (row);
+        g_assert_nonnull (strstr (row, " completed "));
+    }
+    g_free (tmux_run (&tmux, "kill-server", NULL));
+    vmr_harness_assert_migrated (h, "vmr-1", "disk0", source, dest, "raw", expected);
+}
+
 int
 main (int argc, char **argv)
 {
     vmr_harness_init (&argc, &argv);
     VMR_HARNESS_ADD ("/watch/live-view", NULL, test_live_view);
+    VMR_HARNESS_ADD ("/watch/evacuate-view", NULL, test_evacuate_view);
     return g_test_run ();
 }
