@@ -289,6 +289,29 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
         g_assert_cmpfloat (percent, ==, 100.0);
         g_assert_cmpfloat (filled, ==, 1.0);
     }
+    /* a narrower terminal (SIGWINCH): drawn again to its width, without the bar */
+    g_free (tmux_run (&tmux, "resize-window", "-t", "vmr:watch", "-x", "70", NULL));
+    {
+        gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+
+        while (TRUE) {
+            g_autofree gchar *screen = capture (&tmux, "vmr:watch");
+            g_autofree gchar *line = find_line (screen, "vmr-1 ");
+            g_auto (GStrv) lines = g_strsplit (screen, "\n", -1);
+            gboolean fits = TRUE;
+
+            for (guint i = 0; lines[i] != NULL; i++)
+                fits &= g_utf8_strlen (lines[i], -1) <= 69;
+            if (line != NULL && strchr (line, '[') == NULL && strstr (line, "100%") != NULL
+                && fits) {
+                g_test_message ("resized:\n%s", screen);
+                break;
+            }
+            if (g_get_monotonic_time () > deadline)
+                vmr_fail ("the view was not drawn again for 70 columns:\n%s", screen);
+            g_usleep (100 * 1000);
+        }
+    }
     /* Ctrl-C: the view ends, exit 0 without named jobs, and the cursor is back */
     g_free (tmux_run (&tmux, "send-keys", "-t", "vmr:watch", "C-c", NULL));
     done_watch = wait_screen (&tmux, "vmr:watch", "WATCH-EXIT=0", 10);
