@@ -10,6 +10,10 @@
 
 #include "engine-fixture.h"
 
+#include <string.h>
+
+#include "engine-private.h"
+
 /* the images of web01's disk0 */
 #define SRC  "web01-disk0.img"
 #define BOTH "web01-disk0-dst.img web01-disk0.img"
@@ -266,6 +270,64 @@ static const EngineCase job_cases[] = {
                  READY (.states = "vmr-1 synced", .changes = "", .calls = ""), CANCELLED } },
 };
 
+/* ---- "job-progress": after each reading of a copy's progress ---- */
+
+/* the jobs "job-progress" named, each a copy of its state then: "vmr-1 copying, ..." */
+static GString *progress_seen;
+
+static void
+job_progress_cb (VmrEngine *engine, gpointer job_ptr, gpointer user_data)
+{
+    VmrJob *job = job_ptr;
+
+    g_string_append_printf (progress_seen, "%s%s %s %" G_GUINT64_FORMAT,
+                            progress_seen->len > 0 ? ", " : "", job->id,
+                            vmr_job_state_to_string (job->state), job->done_bytes);
+}
+
+static gboolean
+progress_seen_thrice (EngineFixture *f)
+{
+    return g_strstr_len (progress_seen->str, -1, ", ") != NULL
+           && strstr (strstr (progress_seen->str, ", ") + 2, ", ") != NULL;
+}
+
+static void
+test_job_progress (void)
+{
+    static const EngineCase tc = { "/engine/progress/signal" };
+    const EngineStep start = MIGRATE (.states = "vmr-1 copying", .replies = "migrate ok vmr-1");
+    const EngineStep cancel = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
+                                       .calls = "cancel vmr-1", .files = SRC);
+    VmrBackendProgress progress = { .job_id = (gchar *) "vmr-1",
+                                    .total_bytes = ENGINE_DISK_SIZE,
+                                    .done_bytes = ENGINE_DISK_SIZE / 4 };
+    EngineFixture f;
+    gulong id;
+    gsize seen_at_end;
+
+    progress_seen = g_string_new (NULL);
+    engine_fixture_setup (&f, &tc);
+    f.engine->progress_interval_ms = 10;
+    fake_backend_set_progress (engine_fixture_backend (&f, "web01"), &progress);
+    id = g_signal_connect (f.engine, "job-progress", G_CALLBACK (job_progress_cb), NULL);
+    g_assert_true (engine_fixture_run_step (&f, 0, &start));
+    g_assert_true (engine_fixture_wait_for (progress_seen_thrice, &f, 5000));
+    g_assert_true (g_str_has_prefix (progress_seen->str, "vmr-1 copying 262144, vmr-1 copying"));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    /* a job that ended gets no more */
+    seen_at_end = progress_seen->len;
+    for (guint i = 0; i < 10; i++) {
+        g_usleep (10 * 1000);
+        engine_fixture_iterate ();
+    }
+    g_assert_cmpuint (progress_seen->len, ==, seen_at_end);
+    g_assert_null (strstr (progress_seen->str, "cancelled"));
+    g_signal_handler_disconnect (f.engine, id);
+    engine_fixture_teardown (&f);
+    g_string_free (progress_seen, TRUE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -278,5 +340,6 @@ main (int argc, char **argv)
     engine_add_space_cases ();
     engine_add_adaptive_cases ();
     engine_add_converge_cases ();
+    g_test_add_func ("/engine/progress/signal", test_job_progress);
     return g_test_run ();
 }
