@@ -8,14 +8,15 @@
 #include "units.h"
 
 /* the page, in pixels */
-#define WIDTH        960.0
-#define PLOT_LEFT    90.0
-#define PLOT_RIGHT   (WIDTH - 30.0)
-#define TITLE_HEIGHT 70.0
-#define PANEL_HEIGHT 130.0
-#define PANEL_GAP    40.0 /* above each panel: its name */
-#define LEGEND_LINE  18.0
-#define REASON_MAX   110 /* characters of a reason in the legend */
+#define WIDTH          960.0
+#define PLOT_LEFT      90.0
+#define PLOT_RIGHT     (WIDTH - 30.0)
+#define TITLE_HEIGHT   70.0
+#define PANEL_HEIGHT   130.0
+#define PANEL_GAP      40.0 /* above each panel: its name */
+#define LEGEND_LINE    18.0
+#define REASON_MAX     110 /* characters of a reason in the legend */
+#define BAND_LABEL_MIN 60  /* pixels a band needs for its name on it */
 
 void
 vmr_svg_axis_for (gdouble max, guint max_steps, VmrSvgAxis *out)
@@ -74,12 +75,12 @@ static const PanelSpec panels[] = {
       { { "rate", "copy rate", POINT_MEMBER (rate), "#1f77b4", FALSE, FALSE },
         { "speed", "speed limit", POINT_MEMBER (speed), "#d62728", TRUE, TRUE } } },
     { "Data (MiB)", 1024.0 * 1024.0,
-      { { "backlog", "backlog (still to copy)", POINT_MEMBER (backlog), "#9467bd", FALSE, FALSE },
+      { { "backlog", "backlog", POINT_MEMBER (backlog), "#9467bd", FALSE, FALSE },
         { "processed", "copied", POINT_MEMBER (processed), "#7f7f7f", TRUE, FALSE } } },
     { "Guest IOPS", 1.0,
       { { "iops", "guest IOPS", POINT_MEMBER (iops), "#2ca02c", FALSE, FALSE } } },
     { "Guest latency (ms)", 1000.0,
-      { { "latency", "guest mean latency", POINT_MEMBER (latency_us), "#ff7f0e", FALSE, FALSE } } },
+      { { "latency", "guest latency", POINT_MEMBER (latency_us), "#ff7f0e", FALSE, FALSE } } },
 };
 
 /* the colour of each band of the policy's decisions */
@@ -231,6 +232,11 @@ write_bands (GString *svg, const VmrReport *report, const VmrSvgAxis *x)
                                 "<title>%s</title></rect>\n",
                                 band->action, left, top - PANEL_GAP + 22, MAX (right - left, 1.5),
                                 bottom - top + PANEL_GAP - 22, band_colour (band->action), title);
+        /* named on the picture too where there is room */
+        if (right - left >= BAND_LABEL_MIN)
+            g_string_append_printf (svg,
+                                    "<text x=\"%.1f\" y=\"%.0f\" class=\"band-label\">%s</text>\n",
+                                    left + 4, top + 14, band->action);
     }
 }
 
@@ -273,7 +279,7 @@ write_legend (GString *svg, const VmrReport *report, gdouble y)
                                     x, x + 20, y - 4, y - 4, spec->colour,
                                     spec->dashed ? " stroke-dasharray=\"6 3\"" : "", x + 26, y,
                                     spec->label);
-            x += 150;
+            x += (PLOT_RIGHT - PLOT_LEFT) / 6;
         }
     y += LEGEND_LINE + 4;
     for (guint i = 0; i < report->bands->len; i++) {
@@ -356,6 +362,7 @@ vmr_report_to_svg (const VmrReport *report)
              ".title { font-size: 17px; font-weight: bold; } .subtitle { font-size: 13px; } "
              ".panel-title { font-size: 13px; font-weight: bold; } "
              ".tick, .legend { font-size: 11px; } "
+             ".band-label { font-size: 11px; font-style: italic; fill: #555; } "
              ".grid { stroke: #e0e0e0; stroke-width: 1; } "
              ".frame { fill: none; stroke: #888; stroke-width: 1; }</style>\n");
     write_bands (svg, report, &x);
