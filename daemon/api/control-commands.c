@@ -312,8 +312,9 @@ static void
 handle_query_job_series (Request *req, JsonObject *args)
 {
     g_autoptr (GError) error = NULL;
-    VmrJob *job
-        = vmr_engine_lookup_job (req->server->engine, vmr_json_get_string (args, "id"), &error);
+    /* a finished job of an earlier run too, read from its record */
+    g_autoptr (VmrJob) job
+        = vmr_engine_read_job (req->server->engine, vmr_json_get_string (args, "id"), &error);
     JsonObject *obj;
 
     if (job == NULL) {

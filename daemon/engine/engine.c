@@ -80,6 +80,17 @@ vmr_engine_lookup_job (VmrEngine *self, const gchar *id, GError **error)
     return job;
 }
 
+VmrJob *
+vmr_engine_read_job (VmrEngine *self, const gchar *id, GError **error)
+{
+    VmrJob *job = vmr_job_table_read (self->jobs, id);
+
+    if (job == NULL)
+        g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "unknown job '%s'",
+                     id != NULL ? id : "");
+    return job;
+}
+
 void
 vmr_engine_shutdown (VmrEngine *self)
 {
