@@ -43,6 +43,32 @@ vmr_svg_axis_for (gdouble max, guint max_steps, VmrSvgAxis *out)
     }
 }
 
+void
+vmr_svg_time_axis_for (gdouble seconds, guint max_steps, VmrSvgAxis *out)
+{
+    /* steps a clock reads well: seconds, minutes, hours */
+    static const gdouble steps[] = { 1,   2,   5,    10,   15,   30,    60,    120,   300,
+                                     600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400 };
+
+    max_steps = MAX (max_steps, 1);
+    for (guint i = 0; seconds > 0 && isfinite (seconds) && i < G_N_ELEMENTS (steps); i++) {
+        gdouble n = ceil (seconds / steps[i] - 1e-9);
+
+        if (n <= max_steps) {
+            *out = (VmrSvgAxis){ steps[i], MAX (n, 1) * steps[i], (guint) MAX (n, 1) };
+            return;
+        }
+    }
+    if (seconds > 0 && isfinite (seconds)) {
+        /* days, in 1-2-5 steps of them */
+        vmr_svg_axis_for (seconds / 86400, max_steps, out);
+        out->step *= 86400;
+        out->top *= 86400;
+        return;
+    }
+    *out = (VmrSvgAxis){ 1, 1, 1 };
+}
+
 gdouble
 vmr_svg_axis_place (gdouble value, gdouble top, gdouble from, gdouble to)
 {
@@ -65,6 +91,7 @@ typedef struct {
     const gchar *title;
     gdouble divisor; /* from the daemon's unit to the axis' */
     SeriesSpec series[2];
+    const gchar *big_title; /* in a unit 1024 times larger, past 10240 of the first; or NULL */
 } PanelSpec;
 
 #define POINT_MEMBER(m) G_STRUCT_OFFSET (VmrReportPoint, m)
@@ -73,10 +100,12 @@ typedef struct {
 static const PanelSpec panels[] = {
     { "Copy rate (MiB/s)", 1024.0 * 1024.0,
       { { "rate", "copy rate", POINT_MEMBER (rate), "#1f77b4", FALSE, FALSE },
-        { "speed", "speed limit", POINT_MEMBER (speed), "#d62728", TRUE, TRUE } } },
+        { "speed", "speed limit", POINT_MEMBER (speed), "#d62728", TRUE, TRUE } },
+      "Copy rate (GiB/s)" },
     { "Data (MiB)", 1024.0 * 1024.0,
       { { "backlog", "backlog", POINT_MEMBER (backlog), "#9467bd", FALSE, FALSE },
-        { "processed", "copied", POINT_MEMBER (processed), "#7f7f7f", TRUE, FALSE } } },
+        { "processed", "copied", POINT_MEMBER (processed), "#7f7f7f", TRUE, FALSE } },
+      "Data (GiB)" },
     { "Guest IOPS", 1.0,
       { { "iops", "guest IOPS", POINT_MEMBER (iops), "#2ca02c", FALSE, FALSE } } },
     { "Guest latency (ms)", 1000.0,
@@ -177,17 +206,25 @@ write_panel (GString *svg, const VmrReport *report, guint index, const VmrSvgAxi
     const PanelSpec *panel = &panels[index];
     gdouble y0 = panel_top (index);
     gdouble max = 0;
+    gdouble divisor = panel->divisor;
+    const gchar *title = panel->title;
     VmrSvgAxis y;
 
     for (guint s = 0; s < G_N_ELEMENTS (panel->series) && panel->series[s].name != NULL; s++)
         for (guint i = 0; i < report->points->len; i++)
             max = MAX (max, value_of (&g_array_index (report->points, VmrReportPoint, i),
                                       &panel->series[s])
-                                / panel->divisor);
+                                / divisor);
+    /* a copy of hundreds of GiB reads better in GiB */
+    if (panel->big_title != NULL && max >= 10240) {
+        divisor *= 1024;
+        max /= 1024;
+        title = panel->big_title;
+    }
     vmr_svg_axis_for (max, 4, &y);
     g_string_append_printf (svg, "<g class=\"panel\" id=\"panel-%u\">\n", index);
     g_string_append_printf (svg, "<text x=\"%.0f\" y=\"%.0f\" class=\"panel-title\">%s</text>\n",
-                            PLOT_LEFT, y0 - 8, panel->title);
+                            PLOT_LEFT, y0 - 8, title);
     for (guint k = 0; k <= y.n_steps; k++) {
         gdouble value = k * y.step;
         gdouble py = vmr_svg_axis_place (value, y.top, y0 + PANEL_HEIGHT, y0);
@@ -205,7 +242,7 @@ write_panel (GString *svg, const VmrReport *report, guint index, const VmrSvgAxi
                             "class=\"frame\"/>\n",
                             PLOT_LEFT, y0, PLOT_RIGHT - PLOT_LEFT, PANEL_HEIGHT);
     for (guint s = 0; s < G_N_ELEMENTS (panel->series) && panel->series[s].name != NULL; s++)
-        write_series (svg, report, &panel->series[s], y.top, panel->divisor, x, y0);
+        write_series (svg, report, &panel->series[s], y.top, divisor, x, y0);
     g_string_append (svg, "</g>\n");
 }
 
@@ -347,7 +384,7 @@ vmr_report_to_svg (const VmrReport *report)
     g_autofree gchar *id = g_markup_escape_text (report->job->id, -1);
     VmrSvgAxis x;
 
-    vmr_svg_axis_for (report->duration, 10, &x);
+    vmr_svg_time_axis_for (report->duration, 10, &x);
     g_string_append_printf (svg,
                             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "

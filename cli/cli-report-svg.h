@@ -30,6 +30,13 @@ typedef struct {
  */
 void vmr_svg_axis_for (gdouble max, guint max_steps, VmrSvgAxis *out);
 
+/*
+ * The time axis for @seconds with at most @max_steps steps: the smallest of
+ * 1, 2, 5, 10, 15, 30 s, 1, 2, 5, 10, 15, 30 min, 1, 2, 3, 6, 12 h, 1 day (and
+ * 1-2-5 days past that) that fits; 0 to 1 s when @seconds is not above 0.
+ */
+void vmr_svg_time_axis_for (gdouble seconds, guint max_steps, VmrSvgAxis *out);
+
 /* where @value of an axis from 0 to @top falls between @from and @to (pixels) */
 gdouble vmr_svg_axis_place (gdouble value, gdouble top, gdouble from, gdouble to);
 

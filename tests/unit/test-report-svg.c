@@ -43,6 +43,36 @@ test_axis (void)
     }
 }
 
+/* clang-format off */
+static const struct {
+    gdouble seconds;
+    gdouble step;
+    gdouble top;
+} time_axes[] = {
+    { 0, 1, 1 },
+    { 7, 1, 7 },
+    { 14, 2, 14 },
+    { 39, 5, 40 },
+    { 95, 10, 100 },
+    { 7198, 900, 7200 },
+    { 86400 * 3.5, 43200, 86400 * 3.5 },
+    { 86400 * 40, 86400 * 5, 86400 * 40 },
+};
+/* clang-format on */
+
+static void
+test_time_axis (void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS (time_axes); i++) {
+        VmrSvgAxis axis;
+
+        vmr_svg_time_axis_for (time_axes[i].seconds, 10, &axis);
+        g_test_message ("%g s: step %g top %g", time_axes[i].seconds, axis.step, axis.top);
+        g_assert_cmpfloat_with_epsilon (axis.step, time_axes[i].step, 1e-9);
+        g_assert_cmpfloat_with_epsilon (axis.top, time_axes[i].top, 1e-9);
+    }
+}
+
 static void
 test_place (void)
 {
@@ -302,6 +332,7 @@ main (int argc, char **argv)
 {
     g_test_init (&argc, &argv, NULL);
     g_test_add_func ("/report-svg/axis", test_axis);
+    g_test_add_func ("/report-svg/time-axis", test_time_axis);
     g_test_add_func ("/report-svg/place", test_place);
     g_test_add_func ("/report-svg/band-of", test_band_of);
     g_test_add_func ("/report-svg/bands", test_report_bands);
