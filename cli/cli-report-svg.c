@@ -11,12 +11,13 @@
 #define WIDTH          960.0
 #define PLOT_LEFT      90.0
 #define PLOT_RIGHT     (WIDTH - 30.0)
-#define TITLE_HEIGHT   70.0
+#define TITLE_HEIGHT   80.0
 #define PANEL_HEIGHT   130.0
 #define PANEL_GAP      40.0 /* above each panel: its name */
 #define LEGEND_LINE    18.0
 #define REASON_MAX     110 /* characters of a reason in the legend */
 #define BAND_LABEL_MIN 60  /* pixels a band needs for its name on it */
+#define PATH_MAX_SHOWN 60  /* characters of a path in the heading */
 
 void
 vmr_svg_axis_for (gdouble max, guint max_steps, VmrSvgAxis *out)
@@ -349,26 +350,51 @@ write_legend (GString *svg, const VmrReport *report, gdouble y)
     return y - start;
 }
 
+/* @path in at most @max characters: its middle left out when it is longer */
+static gchar *
+shorten_middle (const gchar *path, glong max)
+{
+    glong length = g_utf8_strlen (path, -1);
+    g_autofree gchar *head = NULL;
+    g_autofree gchar *tail = NULL;
+
+    if (length <= max)
+        return g_strdup (path);
+    head = g_utf8_substring (path, 0, max / 2 - 1);
+    tail = g_utf8_substring (path, length - (max - max / 2), length);
+    return g_strconcat (head, "…", tail, NULL);
+}
+
 static void
 write_title (GString *svg, const VmrReport *report)
 {
     const VmrCliJob *job = report->job;
+    const gchar *source = job->source != NULL ? job->source : "?";
+    const gchar *destination = job->destination != NULL ? job->destination : "?";
     g_autoptr (GDateTime) start = g_date_time_new_from_unix_utc (report->start_us / G_USEC_PER_SEC);
     g_autofree gchar *when = start != NULL ? g_date_time_format (start, "%F %T UTC") : NULL;
     g_autofree gchar *duration = vmr_units_format_duration ((gint64) (report->duration * 1e6));
     g_autofree gchar *copied = vmr_units_format_bytes (job->done);
-    g_autofree gchar *heading = g_markup_printf_escaped (
+    g_autofree gchar *short_source = shorten_middle (source, PATH_MAX_SHOWN);
+    g_autofree gchar *short_destination = shorten_middle (destination, PATH_MAX_SHOWN);
+    /* the whole of it in the document's title; on the page, paths that fit */
+    g_autofree gchar *title = g_markup_printf_escaped (
         "%s: %s of %s, %s → %s", job->id, job->disk != NULL ? job->disk : "?",
-        job->domain != NULL ? job->domain : "?", job->source != NULL ? job->source : "?",
-        job->destination != NULL ? job->destination : "?");
+        job->domain != NULL ? job->domain : "?", source, destination);
+    g_autofree gchar *heading
+        = g_markup_printf_escaped ("%s: %s of %s", job->id, job->disk != NULL ? job->disk : "?",
+                                   job->domain != NULL ? job->domain : "?");
+    g_autofree gchar *paths = g_markup_printf_escaped ("%s → %s", short_source, short_destination);
     g_autofree gchar *line
         = g_markup_printf_escaped ("%s, %s from %s, %s copied, %u samples", job->state, duration,
                                    when != NULL ? when : "?", copied, report->points->len);
 
-    g_string_append_printf (svg, "<title>%s</title>\n", heading);
-    g_string_append_printf (svg, "<text x=\"%.0f\" y=\"30\" class=\"title\">%s</text>\n", PLOT_LEFT,
+    g_string_append_printf (svg, "<title>%s</title>\n", title);
+    g_string_append_printf (svg, "<text x=\"%.0f\" y=\"26\" class=\"title\">%s</text>\n", PLOT_LEFT,
                             heading);
-    g_string_append_printf (svg, "<text x=\"%.0f\" y=\"52\" class=\"subtitle\">%s</text>\n",
+    g_string_append_printf (svg, "<text x=\"%.0f\" y=\"46\" class=\"subtitle\">%s</text>\n",
+                            PLOT_LEFT, paths);
+    g_string_append_printf (svg, "<text x=\"%.0f\" y=\"64\" class=\"subtitle\">%s</text>\n",
                             PLOT_LEFT, line);
 }
 
