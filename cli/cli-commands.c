@@ -8,6 +8,7 @@
 #include "cli-json.h"
 #include "cli-output.h"
 #include "cli-policy-commands.h"
+#include "cli-report.h"
 #include "cli-verify.h"
 #include "cli-watch.h"
 #include "units.h"
@@ -70,6 +71,19 @@ static const VmrCliCommand commands[] = {
       "  virt-mirror watch\n"
       "  virt-mirror watch vmr-3 vmr-4",
       vmr_cli_cmd_watch },
+    { "report", "ID", "ID", "Show a job's timeline: a summary, the raw series, or an SVG picture",
+      "Without options, a short summary of the job's timeline: its copy rate, the\n"
+      "guest's IOPS and latency, and the spans in which the policy held the copy back,\n"
+      "paused, throttled or steered it, with their reasons. --json prints the raw\n"
+      "series, one point about every second. --svg FILE draws it: copy rate and speed\n"
+      "limit, backlog and bytes copied, the guest's IOPS and its latency, one panel\n"
+      "each on a shared time axis, under the policy's decisions as shaded bands.\n"
+      "\n"
+      "Examples:\n"
+      "  virt-mirror report vmr-3\n"
+      "  virt-mirror report vmr-3 --svg vmr-3.svg\n"
+      "  virt-mirror report vmr-3 --json",
+      vmr_cli_cmd_report },
     { "pause", "ID", "ID", "Pause the copy of a job", NULL, vmr_cli_cmd_job_step },
     { "resume", "ID", "ID", "Resume a paused job", NULL, vmr_cli_cmd_job_step },
     { "cancel", "ID", "ID", "Stop a job before its pivot; the VM stays on its source", NULL,

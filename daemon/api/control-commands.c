@@ -307,6 +307,25 @@ handle_query_job (Request *req, JsonObject *args)
     vmr_control_request_return_object (req, vmr_engine_job_to_json (req->server->engine, job));
 }
 
+/* the job's timeline with the job itself: all a report needs in one reply */
+static void
+handle_query_job_series (Request *req, JsonObject *args)
+{
+    g_autoptr (GError) error = NULL;
+    /* a finished job of an earlier run too, read from its record */
+    g_autoptr (VmrJob) job
+        = vmr_engine_read_job (req->server->engine, vmr_json_get_string (args, "id"), &error);
+    JsonObject *obj;
+
+    if (job == NULL) {
+        vmr_control_request_error (req, error);
+        return;
+    }
+    obj = vmr_job_series_to_json (job->series);
+    json_object_set_object_member (obj, "job", vmr_engine_job_to_json (req->server->engine, job));
+    vmr_control_request_return_object (req, obj);
+}
+
 static void
 job_command (Request *req, JsonObject *args, VmrJobCommand command)
 {
@@ -477,6 +496,7 @@ const CommandSpec vmr_control_commands[] = {
     { "evacuate", evacuate_args, handle_evacuate },
     { "query-jobs", no_args, handle_query_jobs, TRUE },
     { "query-job", id_args, handle_query_job, TRUE },
+    { "query-job-series", id_args, handle_query_job_series, TRUE },
     { "job-pause", id_args, handle_job_pause },
     { "job-resume", id_args, handle_job_resume },
     { "job-cancel", id_args, handle_job_cancel },

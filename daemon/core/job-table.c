@@ -150,19 +150,49 @@ vmr_job_table_lookup (VmrJobTable *self, const gchar *id)
     return id != NULL ? g_hash_table_lookup (self->jobs, id) : NULL;
 }
 
+/* the finished job @id of an earlier run whose record the retention rules keep, or NULL */
+static Finished *
+find_finished (VmrJobTable *self, const gchar *id)
+{
+    for (GList *l = self->finished.head; id != NULL && l != NULL; l = l->next) {
+        if (g_str_equal (((Finished *) l->data)->id, id))
+            return l->data;
+    }
+    return NULL;
+}
+
+VmrJob *
+vmr_job_table_read (VmrJobTable *self, const gchar *id)
+{
+    VmrJob *job = vmr_job_table_lookup (self, id);
+    Finished *f = job == NULL ? find_finished (self, id) : NULL;
+    g_autofree gchar *path = NULL;
+    g_autoptr (GError) error = NULL;
+
+    if (job != NULL)
+        return vmr_job_ref (job);
+    if (f == NULL)
+        return NULL;
+    if (f->job != NULL)
+        return vmr_job_ref (f->job);
+    path = record_path (self, id);
+    job = vmr_job_load_record (path, &error);
+    if (job == NULL)
+        g_message ("job %s: cannot read its record %s: %s", id, path, error->message);
+    else if (vmr_job_state_is_final (job->state))
+        job->orphaned = FALSE;
+    return job;
+}
+
 VmrJob *
 vmr_job_table_lookup_or_load (VmrJobTable *self, const gchar *id)
 {
     VmrJob *job = vmr_job_table_lookup (self, id);
     g_autofree gchar *path = NULL;
     g_autoptr (GError) error = NULL;
-    Finished *f = NULL;
+    Finished *f = job == NULL ? find_finished (self, id) : NULL;
     guint at;
 
-    for (GList *l = self->finished.head; job == NULL && id != NULL && l != NULL; l = l->next) {
-        if (g_str_equal (((Finished *) l->data)->id, id))
-            f = l->data;
-    }
     if (f == NULL || f->job != NULL)
         return job;
     path = record_path (self, id);

@@ -51,6 +51,13 @@ VmrJob *vmr_job_table_lookup (VmrJobTable *self, const gchar *id);
  */
 VmrJob *vmr_job_table_lookup_or_load (VmrJobTable *self, const gchar *id);
 
+/*
+ * As vmr_job_table_lookup(), and else the finished job @id of an earlier run
+ * whose record the retention rules keep, read from its record without
+ * adding it to the table; NULL when there is neither (transfer full).
+ */
+VmrJob *vmr_job_table_read (VmrJobTable *self, const gchar *id);
+
 /* the jobs that have not ended, oldest first (transfer none) */
 GPtrArray *vmr_job_table_get_active (VmrJobTable *self);
 

@@ -90,6 +90,7 @@ vmr_job_new (const gchar *id, const gchar *domain, const gchar *disk, gint64 now
     self->updated_us = now_us;
     self->history = g_array_new (FALSE, FALSE, sizeof (VmrJobTransition));
     g_array_append_val (self->history, first);
+    self->series = vmr_job_series_new (VMR_JOB_SERIES_MAX_POINTS);
     return self;
 }
 
@@ -127,6 +128,7 @@ vmr_job_unref (VmrJob *self)
     g_clear_pointer (&self->backlog, g_array_unref);
     g_clear_pointer (&self->verification, vmr_verification_free);
     g_array_unref (self->history);
+    vmr_job_series_free (self->series);
     g_free (self);
 }
 
@@ -342,6 +344,8 @@ vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error)
     json_object_set_boolean_member (resume, "user-paused", self->user_paused);
     json_object_set_boolean_member (resume, "ready", self->ready);
     json_object_set_object_member (obj, "resume", resume);
+    /* the timeline, for the report; not part of the job object, which stays small */
+    json_object_set_object_member (obj, "series", vmr_job_series_to_json (self->series));
 
     if (g_mkdir_with_parents (dir, 0700) < 0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", dir,
@@ -441,6 +445,10 @@ job_from_record (JsonObject *obj, GError **error)
         if (t.state != VMR_JOB_STATE_LAST)
             g_array_append_val (job->history, t);
     }
+    /* a record of an earlier version has none: the series is empty */
+    vmr_job_series_free (job->series);
+    job->series = vmr_job_series_new_from_json (vmr_json_get_object (obj, "series"),
+                                                VMR_JOB_SERIES_MAX_POINTS);
     job->state = vmr_job_state_from_string (state);
     job->updated_us = vmr_json_int_or (obj, "updated", 0);
     job->orphaned = TRUE;

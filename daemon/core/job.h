@@ -10,6 +10,7 @@
 #include "controller.h"
 #include "convergence.h"
 #include "destination.h"
+#include "job-series.h"
 #include "verification.h"
 
 G_BEGIN_DECLS
@@ -120,9 +121,10 @@ typedef struct {
     gdouble rate;            /* bytes/s, smoothed; 0 when unknown */
     gint64 progress_time_us; /* monotonic time of the last progress sample, 0 = none */
 
-    gint64 created_us; /* wall clock */
-    gint64 updated_us; /* wall clock of the last transition */
-    GArray *history;   /* of VmrJobTransition */
+    gint64 created_us;    /* wall clock */
+    gint64 updated_us;    /* wall clock of the last transition */
+    GArray *history;      /* of VmrJobTransition */
+    VmrJobSeries *series; /* the timeline, about a point a second while active; owned */
 } VmrJob;
 
 /* a new job in state queued; @now_us is the wall clock */

@@ -12,7 +12,7 @@
  *   engine-policy.c     the policy's load decisions
  *   engine-admission.c  the limits on copies running at once
  *   engine-space.c      the free space of the destinations' file systems
- *   engine-sampling.c   reading the guests' load
+ *   engine-sampling.c   reading the guests' load, the jobs' timelines
  *   engine-policy-file.c, engine-commands.c, engine-adopt.c
  *                       the policy file, users' commands, an earlier run's jobs
  *   engine-migrate.c    migrate requests
@@ -281,6 +281,9 @@ void vmr_engine_sampling_watch (VmrEngine *self, DomainEntry *entry);
 
 /* (re)arms the domain's sample timer at its rules' smallest sample-interval */
 void vmr_engine_sampling_schedule (VmrEngine *self, DomainEntry *entry);
+
+/* @job ended: the last point of its timeline, saved with its record */
+void vmr_engine_series_job_ended (VmrEngine *self, VmrJob *job);
 
 /* engine-policy-file.c */
 

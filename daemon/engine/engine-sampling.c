@@ -4,7 +4,9 @@
  * Sampling the guests' load: each domain's I/O counters, read at the
  * smallest sample-interval of its disks; after each sample the policy decides
  * on the domain's running copies, the free space of the destinations' file
- * systems on every copy, and the admission limits on the waiting jobs.
+ * systems on every copy, and the admission limits on the waiting jobs. Then
+ * each active job of the domain gets the point of its timeline that is due:
+ * this is the series' one writer.
  */
 
 #include "engine-private.h"
@@ -24,6 +26,60 @@ keep_for (VmrEngine *self, DomainEntry *entry)
         keep = MAX (keep, rule->hold_us);
     }
     return keep + HISTORY_MARGIN_US;
+}
+
+/* a record is saved with its timeline every this many points, besides on each transition */
+#define SERIES_SAVE_EVERY 30
+
+/* the point of @job's timeline now: its progress, @disk_load's latest sample, its decision */
+static void
+append_point (VmrJob *job, VmrLoadHistory *disk_load)
+{
+    const VmrLoadSample *load = disk_load != NULL ? vmr_load_history_latest (disk_load) : NULL;
+    VmrJobSeriesPoint point = {
+        .time_us = g_get_real_time (),
+        .rate = job->rate,
+        .backlog = job->total_bytes > job->done_bytes ? job->total_bytes - job->done_bytes : 0,
+        .processed = job->done_bytes,
+        .speed_limit = job->speed,
+        .iops = load != NULL ? load->iops : 0,
+        .latency_us = load != NULL ? load->latency_us : 0,
+        /* borrowed: the series copies them */
+        .state = (gchar *) vmr_job_state_to_string (job->state),
+        .action = job->decision,
+        .reason = job->decision_reason,
+    };
+
+    vmr_job_series_append (job->series, &point);
+}
+
+/* the timelines of the domain's active jobs, each when its next point is due */
+static void
+record_series (VmrEngine *self, DomainEntry *entry)
+{
+    GPtrArray *active = vmr_job_table_get_active (self->jobs);
+    gint64 now = g_get_real_time ();
+
+    for (guint i = 0; i < active->len; i++) {
+        VmrJob *job = g_ptr_array_index (active, i);
+
+        if (job->orphaned || g_strcmp0 (job->domain, entry->name) != 0
+            || !vmr_job_series_is_due (job->series, now))
+            continue;
+        append_point (job, vmr_engine_domain_load (entry, job->disk));
+        if (vmr_job_series_get_length (job->series) % SERIES_SAVE_EVERY == 0)
+            vmr_engine_save_job (self, job);
+    }
+}
+
+void
+vmr_engine_series_job_ended (VmrEngine *self, VmrJob *job)
+{
+    DomainEntry *entry = g_hash_table_lookup (self->domains, job->domain);
+
+    /* the last point: the job's final figures, whenever the last sample was */
+    append_point (job, entry != NULL ? vmr_engine_domain_load (entry, job->disk) : NULL);
+    vmr_engine_save_job (self, job);
 }
 
 static void
@@ -84,8 +140,10 @@ load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     vmr_engine_admission_run (self, NULL, NULL);
     /* the decisions may have ended the domain */
     entry = g_hash_table_lookup (self->domains, domain_name);
-    if (entry != NULL)
-        self->hooks.load_sampled (self, entry);
+    if (entry == NULL)
+        return;
+    record_series (self, entry);
+    self->hooks.load_sampled (self, entry);
 }
 
 static gboolean

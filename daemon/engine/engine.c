@@ -80,6 +80,17 @@ vmr_engine_lookup_job (VmrEngine *self, const gchar *id, GError **error)
     return job;
 }
 
+VmrJob *
+vmr_engine_read_job (VmrEngine *self, const gchar *id, GError **error)
+{
+    VmrJob *job = vmr_job_table_read (self->jobs, id);
+
+    if (job == NULL)
+        g_set_error (error, VMR_ERROR, VMR_ERROR_NOT_FOUND, "unknown job '%s'",
+                     id != NULL ? id : "");
+    return job;
+}
+
 void
 vmr_engine_shutdown (VmrEngine *self)
 {
@@ -89,7 +100,8 @@ vmr_engine_shutdown (VmrEngine *self)
 /* ---- keeping the parts in step ---- */
 
 /*
- * After every transition, in this order: the watchers outside the engine
+ * After every transition, in this order: the last point of an ended job's
+ * timeline, the watchers outside the engine
  * (the control socket's events), the job's group, the admission limits and
  * the domain's progress timer. The job's waiters complete after all of them.
  */
@@ -100,6 +112,8 @@ job_changed_cb (VmrJobTable *table, gpointer job_ptr, gint previous, gpointer us
     VmrJob *job = job_ptr;
     DomainEntry *entry;
 
+    if (vmr_job_state_is_final (job->state))
+        vmr_engine_series_job_ended (self, job);
     g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, previous);
     vmr_engine_group_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_admission_job_changed (self, job, (VmrJobState) previous);

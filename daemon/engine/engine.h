@@ -158,6 +158,12 @@ void vmr_engine_count_jobs (VmrEngine *self, guint *out_running, guint *out_queu
 /* the job @id (transfer none), or NULL with VMR_ERROR_NOT_FOUND */
 VmrJob *vmr_engine_lookup_job (VmrEngine *self, const gchar *id, GError **error);
 
+/*
+ * The job @id, or a finished job of an earlier run read from its record
+ * (transfer full), or NULL with VMR_ERROR_NOT_FOUND; for reading only.
+ */
+VmrJob *vmr_engine_read_job (VmrEngine *self, const gchar *id, GError **error);
+
 /* what a user may do to a job */
 typedef enum {
     VMR_JOB_COMMAND_PAUSE,

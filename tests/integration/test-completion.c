@@ -231,6 +231,16 @@ test_complete (VmrHarness *h, gconstpointer data)
         assert_completes (h, words, "active write-blocking");
     }
     {
+        const gchar *words[] = { "virt-mirror", "report", "", NULL };
+
+        assert_completes (h, words, id);
+    }
+    {
+        const gchar *words[] = { "virt-mirror", "report", id, "--", NULL };
+
+        assert_completes (h, words, "--svg --connect --json --help");
+    }
+    {
         /* the socket of the command line, over the environment's */
         const gchar *words[] = { "virt-mirror", "--connect", h->socket, "job", "", NULL };
 

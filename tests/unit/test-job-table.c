@@ -232,6 +232,38 @@ test_job_table_restart (Fixture *f, gconstpointer data)
     g_assert_cmpstr (next, ==, "vmr-4");
 }
 
+/* a finished job of an earlier run is read from its record for a report, and not listed */
+static void
+test_job_table_read (Fixture *f, gconstpointer data)
+{
+    VmrJob *job = add_job (f, "web01", "vda", "/new/a.raw");
+    VmrJobSeriesPoint point = { .time_us = 5, .processed = 42, .state = (gchar *) "copying" };
+    g_autoptr (GPtrArray) loaded = NULL;
+    g_autoptr (GPtrArray) list = NULL;
+    g_autoptr (VmrJob) read = NULL;
+    g_autoptr (VmrJob) active = NULL;
+
+    vmr_job_series_append (job->series, &point);
+    vmr_job_table_set_state (f->table, job, S (FAILED), "x");
+    g_clear_object (&f->table);
+
+    f->table = vmr_job_table_new (f->dir);
+    loaded = vmr_job_table_load_unfinished (f->table);
+    g_assert_cmpuint (loaded->len, ==, 0);
+    read = vmr_job_table_read (f->table, "vmr-1");
+    g_assert_nonnull (read);
+    g_assert_false (read->orphaned);
+    g_assert_cmpuint (vmr_job_series_get_length (read->series), ==, 1);
+    g_assert_cmpuint (vmr_job_series_get (read->series, 0)->processed, ==, 42);
+    list = vmr_job_table_list (f->table);
+    g_assert_cmpuint (list->len, ==, 0);
+    g_assert_null (vmr_job_table_read (f->table, "vmr-7"));
+    g_assert_null (vmr_job_table_read (f->table, "../jobs/vmr-1"));
+    /* a job of this run: the table's own */
+    active = vmr_job_table_read (f->table, add_job (f, "web01", "vdb", "/new/b.raw")->id);
+    g_assert_true (active == vmr_job_table_lookup (f->table, "vmr-2"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -243,6 +275,8 @@ main (int argc, char **argv)
     g_test_add ("/job-table/retention-time", Fixture, NULL, fixture_set_up,
                 test_job_table_retention_time, fixture_tear_down);
     g_test_add ("/job-table/restart", Fixture, NULL, fixture_set_up, test_job_table_restart,
+                fixture_tear_down);
+    g_test_add ("/job-table/read", Fixture, NULL, fixture_set_up, test_job_table_read,
                 fixture_tear_down);
     return g_test_run ();
 }
