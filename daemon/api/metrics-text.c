@@ -74,74 +74,63 @@ append_sample (GString *out, const gchar *name, const gchar *const *labels, gdou
     g_string_append_c (out, '\n');
 }
 
-/* a per-job value; FALSE when the job has none (a start time before the copy started) */
-typedef gboolean (*JobValueFunc) (const VmrJobStats *job, gdouble *out_value);
-
-static gboolean
-job_total (const VmrJobStats *job, gdouble *out_value)
-{
-    *out_value = (gdouble) job->total_bytes;
-    return TRUE;
-}
-
-static gboolean
-job_processed (const VmrJobStats *job, gdouble *out_value)
-{
-    *out_value = (gdouble) job->processed_bytes;
-    return TRUE;
-}
-
-static gboolean
-job_remaining (const VmrJobStats *job, gdouble *out_value)
-{
-    *out_value = (gdouble) job->remaining_bytes;
-    return TRUE;
-}
-
-static gboolean
-job_rate (const VmrJobStats *job, gdouble *out_value)
-{
-    *out_value = job->rate;
-    return TRUE;
-}
-
-static gboolean
-job_speed_limit (const VmrJobStats *job, gdouble *out_value)
-{
-    *out_value = (gdouble) job->speed_limit;
-    return TRUE;
-}
-
-static gboolean
-job_start_time (const VmrJobStats *job, gdouble *out_value)
-{
-    *out_value = (gdouble) job->start_time_us / G_USEC_PER_SEC;
-    return job->start_time_us != 0;
-}
-
-static gboolean
-job_end_time (const VmrJobStats *job, gdouble *out_value)
-{
-    *out_value = (gdouble) job->end_time_us / G_USEC_PER_SEC;
-    return job->end_time_us != 0;
-}
+/* the per-job gauges besides job_info */
+typedef enum {
+    JOB_TOTAL,
+    JOB_PROCESSED,
+    JOB_REMAINING,
+    JOB_RATE,
+    JOB_SPEED_LIMIT,
+    JOB_START_TIME,
+    JOB_END_TIME,
+} JobGauge;
 
 static const struct {
     const gchar *name;
     const gchar *help;
-    JobValueFunc value;
 } job_gauges[] = {
-    { "job_data_total_bytes", "Bytes the job's copy moves in all.", job_total },
-    { "job_data_processed_bytes", "Bytes the job's copy has moved.", job_processed },
-    { "job_data_remaining_bytes", "Bytes the job's copy still has to move (its backlog).",
-      job_remaining },
-    { "job_transfer_rate_bytes", "The job's copy rate in bytes per second, smoothed.", job_rate },
-    { "job_speed_limit_bytes", "The job's speed limit in bytes per second, 0 for none.",
-      job_speed_limit },
-    { "job_start_time_seconds", "When the job's copy started, in seconds since the epoch.",
-      job_start_time },
-    { "job_end_time_seconds", "When the job ended, in seconds since the epoch.", job_end_time },
+    [JOB_TOTAL] = { "job_data_total_bytes", "Bytes the job's copy moves in all." },
+    [JOB_PROCESSED] = { "job_data_processed_bytes", "Bytes the job's copy has moved." },
+    [JOB_REMAINING]
+    = { "job_data_remaining_bytes", "Bytes the job's copy still has to move (its backlog)." },
+    [JOB_RATE]
+    = { "job_transfer_rate_bytes", "The job's copy rate in bytes per second, smoothed." },
+    [JOB_SPEED_LIMIT]
+    = { "job_speed_limit_bytes", "The job's speed limit in bytes per second, 0 for none." },
+    [JOB_START_TIME]
+    = { "job_start_time_seconds", "When the job's copy started, in seconds since the epoch." },
+    [JOB_END_TIME] = { "job_end_time_seconds", "When the job ended, in seconds since the epoch." },
 };
+
+/* @job's value of @gauge; FALSE when it has none (a start time before the copy started) */
+static gboolean
+job_value (const VmrJobStats *job, JobGauge gauge, gdouble *out_value)
+{
+    switch (gauge) {
+        case JOB_TOTAL:
+            *out_value = (gdouble) job->total_bytes;
+            return TRUE;
+        case JOB_PROCESSED:
+            *out_value = (gdouble) job->processed_bytes;
+            return TRUE;
+        case JOB_REMAINING:
+            *out_value = (gdouble) job->remaining_bytes;
+            return TRUE;
+        case JOB_RATE:
+            *out_value = job->rate;
+            return TRUE;
+        case JOB_SPEED_LIMIT:
+            *out_value = (gdouble) job->speed_limit;
+            return TRUE;
+        case JOB_START_TIME:
+            *out_value = (gdouble) job->start_time_us / G_USEC_PER_SEC;
+            return job->start_time_us != 0;
+        case JOB_END_TIME:
+        default:
+            *out_value = (gdouble) job->end_time_us / G_USEC_PER_SEC;
+            return job->end_time_us != 0;
+    }
+}
 
 static void
 append_jobs (GString *out, const VmrEngineStats *stats)
@@ -166,7 +155,7 @@ append_jobs (GString *out, const VmrEngineStats *stats)
                 = { "job", job->id, "domain", job->domain, "disk", job->disk, NULL };
             gdouble value;
 
-            if (job_gauges[f].value (job, &value))
+            if (job_value (job, (JobGauge) f, &value))
                 append_sample (out, job_gauges[f].name, labels, value);
         }
     }
