@@ -20,6 +20,7 @@
 #include <glib/gstdio.h>
 
 #include "nbd-fixture.h"
+#include "vmr-error.h"
 
 #define IMAGE_SIZE (24 * 1024 * 1024)
 /* a copy of several seconds, so that Prometheus scrapes it while it runs */
@@ -337,6 +338,28 @@ wait_guest_sample (const gchar *url)
     }
 }
 
+/* `metrics` with an argument, and query-metrics with one, are refused and change nothing */
+static void
+assert_bad_requests (VmrHarness *h)
+{
+    g_autoptr (VmrCliResult) extra = vmr_harness_cli (h, "metrics", "vmr-1", NULL);
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    g_autofree gchar *before = cli_metrics (h);
+    g_autofree gchar *after = NULL;
+
+    vmr_cli_result_assert_error (extra, 2);
+    g_assert_nonnull (strstr (extra->err, "unexpected argument 'vmr-1'"));
+    json_object_set_int_member (args, "job", 1);
+    reply = vmr_qmp_client_execute_sync (h->control, "query-metrics", args, 10000, &error);
+    g_assert_null (reply);
+    g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
+    g_test_message ("query-metrics with an argument: %s", error->message);
+    after = cli_metrics (h);
+    g_assert_cmpstr (after, ==, before);
+}
+
 static void
 test_scraped (Scraper *s, gconstpointer user_data)
 {
@@ -410,6 +433,7 @@ test_scraped (Scraper *s, gconstpointer user_data)
     wait_prometheus_value (s, "virt_mirror_job_data_processed_bytes", id, NULL, (gdouble) done);
     assert_prometheus_history (s, id, start_s, (gdouble) done);
 
+    assert_bad_requests (h);
     vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
     vmr_harness_stop_daemon (h);
 }
