@@ -115,7 +115,8 @@ main (int argc, char **argv)
     g_autofree gchar *libvirt_uri_opt = NULL;
     g_autofree gchar *readonly_socket_opt = NULL;
     g_autofree gchar *readonly_group_opt = NULL;
-    g_autofree gchar *metrics_listen = NULL;
+    g_autofree gchar *metrics_listen_opt = NULL;
+    const gchar *metrics_listen;
     g_autofree gchar *readonly_socket = NULL;
     g_autofree gchar *socket_dir = NULL;
     g_autofree gchar *readonly_dir = NULL;
@@ -144,9 +145,9 @@ main (int argc, char **argv)
           "Job records (env VIRT_MIRROR_STATE_DIR, default " VMR_DEFAULT_STATE_DIR ")", "DIR" },
         { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
           "Policy file (env VIRT_MIRROR_POLICY, default " VMR_DEFAULT_POLICY ")", "FILE" },
-        { "metrics-listen", 0, 0, G_OPTION_ARG_STRING, &metrics_listen,
-          "Serve the metrics over HTTP at http://ADDR:PORT/metrics (no authentication: use "
-          "loopback or a firewall)",
+        { "metrics-listen", 0, 0, G_OPTION_ARG_STRING, &metrics_listen_opt,
+          "Serve the metrics over HTTP at http://ADDR:PORT/metrics (env "
+          "VIRT_MIRROR_METRICS_LISTEN; no authentication: use loopback or a firewall)",
           "ADDR:PORT" },
         { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach", NULL },
         { "libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &libvirt_uri_opt,
@@ -184,6 +185,7 @@ main (int argc, char **argv)
     }
     if (verbose)
         g_log_set_debug_enabled (TRUE);
+    metrics_listen = pick (metrics_listen_opt, "VIRT_MIRROR_METRICS_LISTEN", NULL);
     if (metrics_listen != NULL) {
         g_autoptr (GSocketAddress) address
             = vmr_metrics_server_parse_address (metrics_listen, &error);

@@ -484,6 +484,14 @@ test_bad_listen (Scraper *s, gconstpointer user_data)
         assert_refused (h, refused, 2, bad[i]);
         g_assert_nonnull (strstr (refused->err, "--metrics-listen"));
     }
+    /* the environment's address, when there is no option */
+    g_setenv ("VIRT_MIRROR_METRICS_LISTEN", "from-env", TRUE);
+    {
+        g_autoptr (VmrCliResult) refused = vmr_harness_run_daemon (h, "--no-libvirt", NULL);
+
+        g_unsetenv ("VIRT_MIRROR_METRICS_LISTEN");
+        assert_refused (h, refused, 2, "'from-env'");
+    }
     /* a port another socket listens on */
     holder
         = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
