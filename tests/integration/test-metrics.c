@@ -3,15 +3,17 @@
 /*
  * The metrics against Prometheus's own tools: the daemon serves /metrics
  * (--metrics-listen on a free port of 127.0.0.1) while a disk on an I/O
- * thread moves and the guest writes; `promtool check metrics` passes on
- * what /metrics serves and on what `virt-mirror metrics` prints, during the
- * copy and after it. A real Prometheus server (its own config, data
- * directory and port, written by the test) scrapes the daemon every second
- * all along; its HTTP API then holds virt_mirror_job_data_processed_bytes
- * of the job, rising during the copy and ending at the completed job's
- * figure. The moved disk holds every byte the guest sees. A bad
- * --metrics-listen, or a port another socket holds, stops the daemon with
- * one line before it serves anything.
+ * thread moves and writes go through its device; `promtool check metrics`
+ * passes on what /metrics serves and on what `virt-mirror metrics` prints,
+ * during the copy and after it. A real Prometheus server (its own config,
+ * data directory and port, written by the test) scrapes the daemon every
+ * second all along; its HTTP API then holds
+ * virt_mirror_job_data_processed_bytes of the job, rising during the copy
+ * and ending at the completed job's figure. The moved disk holds every byte
+ * the guest sees. The test guest, reading its disk with fio, shows in the
+ * guest metrics as fio counts its load, and its I/O thread's CPU time
+ * grows. A bad --metrics-listen, or a port another socket holds, stops the
+ * daemon with one line before it serves anything.
  */
 
 #include <libsoup/soup.h>
@@ -20,6 +22,7 @@
 #include <glib/gstdio.h>
 
 #include "nbd-fixture.h"
+#include "policy-fixture.h"
 #include "vmr-error.h"
 
 #define IMAGE_SIZE (24 * 1024 * 1024)
@@ -438,6 +441,70 @@ test_scraped (Scraper *s, gconstpointer user_data)
     vmr_harness_stop_daemon (h);
 }
 
+/* the sample of @series in /metrics once it is at least @min, waiting for it */
+static gdouble
+wait_sample_at_least (const gchar *url, const gchar *series, gdouble min)
+{
+    gint64 deadline = g_get_monotonic_time () + SCRAPE_TIMEOUT_S * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autofree gchar *text = http_get (url, NULL);
+        gdouble value = sample_value (text, series);
+
+        if (value >= min) {
+            assert_promtool_passes ("/metrics with the guest's load", text);
+            return value;
+        }
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("%s is not %g or more after %d s:\n%s", series, min, SCRAPE_TIMEOUT_S, text);
+        g_usleep (200 * 1000);
+    }
+}
+
+/*
+ * The test guest reads its disk (fio, randread at GUEST_RATE IOPS), the disk
+ * on an I/O thread: /metrics has the guest's IOPS as fio counts them (within
+ * a factor of two: the daemon's second and fio's second are not the same),
+ * a latency below a second, and the I/O thread's CPU time growing
+ */
+#define GUEST_RATE 200
+
+static void
+test_guest_load (Scraper *s, gconstpointer user_data)
+{
+    const VmrHarnessGuestJob load = { "load", GUEST_RATE, 40, "randread", NULL, "idle" };
+    VmrHarness *h = &s->t.h;
+    guint port = vmr_nbd_free_port ();
+    g_autofree gchar *listen = g_strdup_printf ("127.0.0.1:%u", port);
+    g_autofree gchar *url = g_strdup_printf ("http://%s/metrics", listen);
+    g_autofree gchar *source = NULL;
+    g_autoptr (VmrConsoleLine) ready = NULL;
+    const gchar *cpu = "virt_mirror_iothread_cpu_seconds_total{domain=\"vm\",iothread=\"io0\"}";
+    gdouble guest_iops;
+    gdouble iops;
+    gdouble latency;
+    gdouble cpu_before;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+        return;
+    vmr_harness_start_daemon (h, "--metrics-listen", listen, NULL);
+    source = boot_guest (h, &load, 64 * MIB);
+    ready = vmr_harness_guest_wait_line (h, "VMR-READY", VMR_HARNESS_GUEST_BOOT_TIMEOUT_S);
+    guest_iops = wait_load_baseline (h);
+    iops = wait_sample_at_least (url, "virt_mirror_guest_iops{domain=\"vm\",disk=\"disk0\"}",
+                                 guest_iops / 2);
+    g_test_message ("the guest: %.0f IOPS by fio, %.0f by the daemon", guest_iops, iops);
+    /* fio's first seconds ramp up to its rate: the rate bounds the daemon's figure too */
+    g_assert_cmpfloat (iops, <=, MAX (guest_iops, GUEST_RATE) * 2);
+    latency = wait_sample_at_least (
+        url, "virt_mirror_guest_latency_seconds{domain=\"vm\",disk=\"disk0\"}", 1e-9);
+    g_test_message ("mean latency %.6f s", latency);
+    g_assert_cmpfloat (latency, <, 1);
+    cpu_before = wait_sample_at_least (url, cpu, 0);
+    wait_sample_at_least (url, cpu, cpu_before + 0.01);
+    vmr_harness_stop_daemon (h);
+}
+
 /* the daemon's stderr has one line, that names @needle; it serves nothing */
 static void
 assert_refused (VmrHarness *h, VmrCliResult *run, gint status, const gchar *needle)
@@ -512,6 +579,8 @@ main (int argc, char **argv)
 {
     vmr_harness_init (&argc, &argv);
     g_test_add ("/metrics/scraped", Scraper, NULL, scraper_setup, test_scraped, scraper_teardown);
+    g_test_add ("/metrics/guest-load", Scraper, NULL, scraper_setup, test_guest_load,
+                scraper_teardown);
     g_test_add ("/metrics/bad-listen", Scraper, NULL, scraper_setup, test_bad_listen,
                 scraper_teardown);
     return g_test_run ();
