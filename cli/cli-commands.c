@@ -137,6 +137,15 @@ static const VmrCliCommand commands[] = {
       "Example:\n"
       "  virt-mirror policy show web01 disk0",
       vmr_cli_cmd_policy_show },
+    { "metrics", "", "", "Print the daemon's metrics in the Prometheus text format",
+      "Prints what virt-mirrord serves at /metrics (--metrics-listen), for\n"
+      "node_exporter's textfile collector. Write it to a file in the collector's\n"
+      "directory atomically: to a temporary file there first, then rename it.\n"
+      "\n"
+      "Example:\n"
+      "  virt-mirror metrics > /var/lib/node_exporter/virt-mirror.prom.$$ &&\n"
+      "    mv /var/lib/node_exporter/virt-mirror.prom.$$ /var/lib/node_exporter/virt-mirror.prom",
+      vmr_cli_cmd_metrics },
     { "version", "", "", "Print the versions of virt-mirror and virt-mirrord", NULL,
       vmr_cli_cmd_version },
 };

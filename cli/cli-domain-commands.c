@@ -4,6 +4,7 @@
 
 #include "cli-json.h"
 #include "cli-output.h"
+#include "vmr-error.h"
 #include "vmr-json.h"
 
 gboolean
@@ -126,5 +127,34 @@ vmr_cli_cmd_version (const VmrCliCommand *cmd, VmrCliSession *session, gchar **a
     }
     daemon_version = vmr_json_get_string (version, "version");
     g_print ("virt-mirrord %s\n", daemon_version != NULL ? daemon_version : "(unknown)");
+    return TRUE;
+}
+
+gboolean
+vmr_cli_cmd_metrics (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv, GError **error)
+{
+    g_auto (GStrv) args = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    JsonObject *metrics;
+    const gchar *text;
+
+    if (!vmr_cli_command_parse (cmd, session, NULL, argv, &args, error))
+        return FALSE;
+    if (args == NULL)
+        return TRUE;
+    reply = vmr_cli_command_call (session, "query-metrics", NULL, "get the metrics", error);
+    if (reply == NULL)
+        return FALSE;
+    if (session->json)
+        return TRUE;
+    metrics = vmr_cli_json_expect_object (reply, "query-metrics", error);
+    if (metrics == NULL)
+        return FALSE;
+    text = vmr_json_get_string (metrics, "text");
+    if (text == NULL) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "virt-mirrord sent no metrics text");
+        return FALSE;
+    }
+    g_print ("%s", text);
     return TRUE;
 }

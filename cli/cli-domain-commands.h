@@ -13,6 +13,8 @@ gboolean vmr_cli_cmd_detach (const VmrCliCommand *cmd, VmrCliSession *session, g
                              GError **error);
 gboolean vmr_cli_cmd_domains (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
                               GError **error);
+gboolean vmr_cli_cmd_metrics (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
+                              GError **error);
 gboolean vmr_cli_cmd_version (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
                               GError **error);
 

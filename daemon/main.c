@@ -9,6 +9,7 @@
 
 #include "control-server.h"
 #include "engine.h"
+#include "metrics-server.h"
 #include "service-notify.h"
 #include "vmr-config.h"
 #if VMR_HAVE_LIBVIRT
@@ -114,6 +115,8 @@ main (int argc, char **argv)
     g_autofree gchar *libvirt_uri_opt = NULL;
     g_autofree gchar *readonly_socket_opt = NULL;
     g_autofree gchar *readonly_group_opt = NULL;
+    g_autofree gchar *metrics_listen_opt = NULL;
+    const gchar *metrics_listen;
     g_autofree gchar *readonly_socket = NULL;
     g_autofree gchar *socket_dir = NULL;
     g_autofree gchar *readonly_dir = NULL;
@@ -142,6 +145,10 @@ main (int argc, char **argv)
           "Job records (env VIRT_MIRROR_STATE_DIR, default " VMR_DEFAULT_STATE_DIR ")", "DIR" },
         { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
           "Policy file (env VIRT_MIRROR_POLICY, default " VMR_DEFAULT_POLICY ")", "FILE" },
+        { "metrics-listen", 0, 0, G_OPTION_ARG_STRING, &metrics_listen_opt,
+          "Serve the metrics over HTTP at http://ADDR:PORT/metrics (env "
+          "VIRT_MIRROR_METRICS_LISTEN; no authentication: use loopback or a firewall)",
+          "ADDR:PORT" },
         { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach", NULL },
         { "libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &libvirt_uri_opt,
           "libvirt connection (env VIRT_MIRROR_LIBVIRT_URI, default " VMR_DEFAULT_LIBVIRT_URI ")",
@@ -157,6 +164,7 @@ main (int argc, char **argv)
     g_autoptr (GMainLoop) loop = NULL;
     g_autoptr (VmrEngine) engine = NULL;
     g_autoptr (VmrControlServer) server = NULL;
+    g_autoptr (VmrMetricsServer) metrics = NULL;
     g_autoptr (VmrServiceNotify) notifier = NULL;
 #if VMR_HAVE_LIBVIRT
     g_autoptr (VmrLibvirtTracker) tracker = NULL;
@@ -177,6 +185,16 @@ main (int argc, char **argv)
     }
     if (verbose)
         g_log_set_debug_enabled (TRUE);
+    metrics_listen = pick (metrics_listen_opt, "VIRT_MIRROR_METRICS_LISTEN", NULL);
+    if (metrics_listen != NULL) {
+        g_autoptr (GSocketAddress) address
+            = vmr_metrics_server_parse_address (metrics_listen, &error);
+
+        if (address == NULL) {
+            g_printerr ("virt-mirrord: --metrics-listen: %s\n", error->message);
+            return 2;
+        }
+    }
 
     socket_path = g_canonicalize_filename (
         pick (socket_opt, "VIRT_MIRROR_SOCKET", VMR_DEFAULT_SOCKET), NULL);
@@ -224,6 +242,14 @@ main (int argc, char **argv)
         vmr_control_server_stop (server);
         return 1;
     }
+    if (metrics_listen != NULL) {
+        metrics = vmr_metrics_server_new (engine);
+        if (!vmr_metrics_server_listen (metrics, metrics_listen, &error)) {
+            g_printerr ("virt-mirrord: %s\n", error->message);
+            vmr_control_server_stop (server);
+            return 1;
+        }
+    }
     if (!foreground) {
         /* nothing has started a thread yet, so forking is safe here */
         if (daemon (0, 0) < 0) {
@@ -256,6 +282,8 @@ main (int argc, char **argv)
     g_main_loop_run (loop);
 
     vmr_service_notify_stopping (notifier);
+    if (metrics != NULL)
+        vmr_metrics_server_stop (metrics);
     vmr_control_server_stop (server);
     vmr_engine_shutdown (engine);
 #if VMR_HAVE_LIBVIRT

@@ -7,6 +7,7 @@
 #include "control-server-private.h"
 
 #include "backend-qmp.h"
+#include "metrics-text.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
 
@@ -293,6 +294,19 @@ handle_query_jobs (Request *req, JsonObject *args)
     vmr_control_request_return_array (req, vmr_engine_list_jobs (req->server->engine));
 }
 
+/* the metrics, as /metrics serves them (docs/metrics.md) */
+static void
+handle_query_metrics (Request *req, JsonObject *args)
+{
+    g_autoptr (VmrEngineStats) stats = vmr_engine_get_stats (req->server->engine);
+    g_autofree gchar *text = vmr_metrics_format (stats);
+    JsonObject *obj = json_object_new ();
+
+    json_object_set_string_member (obj, "content-type", VMR_METRICS_CONTENT_TYPE);
+    json_object_set_string_member (obj, "text", text);
+    vmr_control_request_return_object (req, obj);
+}
+
 static void
 handle_query_job (Request *req, JsonObject *args)
 {
@@ -506,6 +520,7 @@ const CommandSpec vmr_control_commands[] = {
     { "job-verify", id_args, handle_job_verify },
     { "reload", no_args, handle_reload },
     { "query-policy", policy_args, handle_query_policy, TRUE },
+    { "query-metrics", no_args, handle_query_metrics, TRUE },
     { "hook-event", hook_args, handle_hook_event },
 };
 

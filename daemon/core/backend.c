@@ -18,6 +18,15 @@ vmr_backend_progress_free (VmrBackendProgress *self)
     g_free (self);
 }
 
+void
+vmr_iothread_usage_free (VmrIothreadUsage *self)
+{
+    if (self == NULL)
+        return;
+    g_free (self->id);
+    g_free (self);
+}
+
 const gchar *
 vmr_backend_get_kind (VmrBackend *self)
 {
@@ -105,6 +114,36 @@ GHashTable *
 vmr_backend_query_load_finish (VmrBackend *self, GAsyncResult *res, GError **error)
 {
     return VMR_BACKEND_GET_CLASS (self)->query_load_finish (self, res, error);
+}
+
+gboolean
+vmr_backend_can_query_iothreads (VmrBackend *self)
+{
+    return VMR_BACKEND_GET_CLASS (self)->query_iothreads_async != NULL;
+}
+
+void
+vmr_backend_query_iothreads_async (VmrBackend *self, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data)
+{
+    VmrBackendClass *klass = VMR_BACKEND_GET_CLASS (self);
+
+    if (klass->query_iothreads_async == NULL) {
+        g_task_report_new_error (self, callback, user_data, vmr_backend_query_iothreads_async,
+                                 VMR_ERROR, VMR_ERROR_FAILED,
+                                 "the %s backend does not read its I/O threads' CPU time",
+                                 vmr_backend_get_kind (self));
+        return;
+    }
+    klass->query_iothreads_async (self, cancellable, callback, user_data);
+}
+
+GPtrArray *
+vmr_backend_query_iothreads_finish (VmrBackend *self, GAsyncResult *res, GError **error)
+{
+    if (g_async_result_is_tagged (res, vmr_backend_query_iothreads_async))
+        return g_task_propagate_pointer (G_TASK (res), error);
+    return VMR_BACKEND_GET_CLASS (self)->query_iothreads_finish (self, res, error);
 }
 
 void

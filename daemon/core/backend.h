@@ -46,6 +46,17 @@ typedef struct {
 void vmr_backend_progress_free (VmrBackendProgress *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrBackendProgress, vmr_backend_progress_free)
 
+/* one I/O thread of a domain and the CPU time its host thread has used */
+typedef struct {
+    gchar *id;           /* the hypervisor's name of the thread, e.g. "iothread1" */
+    gint64 thread_id;    /* the host thread, 0 when unknown */
+    gboolean has_cpu;    /* FALSE: the thread's CPU time could not be read */
+    gdouble cpu_seconds; /* user + system time since the thread started */
+} VmrIothreadUsage;
+
+void vmr_iothread_usage_free (VmrIothreadUsage *self);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrIothreadUsage, vmr_iothread_usage_free)
+
 /* what became of a copy that a previous run of the daemon had started */
 typedef enum {
     /* the copy still runs (or waits, in sync) in the hypervisor; the backend
@@ -118,6 +129,15 @@ struct _VmrBackendClass {
     GHashTable *(*query_load_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
 
     /*
+     * optional: the domain's I/O threads with their cumulative CPU time, a
+     * GPtrArray of VmrIothreadUsage *; NULL when the backend has no typed
+     * reading of them
+     */
+    void (*query_iothreads_async) (VmrBackend *self, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data);
+    GPtrArray *(*query_iothreads_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
+
+    /*
      * Finds the copy of @job, started by a previous run of the daemon (its
      * record: id, disk, source, destination, format, created_destination,
      * source_node, source_file_node), and follows it again or cleans up
@@ -175,6 +195,18 @@ GPtrArray *vmr_backend_query_progress_finish (VmrBackend *self, GAsyncResult *re
 void vmr_backend_query_load_async (VmrBackend *self, GCancellable *cancellable,
                                    GAsyncReadyCallback callback, gpointer user_data);
 GHashTable *vmr_backend_query_load_finish (VmrBackend *self, GAsyncResult *res, GError **error);
+
+/* whether the backend reads its I/O threads' CPU time (it implements query_iothreads) */
+gboolean vmr_backend_can_query_iothreads (VmrBackend *self);
+
+/*
+ * The domain's I/O threads, each with the CPU time its host thread used
+ * since it started: a GPtrArray of VmrIothreadUsage *. Fails with
+ * VMR_ERROR_FAILED when the backend cannot read them.
+ */
+void vmr_backend_query_iothreads_async (VmrBackend *self, GCancellable *cancellable,
+                                        GAsyncReadyCallback callback, gpointer user_data);
+GPtrArray *vmr_backend_query_iothreads_finish (VmrBackend *self, GAsyncResult *res, GError **error);
 
 void vmr_backend_adopt_copy_async (VmrBackend *self, VmrJob *job, GCancellable *cancellable,
                                    GAsyncReadyCallback callback, gpointer user_data);

@@ -80,7 +80,7 @@ baseline_of (VmrLoadHistory *history, VmrLoadSample *out)
 
 /* the decision shown as the job's policy decision, and logged when it changes */
 static void
-note_decision (VmrJob *job, VmrControllerKind kind, const gchar *reason)
+note_decision (VmrEngine *self, VmrJob *job, VmrControllerKind kind, const gchar *reason)
 {
     VmrJobAdaptive *a = job->adaptive;
 
@@ -97,6 +97,7 @@ note_decision (VmrJob *job, VmrControllerKind kind, const gchar *reason)
     a->reason = g_strdup (reason);
     g_free (job->decision);
     job->decision = g_strdup (vmr_controller_kind_to_string (kind));
+    vmr_engine_count_decision (self, job->decision);
     g_free (job->decision_reason);
     job->decision_reason = g_strdup (reason);
 }
@@ -129,7 +130,7 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
         reason = g_strdup_printf ("starting at %s: no load sample yet, the first one measures "
                                   "the guest",
                                   speed_text);
-    note_decision (job,
+    note_decision (self, job,
                    a->has_baseline && speed == config.max_speed ? VMR_CONTROLLER_IDLE_FULL_SPEED
                                                                 : VMR_CONTROLLER_RAISE,
                    reason);
@@ -243,7 +244,7 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
         a->state.measure_replaces = TRUE;
         a->state.resume_speed = job->speed;
         a->load.time_us = n > 0 ? samples[n - 1].time_us : 0;
-        note_decision (job, VMR_CONTROLLER_MEASURE_BASELINE,
+        note_decision (self, job, VMR_CONTROLLER_MEASURE_BASELINE,
                        "no baseline: pausing the copy for one sample to measure the guest alone");
         measure (self, job);
         return TRUE;
@@ -269,7 +270,7 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     vmr_controller_step (&config, &a->state, &input, &out);
     a->load = input.load;
     a->harm = out.harm;
-    note_decision (job, out.kind, out.reason);
+    note_decision (self, job, out.kind, out.reason);
     switch (out.kind) {
         case VMR_CONTROLLER_MEASURE_BASELINE:
             measure (self, job);

@@ -63,7 +63,7 @@ complete_task (VmrJob *job, GTask *task)
 
 /* keeps @job waiting for @limit; logs when what it waits for changes */
 static void
-hold_job (VmrJob *job, VmrLimit limit, const gchar *reason)
+hold_job (VmrEngine *self, VmrJob *job, VmrLimit limit, const gchar *reason)
 {
     const gchar *key = vmr_policy_key_name (VMR_POLICY_KEY_OF_LIMIT (limit));
 
@@ -73,6 +73,7 @@ hold_job (VmrJob *job, VmrLimit limit, const gchar *reason)
     job->waiting_for = g_strdup (key);
     g_free (job->decision);
     job->decision = g_strdup ("wait");
+    vmr_engine_count_decision (self, job->decision);
     g_free (job->decision_reason);
     job->decision_reason = g_strdup (reason);
 }
@@ -122,7 +123,7 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
         describe_copy (self, job, &copy);
         limit = vmr_admission_check (admission, &copy, &reason);
         if (limit != VMR_LIMIT_LAST) {
-            hold_job (job, limit, reason);
+            hold_job (self, job, limit, reason);
             complete_task (job, job_task);
             continue;
         }

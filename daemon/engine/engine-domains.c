@@ -27,6 +27,7 @@ vmr_engine_domain_entry_free (DomainEntry *entry)
     if (entry->sample_source != 0)
         g_source_remove (entry->sample_source);
     g_clear_pointer (&entry->load, g_hash_table_unref);
+    g_clear_pointer (&entry->iothreads, g_ptr_array_unref);
     g_clear_pointer (&entry->disks, g_ptr_array_unref);
     g_free (entry->name);
     g_free (entry);

@@ -100,10 +100,11 @@ seconds_of_day_now (void)
 
 /* records the decision; logs it when the action changes */
 static void
-note_decision (VmrJob *job, const VmrPolicyDecision *decision)
+note_decision (VmrEngine *self, VmrJob *job, const VmrPolicyDecision *decision)
 {
     const gchar *action = vmr_policy_action_to_string (decision->action);
 
+    vmr_engine_count_decision (self, action);
     if (g_strcmp0 (job->decision, action) != 0 && decision->action != VMR_POLICY_ACTION_KEEP)
         vmr_job_message (job, "job %s (%s %s): policy: %s: %s", job->id, job->domain, job->disk,
                          action, decision->reason);
@@ -265,6 +266,6 @@ vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *job, GT
         }
         return;
     }
-    note_decision (job, &decision);
+    note_decision (self, job, &decision);
     apply_decision (self, entry, job, phase, rule, &decision, task);
 }

@@ -18,6 +18,7 @@
  *   engine-migrate.c    migrate requests
  *   engine-evacuate.c   evacuate requests
  *   engine.c            the facade: builds the parts and keeps them in step
+ *   engine-stats.c      the statistics: a snapshot of what the others hold
  * The jobs themselves are core/'s job table.
  */
 #pragma once
@@ -49,6 +50,8 @@ struct _DomainEntry {
     guint sample_source;
     gint64 sample_interval_us; /* of the running sample timer */
     gboolean sample_in_flight;
+    GPtrArray *iothreads; /* of VmrIothreadUsage *, as last sampled; NULL before or without */
+    gboolean iothreads_in_flight;
 };
 
 /* how the lower parts tell the upper ones; engine.c sets them */
@@ -79,6 +82,10 @@ struct _VmrEngine {
     gint64 policy_refused;  /* when a reload was last refused after that, or 0 */
     gchar *policy_refusal;  /* why, or NULL */
     guint admission_source; /* an admission pass is due */
+
+    /* what the statistics count (engine-stats.h) */
+    GHashTable *decision_counts; /* action name -> guint64 *, the policy's decisions made */
+    guint64 jobs_ended[3];       /* jobs that completed, failed, were cancelled */
 };
 
 /* the job table's calls under the names the parts use */
@@ -92,6 +99,19 @@ static inline void
 vmr_engine_save_job (VmrEngine *self, VmrJob *job)
 {
     vmr_job_table_save (self->jobs, job);
+}
+
+/* one more decision @action ("throttle", "wait", ...) for the statistics */
+static inline void
+vmr_engine_count_decision (VmrEngine *self, const gchar *action)
+{
+    guint64 *count = g_hash_table_lookup (self->decision_counts, action);
+
+    if (count == NULL) {
+        count = g_new0 (guint64, 1);
+        g_hash_table_insert (self->decision_counts, g_strdup (action), count);
+    }
+    (*count)++;
 }
 
 static inline gboolean

@@ -6,7 +6,8 @@
  * on the domain's running copies, the free space of the destinations' file
  * systems on every copy, and the admission limits on the waiting jobs. Then
  * each active job of the domain gets the point of its timeline that is due:
- * this is the series' one writer.
+ * this is the series' one writer. The CPU time of the domain's I/O threads
+ * is read with each sample, for the statistics, when the backend can read it.
  */
 
 #include "engine-private.h"
@@ -146,12 +147,44 @@ load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     self->hooks.load_sampled (self, entry);
 }
 
+static void
+iothreads_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (VmrEngine) self = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) usages = NULL;
+    GHashTableIter iter;
+    DomainEntry *entry;
+
+    usages = vmr_backend_query_iothreads_finish (VMR_BACKEND (source), res, &error);
+    g_hash_table_iter_init (&iter, self->domains);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
+        if (entry->backend != VMR_BACKEND (source))
+            continue;
+        entry->iothreads_in_flight = FALSE;
+        if (usages == NULL) {
+            g_debug ("I/O threads of %s: %s", entry->name, error->message);
+            return;
+        }
+        g_clear_pointer (&entry->iothreads, g_ptr_array_unref);
+        entry->iothreads = g_steal_pointer (&usages);
+        return;
+    }
+}
+
 static gboolean
 sample_tick_cb (gpointer user_data)
 {
     DomainEntry *entry = user_data;
 
-    if (entry->sample_in_flight || !entry->connected)
+    if (!entry->connected)
+        return G_SOURCE_CONTINUE;
+    if (!entry->iothreads_in_flight && vmr_backend_can_query_iothreads (entry->backend)) {
+        entry->iothreads_in_flight = TRUE;
+        vmr_backend_query_iothreads_async (entry->backend, NULL, iothreads_cb,
+                                           g_object_ref (entry->engine));
+    }
+    if (entry->sample_in_flight)
         return G_SOURCE_CONTINUE;
     entry->sample_in_flight = TRUE;
     vmr_backend_query_load_async (entry->backend, NULL, load_cb, g_object_ref (entry->engine));

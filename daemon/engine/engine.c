@@ -18,6 +18,10 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_TYPE (VmrEngine, vmr_engine, G_TYPE_OBJECT)
 
+/* jobs_ended counts the final states in their order */
+G_STATIC_ASSERT (VMR_JOB_STATE_FAILED == VMR_JOB_STATE_COMPLETED + 1
+                 && VMR_JOB_STATE_CANCELLED == VMR_JOB_STATE_COMPLETED + 2);
+
 void
 vmr_engine_hook_event (VmrEngine *self, const gchar *domain, const gchar *op, const gchar *subop,
                        const gchar *uuid)
@@ -114,6 +118,8 @@ job_changed_cb (VmrJobTable *table, gpointer job_ptr, gint previous, gpointer us
 
     if (vmr_job_state_is_final (job->state))
         vmr_engine_series_job_ended (self, job);
+    if (vmr_job_state_is_final (job->state) && !vmr_job_state_is_final ((VmrJobState) previous))
+        self->jobs_ended[job->state - VMR_JOB_STATE_COMPLETED]++;
     g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, previous);
     vmr_engine_group_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_admission_job_changed (self, job, (VmrJobState) previous);
@@ -206,6 +212,7 @@ vmr_engine_finalize (GObject *object)
     g_free (self->policy_refusal);
     g_free (self->state_dir);
     g_hash_table_unref (self->protected_dirs);
+    g_hash_table_unref (self->decision_counts);
     G_OBJECT_CLASS (vmr_engine_parent_class)->finalize (object);
 }
 
@@ -216,6 +223,7 @@ vmr_engine_init (VmrEngine *self)
     self->domains = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify) vmr_engine_domain_entry_free);
     self->protected_dirs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+    self->decision_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 
 void

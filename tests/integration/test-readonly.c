@@ -238,7 +238,7 @@ test_readonly_socket (Fixture *t, gconstpointer user_data)
     }
     job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
 
-    /* the group reads: jobs, job, domains, policy show */
+    /* the group reads: jobs, job, domains, policy show, metrics */
     {
         g_auto (Run) jobs = { 0 };
         g_auto (Run) one = { 0 };
@@ -257,6 +257,15 @@ test_readonly_socket (Fixture *t, gconstpointer user_data)
         RUN (t, TRUE, &shown, "-r", "policy", "show", "vm", "disk0");
         vmr_cli_result_assert_ok (shown.result);
         g_assert_nonnull (strstr (shown.result->out, "10s"));
+    }
+    /* ... and the metrics */
+    {
+        g_auto (Run) metrics = { 0 };
+        g_autofree gchar *info = g_strdup_printf ("virt_mirror_job_info{job=\"%s\"", id);
+
+        RUN (t, TRUE, &metrics, "-r", "metrics");
+        vmr_cli_result_assert_ok (metrics.result);
+        g_assert_nonnull (strstr (metrics.result->out, info));
     }
 
     /* ... and changes nothing: each refusal is its own error, logged with the peer */

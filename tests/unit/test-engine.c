@@ -9,6 +9,7 @@
 #define G_LOG_DOMAIN "vmr-test"
 
 #include "engine-fixture.h"
+#include "engine-stats.h"
 
 #include <string.h>
 
@@ -328,6 +329,74 @@ test_job_progress (void)
     g_string_free (progress_seen, TRUE);
 }
 
+/* ---- the statistics (engine-stats.h) ---- */
+
+/* one disk moves and completes, another is cancelled while it copies */
+static const EngineCase stats_case = {
+    "/engine/stats",
+    .domains = "web01=disk0,disk1",
+    .steps
+    = { MIGRATE (.states = "vmr-1 copying"), READY (.states = "vmr-1 completed"),
+        MIGRATE (.arg = "disk1", .states = "vmr-1 completed, vmr-2 copying"),
+        COMMAND (.job = "vmr-2", .arg = "cancel", .states = "vmr-1 completed, vmr-2 cancelled") },
+    /* the first copy completed: its destination stays */
+    .files = "web01-disk0-dst.img web01-disk0.img web01-disk1.img",
+};
+
+static guint64
+decisions_of (const VmrEngineStats *stats, const gchar *action)
+{
+    for (guint i = 0; i < stats->decisions->len; i++) {
+        const VmrDecisionStats *decision = g_ptr_array_index (stats->decisions, i);
+
+        if (g_str_equal (decision->action, action))
+            return decision->count;
+    }
+    g_assert_not_reached ();
+}
+
+static void
+test_stats (void)
+{
+    EngineFixture f;
+    g_autoptr (VmrEngineStats) stats = NULL;
+    const VmrJobStats *done;
+    const VmrJobStats *cancelled;
+
+    engine_fixture_setup (&f, &stats_case);
+    for (guint i = 0; stats_case.steps[i].kind != STEP_END; i++)
+        g_assert_true (engine_fixture_run_step (&f, i, &stats_case.steps[i]));
+    stats = vmr_engine_get_stats (f.engine);
+    g_assert_cmpuint (stats->jobs->len, ==, 2);
+    done = g_ptr_array_index (stats->jobs, 0);
+    cancelled = g_ptr_array_index (stats->jobs, 1);
+    g_assert_cmpstr (done->id, ==, "vmr-1");
+    g_assert_cmpstr (done->domain, ==, "web01");
+    g_assert_cmpstr (done->disk, ==, "disk0");
+    g_assert_cmpstr (done->backend, ==, "fake");
+    g_assert_cmpint (done->state, ==, VMR_JOB_STATE_COMPLETED);
+    g_assert_cmpint (done->start_time_us, >, 0);
+    g_assert_cmpint (done->end_time_us, >=, done->start_time_us);
+    g_assert_cmpfloat (done->rate, ==, 0);
+    g_assert_cmpuint (done->remaining_bytes, ==, done->total_bytes - done->processed_bytes);
+    g_assert_cmpstr (cancelled->disk, ==, "disk1");
+    g_assert_cmpint (cancelled->state, ==, VMR_JOB_STATE_CANCELLED);
+    g_assert_cmpint (cancelled->end_time_us, >=, cancelled->start_time_us);
+    g_assert_cmpuint (stats->jobs_by_state[VMR_JOB_STATE_COMPLETED], ==, 1);
+    g_assert_cmpuint (stats->jobs_by_state[VMR_JOB_STATE_CANCELLED], ==, 1);
+    g_assert_cmpuint (stats->jobs_by_state[VMR_JOB_STATE_COPYING], ==, 0);
+    g_assert_cmpuint (stats->jobs_ended[VMR_JOB_STATE_COMPLETED - VMR_JOB_STATE_COMPLETED], ==, 1);
+    g_assert_cmpuint (stats->jobs_ended[VMR_JOB_STATE_FAILED - VMR_JOB_STATE_COMPLETED], ==, 0);
+    g_assert_cmpuint (stats->jobs_ended[VMR_JOB_STATE_CANCELLED - VMR_JOB_STATE_COMPLETED], ==, 1);
+    /* each job got the policy's start; the other actions are there from 0 */
+    g_assert_cmpuint (decisions_of (stats, "start"), ==, 2);
+    g_assert_cmpuint (decisions_of (stats, "throttle"), ==, 0);
+    g_assert_cmpuint (decisions_of (stats, "wait"), ==, 0);
+    /* no load sample yet (sample-interval 60s), and a backend that reads no I/O threads */
+    g_assert_cmpuint (stats->iothreads->len, ==, 0);
+    engine_fixture_teardown (&f);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -341,5 +410,6 @@ main (int argc, char **argv)
     engine_add_adaptive_cases ();
     engine_add_converge_cases ();
     g_test_add_func ("/engine/progress/signal", test_job_progress);
+    g_test_add_func ("/engine/stats", test_stats);
     return g_test_run ();
 }

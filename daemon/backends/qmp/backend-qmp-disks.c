@@ -84,7 +84,87 @@ read_thread_ticks (gint64 thread_id, guint64 *ticks)
            && vmr_qmp_parse_proc_ticks (stat, ticks);
 }
 
-/* query-iothreads: each thread with its CPU use since the previous reading */
+/* a CPU figure spans at least this long once there is one: a clock tick is 10 ms */
+#define CPU_SPAN_US G_USEC_PER_SEC
+
+/*
+ * The CPU figure of describe()'s "iothreads" for @usage: the percent of one
+ * CPU between the thread's previous reading and this one, which becomes the
+ * next one's base unless it came less than CPU_SPAN_US after a figure
+ */
+static JsonObject *
+describe_iothread (VmrBackendQmp *self, const VmrIothreadUsage *usage, guint64 ticks,
+                   glong ticks_per_s, gint64 now)
+{
+    JsonObject *entry = json_object_new ();
+    IothreadReading *previous = g_hash_table_lookup (self->iothread_cpu, usage->id);
+    IothreadReading *reading;
+
+    json_object_set_string_member (entry, "id", usage->id);
+    json_object_set_int_member (entry, "thread-id", usage->thread_id);
+    json_object_set_null_member (entry, "cpu");
+    if (!usage->has_cpu)
+        return entry;
+    if (previous != NULL && previous->thread_id == usage->thread_id && previous->has_percent
+        && now - previous->time_us < CPU_SPAN_US) {
+        json_object_set_double_member (entry, "cpu", previous->percent);
+        return entry;
+    }
+    reading = g_new0 (IothreadReading, 1);
+    reading->thread_id = usage->thread_id;
+    reading->ticks = ticks;
+    reading->time_us = now;
+    if (previous != NULL && previous->thread_id == usage->thread_id && now > previous->time_us
+        && ticks >= previous->ticks) {
+        gdouble busy_s = (gdouble) (ticks - previous->ticks) / (gdouble) ticks_per_s;
+        gdouble percent = busy_s * 1e8 / (gdouble) (now - previous->time_us);
+
+        reading->percent = round (percent * 10.0) / 10.0;
+        reading->has_percent = TRUE;
+        json_object_set_double_member (entry, "cpu", reading->percent);
+    }
+    g_hash_table_replace (self->iothread_cpu, g_strdup (usage->id), reading);
+    return entry;
+}
+
+/*
+ * The I/O threads of a query-iothreads @reply with the CPU time of each
+ * (a GPtrArray of VmrIothreadUsage *); refreshes describe()'s "iothreads"
+ */
+static GPtrArray *
+read_iothreads (VmrBackendQmp *self, JsonNode *reply, GError **error)
+{
+    g_autoptr (GPtrArray) threads = vmr_qmp_parse_iothreads (reply, error);
+    g_autoptr (GPtrArray) usages = NULL;
+    JsonArray *described;
+    gint64 now = g_get_monotonic_time ();
+    glong ticks_per_s = sysconf (_SC_CLK_TCK);
+
+    if (threads == NULL)
+        return NULL;
+    usages = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_iothread_usage_free);
+    described = json_array_new ();
+    for (guint i = 0; i < threads->len; i++) {
+        const VmrQmpIothread *thread = g_ptr_array_index (threads, i);
+        VmrIothreadUsage *usage = g_new0 (VmrIothreadUsage, 1);
+        guint64 ticks = 0;
+
+        usage->id = g_strdup (thread->id);
+        usage->thread_id = thread->thread_id;
+        usage->has_cpu = thread->thread_id > 0 && ticks_per_s > 0
+                         && read_thread_ticks (thread->thread_id, &ticks);
+        if (usage->has_cpu)
+            usage->cpu_seconds = (gdouble) ticks / (gdouble) ticks_per_s;
+        json_array_add_object_element (described,
+                                       describe_iothread (self, usage, ticks, ticks_per_s, now));
+        g_ptr_array_add (usages, usage);
+    }
+    g_clear_pointer (&self->iothreads, json_array_unref);
+    self->iothreads = described;
+    return g_steal_pointer (&usages);
+}
+
+/* query-iothreads while the disks are read: the threads' CPU for describe() */
 static void
 query_iothreads_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -92,50 +172,12 @@ query_iothreads_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     VmrBackendQmp *self = g_task_get_source_object (task);
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (GPtrArray) threads = NULL;
-    JsonArray *result;
-    gint64 now = g_get_monotonic_time ();
-    glong ticks_per_s = sysconf (_SC_CLK_TCK);
+    g_autoptr (GPtrArray) usages = NULL;
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
-    threads = reply != NULL ? vmr_qmp_parse_iothreads (reply, &error) : NULL;
-    if (threads == NULL) {
+    usages = reply != NULL ? read_iothreads (self, reply, &error) : NULL;
+    if (usages == NULL)
         g_debug ("cannot list the I/O threads of %s: %s", self->monitor_path, error->message);
-        query_disks_done_one (task);
-        return;
-    }
-    result = json_array_new ();
-    for (guint i = 0; i < threads->len; i++) {
-        const VmrQmpIothread *thread = g_ptr_array_index (threads, i);
-        IothreadReading *previous;
-        JsonObject *entry;
-        guint64 ticks = 0;
-
-        entry = json_object_new ();
-        json_object_set_string_member (entry, "id", thread->id);
-        json_object_set_int_member (entry, "thread-id", thread->thread_id);
-        json_object_set_null_member (entry, "cpu");
-        previous = g_hash_table_lookup (self->iothread_cpu, thread->id);
-        if (thread->thread_id > 0 && ticks_per_s > 0
-            && read_thread_ticks (thread->thread_id, &ticks)) {
-            IothreadReading *reading = g_new0 (IothreadReading, 1);
-
-            if (previous != NULL && previous->thread_id == thread->thread_id
-                && now > previous->time_us && ticks >= previous->ticks) {
-                gdouble busy_s = (gdouble) (ticks - previous->ticks) / (gdouble) ticks_per_s;
-                gdouble percent = busy_s * 1e8 / (gdouble) (now - previous->time_us);
-
-                json_object_set_double_member (entry, "cpu", round (percent * 10.0) / 10.0);
-            }
-            reading->thread_id = thread->thread_id;
-            reading->ticks = ticks;
-            reading->time_us = now;
-            g_hash_table_replace (self->iothread_cpu, g_strdup (thread->id), reading);
-        }
-        json_array_add_object_element (result, entry);
-    }
-    g_clear_pointer (&self->iothreads, json_array_unref);
-    self->iothreads = result;
     query_disks_done_one (task);
 }
 
@@ -324,6 +366,43 @@ vmr_backend_qmp_query_load_async (VmrBackend *backend, GCancellable *cancellable
 
 GHashTable *
 vmr_backend_qmp_query_load_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
+
+/* ---- I/O threads, sampled with the load ---- */
+
+static void
+sampled_iothreads_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    GPtrArray *usages;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    usages = reply != NULL ? read_iothreads (self, reply, &error) : NULL;
+    if (usages == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    g_task_return_pointer (task, usages, (GDestroyNotify) g_ptr_array_unref);
+}
+
+void
+vmr_backend_qmp_query_iothreads_async (VmrBackend *backend, GCancellable *cancellable,
+                                       GAsyncReadyCallback callback, gpointer user_data)
+{
+    VmrBackendQmp *self = vmr_backend_qmp_of (backend);
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+
+    vmr_qmp_client_execute_async (self->client, "query-iothreads", NULL, 0, cancellable,
+                                  sampled_iothreads_cb, task);
+}
+
+GPtrArray *
+vmr_backend_qmp_query_iothreads_finish (VmrBackend *backend, GAsyncResult *res, GError **error)
 {
     return g_task_propagate_pointer (G_TASK (res), error);
 }

@@ -52,8 +52,10 @@ struct _VmrBackendQmp {
 /* CPU time of one I/O thread at one moment, for the next reading's difference */
 typedef struct {
     gint64 thread_id;
-    guint64 ticks;  /* utime + stime, clock ticks */
-    gint64 time_us; /* monotonic */
+    guint64 ticks;        /* utime + stime, clock ticks */
+    gint64 time_us;       /* monotonic */
+    gdouble percent;      /* of one CPU since the reading before, when has_percent */
+    gboolean has_percent; /* FALSE for a first reading */
 } IothreadReading;
 
 /*
@@ -140,6 +142,12 @@ void vmr_backend_qmp_query_load_async (VmrBackend *backend, GCancellable *cancel
 
 GHashTable *vmr_backend_qmp_query_load_finish (VmrBackend *backend, GAsyncResult *res,
                                                GError **error);
+
+void vmr_backend_qmp_query_iothreads_async (VmrBackend *backend, GCancellable *cancellable,
+                                            GAsyncReadyCallback callback, gpointer user_data);
+
+GPtrArray *vmr_backend_qmp_query_iothreads_finish (VmrBackend *backend, GAsyncResult *res,
+                                                   GError **error);
 
 void vmr_backend_qmp_adopt_copy_async (VmrBackend *backend, VmrJob *job, GCancellable *cancellable,
                                        GAsyncReadyCallback callback, gpointer user_data);

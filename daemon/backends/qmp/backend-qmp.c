@@ -465,6 +465,8 @@ vmr_backend_qmp_class_init (VmrBackendQmpClass *klass)
     backend_class->query_progress_finish = vmr_backend_qmp_query_progress_finish;
     backend_class->query_load_async = vmr_backend_qmp_query_load_async;
     backend_class->query_load_finish = vmr_backend_qmp_query_load_finish;
+    backend_class->query_iothreads_async = vmr_backend_qmp_query_iothreads_async;
+    backend_class->query_iothreads_finish = vmr_backend_qmp_query_iothreads_finish;
     backend_class->adopt_copy_async = vmr_backend_qmp_adopt_copy_async;
     backend_class->adopt_copy_finish = vmr_backend_qmp_adopt_copy_finish;
     backend_class->verify_copy_async = vmr_backend_qmp_verify_copy_async;
