@@ -24,10 +24,7 @@
 
 #include "chaos-harness.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
@@ -88,57 +85,14 @@ chaos_count (void)
     return MAX (count, 20);
 }
 
-static guint64
-free_bytes (const gchar *dir)
-{
-    struct statvfs vfs;
-
-    if (statvfs (dir, &vfs) != 0)
-        vmr_fail ("statvfs %s: %s", dir, g_strerror (errno));
-    return (guint64) vfs.f_bavail * vfs.f_frsize;
-}
-
-/* a file that takes all but FILL_LEAVES of @dir's free space; returns its path */
-static gchar *
-fill (const gchar *dir)
-{
-    gchar *path = g_build_filename (dir, "filler", NULL);
-    guint64 room = free_bytes (dir);
-    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    int err;
-
-    g_assert_cmpint (fd, >=, 0);
-    if (room > FILL_LEAVES) {
-        err = posix_fallocate (fd, 0, (off_t) (room - FILL_LEAVES));
-        if (err != 0)
-            vmr_fail ("cannot fill %s: %s", dir, g_strerror (err));
-    }
-    g_assert_cmpint (close (fd), ==, 0);
-    return path;
-}
-
 /* an nbdkit export of a disk's size whose writes fail once @trigger exists; returns its URI */
 static gchar *
 failing_export (Chaos *c, guint round, const gchar *trigger)
 {
     g_autofree gchar *name = g_strdup_printf ("nbd%u.sock", round);
     g_autofree gchar *socket = vmr_harness_path (&c->e->h, name);
-    g_autofree gchar *size = g_strdup_printf ("%u", DISK_SIZE);
-    g_autofree gchar *file_arg = g_strdup_printf ("error-file=%s", trigger);
-    const gchar *argv[] = { "nbdkit",
-                            "-f",
-                            "-U",
-                            socket,
-                            "--filter=error",
-                            "memory",
-                            size,
-                            "error=EIO",
-                            "error-pwrite-rate=100%",
-                            file_arg,
-                            NULL };
 
-    vmr_nbd_start_server (&c->nbd, argv, socket, 0);
-    return g_strdup_printf ("nbd+unix:///?socket=%s", socket);
+    return vmr_nbd_start_failing_export (&c->nbd, socket, DISK_SIZE, trigger);
 }
 
 static gboolean
@@ -247,7 +201,7 @@ fill_destination (Chaos *c, Round *r)
     gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
 
     chaos_count_fault (c, fault_names[FAULT_FILL]);
-    filler = fill (c->tmpfs);
+    filler = vmr_harness_fill_leaving (c->tmpfs, FILL_LEAVES);
     while (r->target != NULL && g_get_monotonic_time () < deadline) {
         g_autoptr (JsonObject) job = vmr_harness_get_job (&c->e->h, r->target->id);
         const gchar *state = vmr_json_job_state (job);
