@@ -270,19 +270,11 @@ listed_job (JsonArray *listed, const gchar *id)
 static gboolean
 record_agrees (Chaos *c, ChaosJob *job, JsonArray *listed)
 {
-    VmrHarness *h = &c->e->h;
-    g_autofree gchar *name = g_strdup_printf ("%s.json", job->id);
-    g_autofree gchar *path = g_build_filename (h->state_dir, "jobs", name, NULL);
-    g_autoptr (JsonParser) parser = json_parser_new ();
-    g_autoptr (GError) error = NULL;
     JsonObject *queried = listed_job (listed, job->id);
-    JsonObject *record;
+    g_autoptr (JsonObject) record = chaos_read_record (c, job->id);
 
-    if (!json_parser_load_from_file (parser, path, &error)) {
-        g_test_message ("%s: no record: %s", job->id, error->message);
+    if (record == NULL)
         return FALSE;
-    }
-    record = vmr_harness_json_node_object (json_parser_get_root (parser));
     if (g_strcmp0 (vmr_json_get_string (record, "state"), job->state) != 0
         || (queried != NULL && g_strcmp0 (vmr_json_job_state (queried), job->state) != 0)
         || g_strcmp0 (vmr_json_get_string (record, "destination"), job->dest) != 0) {

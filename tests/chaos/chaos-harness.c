@@ -221,6 +221,13 @@ chaos_other_dir (Chaos *c, ChaosDisk *disk)
     return g_strcmp0 (dir, c->dirs[0]) == 0 ? c->dirs[1] : c->dirs[0];
 }
 
+static gboolean
+is_final (const gchar *state)
+{
+    return g_str_equal (state, "completed") || g_str_equal (state, "failed")
+           || g_str_equal (state, "cancelled");
+}
+
 /* the active job of @domain's @disk in `jobs --json`, or NULL */
 static const gchar *
 find_active_job (JsonArray *jobs, const gchar *domain, const gchar *disk)
@@ -301,11 +308,50 @@ chaos_write (Chaos *c, guint count)
     }
 }
 
-static gboolean
-is_final (const gchar *state)
+/* the record of @id in the state dir, or NULL when there is none */
+JsonObject *
+chaos_read_record (Chaos *c, const gchar *id)
 {
-    return g_str_equal (state, "completed") || g_str_equal (state, "failed")
-           || g_str_equal (state, "cancelled");
+    g_autofree gchar *name = g_strdup_printf ("%s.json", id);
+    g_autofree gchar *path = g_build_filename (c->e->h.state_dir, "jobs", name, NULL);
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    g_autoptr (GError) error = NULL;
+
+    if (!json_parser_load_from_file (parser, path, &error)) {
+        g_test_message ("%s: no record: %s", id, error->message);
+        return NULL;
+    }
+    return json_object_ref (vmr_harness_json_node_object (json_parser_get_root (parser)));
+}
+
+/*
+ * the job @id as the daemon has it; or, when it has none (a daemon started
+ * again takes back only the jobs that had not ended), its record, which
+ * must then be final; NULL, the job lost, otherwise
+ */
+static JsonObject *
+read_job (Chaos *c, const gchar *id)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonObject) record = NULL;
+
+    json_object_set_string_member (args, "id", id);
+    reply = vmr_qmp_client_execute_sync (c->e->h.control, "query-job", args, 10000, &error);
+    if (error == NULL)
+        return json_object_ref (vmr_harness_json_node_object (reply));
+    if (strstr (error->message, "unknown job") == NULL)
+        vmr_fail ("query-job %s: %s", id, error->message);
+    record = chaos_read_record (c, id);
+    if (record != NULL && is_final (vmr_json_get_string (record, "state") ?: "")) {
+        g_test_message ("%s: ended %s before the daemon died; its record says so", id,
+                        vmr_json_get_string (record, "state"));
+        return g_steal_pointer (&record);
+    }
+    g_test_message ("%s: the daemon does not know it, and its record says %s", id,
+                    record != NULL ? vmr_json_get_string (record, "state") : "nothing");
+    return NULL;
 }
 
 guint
@@ -320,7 +366,12 @@ chaos_poll_round (Chaos *c, guint round)
 
         if (job->round != round || job->state != NULL)
             continue;
-        object = vmr_harness_get_job (&c->e->h, job->id);
+        object = read_job (c, job->id);
+        if (object == NULL) {
+            job->state = g_strdup ("lost");
+            c->lost++;
+            continue;
+        }
         state = vmr_json_job_state (object);
         if (!is_final (state)) {
             active++;

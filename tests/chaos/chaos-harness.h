@@ -111,6 +111,9 @@ void chaos_wait_round (Chaos *c, guint round, guint timeout_s);
 /* lifts the speed limit of every job of @round still active */
 void chaos_unthrottle_round (Chaos *c, guint round);
 
+/* the record of the job @id in the state dir, or NULL when there is none */
+JsonObject *chaos_read_record (Chaos *c, const gchar *id);
+
 /* counts the fault @name */
 void chaos_count_fault (Chaos *c, const gchar *name);
 

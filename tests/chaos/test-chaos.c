@@ -188,7 +188,8 @@ kill_daemon (Chaos *c, guint round)
     for (guint i = 0; i < c->jobs->len; i++) {
         ChaosJob *job = c->jobs->pdata[i];
 
-        if (job->round == round && job->state == NULL)
+        if (job->round == round && job->state == NULL && chaos_poll_round (c, round) > 0
+            && job->state == NULL)
             json_object_unref (vmr_harness_wait_adopted (&c->e->h, job->id));
     }
 }
@@ -271,6 +272,11 @@ chaos_round (Chaos *c, Round *r)
         json_object_unref (
             vmr_harness_wait_job (&c->e->h, r->target->id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
     write_for (c, g_rand_int_range (c->rand, 200, 2500));
+    /* half of the daemon's deaths come after the copies were let go: in sync, or pivoting */
+    if (r->fault == FAULT_KILL_DAEMON && chance (c, 0.5)) {
+        chaos_unthrottle_round (c, c->rounds);
+        write_for (c, g_rand_int_range (c->rand, 0, 800));
+    }
     inject (c, r);
     chaos_unthrottle_round (c, c->rounds);
     chaos_wait_round (c, c->rounds, ROUND_TIMEOUT_S);
