@@ -225,7 +225,6 @@ fill_destination (Chaos *c, Round *r)
 static void
 inject (Chaos *c, Round *r)
 {
-    VmrHarness *h = &c->e->h;
     g_autoptr (GError) error = NULL;
 
     switch (r->fault) {
@@ -253,7 +252,6 @@ inject (Chaos *c, Round *r)
         case N_FAULTS:
             g_assert_not_reached ();
     }
-    (void) h;
 }
 
 /* one round: the seed's migrations, its fault at its moment, every job to its end */
