@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <glib/gstdio.h>
 
@@ -474,4 +475,35 @@ vmr_harness_snapshot (const gchar *dir, const gchar *skip_name)
 
     snapshot_dir (out, dir, skip_name);
     return g_string_free (out, FALSE);
+}
+
+/* what a writer other than root may still use on the file system of @dir */
+guint64
+vmr_harness_free_bytes (const gchar *dir)
+{
+    struct statvfs vfs;
+
+    if (statvfs (dir, &vfs) != 0)
+        vmr_fail ("statvfs %s: %s", dir, g_strerror (errno));
+    return (guint64) vfs.f_bavail * vfs.f_frsize;
+}
+
+/* makes DIR/filler take all but @leave bytes of the free space of @dir; returns its path */
+gchar *
+vmr_harness_fill_leaving (const gchar *dir, guint64 leave)
+{
+    gchar *path = g_build_filename (dir, "filler", NULL);
+    guint64 room = vmr_harness_free_bytes (dir);
+    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int err;
+
+    g_assert_cmpint (fd, >=, 0);
+    g_assert_cmpuint (room, >, leave);
+    err = posix_fallocate (fd, 0, (off_t) (room - leave));
+    if (err != 0)
+        vmr_fail ("cannot fill %s: %s", dir, g_strerror (err));
+    g_assert_cmpint (close (fd), ==, 0);
+    g_test_message ("filled %s: %" G_GUINT64_FORMAT " bytes free", dir,
+                    vmr_harness_free_bytes (dir));
+    return path;
 }

@@ -195,6 +195,15 @@ gchar *vmr_harness_snapshot (const gchar *dir, const gchar *skip_name);
 /* creates @name with @size bytes of @fill; returns its absolute path */
 gchar *vmr_harness_create_file (VmrHarness *h, const gchar *name, gsize size, guchar fill);
 
+/* what a writer other than root may still use on the file system of @dir, in bytes */
+guint64 vmr_harness_free_bytes (const gchar *dir);
+
+/*
+ * Makes DIR/filler take all but @leave bytes of the free space of @dir
+ * (posix_fallocate); returns its path, free with g_free(). Asserts.
+ */
+gchar *vmr_harness_fill_leaving (const gchar *dir, guint64 leave);
+
 /* runs qemu-img with the NULL-terminated arguments and asserts success */
 void vmr_harness_qemu_img (const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
 

@@ -395,3 +395,25 @@ vmr_nbd_qemu_state (VmrHarness *h)
     g_ptr_array_add (names, NULL);
     return g_strjoinv (" ", (gchar **) names->pdata);
 }
+
+gchar *
+vmr_nbd_start_failing_export (VmrNbdServers *s, const gchar *socket, gsize size,
+                              const gchar *trigger)
+{
+    g_autofree gchar *size_arg = g_strdup_printf ("%" G_GSIZE_FORMAT, size);
+    g_autofree gchar *file_arg = g_strdup_printf ("error-file=%s", trigger);
+    const gchar *argv[] = { "nbdkit",
+                            "-f",
+                            "-U",
+                            socket,
+                            "--filter=error",
+                            "memory",
+                            size_arg,
+                            "error=EIO",
+                            "error-pwrite-rate=100%",
+                            file_arg,
+                            NULL };
+
+    vmr_nbd_start_server (s, argv, socket, 0);
+    return g_strdup_printf ("nbd+unix:///?socket=%s", socket);
+}

@@ -50,6 +50,14 @@ void vmr_nbd_start_server (VmrNbdServers *s, const gchar *const *argv, const gch
                            guint port);
 
 /*
+ * Starts nbdkit's memory plugin of @size bytes on the UNIX socket @socket
+ * behind its error filter: every write fails with EIO once the file
+ * @trigger exists. Returns the export's URI; free with g_free().
+ */
+gchar *vmr_nbd_start_failing_export (VmrNbdServers *s, const gchar *socket, gsize size,
+                                     const gchar *trigger);
+
+/*
  * Makes, in the test's directory, two CAs with certtool and the directories
  * QEMU, libvirt and nbdkit read: "server" (ca-cert.pem, server-cert.pem,
  * server-key.pem for localhost and 127.0.0.1), "client" (ca-cert.pem,

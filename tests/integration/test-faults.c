@@ -25,28 +25,6 @@
 /* how long each copy runs before the fault */
 #define BEFORE_FAULT_S 2
 
-/* nbdkit's memory plugin of the disk's size on @socket, every write failing once @trigger exists */
-static gchar *
-start_failing_export (VmrNbdServers *s, const gchar *socket, const gchar *trigger)
-{
-    g_autofree gchar *size = g_strdup_printf ("%u", FAULT_DISK);
-    g_autofree gchar *file_arg = g_strdup_printf ("error-file=%s", trigger);
-    const gchar *argv[] = { "nbdkit",
-                            "-f",
-                            "-U",
-                            socket,
-                            "--filter=error",
-                            "memory",
-                            size,
-                            "error=EIO",
-                            "error-pwrite-rate=100%",
-                            file_arg,
-                            NULL };
-
-    vmr_nbd_start_server (s, argv, socket, 0);
-    return g_strdup_printf ("nbd+unix:///?socket=%s", socket);
-}
-
 /*
  * One copy to a fresh failing export: it runs, the fault comes, it fails
  * with the reason of the I/O error and leaves the VM on its source
@@ -58,7 +36,7 @@ copy_into_fault (VmrHarness *h, VmrNbdServers *servers, const gchar *source, gui
     g_autofree gchar *socket = vmr_harness_path (h, name);
     g_autofree gchar *trigger_name = g_strdup_printf ("dest%u.fail", round);
     g_autofree gchar *trigger = vmr_harness_path (h, trigger_name);
-    g_autofree gchar *uri = start_failing_export (servers, socket, trigger);
+    g_autofree gchar *uri = vmr_nbd_start_failing_export (servers, socket, FAULT_DISK, trigger);
     g_autofree gchar *id = NULL;
     g_autoptr (JsonObject) final = NULL;
     g_autoptr (GError) error = NULL;

@@ -32,36 +32,6 @@
 /* guest writes in each phase */
 #define WRITES 20
 
-/* what a writer other than root may still use on the file system of @dir */
-static guint64
-free_bytes (const gchar *dir)
-{
-    struct statvfs vfs;
-
-    if (statvfs (dir, &vfs) != 0)
-        vmr_fail ("statvfs %s: %s", dir, g_strerror (errno));
-    return (guint64) vfs.f_bavail * vfs.f_frsize;
-}
-
-/* makes DIR/filler take all but @leave bytes of the free space of @dir; returns its path */
-static gchar *
-fill_leaving (const gchar *dir, guint64 leave)
-{
-    gchar *path = g_build_filename (dir, "filler", NULL);
-    guint64 room = free_bytes (dir);
-    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    int err;
-
-    g_assert_cmpint (fd, >=, 0);
-    g_assert_cmpuint (room, >, leave);
-    err = posix_fallocate (fd, 0, (off_t) (room - leave));
-    if (err != 0)
-        vmr_fail ("cannot fill %s: %s", dir, g_strerror (err));
-    g_assert_cmpint (close (fd), ==, 0);
-    g_test_message ("filled %s: %" G_GUINT64_FORMAT " bytes free", dir, free_bytes (dir));
-    return path;
-}
-
 /* the disks of "vm", their images in the test's directory and destinations on @fs */
 typedef struct {
     guint n;
@@ -209,7 +179,7 @@ test_thin_fits (VmrHarness *h, gconstpointer user_data)
     vm.writers[0] = vmr_harness_writer_new (h, "disk0", expected, 0x74170);
     vmr_harness_attach (h, "vm");
     vm.dests[0] = g_build_filename (fs, "dest.raw", NULL);
-    g_assert_cmpuint (free_bytes (fs), <, virtual_size);
+    g_assert_cmpuint (vmr_harness_free_bytes (fs), <, virtual_size);
 
     id = vmr_harness_migrate (h, "vm", "disk0", vm.dests[0], "--speed", "4M", NULL);
     json_object_unref (vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
@@ -245,7 +215,7 @@ test_shared_refused (VmrHarness *h, gconstpointer user_data)
     vmr_harness_writer_write (vm.writers[0], WRITES);
 
     line = assert_refused (h, "disk1", vm.dests[1], 1);
-    room = free_bytes (fs);
+    room = vmr_harness_free_bytes (fs);
     g_assert_nonnull (strstr (line, "1 other copy to it still writes"));
     /* alone it would fit: the first copy's share is what refused it */
     g_assert_cmpuint (room, >=, 28 * MIB + 8 * MIB);
@@ -344,7 +314,7 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
      * once (a rate-limited copy writes its 16 MiB buffer in one go, then
      * sleeps): both pause, with the reason, before the file system is full
      */
-    filler = fill_leaving (fs, 20 * MIB);
+    filler = vmr_harness_fill_leaving (fs, 20 * MIB);
     expected_reason = g_strdup_printf ("destination file system %s has ", fs);
     for (guint i = 0; i < vm.n; i++) {
         g_autoptr (JsonObject) paused
@@ -356,7 +326,7 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
         g_assert_nonnull (strstr (reason, "space-margin of 24 MiB"));
         assert_qemu_paused (h, vm.jobs[i], NULL);
     }
-    g_assert_cmpuint (free_bytes (fs), >, 0);
+    g_assert_cmpuint (vmr_harness_free_bytes (fs), >, 0);
     /* the guest writes on, to its sources, without an error */
     for (guint i = 0; i < vm.n; i++) {
         vmr_harness_writer_write (vm.writers[i], WRITES);
@@ -410,7 +380,7 @@ test_enospc_stops (VmrHarness *h, gconstpointer user_data)
     json_object_unref (vmr_harness_wait_job (h, vm.jobs[0], "copying", VMR_HARNESS_JOB_TIMEOUT_S));
     vmr_harness_writer_write (vm.writers[0], WRITES);
 
-    filler = fill_leaving (fs, 0);
+    filler = vmr_harness_fill_leaving (fs, 0);
     paused = vmr_harness_wait_job (h, vm.jobs[0], "paused", VMR_HARNESS_JOB_TIMEOUT_S);
     reason = space_pause_reason (paused);
     g_test_message ("%s: %s", vm.jobs[0], reason);
