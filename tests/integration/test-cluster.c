@@ -10,8 +10,8 @@
  * frees its slots within the lease's TTL; one etcd member stopped changes
  * nothing; all of them stopped, the jobs that wait say "cluster
  * unavailable", the running copies complete, and work resumes once etcd is
- * back. Every destination holds the bytes of its source. One etcd cluster
- * and the same daemons serve every case, in order.
+ * back; a daemon restarted picks its slots up with its jobs. Every destination holds the bytes of
+ * its source. One etcd cluster and the same daemons serve every case, in order.
  */
 
 #include <glib/gstdio.h>
@@ -26,7 +26,9 @@
 #define IMAGE_SIZE (3 * 1024 * 1024)
 #define LIMIT      2
 #define TTL_S      3
-#define TIMEOUT_S  60
+/* host 1's, whose daemon is restarted: longer than a restart takes */
+#define RESTART_TTL_S 10
+#define TIMEOUT_S     60
 
 static const gchar *const disk_ids[N_DISKS] = { "disk0", "disk1", "disk2", "disk3" };
 
@@ -82,9 +84,9 @@ get_job (const Copy *copy)
     return vmr_harness_get_job (cluster.hosts[copy->host], copy->id);
 }
 
-/* submits the copy of @disk of @host to a new file of the shared storage, at 1 MiB/s */
+/* submits the copy of @disk of @host to a new file of the shared storage, at @speed */
 static void
-submit (Copy *copy, guint host, guint disk, const gchar *round)
+submit_at (Copy *copy, guint host, guint disk, const gchar *round, const gchar *speed)
 {
     g_autofree gchar *name = g_strdup_printf ("%s-h%u-%s.raw", round, host, disk_ids[disk]);
 
@@ -92,7 +94,14 @@ submit (Copy *copy, guint host, guint disk, const gchar *round)
     copy->disk = disk;
     copy->dest = g_build_filename (cluster.shared, name, NULL);
     copy->id = vmr_harness_migrate (cluster.hosts[host], "vm", disk_ids[disk], copy->dest,
-                                    "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
+                                    "--speed", speed, NULL);
+}
+
+/* ... at 1 MiB/s */
+static void
+submit (Copy *copy, guint host, guint disk, const gchar *round)
+{
+    submit_at (copy, host, disk, round, VMR_HARNESS_SLOW_SPEED);
 }
 
 /* waits until @copy has its place in the cluster's queue: it runs, or a limit holds it */
@@ -185,7 +194,7 @@ start_host (guint i, const gchar *endpoints)
     text = g_strdup_printf ("[defaults]\nmax-parallel = 4\nmax-parallel-per-iothread = 0\n"
                             "[cluster]\nname = test\netcd = %s\nhost = host%u\n"
                             "max-parallel = %u\nlease-ttl = %us\nstorage = %s\n",
-                            endpoints, i, LIMIT, TTL_S, cluster.shared);
+                            endpoints, i, LIMIT, i == 1 ? RESTART_TTL_S : TTL_S, cluster.shared);
     policy = vmr_harness_write_policy (h, text);
     vmr_harness_start_qemu (h, disks, N_DISKS);
     vmr_harness_start_daemon (h, "--policy", policy, NULL);
@@ -284,6 +293,49 @@ test_member_stopped (void)
     submit (&copies[2], 2, 3, "member");
     wait_queued (&copies[2]);
     g_assert_cmpuint (run_to_end (copies, G_N_ELEMENTS (copies)), ==, LIMIT);
+    for (guint i = 0; i < G_N_ELEMENTS (copies); i++)
+        copy_clear (&copies[i]);
+}
+
+/*
+ * Host 1's daemon killed with -9 and started again while its two copies
+ * run on in QEMU: within its lease's TTL it picks its slots up with its
+ * jobs, and host 2's job waits until one of them is in sync.
+ */
+static void
+test_daemon_restarts (void)
+{
+    VmrHarness *h = cluster.hosts[1];
+    g_autofree gchar *policy = vmr_harness_path (h, "policy.conf");
+    const gchar *const extra[] = { "--policy", policy, NULL };
+    Copy copies[3] = { 0 };
+    gint64 first_synced;
+    gint64 started;
+
+    submit_at (&copies[0], 1, 0, "restart", "512K");
+    wait_queued (&copies[0]);
+    submit_at (&copies[1], 1, 1, "restart", "512K");
+    wait_queued (&copies[1]);
+    submit (&copies[2], 2, 1, "restart");
+    wait_queued (&copies[2]);
+    vmr_harness_kill_daemon (h);
+    g_assert_cmpuint (cluster_bulk_copies (), <=, LIMIT);
+    vmr_harness_restart_daemon (h, extra);
+    vmr_harness_attach (h, "vm");
+    run_to_end (copies, G_N_ELEMENTS (copies));
+    {
+        g_autoptr (JsonObject) first = get_job (&copies[0]);
+        g_autoptr (JsonObject) second = get_job (&copies[1]);
+        g_autoptr (JsonObject) waiting = get_job (&copies[2]);
+
+        first_synced = MIN (vmr_json_job_first_time (first, "synced"),
+                            vmr_json_job_first_time (second, "synced"));
+        started = vmr_json_job_first_time (waiting, "copying");
+    }
+    g_assert_cmpint (first_synced, >, 0);
+    if (started < first_synced)
+        vmr_fail ("host 2's job started %.1f s before a copy of the restarted host 1 was in sync",
+                  (gdouble) (first_synced - started) / G_USEC_PER_SEC);
     for (guint i = 0; i < G_N_ELEMENTS (copies); i++)
         copy_clear (&copies[i]);
 }
@@ -409,6 +461,7 @@ main (int argc, char **argv)
     g_test_add_data_func ("/cluster/limit-and-order", test_limit_and_order, run_case);
     g_test_add_data_func ("/cluster/host-dies", test_host_dies, run_case);
     g_test_add_data_func ("/cluster/member-stopped", test_member_stopped, run_case);
+    g_test_add_data_func ("/cluster/daemon-restarts", test_daemon_restarts, run_case);
     g_test_add_data_func ("/cluster/etcd-lost", test_etcd_lost, run_case);
     set_up ();
     status = g_test_run ();
