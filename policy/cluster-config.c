@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "policy-private.h"
 #include "units.h"
 #include "vmr-error.h"
 
@@ -120,17 +121,6 @@ trim_endpoints (GStrv endpoints)
     }
 }
 
-static gboolean
-parse_limit (const gchar *text, guint64 *out, GError **error)
-{
-    if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT16, out, NULL)) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "'%s' is not a whole number of copies from 0 to 65535", text);
-        return FALSE;
-    }
-    return TRUE;
-}
-
 /* absolute directories, separated by commas */
 static gboolean
 parse_storage (const gchar *text, GStrv *out, GError **error)
@@ -171,24 +161,14 @@ vmr_cluster_config_parse_key (VmrClusterConfig *self, const gchar *key, const gc
         trim_endpoints (self->endpoints);
         return TRUE;
     }
-    if (g_strcmp0 (key, "tls-creds") == 0) {
-        g_clear_pointer (&self->tls_creds, g_free);
-        if (g_strcmp0 (text, "none") == 0)
-            return TRUE;
-        if (!g_path_is_absolute (text)) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                         "'%s' is neither an absolute directory nor none", text);
-            return FALSE;
-        }
-        self->tls_creds = g_canonicalize_filename (text, NULL);
-        return TRUE;
-    }
+    if (g_strcmp0 (key, "tls-creds") == 0)
+        return vmr_policy_parse_tls_creds (text, &self->tls_creds, error);
     if (g_strcmp0 (key, "max-parallel") == 0)
-        return parse_limit (text, &self->max_parallel, error);
+        return vmr_policy_parse_copies (text, &self->max_parallel, error);
     if (g_strcmp0 (key, "max-parallel-per-source") == 0)
-        return parse_limit (text, &self->max_per_source, error);
+        return vmr_policy_parse_copies (text, &self->max_per_source, error);
     if (g_strcmp0 (key, "max-parallel-per-destination") == 0)
-        return parse_limit (text, &self->max_per_destination, error);
+        return vmr_policy_parse_copies (text, &self->max_per_destination, error);
     if (g_strcmp0 (key, "lease-ttl") == 0) {
         if (!vmr_units_parse_duration (text, &usec, error))
             return FALSE;

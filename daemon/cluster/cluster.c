@@ -42,6 +42,7 @@ struct _VmrCluster {
     gboolean keepalive_in_flight;
     GHashTable *local;     /* job id -> LocalJob * */
     GHashTable *released;  /* queue keys to delete once etcd answers */
+    GHashTable *published; /* job id -> its summary as published, JSON text */
     VmrClusterQueue *view; /* every host's queue keys */
     gint64 view_revision;  /* etcd's revision the view stands at */
     VmrEtcdWatch *watch;
@@ -91,6 +92,7 @@ vmr_cluster_finalize (GObject *object)
     g_free (self->lease_id);
     g_hash_table_unref (self->local);
     g_hash_table_unref (self->released);
+    g_hash_table_unref (self->published);
     vmr_cluster_queue_free (self->view);
     G_OBJECT_CLASS (vmr_cluster_parent_class)->finalize (object);
 }
@@ -113,6 +115,7 @@ vmr_cluster_init (VmrCluster *self)
     self->local
         = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) local_job_free);
     self->released = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    self->published = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->view = vmr_cluster_queue_new ();
 }
 
@@ -133,6 +136,47 @@ set_unavailable (VmrCluster *self, const GError *error)
 }
 
 /* ---- requests ---- */
+
+/* what a call's reply goes to: @reply NULL with @error when it failed; never after dispose */
+typedef void (*ReplyFunc) (VmrCluster *self, JsonObject *reply, const GError *error,
+                           gpointer user_data);
+
+typedef struct {
+    VmrCluster *self; /* a reference */
+    ReplyFunc func;
+    gpointer data;
+    GDestroyNotify destroy;
+} Call;
+
+static void
+call_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Call *call = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonObject) reply
+        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
+
+    if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        call->func (call->self, reply, error, call->data);
+    if (call->destroy != NULL)
+        call->destroy (call->data);
+    g_object_unref (call->self);
+    g_free (call);
+}
+
+/* POSTs @body (consumed) to etcd's /v3/@method; @func gets the reply, then @destroy @data */
+static void
+cluster_call (VmrCluster *self, const gchar *method, JsonObject *body, ReplyFunc func,
+              gpointer data, GDestroyNotify destroy)
+{
+    Call *call = g_new0 (Call, 1);
+
+    call->self = g_object_ref (self);
+    call->func = func;
+    call->data = data;
+    call->destroy = destroy;
+    vmr_etcd_client_call_async (self->client, method, body, self->cancellable, call_done_cb, call);
+}
 
 static gchar *
 value_of (VmrCluster *self, const LocalJob *local)
@@ -167,6 +211,31 @@ put_request (VmrCluster *self, const LocalJob *local)
     json_object_set_string_member (put, "value", value);
     json_object_set_string_member (put, "lease", self->lease_id);
     return put;
+}
+
+/* a PutRequest of @key and @value (text) under the lease, in base64 */
+static JsonObject *
+put_text (VmrCluster *self, const gchar *key, const gchar *value)
+{
+    JsonObject *put = json_object_new ();
+    g_autofree gchar *encoded_key = vmr_etcd_encode (key);
+    g_autofree gchar *encoded_value = vmr_etcd_encode (value);
+
+    json_object_set_string_member (put, "key", encoded_key);
+    json_object_set_string_member (put, "value", encoded_value);
+    json_object_set_string_member (put, "lease", self->lease_id);
+    return put;
+}
+
+/* where the daemon publishes @job (NULL: itself, the member key) */
+static gchar *
+published_key (VmrCluster *self, const gchar *job)
+{
+    if (job == NULL)
+        return g_strdup_printf ("/virt-mirror/%s/members/%s", self->config->name,
+                                self->config->host);
+    return g_strdup_printf ("/virt-mirror/%s/jobs/%s/%s", self->config->name, self->config->host,
+                            job);
 }
 
 /* @put with its key and value in base64, as etcd takes them */
@@ -242,18 +311,12 @@ watch_closed_cb (const GError *error, gpointer user_data)
 }
 
 static void
-range_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+range_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
-    g_autoptr (VmrCluster) self = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonObject) reply
-        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
     JsonArray *kvs;
     JsonObject *create;
     g_autofree gchar *start = NULL;
 
-    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        return;
     self->syncing = FALSE;
     if (reply == NULL) {
         set_unavailable (self, error);
@@ -291,8 +354,7 @@ read_view (VmrCluster *self)
 
     json_object_set_string_member (range, "key", self->prefix_b64);
     json_object_set_string_member (range, "range_end", self->prefix_end);
-    vmr_etcd_client_call_async (self->client, "kv/range", range, self->cancellable, range_done_cb,
-                                g_object_ref (self));
+    cluster_call (self, "kv/range", range, range_done_cb, NULL, NULL);
 }
 
 /* one put or delete of the sync answered */
@@ -313,42 +375,21 @@ sync_step_done (VmrCluster *self, const GError *error)
     read_view (self);
 }
 
+/* a put or a delete of the sync */
 static void
-sync_put_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+sync_step_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
-    g_autoptr (VmrCluster) self = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonObject) reply
-        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
-
-    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        return;
-    sync_step_done (self, error);
-}
-
-/* the keys of released jobs that could not be deleted then */
-static void
-sync_deleted_cb (GObject *source, GAsyncResult *result, gpointer user_data)
-{
-    g_autoptr (VmrCluster) self = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonObject) reply
-        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
-
-    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        return;
     sync_step_done (self, error);
 }
 
 static void
-delete_key (VmrCluster *self, const gchar *key, GAsyncReadyCallback callback, gpointer user_data)
+delete_key (VmrCluster *self, const gchar *key, ReplyFunc func)
 {
     JsonObject *request = json_object_new ();
     g_autofree gchar *encoded = vmr_etcd_encode (key);
 
     json_object_set_string_member (request, "key", encoded);
-    vmr_etcd_client_call_async (self->client, "kv/deleterange", request, self->cancellable,
-                                callback, user_data);
+    cluster_call (self, "kv/deleterange", request, func, NULL, NULL);
 }
 
 /*
@@ -362,6 +403,7 @@ start_sync (VmrCluster *self)
     GHashTableIter iter;
     LocalJob *local;
     const gchar *key;
+    const gchar *value;
 
     if (self->syncing || self->lease_id == NULL)
         return;
@@ -375,30 +417,41 @@ start_sync (VmrCluster *self)
             continue;
         self->sync_pending++;
         local->registered = TRUE;
-        vmr_etcd_client_call_async (self->client, "kv/put", encode_put (put_request (self, local)),
-                                    self->cancellable, sync_put_done_cb, g_object_ref (self));
+        cluster_call (self, "kv/put", encode_put (put_request (self, local)), sync_step_cb, NULL,
+                      NULL);
+    }
+    {
+        g_autofree gchar *member_key = published_key (self, NULL);
+        g_autofree gchar *member = g_strdup_printf (
+            "{\"host\":\"%s\",\"lease-ttl\":%" G_GINT64_FORMAT ",\"since\":%" G_GINT64_FORMAT "}",
+            self->config->host, self->config->lease_ttl_us / G_USEC_PER_SEC, g_get_real_time ());
+
+        self->sync_pending++;
+        cluster_call (self, "kv/put", put_text (self, member_key, member), sync_step_cb, NULL,
+                      NULL);
+    }
+    g_hash_table_iter_init (&iter, self->published);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &key, (gpointer *) &value)) {
+        g_autofree gchar *job_key = published_key (self, key);
+
+        self->sync_pending++;
+        cluster_call (self, "kv/put", put_text (self, job_key, value), sync_step_cb, NULL, NULL);
     }
     g_hash_table_iter_init (&iter, self->released);
     while (g_hash_table_iter_next (&iter, (gpointer *) &key, NULL)) {
         self->sync_pending++;
-        delete_key (self, key, sync_deleted_cb, g_object_ref (self));
+        delete_key (self, key, sync_step_cb);
     }
     g_hash_table_remove_all (self->released);
     sync_step_done (self, NULL);
 }
 
 static void
-grant_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+grant_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
-    g_autoptr (VmrCluster) self = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonObject) reply
-        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
     GHashTableIter iter;
     LocalJob *local;
 
-    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        return;
     self->syncing = FALSE;
     if (reply == NULL || vmr_json_get_string (reply, "ID") == NULL) {
         g_debug ("cluster: no lease: %s", error != NULL ? error->message : "no ID in the reply");
@@ -421,21 +474,14 @@ grant_lease (VmrCluster *self)
 
     self->syncing = TRUE;
     json_object_set_int_member (grant, "TTL", self->config->lease_ttl_us / G_USEC_PER_SEC);
-    vmr_etcd_client_call_async (self->client, "lease/grant", grant, self->cancellable,
-                                grant_done_cb, g_object_ref (self));
+    cluster_call (self, "lease/grant", grant, grant_done_cb, NULL, NULL);
 }
 
 static void
-keepalive_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+keepalive_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
-    g_autoptr (VmrCluster) self = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonObject) reply
-        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
     JsonObject *answer = reply != NULL ? vmr_json_get_object (reply, "result") : NULL;
 
-    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        return;
     self->keepalive_in_flight = FALSE;
     if (reply == NULL) {
         set_unavailable (self, error);
@@ -470,8 +516,7 @@ keepalive_cb (gpointer user_data)
     self->keepalive_in_flight = TRUE;
     request = json_object_new ();
     json_object_set_string_member (request, "ID", self->lease_id);
-    vmr_etcd_client_call_async (self->client, "lease/keepalive", request, self->cancellable,
-                                keepalive_done_cb, g_object_ref (self));
+    cluster_call (self, "lease/keepalive", request, keepalive_done_cb, NULL, NULL);
     return G_SOURCE_CONTINUE;
 }
 
@@ -532,7 +577,6 @@ local_job (VmrCluster *self, const gchar *job, const gchar *source, const gchar 
 }
 
 typedef struct {
-    VmrCluster *cluster; /* a reference */
     gchar *job;
     gchar *lease_id; /* the request's */
 } KeyRequest;
@@ -542,7 +586,6 @@ key_request_new (VmrCluster *self, LocalJob *local)
 {
     KeyRequest *request = g_new0 (KeyRequest, 1);
 
-    request->cluster = g_object_ref (self);
     request->job = g_strdup (local->job);
     request->lease_id = g_strdup (self->lease_id);
     local->in_flight = TRUE;
@@ -552,18 +595,15 @@ key_request_new (VmrCluster *self, LocalJob *local)
 static void
 key_request_free (KeyRequest *request)
 {
-    g_object_unref (request->cluster);
     g_free (request->job);
     g_free (request->lease_id);
     g_free (request);
 }
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (KeyRequest, key_request_free)
 
 /* the job of @request, if it still asks under the lease the request was made with */
 static LocalJob *
-key_request_job (KeyRequest *request)
+key_request_job (VmrCluster *self, KeyRequest *request)
 {
-    VmrCluster *self = request->cluster;
     LocalJob *local = g_hash_table_lookup (self->local, request->job);
 
     if (local != NULL)
@@ -574,39 +614,27 @@ key_request_job (KeyRequest *request)
 }
 
 static void
-register_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+register_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
-    g_autoptr (KeyRequest) request = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonObject) reply
-        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
-    LocalJob *local;
+    LocalJob *local = key_request_job (self, user_data);
 
-    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        return;
-    local = key_request_job (request);
     if (reply == NULL) {
-        set_unavailable (request->cluster, error);
+        set_unavailable (self, error);
         return;
     }
-    if (local != NULL)
-        local->registered = TRUE;
-    /* the watch brings the key into the view, with its place in the queue */
+    if (local == NULL)
+        return;
+    local->registered = TRUE;
+    /* the watch brings the key into the view, with its place in the queue: maybe already */
+    if (vmr_cluster_queue_contains (self->view, local->key))
+        emit_changed (self);
 }
 
 static void
-take_slot_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+take_slot_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
-    g_autoptr (KeyRequest) request = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonObject) reply
-        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
-    VmrCluster *self = request->cluster;
-    LocalJob *local;
+    LocalJob *local = key_request_job (self, user_data);
 
-    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        return;
-    local = key_request_job (request);
     if (reply == NULL) {
         set_unavailable (self, error);
         return;
@@ -650,8 +678,8 @@ take_slot (VmrCluster *self, LocalJob *local)
     json_array_add_object_element (success, operation);
     json_object_set_array_member (txn, "compare", compare);
     json_object_set_array_member (txn, "success", success);
-    vmr_etcd_client_call_async (self->client, "kv/txn", txn, self->cancellable, take_slot_done_cb,
-                                key_request_new (self, local));
+    cluster_call (self, "kv/txn", txn, take_slot_done_cb, key_request_new (self, local),
+                  (GDestroyNotify) key_request_free);
 }
 
 gboolean
@@ -671,9 +699,8 @@ vmr_cluster_admit (VmrCluster *self, const gchar *job, const gchar *source,
     local = local_job (self, job, source, destination);
     if (!local->registered || !vmr_cluster_queue_contains (self->view, local->key)) {
         if (!local->registered && !local->in_flight)
-            vmr_etcd_client_call_async (self->client, "kv/put",
-                                        encode_put (put_request (self, local)), self->cancellable,
-                                        register_done_cb, key_request_new (self, local));
+            cluster_call (self, "kv/put", encode_put (put_request (self, local)), register_done_cb,
+                          key_request_new (self, local), (GDestroyNotify) key_request_free);
         *out_reason = g_strdup ("joining the cluster's queue");
         return FALSE;
     }
@@ -702,22 +729,14 @@ vmr_cluster_hold (VmrCluster *self, const gchar *job, const gchar *source, const
     g_message ("cluster %s: %s runs: registering its slot", self->config->name, job);
     if (self->available && self->lease_id != NULL) {
         local->registered = TRUE;
-        vmr_etcd_client_call_async (self->client, "kv/put", encode_put (put_request (self, local)),
-                                    self->cancellable, register_done_cb,
-                                    key_request_new (self, local));
+        cluster_call (self, "kv/put", encode_put (put_request (self, local)), register_done_cb,
+                      key_request_new (self, local), (GDestroyNotify) key_request_free);
     }
 }
 
 static void
-release_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+release_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
-    g_autoptr (VmrCluster) self = user_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (JsonObject) reply
-        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
-
-    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        return;
     if (reply == NULL)
         set_unavailable (self, error);
 }
@@ -731,7 +750,47 @@ vmr_cluster_release (VmrCluster *self, const gchar *job)
         return;
     /* a later sync deletes it if this does not reach etcd */
     g_hash_table_add (self->released, g_strdup (local->key));
-    delete_key (self, local->key, release_done_cb, g_object_ref (self));
+    delete_key (self, local->key, release_done_cb);
     g_hash_table_remove (self->local, job);
     emit_changed (self);
+}
+
+static void
+publish_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
+{
+    /* a lost etcd shows in the keep-alive; the next sync publishes again */
+    if (reply == NULL)
+        g_debug ("cluster: publishing: %s", error->message);
+}
+
+void
+vmr_cluster_publish_job (VmrCluster *self, const gchar *job, JsonObject *summary)
+{
+    g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), summary);
+    g_autofree gchar *key = published_key (self, job);
+    gchar *value;
+
+    json_object_set_string_member (summary, "host", self->config->host);
+    value = json_to_string (node, FALSE);
+    g_hash_table_replace (self->published, g_strdup (job), value);
+    if (self->lease_id != NULL)
+        cluster_call (self, "kv/put", put_text (self, key, value), publish_done_cb, NULL, NULL);
+}
+
+void
+vmr_cluster_unpublish_job (VmrCluster *self, const gchar *job)
+{
+    g_autofree gchar *key = published_key (self, job);
+
+    if (!g_hash_table_remove (self->published, job))
+        return;
+    /* a key left behind by a lost etcd goes with the lease */
+    if (self->lease_id != NULL)
+        delete_key (self, key, publish_done_cb);
+}
+
+VmrEtcdClient *
+vmr_cluster_get_client (VmrCluster *self)
+{
+    return self->client;
 }

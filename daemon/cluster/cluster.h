@@ -12,6 +12,7 @@
 #pragma once
 
 #include <gio/gio.h>
+#include <json-glib/json-glib.h>
 
 #include "cluster-config.h"
 
@@ -57,6 +58,17 @@ void vmr_cluster_hold (VmrCluster *self, const gchar *job, const gchar *source,
 
 /* @job's bulk copy is over, or it will never run: its key goes */
 void vmr_cluster_release (VmrCluster *self, const gchar *job);
+
+/*
+ * Publishes @summary (a job's members for `cluster jobs`; "host" is added)
+ * under the lease at /virt-mirror/CLUSTER/jobs/HOST/JOB, now and after
+ * every reconnection; unpublish removes it.
+ */
+void vmr_cluster_publish_job (VmrCluster *self, const gchar *job, JsonObject *summary);
+void vmr_cluster_unpublish_job (VmrCluster *self, const gchar *job);
+
+/* the client it talks to etcd with */
+struct _VmrEtcdClient *vmr_cluster_get_client (VmrCluster *self);
 
 /* how many requests went to etcd */
 guint64 vmr_cluster_get_requests (VmrCluster *self);

@@ -9,7 +9,9 @@
 
 #include "engine-private.h"
 
+#include "cluster-status.h"
 #include "cluster.h"
+#include "vmr-error.h"
 
 static void
 cluster_changed_cb (VmrCluster *cluster, gpointer user_data)
@@ -97,11 +99,78 @@ vmr_engine_cluster_hold (VmrEngine *self, VmrJob *job)
     vmr_cluster_hold (self->cluster, job->id, source, destination);
 }
 
+/* what `cluster jobs` shows of @job */
+static JsonObject *
+job_summary (VmrJob *job)
+{
+    JsonObject *summary = json_object_new ();
+
+    json_object_set_string_member (summary, "id", job->id);
+    json_object_set_string_member (summary, "domain", job->domain);
+    json_object_set_string_member (summary, "disk", job->disk);
+    json_object_set_string_member (summary, "state", vmr_job_state_to_string (job->state));
+    if (job->dest != NULL)
+        json_object_set_string_member (summary, "destination", job->dest->location);
+    if (job->waiting_for != NULL)
+        json_object_set_string_member (summary, "waiting-for", job->waiting_for);
+    json_object_set_int_member (summary, "updated", g_get_real_time ());
+    return summary;
+}
+
 void
 vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous)
 {
+    if (self->cluster == NULL)
+        return;
     /* as the host's limits count it: a synced copy's bulk copy is over */
-    if (self->cluster != NULL
-        && (vmr_job_state_is_final (job->state) || job->state == VMR_JOB_STATE_SYNCED))
+    if (vmr_job_state_is_final (job->state) || job->state == VMR_JOB_STATE_SYNCED)
         vmr_cluster_release (self->cluster, job->id);
+    if (vmr_job_state_is_final (job->state)) {
+        vmr_cluster_unpublish_job (self->cluster, job->id);
+    } else {
+        g_autoptr (JsonObject) summary = job_summary (job);
+
+        vmr_cluster_publish_job (self->cluster, job->id, summary);
+    }
+}
+
+static void
+status_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    GError *error = NULL;
+    JsonObject *status = vmr_cluster_status_finish (VMR_CLUSTER (source), result, &error);
+
+    if (status == NULL) {
+        g_prefix_error (&error,
+                        "cluster %s: ", vmr_cluster_get_config (VMR_CLUSTER (source))->name);
+        g_task_return_error (task, error);
+        return;
+    }
+    g_task_return_pointer (task, status, (GDestroyNotify) json_object_unref);
+}
+
+void
+vmr_engine_query_cluster_async (VmrEngine *self, GCancellable *cancellable,
+                                GAsyncReadyCallback callback, gpointer user_data)
+{
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+
+    if (self->cluster == NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_NOT_FOUND,
+                                 self->cluster_error != NULL
+                                     ? "the daemon could not join its cluster: %s"
+                                     : "the policy has no [cluster] section%s",
+                                 self->cluster_error != NULL ? self->cluster_error : "");
+        g_object_unref (task);
+        return;
+    }
+    vmr_cluster_status_async (self->cluster, cancellable, status_done_cb, task);
+}
+
+JsonObject *
+vmr_engine_query_cluster_finish (VmrEngine *self, GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (result, self), NULL);
+    return g_task_propagate_pointer (G_TASK (result), error);
 }

@@ -201,6 +201,48 @@ start_host (guint i, const gchar *endpoints)
     vmr_harness_attach (h, "vm");
 }
 
+/* `cluster status` and `cluster jobs` on host 2, while the copies of @copies wait and run */
+static void
+check_cluster_view (Copy *copies, guint n)
+{
+    VmrHarness *h = cluster.hosts[2];
+    g_autoptr (JsonNode) status_node = vmr_harness_cli_json (h, "cluster", "status", NULL);
+    g_autoptr (JsonNode) jobs_node = vmr_harness_cli_json (h, "cluster", "jobs", NULL);
+    g_autoptr (VmrCliResult) text = vmr_harness_cli (h, "cluster", "status", NULL);
+    JsonObject *status = vmr_harness_json_node_object (status_node);
+    JsonArray *members = vmr_harness_json_array (status, "members");
+    JsonArray *queue = vmr_harness_json_array (status, "queue");
+    JsonArray *jobs = vmr_harness_json_array (vmr_harness_json_node_object (jobs_node), "jobs");
+    guint taken = 0;
+
+    vmr_cli_result_assert_ok (text);
+    g_assert_nonnull (strstr (text->out, "Cluster test, seen from host2"));
+    g_assert_cmpstr (vmr_harness_json_string (status, "host"), ==, "host2");
+    g_assert_true (vmr_harness_json_bool (status, "available"));
+    g_assert_cmpuint (json_array_get_length (members), ==, N_HOSTS);
+    for (guint i = 0; i < json_array_get_length (queue); i++)
+        taken += vmr_json_bool_or (vmr_harness_json_element (queue, i), "started", FALSE);
+    g_assert_cmpuint (taken, <=, LIMIT);
+    /* every job of every host that waits is there, with its host */
+    for (guint i = 0; i < n; i++) {
+        g_autoptr (JsonObject) job = get_job (&copies[i]);
+        g_autofree gchar *host = g_strdup_printf ("host%u", copies[i].host);
+        gboolean listed = FALSE;
+
+        if (!g_str_equal (state_of (job), "queued"))
+            continue;
+        for (guint j = 0; j < json_array_get_length (jobs); j++) {
+            JsonObject *published = vmr_harness_json_element (jobs, j);
+
+            listed = listed
+                     || (g_str_equal (vmr_harness_json_string (published, "host"), host)
+                         && g_str_equal (vmr_harness_json_string (published, "id"), copies[i].id));
+        }
+        if (!listed)
+            vmr_fail ("cluster jobs on host 2 does not list %s of %s", copies[i].id, host);
+    }
+}
+
 /* the limit, never exceeded; first in, first out across the hosts; the bytes */
 static void
 test_limit_and_order (void)
@@ -215,6 +257,7 @@ test_limit_and_order (void)
         wait_queued (&copies[i]);
         g_assert_cmpuint (cluster_bulk_copies (), <=, LIMIT);
     }
+    check_cluster_view (copies, G_N_ELEMENTS (copies));
     for (guint i = LIMIT + 1; i < G_N_ELEMENTS (copies); i++) {
         g_autoptr (JsonObject) job = get_job (&copies[i]);
 
