@@ -105,6 +105,12 @@ count_in (GHashTable *counts, const gchar *group)
     g_hash_table_insert (counts, (gpointer) group, GUINT_TO_POINTER (count_of (counts, group) + 1));
 }
 
+static const gchar *
+copies (guint n)
+{
+    return n == 1 ? "copy" : "copies";
+}
+
 static void
 count_copy (guint *total, GHashTable *sources, GHashTable *destinations, const gchar *source,
             const gchar *destination)
@@ -158,16 +164,16 @@ vmr_cluster_queue_admits (VmrClusterQueue *self, const VmrClusterConfig *config,
         entry = g_ptr_array_index (waiting, i);
         if (config->max_parallel > 0 && total >= config->max_parallel) {
             limit = "max-parallel";
-            reason = g_strdup_printf ("held by the cluster's max-parallel (%u copies in cluster "
-                                      "%s)",
-                                      total, config->name);
+            reason = g_strdup_printf ("held by the cluster's max-parallel (%u %s in cluster %s)",
+                                      total, copies (total), config->name);
         } else if (config->max_per_source > 0
                    && (count_of (sources, entry->source) >= config->max_per_source
                        || g_hash_table_contains (blocked_sources, entry->source))) {
             limit = "max-parallel-per-source";
-            reason = g_strdup_printf ("held by the cluster's max-parallel-per-source (%u copies "
-                                      "from %s)",
-                                      count_of (sources, entry->source), entry->source);
+            reason
+                = g_strdup_printf ("held by the cluster's max-parallel-per-source (%u %s from %s)",
+                                   count_of (sources, entry->source),
+                                   copies (count_of (sources, entry->source)), entry->source);
             g_hash_table_add (blocked_sources, entry->source);
         } else if (config->max_per_destination > 0
                    && (count_of (destinations, entry->destination) >= config->max_per_destination
