@@ -600,14 +600,22 @@ key_request_free (KeyRequest *request)
     g_free (request);
 }
 
-/* the job of @request, if it still asks under the lease the request was made with */
+/*
+ * The job of @request, answered with @reply, if it still asks under the
+ * lease the request was made with; NULL when not, or when the request
+ * failed (etcd is then unavailable).
+ */
 static LocalJob *
-key_request_job (VmrCluster *self, KeyRequest *request)
+key_request_answered (VmrCluster *self, KeyRequest *request, JsonObject *reply, const GError *error)
 {
     LocalJob *local = g_hash_table_lookup (self->local, request->job);
 
     if (local != NULL)
         local->in_flight = FALSE;
+    if (reply == NULL) {
+        set_unavailable (self, error);
+        return NULL;
+    }
     if (local == NULL || g_strcmp0 (self->lease_id, request->lease_id) != 0)
         return NULL;
     return local;
@@ -616,12 +624,8 @@ key_request_job (VmrCluster *self, KeyRequest *request)
 static void
 register_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
-    LocalJob *local = key_request_job (self, user_data);
+    LocalJob *local = key_request_answered (self, user_data, reply, error);
 
-    if (reply == NULL) {
-        set_unavailable (self, error);
-        return;
-    }
     if (local == NULL)
         return;
     local->registered = TRUE;
@@ -633,12 +637,8 @@ register_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpoi
 static void
 take_slot_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
-    LocalJob *local = key_request_job (self, user_data);
+    LocalJob *local = key_request_answered (self, user_data, reply, error);
 
-    if (reply == NULL) {
-        set_unavailable (self, error);
-        return;
-    }
     if (local == NULL)
         return;
     if (!vmr_json_bool_or (reply, "succeeded", FALSE)) {
