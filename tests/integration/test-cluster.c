@@ -10,11 +10,13 @@
  * frees its slots within the lease's TTL; one etcd member stopped changes
  * nothing; all of them stopped, the jobs that wait say "cluster
  * unavailable", the running copies complete, and work resumes once etcd is
- * back; a daemon restarted picks its slots up with its jobs. Every destination holds the bytes of
+ * back; a daemon restarted picks its slots up with its jobs, and one that
+ * lost its lease takes a new one and registers again. Every destination holds the bytes of
  * its source. One etcd cluster and the same daemons serve every case, in order.
  */
 
 #include <glib/gstdio.h>
+#include <signal.h>
 #include <string.h>
 
 #include "etcd-fixture.h"
@@ -383,6 +385,55 @@ test_daemon_restarts (void)
         copy_clear (&copies[i]);
 }
 
+/* whether `cluster status` on @host lists @member among the cluster's members */
+static gboolean
+is_member (guint host, const gchar *member)
+{
+    g_autoptr (JsonNode) node
+        = vmr_harness_cli_json (cluster.hosts[host], "cluster", "status", NULL);
+    JsonArray *members = vmr_harness_json_array (vmr_harness_json_node_object (node), "members");
+
+    for (guint i = 0; i < json_array_get_length (members); i++) {
+        if (g_str_equal (vmr_harness_json_string (vmr_harness_json_element (members, i), "host"),
+                         member))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/*
+ * Host 2's daemon stopped (SIGSTOP) longer than its lease's TTL while its
+ * job waits: etcd drops its lease and its key; once it runs again it takes
+ * a new lease, registers again and its job runs in its turn, under the limit.
+ */
+static void
+test_lease_lost (void)
+{
+    VmrHarness *h = cluster.hosts[2];
+    Copy copies[3] = { 0 };
+    gint64 deadline;
+
+    submit_at (&copies[0], 1, 2, "lease", "512K");
+    wait_queued (&copies[0]);
+    submit_at (&copies[1], 1, 3, "lease", "512K");
+    wait_queued (&copies[1]);
+    submit (&copies[2], 2, 0, "lease");
+    wait_queued (&copies[2]);
+    g_assert_cmpint (kill (h->daemon_pid, SIGSTOP), ==, 0);
+    /* host 1 sees host 2 leave the cluster once etcd expired its lease */
+    deadline = g_get_monotonic_time () + (TTL_S + 10) * G_USEC_PER_SEC;
+    while (is_member (1, "host2")) {
+        g_assert_cmpuint (cluster_bulk_copies (), <=, LIMIT);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("host 2's lease did not expire %d s after its daemon stopped", TTL_S + 10);
+        g_usleep (100 * 1000);
+    }
+    g_assert_cmpint (kill (h->daemon_pid, SIGCONT), ==, 0);
+    run_to_end (copies, G_N_ELEMENTS (copies));
+    for (guint i = 0; i < G_N_ELEMENTS (copies); i++)
+        copy_clear (&copies[i]);
+}
+
 /* etcd gone: no new copy, the running ones complete; back: the queue moves on */
 static void
 test_etcd_lost (void)
@@ -505,6 +556,7 @@ main (int argc, char **argv)
     g_test_add_data_func ("/cluster/host-dies", test_host_dies, run_case);
     g_test_add_data_func ("/cluster/member-stopped", test_member_stopped, run_case);
     g_test_add_data_func ("/cluster/daemon-restarts", test_daemon_restarts, run_case);
+    g_test_add_data_func ("/cluster/lease-lost", test_lease_lost, run_case);
     g_test_add_data_func ("/cluster/etcd-lost", test_etcd_lost, run_case);
     set_up ();
     status = g_test_run ();
