@@ -2,6 +2,7 @@
 
 #include "cli-commands.h"
 
+#include "cli-cluster-commands.h"
 #include "cli-domain-commands.h"
 #include "cli-evacuate-command.h"
 #include "cli-job-commands.h"
@@ -148,6 +149,15 @@ static const VmrCliCommand commands[] = {
       vmr_cli_cmd_metrics },
     { "version", "", "", "Print the versions of virt-mirror and virt-mirrord", NULL,
       vmr_cli_cmd_version },
+    { "cluster status", "", "", "Show the cluster's members, leases, slots and queue",
+      "Read from etcd through this host's virt-mirrord, whose policy has a\n"
+      "[cluster] section. The queue is in the order the jobs joined it, first in\n"
+      "first out across the hosts; a job whose SLOT is taken runs its bulk copy.",
+      vmr_cli_cmd_cluster_status },
+    { "cluster jobs", "", "", "List the jobs of every host of the cluster",
+      "What each daemon of the cluster publishes of its unfinished jobs under its\n"
+      "lease: a host that died drops out when its lease expires.",
+      vmr_cli_cmd_cluster_jobs },
 };
 
 const VmrCliCommand *

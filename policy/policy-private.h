@@ -22,4 +22,10 @@ void vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, V
 gboolean vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text,
                                       GError **error);
 
+/* a number of copies for a limit, 0 to 65535 */
+gboolean vmr_policy_parse_copies (const gchar *text, guint64 *out, GError **error);
+
+/* an absolute directory (canonicalized into *@out), or "none" (NULL) */
+gboolean vmr_policy_parse_tls_creds (const gchar *text, gchar **out, GError **error);
+
 G_END_DECLS

@@ -297,6 +297,17 @@ format_duration (gint64 usec)
     return g_strdup_printf ("%" G_GINT64_FORMAT "us", usec);
 }
 
+gboolean
+vmr_policy_parse_copies (const gchar *text, guint64 *out, GError **error)
+{
+    if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT16, out, NULL)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is not a whole number of copies from 0 to 65535", text);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 parse_count (const gchar *text, guint64 *out, GError **error)
 {
@@ -347,8 +358,8 @@ parse_reconnect_delay (const gchar *text, guint *out, GError **error)
 }
 
 /* an absolute directory, or "none" */
-static gboolean
-parse_tls_creds (const gchar *text, gchar **out, GError **error)
+gboolean
+vmr_policy_parse_tls_creds (const gchar *text, gchar **out, GError **error)
 {
     g_clear_pointer (out, g_free);
     if (g_strcmp0 (text, "none") == 0)
@@ -437,11 +448,8 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
         case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
         case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
         case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
-            if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT16, &number, NULL)) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "'%s' is not a whole number of copies from 0 to 65535", text);
+            if (!vmr_policy_parse_copies (text, &number, error))
                 return FALSE;
-            }
             rule->limits[key - VMR_POLICY_KEY_MAX_PARALLEL] = number;
             return TRUE;
         case VMR_POLICY_KEY_KEEP_FINISHED:
@@ -495,7 +503,7 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
         case VMR_POLICY_KEY_RECONNECT_DELAY:
             return parse_reconnect_delay (text, &rule->reconnect_delay_s, error);
         case VMR_POLICY_KEY_TLS_CREDS:
-            return parse_tls_creds (text, &rule->tls_creds, error);
+            return vmr_policy_parse_tls_creds (text, &rule->tls_creds, error);
         case VMR_POLICY_KEY_VERIFY:
             if (!parse_word (text, yes_no_words, &word, error))
                 return FALSE;

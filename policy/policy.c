@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "cluster-config.h"
 #include "vmr-error.h"
 
 #define BUILT_IN "built-in"
@@ -23,7 +24,8 @@ typedef struct {
 struct _VmrPolicy {
     gint ref_count;
     gchar *source;
-    GPtrArray *sections; /* of PolicySection *, in file order */
+    GPtrArray *sections;       /* of PolicySection *, in file order */
+    VmrClusterConfig *cluster; /* the [cluster] section, NULL without one */
 };
 
 static void
@@ -262,7 +264,8 @@ parse_section_name (Loader *loader, const gchar *group, guint order)
         return section;
     }
     add_error (loader, group, NULL, 0,
-               "unknown section (expected [defaults], [domain GLOB] or [domain GLOB disk NAME])");
+               "unknown section (expected [defaults], [domain GLOB], [domain GLOB disk NAME] or "
+               "[cluster])");
     section_free (section);
     return NULL;
 }
@@ -396,6 +399,31 @@ check_combination (Loader *loader, GPtrArray *sections, PolicySection *section,
     rule_clear (&rule);
 }
 
+/* the [cluster] section, or NULL when it is in error */
+static VmrClusterConfig *
+load_cluster (Loader *loader, GKeyFile *keyfile, const gchar *group, GStrv keys)
+{
+    g_autoptr (VmrClusterConfig) config = vmr_cluster_config_new ();
+    g_autoptr (GError) check_error = NULL;
+    gboolean valid = TRUE;
+
+    for (guint k = 0; keys != NULL && keys[k] != NULL; k++) {
+        g_autofree gchar *value = g_key_file_get_value (keyfile, group, keys[k], NULL);
+        g_autoptr (GError) value_error = NULL;
+
+        g_strstrip (value);
+        if (!vmr_cluster_config_parse_key (config, keys[k], value, &value_error)) {
+            add_error (loader, group, keys[k], 0, "%s", value_error->message);
+            valid = FALSE;
+        }
+    }
+    if (valid && !vmr_cluster_config_check (config, &check_error)) {
+        add_error (loader, group, NULL, 0, "%s", check_error->message);
+        valid = FALSE;
+    }
+    return valid ? g_steal_pointer (&config) : NULL;
+}
+
 VmrPolicy *
 vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
 {
@@ -425,7 +453,13 @@ vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
     groups = g_key_file_get_groups (keyfile, NULL);
     for (guint g = 0; groups[g] != NULL; g++) {
         g_auto (GStrv) keys = g_key_file_get_keys (keyfile, groups[g], NULL, NULL);
-        PolicySection *section = parse_section_name (&loader, groups[g], g);
+        PolicySection *section = NULL;
+
+        if (g_str_equal (groups[g], "cluster")) {
+            self->cluster = load_cluster (&loader, keyfile, groups[g], keys);
+            continue;
+        }
+        section = parse_section_name (&loader, groups[g], g);
 
         if (section == NULL)
             continue;
@@ -508,6 +542,7 @@ vmr_policy_unref (VmrPolicy *self)
     if (self == NULL || !g_atomic_int_dec_and_test (&self->ref_count))
         return;
     g_ptr_array_unref (self->sections);
+    vmr_cluster_config_free (self->cluster);
     g_free (self->source);
     g_free (self);
 }
@@ -516,6 +551,12 @@ const gchar *
 vmr_policy_get_source (VmrPolicy *self)
 {
     return self->source;
+}
+
+const VmrClusterConfig *
+vmr_policy_get_cluster (VmrPolicy *self)
+{
+    return self->cluster;
 }
 
 static gboolean

@@ -8,6 +8,8 @@
 
 #include <glib.h>
 
+#include "cluster-config.h"
+
 G_BEGIN_DECLS
 
 typedef enum {
@@ -169,6 +171,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrPolicy, vmr_policy_unref)
 
 /* where the policy came from: a path, or "built-in" */
 const gchar *vmr_policy_get_source (VmrPolicy *self);
+
+/* the [cluster] section, or NULL when the file has none (admission by this host alone) */
+const VmrClusterConfig *vmr_policy_get_cluster (VmrPolicy *self);
 
 /* the effective values for @disk of @domain (@disk may be NULL) */
 VmrPolicyRule *vmr_policy_lookup (VmrPolicy *self, const gchar *domain, const gchar *disk);

@@ -126,6 +126,26 @@ handle_query_domains (Request *req, JsonObject *args)
 }
 
 static void
+query_cluster_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Request *req = user_data;
+    g_autoptr (GError) error = NULL;
+    JsonObject *status = vmr_engine_query_cluster_finish (VMR_ENGINE (source), res, &error);
+
+    if (status == NULL) {
+        vmr_control_request_error (req, error);
+        return;
+    }
+    vmr_control_request_return_object (req, status);
+}
+
+static void
+handle_query_cluster (Request *req, JsonObject *args)
+{
+    vmr_engine_query_cluster_async (req->server->engine, NULL, query_cluster_cb, req);
+}
+
+static void
 job_reply_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     Request *req = user_data;
@@ -522,6 +542,7 @@ const CommandSpec vmr_control_commands[] = {
     { "query-policy", policy_args, handle_query_policy, TRUE },
     { "query-metrics", no_args, handle_query_metrics, TRUE },
     { "hook-event", hook_args, handle_hook_event },
+    { "query-cluster", no_args, handle_query_cluster, TRUE },
 };
 
 const gsize vmr_control_n_commands = G_N_ELEMENTS (vmr_control_commands);

@@ -61,12 +61,10 @@ complete_task (VmrJob *job, GTask *task)
     g_object_unref (task);
 }
 
-/* keeps @job waiting for @limit; logs when what it waits for changes */
+/* keeps @job waiting for @key (a limit's name); logs when what it waits for changes */
 static void
-hold_job (VmrEngine *self, VmrJob *job, VmrLimit limit, const gchar *reason)
+hold_job (VmrEngine *self, VmrJob *job, const gchar *key, const gchar *reason)
 {
-    const gchar *key = vmr_policy_key_name (VMR_POLICY_KEY_OF_LIMIT (limit));
-
     if (g_strcmp0 (job->waiting_for, key) != 0)
         vmr_job_message (job, "job %s (%s %s): %s", job->id, job->domain, job->disk, reason);
     g_free (job->waiting_for);
@@ -90,6 +88,9 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
 
         if (job_is_waiting (job))
             g_ptr_array_add (waiting, vmr_job_ref (job));
+        else if (vmr_engine_job_holds_copy (job))
+            /* a copy the cluster must count, an earlier run's included */
+            vmr_engine_cluster_hold (self, job);
     }
     /* the common case at every load sample: nothing waits */
     if (waiting->len == 0) {
@@ -114,6 +115,7 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
         GTask *job_task = job == new_job ? g_steal_pointer (&task) : NULL;
         VmrAdmissionCopy copy = { 0 };
         g_autofree gchar *reason = NULL;
+        const gchar *cluster_limit = NULL;
         VmrLimit limit;
 
         if (!job_is_waiting (job) || entry == NULL || !entry->connected) {
@@ -123,14 +125,25 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
         describe_copy (self, job, &copy);
         limit = vmr_admission_check (admission, &copy, &reason);
         if (limit != VMR_LIMIT_LAST) {
-            hold_job (self, job, limit, reason);
+            hold_job (self, job, vmr_policy_key_name (VMR_POLICY_KEY_OF_LIMIT (limit)), reason);
+            complete_task (job, job_task);
+            continue;
+        }
+        if (!vmr_engine_cluster_admit (self, job, &cluster_limit, &reason)) {
+            g_autofree gchar *key = g_strcmp0 (cluster_limit, "cluster") == 0
+                                        ? g_strdup (cluster_limit)
+                                        : g_strconcat ("cluster ", cluster_limit, NULL);
+
+            hold_job (self, job, key, reason);
             complete_task (job, job_task);
             continue;
         }
         g_clear_pointer (&job->waiting_for, g_free);
         vmr_engine_policy_evaluate (self, entry, job, job_task);
-        if (vmr_engine_job_holds_copy (job))
+        if (vmr_engine_job_holds_copy (job)) {
             vmr_admission_add_running (admission, &copy);
+            vmr_engine_cluster_hold (self, job);
+        }
     }
     /* a new job that is not waiting (it cannot be otherwise, but never lose a task) */
     if (task != NULL)

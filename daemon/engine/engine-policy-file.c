@@ -34,6 +34,7 @@ vmr_engine_load_policy (VmrEngine *self, const gchar *path, gboolean required, G
     }
     g_message ("policy loaded from %s", vmr_policy_get_source (policy));
     vmr_engine_apply_retention (self);
+    vmr_engine_cluster_update (self);
     return TRUE;
 }
 

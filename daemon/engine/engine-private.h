@@ -10,6 +10,7 @@
  *   engine-action.c     the policy's actions on a running copy
  *   engine-adaptive.c   the closed-loop speed (control = adaptive)
  *   engine-policy.c     the policy's load decisions
+ *   engine-cluster.c    the cluster's slots, on etcd
  *   engine-admission.c  the limits on copies running at once
  *   engine-space.c      the free space of the destinations' file systems
  *   engine-sampling.c   reading the guests' load, the jobs' timelines
@@ -64,6 +65,8 @@ typedef struct {
     void (*progress_read) (VmrEngine *self, DomainEntry *entry, VmrJob *job);
     /* the domain's load was sampled and the policy decided on its jobs */
     void (*load_sampled) (VmrEngine *self, DomainEntry *entry);
+    /* the cluster's queue or its reach changed: a job may start, or waits for another reason */
+    void (*cluster_changed) (VmrEngine *self);
 } VmrEngineHooks;
 
 struct _VmrEngine {
@@ -77,11 +80,13 @@ struct _VmrEngine {
     guint progress_interval_ms; /* PROGRESS_INTERVAL_MS; the unit tests read faster */
 
     VmrPolicy *policy;
-    gchar *policy_path;     /* NULL: built-in values only */
-    gint64 policy_loaded;   /* when the policy in force was read, µs since the epoch */
-    gint64 policy_refused;  /* when a reload was last refused after that, or 0 */
-    gchar *policy_refusal;  /* why, or NULL */
-    guint admission_source; /* an admission pass is due */
+    gchar *policy_path;          /* NULL: built-in values only */
+    gint64 policy_loaded;        /* when the policy in force was read, µs since the epoch */
+    gint64 policy_refused;       /* when a reload was last refused after that, or 0 */
+    gchar *policy_refusal;       /* why, or NULL */
+    guint admission_source;      /* an admission pass is due */
+    struct _VmrCluster *cluster; /* the [cluster] section's, NULL without one */
+    gchar *cluster_error;        /* why the cluster could not be joined, or NULL */
 
     /* what the statistics count (engine-stats.h) */
     GHashTable *decision_counts; /* action name -> guint64 *, the policy's decisions made */
@@ -236,6 +241,27 @@ JsonObject *vmr_engine_policy_describe_job (VmrEngine *self, VmrJob *job);
  * be NULL) completes with the job when its copy runs or is held back.
  */
 void vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* engine-cluster.c */
+
+/* joins the cluster the policy names, once: a changed section takes effect at restart */
+void vmr_engine_cluster_update (VmrEngine *self);
+
+/* leaves the cluster (the lease expires by itself) */
+void vmr_engine_cluster_clear (VmrEngine *self);
+
+/*
+ * Whether @job, which the host's limits let go, has a slot of the cluster;
+ * TRUE without a cluster. FALSE sets @out_limit (static) and @out_reason.
+ */
+gboolean vmr_engine_cluster_admit (VmrEngine *self, VmrJob *job, const gchar **out_limit,
+                                   gchar **out_reason);
+
+/* @job runs a bulk copy: the cluster counts it, registered again if it must be */
+void vmr_engine_cluster_hold (VmrEngine *self, VmrJob *job);
+
+/* a job in sync or ended gives its slot back */
+void vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
 
 /* engine-admission.c */
 

@@ -122,6 +122,7 @@ job_changed_cb (VmrJobTable *table, gpointer job_ptr, gint previous, gpointer us
         self->jobs_ended[job->state - VMR_JOB_STATE_COMPLETED]++;
     g_signal_emit (self, signals[SIGNAL_JOB_CHANGED], 0, job, previous);
     vmr_engine_group_job_changed (self, job, (VmrJobState) previous);
+    vmr_engine_cluster_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_admission_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_verify_job_changed (self, job, (VmrJobState) previous);
     entry = g_hash_table_lookup (self->domains, job->domain);
@@ -182,6 +183,7 @@ vmr_engine_new (const gchar *state_dir)
     self->hooks.copy_in_sync = vmr_engine_job_in_sync;
     self->hooks.progress_read = progress_read_hook;
     self->hooks.load_sampled = load_sampled_hook;
+    self->hooks.cluster_changed = vmr_engine_admission_schedule;
     g_signal_connect (self->jobs, "job-changed", G_CALLBACK (job_changed_cb), self);
     vmr_engine_load_unfinished (self);
     return self;
@@ -193,6 +195,7 @@ vmr_engine_dispose (GObject *object)
     VmrEngine *self = VMR_ENGINE (object);
 
     g_clear_handle_id (&self->admission_source, g_source_remove);
+    vmr_engine_cluster_clear (self);
     /* the domains' backends first: their callbacks name jobs of the table */
     g_hash_table_remove_all (self->domains);
     if (self->jobs != NULL)
@@ -210,6 +213,7 @@ vmr_engine_finalize (GObject *object)
     g_clear_pointer (&self->policy, vmr_policy_unref);
     g_free (self->policy_path);
     g_free (self->policy_refusal);
+    g_free (self->cluster_error);
     g_free (self->state_dir);
     g_hash_table_unref (self->protected_dirs);
     g_hash_table_unref (self->decision_counts);

@@ -195,4 +195,13 @@ void vmr_engine_verify_job_async (VmrEngine *self, const gchar *id, GCancellable
                                   GAsyncReadyCallback callback, gpointer user_data);
 VmrJob *vmr_engine_verify_job_finish (VmrEngine *self, GAsyncResult *res, GError **error);
 
+/*
+ * The cluster as etcd holds it: members, the jobs each daemon publishes,
+ * the queue and its slots (cluster-status.h). VMR_ERROR_NOT_FOUND without
+ * a [cluster] section. Free the object of _finish with json_object_unref().
+ */
+void vmr_engine_query_cluster_async (VmrEngine *self, GCancellable *cancellable,
+                                     GAsyncReadyCallback callback, gpointer user_data);
+JsonObject *vmr_engine_query_cluster_finish (VmrEngine *self, GAsyncResult *result, GError **error);
+
 G_END_DECLS

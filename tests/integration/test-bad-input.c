@@ -571,11 +571,34 @@ test_bad_rate (VmrHarness *h, gconstpointer user_data)
     assert_migrate_refused (h, &vm, 2, "fast", "vm", "disk0", dest, "--speed", "fast", NULL);
 }
 
+/* `cluster status` and `cluster jobs` of a daemon whose policy has no [cluster] section */
+static void
+test_no_cluster (VmrHarness *h, gconstpointer user_data)
+{
+    const gchar *const commands[] = { "status", "jobs" };
+
+    if (vmr_harness_skipped (h))
+        return;
+    for (guint i = 0; i < G_N_ELEMENTS (commands); i++) {
+        g_autoptr (VmrCliResult) result = vmr_harness_cli (h, "cluster", commands[i], NULL);
+        g_autoptr (VmrCliResult) extra = vmr_harness_cli (h, "cluster", commands[i], "x", NULL);
+
+        vmr_cli_result_assert_error (result, 1);
+        assert_reason (result, "cannot read the cluster: the policy has no [cluster] section");
+        /* one line */
+        g_assert_true (g_str_has_suffix (result->err, "\n"));
+        g_assert_true (strchr (result->err, '\n') == result->err + strlen (result->err) - 1);
+        vmr_cli_result_assert_error (extra, 2);
+        assert_reason (extra, "unexpected argument 'x'");
+    }
+}
+
 int
 main (int argc, char **argv)
 {
     vmr_harness_init (&argc, &argv);
     VMR_HARNESS_ADD ("/bad-input/unknown-domain", NULL, test_unknown_domain);
+    VMR_HARNESS_ADD ("/bad-input/no-cluster", NULL, test_no_cluster);
     VMR_HARNESS_ADD ("/bad-input/unknown-disk", NULL, test_unknown_disk);
     VMR_HARNESS_ADD ("/bad-input/already-migrating", NULL, test_already_migrating);
     VMR_HARNESS_ADD ("/bad-input/dest-exists", &dest_exists, test_existing_dest);

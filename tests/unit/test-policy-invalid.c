@@ -352,6 +352,46 @@ static const InvalidCase invalid_cases[] = {
       "[defaults]\nkeep-finished-count = many\n",
       { { 2, "[defaults] keep-finished-count: ", "not a whole number of jobs" } } },
 
+    /* the [cluster] section: one line per bad key, and the keys it must have */
+    { "cluster without etcd",
+      "[cluster]\nname = prod-a\n",
+      { { 1, "[cluster] ", "etcd is missing" } } },
+    { "cluster without a name",
+      "[cluster]\netcd = http://127.0.0.1:2379\n",
+      { { 1, "[cluster] ", "name is missing" } } },
+    { "cluster's bad keys",
+      "[cluster]\n"
+      "name = prod a\n"
+      "etcd = http://e1:2379, ftp://e2:2379\n"
+      "tls-creds = certs\n"
+      "max-parallel = -1\n"
+      "max-parallel-per-source = many\n"
+      "max-parallel-per-destination = 70000\n",
+      { { 2, "[cluster] name: ", "is not a name of 1 to 63 letters" },
+        { 3, "[cluster] etcd: ", "'ftp://e2:2379' is not an etcd client URL" },
+        { 4, "[cluster] tls-creds: ", "neither an absolute directory nor none" },
+        { 5, "[cluster] max-parallel: ", "not a whole number of copies" },
+        { 6, "[cluster] max-parallel-per-source: ", "not a whole number of copies" },
+        { 7, "[cluster] max-parallel-per-destination: ", "not a whole number of copies" } } },
+    { "cluster's lease, storage and unknown keys",
+      "[cluster]\n"
+      "name = prod-a\n"
+      "etcd = http://127.0.0.1:2379\n"
+      "lease-ttl = 1500ms\n"
+      "storage = /srv/a, srv/b\n"
+      "speed = 1M\n"
+      "etcd = http://127.0.0.1:2380\n",
+      { { 4, "[cluster] lease-ttl: ", "not a whole number of seconds from 2s to 1h" },
+        { 5, "[cluster] storage: ", "'srv/b' is not an absolute directory" },
+        { 6, "[cluster] speed: ", "unknown key" },
+        { 7, "[cluster] etcd: ", "set twice in this section" } } },
+    { "etcd without a port",
+      "[cluster]\nname = a\netcd = http://127.0.0.1\n",
+      { { 3, "[cluster] etcd: ", "is not an etcd client URL" } } },
+    { "cluster twice",
+      "[cluster]\nname = a\netcd = http://127.0.0.1:1\n[cluster]\nname = b\n",
+      { { 4, "[cluster] ", "section repeated" } } },
+
     /* several problems, reported together in the order of the file */
     { "several errors",
       "[defaults]\n"

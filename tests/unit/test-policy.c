@@ -572,6 +572,72 @@ test_policy_files (void)
     g_assert_cmpint (g_rmdir (dir), ==, 0);
 }
 
+/* the [cluster] section read, its built-in values, and the storage of a location */
+static void
+test_policy_cluster (void)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (VmrPolicy) plain = vmr_policy_load_from_data ("a.conf", "[defaults]\n", &error);
+    g_autoptr (VmrPolicy) policy = NULL;
+    const VmrClusterConfig *config;
+    g_autofree gchar *in_array = NULL;
+    g_autofree gchar *deeper = NULL;
+    g_autofree gchar *elsewhere = NULL;
+    g_autofree gchar *lookalike = NULL;
+
+    g_assert_no_error (error);
+    g_assert_null (vmr_policy_get_cluster (plain));
+    policy = vmr_policy_load_from_data ("b.conf",
+                                        "[cluster]\n"
+                                        "name = prod-a\n"
+                                        "etcd = http://127.0.0.1:2379, https://etcd2:2379/\n"
+                                        "tls-creds = /etc/etcd//certs/\n"
+                                        "host = node-1\n"
+                                        "max-parallel = 5\n"
+                                        "max-parallel-per-source = 3\n"
+                                        "max-parallel-per-destination = 2\n"
+                                        "lease-ttl = 1m\n"
+                                        "storage = /srv/array-a, /srv/array-a/fast\n",
+                                        &error);
+    g_assert_no_error (error);
+    config = vmr_policy_get_cluster (policy);
+    g_assert_nonnull (config);
+    g_assert_cmpstr (config->name, ==, "prod-a");
+    g_assert_cmpuint (g_strv_length (config->endpoints), ==, 2);
+    g_assert_cmpstr (config->endpoints[0], ==, "http://127.0.0.1:2379");
+    g_assert_cmpstr (config->endpoints[1], ==, "https://etcd2:2379");
+    g_assert_cmpstr (config->tls_creds, ==, "/etc/etcd/certs");
+    g_assert_cmpstr (config->host, ==, "node-1");
+    g_assert_cmpuint (config->max_parallel, ==, 5);
+    g_assert_cmpuint (config->max_per_source, ==, 3);
+    g_assert_cmpuint (config->max_per_destination, ==, 2);
+    g_assert_cmpint (config->lease_ttl_us, ==, 60 * G_USEC_PER_SEC);
+    in_array = vmr_cluster_config_storage_key (config, "/srv/array-a/vm1");
+    deeper = vmr_cluster_config_storage_key (config, "/srv/array-a/fast/vm1");
+    elsewhere = vmr_cluster_config_storage_key (config, "/var/lib/images");
+    lookalike = vmr_cluster_config_storage_key (config, "/srv/array-ab");
+    g_assert_cmpstr (in_array, ==, "/srv/array-a");
+    g_assert_cmpstr (deeper, ==, "/srv/array-a/fast");
+    g_assert_cmpstr (elsewhere, ==, "/var/lib/images");
+    g_assert_cmpstr (lookalike, ==, "/srv/array-ab");
+    {
+        g_autoptr (VmrClusterConfig) copy = vmr_cluster_config_copy (config);
+        g_autoptr (VmrPolicy) defaults = vmr_policy_load_from_data (
+            "c.conf", "[cluster]\nname = x\netcd = http://127.0.0.1:2379\n", &error);
+        const VmrClusterConfig *built_in = NULL;
+
+        g_assert_no_error (error);
+        built_in = vmr_policy_get_cluster (defaults);
+        g_assert_true (vmr_cluster_config_equal (copy, config));
+        g_assert_false (vmr_cluster_config_equal (copy, built_in));
+        g_assert_cmpuint (built_in->max_parallel, ==, 0);
+        g_assert_cmpint (built_in->lease_ttl_us, ==, 10 * G_USEC_PER_SEC);
+        g_assert_cmpstr (built_in->host, ==, g_get_host_name ());
+        g_assert_null (built_in->tls_creds);
+        g_assert_null (built_in->storage);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -584,5 +650,6 @@ main (int argc, char **argv)
     g_test_add_func ("/policy/windows", test_policy_windows);
     g_test_add_func ("/policy/round-trip", test_policy_round_trip);
     g_test_add_func ("/policy/files", test_policy_files);
+    g_test_add_func ("/policy/cluster", test_policy_cluster);
     return g_test_run ();
 }

@@ -1,0 +1,76 @@
+/*
+ * Cluster-wide admission on etcd, as etcd's semaphore recipe does it: each
+ * daemon holds a lease, kept alive; each job that would start puts a queue
+ * key under that lease, /virt-mirror/CLUSTER/queue/HOST/JOB; the keys,
+ * ordered by their create revision, are the cluster's queue, first in first
+ * out across hosts, and a job may start when it is within the cluster's
+ * limits among them. A job takes its slot with a transaction that holds
+ * only if no queue key changed since the view it decided on, and marks its
+ * key started; a watch on the prefix keeps the view and says when to look
+ * again. It knows no engine: the engine asks and is told of changes.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+#include "cluster-config.h"
+
+G_BEGIN_DECLS
+
+#define VMR_TYPE_CLUSTER (vmr_cluster_get_type ())
+G_DECLARE_FINAL_TYPE (VmrCluster, vmr_cluster, VMR, CLUSTER, GObject)
+
+/* the reason of a job that waits because etcd cannot be reached */
+#define VMR_CLUSTER_UNAVAILABLE "cluster unavailable"
+
+/*
+ * A member of the cluster @config names; it connects at once and again
+ * whenever etcd comes back. Emits "changed" (no arguments) when a job may
+ * have become free to start or to wait for another reason: ask again.
+ * NULL with @error when the TLS files cannot be read.
+ */
+VmrCluster *vmr_cluster_new (const VmrClusterConfig *config, GError **error);
+
+/* the configuration it was made with */
+const VmrClusterConfig *vmr_cluster_get_config (VmrCluster *self);
+
+/* whether etcd answers and the daemon's lease and running copies are registered */
+gboolean vmr_cluster_is_available (VmrCluster *self);
+
+/*
+ * Whether @job (reading @source, writing @destination: storage keys of
+ * vmr_cluster_config_storage_key()) may start its copy now. The first
+ * call registers it in the queue. FALSE sets @out_reason (free with
+ * g_free()) and @out_limit (the key that holds it, "cluster" when etcd is
+ * unavailable or the job is not yet in the queue); "changed" comes when
+ * the answer may differ. Once TRUE, it stays TRUE until released.
+ */
+gboolean vmr_cluster_admit (VmrCluster *self, const gchar *job, const gchar *source,
+                            const gchar *destination, const gchar **out_limit, gchar **out_reason);
+
+/*
+ * @job runs its bulk copy (it was adopted after a restart, or admitted):
+ * it holds a slot, and is registered as such, before any new slot is taken.
+ */
+void vmr_cluster_hold (VmrCluster *self, const gchar *job, const gchar *source,
+                       const gchar *destination);
+
+/* @job's bulk copy is over, or it will never run: its key goes */
+void vmr_cluster_release (VmrCluster *self, const gchar *job);
+
+/*
+ * Publishes @summary (a job's members for `cluster jobs`; "host" is added)
+ * under the lease at /virt-mirror/CLUSTER/jobs/HOST/JOB, now and after
+ * every reconnection; unpublish removes it.
+ */
+void vmr_cluster_publish_job (VmrCluster *self, const gchar *job, JsonObject *summary);
+void vmr_cluster_unpublish_job (VmrCluster *self, const gchar *job);
+
+/* the client it talks to etcd with */
+struct _VmrEtcdClient *vmr_cluster_get_client (VmrCluster *self);
+
+/* how many requests went to etcd */
+guint64 vmr_cluster_get_requests (VmrCluster *self);
+
+G_END_DECLS

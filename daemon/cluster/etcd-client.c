@@ -1,0 +1,483 @@
+#define G_LOG_DOMAIN "vmr-cluster"
+
+#include "etcd-client.h"
+
+#include <libsoup/soup.h>
+#include <string.h>
+
+#include "vmr-error.h"
+
+/* a unary call that takes longer is taken for a lost endpoint */
+#define CALL_TIMEOUT_S 3
+/* the longest message of a watch's stream, or reply, that is read */
+#define MAX_MESSAGE_BYTES (4 * 1024 * 1024)
+#define READ_CHUNK        65536
+
+struct _VmrEtcdClient {
+    GObject parent_instance;
+
+    GStrv endpoints;
+    guint current;                /* index of the endpoint that answered last */
+    SoupSession *session;         /* unary calls, with a timeout */
+    SoupSession *watch_session;   /* long-lived streams, no timeout */
+    GTlsCertificate *certificate; /* this client's, or NULL */
+    guint64 requests;
+};
+
+G_DEFINE_FINAL_TYPE (VmrEtcdClient, vmr_etcd_client, G_TYPE_OBJECT)
+
+static void
+vmr_etcd_client_finalize (GObject *object)
+{
+    VmrEtcdClient *self = VMR_ETCD_CLIENT (object);
+
+    g_strfreev (self->endpoints);
+    g_clear_object (&self->session);
+    g_clear_object (&self->watch_session);
+    g_clear_object (&self->certificate);
+    G_OBJECT_CLASS (vmr_etcd_client_parent_class)->finalize (object);
+}
+
+static void
+vmr_etcd_client_class_init (VmrEtcdClientClass *klass)
+{
+    G_OBJECT_CLASS (klass)->finalize = vmr_etcd_client_finalize;
+}
+
+static void
+vmr_etcd_client_init (VmrEtcdClient *self)
+{
+}
+
+VmrEtcdClient *
+vmr_etcd_client_new (const gchar *const *endpoints, const gchar *tls_dir, GError **error)
+{
+    g_autoptr (VmrEtcdClient) self = g_object_new (VMR_TYPE_ETCD_CLIENT, NULL);
+    g_autoptr (GTlsDatabase) database = NULL;
+
+    if (tls_dir != NULL) {
+        g_autofree gchar *ca = g_build_filename (tls_dir, "ca.pem", NULL);
+        g_autofree gchar *cert = g_build_filename (tls_dir, "cert.pem", NULL);
+        g_autofree gchar *key = g_build_filename (tls_dir, "key.pem", NULL);
+
+        database = g_tls_file_database_new (ca, error);
+        if (database == NULL) {
+            g_prefix_error (error, "etcd's CA %s: ", ca);
+            return NULL;
+        }
+        self->certificate = g_tls_certificate_new_from_files (cert, key, error);
+        if (self->certificate == NULL) {
+            g_prefix_error (error, "the client certificate %s: ", cert);
+            return NULL;
+        }
+    }
+    self->endpoints = g_strdupv ((gchar **) endpoints);
+    self->session = soup_session_new_with_options ("timeout", CALL_TIMEOUT_S, "idle-timeout", 60,
+                                                   "user-agent", "virt-mirrord", NULL);
+    self->watch_session = soup_session_new_with_options ("timeout", 0, "idle-timeout", 0,
+                                                         "user-agent", "virt-mirrord", NULL);
+    if (database != NULL) {
+        soup_session_set_tls_database (self->session, database);
+        soup_session_set_tls_database (self->watch_session, database);
+    }
+    return g_steal_pointer (&self);
+}
+
+guint64
+vmr_etcd_client_get_requests (VmrEtcdClient *self)
+{
+    return self->requests;
+}
+
+const gchar *
+vmr_etcd_client_get_endpoint (VmrEtcdClient *self)
+{
+    return self->endpoints[self->current];
+}
+
+static SoupMessage *
+new_message (VmrEtcdClient *self, guint endpoint, const gchar *method, GBytes *body)
+{
+    g_autofree gchar *url = g_strdup_printf ("%s/v3/%s", self->endpoints[endpoint], method);
+    SoupMessage *message = soup_message_new ("POST", url);
+
+    soup_message_set_request_body_from_bytes (message, "application/json", body);
+    if (self->certificate != NULL)
+        soup_message_set_tls_client_certificate (message, self->certificate);
+    self->requests++;
+    return message;
+}
+
+/* the object of a reply's JSON, or NULL with @error */
+static JsonObject *
+parse_object (const gchar *text, gsize length, GError **error)
+{
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonNode *root;
+
+    if (!json_parser_load_from_data (parser, text, (gssize) length, error)) {
+        g_prefix_error (error, "etcd's reply: ");
+        return NULL;
+    }
+    root = json_parser_get_root (parser);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                             "etcd's reply is not a JSON object");
+        return NULL;
+    }
+    return json_object_ref (json_node_get_object (root));
+}
+
+/* ---- unary calls ---- */
+
+typedef struct {
+    gchar *method;
+    GBytes *body;
+    guint endpoint; /* being tried */
+    guint tried;    /* endpoints tried so far */
+    gchar *last_error;
+    SoupMessage *message;
+} Call;
+
+static void
+call_free (Call *call)
+{
+    g_free (call->method);
+    g_bytes_unref (call->body);
+    g_free (call->last_error);
+    g_clear_object (&call->message);
+    g_free (call);
+}
+
+static void call_send (GTask *task);
+
+static void
+call_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrEtcdClient *self = g_task_get_source_object (task);
+    Call *call = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GBytes) reply
+        = soup_session_send_and_read_finish (SOUP_SESSION (source), result, &error);
+    guint status = soup_message_get_status (call->message);
+    g_autoptr (JsonObject) object = NULL;
+    const gchar *data = NULL;
+    gsize length = 0;
+
+    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    if (reply != NULL)
+        data = g_bytes_get_data (reply, &length);
+    if (error == NULL && length > MAX_MESSAGE_BYTES)
+        error = g_error_new (VMR_ERROR, VMR_ERROR_PROTOCOL, "a reply of %zu bytes", length);
+    if (error != NULL || status >= 500) {
+        /* this endpoint cannot serve: the next one */
+        g_free (call->last_error);
+        call->last_error
+            = error != NULL ? g_strdup (error->message) : g_strdup_printf ("HTTP %u", status);
+        g_debug ("etcd %s: %s: %s", self->endpoints[call->endpoint], call->method,
+                 call->last_error);
+        call->endpoint = (call->endpoint + 1) % g_strv_length (self->endpoints);
+        call_send (g_steal_pointer (&task));
+        return;
+    }
+    self->current = call->endpoint;
+    object = parse_object (data, length, &error);
+    if (object == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    if (status != SOUP_STATUS_OK) {
+        const gchar *message
+            = json_object_has_member (object, "message")
+                  ? json_object_get_string_member (object, "message")
+                  : json_object_get_string_member_with_default (object, "error", "");
+
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED, "etcd %s: %s (HTTP %u)",
+                                 call->method, message != NULL ? message : "", status);
+        return;
+    }
+    g_task_return_pointer (task, g_steal_pointer (&object), (GDestroyNotify) json_object_unref);
+}
+
+static void
+call_send (GTask *task)
+{
+    VmrEtcdClient *self = g_task_get_source_object (task);
+    Call *call = g_task_get_task_data (task);
+
+    if (call->tried == g_strv_length (self->endpoints)) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                 "no etcd endpoint answered (last: %s)", call->last_error);
+        g_object_unref (task);
+        return;
+    }
+    call->tried++;
+    g_clear_object (&call->message);
+    call->message = new_message (self, call->endpoint, call->method, call->body);
+    soup_session_send_and_read_async (self->session, call->message, G_PRIORITY_DEFAULT,
+                                      g_task_get_cancellable (task), call_done_cb, task);
+}
+
+static GBytes *
+body_bytes (JsonObject *body)
+{
+    g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), body);
+    gsize length = 0;
+    gchar *text = json_to_string (node, FALSE);
+
+    length = strlen (text);
+    return g_bytes_new_take (text, length);
+}
+
+void
+vmr_etcd_client_call_async (VmrEtcdClient *self, const gchar *method, JsonObject *body,
+                            GCancellable *cancellable, GAsyncReadyCallback callback,
+                            gpointer user_data)
+{
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    Call *call = g_new0 (Call, 1);
+
+    call->method = g_strdup (method);
+    call->body = body_bytes (body);
+    json_object_unref (body);
+    call->endpoint = self->current;
+    g_task_set_task_data (task, call, (GDestroyNotify) call_free);
+    call_send (task);
+}
+
+JsonObject *
+vmr_etcd_client_call_finish (VmrEtcdClient *self, GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (result, self), NULL);
+    return g_task_propagate_pointer (G_TASK (result), error);
+}
+
+/* ---- watches ---- */
+
+struct _VmrEtcdWatch {
+    VmrEtcdClient *client;
+    GBytes *body;
+    GCancellable *cancellable;
+    SoupMessage *message;
+    GInputStream *stream;
+    GString *pending; /* a message not yet ended by its newline */
+    VmrEtcdWatchFunc on_result;
+    VmrEtcdWatchClosedFunc on_closed;
+    gpointer user_data;
+    guint tried;
+    gchar *last_error;
+};
+
+void
+vmr_etcd_watch_free (VmrEtcdWatch *watch)
+{
+    if (watch == NULL)
+        return;
+    /* the callbacks under way see the cancellation and free nothing */
+    g_cancellable_cancel (watch->cancellable);
+    watch->on_result = NULL;
+    watch->on_closed = NULL;
+}
+
+static void
+watch_destroy (VmrEtcdWatch *watch)
+{
+    g_object_unref (watch->client);
+    g_bytes_unref (watch->body);
+    g_object_unref (watch->cancellable);
+    g_clear_object (&watch->message);
+    g_clear_object (&watch->stream);
+    g_string_free (watch->pending, TRUE);
+    g_free (watch->last_error);
+    g_free (watch);
+}
+
+/* ends @watch: tells its owner, unless it was freed, then frees it */
+static void
+watch_close (VmrEtcdWatch *watch, GError *error)
+{
+    if (watch->on_closed != NULL && !g_cancellable_is_cancelled (watch->cancellable))
+        watch->on_closed (error, watch->user_data);
+    g_clear_error (&error);
+    watch_destroy (watch);
+}
+
+/* hands every whole line of @watch->pending to its owner */
+static gboolean
+watch_dispatch (VmrEtcdWatch *watch, GError **error)
+{
+    gchar *newline;
+
+    while ((newline = memchr (watch->pending->str, '\n', watch->pending->len)) != NULL) {
+        gsize length = (gsize) (newline - watch->pending->str);
+        g_autoptr (JsonObject) message = NULL;
+        JsonObject *result;
+
+        if (length > 0) {
+            message = parse_object (watch->pending->str, length, error);
+            if (message == NULL)
+                return FALSE;
+            if (json_object_has_member (message, "error")) {
+                g_set_error (
+                    error, VMR_ERROR, VMR_ERROR_FAILED, "etcd's watch ended: %s",
+                    json_object_get_string_member_with_default (
+                        json_object_get_object_member (message, "error"), "message", "an error"));
+                return FALSE;
+            }
+            result = json_object_has_member (message, "result")
+                             && JSON_NODE_HOLDS_OBJECT (json_object_get_member (message, "result"))
+                         ? json_object_get_object_member (message, "result")
+                         : NULL;
+            if (result != NULL && watch->on_result != NULL)
+                watch->on_result (result, watch->user_data);
+            if (g_cancellable_is_cancelled (watch->cancellable))
+                return TRUE;
+        }
+        g_string_erase (watch->pending, 0, (gssize) length + 1);
+    }
+    if (watch->pending->len > MAX_MESSAGE_BYTES) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                     "a message of etcd's watch over %d bytes", MAX_MESSAGE_BYTES);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+watch_read_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    VmrEtcdWatch *watch = user_data;
+    GError *error = NULL;
+    g_autoptr (GBytes) chunk
+        = g_input_stream_read_bytes_finish (G_INPUT_STREAM (source), result, &error);
+
+    if (chunk == NULL || g_cancellable_is_cancelled (watch->cancellable)) {
+        watch_close (watch, error);
+        return;
+    }
+    if (g_bytes_get_size (chunk) == 0) {
+        watch_close (watch, g_error_new_literal (VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                                 "etcd closed the watch"));
+        return;
+    }
+    g_string_append_len (watch->pending, g_bytes_get_data (chunk, NULL),
+                         (gssize) g_bytes_get_size (chunk));
+    if (!watch_dispatch (watch, &error) || g_cancellable_is_cancelled (watch->cancellable)) {
+        watch_close (watch, error);
+        return;
+    }
+    g_input_stream_read_bytes_async (watch->stream, READ_CHUNK, G_PRIORITY_DEFAULT,
+                                     watch->cancellable, watch_read_cb, watch);
+}
+
+static void watch_send (VmrEtcdWatch *watch);
+
+static void
+watch_sent_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    VmrEtcdWatch *watch = user_data;
+    GError *error = NULL;
+    GInputStream *stream = soup_session_send_finish (SOUP_SESSION (source), result, &error);
+    guint status = soup_message_get_status (watch->message);
+
+    if (g_cancellable_is_cancelled (watch->cancellable)) {
+        g_clear_object (&stream);
+        watch_close (watch, error);
+        return;
+    }
+    if (stream == NULL || status != SOUP_STATUS_OK) {
+        VmrEtcdClient *client = watch->client;
+
+        g_free (watch->last_error);
+        watch->last_error
+            = error != NULL ? g_strdup (error->message) : g_strdup_printf ("HTTP %u", status);
+        g_clear_error (&error);
+        g_clear_object (&stream);
+        client->current = (client->current + 1) % g_strv_length (client->endpoints);
+        watch_send (watch);
+        return;
+    }
+    watch->stream = stream;
+    g_input_stream_read_bytes_async (watch->stream, READ_CHUNK, G_PRIORITY_DEFAULT,
+                                     watch->cancellable, watch_read_cb, watch);
+}
+
+static void
+watch_send (VmrEtcdWatch *watch)
+{
+    VmrEtcdClient *client = watch->client;
+
+    if (watch->tried == g_strv_length (client->endpoints)) {
+        watch_close (watch,
+                     g_error_new (VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                  "no etcd endpoint took the watch (last: %s)", watch->last_error));
+        return;
+    }
+    watch->tried++;
+    g_clear_object (&watch->message);
+    watch->message = new_message (client, client->current, "watch", watch->body);
+    soup_session_send_async (client->watch_session, watch->message, G_PRIORITY_DEFAULT,
+                             watch->cancellable, watch_sent_cb, watch);
+}
+
+VmrEtcdWatch *
+vmr_etcd_client_watch (VmrEtcdClient *self, JsonObject *create_request, VmrEtcdWatchFunc on_result,
+                       VmrEtcdWatchClosedFunc on_closed, gpointer user_data)
+{
+    VmrEtcdWatch *watch = g_new0 (VmrEtcdWatch, 1);
+    g_autoptr (JsonObject) request = json_object_new ();
+
+    json_object_set_object_member (request, "create_request", create_request);
+    watch->client = g_object_ref (self);
+    watch->body = body_bytes (request);
+    watch->cancellable = g_cancellable_new ();
+    watch->pending = g_string_new (NULL);
+    watch->on_result = on_result;
+    watch->on_closed = on_closed;
+    watch->user_data = user_data;
+    watch_send (watch);
+    return watch;
+}
+
+/* ---- keys ---- */
+
+gchar *
+vmr_etcd_encode (const gchar *text)
+{
+    return g_base64_encode ((const guchar *) text, strlen (text));
+}
+
+gchar *
+vmr_etcd_decode (const gchar *encoded)
+{
+    gsize length = 0;
+    guchar *bytes;
+    gchar *text;
+
+    if (encoded == NULL)
+        return NULL;
+    bytes = g_base64_decode (encoded, &length);
+    text = g_strndup ((const gchar *) bytes, length);
+    g_free (bytes);
+    if (strlen (text) != length || !g_utf8_validate (text, -1, NULL)) {
+        g_free (text);
+        return NULL;
+    }
+    return text;
+}
+
+gchar *
+vmr_etcd_prefix_end (const gchar *prefix)
+{
+    g_autofree gchar *end = g_strdup (prefix);
+    gsize length = strlen (end);
+
+    /* the prefixes here are ASCII and end in '/': the next byte value */
+    g_assert (length > 0 && (guchar) end[length - 1] < 0x7f);
+    end[length - 1]++;
+    return vmr_etcd_encode (end);
+}

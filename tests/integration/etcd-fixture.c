@@ -1,0 +1,142 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+#include "etcd-fixture.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "nbd-fixture.h"
+
+#define HEALTH_TIMEOUT_S 30
+
+static void
+die_with_parent (gpointer user_data)
+{
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+static gchar *
+peer_url (VmrEtcdCluster *c, guint i)
+{
+    return g_strdup_printf ("http://127.0.0.1:%u", c->peer_ports[i]);
+}
+
+void
+vmr_etcd_cluster_start_member (VmrEtcdCluster *c, guint i)
+{
+    g_autofree gchar *name = g_strdup_printf ("m%u", i);
+    g_autofree gchar *data = g_strdup_printf ("%s/etcd-%s", c->dir, name);
+    g_autofree gchar *client = g_strdup_printf ("http://127.0.0.1:%u", c->client_ports[i]);
+    g_autofree gchar *peer = peer_url (c, i);
+    g_autofree gchar *log = g_strdup_printf ("%s/etcd-%s.log", c->dir, name);
+    g_autoptr (GString) initial = g_string_new (NULL);
+    g_autoptr (GError) error = NULL;
+    gint log_fd;
+
+    for (guint m = 0; m < VMR_ETCD_MEMBERS; m++) {
+        g_autofree gchar *url = peer_url (c, m);
+
+        g_string_append_printf (initial, "%sm%u=%s", m > 0 ? "," : "", m, url);
+    }
+    {
+        const gchar *argv[]
+            = { "etcd", "--name", name, "--data-dir", data, "--listen-client-urls", client,
+                "--advertise-client-urls", client, "--listen-peer-urls", peer,
+                "--initial-advertise-peer-urls", peer, "--initial-cluster", initial->str,
+                "--initial-cluster-state", "new", "--initial-cluster-token", "virt-mirror-test",
+                /* loopback: elections in a fraction of a second */
+                "--heartbeat-interval", "50", "--election-timeout", "500", NULL };
+
+        log_fd = open (log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        g_assert_cmpint (log_fd, >=, 0);
+        if (!g_spawn_async_with_fds (
+                c->dir, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD,
+                die_with_parent, NULL, &c->pids[i], -1, log_fd, log_fd, &error))
+            vmr_fail ("cannot start etcd: %s", error->message);
+        close (log_fd);
+    }
+    g_test_message ("etcd member %s: pid %d, client %s", name, (int) c->pids[i], client);
+}
+
+void
+vmr_etcd_cluster_wait_healthy (VmrEtcdCluster *c)
+{
+    gint64 deadline = g_get_monotonic_time () + HEALTH_TIMEOUT_S * G_USEC_PER_SEC;
+
+    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++) {
+        g_autofree gchar *client = g_strdup_printf ("http://127.0.0.1:%u", c->client_ports[i]);
+        const gchar *argv[] = { "etcdctl", "--endpoints", client,   "--command-timeout",
+                                "1s",      "endpoint",    "health", NULL };
+        const gchar *env[] = { "ETCDCTL_API=3", NULL };
+
+        if (c->pids[i] == 0)
+            continue;
+        for (;;) {
+            gint status = -1;
+
+            if (g_spawn_sync (c->dir, (gchar **) argv, (gchar **) env,
+                              G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL
+                                  | G_SPAWN_STDERR_TO_DEV_NULL,
+                              NULL, NULL, NULL, NULL, &status, NULL)
+                && g_spawn_check_wait_status (status, NULL))
+                break;
+            if (g_get_monotonic_time () > deadline)
+                vmr_fail ("etcd member m%u is not healthy after %d s (see %s/etcd-m%u.log)", i,
+                          HEALTH_TIMEOUT_S, c->dir, i);
+            g_usleep (100 * 1000);
+        }
+    }
+}
+
+void
+vmr_etcd_cluster_start (VmrEtcdCluster *c, const gchar *dir)
+{
+    c->dir = g_strdup (dir);
+    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++) {
+        c->client_ports[i] = vmr_nbd_free_port ();
+        c->peer_ports[i] = vmr_nbd_free_port ();
+    }
+    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++)
+        vmr_etcd_cluster_start_member (c, i);
+    vmr_etcd_cluster_wait_healthy (c);
+}
+
+gchar *
+vmr_etcd_cluster_endpoints (VmrEtcdCluster *c)
+{
+    g_autoptr (GString) urls = g_string_new (NULL);
+
+    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++)
+        g_string_append_printf (urls, "%shttp://127.0.0.1:%u", i > 0 ? "," : "",
+                                c->client_ports[i]);
+    return g_string_free (g_steal_pointer (&urls), FALSE);
+}
+
+static void
+end_member (VmrEtcdCluster *c, guint i, gint signum)
+{
+    if (c->pids[i] == 0)
+        return;
+    kill (c->pids[i], signum);
+    g_assert_cmpint (waitpid (c->pids[i], NULL, 0), ==, c->pids[i]);
+    c->pids[i] = 0;
+}
+
+void
+vmr_etcd_cluster_stop_member (VmrEtcdCluster *c, guint i)
+{
+    g_test_message ("stopping etcd member m%u", i);
+    end_member (c, i, SIGTERM);
+}
+
+void
+vmr_etcd_cluster_clear (VmrEtcdCluster *c)
+{
+    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++)
+        end_member (c, i, SIGKILL);
+    g_clear_pointer (&c->dir, g_free);
+}
