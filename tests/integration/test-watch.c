@@ -215,6 +215,8 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
     event_id = g_signal_connect (h->control, "event", G_CALLBACK (progress_event_cb), &events);
     g_free (tmux_run (&tmux, "new-window", "-d", "-t", "vmr", "-n", "migrate", migrate_cmd, NULL));
     vmr_harness_wait_job_count (h, 1);
+    /* the loop below follows the copy from its start: the job is queued for a moment first */
+    json_object_unref (vmr_harness_wait_job (h, "vmr-1", "copying", VMR_HARNESS_JOB_TIMEOUT_S));
     /* the view piped: plain lines until the job ends */
     piped_run = vmr_harness_cli_spawn (h, "watch", "vmr-1", NULL);
 
@@ -388,6 +390,7 @@ test_evacuate_view (VmrHarness *h, gconstpointer user_data)
     g_free (tmux_run (&tmux, "-f", "/dev/null", "new-session", "-d", "-s", "vmr", "-n", "evacuate",
                       "-x", COLUMNS, "-y", ROWS, command, NULL));
     vmr_harness_wait_job_count (h, 1);
+    json_object_unref (vmr_harness_wait_job (h, "vmr-1", "copying", VMR_HARNESS_JOB_TIMEOUT_S));
     while (TRUE) {
         g_autofree gchar *screen = capture (&tmux, "vmr:evacuate");
         g_autoptr (JsonObject) job = vmr_harness_get_job (h, "vmr-1");
