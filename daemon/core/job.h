@@ -68,6 +68,8 @@ typedef struct {
     VmrDestination *dest;    /* where it goes, owned; NULL until the request is checked */
     VmrNbdExportFacts *nbd;  /* what the preflight found on an NBD export, owned; NULL otherwise */
     gboolean manual_pivot;
+    guint pivot_retry_ms;    /* the wait before the next try of an automatic pivot that was
+                              * refused, 0 = none refused yet; not saved */
     gboolean ready;          /* QEMU reported the copy in sync; it stays so until the end */
     gboolean write_blocking; /* copy-mode write-blocking: guest writes reach both images */
     guint64 granularity;     /* bytes of the mirror's dirty bitmap, 0 = the hypervisor's default */

@@ -87,6 +87,8 @@ pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
         if (data->task != NULL)
             g_task_return_error (data->task, g_steal_pointer (&error));
+        else
+            vmr_engine_pivot_retry_later (data->engine, data->job);
     } else if (data->task != NULL) {
         g_task_return_pointer (data->task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
     }
@@ -114,4 +116,60 @@ vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *t
     if (job->state != VMR_JOB_STATE_SYNCED)
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_SYNCED, NULL);
     vmr_engine_set_job_state (self, job, VMR_JOB_STATE_PIVOTING, NULL);
+}
+
+/* ---- an automatic pivot refused ---- */
+
+#define PIVOT_RETRY_FIRST_MS 1000
+#define PIVOT_RETRY_MAX_MS   30000
+
+typedef struct {
+    GWeakRef engine;
+    gchar *job_id;
+} PivotRetry;
+
+static void
+pivot_retry_free (gpointer user_data)
+{
+    PivotRetry *retry = user_data;
+
+    g_weak_ref_clear (&retry->engine);
+    g_free (retry->job_id);
+    g_free (retry);
+}
+
+static gboolean
+pivot_retry_cb (gpointer user_data)
+{
+    PivotRetry *retry = user_data;
+    g_autoptr (VmrEngine) self = g_weak_ref_get (&retry->engine);
+    VmrJob *job = self != NULL ? vmr_job_table_lookup (self->jobs, retry->job_id) : NULL;
+    DomainEntry *entry = job != NULL ? g_hash_table_lookup (self->domains, job->domain) : NULL;
+
+    /* a user pivoted or cancelled it meanwhile, or it waits for its domain */
+    if (job == NULL || job->state != VMR_JOB_STATE_SYNCED || job->manual_pivot || entry == NULL)
+        return G_SOURCE_REMOVE;
+    if (!entry->connected) {
+        vmr_engine_pivot_retry_later (self, job);
+        return G_SOURCE_REMOVE;
+    }
+    vmr_job_message (job, "job %s: trying the pivot again", job->id);
+    self->hooks.copy_in_sync (self, entry, job);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vmr_engine_pivot_retry_later (VmrEngine *self, VmrJob *job)
+{
+    PivotRetry *retry = g_new0 (PivotRetry, 1);
+
+    job->pivot_retry_ms = job->pivot_retry_ms == 0
+                              ? PIVOT_RETRY_FIRST_MS
+                              : MIN (job->pivot_retry_ms * 2, PIVOT_RETRY_MAX_MS);
+    g_weak_ref_init (&retry->engine, self);
+    retry->job_id = g_strdup (job->id);
+    vmr_job_message (job, "job %s: the automatic pivot is tried again in %u ms", job->id,
+                     job->pivot_retry_ms);
+    g_timeout_add_full (G_PRIORITY_DEFAULT, job->pivot_retry_ms, pivot_retry_cb, retry,
+                        pivot_retry_free);
 }

@@ -58,7 +58,8 @@ typedef struct {
     GTask *task; /* the user's pivot, may be NULL */
     VmrJob *job; /* the member the user named */
     guint pending;
-    GError *error; /* the first refusal */
+    GError *error;   /* the first refusal */
+    VmrJob *refused; /* the member of the first refusal */
 } GroupPivot;
 
 typedef struct {
@@ -79,9 +80,11 @@ member_pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                          member->job->group, error->message);
         if (member->job->state == VMR_JOB_STATE_PIVOTING)
             vmr_engine_set_job_state (pivot->engine, member->job, VMR_JOB_STATE_SYNCED, NULL);
-        if (pivot->error == NULL)
+        if (pivot->error == NULL) {
             pivot->error = g_error_new (error->domain, error->code, "%s: %s", member->job->id,
                                         error->message);
+            pivot->refused = vmr_job_ref (member->job);
+        }
     }
     vmr_job_unref (member->job);
     g_free (member);
@@ -94,7 +97,10 @@ member_pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             g_task_return_pointer (pivot->task, vmr_job_ref (pivot->job),
                                    (GDestroyNotify) vmr_job_unref);
         g_object_unref (pivot->task);
+    } else if (pivot->refused != NULL) {
+        vmr_engine_pivot_retry_later (pivot->engine, pivot->refused);
     }
+    g_clear_pointer (&pivot->refused, vmr_job_unref);
     g_clear_error (&pivot->error);
     vmr_job_unref (pivot->job);
     g_object_unref (pivot->engine);

@@ -150,6 +150,13 @@ void vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, gu
 
 /* cuts @job over; @task (consumed, may be NULL) completes when QEMU accepted */
 void vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+/*
+ * An automatic pivot of @job (alone or with its group) was refused, e.g. by a
+ * hypervisor connection that was down: tries again later, 1 s then twice as
+ * long each time up to 30 s, while the job is still synced and its domain
+ * connected. The copy stays in sync meanwhile: the source stays authoritative.
+ */
+void vmr_engine_pivot_retry_later (VmrEngine *self, VmrJob *job);
 
 /* engine-verify.c */
 

@@ -385,6 +385,23 @@ chaos_poll_round (Chaos *c, guint round)
     return active;
 }
 
+/* what the daemon said of the job @id (its log holds the QMP traffic too) */
+static void
+show_job_log (Chaos *c, const gchar *id)
+{
+    g_autofree gchar *text = NULL;
+    g_autofree gchar *needle = g_strdup_printf ("job %s", id);
+    g_auto (GStrv) lines = NULL;
+
+    if (!g_file_get_contents (c->e->daemon_log, &text, NULL, NULL))
+        return;
+    lines = g_strsplit (text, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (strstr (lines[i], needle) != NULL && strstr (lines[i], "DEBUG") == NULL)
+            g_test_message ("  daemon: %s", lines[i]);
+    }
+}
+
 void
 chaos_wait_round (Chaos *c, guint round, guint timeout_s)
 {
@@ -397,6 +414,7 @@ chaos_wait_round (Chaos *c, guint round, guint timeout_s)
 
                 if (job->round == round && job->state == NULL) {
                     g_test_message ("round %u: %s never ended", round, job->id);
+                    show_job_log (c, job->id);
                     c->lost++;
                 }
             }

@@ -329,6 +329,43 @@ test_job_progress (void)
     g_string_free (progress_seen, TRUE);
 }
 
+/* ---- an automatic pivot refused is tried again ---- */
+
+static gboolean
+first_job_completed (EngineFixture *f)
+{
+    VmrJob *job = vmr_job_table_lookup (f->engine->jobs, "vmr-1");
+
+    return job != NULL && job->state == VMR_JOB_STATE_COMPLETED;
+}
+
+/* the hypervisor's connection was down when the copy came in sync */
+static void
+test_pivot_retried (void)
+{
+    static const EngineCase tc = {
+        "/engine/job/pivot-retried",
+        .steps = { HOLD ("pivot"),
+                   STARTED,
+                   READY (.states = "vmr-1 pivoting"),
+                   { STEP_FAIL, "vmr-1", .arg = "pivot", .text = "libvirt is not connected",
+                     .states = "vmr-1 synced", .changes = "vmr-1 synced", .calls = "" },
+                   { STEP_REPLY, .arg = "pivot", .value = FAKE_REPLY_AT_ONCE } },
+        .files = BOTH,
+    };
+    EngineFixture f;
+    g_autofree gchar *log = NULL;
+
+    engine_fixture_setup (&f, &tc);
+    for (guint i = 0; tc.steps[i].kind != STEP_END; i++)
+        g_assert_true (engine_fixture_run_step (&f, i, &tc.steps[i]));
+    /* nobody pivots: the daemon tries again by itself, a second later */
+    g_assert_true (engine_fixture_wait_for (first_job_completed, &f, 5000));
+    log = fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE);
+    g_assert_nonnull (strstr (log, "pivot vmr-1"));
+    engine_fixture_teardown (&f);
+}
+
 /* ---- the statistics (engine-stats.h) ---- */
 
 /* one disk moves and completes, another is cancelled while it copies */
@@ -411,5 +448,6 @@ main (int argc, char **argv)
     engine_add_converge_cases ();
     g_test_add_func ("/engine/progress/signal", test_job_progress);
     g_test_add_func ("/engine/stats", test_stats);
+    g_test_add_func ("/engine/job/pivot-retried", test_pivot_retried);
     return g_test_run ();
 }
