@@ -27,6 +27,7 @@ vmr_engine_cluster_clear (VmrEngine *self)
 {
     if (self->cluster == NULL)
         return;
+    vmr_engine_cluster_evacuations_stop (self);
     g_signal_handlers_disconnect_by_data (self->cluster, self);
     g_clear_object (&self->cluster);
 }
@@ -53,6 +54,7 @@ vmr_engine_cluster_update (VmrEngine *self)
         return;
     }
     g_signal_connect (self->cluster, "changed", G_CALLBACK (cluster_changed_cb), self);
+    vmr_engine_cluster_evacuations_start (self);
     g_message ("cluster %s: admission through etcd at %s, as host %s", config->name,
                config->endpoints[0], config->host);
 }
@@ -132,6 +134,7 @@ vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previo
 
         vmr_cluster_publish_job (self->cluster, job->id, summary);
     }
+    vmr_engine_cluster_evacuations_job_changed (self, job);
 }
 
 static void

@@ -87,6 +87,8 @@ struct _VmrEngine {
     guint admission_source;      /* an admission pass is due */
     struct _VmrCluster *cluster; /* the [cluster] section's, NULL without one */
     gchar *cluster_error;        /* why the cluster could not be joined, or NULL */
+    struct _VmrClusterEvacuations *evacuations; /* the cluster's evacuations, with it */
+    GHashTable *cluster_evacuations; /* id -> this host's part of an evacuation, unended */
 
     /* what the statistics count (engine-stats.h) */
     GHashTable *decision_counts; /* action name -> guint64 *, the policy's decisions made */
@@ -262,6 +264,12 @@ void vmr_engine_cluster_hold (VmrEngine *self, VmrJob *job);
 
 /* a job in sync or ended gives its slot back */
 void vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
+
+/* engine-cluster-evacuate.c: follows the cluster's evacuations, with the cluster */
+void vmr_engine_cluster_evacuations_start (VmrEngine *self);
+void vmr_engine_cluster_evacuations_stop (VmrEngine *self);
+/* @job changed: the evacuation it belongs to reports again */
+void vmr_engine_cluster_evacuations_job_changed (VmrEngine *self, VmrJob *job);
 
 /* engine-admission.c */
 

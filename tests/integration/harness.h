@@ -285,6 +285,9 @@ VmrCliRun *vmr_harness_cli_spawn (VmrHarness *h, const gchar *first_arg,
                                   ...) G_GNUC_NULL_TERMINATED;
 VmrCliResult *vmr_harness_cli_wait (VmrCliRun *run);
 
+/* whether @run has exited and its output is in, without waiting */
+gboolean vmr_harness_cli_run_exited (VmrCliRun *run);
+
 /* sends @signum to a CLI run in the background, as Ctrl-C (SIGINT) would */
 void vmr_harness_cli_signal (VmrCliRun *run, gint signum);
 
