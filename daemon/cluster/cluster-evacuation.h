@@ -49,7 +49,7 @@ void vmr_cluster_evacuations_report (VmrClusterEvacuations *self, const gchar *i
 void vmr_cluster_evacuations_query_async (VmrClusterEvacuations *self, const gchar *id,
                                           gint64 after, GCancellable *cancellable,
                                           GAsyncReadyCallback callback, gpointer user_data);
-JsonObject *vmr_cluster_evacuations_query_finish (VmrClusterEvacuations *self,
-                                                  GAsyncResult *result, GError **error);
+JsonObject *vmr_cluster_evacuations_query_finish (VmrClusterEvacuations *self, GAsyncResult *result,
+                                                  GError **error);
 
 G_END_DECLS

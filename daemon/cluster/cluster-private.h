@@ -1,7 +1,7 @@
 /*
  * What the files of VmrCluster share: the object itself, its jobs, and
- * its calls to etcd. cluster.c holds the object and the admission of its
- * jobs, cluster-connect.c the lease, the registration of what runs, the
+ * its calls to etcd (cluster-request.c). cluster.c holds the object and
+ * the admission of its jobs, cluster-connect.c the lease, the registration of what runs, the
  * view and its watch, cluster-publish.c what `cluster status` and
  * `cluster jobs` read of this daemon.
  */
@@ -75,7 +75,8 @@ void vmr_cluster_connect (VmrCluster *self);
  */
 guint vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func);
 
-/* cluster-status.c: the value of @kv as a JSON object with its create revision and lease, or NULL */
+/* cluster-status.c: the value of @kv as a JSON object with its create revision and lease, or NULL
+ */
 JsonObject *vmr_cluster_kv_object (JsonObject *kv);
 
 G_END_DECLS

@@ -156,26 +156,31 @@ request_cb (VmrClusterEvacuations *evacuations, JsonObject *object, gpointer use
     vmr_engine_evacuate_async (self, &request, NULL, local_evacuate_cb, planning);
 }
 
-void
-vmr_engine_cluster_evacuations_start (VmrEngine *self)
+static void job_changed_cb (VmrEngine *self, VmrJob *job, gint previous, gpointer user_data);
+
+static void
+cluster_joined (VmrEngine *self)
 {
     self->cluster_evacuations = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                                        (GDestroyNotify) host_evacuation_free);
     self->evacuations = vmr_cluster_evacuations_new (self->cluster);
     g_signal_connect (self->evacuations, "request", G_CALLBACK (request_cb), self);
+    g_signal_connect (self, "job-changed", G_CALLBACK (job_changed_cb), NULL);
 }
 
-void
-vmr_engine_cluster_evacuations_stop (VmrEngine *self)
+static void
+cluster_leaving (VmrEngine *self)
 {
+    g_signal_handlers_disconnect_by_func (self, job_changed_cb, NULL);
     if (self->evacuations != NULL)
         g_signal_handlers_disconnect_by_data (self->evacuations, self);
     g_clear_object (&self->evacuations);
     g_clear_pointer (&self->cluster_evacuations, g_hash_table_unref);
 }
 
-void
-vmr_engine_cluster_evacuations_job_changed (VmrEngine *self, VmrJob *job)
+/* a job changed: the evacuation it belongs to reports again */
+static void
+job_changed_cb (VmrEngine *self, VmrJob *job, gint previous, gpointer user_data)
 {
     GHashTableIter iter;
     HostEvacuation *evacuation;
@@ -199,6 +204,15 @@ vmr_engine_cluster_evacuations_job_changed (VmrEngine *self, VmrJob *job)
     }
     for (guint i = 0; i < changed->len; i++)
         report (self, g_ptr_array_index (changed, i));
+}
+
+void
+vmr_engine_follow_cluster_evacuations (VmrEngine *self)
+{
+    self->hooks.cluster_joined = cluster_joined;
+    self->hooks.cluster_leaving = cluster_leaving;
+    if (self->cluster != NULL && self->evacuations == NULL)
+        cluster_joined (self);
 }
 
 /* ---- the command's side ---- */

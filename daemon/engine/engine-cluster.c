@@ -27,7 +27,8 @@ vmr_engine_cluster_clear (VmrEngine *self)
 {
     if (self->cluster == NULL)
         return;
-    vmr_engine_cluster_evacuations_stop (self);
+    if (self->hooks.cluster_leaving != NULL)
+        self->hooks.cluster_leaving (self);
     g_signal_handlers_disconnect_by_data (self->cluster, self);
     g_clear_object (&self->cluster);
 }
@@ -54,7 +55,8 @@ vmr_engine_cluster_update (VmrEngine *self)
         return;
     }
     g_signal_connect (self->cluster, "changed", G_CALLBACK (cluster_changed_cb), self);
-    vmr_engine_cluster_evacuations_start (self);
+    if (self->hooks.cluster_joined != NULL)
+        self->hooks.cluster_joined (self);
     g_message ("cluster %s: admission through etcd at %s, as host %s", config->name,
                config->endpoints[0], config->host);
 }
@@ -134,7 +136,6 @@ vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previo
 
         vmr_cluster_publish_job (self->cluster, job->id, summary);
     }
-    vmr_engine_cluster_evacuations_job_changed (self, job);
 }
 
 static void

@@ -67,6 +67,9 @@ typedef struct {
     void (*load_sampled) (VmrEngine *self, DomainEntry *entry);
     /* the cluster's queue or its reach changed: a job may start, or waits for another reason */
     void (*cluster_changed) (VmrEngine *self);
+    /* the cluster was joined, or is being left */
+    void (*cluster_joined) (VmrEngine *self);
+    void (*cluster_leaving) (VmrEngine *self);
 } VmrEngineHooks;
 
 struct _VmrEngine {
@@ -264,12 +267,6 @@ void vmr_engine_cluster_hold (VmrEngine *self, VmrJob *job);
 
 /* a job in sync or ended gives its slot back */
 void vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
-
-/* engine-cluster-evacuate.c: follows the cluster's evacuations, with the cluster */
-void vmr_engine_cluster_evacuations_start (VmrEngine *self);
-void vmr_engine_cluster_evacuations_stop (VmrEngine *self);
-/* @job changed: the evacuation it belongs to reports again */
-void vmr_engine_cluster_evacuations_job_changed (VmrEngine *self, VmrJob *job);
 
 /* engine-admission.c */
 

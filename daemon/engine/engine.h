@@ -146,6 +146,12 @@ void vmr_engine_evacuate_async (VmrEngine *self, const VmrEvacuateRequest *reque
 JsonObject *vmr_engine_evacuate_finish (VmrEngine *self, GAsyncResult *res, GError **error);
 
 /*
+ * From now on, whenever the policy's [cluster] is joined, this daemon runs
+ * its own part of every evacuation asked of the cluster (engine-cluster-evacuate.c).
+ */
+void vmr_engine_follow_cluster_evacuations (VmrEngine *self);
+
+/*
  * An evacuation across the cluster: @request (as "evacuate" takes it)
  * is checked on this host with a dry run, then put for every daemon of
  * the cluster, each of which evacuates its own domains; _finish returns
