@@ -10,6 +10,8 @@
 
 /* a watch that ended is opened again this long after */
 #define REWATCH_DELAY_S 1
+/* a query that waits for a change is answered after this long anyway: within a client's timeout */
+#define QUERY_WAIT_MAX_S 10
 
 struct _VmrClusterEvacuations {
     GObject parent_instance;
@@ -18,9 +20,23 @@ struct _VmrClusterEvacuations {
     gchar *prefix;       /* /virt-mirror/NAME/evacuations/ */
     VmrEtcdWatch *watch;
     guint rewatch_source;
-    gint64 revision;    /* etcd's revision at the last message of the watch */
-    GPtrArray *queries; /* of Query *: those that wait for a change */
+    gint64 revision;     /* etcd's revision at the last message of the watch */
+    GPtrArray *queries;  /* of Query *: those that wait for a change */
+    GHashTable *reports; /* evacuation id -> Report *: this host's, one put at a time */
 };
+
+/* this host's report of one evacuation: puts go one after the other, the latest last */
+typedef struct {
+    gchar *pending; /* the value to put once the one on its way is answered, or NULL */
+    gboolean in_flight;
+} Report;
+
+static void
+report_free (Report *report)
+{
+    g_free (report->pending);
+    g_free (report);
+}
 
 G_DEFINE_FINAL_TYPE (VmrClusterEvacuations, vmr_cluster_evacuations, G_TYPE_OBJECT)
 
@@ -36,11 +52,13 @@ typedef struct {
     GTask *task;
     gchar *id;
     gint64 after;
+    guint timeout_source;
 } Query;
 
 static void
 query_free (Query *query)
 {
+    g_clear_handle_id (&query->timeout_source, g_source_remove);
     g_clear_object (&query->task);
     g_free (query->id);
     g_free (query);
@@ -73,6 +91,7 @@ vmr_cluster_evacuations_finalize (GObject *object)
 
     g_free (self->prefix);
     g_ptr_array_unref (self->queries);
+    g_hash_table_unref (self->reports);
     G_OBJECT_CLASS (vmr_cluster_evacuations_parent_class)->finalize (object);
 }
 
@@ -91,6 +110,8 @@ static void
 vmr_cluster_evacuations_init (VmrClusterEvacuations *self)
 {
     self->queries = g_ptr_array_new_with_free_func ((GDestroyNotify) query_free);
+    self->reports
+        = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) report_free);
 }
 
 /* the evacuation a key of the prefix belongs to, and what follows its id */
@@ -220,6 +241,20 @@ read_evacuation (VmrClusterEvacuations *self, GTask *task)
                                 range_request (prefix), NULL, keys_done_cb, task);
 }
 
+/* nothing changed for a while: the query is answered with what is there */
+static gboolean
+query_timeout_cb (gpointer user_data)
+{
+    Query *query = user_data;
+    GTask *task = g_steal_pointer (&query->task);
+    VmrClusterEvacuations *self = g_task_get_source_object (task);
+
+    query->timeout_source = 0;
+    g_ptr_array_remove (self->queries, query);
+    read_evacuation (self, task);
+    return G_SOURCE_REMOVE;
+}
+
 void
 vmr_cluster_evacuations_query_async (VmrClusterEvacuations *self, const gchar *id, gint64 after,
                                      GCancellable *cancellable, GAsyncReadyCallback callback,
@@ -239,6 +274,7 @@ vmr_cluster_evacuations_query_async (VmrClusterEvacuations *self, const gchar *i
     query->task = task;
     query->id = g_strdup (id);
     query->after = after;
+    query->timeout_source = g_timeout_add_seconds (QUERY_WAIT_MAX_S, query_timeout_cb, query);
     g_ptr_array_add (self->queries, query);
 }
 
@@ -402,11 +438,46 @@ vmr_cluster_evacuations_submit_finish (VmrClusterEvacuations *self, GAsyncResult
     return g_task_propagate_pointer (G_TASK (result), error);
 }
 
+static void put_report (VmrClusterEvacuations *self, const gchar *id, Report *report, gchar *value);
+
+typedef struct {
+    VmrClusterEvacuations *self; /* a reference */
+    gchar *id;
+} ReportPut;
+
 static void
 report_done_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, gpointer user_data)
 {
+    ReportPut *put = user_data;
+    Report *report = g_hash_table_lookup (put->self->reports, put->id);
+
     if (reply == NULL)
-        g_warning ("cluster evacuation: the report did not reach etcd: %s", error->message);
+        g_warning ("cluster evacuation %s: the report did not reach etcd: %s", put->id,
+                   error->message);
+    if (report != NULL) {
+        report->in_flight = FALSE;
+        if (report->pending != NULL)
+            put_report (put->self, put->id, report, g_steal_pointer (&report->pending));
+    }
+    g_object_unref (put->self);
+    g_free (put->id);
+    g_free (put);
+}
+
+/* puts @value (consumed) as this host's report of @id */
+static void
+put_report (VmrClusterEvacuations *self, const gchar *id, Report *report, gchar *value)
+{
+    const VmrClusterConfig *config = vmr_cluster_get_config (self->cluster);
+    g_autofree gchar *key = g_strdup_printf ("%s%s/hosts/%s", self->prefix, id, config->host);
+    g_autofree gchar *owned = value;
+    ReportPut *put = g_new0 (ReportPut, 1);
+
+    put->self = g_object_ref (self);
+    put->id = g_strdup (id);
+    report->in_flight = TRUE;
+    vmr_cluster_call (self->cluster, "kv/put", vmr_cluster_put_text (self->cluster, key, owned),
+                      report_done_cb, put, NULL);
 }
 
 void
@@ -414,11 +485,18 @@ vmr_cluster_evacuations_report (VmrClusterEvacuations *self, const gchar *id, Js
 {
     const VmrClusterConfig *config = vmr_cluster_get_config (self->cluster);
     g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), report);
-    g_autofree gchar *key = g_strdup_printf ("%s%s/hosts/%s", self->prefix, id, config->host);
-    g_autofree gchar *value = NULL;
+    Report *reporting = g_hash_table_lookup (self->reports, id);
 
     json_object_set_string_member (report, "host", config->host);
-    value = json_to_string (node, FALSE);
-    vmr_cluster_call (self->cluster, "kv/put", vmr_cluster_put_text (self->cluster, key, value),
-                      report_done_cb, NULL, NULL);
+    if (reporting == NULL) {
+        reporting = g_new0 (Report, 1);
+        g_hash_table_insert (self->reports, g_strdup (id), reporting);
+    }
+    /* two puts on their way at once could land in either order: the latest waits its turn */
+    if (reporting->in_flight) {
+        g_free (reporting->pending);
+        reporting->pending = json_to_string (node, FALSE);
+        return;
+    }
+    put_report (self, id, reporting, json_to_string (node, FALSE));
 }

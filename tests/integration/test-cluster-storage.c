@@ -94,7 +94,7 @@ add_bulk_copies (guint i, GPtrArray *running)
     for (guint j = 0; j < json_array_get_length (array); j++) {
         JsonObject *job = vmr_harness_json_element (array, j);
 
-        if (!vmr_json_bool_or (job, "ready", FALSE))
+        if (vmr_harness_is_bulk_copy (job))
             g_ptr_array_add (running,
                              g_strdup_printf ("%u %s", i, vmr_harness_json_string (job, "device")));
     }

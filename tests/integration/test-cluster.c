@@ -61,7 +61,7 @@ copy_clear (Copy *copy)
     g_clear_pointer (&copy->dest, g_free);
 }
 
-/* bulk copies (mirror jobs not yet ready) in every running QEMU of the cluster */
+/* bulk copies (mirror jobs before ready) in every running QEMU of the cluster */
 static guint
 cluster_bulk_copies (void)
 {
@@ -76,7 +76,7 @@ cluster_bulk_copies (void)
         reply = vmr_harness_qmp (cluster.hosts[i], "query-block-jobs", NULL);
         array = vmr_harness_json_node_array (reply);
         for (guint j = 0; j < json_array_get_length (array); j++) {
-            if (!vmr_json_bool_or (vmr_harness_json_element (array, j), "ready", FALSE))
+            if (vmr_harness_is_bulk_copy (vmr_harness_json_element (array, j)))
                 total++;
         }
     }
@@ -514,7 +514,8 @@ revive_host_0 (void)
  * `evacuate --cluster --wait` on host 2 moves every disk of the three hosts
  * that lies in the shared storage to another one, each daemon its own,
  * under the cluster's limit, and follows them all to the end; bad input
- * is refused on one line with nothing submitted anywhere.
+ * is refused on one line with nothing submitted anywhere; hosts without
+ * such disks say they have nothing to move.
  */
 static void
 test_cluster_evacuate (void)
@@ -583,6 +584,19 @@ test_cluster_evacuate (void)
         g_assert_nonnull (strstr (result->out, line));
     }
     g_assert_nonnull (strstr (result->out, "evacuate: completed: "));
+    /* no domain matches: every host says it has nothing to move, and that is a success */
+    {
+        g_autoptr (VmrCliResult) nothing
+            = vmr_harness_cli (cluster.hosts[1], "evacuate", "--cluster", "--from", to, "--to",
+                               cluster.shared, "--domains", "none*", "--wait", NULL);
+
+        vmr_cli_result_assert_ok (nothing);
+        for (guint i = 0; i < N_HOSTS; i++) {
+            g_autofree gchar *line = g_strdup_printf ("host%u: nothing to move", i);
+
+            g_assert_nonnull (strstr (nothing->out, line));
+        }
+    }
 }
 
 static void
