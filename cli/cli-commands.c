@@ -54,10 +54,13 @@ static const VmrCliCommand commands[] = {
       "Nothing is submitted when a destination exists or two disks would get the\n"
       "same one. Relative DIRs are taken from the current directory. GLOB matches\n"
       "domain names with * and ?. RATE is in bytes/s with optional K, M, G suffixes\n"
-      "(1024-based), e.g. 100M; 0 means unlimited.\n"
+      "(1024-based), e.g. 100M; 0 means unlimited. With --cluster, every daemon of\n"
+      "the policy's [cluster] evacuates its own domains under the cluster's limits,\n"
+      "and --wait follows every host to the end.\n"
       "\n"
       "Examples:\n"
       "  virt-mirror evacuate --from /srv/old --to /srv/new --dry-run\n"
+      "  virt-mirror evacuate --cluster --from /srv/old --to /srv/new --wait\n"
       "  virt-mirror evacuate --from /srv/old --to /srv/new --domains 'web*' --wait",
       vmr_cli_cmd_evacuate },
     { "jobs", "", "", "List the migration jobs", NULL, vmr_cli_cmd_jobs },

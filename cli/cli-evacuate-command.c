@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "cli-cluster-evacuate.h"
 #include "cli-job.h"
 #include "cli-json.h"
 #include "cli-output.h"
@@ -429,6 +430,7 @@ vmr_cli_cmd_evacuate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **
     g_autofree gchar *speed_text = NULL;
     gboolean dry_run = FALSE;
     gboolean wait = FALSE;
+    gboolean cluster = FALSE;
     guint64 speed = 0;
     g_auto (GStrv) args = NULL;
     g_autofree gchar *from_path = NULL;
@@ -456,6 +458,8 @@ vmr_cli_cmd_evacuate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **
           "Show the plan without submitting it", NULL },
         { "wait", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &wait,
           "Follow the jobs until they end; exit 0 only if all completed", NULL },
+        { "cluster", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &cluster,
+          "Every host of the policy's cluster evacuates its own domains", NULL },
         G_OPTION_ENTRY_NULL,
     };
 
@@ -471,6 +475,10 @@ vmr_cli_cmd_evacuate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **
         vmr_cli_command_set_usage_error (error, cmd, "missing --to DIR");
         return FALSE;
     }
+    if (cluster && dry_run) {
+        vmr_cli_command_set_usage_error (error, cmd, "--dry-run is of one host, not --cluster");
+        return FALSE;
+    }
     if (!vmr_cli_command_check_format (cmd, format, error))
         return FALSE;
     if (speed_text != NULL && !vmr_cli_command_parse_rate (cmd, speed_text, &speed, error))
@@ -482,6 +490,8 @@ vmr_cli_cmd_evacuate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **
     to_path = g_uri_peek_scheme (to) != NULL ? g_strdup (to) : g_canonicalize_filename (to, NULL);
     arguments
         = new_evacuate_arguments (from_path, to_path, domains, format, speed_text, speed, dry_run);
+    if (cluster)
+        return vmr_cli_cluster_evacuate (session, arguments, wait, error);
     reply = vmr_cli_session_call (session, "evacuate", arguments, error);
     if (reply == NULL) {
         g_prefix_error (error, "cannot evacuate %s: ", from_path);

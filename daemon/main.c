@@ -216,6 +216,7 @@ main (int argc, char **argv)
 
     raise_fd_limit ();
     engine = vmr_engine_new (state_dir);
+    vmr_engine_follow_cluster_evacuations (engine);
     /* a copy must never overwrite what the daemon lives on */
     socket_dir = g_path_get_dirname (socket_path);
     vmr_engine_protect_directory (engine, "socket directory", socket_dir);

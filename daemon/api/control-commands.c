@@ -146,6 +146,33 @@ handle_query_cluster (Request *req, JsonObject *args)
 }
 
 static void
+query_cluster_evacuation_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Request *req = user_data;
+    g_autoptr (GError) error = NULL;
+    JsonObject *evacuation
+        = vmr_engine_query_cluster_evacuation_finish (VMR_ENGINE (source), res, &error);
+
+    if (evacuation == NULL) {
+        vmr_control_request_error (req, error);
+        return;
+    }
+    vmr_control_request_return_object (req, evacuation);
+}
+
+/* answered at once without "after", else once a key of the evacuation changed past it */
+static void
+handle_query_cluster_evacuation (Request *req, JsonObject *args)
+{
+    guint64 after = 0;
+
+    vmr_json_get_uint (args, "after", &after);
+    vmr_engine_query_cluster_evacuation_async (req->server->engine,
+                                               vmr_json_get_string (args, "id"), (gint64) after,
+                                               NULL, query_cluster_evacuation_cb, req);
+}
+
+static void
 job_reply_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     Request *req = user_data;
@@ -293,6 +320,36 @@ evacuate_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 }
 
 static void
+cluster_evacuate_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Request *req = user_data;
+    g_autoptr (GError) error = NULL;
+    JsonObject *answer = vmr_engine_cluster_evacuate_finish (VMR_ENGINE (source), res, &error);
+
+    if (answer == NULL) {
+        vmr_control_request_error (req, error);
+        return;
+    }
+    vmr_control_request_return_object (req, answer);
+}
+
+/* "cluster": every daemon of the cluster evacuates its own domains */
+static void
+handle_cluster_evacuate (Request *req, JsonObject *args)
+{
+    g_autoptr (JsonObject) request = json_object_new ();
+    static const gchar *const members[] = { "from", "to", "domains", "format", "speed" };
+
+    for (guint i = 0; i < G_N_ELEMENTS (members); i++) {
+        if (json_object_has_member (args, members[i]))
+            json_object_set_member (request, members[i],
+                                    json_node_copy (json_object_get_member (args, members[i])));
+    }
+    vmr_engine_cluster_evacuate_async (req->server->engine, request, NULL, cluster_evacuate_cb,
+                                       req);
+}
+
+static void
 handle_evacuate (Request *req, JsonObject *args)
 {
     VmrEvacuateRequest request = {
@@ -305,6 +362,18 @@ handle_evacuate (Request *req, JsonObject *args)
 
     request.speed_given = vmr_json_get_uint (args, "speed", &request.speed);
 
+    if (vmr_json_bool_or (args, "cluster", FALSE)) {
+        if (request.dry_run) {
+            g_autoptr (GError) error = g_error_new_literal (
+                VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                "a dry run is of one host: 'cluster' and 'dry-run' do not go together");
+
+            vmr_control_request_error (req, error);
+            return;
+        }
+        handle_cluster_evacuate (req, args);
+        return;
+    }
     vmr_engine_evacuate_async (req->server->engine, &request, NULL, evacuate_cb, req);
 }
 
@@ -511,12 +580,14 @@ static const ArgSpec migrate_args[] = {
     { NULL },
 };
 static const ArgSpec evacuate_args[] = {
-    { "from", ARG_STRING, TRUE },
-    { "to", ARG_STRING, TRUE },
-    { "domains", ARG_STRING, FALSE },
-    { "format", ARG_STRING, FALSE },
-    { "speed", ARG_UINT, FALSE },
-    { "dry-run", ARG_BOOL, FALSE },
+    { "from", ARG_STRING, TRUE },     { "to", ARG_STRING, TRUE },
+    { "domains", ARG_STRING, FALSE }, { "format", ARG_STRING, FALSE },
+    { "speed", ARG_UINT, FALSE },     { "dry-run", ARG_BOOL, FALSE },
+    { "cluster", ARG_BOOL, FALSE },   { NULL },
+};
+static const ArgSpec cluster_evacuation_args[] = {
+    { "id", ARG_STRING, TRUE },
+    { "after", ARG_UINT, FALSE },
     { NULL },
 };
 
@@ -543,6 +614,7 @@ const CommandSpec vmr_control_commands[] = {
     { "query-metrics", no_args, handle_query_metrics, TRUE },
     { "hook-event", hook_args, handle_hook_event },
     { "query-cluster", no_args, handle_query_cluster, TRUE },
+    { "query-cluster-evacuation", cluster_evacuation_args, handle_query_cluster_evacuation, TRUE },
 };
 
 const gsize vmr_control_n_commands = G_N_ELEMENTS (vmr_control_commands);

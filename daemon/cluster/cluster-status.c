@@ -4,13 +4,13 @@
 
 #include <string.h>
 
+#include "cluster-private.h"
 #include "cluster-queue.h"
 #include "etcd-client.h"
 #include "vmr-json.h"
 
-/* the value of @kv as a JSON object with its create revision and lease, or NULL */
-static JsonObject *
-value_object (JsonObject *kv)
+JsonObject *
+vmr_cluster_kv_object (JsonObject *kv)
 {
     g_autofree gchar *value = vmr_etcd_decode (vmr_json_get_string (kv, "value"));
     g_autoptr (JsonParser) parser = json_parser_new ();
@@ -76,7 +76,7 @@ range_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
         JsonObject *kv = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
         g_autofree gchar *key
             = kv != NULL ? vmr_etcd_decode (vmr_json_get_string (kv, "key")) : NULL;
-        JsonObject *value = kv != NULL ? value_object (kv) : NULL;
+        JsonObject *value = kv != NULL ? vmr_cluster_kv_object (kv) : NULL;
         const gchar *rest;
 
         if (key == NULL || value == NULL || !g_str_has_prefix (key, prefix)) {

@@ -27,6 +27,8 @@ vmr_engine_cluster_clear (VmrEngine *self)
 {
     if (self->cluster == NULL)
         return;
+    if (self->hooks.cluster_leaving != NULL)
+        self->hooks.cluster_leaving (self);
     g_signal_handlers_disconnect_by_data (self->cluster, self);
     g_clear_object (&self->cluster);
 }
@@ -53,6 +55,8 @@ vmr_engine_cluster_update (VmrEngine *self)
         return;
     }
     g_signal_connect (self->cluster, "changed", G_CALLBACK (cluster_changed_cb), self);
+    if (self->hooks.cluster_joined != NULL)
+        self->hooks.cluster_joined (self);
     g_message ("cluster %s: admission through etcd at %s, as host %s", config->name,
                config->endpoints[0], config->host);
 }

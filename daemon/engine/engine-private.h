@@ -67,6 +67,9 @@ typedef struct {
     void (*load_sampled) (VmrEngine *self, DomainEntry *entry);
     /* the cluster's queue or its reach changed: a job may start, or waits for another reason */
     void (*cluster_changed) (VmrEngine *self);
+    /* the cluster was joined, or is being left */
+    void (*cluster_joined) (VmrEngine *self);
+    void (*cluster_leaving) (VmrEngine *self);
 } VmrEngineHooks;
 
 struct _VmrEngine {
@@ -87,6 +90,8 @@ struct _VmrEngine {
     guint admission_source;      /* an admission pass is due */
     struct _VmrCluster *cluster; /* the [cluster] section's, NULL without one */
     gchar *cluster_error;        /* why the cluster could not be joined, or NULL */
+    struct _VmrClusterEvacuations *evacuations; /* the cluster's evacuations, with it */
+    GHashTable *cluster_evacuations; /* id -> this host's part of an evacuation, unended */
 
     /* what the statistics count (engine-stats.h) */
     GHashTable *decision_counts; /* action name -> guint64 *, the policy's decisions made */

@@ -145,6 +145,30 @@ void vmr_engine_evacuate_async (VmrEngine *self, const VmrEvacuateRequest *reque
 /* the plan (docs/protocol.md, "evacuate") */
 JsonObject *vmr_engine_evacuate_finish (VmrEngine *self, GAsyncResult *res, GError **error);
 
+/*
+ * From now on, whenever the policy's [cluster] is joined, this daemon runs
+ * its own part of every evacuation asked of the cluster (engine-cluster-evacuate.c).
+ */
+void vmr_engine_follow_cluster_evacuations (VmrEngine *self);
+
+/*
+ * An evacuation across the cluster: @request (as "evacuate" takes it)
+ * is checked on this host with a dry run, then put for every daemon of
+ * the cluster, each of which evacuates its own domains; _finish returns
+ * {"id", "cluster"}. Nothing is submitted anywhere when the check fails.
+ */
+void vmr_engine_cluster_evacuate_async (VmrEngine *self, JsonObject *request,
+                                        GCancellable *cancellable, GAsyncReadyCallback callback,
+                                        gpointer user_data);
+JsonObject *vmr_engine_cluster_evacuate_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+/* evacuation @id across the cluster once it changed past revision @after (docs/protocol.md) */
+void vmr_engine_query_cluster_evacuation_async (VmrEngine *self, const gchar *id, gint64 after,
+                                                GCancellable *cancellable,
+                                                GAsyncReadyCallback callback, gpointer user_data);
+JsonObject *vmr_engine_query_cluster_evacuation_finish (VmrEngine *self, GAsyncResult *res,
+                                                        GError **error);
+
 /* every job, oldest first */
 JsonArray *vmr_engine_list_jobs (VmrEngine *self);
 

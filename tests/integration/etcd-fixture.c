@@ -19,6 +19,21 @@ die_with_parent (gpointer user_data)
     prctl (PR_SET_PDEATHSIG, SIGKILL);
 }
 
+/* member @i's client URL */
+static gchar *
+client_url (VmrEtcdCluster *c, guint i)
+{
+    return g_strdup_printf ("%s://127.0.0.1:%u", c->pki != NULL ? "https" : "http",
+                            c->client_ports[i]);
+}
+
+/* @c's file @name of the PKI's directory @who */
+static gchar *
+pki_file (VmrEtcdCluster *c, const gchar *who, const gchar *name)
+{
+    return g_build_filename (c->pki, who, name, NULL);
+}
+
 static gchar *
 peer_url (VmrEtcdCluster *c, guint i)
 {
@@ -30,7 +45,7 @@ vmr_etcd_cluster_start_member (VmrEtcdCluster *c, guint i)
 {
     g_autofree gchar *name = g_strdup_printf ("m%u", i);
     g_autofree gchar *data = g_strdup_printf ("%s/etcd-%s", c->dir, name);
-    g_autofree gchar *client = g_strdup_printf ("http://127.0.0.1:%u", c->client_ports[i]);
+    g_autofree gchar *client = client_url (c, i);
     g_autofree gchar *peer = peer_url (c, i);
     g_autofree gchar *log = g_strdup_printf ("%s/etcd-%s.log", c->dir, name);
     g_autoptr (GString) initial = g_string_new (NULL);
@@ -49,7 +64,26 @@ vmr_etcd_cluster_start_member (VmrEtcdCluster *c, guint i)
                 "--initial-advertise-peer-urls", peer, "--initial-cluster", initial->str,
                 "--initial-cluster-state", "new", "--initial-cluster-token", "virt-mirror-test",
                 /* loopback: elections in a fraction of a second */
-                "--heartbeat-interval", "50", "--election-timeout", "500", NULL };
+                "--heartbeat-interval", "50", "--election-timeout", "500", NULL, NULL, NULL, NULL,
+                NULL, NULL, NULL, NULL };
+        g_autofree gchar *cert = NULL;
+        g_autofree gchar *key = NULL;
+        g_autofree gchar *ca = NULL;
+
+        if (c->pki != NULL) {
+            guint n = g_strv_length ((gchar **) argv);
+
+            cert = pki_file (c, "server", "server-cert.pem");
+            key = pki_file (c, "server", "server-key.pem");
+            ca = pki_file (c, "server", "ca-cert.pem");
+            argv[n++] = "--cert-file";
+            argv[n++] = cert;
+            argv[n++] = "--key-file";
+            argv[n++] = key;
+            argv[n++] = "--trusted-ca-file";
+            argv[n++] = ca;
+            argv[n++] = "--client-cert-auth";
+        }
 
         log_fd = open (log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         g_assert_cmpint (log_fd, >=, 0);
@@ -68,9 +102,17 @@ vmr_etcd_cluster_wait_healthy (VmrEtcdCluster *c)
     gint64 deadline = g_get_monotonic_time () + HEALTH_TIMEOUT_S * G_USEC_PER_SEC;
 
     for (guint i = 0; i < VMR_ETCD_MEMBERS; i++) {
-        g_autofree gchar *client = g_strdup_printf ("http://127.0.0.1:%u", c->client_ports[i]);
-        const gchar *argv[] = { "etcdctl", "--endpoints", client,   "--command-timeout",
-                                "1s",      "endpoint",    "health", NULL };
+        g_autofree gchar *client = client_url (c, i);
+        g_autofree gchar *cacert = c->pki != NULL ? pki_file (c, "client", "ca-cert.pem") : NULL;
+        g_autofree gchar *cert = c->pki != NULL ? pki_file (c, "client", "client-cert.pem") : NULL;
+        g_autofree gchar *key = c->pki != NULL ? pki_file (c, "client", "client-key.pem") : NULL;
+        g_autofree gchar *cacert_opt = g_strdup_printf ("--cacert=%s", cacert);
+        g_autofree gchar *cert_opt = g_strdup_printf ("--cert=%s", cert);
+        g_autofree gchar *key_opt = g_strdup_printf ("--key=%s", key);
+        const gchar *argv[]
+            = { "etcdctl", "--endpoints", client,   "--command-timeout",
+                "1s",      "endpoint",    "health", c->pki != NULL ? cacert_opt : NULL,
+                cert_opt,  key_opt,       NULL };
         const gchar *env[] = { "ETCDCTL_API=3", NULL };
 
         if (c->pids[i] == 0)
@@ -110,9 +152,11 @@ vmr_etcd_cluster_endpoints (VmrEtcdCluster *c)
 {
     g_autoptr (GString) urls = g_string_new (NULL);
 
-    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++)
-        g_string_append_printf (urls, "%shttp://127.0.0.1:%u", i > 0 ? "," : "",
-                                c->client_ports[i]);
+    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++) {
+        g_autofree gchar *url = client_url (c, i);
+
+        g_string_append_printf (urls, "%s%s", i > 0 ? "," : "", url);
+    }
     return g_string_free (g_steal_pointer (&urls), FALSE);
 }
 

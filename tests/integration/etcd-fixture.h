@@ -16,6 +16,12 @@ typedef struct {
     guint client_ports[VMR_ETCD_MEMBERS];
     guint peer_ports[VMR_ETCD_MEMBERS];
     GPid pids[VMR_ETCD_MEMBERS]; /* 0 when stopped */
+    /*
+     * NULL: plain http. Else, set before starting, a directory as
+     * vmr_nbd_make_pki() makes it: the members serve https with its
+     * server/ certificate and ask for a client certificate of its CA.
+     */
+    const gchar *pki;
 } VmrEtcdCluster;
 
 /* starts the three members in @dir and waits until the cluster is healthy */

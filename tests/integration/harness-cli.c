@@ -83,6 +83,14 @@ vmr_harness_cli_signal (VmrCliRun *run, gint signum)
     g_subprocess_send_signal (run->proc, signum);
 }
 
+gboolean
+vmr_harness_cli_run_exited (VmrCliRun *run)
+{
+    while (g_main_context_iteration (NULL, FALSE))
+        ;
+    return run->done;
+}
+
 VmrCliResult *
 vmr_harness_cli_wait (VmrCliRun *run)
 {

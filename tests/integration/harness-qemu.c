@@ -433,3 +433,14 @@ vmr_harness_assert_stays_on_source (VmrHarness *h, const gchar *qdev_id, const g
     vmr_harness_quit_qemu (h);
     vmr_harness_assert_image_equals (source, source_format, expected);
 }
+
+gboolean
+vmr_harness_is_bulk_copy (JsonObject *job)
+{
+    const gchar *status = vmr_json_get_string (job, "status");
+
+    if (vmr_json_bool_or (job, "ready", FALSE))
+        return FALSE;
+    return status == NULL || g_str_equal (status, "created") || g_str_equal (status, "running")
+           || g_str_equal (status, "paused");
+}

@@ -285,6 +285,16 @@ VmrCliRun *vmr_harness_cli_spawn (VmrHarness *h, const gchar *first_arg,
                                   ...) G_GNUC_NULL_TERMINATED;
 VmrCliResult *vmr_harness_cli_wait (VmrCliRun *run);
 
+/*
+ * Whether @job, an entry of QEMU's query-block-jobs, copies in bulk: created,
+ * running or paused before it was ever ready. A job told to complete is no
+ * longer ready ("waiting", "pending", "concluded") but copies nothing more.
+ */
+gboolean vmr_harness_is_bulk_copy (JsonObject *job);
+
+/* whether @run has exited and its output is in, without waiting */
+gboolean vmr_harness_cli_run_exited (VmrCliRun *run);
+
 /* sends @signum to a CLI run in the background, as Ctrl-C (SIGINT) would */
 void vmr_harness_cli_signal (VmrCliRun *run, gint signum);
 

@@ -208,8 +208,9 @@ make_peer (const gchar *dir, const gchar *sub, const gchar *role, const gchar *c
     g_autofree gchar *text = g_strdup_printf (
         "cn = %s\n%s\nencryption_key\nsigning_key\nexpiration_days = 2\n",
         g_strcmp0 (role, "server") == 0 ? "localhost" : "virt-mirror test client",
+        /* a server's is a client's too: etcd's JSON gateway dials its own gRPC with it */
         g_strcmp0 (role, "server") == 0 ? "dns_name = localhost\nip_address = 127.0.0.1\n"
-                                          "tls_www_server"
+                                          "tls_www_server\ntls_www_client"
                                         : "tls_www_client");
     const gchar *args[] = { "--generate-certificate",
                             "--load-privkey",

@@ -571,7 +571,8 @@ test_bad_rate (VmrHarness *h, gconstpointer user_data)
     assert_migrate_refused (h, &vm, 2, "fast", "vm", "disk0", dest, "--speed", "fast", NULL);
 }
 
-/* `cluster status` and `cluster jobs` of a daemon whose policy has no [cluster] section */
+/* `cluster status`, `cluster jobs` and `evacuate --cluster` of a daemon whose policy has no
+ * [cluster] section */
 static void
 test_no_cluster (VmrHarness *h, gconstpointer user_data)
 {
@@ -590,6 +591,23 @@ test_no_cluster (VmrHarness *h, gconstpointer user_data)
         g_assert_true (strchr (result->err, '\n') == result->err + strlen (result->err) - 1);
         vmr_cli_result_assert_error (extra, 2);
         assert_reason (extra, "unexpected argument 'x'");
+    }
+    /* evacuate --cluster: refused on one line, and a dry run is of one host */
+    {
+        g_autofree gchar *to = vmr_harness_path (h, "to");
+        g_autoptr (VmrCliResult) result = NULL;
+        g_autoptr (VmrCliResult) dry_run = NULL;
+
+        g_assert_cmpint (g_mkdir_with_parents (to, 0755), ==, 0);
+        result = vmr_harness_cli (h, "evacuate", "--cluster", "--from", h->dir, "--to", to,
+                                  "--wait", NULL);
+        vmr_cli_result_assert_error (result, 1);
+        assert_reason (result, "the policy has no [cluster] section");
+        g_assert_true (strchr (result->err, '\n') == result->err + strlen (result->err) - 1);
+        dry_run = vmr_harness_cli (h, "evacuate", "--cluster", "--dry-run", "--from", h->dir,
+                                   "--to", to, NULL);
+        vmr_cli_result_assert_error (dry_run, 2);
+        assert_reason (dry_run, "--dry-run is of one host, not --cluster");
     }
 }
 

@@ -11,8 +11,10 @@
  * nothing; all of them stopped, the jobs that wait say "cluster
  * unavailable", the running copies complete, and work resumes once etcd is
  * back; a daemon restarted picks its slots up with its jobs, and one that
- * lost its lease takes a new one and registers again. Every destination holds the bytes of
- * its source. One etcd cluster and the same daemons serve every case, in order.
+ * lost its lease takes a new one and registers again; `evacuate --cluster`
+ * moves the disks of the three hosts, each daemon its own, under the limit,
+ * followed to its end. Every destination holds the bytes of its source. One etcd cluster and the
+ * same daemons serve every case, in order.
  */
 
 #include <glib/gstdio.h>
@@ -38,6 +40,7 @@ typedef struct {
     VmrHarness *hosts[N_HOSTS];
     VmrEtcdCluster etcd;
     gchar *shared;                     /* the storage every host copies into */
+    gchar *evacuated;                  /* ... and the one the cluster's evacuation empties it to */
     gchar *expected[N_HOSTS][N_DISKS]; /* what each disk must hold */
     gchar *on[N_HOSTS][N_DISKS];       /* where each disk is now */
 } Cluster;
@@ -58,7 +61,7 @@ copy_clear (Copy *copy)
     g_clear_pointer (&copy->dest, g_free);
 }
 
-/* bulk copies (mirror jobs not yet ready) in every running QEMU of the cluster */
+/* bulk copies (mirror jobs before ready) in every running QEMU of the cluster */
 static guint
 cluster_bulk_copies (void)
 {
@@ -73,7 +76,7 @@ cluster_bulk_copies (void)
         reply = vmr_harness_qmp (cluster.hosts[i], "query-block-jobs", NULL);
         array = vmr_harness_json_node_array (reply);
         for (guint j = 0; j < json_array_get_length (array); j++) {
-            if (!vmr_json_bool_or (vmr_harness_json_element (array, j), "ready", FALSE))
+            if (vmr_harness_is_bulk_copy (vmr_harness_json_element (array, j)))
                 total++;
         }
     }
@@ -482,6 +485,120 @@ test_etcd_lost (void)
         copy_clear (&copies[i]);
 }
 
+/* the jobs each host lists, to show that a refused evacuation submitted nothing */
+static guint
+count_jobs (guint host)
+{
+    g_autoptr (JsonNode) node = vmr_harness_cli_json (cluster.hosts[host], "jobs", NULL);
+
+    return json_array_get_length (vmr_harness_json_node_array (node));
+}
+
+/* host 0, killed with its QEMU, back with its disks where they are now */
+static void
+revive_host_0 (void)
+{
+    VmrHarness *h = cluster.hosts[0];
+    g_autofree gchar *policy = vmr_harness_path (h, "policy.conf");
+    const gchar *const extra[] = { "--policy", policy, NULL };
+    VmrHarnessDisk disks[N_DISKS];
+
+    for (guint d = 0; d < N_DISKS; d++)
+        disks[d] = (VmrHarnessDisk){ disk_ids[d], cluster.on[0][d], "raw", NULL };
+    vmr_harness_start_qemu (h, disks, N_DISKS);
+    vmr_harness_restart_daemon (h, extra);
+    vmr_harness_attach (h, "vm");
+}
+
+/*
+ * `evacuate --cluster --wait` on host 2 moves every disk of the three hosts
+ * that lies in the shared storage to another one, each daemon its own,
+ * under the cluster's limit, and follows them all to the end; bad input
+ * is refused on one line with nothing submitted anywhere; hosts without
+ * such disks say they have nothing to move.
+ */
+static void
+test_cluster_evacuate (void)
+{
+    g_autoptr (GError) error = NULL;
+    const gchar *to;
+    g_autoptr (VmrCliResult) refused = NULL;
+    g_autoptr (VmrCliResult) result = NULL;
+    VmrCliRun *run;
+    guint jobs_before[N_HOSTS];
+    guint n_moved[N_HOSTS] = { 0 };
+    guint most = 0;
+
+    revive_host_0 ();
+    cluster.evacuated = g_dir_make_tmp ("vmr-evacuated-XXXXXX", &error);
+    g_assert_no_error (error);
+    to = cluster.evacuated;
+    for (guint i = 0; i < N_HOSTS; i++)
+        jobs_before[i] = count_jobs (i);
+    refused = vmr_harness_cli (cluster.hosts[2], "evacuate", "--cluster", "--from", "/nonexistent",
+                               "--to", to, "--wait", NULL);
+    vmr_cli_result_assert_error (refused, 1);
+    g_assert_null (strchr (g_strchomp (refused->err), '\n'));
+    for (guint i = 0; i < N_HOSTS; i++)
+        g_assert_cmpuint (count_jobs (i), ==, jobs_before[i]);
+
+    run = vmr_harness_cli_spawn (cluster.hosts[2], "evacuate", "--cluster", "--from",
+                                 cluster.shared, "--to", to, "--speed", "2M", "--wait", NULL);
+    for (gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;;) {
+        guint running = cluster_bulk_copies ();
+
+        if (running > LIMIT)
+            vmr_fail ("%u bulk copies at once in the cluster's evacuation, its limit is %u",
+                      running, LIMIT);
+        most = MAX (most, running);
+        if (vmr_harness_cli_run_exited (run))
+            break;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("the cluster's evacuation did not end in %d s", TIMEOUT_S);
+        g_usleep (50 * 1000);
+    }
+    result = vmr_harness_cli_wait (run);
+    g_test_message ("evacuate --cluster:\n%s%s", result->out, result->err);
+    vmr_cli_result_assert_ok (result);
+    g_assert_cmpuint (most, ==, LIMIT);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        for (guint d = 0; d < N_DISKS; d++) {
+            g_autofree gchar *base = g_path_get_basename (cluster.on[i][d]);
+            g_autofree gchar *moved = g_build_filename (to, base, NULL);
+
+            if (!g_str_has_prefix (cluster.on[i][d], cluster.shared))
+                continue;
+            vmr_harness_assert_disk_on (cluster.hosts[i], disk_ids[d], moved);
+            vmr_harness_assert_image_equals (moved, "raw", cluster.expected[i][d]);
+            g_free (cluster.on[i][d]);
+            cluster.on[i][d] = g_steal_pointer (&moved);
+            n_moved[i]++;
+        }
+    }
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *line
+            = g_strdup_printf ("host%u: %u of %u disk%s completed\n", i, n_moved[i], n_moved[i],
+                               n_moved[i] == 1 ? "" : "s");
+
+        g_assert_cmpuint (n_moved[i], >, 0);
+        g_assert_nonnull (strstr (result->out, line));
+    }
+    g_assert_nonnull (strstr (result->out, "evacuate: completed: "));
+    /* no domain matches: every host says it has nothing to move, and that is a success */
+    {
+        g_autoptr (VmrCliResult) nothing
+            = vmr_harness_cli (cluster.hosts[1], "evacuate", "--cluster", "--from", to, "--to",
+                               cluster.shared, "--domains", "none*", "--wait", NULL);
+
+        vmr_cli_result_assert_ok (nothing);
+        for (guint i = 0; i < N_HOSTS; i++) {
+            g_autofree gchar *line = g_strdup_printf ("host%u: nothing to move", i);
+
+            g_assert_nonnull (strstr (nothing->out, line));
+        }
+    }
+}
+
 static void
 run_case (gconstpointer user_data)
 {
@@ -517,6 +634,23 @@ set_up (void)
     return TRUE;
 }
 
+/* removes @path (may be NULL) and the files in it, and frees it */
+static void
+remove_dir (gchar *path)
+{
+    g_autoptr (GDir) dir = path != NULL ? g_dir_open (path, 0, NULL) : NULL;
+    const gchar *name;
+
+    while (dir != NULL && (name = g_dir_read_name (dir)) != NULL) {
+        g_autofree gchar *file = g_build_filename (path, name, NULL);
+
+        g_unlink (file);
+    }
+    if (path != NULL)
+        g_rmdir (path);
+    g_free (path);
+}
+
 static void
 tear_down (void)
 {
@@ -532,18 +666,8 @@ tear_down (void)
             g_free (cluster.on[i][d]);
         }
     }
-    if (cluster.shared != NULL) {
-        g_autoptr (GDir) dir = g_dir_open (cluster.shared, 0, NULL);
-        const gchar *name;
-
-        while (dir != NULL && (name = g_dir_read_name (dir)) != NULL) {
-            g_autofree gchar *path = g_build_filename (cluster.shared, name, NULL);
-
-            g_unlink (path);
-        }
-        g_rmdir (cluster.shared);
-        g_free (cluster.shared);
-    }
+    remove_dir (cluster.shared);
+    remove_dir (cluster.evacuated);
 }
 
 int
@@ -558,6 +682,7 @@ main (int argc, char **argv)
     g_test_add_data_func ("/cluster/daemon-restarts", test_daemon_restarts, run_case);
     g_test_add_data_func ("/cluster/lease-lost", test_lease_lost, run_case);
     g_test_add_data_func ("/cluster/etcd-lost", test_etcd_lost, run_case);
+    g_test_add_data_func ("/cluster/evacuate", test_cluster_evacuate, run_case);
     set_up ();
     status = g_test_run ();
     tear_down ();

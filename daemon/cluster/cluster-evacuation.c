@@ -1,0 +1,502 @@
+#define G_LOG_DOMAIN "vmr-cluster"
+
+#include "cluster-evacuation.h"
+
+#include <string.h>
+
+#include "cluster-private.h"
+#include "vmr-error.h"
+#include "vmr-json.h"
+
+/* a watch that ended is opened again this long after */
+#define REWATCH_DELAY_S 1
+/* a query that waits for a change is answered after this long anyway: within a client's timeout */
+#define QUERY_WAIT_MAX_S 10
+
+struct _VmrClusterEvacuations {
+    GObject parent_instance;
+
+    VmrCluster *cluster; /* a reference */
+    gchar *prefix;       /* /virt-mirror/NAME/evacuations/ */
+    VmrEtcdWatch *watch;
+    guint rewatch_source;
+    gint64 revision;     /* etcd's revision at the last message of the watch */
+    GPtrArray *queries;  /* of Query *: those that wait for a change */
+    GHashTable *reports; /* evacuation id -> Report *: this host's, one put at a time */
+};
+
+/* this host's report of one evacuation: puts go one after the other, the latest last */
+typedef struct {
+    gchar *pending; /* the value to put once the one on its way is answered, or NULL */
+    gboolean in_flight;
+} Report;
+
+static void
+report_free (Report *report)
+{
+    g_free (report->pending);
+    g_free (report);
+}
+
+G_DEFINE_FINAL_TYPE (VmrClusterEvacuations, vmr_cluster_evacuations, G_TYPE_OBJECT)
+
+enum {
+    SIGNAL_REQUEST,
+    N_SIGNALS,
+};
+
+static guint signals[N_SIGNALS];
+
+/* a query waiting for a change of its evacuation's keys past @after */
+typedef struct {
+    GTask *task;
+    gchar *id;
+    gint64 after;
+    guint timeout_source;
+} Query;
+
+static void
+query_free (Query *query)
+{
+    g_clear_handle_id (&query->timeout_source, g_source_remove);
+    g_clear_object (&query->task);
+    g_free (query->id);
+    g_free (query);
+}
+
+static void open_watch (VmrClusterEvacuations *self);
+
+static void
+vmr_cluster_evacuations_dispose (GObject *object)
+{
+    VmrClusterEvacuations *self = VMR_CLUSTER_EVACUATIONS (object);
+
+    g_clear_pointer (&self->watch, vmr_etcd_watch_free);
+    g_clear_handle_id (&self->rewatch_source, g_source_remove);
+    for (guint i = 0; i < self->queries->len; i++) {
+        Query *query = g_ptr_array_index (self->queries, i);
+
+        g_task_return_new_error (query->task, G_IO_ERROR, G_IO_ERROR_CANCELLED,
+                                 "the daemon is stopping");
+    }
+    g_ptr_array_set_size (self->queries, 0);
+    g_clear_object (&self->cluster);
+    G_OBJECT_CLASS (vmr_cluster_evacuations_parent_class)->dispose (object);
+}
+
+static void
+vmr_cluster_evacuations_finalize (GObject *object)
+{
+    VmrClusterEvacuations *self = VMR_CLUSTER_EVACUATIONS (object);
+
+    g_free (self->prefix);
+    g_ptr_array_unref (self->queries);
+    g_hash_table_unref (self->reports);
+    G_OBJECT_CLASS (vmr_cluster_evacuations_parent_class)->finalize (object);
+}
+
+static void
+vmr_cluster_evacuations_class_init (VmrClusterEvacuationsClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+    object_class->dispose = vmr_cluster_evacuations_dispose;
+    object_class->finalize = vmr_cluster_evacuations_finalize;
+    signals[SIGNAL_REQUEST] = g_signal_new ("request", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                            0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_POINTER);
+}
+
+static void
+vmr_cluster_evacuations_init (VmrClusterEvacuations *self)
+{
+    self->queries = g_ptr_array_new_with_free_func ((GDestroyNotify) query_free);
+    self->reports
+        = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) report_free);
+}
+
+/* the evacuation a key of the prefix belongs to, and what follows its id */
+static gchar *
+evacuation_of (VmrClusterEvacuations *self, const gchar *key, const gchar **out_rest)
+{
+    const gchar *id;
+    const gchar *slash;
+
+    if (key == NULL || !g_str_has_prefix (key, self->prefix))
+        return NULL;
+    id = key + strlen (self->prefix);
+    slash = strchr (id, '/');
+    if (slash == NULL || slash == id)
+        return NULL;
+    *out_rest = slash;
+    return g_strndup (id, (gsize) (slash - id));
+}
+
+/* ---- reading an evacuation ---- */
+
+typedef struct {
+    gchar *id;
+    JsonObject *answer; /* what it has read so far */
+} Reading;
+
+static void
+reading_free (Reading *reading)
+{
+    g_free (reading->id);
+    g_clear_pointer (&reading->answer, json_object_unref);
+    g_free (reading);
+}
+
+static JsonObject *
+range_request (const gchar *prefix)
+{
+    JsonObject *range = json_object_new ();
+    g_autofree gchar *key = vmr_etcd_encode (prefix);
+    g_autofree gchar *end = vmr_etcd_prefix_end (prefix);
+
+    json_object_set_string_member (range, "key", key);
+    json_object_set_string_member (range, "range_end", end);
+    return range;
+}
+
+static void
+members_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    Reading *reading = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonObject) reply
+        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
+    JsonArray *kvs;
+    JsonArray *members = json_array_new ();
+
+    json_object_set_array_member (reading->answer, "members", members);
+    if (reply == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    kvs = vmr_json_get_array (reply, "kvs");
+    for (guint i = 0; kvs != NULL && i < json_array_get_length (kvs); i++) {
+        g_autoptr (JsonObject) member
+            = vmr_cluster_kv_object (json_array_get_object_element (kvs, i));
+
+        if (member != NULL && vmr_json_get_string (member, "host") != NULL)
+            json_array_add_string_element (members, vmr_json_get_string (member, "host"));
+    }
+    g_task_return_pointer (task, json_object_ref (reading->answer),
+                           (GDestroyNotify) json_object_unref);
+}
+
+static void
+keys_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    GTask *task = user_data;
+    VmrClusterEvacuations *self = g_task_get_source_object (task);
+    Reading *reading = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonObject) reply
+        = vmr_etcd_client_call_finish (VMR_ETCD_CLIENT (source), result, &error);
+    g_autofree gchar *members = g_strdup_printf ("/virt-mirror/%s/members/",
+                                                 vmr_cluster_get_config (self->cluster)->name);
+    JsonArray *hosts = json_array_new ();
+    JsonArray *kvs;
+
+    reading->answer = json_object_new ();
+    json_object_set_string_member (reading->answer, "id", reading->id);
+    json_object_set_null_member (reading->answer, "request");
+    json_object_set_array_member (reading->answer, "hosts", hosts);
+    if (reply == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        g_object_unref (task);
+        return;
+    }
+    json_object_set_int_member (reading->answer, "revision", vmr_etcd_json_revision (reply));
+    kvs = vmr_json_get_array (reply, "kvs");
+    for (guint i = 0; kvs != NULL && i < json_array_get_length (kvs); i++) {
+        JsonObject *kv = json_array_get_object_element (kvs, i);
+        g_autofree gchar *key = vmr_etcd_decode (vmr_json_get_string (kv, "key"));
+        const gchar *rest = NULL;
+        g_autofree gchar *id = evacuation_of (self, key, &rest);
+        JsonObject *value = vmr_cluster_kv_object (kv);
+
+        if (value == NULL || g_strcmp0 (id, reading->id) != 0) {
+            g_clear_pointer (&value, json_object_unref);
+            continue;
+        }
+        if (g_str_equal (rest, "/request"))
+            json_object_set_object_member (reading->answer, "request", value);
+        else
+            json_array_add_object_element (hosts, value);
+    }
+    vmr_etcd_client_call_async (vmr_cluster_get_client (self->cluster), "kv/range",
+                                range_request (members), NULL, members_done_cb, task);
+}
+
+static void
+read_evacuation (VmrClusterEvacuations *self, GTask *task)
+{
+    Reading *reading = g_task_get_task_data (task);
+    g_autofree gchar *prefix = g_strdup_printf ("%s%s/", self->prefix, reading->id);
+
+    vmr_etcd_client_call_async (vmr_cluster_get_client (self->cluster), "kv/range",
+                                range_request (prefix), NULL, keys_done_cb, task);
+}
+
+/* nothing changed for a while: the query is answered with what is there */
+static gboolean
+query_timeout_cb (gpointer user_data)
+{
+    Query *query = user_data;
+    GTask *task = g_steal_pointer (&query->task);
+    VmrClusterEvacuations *self = g_task_get_source_object (task);
+
+    query->timeout_source = 0;
+    g_ptr_array_remove (self->queries, query);
+    read_evacuation (self, task);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vmr_cluster_evacuations_query_async (VmrClusterEvacuations *self, const gchar *id, gint64 after,
+                                     GCancellable *cancellable, GAsyncReadyCallback callback,
+                                     gpointer user_data)
+{
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    Reading *reading = g_new0 (Reading, 1);
+    Query *query;
+
+    reading->id = g_strdup (id);
+    g_task_set_task_data (task, reading, (GDestroyNotify) reading_free);
+    if (after <= 0 || self->revision > after) {
+        read_evacuation (self, task);
+        return;
+    }
+    query = g_new0 (Query, 1);
+    query->task = task;
+    query->id = g_strdup (id);
+    query->after = after;
+    query->timeout_source = g_timeout_add_seconds (QUERY_WAIT_MAX_S, query_timeout_cb, query);
+    g_ptr_array_add (self->queries, query);
+}
+
+JsonObject *
+vmr_cluster_evacuations_query_finish (VmrClusterEvacuations *self, GAsyncResult *result,
+                                      GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (result, self), NULL);
+    return g_task_propagate_pointer (G_TASK (result), error);
+}
+
+/* ---- the watch ---- */
+
+/* the queries of @id are answered: a key of their evacuation changed */
+static void
+answer_queries (VmrClusterEvacuations *self, const gchar *id)
+{
+    for (guint i = self->queries->len; i-- > 0;) {
+        Query *query = g_ptr_array_index (self->queries, i);
+
+        if (!g_str_equal (query->id, id) || self->revision <= query->after)
+            continue;
+        read_evacuation (self, g_steal_pointer (&query->task));
+        g_ptr_array_remove_index (self->queries, i);
+    }
+}
+
+static void
+event_cb (VmrClusterEvacuations *self, JsonObject *event)
+{
+    JsonObject *kv = vmr_json_get_object (event, "kv");
+    g_autofree gchar *key = kv != NULL ? vmr_etcd_decode (vmr_json_get_string (kv, "key")) : NULL;
+    const gchar *rest = NULL;
+    g_autofree gchar *id = evacuation_of (self, key, &rest);
+
+    if (id == NULL)
+        return;
+    if (g_str_equal (rest, "/request")
+        && g_strcmp0 (vmr_json_get_string (event, "type"), "DELETE") != 0
+        && vmr_etcd_json_int64 (kv, "create_revision")
+               == vmr_etcd_json_int64 (kv, "mod_revision")) {
+        g_autoptr (JsonObject) request = vmr_cluster_kv_object (kv);
+
+        if (request != NULL && g_strcmp0 (vmr_json_get_string (request, "id"), id) == 0) {
+            g_message ("cluster evacuation %s: %s to %s, asked by %s", id,
+                       vmr_json_get_string (request, "from"), vmr_json_get_string (request, "to"),
+                       vmr_json_get_string (request, "host"));
+            g_signal_emit (self, signals[SIGNAL_REQUEST], 0, request);
+        }
+    }
+    answer_queries (self, id);
+}
+
+static void
+watch_result_cb (JsonObject *result, gpointer user_data)
+{
+    VmrClusterEvacuations *self = user_data;
+    JsonArray *events = vmr_json_get_array (result, "events");
+    gint64 revision = vmr_etcd_json_revision (result);
+
+    if (revision > self->revision)
+        self->revision = revision;
+    for (guint i = 0; events != NULL && i < json_array_get_length (events); i++) {
+        JsonNode *node = json_array_get_element (events, i);
+
+        if (JSON_NODE_HOLDS_OBJECT (node))
+            event_cb (self, json_node_get_object (node));
+    }
+}
+
+static gboolean
+rewatch_cb (gpointer user_data)
+{
+    VmrClusterEvacuations *self = user_data;
+
+    self->rewatch_source = 0;
+    open_watch (self);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+watch_closed_cb (const GError *error, gpointer user_data)
+{
+    VmrClusterEvacuations *self = user_data;
+
+    /* the watch frees itself after this; requests put meanwhile are not seen */
+    self->watch = NULL;
+    g_debug ("cluster evacuations: the watch ended: %s", error != NULL ? error->message : "");
+    if (self->rewatch_source == 0)
+        self->rewatch_source = g_timeout_add_seconds (REWATCH_DELAY_S, rewatch_cb, self);
+}
+
+static void
+open_watch (VmrClusterEvacuations *self)
+{
+    g_clear_pointer (&self->watch, vmr_etcd_watch_free);
+    self->watch = vmr_etcd_client_watch (vmr_cluster_get_client (self->cluster),
+                                         range_request (self->prefix), watch_result_cb,
+                                         watch_closed_cb, self);
+}
+
+VmrClusterEvacuations *
+vmr_cluster_evacuations_new (VmrCluster *cluster)
+{
+    VmrClusterEvacuations *self = g_object_new (VMR_TYPE_CLUSTER_EVACUATIONS, NULL);
+
+    self->cluster = g_object_ref (cluster);
+    self->prefix
+        = g_strdup_printf ("/virt-mirror/%s/evacuations/", vmr_cluster_get_config (cluster)->name);
+    open_watch (self);
+    return self;
+}
+
+/* ---- requests and reports ---- */
+
+static void
+submit_done_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, gpointer user_data)
+{
+    GTask *task = user_data;
+
+    if (reply == NULL)
+        g_task_return_error (task, g_error_copy (error));
+    else
+        g_task_return_pointer (task, g_strdup (g_task_get_task_data (task)), g_free);
+    g_object_unref (task);
+}
+
+void
+vmr_cluster_evacuations_submit_async (VmrClusterEvacuations *self, JsonObject *request,
+                                      GAsyncReadyCallback callback, gpointer user_data)
+{
+    GTask *task = g_task_new (self, NULL, callback, user_data);
+    const VmrClusterConfig *config = vmr_cluster_get_config (self->cluster);
+    g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), request);
+    g_autofree gchar *key = NULL;
+    g_autofree gchar *value = NULL;
+    gchar *id;
+
+    if (!vmr_cluster_is_available (self->cluster) || self->watch == NULL) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                 "cluster %s: %s: nothing was submitted", config->name,
+                                 VMR_CLUSTER_UNAVAILABLE);
+        g_object_unref (task);
+        return;
+    }
+    id = g_strdup_printf ("%s-%" G_GINT64_FORMAT, config->host, g_get_real_time () / 1000);
+    g_task_set_task_data (task, id, g_free);
+    json_object_set_string_member (request, "id", id);
+    json_object_set_string_member (request, "host", config->host);
+    key = g_strdup_printf ("%s%s/request", self->prefix, id);
+    value = json_to_string (node, FALSE);
+    vmr_cluster_call (self->cluster, "kv/put", vmr_cluster_put_text (self->cluster, key, value),
+                      submit_done_cb, task, NULL);
+}
+
+gchar *
+vmr_cluster_evacuations_submit_finish (VmrClusterEvacuations *self, GAsyncResult *result,
+                                       GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (result, self), NULL);
+    return g_task_propagate_pointer (G_TASK (result), error);
+}
+
+static void put_report (VmrClusterEvacuations *self, const gchar *id, Report *report, gchar *value);
+
+typedef struct {
+    VmrClusterEvacuations *self; /* a reference */
+    gchar *id;
+} ReportPut;
+
+static void
+report_done_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, gpointer user_data)
+{
+    ReportPut *put = user_data;
+    Report *report = g_hash_table_lookup (put->self->reports, put->id);
+
+    if (reply == NULL)
+        g_warning ("cluster evacuation %s: the report did not reach etcd: %s", put->id,
+                   error->message);
+    if (report != NULL) {
+        report->in_flight = FALSE;
+        if (report->pending != NULL)
+            put_report (put->self, put->id, report, g_steal_pointer (&report->pending));
+    }
+    g_object_unref (put->self);
+    g_free (put->id);
+    g_free (put);
+}
+
+/* puts @value (consumed) as this host's report of @id */
+static void
+put_report (VmrClusterEvacuations *self, const gchar *id, Report *report, gchar *value)
+{
+    const VmrClusterConfig *config = vmr_cluster_get_config (self->cluster);
+    g_autofree gchar *key = g_strdup_printf ("%s%s/hosts/%s", self->prefix, id, config->host);
+    g_autofree gchar *owned = value;
+    ReportPut *put = g_new0 (ReportPut, 1);
+
+    put->self = g_object_ref (self);
+    put->id = g_strdup (id);
+    report->in_flight = TRUE;
+    vmr_cluster_call (self->cluster, "kv/put", vmr_cluster_put_text (self->cluster, key, owned),
+                      report_done_cb, put, NULL);
+}
+
+void
+vmr_cluster_evacuations_report (VmrClusterEvacuations *self, const gchar *id, JsonObject *report)
+{
+    const VmrClusterConfig *config = vmr_cluster_get_config (self->cluster);
+    g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), report);
+    Report *reporting = g_hash_table_lookup (self->reports, id);
+
+    json_object_set_string_member (report, "host", config->host);
+    if (reporting == NULL) {
+        reporting = g_new0 (Report, 1);
+        g_hash_table_insert (self->reports, g_strdup (id), reporting);
+    }
+    /* two puts on their way at once could land in either order: the latest waits its turn */
+    if (reporting->in_flight) {
+        g_free (reporting->pending);
+        reporting->pending = json_to_string (node, FALSE);
+        return;
+    }
+    put_report (self, id, reporting, json_to_string (node, FALSE));
+}

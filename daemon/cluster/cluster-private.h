@@ -1,0 +1,82 @@
+/*
+ * What the files of VmrCluster share: the object itself, its jobs, and
+ * its calls to etcd (cluster-request.c). cluster.c holds the object and
+ * the admission of its jobs, cluster-connect.c the lease, the registration of what runs, the
+ * view and its watch, cluster-publish.c what `cluster status` and
+ * `cluster jobs` read of this daemon.
+ */
+#pragma once
+
+#include "cluster-queue.h"
+#include "cluster.h"
+#include "etcd-client.h"
+
+G_BEGIN_DECLS
+
+/* a job of this daemon that has asked for a slot, or holds one */
+typedef struct {
+    gchar *job;
+    gchar *key; /* its queue key */
+    gchar *source;
+    gchar *destination;
+    gboolean started;    /* it holds a slot: its bulk copy runs */
+    gboolean registered; /* its key is in etcd under the current lease, as it stands */
+    gboolean in_flight;  /* a put or a transaction on its key is on its way */
+} LocalJob;
+
+struct _VmrCluster {
+    GObject parent_instance;
+
+    VmrClusterConfig *config;
+    VmrEtcdClient *client;
+    GCancellable *cancellable;
+    gchar *prefix;        /* /virt-mirror/NAME/queue/ */
+    gchar *prefix_b64;    /* ... base64 */
+    gchar *prefix_end;    /* the range's end, base64 */
+    gchar *lease_id;      /* NULL: no lease */
+    gboolean available;   /* the lease is alive, what runs is registered, the watch is open */
+    gboolean syncing;     /* a registration of what runs, a read and a watch are on their way */
+    guint sync_pending;   /* puts of the sync not yet answered */
+    gboolean sync_failed; /* ... one of them failed */
+    gint64 last_sync;     /* when the last sync started, monotonic µs */
+    guint keepalive_source;
+    gboolean keepalive_in_flight;
+    GHashTable *local;     /* job id -> LocalJob * */
+    GHashTable *released;  /* queue keys to delete once etcd answers */
+    GHashTable *published; /* job id -> its summary as published, JSON text */
+    VmrClusterQueue *view; /* every host's queue keys */
+    gint64 view_revision;  /* etcd's revision the view stands at */
+    VmrEtcdWatch *watch;
+};
+
+/* what a call's reply goes to: @reply NULL with @error when it failed; never after dispose */
+typedef void (*ReplyFunc) (VmrCluster *self, JsonObject *reply, const GError *error,
+                           gpointer user_data);
+
+/* POSTs @body (consumed) to etcd's /v3/@method; @func gets the reply, then @destroy @data */
+void vmr_cluster_call (VmrCluster *self, const gchar *method, JsonObject *body, ReplyFunc func,
+                       gpointer data, GDestroyNotify destroy);
+void vmr_cluster_emit_changed (VmrCluster *self);
+/* etcd could not be reached (@error, or NULL: the watch ended): no new slot is taken */
+void vmr_cluster_set_unavailable (VmrCluster *self, const GError *error);
+/* a PutRequest of @local's queue key and value under the lease, in base64 */
+JsonObject *vmr_cluster_put_job (VmrCluster *self, const LocalJob *local);
+/* a PutRequest of @key and @value (text) under the lease, in base64 */
+JsonObject *vmr_cluster_put_text (VmrCluster *self, const gchar *key, const gchar *value);
+/* deletes @key (text); @func gets the reply */
+void vmr_cluster_delete_key (VmrCluster *self, const gchar *key, ReplyFunc func);
+
+/* cluster-connect.c: takes a lease, keeps it alive, registers, reads and watches the queue */
+void vmr_cluster_connect (VmrCluster *self);
+
+/*
+ * cluster-publish.c: puts again this daemon's member key and every job it
+ * publishes, each answered to @func; returns how many puts it sent.
+ */
+guint vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func);
+
+/* cluster-status.c: the value of @kv as a JSON object with its create revision and lease, or NULL
+ */
+JsonObject *vmr_cluster_kv_object (JsonObject *kv);
+
+G_END_DECLS

@@ -1,0 +1,333 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+/*
+ * Evacuations across the cluster (cluster-evacuation.h): the command's
+ * daemon checks the request on its own host (a dry run of its plan) and
+ * puts it for every daemon; each daemon, this one too, runs its own
+ * evacuation of it under the cluster's limits and reports under its lease
+ * how its jobs go, at each of their transitions, until they have all ended.
+ */
+
+#include "engine-private.h"
+
+#include "cluster-evacuation.h"
+#include "cluster.h"
+#include "vmr-error.h"
+#include "vmr-json.h"
+
+/* this host's part of an evacuation */
+typedef struct {
+    gchar *id;
+    gchar *from;
+    JsonObject *plan; /* the local evacuation's, NULL until it is made */
+    gchar *error;     /* why this host could not evacuate, or NULL */
+    gboolean planned; /* the local evacuation answered */
+} HostEvacuation;
+
+static void
+host_evacuation_free (HostEvacuation *evacuation)
+{
+    g_free (evacuation->id);
+    g_free (evacuation->from);
+    g_clear_pointer (&evacuation->plan, json_object_unref);
+    g_free (evacuation->error);
+    g_free (evacuation);
+}
+
+/* the request's members as a VmrEvacuateRequest; the strings belong to @object */
+static VmrEvacuateRequest
+request_of (JsonObject *object)
+{
+    VmrEvacuateRequest request = {
+        .from = vmr_json_get_string (object, "from"),
+        .to = vmr_json_get_string (object, "to"),
+        .domains = vmr_json_get_string (object, "domains"),
+        .format = vmr_json_get_string (object, "format"),
+    };
+
+    request.speed_given = vmr_json_get_uint (object, "speed", &request.speed);
+    return request;
+}
+
+/* what this host publishes of @evacuation: each disk with its job's state */
+static JsonObject *
+host_report (VmrEngine *self, HostEvacuation *evacuation)
+{
+    JsonObject *report = json_object_new ();
+    JsonArray *disks = json_array_new ();
+    JsonArray *planned
+        = evacuation->plan != NULL ? vmr_json_get_array (evacuation->plan, "disks") : NULL;
+    gboolean ended = evacuation->planned;
+
+    json_object_set_string_member (report, "from", evacuation->from);
+    if (evacuation->error != NULL)
+        json_object_set_string_member (report, "error", evacuation->error);
+    for (guint i = 0; planned != NULL && i < json_array_get_length (planned); i++) {
+        JsonObject *entry = json_array_get_object_element (planned, i);
+        const gchar *id = vmr_json_get_string (entry, "job");
+        VmrJob *job = id != NULL ? vmr_job_table_lookup_or_load (self->jobs, id) : NULL;
+        JsonObject *disk = json_object_new ();
+
+        json_object_set_string_member (disk, "domain", vmr_json_get_string (entry, "domain"));
+        json_object_set_string_member (disk, "disk", vmr_json_get_string (entry, "disk"));
+        if (id != NULL)
+            json_object_set_string_member (disk, "job", id);
+        if (job != NULL) {
+            json_object_set_string_member (disk, "state", vmr_job_state_to_string (job->state));
+            if (job->reason != NULL)
+                json_object_set_string_member (disk, "error", job->reason);
+            ended = ended && vmr_job_state_is_final (job->state);
+        } else {
+            /* skipped, or refused at submission */
+            json_object_set_string_member (
+                disk, "state",
+                vmr_json_get_string (entry, "skipped") != NULL ? "skipped" : "failed");
+            if (vmr_json_get_string (entry, "error") != NULL)
+                json_object_set_string_member (disk, "error", vmr_json_get_string (entry, "error"));
+        }
+        json_array_add_object_element (disks, disk);
+    }
+    json_object_set_array_member (report, "disks", disks);
+    json_object_set_string_member (report, "state",
+                                   ended                 ? "ended"
+                                   : evacuation->planned ? "running"
+                                                         : "planning");
+    return report;
+}
+
+static void
+report (VmrEngine *self, HostEvacuation *evacuation)
+{
+    g_autoptr (JsonObject) object = host_report (self, evacuation);
+
+    if (self->evacuations != NULL)
+        vmr_cluster_evacuations_report (self->evacuations, evacuation->id, object);
+    if (g_str_equal (vmr_json_get_string (object, "state"), "ended"))
+        g_hash_table_remove (self->cluster_evacuations, evacuation->id);
+}
+
+typedef struct {
+    VmrEngine *self; /* a reference */
+    gchar *id;
+} Planning;
+
+static void
+local_evacuate_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Planning *planning = user_data;
+    VmrEngine *self = planning->self;
+    HostEvacuation *evacuation = g_hash_table_lookup (self->cluster_evacuations, planning->id);
+    g_autoptr (GError) error = NULL;
+    JsonObject *plan = vmr_engine_evacuate_finish (self, result, &error);
+
+    if (evacuation != NULL)
+        evacuation->planned = TRUE;
+    if (evacuation == NULL) {
+        g_clear_pointer (&plan, json_object_unref);
+    } else if (plan != NULL) {
+        evacuation->plan = plan;
+    } else if (!g_error_matches (error, VMR_ERROR, VMR_ERROR_NOT_FOUND)
+               || g_file_test (evacuation->from, G_FILE_TEST_IS_DIR)) {
+        /* no such directory here is nothing to move; anything else is this host's failure */
+        g_warning ("cluster evacuation %s: %s", planning->id, error->message);
+        evacuation->error = g_strdup (error->message);
+    }
+    if (evacuation != NULL)
+        report (self, evacuation);
+    g_object_unref (planning->self);
+    g_free (planning->id);
+    g_free (planning);
+}
+
+static void
+request_cb (VmrClusterEvacuations *evacuations, JsonObject *object, gpointer user_data)
+{
+    VmrEngine *self = user_data;
+    VmrEvacuateRequest request = request_of (object);
+    HostEvacuation *evacuation = g_new0 (HostEvacuation, 1);
+    Planning *planning = g_new0 (Planning, 1);
+
+    evacuation->id = g_strdup (vmr_json_get_string (object, "id"));
+    evacuation->from = g_strdup (request.from);
+    g_hash_table_replace (self->cluster_evacuations, evacuation->id, evacuation);
+    report (self, evacuation);
+    planning->self = g_object_ref (self);
+    planning->id = g_strdup (evacuation->id);
+    vmr_engine_evacuate_async (self, &request, NULL, local_evacuate_cb, planning);
+}
+
+static void job_changed_cb (VmrEngine *self, VmrJob *job, gint previous, gpointer user_data);
+
+static void
+cluster_joined (VmrEngine *self)
+{
+    self->cluster_evacuations = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                                       (GDestroyNotify) host_evacuation_free);
+    self->evacuations = vmr_cluster_evacuations_new (self->cluster);
+    g_signal_connect (self->evacuations, "request", G_CALLBACK (request_cb), self);
+    g_signal_connect (self, "job-changed", G_CALLBACK (job_changed_cb), NULL);
+}
+
+static void
+cluster_leaving (VmrEngine *self)
+{
+    g_signal_handlers_disconnect_by_func (self, job_changed_cb, NULL);
+    if (self->evacuations != NULL)
+        g_signal_handlers_disconnect_by_data (self->evacuations, self);
+    g_clear_object (&self->evacuations);
+    g_clear_pointer (&self->cluster_evacuations, g_hash_table_unref);
+}
+
+/* a job changed: the evacuation it belongs to reports again */
+static void
+job_changed_cb (VmrEngine *self, VmrJob *job, gint previous, gpointer user_data)
+{
+    GHashTableIter iter;
+    HostEvacuation *evacuation;
+    g_autoptr (GPtrArray) changed = g_ptr_array_new ();
+
+    if (self->cluster_evacuations == NULL)
+        return;
+    g_hash_table_iter_init (&iter, self->cluster_evacuations);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &evacuation)) {
+        JsonArray *planned
+            = evacuation->plan != NULL ? vmr_json_get_array (evacuation->plan, "disks") : NULL;
+
+        for (guint i = 0; planned != NULL && i < json_array_get_length (planned); i++) {
+            if (g_strcmp0 (vmr_json_get_string (json_array_get_object_element (planned, i), "job"),
+                           job->id)
+                == 0) {
+                g_ptr_array_add (changed, evacuation);
+                break;
+            }
+        }
+    }
+    for (guint i = 0; i < changed->len; i++)
+        report (self, g_ptr_array_index (changed, i));
+}
+
+void
+vmr_engine_follow_cluster_evacuations (VmrEngine *self)
+{
+    self->hooks.cluster_joined = cluster_joined;
+    self->hooks.cluster_leaving = cluster_leaving;
+    if (self->cluster != NULL && self->evacuations == NULL)
+        cluster_joined (self);
+}
+
+/* ---- the command's side ---- */
+
+static gboolean
+check_cluster (VmrEngine *self, GTask *task)
+{
+    if (self->evacuations != NULL)
+        return TRUE;
+    g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_NOT_FOUND,
+                             self->cluster_error != NULL
+                                 ? "the daemon could not join its cluster: %s"
+                                 : "the policy has no [cluster] section%s",
+                             self->cluster_error != NULL ? self->cluster_error : "");
+    return FALSE;
+}
+
+static void
+submitted_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrEngine *self = g_task_get_source_object (task);
+    GError *error = NULL;
+    g_autofree gchar *id
+        = vmr_cluster_evacuations_submit_finish (VMR_CLUSTER_EVACUATIONS (source), result, &error);
+    JsonObject *answer;
+
+    if (id == NULL) {
+        g_task_return_error (task, error);
+        return;
+    }
+    answer = json_object_new ();
+    json_object_set_string_member (answer, "id", id);
+    json_object_set_string_member (answer, "cluster", vmr_cluster_get_config (self->cluster)->name);
+    g_task_return_pointer (task, answer, (GDestroyNotify) json_object_unref);
+}
+
+/* this host's dry run said the request is sound: every daemon gets it */
+static void
+checked_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    GTask *task = user_data;
+    VmrEngine *self = VMR_ENGINE (source);
+    GError *error = NULL;
+    g_autoptr (JsonObject) plan = vmr_engine_evacuate_finish (self, result, &error);
+
+    if (plan == NULL) {
+        g_task_return_error (task, error);
+        g_object_unref (task);
+        return;
+    }
+    if (self->evacuations == NULL) {
+        check_cluster (self, task);
+        g_object_unref (task);
+        return;
+    }
+    vmr_cluster_evacuations_submit_async (
+        self->evacuations, json_object_ref (g_task_get_task_data (task)), submitted_cb, task);
+}
+
+void
+vmr_engine_cluster_evacuate_async (VmrEngine *self, JsonObject *request, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data)
+{
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    VmrEvacuateRequest dry_run = request_of (request);
+
+    if (!check_cluster (self, task)) {
+        g_object_unref (task);
+        return;
+    }
+    g_task_set_task_data (task, json_object_ref (request), (GDestroyNotify) json_object_unref);
+    dry_run.dry_run = TRUE;
+    vmr_engine_evacuate_async (self, &dry_run, cancellable, checked_cb, task);
+}
+
+JsonObject *
+vmr_engine_cluster_evacuate_finish (VmrEngine *self, GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (result, self), NULL);
+    return g_task_propagate_pointer (G_TASK (result), error);
+}
+
+static void
+queried_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    GError *error = NULL;
+    JsonObject *answer
+        = vmr_cluster_evacuations_query_finish (VMR_CLUSTER_EVACUATIONS (source), result, &error);
+
+    if (answer == NULL)
+        g_task_return_error (task, error);
+    else
+        g_task_return_pointer (task, answer, (GDestroyNotify) json_object_unref);
+}
+
+void
+vmr_engine_query_cluster_evacuation_async (VmrEngine *self, const gchar *id, gint64 after,
+                                           GCancellable *cancellable, GAsyncReadyCallback callback,
+                                           gpointer user_data)
+{
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+
+    if (!check_cluster (self, task)) {
+        g_object_unref (task);
+        return;
+    }
+    vmr_cluster_evacuations_query_async (self->evacuations, id, after, cancellable, queried_cb,
+                                         task);
+}
+
+JsonObject *
+vmr_engine_query_cluster_evacuation_finish (VmrEngine *self, GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (result, self), NULL);
+    return g_task_propagate_pointer (G_TASK (result), error);
+}
