@@ -151,7 +151,7 @@ progress_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gi
     g_array_append_val (events->done, done);
 }
 
-/* whether @window shows @needle; waits at most @timeout_s */
+/* the screen of @window once it shows @needle (free with g_free()); waits at most @timeout_s */
 static gchar *
 wait_screen (Tmux *tmux, const gchar *window, const gchar *needle, guint timeout_s)
 {
@@ -208,7 +208,7 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
                                    g_getenv ("VMR_CLI"), h->socket, vm.dest);
     g_free (tmux_run (&tmux, "-f", "/dev/null", "new-session", "-d", "-s", "vmr", "-n", "watch",
                       "-x", COLUMNS, "-y", ROWS, watch_cmd, NULL));
-    wait_screen (&tmux, "vmr:watch", "No jobs yet", 10);
+    g_free (wait_screen (&tmux, "vmr:watch", "No jobs yet", 10));
     cursor = tmux_run (&tmux, "display-message", "-p", "-t", "vmr:watch", "#{cursor_flag}", NULL);
     g_assert_cmpstr (g_strstrip (cursor), ==, "0");
 
