@@ -448,7 +448,7 @@ out:
     }
     g_clear_object (&control);
     vmr_bench_stop_daemon (&daemon, STOP_TIMEOUT_S);
-    vmr_bench_remove_tree (run_dir);
+    vmr_bench_remove_dirs (run_dir, image_dir, FALSE);
     return ok;
 }
 

@@ -377,9 +377,10 @@ vmr_bench_make_dirs (const gchar *image_parent, gchar **out_run_dir, gchar **out
     *out_run_dir = g_dir_make_tmp ("vmr-bench-XXXXXX", error);
     if (*out_run_dir == NULL)
         return FALSE;
+    /* never the same directory: the daemon refuses destinations in its socket's directory */
     if (image_parent == NULL) {
-        *out_image_dir = g_strdup (*out_run_dir);
-        return TRUE;
+        *out_image_dir = g_dir_make_tmp ("vmr-bench-images-XXXXXX", error);
+        return *out_image_dir != NULL;
     }
     /* QEMU and the daemon are handed absolute paths */
     parent = g_canonicalize_filename (image_parent, NULL);
