@@ -27,7 +27,7 @@ static const gchar *const shown_job_members[] = {
     "speed",       "manual-pivot",     "progress",    "created",     "updated",
     "history",     "policy",           "waiting-for", "group",       "copy-mode",
     "source-node", "source-file-node", "orphaned",    "convergence", "nbd",
-    "verify",      "verification",     "granularity", NULL,
+    "verify",      "verification",     "granularity", "buf-size",    NULL,
 };
 
 gint
@@ -265,6 +265,19 @@ print_history (JsonArray *history)
 }
 
 /* the last verification's end, after the transitions */
+/* a size of the job's object, when it has one */
+static void
+print_bytes_field (JsonObject *obj, const gchar *member, const gchar *label)
+{
+    guint64 bytes = 0;
+
+    if (vmr_json_get_uint (obj, member, &bytes) && bytes > 0) {
+        g_autofree gchar *text = vmr_units_format_bytes (bytes);
+
+        print_field (label, text);
+    }
+}
+
 static void
 print_verification_end (JsonObject *obj)
 {
@@ -496,7 +509,6 @@ vmr_cli_output_job (const VmrCliJob *job)
     g_autofree gchar *eta = vmr_cli_job_format_eta (job);
     g_autofree gchar *created = job->created > 0 ? vmr_cli_format_time (job->created) : NULL;
     g_autofree gchar *updated = job->updated > 0 ? vmr_cli_format_time (job->updated) : NULL;
-    guint64 granularity = 0;
 
     print_field ("Job", job->id);
     print_field ("Domain", job->domain);
@@ -525,11 +537,8 @@ vmr_cli_output_job (const VmrCliJob *job)
         print_field ("Group", group);
     }
     print_field ("Copy mode", vmr_json_get_string (obj, "copy-mode"));
-    if (vmr_json_get_uint (obj, "granularity", &granularity) && granularity > 0) {
-        g_autofree gchar *text = vmr_units_format_bytes (granularity);
-
-        print_field ("Granularity", text);
-    }
+    print_bytes_field (obj, "granularity", "Granularity");
+    print_bytes_field (obj, "buf-size", "Buffer");
     /* only once the daemon made the copy converge */
     if (convergence != NULL)
         print_field ("Convergence", convergence);

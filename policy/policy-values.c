@@ -38,6 +38,7 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_MIN_SPEED] = "min-speed",
     [VMR_POLICY_KEY_MAX_SPEED] = "max-speed",
     [VMR_POLICY_KEY_GRANULARITY] = "granularity",
+    [VMR_POLICY_KEY_BUF_SIZE] = "buf-size",
     [VMR_POLICY_KEY_LATENCY_THROTTLE] = "latency-throttle",
     [VMR_POLICY_KEY_LATENCY_DELAY] = "latency-delay",
     [VMR_POLICY_KEY_CONVERGE_AFTER] = "converge-after",
@@ -137,6 +138,7 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->min_speed = 8 * 1024 * 1024;
     rule->max_speed = 0;
     rule->granularity = 0;
+    rule->buf_size = 0;
     rule->latency_throttle_us = 0;
     rule->latency_delay_us = 0;
     rule->converge_after_us = 0;
@@ -215,6 +217,9 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
             break;
         case VMR_POLICY_KEY_GRANULARITY:
             to->granularity = from->granularity;
+            break;
+        case VMR_POLICY_KEY_BUF_SIZE:
+            to->buf_size = from->buf_size;
             break;
         case VMR_POLICY_KEY_LATENCY_THROTTLE:
             to->latency_throttle_us = from->latency_throttle_us;
@@ -334,6 +339,30 @@ parse_granularity (const gchar *text, guint64 *out, GError **error)
     if (bytes < 512 || bytes > 64 * 1024 * 1024 || (bytes & (bytes - 1)) != 0) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                      "'%s' is not auto or a power of two from 512 to 64M", text);
+        return FALSE;
+    }
+    *out = bytes;
+    return TRUE;
+}
+
+/*
+ * "auto" (QEMU's 16 MiB), or a size from 64 KiB to 1 GiB: what the mirror
+ * may have in flight, in reads of the source and writes of the destination
+ */
+static gboolean
+parse_buf_size (const gchar *text, guint64 *out, GError **error)
+{
+    guint64 bytes = 0;
+
+    if (g_strcmp0 (text, "auto") == 0) {
+        *out = 0;
+        return TRUE;
+    }
+    if (!vmr_units_parse_bytes (text, &bytes, error))
+        return FALSE;
+    if (bytes < 64 * 1024 || bytes > G_GUINT64_CONSTANT (1024) * 1024 * 1024) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is not auto or a size from 64K to 1G", text);
         return FALSE;
     }
     *out = bytes;
@@ -482,6 +511,8 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
             return vmr_units_parse_bytes (text, &rule->max_speed, error);
         case VMR_POLICY_KEY_GRANULARITY:
             return parse_granularity (text, &rule->granularity, error);
+        case VMR_POLICY_KEY_BUF_SIZE:
+            return parse_buf_size (text, &rule->buf_size, error);
         case VMR_POLICY_KEY_LATENCY_THROTTLE:
             return vmr_units_parse_duration (text, &rule->latency_throttle_us, error);
         case VMR_POLICY_KEY_LATENCY_DELAY:
@@ -573,6 +604,8 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return format_rate (rule->max_speed);
         case VMR_POLICY_KEY_GRANULARITY:
             return rule->granularity == 0 ? g_strdup ("auto") : format_rate (rule->granularity);
+        case VMR_POLICY_KEY_BUF_SIZE:
+            return rule->buf_size == 0 ? g_strdup ("auto") : format_rate (rule->buf_size);
         case VMR_POLICY_KEY_LATENCY_THROTTLE:
             return format_duration (rule->latency_throttle_us);
         case VMR_POLICY_KEY_LATENCY_DELAY:

@@ -75,6 +75,8 @@ typedef enum {
     VMR_POLICY_KEY_MAX_SPEED,
     /* the mirror's dirty-bitmap granularity */
     VMR_POLICY_KEY_GRANULARITY,
+    /* the most the mirror has in flight between source and destination */
+    VMR_POLICY_KEY_BUF_SIZE,
     /* the latency thresholds, beside the IOPS ones */
     VMR_POLICY_KEY_LATENCY_THROTTLE,
     VMR_POLICY_KEY_LATENCY_DELAY,
@@ -129,6 +131,7 @@ typedef struct {
     guint64 min_speed;          /* bytes/s, > 0: the slowest adaptive copy */
     guint64 max_speed;          /* bytes/s, 0 = unlimited: the fastest adaptive copy */
     guint64 granularity;        /* bytes a guest write makes the mirror copy again, 0 = QEMU's */
+    guint64 buf_size;           /* bytes the mirror may have in flight, 0 = QEMU's */
     gint64 latency_throttle_us; /* mean guest latency above which a copy slows down, 0 = never */
     gint64 latency_delay_us;    /* ... above which a copy must not run, 0 = never */
     gint64 converge_after_us;   /* a backlog not shrinking this long: converge, 0 = never */

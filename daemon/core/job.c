@@ -296,6 +296,8 @@ vmr_job_to_json (VmrJob *self)
     json_object_set_boolean_member (obj, "verify", self->verify);
     if (self->granularity > 0)
         json_object_set_int_member (obj, "granularity", (gint64) self->granularity);
+    if (self->buf_size > 0)
+        json_object_set_int_member (obj, "buf-size", (gint64) self->buf_size);
     if (self->verification != NULL)
         json_object_set_object_member (obj, "verification",
                                        vmr_verification_to_json (self->verification));
@@ -424,6 +426,7 @@ job_from_record (JsonObject *obj, GError **error)
     read_space (job, vmr_json_get_object (obj, "space"));
     job->verify = vmr_json_bool_or (obj, "verify", FALSE);
     job->granularity = vmr_json_uint_or (obj, "granularity", 0);
+    job->buf_size = vmr_json_uint_or (obj, "buf-size", 0);
     job->verification = vmr_verification_from_json (vmr_json_get_object (obj, "verification"));
     job->speed = vmr_json_uint_or (obj, "speed", 0);
     job->base_speed = vmr_json_uint_or (resume, "base-speed", 0);

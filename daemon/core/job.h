@@ -73,6 +73,7 @@ typedef struct {
     gboolean ready;          /* QEMU reported the copy in sync; it stays so until the end */
     gboolean write_blocking; /* copy-mode write-blocking: guest writes reach both images */
     guint64 granularity;     /* bytes of the mirror's dirty bitmap, 0 = the hypervisor's default */
+    guint64 buf_size;        /* bytes the mirror may have in flight, 0 = the hypervisor's default */
 
     /* what the policy did and why */
     guint64 base_speed;       /* bytes/s when not throttled, 0 = unlimited */

@@ -221,6 +221,7 @@ create_job (VmrEngine *self, DomainEntry *entry, MigrateData *data, VmrDisk *dis
     job->manual_pivot = data->manual_pivot;
     job->verify = data->verify || rule->verify;
     job->granularity = rule->granularity;
+    job->buf_size = rule->buf_size;
     job->total_bytes = disk->size;
     job->space_need = vmr_engine_space_need (target->dest, disk);
     job->space_watched = rule->space_check != VMR_SPACE_CHECK_OFF;

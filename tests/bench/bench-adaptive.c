@@ -84,6 +84,7 @@ typedef struct {
     guint gap_s;
     guint max_caps;     /* caps tried per workload and round */
     gchar *granularity; /* --granularity: an adaptive copy at it too, NULL = none */
+    gchar *buf_size;    /* --buf-size: the policy's buf-size of every job, NULL = QEMU's */
     /* places */
     gchar *policy_file; /* rewritten and reloaded before each copy */
     gchar *image;       /* the guest's disk now */
@@ -102,8 +103,13 @@ static gboolean
 set_policy (Bench *self, const gchar *text, GError **error)
 {
     g_autoptr (JsonObject) reply = NULL;
+    /* --buf-size: every job of the run gets it, under [defaults] */
+    g_autofree gchar *full = self->buf_size == NULL
+                                 ? g_strdup (text)
+                                 : g_strdup_printf ("%sbuf-size = %s\n", text, self->buf_size);
 
-    if (!g_file_set_contents (self->policy_file, text, -1, error))
+    g_assert (g_str_has_prefix (text, "[defaults]\n") && strchr (text, '[') == strrchr (text, '['));
+    if (!g_file_set_contents (self->policy_file, full, -1, error))
         return FALSE;
     if (self->control == NULL)
         return TRUE;
@@ -517,6 +523,7 @@ bench_free (Bench *self)
     g_free (self->policy_file);
     g_free (self->image);
     g_free (self->granularity);
+    g_free (self->buf_size);
     g_free (self);
 }
 
@@ -552,6 +559,7 @@ main (int argc, char **argv)
     g_autofree gchar *dir_opt = NULL;
     g_autofree gchar *workload_opt = NULL;
     g_autofree gchar *granularity_opt = NULL;
+    g_autofree gchar *buf_size_opt = NULL;
     gint rounds = VMR_BENCH_MIN_ROUNDS;
     gint disk_mib = 0;
     gint settle_s = 4;
@@ -585,6 +593,10 @@ main (int argc, char **argv)
         { "granularity", 0, 0, G_OPTION_ARG_STRING, &granularity_opt,
           "Also an adaptive copy with this mirror granularity (the policy's granularity key, "
           "e.g. 8K), after the one at QEMU's default",
+          "SIZE" },
+        { "buf-size", 0, 0, G_OPTION_ARG_STRING, &buf_size_opt,
+          "Every job of the run with this buf-size (the policy's key: what the mirror has in "
+          "flight, e.g. 1M; default QEMU's 16 MiB)",
           "SIZE" },
         { "quick", 'q', 0, G_OPTION_ARG_NONE, &quick,
           "A smoke run: one round, fixed-1400 unless --workload, a 512 MiB disk, shorter spans",
@@ -644,6 +656,7 @@ main (int argc, char **argv)
     self->gap_s = (guint) gap_s;
     self->max_caps = (guint) max_caps;
     self->granularity = g_steal_pointer (&granularity_opt);
+    self->buf_size = g_steal_pointer (&buf_size_opt);
     self->guest = (VmrBenchGuest){
         .qemu_path = self->qemu_path,
         .interrupted = &self->interrupted,
@@ -671,6 +684,8 @@ main (int argc, char **argv)
                  disk_mib,
                  vmr_guest_disk_takes_o_direct (self->image) ? ", cache.direct=on, aio=native"
                                                              : ", host cache");
+        g_print ("  the mirror's buf-size: %s, for every job\n",
+                 self->buf_size != NULL ? self->buf_size : "QEMU's (16 MiB)");
         g_print ("  IOPS and latency (us) are the guest's, before `migrate` and during the copy "
                  "(`migrate` -> `synced`); time is that plus `job-pivot` -> `completed`\n");
         adaptive_print_header ();

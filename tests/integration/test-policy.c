@@ -95,8 +95,10 @@ mirror_granularity (VmrHarness *h, const gchar *id)
 }
 
 /*
- * granularity reaches QEMU's mirror: its dirty bitmap has the policy's
- * granularity while the copy runs, and the job's record says it.
+ * granularity and buf-size reach QEMU's mirror: its dirty bitmap has the
+ * policy's granularity while the copy runs; the daemon's blockdev-mirror
+ * (its QMP lines, logged at debug level) has the buf-size, which QEMU
+ * took; the job's record and `virt-mirror job` say both.
  */
 static void
 test_granularity (VmrHarness *h, gconstpointer user_data)
@@ -108,11 +110,18 @@ test_granularity (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (JsonObject) final = NULL;
     g_autoptr (VmrCliResult) speed = NULL;
+    g_autoptr (VmrCliResult) shown = NULL;
+    g_autofree gchar *log = NULL;
+    g_auto (GStrv) lines = NULL;
+    const gchar *mirror_line = NULL;
 
     if (vmr_harness_skipped (h))
         return;
     /* slow enough to be seen running */
-    g_free (start_policy_daemon (h, "[defaults]\nspeed = 1M\ngranularity = 8K\n"));
+    h->daemon_log = vmr_harness_path (h, "daemon.log");
+    g_setenv ("G_MESSAGES_DEBUG", "vmr-qmp", TRUE);
+    g_free (start_policy_daemon (h, "[defaults]\nspeed = 1M\ngranularity = 8K\nbuf-size = 1M\n"));
+    g_unsetenv ("G_MESSAGES_DEBUG");
     source = start_idle_vm (h);
     expected = vmr_harness_expected_path (source);
     dest = vmr_harness_path (h, "dest.raw");
@@ -121,6 +130,19 @@ test_granularity (VmrHarness *h, gconstpointer user_data)
     job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
     g_assert_cmpint (vmr_harness_json_int (job, "granularity"), ==, 8192);
     g_assert_cmpint (mirror_granularity (h, id), ==, 8192);
+    g_assert_cmpint (vmr_harness_json_int (job, "buf-size"), ==, 1024 * 1024);
+    g_assert_true (g_file_get_contents (h->daemon_log, &log, NULL, NULL));
+    lines = g_strsplit (log, "\n", -1);
+    for (guint i = 0; lines[i] != NULL && mirror_line == NULL; i++)
+        if (strstr (lines[i], "\"blockdev-mirror\"") != NULL)
+            mirror_line = lines[i];
+    g_test_message ("the daemon's mirror: %s", mirror_line);
+    g_assert_nonnull (mirror_line);
+    assert_contains (mirror_line, "\"buf-size\":1048576", "the daemon's blockdev-mirror");
+    shown = vmr_harness_cli (h, "job", id, NULL);
+    vmr_cli_result_assert_ok (shown);
+    assert_contains (shown->out, "Buffer:", "virt-mirror job");
+    assert_contains (shown->out, "1.0 MiB", "virt-mirror job");
 
     speed = vmr_harness_cli (h, "set-speed", id, "0", NULL);
     vmr_cli_result_assert_ok (speed);

@@ -89,6 +89,10 @@ static const ValueCase value_cases[] = {
     { "granularity = 512", VMR_POLICY_KEY_GRANULARITY, "512" },
     { "granularity = 64M", VMR_POLICY_KEY_GRANULARITY, "64M" },
     { "granularity = auto", VMR_POLICY_KEY_GRANULARITY, "auto" },
+    { "buf-size = 1M", VMR_POLICY_KEY_BUF_SIZE, "1M" },
+    { "buf-size = 64K", VMR_POLICY_KEY_BUF_SIZE, "64K" },
+    { "buf-size = 1G", VMR_POLICY_KEY_BUF_SIZE, "1G" },
+    { "buf-size = auto", VMR_POLICY_KEY_BUF_SIZE, "auto" },
     { "reconnect-delay = 2m", VMR_POLICY_KEY_RECONNECT_DELAY, "2m" },
     { "reconnect-delay = 0", VMR_POLICY_KEY_RECONNECT_DELAY, "0" },
     { "tls-creds = /etc/pki/qemu", VMR_POLICY_KEY_TLS_CREDS, "/etc/pki/qemu" },
@@ -155,6 +159,7 @@ test_policy_fields (void)
                                          "min-speed = 16M\n"
                                          "max-speed = 1G\n"
                                          "granularity = 16K\n"
+                                         "buf-size = 2M\n"
                                          "latency-throttle = 15ms\n"
                                          "latency-delay = 40ms\n"
                                          "converge-after = 90s\n"
@@ -201,6 +206,7 @@ test_policy_fields (void)
     g_assert_cmpuint (rule->min_speed, ==, 16 * 1024 * 1024);
     g_assert_cmpuint (rule->max_speed, ==, G_GUINT64_CONSTANT (1024) * 1024 * 1024);
     g_assert_cmpuint (rule->granularity, ==, 16 * 1024);
+    g_assert_cmpuint (rule->buf_size, ==, 2 * 1024 * 1024);
     g_assert_cmpint (rule->latency_throttle_us, ==, 15 * 1000);
     g_assert_cmpint (rule->latency_delay_us, ==, 40 * 1000);
     g_assert_cmpint (rule->converge_after_us, ==, 90 * G_USEC_PER_SEC);
@@ -244,6 +250,7 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_MIN_SPEED] = "8M",
     [VMR_POLICY_KEY_MAX_SPEED] = "0",
     [VMR_POLICY_KEY_GRANULARITY] = "auto",
+    [VMR_POLICY_KEY_BUF_SIZE] = "auto",
     [VMR_POLICY_KEY_LATENCY_THROTTLE] = "0",
     [VMR_POLICY_KEY_LATENCY_DELAY] = "0",
     [VMR_POLICY_KEY_CONVERGE_AFTER] = "0",

@@ -98,6 +98,15 @@ vmr_backend_libvirt_start_copy_thread (GTask *task, gpointer source, gpointer ta
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
+    if (call->buf_size > 0
+        && virTypedParamsAddULLong (&params, &n_params, &max_params, VIR_DOMAIN_BLOCK_COPY_BUF_SIZE,
+                                    call->buf_size)
+               < 0) {
+        virTypedParamsFree (params, n_params);
+        vmr_libvirt_set_error (&error, "cannot set the copy buffer size");
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
     /*
      * libvirt 11.3 opens the copy with the discard and detect-zeroes of the
      * disk it copies, and ignores those of the destination's <driver>:

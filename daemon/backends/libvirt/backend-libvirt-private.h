@@ -42,6 +42,7 @@ typedef struct {
     guint64 speed;
     guint64 old_speed;
     guint64 granularity; /* of the mirror, bytes; 0 = libvirt's default */
+    guint64 buf_size;    /* the mirror's in flight, bytes; 0 = libvirt's default */
     VmrBackendCommand command;
     gboolean mark_pivot; /* record the guest's writes from the pivot on, to verify it */
     GPtrArray *tracks;   /* copies of the started tracks, for progress and resync */

@@ -273,6 +273,7 @@ vmr_backend_libvirt_start_copy_async (VmrBackend *backend, VmrJob *job, const Vm
     call = call_new (self, track);
     call->speed = job->speed;
     call->granularity = job->granularity;
+    call->buf_size = job->buf_size;
     /* events may come before the call returns */
     g_hash_table_insert (self->tracks, g_strdup (job->id), track);
     run_call (self, call, vmr_backend_libvirt_start_copy_thread, cancellable, start_copy_cb, task);

@@ -128,6 +128,8 @@ start_mirror (GTask *task)
         json_object_set_int_member (args, "speed", (gint64) data->job->speed);
     if (data->job->granularity > 0)
         json_object_set_int_member (args, "granularity", (gint64) data->job->granularity);
+    if (data->job->buf_size > 0)
+        json_object_set_int_member (args, "buf-size", (gint64) data->job->buf_size);
 
     /* events about the job may arrive before the reply */
     g_hash_table_insert (self->tracks, g_strdup (data->job->id), g_steal_pointer (&data->track));
