@@ -8,7 +8,7 @@
 #include "vmr-error.h"
 #include "vmr-json.h"
 
-/* a watch that ended is opened again this long after */
+/* a watch that ended is opened again at once, or this long after the last opening */
 #define REWATCH_DELAY_S 1
 /* a query that waits for a change is answered after this long anyway: within a client's timeout */
 #define QUERY_WAIT_MAX_S 10
@@ -21,6 +21,7 @@ struct _VmrClusterEvacuations {
     VmrEtcdWatch *watch;
     guint rewatch_source;
     gboolean reading;   /* the read that opens the watch is on its way */
+    gint64 opened;      /* when that read was sent, monotonic µs */
     gint64 revision;    /* etcd's revision at the last message of the watch */
     GPtrArray *queries; /* of Query *: those that wait for a change */
 };
@@ -344,10 +345,15 @@ rewatch_cb (gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
+/* at once, unless the last opening was less than REWATCH_DELAY_S ago */
 static void
 rewatch_later (VmrClusterEvacuations *self)
 {
-    if (self->rewatch_source == 0)
+    if (self->rewatch_source != 0)
+        return;
+    if (g_get_monotonic_time () - self->opened >= REWATCH_DELAY_S * G_USEC_PER_SEC)
+        open_watch (self);
+    else
         self->rewatch_source = g_timeout_add_seconds (REWATCH_DELAY_S, rewatch_cb, self);
 }
 
@@ -431,6 +437,7 @@ open_watch (VmrClusterEvacuations *self)
     if (self->reading)
         return;
     self->reading = TRUE;
+    self->opened = g_get_monotonic_time ();
     g_clear_pointer (&self->watch, vmr_etcd_watch_free);
     vmr_cluster_call (self->cluster, "kv/range", range_request (self->prefix), requests_read_cb,
                       g_object_ref (self), g_object_unref);
@@ -473,7 +480,8 @@ vmr_cluster_evacuations_submit_async (VmrClusterEvacuations *self, JsonObject *r
     g_autofree gchar *value = NULL;
     gchar *id;
 
-    if (!vmr_cluster_is_available (self->cluster) || self->watch == NULL) {
+    /* a request put while the watch is down is read when it opens again */
+    if (!vmr_cluster_is_available (self->cluster)) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
                                  "cluster %s: %s: nothing was submitted", config->name,
                                  VMR_CLUSTER_UNAVAILABLE);

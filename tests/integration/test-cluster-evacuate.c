@@ -262,6 +262,25 @@ wait_cut_off (VmrHarness *h)
     }
 }
 
+/* waits until @h's daemon reaches etcd again through another member */
+static void
+wait_available (VmrHarness *h)
+{
+    for (gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;;) {
+        g_autoptr (VmrCliResult) status = vmr_harness_cli (h, "cluster", "status", "--json", NULL);
+        g_autoptr (JsonParser) parser = json_parser_new ();
+
+        if (status->status == 0 && json_parser_load_from_data (parser, status->out, -1, NULL)
+            && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))
+            && vmr_json_bool_or (json_node_get_object (json_parser_get_root (parser)), "available",
+                                 FALSE))
+            return;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("host 2 did not reach another etcd member in 10 s");
+        g_usleep (100 * 1000);
+    }
+}
+
 /* the jobs of @h whose destination lies under @dir: how many, and how many completed */
 static guint
 jobs_into (VmrHarness *h, const gchar *dir, guint *out_completed)
@@ -347,6 +366,7 @@ test_cluster_evacuate_late (void)
     vmr_harness_stop_daemon (h1);
     vmr_etcd_cluster_stop_member (&cluster.etcd, 0);
     wait_cut_off (cluster.hosts[0]);
+    wait_available (cluster.hosts[2]);
     put = vmr_harness_cli (cluster.hosts[2], "evacuate", "--cluster", "--from", cluster.base,
                            "--to", cluster.fourth, NULL);
     vmr_cli_result_assert_ok (put);
