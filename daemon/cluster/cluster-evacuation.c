@@ -295,9 +295,9 @@ announce_request (VmrClusterEvacuations *self, const gchar *id, JsonObject *kv)
 
     if (request == NULL || g_strcmp0 (vmr_json_get_string (request, "id"), id) != 0)
         return;
-    g_message ("cluster evacuation %s: %s to %s, asked by %s", id,
-               vmr_json_get_string (request, "from"), vmr_json_get_string (request, "to"),
-               vmr_json_get_string (request, "host"));
+    g_debug ("cluster evacuation %s: %s to %s, asked by %s", id,
+             vmr_json_get_string (request, "from"), vmr_json_get_string (request, "to"),
+             vmr_json_get_string (request, "host"));
     g_signal_emit (self, signals[SIGNAL_REQUEST], 0, request);
 }
 

@@ -258,6 +258,9 @@ request_cb (VmrClusterEvacuations *evacuations, JsonObject *object, gpointer use
                  vmr_json_get_string (object, "id"));
         return;
     }
+    g_message ("cluster evacuation %s: %s to %s, asked by %s: taking part",
+               vmr_json_get_string (object, "id"), vmr_json_get_string (object, "from"),
+               vmr_json_get_string (object, "to"), vmr_json_get_string (object, "host"));
     evacuation = g_new0 (HostEvacuation, 1);
     evacuation->id = g_strdup (vmr_json_get_string (object, "id"));
     evacuation->from = g_strdup (vmr_json_get_string (object, "from"));

@@ -89,6 +89,59 @@ moved_disks (const gchar *from, const gchar *to, const gchar *failures, guint *n
 }
 
 /*
+ * Polls every QEMU until @run exits, failing if the cluster ever runs more
+ * bulk copies than its limit; @each (may be NULL) runs with @data at every
+ * poll. Returns the most copies seen at once.
+ */
+static guint
+follow_run (VmrCliRun *run, void (*each) (gpointer data), gpointer data)
+{
+    guint most = 0;
+
+    for (gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;;) {
+        guint running = cluster_bulk_copies ();
+
+        if (running > cluster.limit)
+            vmr_fail ("%u bulk copies at once in the cluster's evacuation, its limit is %u",
+                      running, cluster.limit);
+        most = MAX (most, running);
+        if (each != NULL)
+            each (data);
+        if (vmr_harness_cli_run_exited (run))
+            return most;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("the cluster's evacuation did not end in %d s", TIMEOUT_S);
+        g_usleep (50 * 1000);
+    }
+}
+
+/* the first bulk copy host 1's QEMU runs is cancelled there, its id into @data (gchar **) */
+static void
+cancel_first_copy (gpointer data)
+{
+    gchar **cancelled = data;
+    g_autoptr (JsonNode) reply = NULL;
+    JsonArray *jobs;
+
+    if (*cancelled != NULL)
+        return;
+    reply = vmr_harness_qmp (cluster.hosts[1], "query-block-jobs", NULL);
+    jobs = vmr_harness_json_node_array (reply);
+    for (guint j = 0; *cancelled == NULL && j < json_array_get_length (jobs); j++) {
+        JsonObject *job = vmr_harness_json_element (jobs, j);
+        g_autoptr (JsonObject) args = json_object_new ();
+        g_autoptr (JsonNode) cancel = NULL;
+
+        if (!vmr_harness_is_bulk_copy (job))
+            continue;
+        *cancelled = g_strdup (vmr_harness_json_string (job, "device"));
+        json_object_set_string_member (args, "device", *cancelled);
+        json_object_set_boolean_member (args, "force", TRUE);
+        cancel = vmr_harness_qmp (cluster.hosts[1], "block-job-cancel", args);
+    }
+}
+
+/*
  * `evacuate --cluster --wait` on host 2 moves every disk of the three hosts
  * that lies in the shared storage to another one, each daemon its own,
  * under the cluster's limit, and follows them all to the end; bad input
@@ -124,19 +177,7 @@ test_cluster_evacuate (void)
 
     run = vmr_harness_cli_spawn (cluster.hosts[2], "evacuate", "--cluster", "--from",
                                  cluster.shared, "--to", to, "--speed", "2M", "--wait", NULL);
-    for (gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;;) {
-        guint running = cluster_bulk_copies ();
-
-        if (running > cluster.limit)
-            vmr_fail ("%u bulk copies at once in the cluster's evacuation, its limit is %u",
-                      running, cluster.limit);
-        most = MAX (most, running);
-        if (vmr_harness_cli_run_exited (run))
-            break;
-        if (g_get_monotonic_time () > deadline)
-            vmr_fail ("the cluster's evacuation did not end in %d s", TIMEOUT_S);
-        g_usleep (50 * 1000);
-    }
+    most = follow_run (run, NULL, NULL);
     result = vmr_harness_cli_wait (run);
     g_test_message ("evacuate --cluster:\n%s%s", result->out, result->err);
     vmr_cli_result_assert_ok (result);
@@ -199,36 +240,7 @@ test_cluster_evacuate_fails (void)
     run = vmr_harness_cli_spawn (cluster.hosts[2], "evacuate", "--cluster", "--from",
                                  cluster.evacuated, "--to", cluster.third, "--speed", "2M",
                                  "--wait", NULL);
-    for (gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;;) {
-        guint running = cluster_bulk_copies ();
-
-        if (running > cluster.limit)
-            vmr_fail ("%u bulk copies at once in the cluster's evacuation, its limit is %u",
-                      running, cluster.limit);
-        if (cancelled == NULL) {
-            g_autoptr (JsonNode) reply
-                = vmr_harness_qmp (cluster.hosts[1], "query-block-jobs", NULL);
-            JsonArray *jobs = vmr_harness_json_node_array (reply);
-
-            for (guint j = 0; cancelled == NULL && j < json_array_get_length (jobs); j++) {
-                JsonObject *job = vmr_harness_json_element (jobs, j);
-                g_autoptr (JsonObject) args = json_object_new ();
-                g_autoptr (JsonNode) cancel = NULL;
-
-                if (!vmr_harness_is_bulk_copy (job))
-                    continue;
-                cancelled = g_strdup (vmr_harness_json_string (job, "device"));
-                json_object_set_string_member (args, "device", cancelled);
-                json_object_set_boolean_member (args, "force", TRUE);
-                cancel = vmr_harness_qmp (cluster.hosts[1], "block-job-cancel", args);
-            }
-        }
-        if (vmr_harness_cli_run_exited (run))
-            break;
-        if (g_get_monotonic_time () > deadline)
-            vmr_fail ("the cluster's evacuation did not end in %d s", TIMEOUT_S);
-        g_usleep (50 * 1000);
-    }
+    follow_run (run, cancel_first_copy, &cancelled);
     result = vmr_harness_cli_wait (run);
     g_test_message ("evacuate --cluster, host 1's copy %s cancelled:\n%s%s", cancelled, result->out,
                     result->err);
