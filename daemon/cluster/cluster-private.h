@@ -75,6 +75,8 @@ void vmr_cluster_delete_key (VmrCluster *self, const gchar *key, ReplyFunc func)
  * that waits is replaced by a newer one.
  */
 void vmr_cluster_write_key (VmrCluster *self, const gchar *key, const gchar *value);
+/* sends the writes that waited for a lease */
+void vmr_cluster_flush_writes (VmrCluster *self);
 /* the table of the writes of each key */
 GHashTable *vmr_cluster_writes_new (void);
 

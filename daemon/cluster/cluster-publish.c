@@ -112,13 +112,33 @@ vmr_cluster_write_key (VmrCluster *self, const gchar *key, const gchar *value)
         writes = g_new0 (KeyWrites, 1);
         g_hash_table_insert (self->writes, g_strdup (key), writes);
     }
-    if (writes->in_flight) {
+    /* without a lease (not yet granted, or lost) it waits for the next sync */
+    if (writes->in_flight || self->lease_id == NULL) {
         g_free (writes->pending);
         writes->pending = g_strdup (value);
         writes->pending_set = TRUE;
         return;
     }
     send_write (self, key, writes, g_strdup (value), value == NULL);
+}
+
+void
+vmr_cluster_flush_writes (VmrCluster *self)
+{
+    GHashTableIter iter;
+    const gchar *key;
+    KeyWrites *writes;
+
+    g_hash_table_iter_init (&iter, self->writes);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &key, (gpointer *) &writes)) {
+        gchar *next;
+
+        if (writes->in_flight || !writes->pending_set)
+            continue;
+        next = g_steal_pointer (&writes->pending);
+        writes->pending_set = FALSE;
+        send_write (self, key, writes, next, next == NULL);
+    }
 }
 
 GHashTable *
@@ -150,6 +170,7 @@ vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func)
 
         vmr_cluster_write_key (self, job_key, value);
     }
+    vmr_cluster_flush_writes (self);
     return 1;
 }
 
