@@ -517,5 +517,5 @@ vmr_cluster_evacuations_report (VmrClusterEvacuations *self, const gchar *id, Js
     json_object_set_string_member (report, "host", config->host);
     value = json_to_string (node, FALSE);
     /* one put after the other, the latest last */
-    vmr_cluster_write_key (self->cluster, key, value);
+    vmr_cluster_keep_key (self->cluster, key, value);
 }

@@ -45,6 +45,7 @@ struct _VmrCluster {
     GHashTable *local;     /* job id -> LocalJob * */
     GHashTable *released;  /* queue keys to delete once etcd answers */
     GHashTable *published; /* job id -> its summary as published, JSON text */
+    GHashTable *kept;      /* key -> value (text) put again at every sync */
     GHashTable *writes;    /* key -> its writes (cluster-publish.c), while one is on its way */
     VmrClusterQueue *view; /* every host's queue keys */
     gint64 view_revision;  /* etcd's revision the view stands at */
@@ -75,6 +76,8 @@ void vmr_cluster_delete_key (VmrCluster *self, const gchar *key, ReplyFunc func)
  * that waits is replaced by a newer one.
  */
 void vmr_cluster_write_key (VmrCluster *self, const gchar *key, const gchar *value);
+/* as vmr_cluster_write_key(), and put again after every reconnection, under the new lease */
+void vmr_cluster_keep_key (VmrCluster *self, const gchar *key, const gchar *value);
 /* sends the writes that waited for a lease */
 void vmr_cluster_flush_writes (VmrCluster *self);
 /* the table of the writes of each key */

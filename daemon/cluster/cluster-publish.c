@@ -141,6 +141,13 @@ vmr_cluster_flush_writes (VmrCluster *self)
     }
 }
 
+void
+vmr_cluster_keep_key (VmrCluster *self, const gchar *key, const gchar *value)
+{
+    g_hash_table_replace (self->kept, g_strdup (key), g_strdup (value));
+    vmr_cluster_write_key (self, key, value);
+}
+
 GHashTable *
 vmr_cluster_writes_new (void)
 {
@@ -170,6 +177,9 @@ vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func)
 
         vmr_cluster_write_key (self, job_key, value);
     }
+    g_hash_table_iter_init (&iter, self->kept);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &job, (gpointer *) &value))
+        vmr_cluster_write_key (self, job, value);
     vmr_cluster_flush_writes (self);
     return 1;
 }

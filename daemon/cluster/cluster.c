@@ -51,6 +51,7 @@ vmr_cluster_finalize (GObject *object)
     g_hash_table_unref (self->released);
     g_hash_table_unref (self->published);
     g_hash_table_unref (self->writes);
+    g_hash_table_unref (self->kept);
     vmr_cluster_queue_free (self->view);
     G_OBJECT_CLASS (vmr_cluster_parent_class)->finalize (object);
 }
@@ -75,6 +76,7 @@ vmr_cluster_init (VmrCluster *self)
     self->released = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
     self->published = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->writes = vmr_cluster_writes_new ();
+    self->kept = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->view = vmr_cluster_queue_new ();
 }
 
