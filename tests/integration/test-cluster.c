@@ -13,8 +13,11 @@
  * back; a daemon restarted picks its slots up with its jobs, and one that
  * lost its lease takes a new one and registers again; `evacuate --cluster`
  * moves the disks of the three hosts, each daemon its own, under the limit,
- * followed to its end. Every destination holds the bytes of its source. One etcd cluster and the
- * same daemons serve every case, in order.
+ * followed to its end (test-cluster-evacuate.c, with a remote part that
+ * fails and daemons that join an open request late); a reload raises the
+ * limit at once. After every group of copies etcd holds no job key of them
+ * any more. Every destination holds the bytes of its source. One etcd
+ * cluster and the same daemons serve every case, in order.
  */
 
 #include <glib/gstdio.h>
