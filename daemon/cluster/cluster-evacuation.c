@@ -8,7 +8,7 @@
 #include "vmr-error.h"
 #include "vmr-json.h"
 
-/* a watch that ended is opened again this long after */
+/* a watch that ended is opened again at once, or this long after the last opening */
 #define REWATCH_DELAY_S 1
 /* a query that waits for a change is answered after this long anyway: within a client's timeout */
 #define QUERY_WAIT_MAX_S 10
@@ -20,23 +20,11 @@ struct _VmrClusterEvacuations {
     gchar *prefix;       /* /virt-mirror/NAME/evacuations/ */
     VmrEtcdWatch *watch;
     guint rewatch_source;
-    gint64 revision;     /* etcd's revision at the last message of the watch */
-    GPtrArray *queries;  /* of Query *: those that wait for a change */
-    GHashTable *reports; /* evacuation id -> Report *: this host's, one put at a time */
+    gboolean reading;   /* the read that opens the watch is on its way */
+    gint64 opened;      /* when that read was sent, monotonic µs */
+    gint64 revision;    /* etcd's revision at the last message of the watch */
+    GPtrArray *queries; /* of Query *: those that wait for a change */
 };
-
-/* this host's report of one evacuation: puts go one after the other, the latest last */
-typedef struct {
-    gchar *pending; /* the value to put once the one on its way is answered, or NULL */
-    gboolean in_flight;
-} Report;
-
-static void
-report_free (Report *report)
-{
-    g_free (report->pending);
-    g_free (report);
-}
 
 G_DEFINE_FINAL_TYPE (VmrClusterEvacuations, vmr_cluster_evacuations, G_TYPE_OBJECT)
 
@@ -91,7 +79,6 @@ vmr_cluster_evacuations_finalize (GObject *object)
 
     g_free (self->prefix);
     g_ptr_array_unref (self->queries);
-    g_hash_table_unref (self->reports);
     G_OBJECT_CLASS (vmr_cluster_evacuations_parent_class)->finalize (object);
 }
 
@@ -110,8 +97,6 @@ static void
 vmr_cluster_evacuations_init (VmrClusterEvacuations *self)
 {
     self->queries = g_ptr_array_new_with_free_func ((GDestroyNotify) query_free);
-    self->reports
-        = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) report_free);
 }
 
 /* the evacuation a key of the prefix belongs to, and what follows its id */
@@ -302,6 +287,20 @@ answer_queries (VmrClusterEvacuations *self, const gchar *id)
     }
 }
 
+/* @kv, the key of a request of evacuation @id: every daemon is told of it */
+static void
+announce_request (VmrClusterEvacuations *self, const gchar *id, JsonObject *kv)
+{
+    g_autoptr (JsonObject) request = vmr_cluster_kv_object (kv);
+
+    if (request == NULL || g_strcmp0 (vmr_json_get_string (request, "id"), id) != 0)
+        return;
+    g_debug ("cluster evacuation %s: %s to %s, asked by %s", id,
+             vmr_json_get_string (request, "from"), vmr_json_get_string (request, "to"),
+             vmr_json_get_string (request, "host"));
+    g_signal_emit (self, signals[SIGNAL_REQUEST], 0, request);
+}
+
 static void
 event_cb (VmrClusterEvacuations *self, JsonObject *event)
 {
@@ -314,17 +313,8 @@ event_cb (VmrClusterEvacuations *self, JsonObject *event)
         return;
     if (g_str_equal (rest, "/request")
         && g_strcmp0 (vmr_json_get_string (event, "type"), "DELETE") != 0
-        && vmr_etcd_json_int64 (kv, "create_revision")
-               == vmr_etcd_json_int64 (kv, "mod_revision")) {
-        g_autoptr (JsonObject) request = vmr_cluster_kv_object (kv);
-
-        if (request != NULL && g_strcmp0 (vmr_json_get_string (request, "id"), id) == 0) {
-            g_message ("cluster evacuation %s: %s to %s, asked by %s", id,
-                       vmr_json_get_string (request, "from"), vmr_json_get_string (request, "to"),
-                       vmr_json_get_string (request, "host"));
-            g_signal_emit (self, signals[SIGNAL_REQUEST], 0, request);
-        }
-    }
+        && vmr_etcd_json_int64 (kv, "create_revision") == vmr_etcd_json_int64 (kv, "mod_revision"))
+        announce_request (self, id, kv);
     answer_queries (self, id);
 }
 
@@ -355,25 +345,102 @@ rewatch_cb (gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
+/* at once, unless the last opening was less than REWATCH_DELAY_S ago */
+static void
+rewatch_later (VmrClusterEvacuations *self)
+{
+    if (self->rewatch_source != 0)
+        return;
+    if (g_get_monotonic_time () - self->opened >= REWATCH_DELAY_S * G_USEC_PER_SEC)
+        open_watch (self);
+    else
+        self->rewatch_source = g_timeout_add_seconds (REWATCH_DELAY_S, rewatch_cb, self);
+}
+
 static void
 watch_closed_cb (const GError *error, gpointer user_data)
 {
     VmrClusterEvacuations *self = user_data;
 
-    /* the watch frees itself after this; requests put meanwhile are not seen */
+    /* the watch frees itself after this; the read that opens the next one sees what it missed */
     self->watch = NULL;
     g_debug ("cluster evacuations: the watch ended: %s", error != NULL ? error->message : "");
-    if (self->rewatch_source == 0)
-        self->rewatch_source = g_timeout_add_seconds (REWATCH_DELAY_S, rewatch_cb, self);
+    rewatch_later (self);
+}
+
+/*
+ * The prefix as it stands, read before the watch opens: each request that
+ * has no report of this host yet is announced (a daemon that started, or
+ * whose watch was down, when it was put), and the watch starts at the next
+ * revision, so that no change falls between the read and the watch.
+ */
+static void
+requests_read_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, gpointer user_data)
+{
+    VmrClusterEvacuations *self = user_data;
+    g_autofree gchar *own = g_strdup_printf ("/hosts/%s", vmr_cluster_get_config (cluster)->host);
+    g_autoptr (GHashTable) requests = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    JsonArray *kvs = reply != NULL ? vmr_json_get_array (reply, "kvs") : NULL;
+    GHashTableIter iter;
+    const gchar *id;
+    JsonObject *kv;
+    JsonObject *create;
+    g_autofree gchar *start = NULL;
+
+    if (self->cluster == NULL)
+        return; /* disposed meanwhile */
+    self->reading = FALSE;
+    if (reply == NULL) {
+        g_debug ("cluster evacuations: cannot read the requests: %s", error->message);
+        rewatch_later (self);
+        return;
+    }
+    self->revision = MAX (self->revision, vmr_etcd_json_revision (reply));
+    for (guint i = 0; kvs != NULL && i < json_array_get_length (kvs); i++) {
+        g_autofree gchar *key = NULL;
+        g_autofree gchar *key_id = NULL;
+        const gchar *rest = NULL;
+
+        kv = json_array_get_object_element (kvs, i);
+        key = vmr_etcd_decode (vmr_json_get_string (kv, "key"));
+        key_id = evacuation_of (self, key, &rest);
+        if (key_id == NULL)
+            continue;
+        if (g_str_equal (rest, "/request") && !g_hash_table_contains (requests, key_id))
+            g_hash_table_insert (requests, g_steal_pointer (&key_id), kv);
+        else if (g_str_equal (rest, own))
+            /* this host has its part already: NULL marks it */
+            g_hash_table_replace (requests, g_steal_pointer (&key_id), NULL);
+    }
+    g_hash_table_iter_init (&iter, requests);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &id, (gpointer *) &kv)) {
+        if (kv != NULL)
+            announce_request (self, id, kv);
+    }
+    /* what waits for a change may have missed one */
+    for (guint i = self->queries->len; i-- > 0;) {
+        Query *query = g_ptr_array_index (self->queries, i);
+
+        answer_queries (self, query->id);
+    }
+    create = range_request (self->prefix);
+    start = g_strdup_printf ("%" G_GINT64_FORMAT, vmr_etcd_json_revision (reply) + 1);
+    json_object_set_string_member (create, "start_revision", start);
+    g_clear_pointer (&self->watch, vmr_etcd_watch_free);
+    self->watch = vmr_etcd_client_watch (vmr_cluster_get_client (self->cluster), create,
+                                         watch_result_cb, watch_closed_cb, self);
 }
 
 static void
 open_watch (VmrClusterEvacuations *self)
 {
+    if (self->reading)
+        return;
+    self->reading = TRUE;
+    self->opened = g_get_monotonic_time ();
     g_clear_pointer (&self->watch, vmr_etcd_watch_free);
-    self->watch = vmr_etcd_client_watch (vmr_cluster_get_client (self->cluster),
-                                         range_request (self->prefix), watch_result_cb,
-                                         watch_closed_cb, self);
+    vmr_cluster_call (self->cluster, "kv/range", range_request (self->prefix), requests_read_cb,
+                      g_object_ref (self), g_object_unref);
 }
 
 VmrClusterEvacuations *
@@ -413,7 +480,8 @@ vmr_cluster_evacuations_submit_async (VmrClusterEvacuations *self, JsonObject *r
     g_autofree gchar *value = NULL;
     gchar *id;
 
-    if (!vmr_cluster_is_available (self->cluster) || self->watch == NULL) {
+    /* a request put while the watch is down is read when it opens again */
+    if (!vmr_cluster_is_available (self->cluster)) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
                                  "cluster %s: %s: nothing was submitted", config->name,
                                  VMR_CLUSTER_UNAVAILABLE);
@@ -438,65 +506,16 @@ vmr_cluster_evacuations_submit_finish (VmrClusterEvacuations *self, GAsyncResult
     return g_task_propagate_pointer (G_TASK (result), error);
 }
 
-static void put_report (VmrClusterEvacuations *self, const gchar *id, Report *report, gchar *value);
-
-typedef struct {
-    VmrClusterEvacuations *self; /* a reference */
-    gchar *id;
-} ReportPut;
-
-static void
-report_done_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, gpointer user_data)
-{
-    ReportPut *put = user_data;
-    Report *report = g_hash_table_lookup (put->self->reports, put->id);
-
-    if (reply == NULL)
-        g_warning ("cluster evacuation %s: the report did not reach etcd: %s", put->id,
-                   error->message);
-    if (report != NULL) {
-        report->in_flight = FALSE;
-        if (report->pending != NULL)
-            put_report (put->self, put->id, report, g_steal_pointer (&report->pending));
-    }
-    g_object_unref (put->self);
-    g_free (put->id);
-    g_free (put);
-}
-
-/* puts @value (consumed) as this host's report of @id */
-static void
-put_report (VmrClusterEvacuations *self, const gchar *id, Report *report, gchar *value)
-{
-    const VmrClusterConfig *config = vmr_cluster_get_config (self->cluster);
-    g_autofree gchar *key = g_strdup_printf ("%s%s/hosts/%s", self->prefix, id, config->host);
-    g_autofree gchar *owned = value;
-    ReportPut *put = g_new0 (ReportPut, 1);
-
-    put->self = g_object_ref (self);
-    put->id = g_strdup (id);
-    report->in_flight = TRUE;
-    vmr_cluster_call (self->cluster, "kv/put", vmr_cluster_put_text (self->cluster, key, owned),
-                      report_done_cb, put, NULL);
-}
-
 void
 vmr_cluster_evacuations_report (VmrClusterEvacuations *self, const gchar *id, JsonObject *report)
 {
     const VmrClusterConfig *config = vmr_cluster_get_config (self->cluster);
     g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), report);
-    Report *reporting = g_hash_table_lookup (self->reports, id);
+    g_autofree gchar *key = g_strdup_printf ("%s%s/hosts/%s", self->prefix, id, config->host);
+    g_autofree gchar *value = NULL;
 
     json_object_set_string_member (report, "host", config->host);
-    if (reporting == NULL) {
-        reporting = g_new0 (Report, 1);
-        g_hash_table_insert (self->reports, g_strdup (id), reporting);
-    }
-    /* two puts on their way at once could land in either order: the latest waits its turn */
-    if (reporting->in_flight) {
-        g_free (reporting->pending);
-        reporting->pending = json_to_string (node, FALSE);
-        return;
-    }
-    put_report (self, id, reporting, json_to_string (node, FALSE));
+    value = json_to_string (node, FALSE);
+    /* one put after the other, the latest last */
+    vmr_cluster_keep_key (self->cluster, key, value);
 }

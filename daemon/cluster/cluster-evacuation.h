@@ -19,8 +19,11 @@ G_DECLARE_FINAL_TYPE (VmrClusterEvacuations, vmr_cluster_evacuations, VMR, CLUST
 
 /*
  * Watches the evacuations of @cluster. Emits "request" (a JsonObject: "id",
- * "host", "from", "to", and "domains", "format", "speed" when given) once
- * for each request put after it started watching.
+ * "host", "from", "to", and "domains", "format", "speed" when given) for
+ * each request put while it watches, and, each time it opens its watch
+ * (at start, and again whenever it ended), for each request still open
+ * that has no report of this host: the receiver makes sure it takes part
+ * once only.
  */
 VmrClusterEvacuations *vmr_cluster_evacuations_new (VmrCluster *cluster);
 

@@ -35,6 +35,7 @@ struct _VmrCluster {
     gchar *prefix_end;    /* the range's end, base64 */
     gchar *lease_id;      /* NULL: no lease */
     gboolean available;   /* the lease is alive, what runs is registered, the watch is open */
+    gboolean left;        /* vmr_cluster_leave(): it connects no more */
     gboolean syncing;     /* a registration of what runs, a read and a watch are on their way */
     guint sync_pending;   /* puts of the sync not yet answered */
     gboolean sync_failed; /* ... one of them failed */
@@ -44,6 +45,8 @@ struct _VmrCluster {
     GHashTable *local;     /* job id -> LocalJob * */
     GHashTable *released;  /* queue keys to delete once etcd answers */
     GHashTable *published; /* job id -> its summary as published, JSON text */
+    GHashTable *kept;      /* key -> value (text) put again at every sync */
+    GHashTable *writes;    /* key -> its writes (cluster-publish.c), while one is on its way */
     VmrClusterQueue *view; /* every host's queue keys */
     gint64 view_revision;  /* etcd's revision the view stands at */
     VmrEtcdWatch *watch;
@@ -66,12 +69,26 @@ JsonObject *vmr_cluster_put_text (VmrCluster *self, const gchar *key, const gcha
 /* deletes @key (text); @func gets the reply */
 void vmr_cluster_delete_key (VmrCluster *self, const gchar *key, ReplyFunc func);
 
+/*
+ * cluster-publish.c: puts @value (text) at @key under the lease, or deletes
+ * @key when @value is NULL, after the write of @key on its way if there is
+ * one: the writes of one key land in order, the newest last, and a value
+ * that waits is replaced by a newer one.
+ */
+void vmr_cluster_write_key (VmrCluster *self, const gchar *key, const gchar *value);
+/* as vmr_cluster_write_key(), and put again after every reconnection, under the new lease */
+void vmr_cluster_keep_key (VmrCluster *self, const gchar *key, const gchar *value);
+/* sends the writes that waited for a lease */
+void vmr_cluster_flush_writes (VmrCluster *self);
+/* the table of the writes of each key */
+GHashTable *vmr_cluster_writes_new (void);
+
 /* cluster-connect.c: takes a lease, keeps it alive, registers, reads and watches the queue */
 void vmr_cluster_connect (VmrCluster *self);
 
 /*
- * cluster-publish.c: puts again this daemon's member key and every job it
- * publishes, each answered to @func; returns how many puts it sent.
+ * cluster-publish.c: puts again this daemon's member key, answered to
+ * @func, and every job it publishes; returns how many answers @func gets.
  */
 guint vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func);
 

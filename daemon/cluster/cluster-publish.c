@@ -19,6 +19,144 @@ published_key (VmrCluster *self, const gchar *job)
                             job);
 }
 
+/* ---- writes of one key, one after the other ---- */
+
+/*
+ * The writes of one key: at most one on its way, and one waiting that the
+ * newest value replaces. Two puts of one key on their way at once could
+ * land in either order and leave etcd with the older value.
+ */
+typedef struct {
+    gchar *pending;       /* the value to put next, or NULL */
+    gboolean pending_set; /* a write waits: put @pending, or delete when it is NULL */
+    gboolean in_flight;   /* a write is on its way */
+    gboolean deleting;    /* ... and it is a delete */
+} KeyWrites;
+
+static void
+key_writes_free (KeyWrites *writes)
+{
+    g_free (writes->pending);
+    g_free (writes);
+}
+
+typedef struct {
+    gchar *key;
+} Written;
+
+static void send_write (VmrCluster *self, const gchar *key, KeyWrites *writes, gchar *value,
+                        gboolean delete);
+
+static void
+written_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
+{
+    Written *written = user_data;
+    KeyWrites *writes = g_hash_table_lookup (self->writes, written->key);
+
+    if (writes == NULL)
+        return;
+    writes->in_flight = FALSE;
+    if (reply == NULL) {
+        /* a lost etcd shows in the keep-alive; the next sync puts again what is published */
+        g_debug ("cluster: writing %s: %s", written->key, error->message);
+        if (writes->deleting)
+            g_hash_table_add (self->released, g_strdup (written->key));
+    }
+    if (writes->pending_set) {
+        gchar *next = g_steal_pointer (&writes->pending);
+
+        writes->pending_set = FALSE;
+        send_write (self, written->key, writes, next, next == NULL);
+        return;
+    }
+    g_hash_table_remove (self->writes, written->key);
+}
+
+static void
+written_free (Written *written)
+{
+    g_free (written->key);
+    g_free (written);
+}
+
+/* sends the put of @value (consumed), or the delete when @delete */
+static void
+send_write (VmrCluster *self, const gchar *key, KeyWrites *writes, gchar *value, gboolean delete)
+{
+    g_autofree gchar *owned = value;
+    Written *written = g_new0 (Written, 1);
+    JsonObject *request;
+
+    written->key = g_strdup (key);
+    writes->in_flight = TRUE;
+    writes->deleting = delete;
+    if (delete) {
+        g_autofree gchar *encoded = vmr_etcd_encode (key);
+
+        request = json_object_new ();
+        json_object_set_string_member (request, "key", encoded);
+        vmr_cluster_call (self, "kv/deleterange", request, written_cb, written,
+                          (GDestroyNotify) written_free);
+        return;
+    }
+    vmr_cluster_call (self, "kv/put", vmr_cluster_put_text (self, key, owned), written_cb, written,
+                      (GDestroyNotify) written_free);
+}
+
+void
+vmr_cluster_write_key (VmrCluster *self, const gchar *key, const gchar *value)
+{
+    KeyWrites *writes = g_hash_table_lookup (self->writes, key);
+
+    if (writes == NULL) {
+        writes = g_new0 (KeyWrites, 1);
+        g_hash_table_insert (self->writes, g_strdup (key), writes);
+    }
+    /* without a lease (not yet granted, or lost) it waits for the next sync */
+    if (writes->in_flight || self->lease_id == NULL) {
+        g_free (writes->pending);
+        writes->pending = g_strdup (value);
+        writes->pending_set = TRUE;
+        return;
+    }
+    send_write (self, key, writes, g_strdup (value), value == NULL);
+}
+
+void
+vmr_cluster_flush_writes (VmrCluster *self)
+{
+    GHashTableIter iter;
+    const gchar *key;
+    KeyWrites *writes;
+
+    g_hash_table_iter_init (&iter, self->writes);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &key, (gpointer *) &writes)) {
+        gchar *next;
+
+        if (writes->in_flight || !writes->pending_set)
+            continue;
+        next = g_steal_pointer (&writes->pending);
+        writes->pending_set = FALSE;
+        send_write (self, key, writes, next, next == NULL);
+    }
+}
+
+void
+vmr_cluster_keep_key (VmrCluster *self, const gchar *key, const gchar *value)
+{
+    g_hash_table_replace (self->kept, g_strdup (key), g_strdup (value));
+    vmr_cluster_write_key (self, key, value);
+}
+
+GHashTable *
+vmr_cluster_writes_new (void)
+{
+    return g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                  (GDestroyNotify) key_writes_free);
+}
+
+/* ---- what this daemon publishes ---- */
+
 guint
 vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func)
 {
@@ -32,22 +170,18 @@ vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func)
 
     vmr_cluster_call (self, "kv/put", vmr_cluster_put_text (self, member_key, member), func, NULL,
                       NULL);
+    /* the jobs' keys in their turn: what `cluster jobs` shows, not what the sync waits for */
     g_hash_table_iter_init (&iter, self->published);
     while (g_hash_table_iter_next (&iter, (gpointer *) &job, (gpointer *) &value)) {
         g_autofree gchar *job_key = published_key (self, job);
 
-        vmr_cluster_call (self, "kv/put", vmr_cluster_put_text (self, job_key, value), func, NULL,
-                          NULL);
+        vmr_cluster_write_key (self, job_key, value);
     }
-    return 1 + g_hash_table_size (self->published);
-}
-
-static void
-publish_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
-{
-    /* a lost etcd shows in the keep-alive; the next sync publishes again */
-    if (reply == NULL)
-        g_debug ("cluster: publishing: %s", error->message);
+    g_hash_table_iter_init (&iter, self->kept);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &job, (gpointer *) &value))
+        vmr_cluster_write_key (self, job, value);
+    vmr_cluster_flush_writes (self);
+    return 1;
 }
 
 void
@@ -61,8 +195,7 @@ vmr_cluster_publish_job (VmrCluster *self, const gchar *job, JsonObject *summary
     value = json_to_string (node, FALSE);
     g_hash_table_replace (self->published, g_strdup (job), value);
     if (self->lease_id != NULL)
-        vmr_cluster_call (self, "kv/put", vmr_cluster_put_text (self, key, value), publish_done_cb,
-                          NULL, NULL);
+        vmr_cluster_write_key (self, key, value);
 }
 
 void
@@ -72,7 +205,7 @@ vmr_cluster_unpublish_job (VmrCluster *self, const gchar *job)
 
     if (!g_hash_table_remove (self->published, job))
         return;
-    /* a key left behind by a lost etcd goes with the lease */
+    /* a key left behind by a lost etcd goes with the lease, or at the next sync */
     if (self->lease_id != NULL)
-        vmr_cluster_delete_key (self, key, publish_done_cb);
+        vmr_cluster_write_key (self, key, NULL);
 }

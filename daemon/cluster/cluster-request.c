@@ -8,6 +8,7 @@
 
 #include "cluster-private.h"
 
+#include "vmr-error.h"
 #include "vmr-json.h"
 
 void
@@ -54,8 +55,19 @@ void
 vmr_cluster_call (VmrCluster *self, const gchar *method, JsonObject *body, ReplyFunc func,
                   gpointer data, GDestroyNotify destroy)
 {
-    Call *call = g_new0 (Call, 1);
+    Call *call;
 
+    if (self->left && !g_str_equal (method, "lease/revoke")) {
+        g_autoptr (GError) error = g_error_new (VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                                "cluster %s: left", self->config->name);
+
+        json_object_unref (body);
+        func (self, NULL, error, data);
+        if (destroy != NULL)
+            destroy (data);
+        return;
+    }
+    call = g_new0 (Call, 1);
     call->self = g_object_ref (self);
     call->func = func;
     call->data = data;

@@ -50,6 +50,8 @@ vmr_cluster_finalize (GObject *object)
     g_hash_table_unref (self->local);
     g_hash_table_unref (self->released);
     g_hash_table_unref (self->published);
+    g_hash_table_unref (self->writes);
+    g_hash_table_unref (self->kept);
     vmr_cluster_queue_free (self->view);
     G_OBJECT_CLASS (vmr_cluster_parent_class)->finalize (object);
 }
@@ -73,6 +75,8 @@ vmr_cluster_init (VmrCluster *self)
         = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) local_job_free);
     self->released = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
     self->published = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+    self->writes = vmr_cluster_writes_new ();
+    self->kept = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->view = vmr_cluster_queue_new ();
 }
 
@@ -325,6 +329,58 @@ vmr_cluster_release (VmrCluster *self, const gchar *job)
     vmr_cluster_delete_key (self, local->key, release_done_cb);
     g_hash_table_remove (self->local, job);
     vmr_cluster_emit_changed (self);
+}
+
+gboolean
+vmr_cluster_reconfigure (VmrCluster *self, const VmrClusterConfig *config, const gchar **out_key)
+{
+    const VmrClusterConfig *old = self->config;
+    VmrClusterConfig *copy;
+
+    *out_key = g_strcmp0 (old->name, config->name) != 0 ? "name"
+               : !g_strv_equal ((const gchar *const *) old->endpoints,
+                                (const gchar *const *) config->endpoints)
+                   ? "etcd"
+               : g_strcmp0 (old->tls_creds, config->tls_creds) != 0 ? "tls-creds"
+               : g_strcmp0 (old->host, config->host) != 0           ? "host"
+               : old->lease_ttl_us != config->lease_ttl_us          ? "lease-ttl"
+                                                                    : NULL;
+    if (*out_key != NULL)
+        return FALSE;
+    copy = vmr_cluster_config_copy (config);
+    vmr_cluster_config_free (self->config);
+    self->config = copy;
+    vmr_cluster_emit_changed (self);
+    return TRUE;
+}
+
+static void
+revoked_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
+{
+    if (reply == NULL)
+        g_message ("cluster %s: the lease was not revoked (%s): its keys go when it expires",
+                   self->config->name, error->message);
+}
+
+void
+vmr_cluster_leave (VmrCluster *self)
+{
+    JsonObject *request;
+
+    /* what is on its way is answered to nobody: no new lease, no sync */
+    g_cancellable_cancel (self->cancellable);
+    g_object_unref (self->cancellable);
+    self->cancellable = g_cancellable_new ();
+    g_clear_handle_id (&self->keepalive_source, g_source_remove);
+    g_clear_pointer (&self->watch, vmr_etcd_watch_free);
+    self->available = FALSE;
+    self->left = TRUE;
+    if (self->lease_id == NULL)
+        return;
+    request = json_object_new ();
+    json_object_set_string_member (request, "ID", self->lease_id);
+    vmr_cluster_call (self, "lease/revoke", request, revoked_cb, NULL, NULL);
+    g_clear_pointer (&self->lease_id, g_free);
 }
 
 VmrEtcdClient *

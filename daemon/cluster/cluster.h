@@ -67,6 +67,23 @@ void vmr_cluster_release (VmrCluster *self, const gchar *job);
 void vmr_cluster_publish_job (VmrCluster *self, const gchar *job, JsonObject *summary);
 void vmr_cluster_unpublish_job (VmrCluster *self, const gchar *job);
 
+/*
+ * Takes the limits and storages of @config at once (an admission pass
+ * follows: "changed") when it names the same cluster, etcd endpoints,
+ * credentials, host and lease TTL as the configuration in use. Else
+ * nothing changes, @out_key (static) names the first key that differs, and
+ * FALSE: only a new connection can take it.
+ */
+gboolean vmr_cluster_reconfigure (VmrCluster *self, const VmrClusterConfig *config,
+                                  const gchar **out_key);
+
+/*
+ * Leaves the cluster for good: no more keep-alive, and the lease is
+ * revoked, so that its keys go at once (the slots of the copies that run
+ * here are free for the other hosts).
+ */
+void vmr_cluster_leave (VmrCluster *self);
+
 /* the client it talks to etcd with */
 struct _VmrEtcdClient *vmr_cluster_get_client (VmrCluster *self);
 

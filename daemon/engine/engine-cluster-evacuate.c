@@ -19,14 +19,26 @@
 typedef struct {
     gchar *id;
     gchar *from;
-    JsonObject *plan; /* the local evacuation's, NULL until it is made */
-    gchar *error;     /* why this host could not evacuate, or NULL */
-    gboolean planned; /* the local evacuation answered */
+    JsonObject *plan;    /* the local evacuation's, NULL until it is made */
+    gchar *error;        /* why this host could not evacuate, or NULL */
+    gboolean planned;    /* the local evacuation answered */
+    JsonObject *request; /* the request, while its plan waits for the domains */
+    guint wait_source;   /* ... until this fires */
 } HostEvacuation;
+
+/*
+ * A daemon that knows no domain yet (it has just started: libvirt lists them,
+ * or they are attached) plans its part once they have come in: no domain
+ * added for DOMAINS_SETTLE_MS, or DOMAINS_WAIT_S at the most.
+ */
+#define DOMAINS_SETTLE_MS 1000
+#define DOMAINS_WAIT_S    10
 
 static void
 host_evacuation_free (HostEvacuation *evacuation)
 {
+    g_clear_handle_id (&evacuation->wait_source, g_source_remove);
+    g_clear_pointer (&evacuation->request, json_object_unref);
     g_free (evacuation->id);
     g_free (evacuation->from);
     g_clear_pointer (&evacuation->plan, json_object_unref);
@@ -139,21 +151,151 @@ local_evacuate_cb (GObject *source, GAsyncResult *result, gpointer user_data)
     g_free (planning);
 }
 
+/* the file of the state directory that lists, one a line, the evacuations this host took part in */
+static gchar *
+taken_part_path (VmrEngine *self)
+{
+    return g_build_filename (self->state_dir, "cluster-evacuations", NULL);
+}
+
+static void
+load_taken_part (VmrEngine *self)
+{
+    g_autofree gchar *path = taken_part_path (self);
+    g_autofree gchar *text = NULL;
+    g_auto (GStrv) ids = NULL;
+
+    self->cluster_taken_part = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    if (!g_file_get_contents (path, &text, NULL, NULL))
+        return;
+    ids = g_strsplit (text, "\n", -1);
+    for (guint i = 0; ids[i] != NULL; i++) {
+        if (ids[i][0] != '\0')
+            g_hash_table_add (self->cluster_taken_part, g_strdup (ids[i]));
+    }
+}
+
+/*
+ * Whether this host took part in evacuation @id already; if not, it is
+ * written down, in the state directory, before it does: a request is seen
+ * again each time the watch opens, and after a restart.
+ */
+static gboolean
+take_part (VmrEngine *self, const gchar *id)
+{
+    g_autofree gchar *path = taken_part_path (self);
+    g_autoptr (GString) text = g_string_new (NULL);
+    g_autoptr (GError) error = NULL;
+    GHashTableIter iter;
+    const gchar *known;
+
+    if (g_hash_table_contains (self->cluster_taken_part, id))
+        return FALSE;
+    g_hash_table_add (self->cluster_taken_part, g_strdup (id));
+    g_hash_table_iter_init (&iter, self->cluster_taken_part);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &known, NULL))
+        g_string_append_printf (text, "%s\n", known);
+    if (!g_file_set_contents (path, text->str, (gssize) text->len, &error))
+        g_warning ("cluster evacuation %s: %s: a restart would take part again", id,
+                   error->message);
+    return TRUE;
+}
+
+/* plans this host's part of @evacuation, @object its request */
+static void
+plan_part (VmrEngine *self, HostEvacuation *evacuation, JsonObject *object)
+{
+    VmrEvacuateRequest request = request_of (object);
+    Planning *planning = g_new0 (Planning, 1);
+
+    planning->self = g_object_ref (self);
+    planning->id = g_strdup (evacuation->id);
+    vmr_engine_evacuate_async (self, &request, NULL, local_evacuate_cb, planning);
+}
+
+/* a part whose plan waits for the domains: the engine (not a reference) and the id */
+static Planning *
+waiting_new (VmrEngine *self, HostEvacuation *evacuation)
+{
+    Planning *waiting = g_new0 (Planning, 1);
+
+    waiting->self = self;
+    waiting->id = g_strdup (evacuation->id);
+    return waiting;
+}
+
+static void
+waiting_free (Planning *waiting)
+{
+    g_free (waiting->id);
+    g_free (waiting);
+}
+
+static gboolean
+domains_waited_cb (gpointer user_data)
+{
+    Planning *waiting = user_data;
+    HostEvacuation *evacuation
+        = g_hash_table_lookup (waiting->self->cluster_evacuations, waiting->id);
+    g_autoptr (JsonObject) request = NULL;
+
+    if (evacuation == NULL)
+        return G_SOURCE_REMOVE;
+    evacuation->wait_source = 0;
+    request = g_steal_pointer (&evacuation->request);
+    plan_part (waiting->self, evacuation, request);
+    return G_SOURCE_REMOVE;
+}
+
 static void
 request_cb (VmrClusterEvacuations *evacuations, JsonObject *object, gpointer user_data)
 {
     VmrEngine *self = user_data;
-    VmrEvacuateRequest request = request_of (object);
-    HostEvacuation *evacuation = g_new0 (HostEvacuation, 1);
-    Planning *planning = g_new0 (Planning, 1);
+    HostEvacuation *evacuation;
 
+    if (!take_part (self, vmr_json_get_string (object, "id"))) {
+        g_debug ("cluster evacuation %s: this host took part already",
+                 vmr_json_get_string (object, "id"));
+        return;
+    }
+    g_message ("cluster evacuation %s: %s to %s, asked by %s: taking part",
+               vmr_json_get_string (object, "id"), vmr_json_get_string (object, "from"),
+               vmr_json_get_string (object, "to"), vmr_json_get_string (object, "host"));
+    evacuation = g_new0 (HostEvacuation, 1);
     evacuation->id = g_strdup (vmr_json_get_string (object, "id"));
-    evacuation->from = g_strdup (request.from);
+    evacuation->from = g_strdup (vmr_json_get_string (object, "from"));
     g_hash_table_replace (self->cluster_evacuations, evacuation->id, evacuation);
     report (self, evacuation);
-    planning->self = g_object_ref (self);
-    planning->id = g_strdup (evacuation->id);
-    vmr_engine_evacuate_async (self, &request, NULL, local_evacuate_cb, planning);
+    if (g_hash_table_size (self->domains) > 0) {
+        plan_part (self, evacuation, object);
+        return;
+    }
+    g_message ("cluster evacuation %s: no domain known yet: planning once they are in",
+               evacuation->id);
+    evacuation->request = json_object_ref (object);
+    evacuation->wait_source = g_timeout_add_seconds_full (
+        G_PRIORITY_DEFAULT, DOMAINS_WAIT_S, domains_waited_cb, waiting_new (self, evacuation),
+        (GDestroyNotify) waiting_free);
+}
+
+static void
+domain_added (VmrEngine *self)
+{
+    GHashTableIter iter;
+    HostEvacuation *evacuation;
+
+    if (self->cluster_evacuations == NULL)
+        return;
+    g_hash_table_iter_init (&iter, self->cluster_evacuations);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &evacuation)) {
+        if (evacuation->request == NULL)
+            continue;
+        /* another may follow: the plan waits until none has for a while */
+        g_clear_handle_id (&evacuation->wait_source, g_source_remove);
+        evacuation->wait_source
+            = g_timeout_add_full (G_PRIORITY_DEFAULT, DOMAINS_SETTLE_MS, domains_waited_cb,
+                                  waiting_new (self, evacuation), (GDestroyNotify) waiting_free);
+    }
 }
 
 static void job_changed_cb (VmrEngine *self, VmrJob *job, gint previous, gpointer user_data);
@@ -161,13 +303,23 @@ static void job_changed_cb (VmrEngine *self, VmrJob *job, gint previous, gpointe
 static void
 cluster_joined (VmrEngine *self)
 {
-    self->cluster_evacuations = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
-                                                       (GDestroyNotify) host_evacuation_free);
+    g_autoptr (GList) parts = NULL;
+
+    if (self->cluster_evacuations == NULL)
+        self->cluster_evacuations = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                                           (GDestroyNotify) host_evacuation_free);
+    if (self->cluster_taken_part == NULL)
+        load_taken_part (self);
     self->evacuations = vmr_cluster_evacuations_new (self->cluster);
     g_signal_connect (self->evacuations, "request", G_CALLBACK (request_cb), self);
     g_signal_connect (self, "job-changed", G_CALLBACK (job_changed_cb), NULL);
+    /* joined again (the policy named another etcd): the parts under way report again */
+    parts = g_hash_table_get_values (self->cluster_evacuations);
+    for (GList *l = parts; l != NULL; l = l->next)
+        report (self, l->data);
 }
 
+/* the parts under way are kept: a cluster joined again reports them */
 static void
 cluster_leaving (VmrEngine *self)
 {
@@ -175,7 +327,6 @@ cluster_leaving (VmrEngine *self)
     if (self->evacuations != NULL)
         g_signal_handlers_disconnect_by_data (self->evacuations, self);
     g_clear_object (&self->evacuations);
-    g_clear_pointer (&self->cluster_evacuations, g_hash_table_unref);
 }
 
 /* a job changed: the evacuation it belongs to reports again */
@@ -211,6 +362,7 @@ vmr_engine_follow_cluster_evacuations (VmrEngine *self)
 {
     self->hooks.cluster_joined = cluster_joined;
     self->hooks.cluster_leaving = cluster_leaving;
+    self->hooks.evacuation_domain_added = domain_added;
     if (self->cluster != NULL && self->evacuations == NULL)
         cluster_joined (self);
 }

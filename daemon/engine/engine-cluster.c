@@ -33,20 +33,13 @@ vmr_engine_cluster_clear (VmrEngine *self)
     g_clear_object (&self->cluster);
 }
 
-void
-vmr_engine_cluster_update (VmrEngine *self)
+/* joins the cluster of @config */
+static void
+cluster_join (VmrEngine *self, const VmrClusterConfig *config)
 {
-    const VmrClusterConfig *config = vmr_policy_get_cluster (self->policy);
     g_autoptr (GError) error = NULL;
 
-    if (self->cluster != NULL) {
-        if (!vmr_cluster_config_equal (config, vmr_cluster_get_config (self->cluster)))
-            g_warning ("the policy's [cluster] section changed: it takes effect when the daemon "
-                       "restarts");
-        return;
-    }
-    if (config == NULL)
-        return;
+    g_clear_pointer (&self->cluster_error, g_free);
     self->cluster = vmr_cluster_new (config, &error);
     if (self->cluster == NULL) {
         /* no copy starts rather than one beyond the cluster's limits */
@@ -55,10 +48,44 @@ vmr_engine_cluster_update (VmrEngine *self)
         return;
     }
     g_signal_connect (self->cluster, "changed", G_CALLBACK (cluster_changed_cb), self);
+    /* an admission pass registers the copies that run here before it lets a new one go */
+    if (self->hooks.cluster_changed != NULL)
+        self->hooks.cluster_changed (self);
     if (self->hooks.cluster_joined != NULL)
         self->hooks.cluster_joined (self);
     g_message ("cluster %s: admission through etcd at %s, as host %s", config->name,
                config->endpoints[0], config->host);
+}
+
+/* leaves the cluster for good (a [cluster] section removed or changed): its lease is revoked */
+static void
+cluster_leave (VmrEngine *self)
+{
+    vmr_cluster_leave (self->cluster);
+    vmr_engine_cluster_clear (self);
+}
+
+void
+vmr_engine_cluster_update (VmrEngine *self)
+{
+    const VmrClusterConfig *config = vmr_policy_get_cluster (self->policy);
+    const gchar *key = NULL;
+
+    if (self->cluster != NULL && config != NULL
+        && vmr_cluster_reconfigure (self->cluster, config, &key))
+        return;
+    if (self->cluster != NULL) {
+        g_message (config != NULL
+                       ? "cluster %s: the policy's [cluster] %s changed: connecting again"
+                       : "cluster %s: the policy has no [cluster] section%s: leaving it",
+                   vmr_cluster_get_config (self->cluster)->name, config != NULL ? key : "");
+        cluster_leave (self);
+    }
+    if (config == NULL) {
+        g_clear_pointer (&self->cluster_error, g_free);
+        return;
+    }
+    cluster_join (self, config);
 }
 
 /* the storages @job reads from and writes to, as the cluster's limits count them */

@@ -70,6 +70,8 @@ typedef struct {
     /* the cluster was joined, or is being left */
     void (*cluster_joined) (VmrEngine *self);
     void (*cluster_leaving) (VmrEngine *self);
+    /* a domain was added: a cluster evacuation's part that waits for the domains plans soon */
+    void (*evacuation_domain_added) (VmrEngine *self);
 } VmrEngineHooks;
 
 struct _VmrEngine {
@@ -92,6 +94,7 @@ struct _VmrEngine {
     gchar *cluster_error;        /* why the cluster could not be joined, or NULL */
     struct _VmrClusterEvacuations *evacuations; /* the cluster's evacuations, with it */
     GHashTable *cluster_evacuations; /* id -> this host's part of an evacuation, unended */
+    GHashTable *cluster_taken_part;  /* ids of the evacuations this host took part in, kept */
 
     /* what the statistics count (engine-stats.h) */
     GHashTable *decision_counts; /* action name -> guint64 *, the policy's decisions made */
@@ -256,7 +259,12 @@ void vmr_engine_policy_evaluate (VmrEngine *self, DomainEntry *entry, VmrJob *jo
 
 /* engine-cluster.c */
 
-/* joins the cluster the policy names, once: a changed section takes effect at restart */
+/*
+ * Joins the cluster the policy names; after a reload, takes its new limits
+ * at once, or connects again (a new lease, what runs registered first)
+ * when the section names another cluster, etcd, credentials, host or lease
+ * TTL, and leaves it when the section is gone.
+ */
 void vmr_engine_cluster_update (VmrEngine *self);
 
 /* leaves the cluster (the lease expires by itself) */

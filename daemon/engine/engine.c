@@ -167,6 +167,8 @@ domain_added_hook (VmrEngine *self, DomainEntry *entry)
 {
     vmr_engine_sampling_watch (self, entry);
     vmr_engine_adopt_jobs (self, entry);
+    if (self->hooks.evacuation_domain_added != NULL)
+        self->hooks.evacuation_domain_added (self);
 }
 
 VmrEngine *
@@ -210,6 +212,8 @@ vmr_engine_finalize (GObject *object)
     VmrEngine *self = VMR_ENGINE (object);
 
     g_hash_table_unref (self->domains);
+    g_clear_pointer (&self->cluster_taken_part, g_hash_table_unref);
+    g_clear_pointer (&self->cluster_evacuations, g_hash_table_unref);
     g_clear_pointer (&self->policy, vmr_policy_unref);
     g_free (self->policy_path);
     g_free (self->policy_refusal);

@@ -13,39 +13,22 @@
  * back; a daemon restarted picks its slots up with its jobs, and one that
  * lost its lease takes a new one and registers again; `evacuate --cluster`
  * moves the disks of the three hosts, each daemon its own, under the limit,
- * followed to its end. Every destination holds the bytes of its source. One etcd cluster and the
- * same daemons serve every case, in order.
+ * followed to its end (test-cluster-evacuate.c, with a remote part that
+ * fails and daemons that join an open request late); a reload raises the
+ * limit at once. After every group of copies etcd holds no job key of them
+ * any more. Every destination holds the bytes of its source. One etcd
+ * cluster and the same daemons serve every case, in order.
  */
 
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
 
-#include "etcd-fixture.h"
-#include "harness.h"
+#include "test-cluster.h"
 
-#define N_HOSTS 3
-#define N_DISKS 4
-/* a copy at 1 MiB/s runs for about 3 s */
-#define IMAGE_SIZE (3 * 1024 * 1024)
-#define LIMIT      2
-#define TTL_S      3
-/* host 1's, whose daemon is restarted: longer than a restart takes */
-#define RESTART_TTL_S 10
-#define TIMEOUT_S     60
+const gchar *const disk_ids[N_DISKS] = { "disk0", "disk1", "disk2", "disk3" };
 
-static const gchar *const disk_ids[N_DISKS] = { "disk0", "disk1", "disk2", "disk3" };
-
-typedef struct {
-    VmrHarness *hosts[N_HOSTS];
-    VmrEtcdCluster etcd;
-    gchar *shared;                     /* the storage every host copies into */
-    gchar *evacuated;                  /* ... and the one the cluster's evacuation empties it to */
-    gchar *expected[N_HOSTS][N_DISKS]; /* what each disk must hold */
-    gchar *on[N_HOSTS][N_DISKS];       /* where each disk is now */
-} Cluster;
-
-static Cluster cluster;
+Cluster cluster;
 
 typedef struct {
     guint host;
@@ -61,8 +44,7 @@ copy_clear (Copy *copy)
     g_clear_pointer (&copy->dest, g_free);
 }
 
-/* bulk copies (mirror jobs before ready) in every running QEMU of the cluster */
-static guint
+guint
 cluster_bulk_copies (void)
 {
     guint total = 0;
@@ -138,6 +120,44 @@ state_of (JsonObject *job)
     return vmr_harness_json_string (job, "state");
 }
 
+/* whether host 2's `cluster jobs` lists @copy */
+static gboolean
+is_published (const Copy *copy)
+{
+    g_autoptr (JsonNode) node = vmr_harness_cli_json (cluster.hosts[2], "cluster", "jobs", NULL);
+    JsonArray *jobs = vmr_harness_json_array (vmr_harness_json_node_object (node), "jobs");
+    g_autofree gchar *host = g_strdup_printf ("host%u", copy->host);
+
+    for (guint j = 0; j < json_array_get_length (jobs); j++) {
+        JsonObject *published = vmr_harness_json_element (jobs, j);
+
+        if (g_str_equal (vmr_harness_json_string (published, "host"), host)
+            && g_str_equal (vmr_harness_json_string (published, "id"), copy->id))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/*
+ * Each of @copies, completed, is gone from etcd's job keys: its last
+ * transitions came in a burst (synced, pivoting, completed), and the delete
+ * of its key landed after every put of it.
+ */
+static void
+assert_unpublished (const Copy *copies, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        gint64 deadline = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+
+        while (is_published (&copies[i])) {
+            if (g_get_monotonic_time () > deadline)
+                vmr_fail ("job %s of host %u completed, and etcd still has its job key",
+                          copies[i].id, copies[i].host);
+            g_usleep (50 * 1000);
+        }
+    }
+}
+
 /*
  * Polls every QEMU until each of @copies has completed, failing if the
  * cluster ever runs more bulk copies than the limit; returns the most seen.
@@ -152,8 +172,9 @@ run_to_end (Copy *copies, guint n)
     while (!done) {
         guint running = cluster_bulk_copies ();
 
-        if (running > LIMIT)
-            vmr_fail ("%u bulk copies at once in the cluster, its limit is %u", running, LIMIT);
+        if (running > cluster.limit)
+            vmr_fail ("%u bulk copies at once in the cluster, its limit is %u", running,
+                      cluster.limit);
         most = MAX (most, running);
         done = TRUE;
         for (guint i = 0; i < n; i++) {
@@ -168,6 +189,7 @@ run_to_end (Copy *copies, guint n)
             vmr_fail ("the copies did not complete in %d s", TIMEOUT_S);
         g_usleep (50 * 1000);
     }
+    assert_unpublished (copies, n);
     for (guint i = 0; i < n; i++) {
         Copy *copy = &copies[i];
 
@@ -180,14 +202,31 @@ run_to_end (Copy *copies, guint n)
     return most;
 }
 
+void
+cluster_write_policy (guint i, const gchar *endpoints, guint limit)
+{
+    g_autofree gchar *text
+        = g_strdup_printf ("[defaults]\nmax-parallel = 4\nmax-parallel-per-iothread = 0\n"
+                           "[cluster]\nname = test\netcd = %s\nhost = host%u\n"
+                           "max-parallel = %u\nlease-ttl = %us\nstorage = %s\n",
+                           endpoints, i, limit, i == 1 ? RESTART_TTL_S : TTL_S, cluster.shared);
+    g_autofree gchar *policy = vmr_harness_write_policy (cluster.hosts[i], text);
+}
+
+guint
+cluster_count_jobs (guint i)
+{
+    g_autoptr (JsonNode) node = vmr_harness_cli_json (cluster.hosts[i], "jobs", NULL);
+
+    return json_array_get_length (vmr_harness_json_node_array (node));
+}
+
 static void
 start_host (guint i, const gchar *endpoints)
 {
     VmrHarness *h = cluster.hosts[i];
     VmrHarnessDisk disks[N_DISKS];
-    g_autofree gchar *policy = NULL;
-    g_autofree gchar *text = NULL;
-    g_autofree gchar *log = NULL;
+    g_autofree gchar *policy = vmr_harness_path (h, "policy.conf");
 
     for (guint d = 0; d < N_DISKS; d++) {
         g_autofree gchar *name = g_strdup_printf ("source-%s.raw", disk_ids[d]);
@@ -196,11 +235,7 @@ start_host (guint i, const gchar *endpoints)
         cluster.expected[i][d] = vmr_harness_expected_path (cluster.on[i][d]);
         disks[d] = (VmrHarnessDisk){ disk_ids[d], cluster.on[i][d], "raw", NULL };
     }
-    text = g_strdup_printf ("[defaults]\nmax-parallel = 4\nmax-parallel-per-iothread = 0\n"
-                            "[cluster]\nname = test\netcd = %s\nhost = host%u\n"
-                            "max-parallel = %u\nlease-ttl = %us\nstorage = %s\n",
-                            endpoints, i, LIMIT, i == 1 ? RESTART_TTL_S : TTL_S, cluster.shared);
-    policy = vmr_harness_write_policy (h, text);
+    cluster_write_policy (i, endpoints, LIMIT);
     vmr_harness_start_qemu (h, disks, N_DISKS);
     vmr_harness_start_daemon (h, "--policy", policy, NULL);
     vmr_harness_attach (h, "vm");
@@ -485,118 +520,34 @@ test_etcd_lost (void)
         copy_clear (&copies[i]);
 }
 
-/* the jobs each host lists, to show that a refused evacuation submitted nothing */
-static guint
-count_jobs (guint host)
-{
-    g_autoptr (JsonNode) node = vmr_harness_cli_json (cluster.hosts[host], "jobs", NULL);
-
-    return json_array_get_length (vmr_harness_json_node_array (node));
-}
-
-/* host 0, killed with its QEMU, back with its disks where they are now */
-static void
-revive_host_0 (void)
-{
-    VmrHarness *h = cluster.hosts[0];
-    g_autofree gchar *policy = vmr_harness_path (h, "policy.conf");
-    const gchar *const extra[] = { "--policy", policy, NULL };
-    VmrHarnessDisk disks[N_DISKS];
-
-    for (guint d = 0; d < N_DISKS; d++)
-        disks[d] = (VmrHarnessDisk){ disk_ids[d], cluster.on[0][d], "raw", NULL };
-    vmr_harness_start_qemu (h, disks, N_DISKS);
-    vmr_harness_restart_daemon (h, extra);
-    vmr_harness_attach (h, "vm");
-}
-
 /*
- * `evacuate --cluster --wait` on host 2 moves every disk of the three hosts
- * that lies in the shared storage to another one, each daemon its own,
- * under the cluster's limit, and follows them all to the end; bad input
- * is refused on one line with nothing submitted anywhere; hosts without
- * such disks say they have nothing to move.
+ * The cluster's max-parallel raised to 3 by a policy reload on every host
+ * (host 0's etcd endpoints changed back to the three members on the way:
+ * it connects again): the new limit applies at once, three copies run
+ * together and never four.
  */
 static void
-test_cluster_evacuate (void)
+test_limit_reload (void)
 {
-    g_autoptr (GError) error = NULL;
-    const gchar *to;
-    g_autoptr (VmrCliResult) refused = NULL;
-    g_autoptr (VmrCliResult) result = NULL;
-    VmrCliRun *run;
-    guint jobs_before[N_HOSTS];
-    guint n_moved[N_HOSTS] = { 0 };
-    guint most = 0;
+    g_autofree gchar *endpoints = vmr_etcd_cluster_endpoints (&cluster.etcd);
+    Copy copies[4] = { 0 };
 
-    revive_host_0 ();
-    cluster.evacuated = g_dir_make_tmp ("vmr-evacuated-XXXXXX", &error);
-    g_assert_no_error (error);
-    to = cluster.evacuated;
-    for (guint i = 0; i < N_HOSTS; i++)
-        jobs_before[i] = count_jobs (i);
-    refused = vmr_harness_cli (cluster.hosts[2], "evacuate", "--cluster", "--from", "/nonexistent",
-                               "--to", to, "--wait", NULL);
-    vmr_cli_result_assert_error (refused, 1);
-    g_assert_null (strchr (g_strchomp (refused->err), '\n'));
-    for (guint i = 0; i < N_HOSTS; i++)
-        g_assert_cmpuint (count_jobs (i), ==, jobs_before[i]);
-
-    run = vmr_harness_cli_spawn (cluster.hosts[2], "evacuate", "--cluster", "--from",
-                                 cluster.shared, "--to", to, "--speed", "2M", "--wait", NULL);
-    for (gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;;) {
-        guint running = cluster_bulk_copies ();
-
-        if (running > LIMIT)
-            vmr_fail ("%u bulk copies at once in the cluster's evacuation, its limit is %u",
-                      running, LIMIT);
-        most = MAX (most, running);
-        if (vmr_harness_cli_run_exited (run))
-            break;
-        if (g_get_monotonic_time () > deadline)
-            vmr_fail ("the cluster's evacuation did not end in %d s", TIMEOUT_S);
-        g_usleep (50 * 1000);
-    }
-    result = vmr_harness_cli_wait (run);
-    g_test_message ("evacuate --cluster:\n%s%s", result->out, result->err);
-    vmr_cli_result_assert_ok (result);
-    g_assert_cmpuint (most, ==, LIMIT);
     for (guint i = 0; i < N_HOSTS; i++) {
-        for (guint d = 0; d < N_DISKS; d++) {
-            g_autofree gchar *base = g_path_get_basename (cluster.on[i][d]);
-            g_autofree gchar *moved = g_build_filename (to, base, NULL);
+        g_autoptr (VmrCliResult) reload = NULL;
 
-            if (!g_str_has_prefix (cluster.on[i][d], cluster.shared))
-                continue;
-            vmr_harness_assert_disk_on (cluster.hosts[i], disk_ids[d], moved);
-            vmr_harness_assert_image_equals (moved, "raw", cluster.expected[i][d]);
-            g_free (cluster.on[i][d]);
-            cluster.on[i][d] = g_steal_pointer (&moved);
-            n_moved[i]++;
-        }
+        cluster_write_policy (i, endpoints, LIMIT + 1);
+        reload = vmr_harness_cli (cluster.hosts[i], "reload", NULL);
+        vmr_cli_result_assert_ok (reload);
     }
-    for (guint i = 0; i < N_HOSTS; i++) {
-        g_autofree gchar *line
-            = g_strdup_printf ("host%u: %u of %u disk%s completed\n", i, n_moved[i], n_moved[i],
-                               n_moved[i] == 1 ? "" : "s");
-
-        g_assert_cmpuint (n_moved[i], >, 0);
-        g_assert_nonnull (strstr (result->out, line));
+    cluster.limit = LIMIT + 1;
+    for (guint i = 0; i < G_N_ELEMENTS (copies); i++) {
+        submit (&copies[i], i % N_HOSTS, i / N_HOSTS, "reload");
+        wait_queued (&copies[i]);
     }
-    g_assert_nonnull (strstr (result->out, "evacuate: completed: "));
-    /* no domain matches: every host says it has nothing to move, and that is a success */
-    {
-        g_autoptr (VmrCliResult) nothing
-            = vmr_harness_cli (cluster.hosts[1], "evacuate", "--cluster", "--from", to, "--to",
-                               cluster.shared, "--domains", "none*", "--wait", NULL);
-
-        vmr_cli_result_assert_ok (nothing);
-        for (guint i = 0; i < N_HOSTS; i++) {
-            g_autofree gchar *line = g_strdup_printf ("host%u: nothing to move", i);
-
-            g_assert_nonnull (strstr (nothing->out, line));
-        }
-    }
+    g_assert_cmpuint (run_to_end (copies, G_N_ELEMENTS (copies)), ==, LIMIT + 1);
+    g_assert_true (is_member (1, "host0"));
+    for (guint i = 0; i < G_N_ELEMENTS (copies); i++)
+        copy_clear (&copies[i]);
 }
 
 static void
@@ -625,6 +576,7 @@ set_up (void)
     }
     if (!vmr_harness_require (cluster.hosts[0], "etcd", "etcdctl", NULL))
         return FALSE;
+    cluster.limit = LIMIT;
     cluster.shared = g_dir_make_tmp ("vmr-cluster-XXXXXX", &error);
     g_assert_no_error (error);
     vmr_etcd_cluster_start (&cluster.etcd, cluster.hosts[0]->dir);
@@ -634,7 +586,7 @@ set_up (void)
     return TRUE;
 }
 
-/* removes @path (may be NULL) and the files in it, and frees it */
+/* removes @path (may be NULL) and what is in it, and frees it */
 static void
 remove_dir (gchar *path)
 {
@@ -642,9 +594,14 @@ remove_dir (gchar *path)
     const gchar *name;
 
     while (dir != NULL && (name = g_dir_read_name (dir)) != NULL) {
-        g_autofree gchar *file = g_build_filename (path, name, NULL);
+        gchar *file = g_build_filename (path, name, NULL);
 
+        if (g_file_test (file, G_FILE_TEST_IS_DIR)) {
+            remove_dir (file);
+            continue;
+        }
         g_unlink (file);
+        g_free (file);
     }
     if (path != NULL)
         g_rmdir (path);
@@ -667,7 +624,10 @@ tear_down (void)
         }
     }
     remove_dir (cluster.shared);
-    remove_dir (cluster.evacuated);
+    g_free (cluster.evacuated);
+    g_free (cluster.third);
+    remove_dir (cluster.base);
+    remove_dir (cluster.fourth);
 }
 
 int
@@ -683,6 +643,9 @@ main (int argc, char **argv)
     g_test_add_data_func ("/cluster/lease-lost", test_lease_lost, run_case);
     g_test_add_data_func ("/cluster/etcd-lost", test_etcd_lost, run_case);
     g_test_add_data_func ("/cluster/evacuate", test_cluster_evacuate, run_case);
+    g_test_add_data_func ("/cluster/evacuate-fails", test_cluster_evacuate_fails, run_case);
+    g_test_add_data_func ("/cluster/evacuate-late", test_cluster_evacuate_late, run_case);
+    g_test_add_data_func ("/cluster/limit-reload", test_limit_reload, run_case);
     set_up ();
     status = g_test_run ();
     tear_down ();
