@@ -324,9 +324,13 @@ parse_count (const gchar *text, guint64 *out, GError **error)
     return TRUE;
 }
 
-/* "auto" (QEMU's choice), or a power of two from 512 bytes to 64 MiB, as QEMU's mirror takes */
+/*
+ * "auto" (0: QEMU's choice), or a size from @min to @max, a power of two if
+ * @power_of_two; @range says the bounds in the error
+ */
 static gboolean
-parse_granularity (const gchar *text, guint64 *out, GError **error)
+parse_auto_size (const gchar *text, guint64 min, guint64 max, gboolean power_of_two,
+                 const gchar *range, guint64 *out, GError **error)
 {
     guint64 bytes = 0;
 
@@ -336,37 +340,32 @@ parse_granularity (const gchar *text, guint64 *out, GError **error)
     }
     if (!vmr_units_parse_bytes (text, &bytes, error))
         return FALSE;
-    if (bytes < 512 || bytes > 64 * 1024 * 1024 || (bytes & (bytes - 1)) != 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "'%s' is not auto or a power of two from 512 to 64M", text);
+    if (bytes < min || bytes > max || (power_of_two && (bytes & (bytes - 1)) != 0)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "'%s' is not auto or %s", text,
+                     range);
         return FALSE;
     }
     *out = bytes;
     return TRUE;
 }
 
+/* a power of two from 512 bytes to 64 MiB, as QEMU's mirror takes */
+static gboolean
+parse_granularity (const gchar *text, guint64 *out, GError **error)
+{
+    return parse_auto_size (text, 512, 64 * 1024 * 1024, TRUE, "a power of two from 512 to 64M",
+                            out, error);
+}
+
 /*
- * "auto" (QEMU's 16 MiB), or a size from 64 KiB to 1 GiB: what the mirror
- * may have in flight, in reads of the source and writes of the destination
+ * From 64 KiB to 1 GiB (auto: QEMU's 16 MiB): what the mirror may have in
+ * flight, in reads of the source and writes of the destination
  */
 static gboolean
 parse_buf_size (const gchar *text, guint64 *out, GError **error)
 {
-    guint64 bytes = 0;
-
-    if (g_strcmp0 (text, "auto") == 0) {
-        *out = 0;
-        return TRUE;
-    }
-    if (!vmr_units_parse_bytes (text, &bytes, error))
-        return FALSE;
-    if (bytes < 64 * 1024 || bytes > G_GUINT64_CONSTANT (1024) * 1024 * 1024) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "'%s' is not auto or a size from 64K to 1G", text);
-        return FALSE;
-    }
-    *out = bytes;
-    return TRUE;
+    return parse_auto_size (text, 64 * 1024, G_GUINT64_CONSTANT (1024) * 1024 * 1024, FALSE,
+                            "a size from 64K to 1G", out, error);
 }
 
 /* whole seconds up to an hour: QEMU's reconnect-delay is in seconds */
