@@ -102,19 +102,6 @@ note_decision (VmrEngine *self, VmrJob *job, VmrControllerKind kind, const gchar
     job->decision_reason = g_strdup (reason);
 }
 
-/*
- * What an adaptive copy of a busy guest has in flight when the policy's
- * buf-size is auto. QEMU's mirror keeps up to 16 MiB in flight and, under a
- * speed limit, sends each 100 ms slice's share at once: a guest's I/O that
- * comes during such a burst waits behind megabytes. With 1 MiB the same
- * speed comes in smaller bursts: on the test guest (8 KiB random 70/30,
- * fixed rate) a 39 MiB/s cap with 1 MiB raised the guest's latency 1.09
- * times where 28 MiB/s with 16 MiB raised it 1.31 times (docs/policy.md). It
- * costs a copy at full speed about a fifth of its rate, so an idle guest's
- * copy keeps QEMU's.
- */
-#define BUSY_GUEST_BUF_SIZE (1024 * 1024)
-
 guint64
 vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
                            const VmrPolicyRule *rule)
@@ -125,7 +112,6 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     g_autofree gchar *reason = NULL;
     VmrJobAdaptive *a;
     guint64 speed;
-    const gchar *chosen = "";
     gboolean idle;
 
     config_of (rule, &config);
@@ -138,18 +124,13 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     /* an idle guest feels nothing: full speed from the start; a busy one from the bottom */
     speed = idle ? config.max_speed : config.min_speed;
     speed_text = vmr_units_format_speed (speed);
-    /* buf-size = auto: a busy guest's copy in small bursts */
-    if (job->buf_size == 0 && !idle) {
-        job->buf_size = BUSY_GUEST_BUF_SIZE;
-        chosen = " with 1 MiB in flight";
-    }
     if (a->has_baseline)
-        reason = g_strdup_printf ("starting at %s%s: baseline %.0f IOPS, %.0f us", speed_text,
-                                  chosen, a->baseline.iops, a->baseline.latency_us);
+        reason = g_strdup_printf ("starting at %s: baseline %.0f IOPS, %.0f us", speed_text,
+                                  a->baseline.iops, a->baseline.latency_us);
     else
-        reason = g_strdup_printf ("starting at %s%s: no load sample yet, the first one measures "
+        reason = g_strdup_printf ("starting at %s: no load sample yet, the first one measures "
                                   "the guest",
-                                  speed_text, chosen);
+                                  speed_text);
     note_decision (self, job, idle ? VMR_CONTROLLER_IDLE_FULL_SPEED : VMR_CONTROLLER_RAISE, reason);
     note_speed (a, speed, now);
     return speed;
