@@ -98,6 +98,7 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) later = NULL;
     g_autoptr (JsonObject) resume_reply = NULL;
     g_autoptr (JsonObject) resumed_block_job = NULL;
+    g_autoptr (JsonObject) speed_reply = NULL;
     g_autoptr (JsonObject) completed = NULL;
     JsonObject *progress;
     gint64 offset;
@@ -141,7 +142,12 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpstr (vmr_harness_json_string (resume_reply, "state"), !=, "paused");
     resumed_block_job = vmr_harness_get_block_job (h);
     g_assert_false (vmr_harness_json_bool (resumed_block_job, "paused"));
+    g_clear_pointer (&block_job, json_object_unref);
+    block_job = vmr_harness_get_block_job (h);
+    g_assert_cmpint (vmr_harness_json_int (block_job, "speed"), ==, 1 * MIB);
     vmr_harness_writer_write (vm.writer, WRITES);
+    /* the rest unlimited: at the slow speed it would take half a minute */
+    speed_reply = vmr_harness_job_command (h, "set-speed", id, "0");
     completed = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     vmr_harness_writer_write (vm.writer, WRITES);
     vmr_harness_assert_migrated (h, id, "disk0", vm.source, vm.dest, "raw", vm.expected);
