@@ -431,6 +431,61 @@ bisect_caps (Bench *self, WorkloadRound *round, const JobResult *unlimited, GErr
     return TRUE;
 }
 
+/*
+ * On a fixed-rate guest the caps that keep its IOPS may still raise its
+ * latency past (a)'s limit: the guest keeps its rate until its latency
+ * nears the time between two of its I/Os. The same bracket for the caps
+ * within (a), IOPS and latency, from the slowest cap that lets the copy
+ * converge (tried first: a cap under it never reaches sync) up to the
+ * slowest static job so far that was not within (a).
+ */
+static gboolean
+bisect_gentle_caps (Bench *self, WorkloadRound *round, const JobResult *unlimited, GError **error)
+{
+    guint tolerance = tolerance_mib (unlimited);
+    guint cap;
+
+    round->gentle_bad_mib = 0;
+    for (guint i = 0; i < round->jobs->len; i++) {
+        const JobResult *result = g_ptr_array_index (round->jobs, i);
+        guint mib = result->kind == JOB_CAP ? result->cap_mib : (guint) result->mib_s;
+
+        if (result->kind != JOB_CAP && result->kind != JOB_UNLIMITED)
+            continue;
+        if (job_gentle (result))
+            round->gentle_good_mib = MAX (round->gentle_good_mib, mib);
+        else if (round->gentle_bad_mib == 0 || mib < round->gentle_bad_mib)
+            round->gentle_bad_mib = mib;
+    }
+    if (round->gentle_bad_mib == 0)
+        return TRUE;
+    cap = round->gentle_good_mib > 0 ? (round->gentle_good_mib + round->gentle_bad_mib) / 2
+                                     : round->floor_mib;
+    for (guint tried = 0; tried < self->max_caps; tried++) {
+        const JobResult *result;
+
+        if (round->gentle_good_mib > 0
+            && round->gentle_bad_mib - round->gentle_good_mib <= tolerance)
+            break;
+        if (cap >= round->gentle_bad_mib || cap <= round->gentle_good_mib)
+            break;
+        result = run_job (self, round, JOB_CAP, cap, error);
+        if (result == NULL)
+            return FALSE;
+        if (job_gentle (result)) {
+            round->gentle_good_mib = cap;
+        } else {
+            round->gentle_bad_mib = cap;
+            /* not even the slowest cap that converges */
+            if (cap == round->floor_mib)
+                break;
+        }
+        cap = round->gentle_good_mib > 0 ? (round->gentle_good_mib + round->gentle_bad_mib) / 2
+                                         : round->floor_mib;
+    }
+    return TRUE;
+}
+
 /* the guest's IOPS at iodepth 1 without a rate limit, on a guest of its own */
 static gboolean
 measure_max_rate (Bench *self, guint *out_iops, GError **error)
@@ -500,6 +555,11 @@ run_workload_round (Bench *self, WorkloadRound *round, GError **error)
         if (!bisect_caps (self, round, unlimited, error))
             return FALSE;
         adaptive_print_knee (round, tolerance_mib (unlimited));
+    }
+    if (workload->fixed_rate) {
+        if (!bisect_gentle_caps (self, round, unlimited, error))
+            return FALSE;
+        adaptive_print_gentle_knee (round, tolerance_mib (unlimited));
     }
     if (!(workload->idle && round->round % 2 == 0)
         && run_job (self, round, JOB_ADAPTIVE, 0, error) == NULL)

@@ -65,6 +65,9 @@ gdouble job_harm (const JobResult *result);
 /* TRUE when the guest kept ADAPTIVE_KEEP_RATIO of its IOPS */
 gboolean job_kept (const JobResult *result);
 
+/* TRUE when it kept them and its latency within target (a)'s limit too */
+gboolean job_gentle (const JobResult *result);
+
 /* the jobs of one workload in one round */
 typedef struct {
     const Workload *workload;
@@ -76,6 +79,9 @@ typedef struct {
     gdouble steady_iops; /* the guest's before the first copy, 0 = not yet */
     guint floor_mib;     /* the slowest cap that lets the copy converge, MiB/s */
     gboolean no_knee;    /* the unlimited copy kept the guest's IOPS */
+    /* fixed-rate workloads: the same bracket for the caps within (a), IOPS and latency */
+    guint gentle_good_mib; /* fastest cap within (a), 0 = none */
+    guint gentle_bad_mib;  /* slowest cap tried that was not */
 } WorkloadRound;
 
 WorkloadRound *workload_round_new (const Workload *workload, guint round);
@@ -88,6 +94,9 @@ void adaptive_print_job (const WorkloadRound *round, const JobResult *result);
 
 /* the knee of @round's caps, one line */
 void adaptive_print_knee (const WorkloadRound *round, guint tolerance_mib);
+
+/* the knee of @round's caps within (a), one line */
+void adaptive_print_gentle_knee (const WorkloadRound *round, guint tolerance_mib);
 
 /*
  * The targets over @rounds (of WorkloadRound, every workload of every
