@@ -326,11 +326,12 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
         /* a busy guest that stopped reporting would make the copy look like an idle one's */
         if (before < 0 && !round->workload->idle && !round->workload->bursty) {
             g_autofree gchar *tail = vmr_guest_console_tail (self->guest.console, 3);
+            g_autofree gchar *qemu = vmr_bench_guest_describe (&self->guest);
 
             g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
                          "the guest reported no I/O for %u s before a copy: its workload "
-                         "stopped; its console's last lines: %s",
-                         before_s, tail);
+                         "stopped (%s); its console's last lines: %s",
+                         before_s, qemu, tail);
             return NULL;
         }
         if (round->steady_iops <= 0 || round->workload->bursty

@@ -321,6 +321,51 @@ qemu_call (VmrBenchGuest *self, const gchar *command, GError **error)
     return reply != NULL;
 }
 
+/* the guest's reads and writes so far as QEMU counts them, every device; FALSE if it cannot say */
+static gboolean
+qemu_io_count (VmrBenchGuest *self, gint64 *out)
+{
+    g_autoptr (JsonNode) reply
+        = vmr_qmp_client_execute_sync (self->qemu_watch, "query-blockstats", NULL, 0, NULL);
+    JsonArray *devices = reply != NULL ? vmr_json_node_array (reply) : NULL;
+
+    if (devices == NULL)
+        return FALSE;
+    *out = 0;
+    for (guint i = 0; i < json_array_get_length (devices); i++) {
+        JsonObject *stats = vmr_json_get_object (vmr_json_array_object (devices, i), "stats");
+
+        if (stats != NULL)
+            *out += vmr_json_int_or (stats, "rd_operations", 0)
+                    + vmr_json_int_or (stats, "wr_operations", 0);
+    }
+    return TRUE;
+}
+
+gchar *
+vmr_bench_guest_describe (VmrBenchGuest *self)
+{
+    g_autoptr (JsonNode) status = NULL;
+    JsonObject *object;
+    g_autofree gchar *ios = NULL;
+    gint64 before = 0, after = 0;
+    gboolean counted;
+
+    if (self->qemu_watch == NULL)
+        return g_strdup ("no QEMU monitor");
+    status = vmr_qmp_client_execute_sync (self->qemu_watch, "query-status", NULL, 0, NULL);
+    object = status != NULL ? vmr_json_node_object (status) : NULL;
+    counted = qemu_io_count (self, &before);
+    g_usleep (2 * G_USEC_PER_SEC);
+    counted = counted && qemu_io_count (self, &after);
+    if (counted)
+        ios = g_strdup_printf ("the guest's I/Os in QEMU over 2 s: %" G_GINT64_FORMAT,
+                               after - before);
+    return g_strdup_printf ("QEMU's status %s; %s",
+                            object != NULL ? vmr_json_get_string (object, "status") : "unknown",
+                            counted ? ios : "no block statistics");
+}
+
 gboolean
 vmr_bench_guest_migrate (VmrBenchGuest *self, VmrQmpClient *control, const gchar *source,
                          const gchar *dest, guint64 disk_size, VmrBenchMigration *out,
