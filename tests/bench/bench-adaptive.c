@@ -444,7 +444,6 @@ static gboolean
 bisect_gentle_caps (Bench *self, WorkloadRound *round, const JobResult *unlimited, GError **error)
 {
     guint tolerance = tolerance_mib (unlimited);
-    guint cap;
 
     round->gentle_bad_mib = 0;
     for (guint i = 0; i < round->jobs->len; i++) {
@@ -460,10 +459,11 @@ bisect_gentle_caps (Bench *self, WorkloadRound *round, const JobResult *unlimite
     }
     if (round->gentle_bad_mib == 0)
         return TRUE;
-    cap = round->gentle_good_mib > 0 ? (round->gentle_good_mib + round->gentle_bad_mib) / 2
-                                     : round->floor_mib;
     for (guint tried = 0; tried < self->max_caps; tried++) {
         const JobResult *result;
+        guint cap = round->gentle_good_mib > 0
+                        ? (round->gentle_good_mib + round->gentle_bad_mib) / 2
+                        : round->floor_mib;
 
         if (round->gentle_good_mib > 0
             && round->gentle_bad_mib - round->gentle_good_mib <= tolerance)
@@ -481,8 +481,6 @@ bisect_gentle_caps (Bench *self, WorkloadRound *round, const JobResult *unlimite
             if (cap == round->floor_mib)
                 break;
         }
-        cap = round->gentle_good_mib > 0 ? (round->gentle_good_mib + round->gentle_bad_mib) / 2
-                                         : round->floor_mib;
     }
     return TRUE;
 }

@@ -128,6 +128,13 @@ typedef struct {
 } VmrBenchMigration;
 
 /*
+ * What QEMU says of a guest that reported nothing, for an error message:
+ * its run state, and whether its disks did any I/O over 2 s (a guest
+ * whose I/O goes on but whose reports stopped, or one whose I/O stopped)
+ */
+gchar *vmr_bench_guest_describe (VmrBenchGuest *self);
+
+/*
  * Migrates disk0 of domain "bench" to @dest with a pivot by hand: the copy
  * while the guest runs, then, at `synced`, the guest paused, the pivot, the
  * byte check of @dest against @source (@disk_size bytes) while both are at
@@ -135,13 +142,6 @@ typedef struct {
  * when the job failed, when it could be read). A copy that reached no
  * `synced` within job_timeout_s is left running, with VMR_ERROR_TIMEOUT.
  */
-/*
- * What QEMU says of a guest that reported nothing, for an error message:
- * its run state, and whether its disks did any I/O over 2 s (a guest
- * whose I/O goes on but whose reports stopped, or one whose I/O stopped)
- */
-gchar *vmr_bench_guest_describe (VmrBenchGuest *self);
-
 gboolean vmr_bench_guest_migrate (VmrBenchGuest *self, VmrQmpClient *control, const gchar *source,
                                   const gchar *dest, guint64 disk_size, VmrBenchMigration *out,
                                   JsonObject **out_job, GError **error);
