@@ -108,6 +108,7 @@ vmr_cli_job_new (JsonNode *node, const gchar *command, GError **error)
         else
             self->backlog = self->total - self->done;
         self->rate = get_size (progress, "rate");
+        self->dirty_rate = get_size (progress, "dirty-rate");
         if (!vmr_json_get_double (progress, "eta", &self->eta) || !isfinite (self->eta))
             self->eta = -1;
     }
@@ -171,6 +172,17 @@ vmr_cli_job_format_rate (const VmrCliJob *self)
         return NULL;
     bytes = vmr_units_format_bytes (self->rate);
     return g_strdup_printf ("%s/s", bytes);
+}
+
+gchar *
+vmr_cli_job_format_dirty_rate (const VmrCliJob *self)
+{
+    g_autofree gchar *bytes = NULL;
+
+    if (!self->has_progress || self->dirty_rate == 0 || !vmr_cli_job_is_copying (self))
+        return NULL;
+    bytes = vmr_units_format_bytes (self->dirty_rate);
+    return g_strdup_printf ("%s/s of the disk (what its writes add to the backlog)", bytes);
 }
 
 gchar *

@@ -26,13 +26,14 @@ typedef struct {
     gboolean manual_pivot;
     guint64 speed; /* bytes/s, 0 = unlimited */
     gboolean has_progress;
-    guint64 total;   /* bytes to copy, QEMU's len */
-    guint64 done;    /* bytes copied, QEMU's offset */
-    guint64 backlog; /* bytes, total - done */
-    guint64 rate;    /* bytes/s, recent */
-    gdouble eta;     /* seconds left, < 0 when unknown */
-    gint64 created;  /* microseconds since the epoch, 0 when unknown */
-    gint64 updated;  /* microseconds since the epoch, 0 when unknown */
+    guint64 total;      /* bytes to copy, QEMU's len */
+    guint64 done;       /* bytes copied, QEMU's offset */
+    guint64 backlog;    /* bytes, total - done */
+    guint64 rate;       /* bytes/s, recent */
+    guint64 dirty_rate; /* bytes/s the guest's writes add to the backlog, recent */
+    gdouble eta;        /* seconds left, < 0 when unknown */
+    gint64 created;     /* microseconds since the epoch, 0 when unknown */
+    gint64 updated;     /* microseconds since the epoch, 0 when unknown */
 
     /* what the policy does with the job: its "policy" member */
     gboolean has_policy;
@@ -79,6 +80,7 @@ gchar *vmr_cli_job_format_percent (const VmrCliJob *self);
 
 /* "700 MiB/s", or NULL when nothing is moving; free with g_free() */
 gchar *vmr_cli_job_format_rate (const VmrCliJob *self);
+gchar *vmr_cli_job_format_dirty_rate (const VmrCliJob *self);
 
 /* "2m05s", or NULL when not known; free with g_free() */
 gchar *vmr_cli_job_format_eta (const VmrCliJob *self);

@@ -506,6 +506,7 @@ vmr_cli_output_job (const VmrCliJob *job)
     g_autofree gchar *convergence = vmr_cli_job_format_convergence (job);
     g_autofree gchar *progress = describe_progress (job);
     g_autofree gchar *rate = vmr_cli_job_format_rate (job);
+    g_autofree gchar *dirty = vmr_cli_job_format_dirty_rate (job);
     g_autofree gchar *eta = vmr_cli_job_format_eta (job);
     g_autofree gchar *created = job->created > 0 ? vmr_cli_format_time (job->created) : NULL;
     g_autofree gchar *updated = job->updated > 0 ? vmr_cli_format_time (job->updated) : NULL;
@@ -544,6 +545,9 @@ vmr_cli_output_job (const VmrCliJob *job)
         print_field ("Convergence", convergence);
     print_field ("Progress", progress);
     print_field ("Rate", rate);
+    /* only while it copies, from the second reading of its progress */
+    if (dirty != NULL)
+        print_field ("Guest dirties", dirty);
     print_field ("ETA", eta);
     print_verification (obj);
     if (job->has_policy)

@@ -35,6 +35,7 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .target_harm = target_harm,
         .min_speed = min_speed,
         .max_speed = max_speed,
+        .min_progress = 0.25,
         .hold_below = 0.6,
         .start_gain = 1.0,
         .probe_gain = 0.25,
@@ -112,12 +113,54 @@ format_ratios (const VmrControllerInput *input)
     return g_strdup_printf ("latency %.2fx, IOPS %.2fx", latency_ratio (input), iops_ratio (input));
 }
 
-/* @speed (bytes/s, never unlimited) within [min-speed, max-speed]; max-speed wins */
-static guint64
-clamp_speed (const VmrControllerConfig *config, gdouble speed)
+/* the progress floor: the slowest copy whose backlog shrinks, bytes/s; 0 = none known */
+static gdouble
+progress_floor (const VmrControllerConfig *config, const VmrControllerInput *input)
 {
-    if (speed < (gdouble) config->min_speed)
-        speed = (gdouble) config->min_speed;
+    if (config->min_progress <= 0)
+        return 0;
+    return (1 + config->min_progress) * (gdouble) input->dirty_rate;
+}
+
+/* the slowest the copy may go: min-speed, or the progress floor over it; max-speed wins */
+static gdouble
+lowest_speed (const VmrControllerConfig *config, const VmrControllerInput *input)
+{
+    gdouble lowest = MAX ((gdouble) config->min_speed, progress_floor (config, input));
+
+    if (config->max_speed != 0)
+        lowest = MIN (lowest, (gdouble) config->max_speed);
+    return lowest;
+}
+
+/*
+ * "min-speed 8 MiB/s", "the progress floor 33 MiB/s (the guest dirties 26
+ * MiB/s)", or max-speed under the progress floor; free with g_free()
+ */
+static gchar *
+format_lowest (const VmrControllerConfig *config, const VmrControllerInput *input)
+{
+    g_autofree gchar *lowest
+        = vmr_units_format_speed ((guint64) llround (lowest_speed (config, input)));
+    g_autofree gchar *dirty = NULL;
+
+    if (progress_floor (config, input) <= (gdouble) config->min_speed)
+        return g_strdup_printf ("min-speed %s", lowest);
+    dirty = vmr_units_format_speed (input->dirty_rate);
+    if (config->max_speed != 0 && progress_floor (config, input) > (gdouble) config->max_speed)
+        return g_strdup_printf ("max-speed %s, under the progress floor (the guest dirties %s)",
+                                lowest, dirty);
+    return g_strdup_printf ("the progress floor %s (the guest dirties %s)", lowest, dirty);
+}
+
+/* @speed (bytes/s, never unlimited) within [the lowest speed, max-speed]; max-speed wins */
+static guint64
+clamp_speed (const VmrControllerConfig *config, const VmrControllerInput *input, gdouble speed)
+{
+    gdouble lowest = lowest_speed (config, input);
+
+    if (speed < lowest)
+        speed = lowest;
     if (config->max_speed != 0 && speed > (gdouble) config->max_speed)
         speed = (gdouble) config->max_speed;
     if (speed >= (gdouble) G_MAXUINT64)
@@ -200,7 +243,7 @@ take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
     else if (state->resume_speed == 0)
         speed = config->max_speed != 0 ? config->max_speed : 0;
     else
-        speed = clamp_speed (config, (gdouble) state->resume_speed);
+        speed = clamp_speed (config, input, (gdouble) state->resume_speed);
     speed_text = vmr_units_format_speed (speed);
     set_decision (out, VMR_CONTROLLER_BASELINE_TAKEN, speed,
                   g_strdup_printf ("baseline taken: %.0f IOPS, %.0f us%s; resuming at %s",
@@ -345,7 +388,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
     gdouble factor
         = small_step ? 1 - config->knee_margin
                      : CLAMP ((1 + target) / (1 + excess), config->severe_backoff, config->backoff);
-    guint64 to = clamp_speed (config, (gdouble) from * factor);
+    guint64 to = clamp_speed (config, input, (gdouble) from * factor);
     g_autofree gchar *head = format_harm (state, harm, median);
     g_autofree gchar *ratios = format_ratios (input);
     g_autofree gchar *from_text = vmr_units_format_speed (from);
@@ -359,12 +402,12 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
          * the copy at its slowest: what it costs the guest here, it costs at
          * any speed. That is its floor, and the target applies on top of it.
          */
-        g_autofree gchar *min_text = vmr_units_format_speed (config->min_speed);
+        g_autofree gchar *min_text = format_lowest (config, input);
 
         state->knee_speed = 0;
         state->floor_harm = MIN (MAX (state->floor_harm, median), config->max_floor);
         set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                      g_strdup_printf ("%s > %.1f%% at min-speed %s: the copy's floor is %.1f%%, "
+                      g_strdup_printf ("%s > %.1f%% at %s: the copy's floor is %.1f%%, "
                                        "the target applies on top of it (%s)",
                                        head, target * 100, min_text, state->floor_harm * 100,
                                        ratios));
@@ -472,18 +515,22 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     }
     if (how == NULL || !g_str_has_prefix (how, "probing past"))
         state->probing = FALSE;
-    to = clamp_speed (config, next);
+    to = clamp_speed (config, input, next);
     to_text = vmr_units_format_speed (to);
     set_decision (out, to > speed ? VMR_CONTROLLER_RAISE : VMR_CONTROLLER_HOLD, to,
                   g_strdup_printf ("%s: %s -> %s, %s (%s)", head, from_text, to_text, how, ratios));
 }
 
-/* a cap set from outside (a user, an older max-speed) comes within [min-speed, max-speed] */
+/*
+ * a cap set from outside (a user, an older max-speed), or one that the
+ * progress floor overtook, comes within [the lowest speed, max-speed]
+ */
 static void
-clamp_decision (const VmrControllerConfig *config, VmrControllerDecision *out)
+clamp_decision (const VmrControllerConfig *config, const VmrControllerInput *input,
+                VmrControllerDecision *out)
 {
     guint64 clamped
-        = out->speed == 0 ? config->max_speed : clamp_speed (config, (gdouble) out->speed);
+        = out->speed == 0 ? config->max_speed : clamp_speed (config, input, (gdouble) out->speed);
 
     /* a cap no storage reaches is no cap: without max-speed it becomes unlimited */
     if (config->max_speed == 0 && out->speed > VMR_CONTROLLER_NO_CAP_ABOVE) {
@@ -497,10 +544,14 @@ clamp_decision (const VmrControllerConfig *config, VmrControllerDecision *out)
 
     if (clamped == out->speed)
         return;
-    limit = vmr_units_format_speed (clamped);
-    reason = g_strdup_printf ("%s; within %s: %s", out->reason,
-                              clamped < out->speed || out->speed == 0 ? "max-speed" : "min-speed",
-                              limit);
+    if (clamped < out->speed || out->speed == 0) {
+        g_autofree gchar *max_text = vmr_units_format_speed (clamped);
+
+        limit = g_strdup_printf ("max-speed: %s", max_text);
+    } else {
+        limit = format_lowest (config, input);
+    }
+    reason = g_strdup_printf ("%s; within %s", out->reason, limit);
     set_decision (out, out->kind, clamped, reason);
 }
 
@@ -632,7 +683,7 @@ vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *stat
 {
     /* a probe past a stale knee lasts until the next raise or back-off */
     decide (config, state, input, state->probing, out);
-    clamp_decision (config, out);
+    clamp_decision (config, input, out);
     if (out->speed != input->speed || out->kind == VMR_CONTROLLER_MEASURE_BASELINE)
         state->n_at_speed = 0;
 }

@@ -66,6 +66,13 @@
  * - n copies sharing one I/O thread share the guest's harm: each divides
  *   its raise by n, so that together they ramp up as one copy would; each
  *   backs off by the same factor, which backs off their sum by it.
+ * - The progress floor. A copy slower than the guest dirties its disk
+ *   never gets into sync: its backlog does not shrink, and all it does is
+ *   harm the guest. The copy never goes under (1 + min_progress) times the
+ *   rate at which the guest's writes add to the backlog (the growth of
+ *   QEMU's len, which the caller measures), whatever the harm: over it the
+ *   backlog shrinks. max-speed still wins. Where the harm at that speed is
+ *   over the target, it is the copy's floor, as at min-speed.
  * - An idle guest (under idle_iops now and in the baseline) feels nothing:
  *   full speed (max-speed, or unlimited).
  * - With max-speed unlimited, a raise goes to unlimited once the copy moves
@@ -101,9 +108,12 @@ G_BEGIN_DECLS
 #define VMR_CONTROLLER_WINDOW_MAX 8
 
 typedef struct {
-    gdouble target_harm; /* the fraction of its performance the guest may lose, e.g. 0.05 */
-    guint64 min_speed;   /* bytes/s, > 0: a copy must go on */
-    guint64 max_speed;   /* bytes/s, 0 = unlimited (the storage's full speed) */
+    gdouble target_harm;  /* the fraction of its performance the guest may lose, e.g. 0.05 */
+    guint64 min_speed;    /* bytes/s, > 0: a copy must go on */
+    guint64 max_speed;    /* bytes/s, 0 = unlimited (the storage's full speed) */
+    gdouble min_progress; /* [0.25] the copy goes at least this much faster than the guest
+                           * dirties the disk (0 = no such floor): slower, its backlog never
+                           * shrinks and it harms the guest for nothing */
 
     /*
      * The tuning. vmr_controller_config_init() sets the values in brackets,
@@ -187,6 +197,8 @@ typedef struct {
     VmrLoadSample baseline; /* the guest without the copy (time_us unused) */
     guint64 speed;          /* the copy's cap now, bytes/s, 0 = unlimited */
     guint64 copy_rate;      /* bytes/s the copy moved in the interval, 0 = unknown */
+    guint64 dirty_rate;     /* bytes/s the guest's writes add to what is left to copy (QEMU's
+                             * len grows by them), 0 = unknown or none */
     guint n_copies;         /* copies on the disk's I/O thread, this one included (0 = 1) */
 } VmrControllerInput;
 

@@ -37,6 +37,7 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_GUEST_IMPACT] = "guest-impact",
     [VMR_POLICY_KEY_MIN_SPEED] = "min-speed",
     [VMR_POLICY_KEY_MAX_SPEED] = "max-speed",
+    [VMR_POLICY_KEY_MIN_PROGRESS] = "min-progress",
     [VMR_POLICY_KEY_GRANULARITY] = "granularity",
     [VMR_POLICY_KEY_BUF_SIZE] = "buf-size",
     [VMR_POLICY_KEY_LATENCY_THROTTLE] = "latency-throttle",
@@ -137,6 +138,7 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->guest_impact = 5;
     rule->min_speed = 8 * 1024 * 1024;
     rule->max_speed = 0;
+    rule->min_progress = 25;
     rule->granularity = 0;
     rule->buf_size = 0;
     rule->latency_throttle_us = 0;
@@ -214,6 +216,9 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
             break;
         case VMR_POLICY_KEY_MAX_SPEED:
             to->max_speed = from->max_speed;
+            break;
+        case VMR_POLICY_KEY_MIN_PROGRESS:
+            to->min_progress = from->min_progress;
             break;
         case VMR_POLICY_KEY_GRANULARITY:
             to->granularity = from->granularity;
@@ -508,6 +513,17 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
             return TRUE;
         case VMR_POLICY_KEY_MAX_SPEED:
             return vmr_units_parse_bytes (text, &rule->max_speed, error);
+        case VMR_POLICY_KEY_MIN_PROGRESS:
+            if (g_strcmp0 (text, "off") == 0) {
+                rule->min_progress = 0;
+                return TRUE;
+            }
+            if (!parse_percent (text, 1, 400, &rule->min_progress, NULL)) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "'%s' is not off nor a percentage from 1 to 400", text);
+                return FALSE;
+            }
+            return TRUE;
         case VMR_POLICY_KEY_GRANULARITY:
             return parse_granularity (text, &rule->granularity, error);
         case VMR_POLICY_KEY_BUF_SIZE:
@@ -601,6 +617,9 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
             return format_rate (rule->min_speed);
         case VMR_POLICY_KEY_MAX_SPEED:
             return format_rate (rule->max_speed);
+        case VMR_POLICY_KEY_MIN_PROGRESS:
+            return rule->min_progress == 0 ? g_strdup ("off")
+                                           : g_strdup_printf ("%u%%", rule->min_progress);
         case VMR_POLICY_KEY_GRANULARITY:
             return rule->granularity == 0 ? g_strdup ("auto") : format_rate (rule->granularity);
         case VMR_POLICY_KEY_BUF_SIZE:

@@ -128,6 +128,7 @@ vmr_job_unref (VmrJob *self)
     g_clear_pointer (&self->backlog, g_array_unref);
     g_clear_pointer (&self->verification, vmr_verification_free);
     g_array_unref (self->history);
+    g_clear_pointer (&self->len_points, g_array_unref);
     vmr_job_series_free (self->series);
     g_free (self);
 }
@@ -164,6 +165,61 @@ vmr_job_set_state (VmrJob *self, VmrJobState state, const gchar *reason, gint64 
     return TRUE;
 }
 
+/*
+ * more points than this are kept only to span VMR_JOB_DIRTY_SPAN_US: while
+ * QEMU updates len at every reading, the rate is read over the last few
+ * seconds, and follows a rate that grows (the first pass of a copy makes
+ * more and more of the disk dirty again)
+ */
+#define VMR_JOB_DIRTY_POINTS  8
+#define VMR_JOB_DIRTY_SPAN_US (3 * G_USEC_PER_SEC)
+
+/*
+ * QEMU's mirror counts a guest write into what it already copied by
+ * raising len: len's growth is the rate at which the guest dirties the
+ * disk. QEMU updates len between its rounds of copying, seconds apart when
+ * a cap spaces them out, so the rate is read between the readings at which
+ * len grew, over the last VMR_JOB_DIRTY_WINDOW_US (at least the last two,
+ * fewer when more span VMR_JOB_DIRTY_SPAN_US). A len of 0 is a mirror still
+ * counting what it has to copy, and one that went down a new count:
+ * neither is a guest's writes.
+ */
+static void
+note_len (VmrJob *self, guint64 total_bytes, gint64 mono_us)
+{
+    VmrLenPoint point = { mono_us, total_bytes };
+    const VmrLenPoint *points;
+    guint n, drop = 0;
+
+    if (self->len_points == NULL)
+        self->len_points = g_array_new (FALSE, FALSE, sizeof (VmrLenPoint));
+    if (total_bytes == 0 || total_bytes < self->total_bytes) {
+        g_array_set_size (self->len_points, 0);
+        self->dirty_rate = 0;
+        return;
+    }
+    points = (const VmrLenPoint *) self->len_points->data;
+    n = self->len_points->len;
+    if (n == 0 || total_bytes > points[n - 1].len)
+        g_array_append_val (self->len_points, point);
+    points = (const VmrLenPoint *) self->len_points->data;
+    n = self->len_points->len;
+    while (n - drop > 2
+           && (points[drop + 1].time_us <= mono_us - VMR_JOB_DIRTY_WINDOW_US
+               || (n - drop > VMR_JOB_DIRTY_POINTS
+                   && points[drop + 1].time_us <= points[n - 1].time_us - VMR_JOB_DIRTY_SPAN_US)))
+        drop++;
+    g_array_remove_range (self->len_points, 0, drop);
+    points = (const VmrLenPoint *) self->len_points->data;
+    n = self->len_points->len;
+    /* len that has not grown for three windows: the guest no longer dirties the disk */
+    if (n > 0 && mono_us - points[n - 1].time_us > 3 * VMR_JOB_DIRTY_WINDOW_US)
+        self->dirty_rate = 0;
+    else if (n >= 2 && points[n - 1].time_us - points[0].time_us >= G_USEC_PER_SEC)
+        self->dirty_rate = (gdouble) (points[n - 1].len - points[0].len) * G_USEC_PER_SEC
+                           / (gdouble) (points[n - 1].time_us - points[0].time_us);
+}
+
 void
 vmr_job_update_progress (VmrJob *self, guint64 total_bytes, guint64 done_bytes, gint64 mono_us)
 {
@@ -175,6 +231,7 @@ vmr_job_update_progress (VmrJob *self, guint64 total_bytes, guint64 done_bytes, 
         /* smooth over a few samples so that the ETA does not jump about */
         self->rate = self->rate == 0 ? sample : 0.5 * self->rate + 0.5 * sample;
     }
+    note_len (self, total_bytes, mono_us);
     self->total_bytes = total_bytes;
     self->done_bytes = done_bytes;
     self->progress_time_us = mono_us;
@@ -308,6 +365,7 @@ vmr_job_to_json (VmrJob *self)
     json_object_set_int_member (progress, "done", (gint64) self->done_bytes);
     json_object_set_int_member (progress, "backlog", (gint64) backlog);
     json_object_set_int_member (progress, "rate", (gint64) self->rate);
+    json_object_set_int_member (progress, "dirty-rate", (gint64) self->dirty_rate);
     if (self->rate > 0 && !vmr_job_state_is_final (self->state))
         json_object_set_double_member (progress, "eta", (gdouble) backlog / self->rate);
     else

@@ -34,6 +34,18 @@ typedef struct {
     gint64 time_us; /* wall clock, microseconds since the epoch */
 } VmrJobTransition;
 
+/*
+ * The span of len's growth a job's dirty rate is read over: QEMU updates
+ * len between its rounds of copying, which a capped mirror spaces out
+ */
+#define VMR_JOB_DIRTY_WINDOW_US (10 * G_USEC_PER_SEC)
+
+/* QEMU's len at a reading of progress at which it had grown */
+typedef struct {
+    gint64 time_us; /* monotonic */
+    guint64 len;
+} VmrLenPoint;
+
 /* one speed a copy ran at, from when on */
 typedef struct {
     gint64 time_us; /* monotonic */
@@ -122,6 +134,9 @@ typedef struct {
     guint64 total_bytes;     /* QEMU's len */
     guint64 done_bytes;      /* QEMU's offset */
     gdouble rate;            /* bytes/s, smoothed; 0 when unknown */
+    gdouble dirty_rate;      /* bytes/s len grows by: what the guest's writes add to the
+                              * backlog, over about VMR_JOB_DIRTY_WINDOW_US; 0 = unknown */
+    GArray *len_points;      /* of VmrLenPoint: where len grew lately, at least two */
     gint64 progress_time_us; /* monotonic time of the last progress sample, 0 = none */
 
     gint64 created_us;    /* wall clock */

@@ -25,6 +25,7 @@ config_of (const VmrPolicyRule *rule, VmrControllerConfig *config)
 {
     vmr_controller_config_init (config, rule->guest_impact / 100.0, rule->min_speed,
                                 rule->max_speed);
+    config->min_progress = rule->min_progress / 100.0;
 }
 
 static VmrJobAdaptive *
@@ -264,6 +265,8 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
      * raises its cap while the guest allows, until it is unlimited.
      */
     input.copy_rate = 0;
+    /* what the guest's writes add to the backlog: under it the copy makes no progress */
+    input.dirty_rate = (guint64) job->dirty_rate;
     input.n_copies = copies_on_thread (self, entry, job);
     vmr_controller_step (&config, &a->state, &input, &out);
     a->load = input.load;
@@ -278,11 +281,12 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
             a->has_baseline = TRUE;
             apply_speed (self, job, out.speed, now);
             break;
+        /*
+         * a hold keeps the controller's speed, which may still differ from
+         * the job's: a cap over max-speed, a progress floor that rose, a copy
+         * the static rules had throttled
+         */
         case VMR_CONTROLLER_HOLD:
-            /* a copy the static rules had throttled runs at the controller's speed */
-            if (job->state != VMR_JOB_STATE_THROTTLED)
-                break;
-            G_GNUC_FALLTHROUGH;
         case VMR_CONTROLLER_RAISE:
         case VMR_CONTROLLER_BACK_OFF:
         case VMR_CONTROLLER_IDLE_FULL_SPEED:

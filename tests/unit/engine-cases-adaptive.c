@@ -8,6 +8,7 @@
 
 #include "engine-fixture.h"
 
+#include "engine-private.h"
 #include "vmr-json.h"
 
 #include <math.h>
@@ -92,6 +93,9 @@ static VmrIoCounters guest_io;
 static const Guest *guest;
 static gint64 guest_time_us;
 static gdouble guest_ops_carry;
+/* bytes/s the guest's writes add to vmr-1's backlog, 0 = no progress reported */
+static gdouble guest_dirty_rate;
+static gint64 guest_dirty_start_us;
 
 static VmrJob *
 job_1 (EngineFixture *f)
@@ -118,6 +122,17 @@ guest_run (EngineFixture *f)
     }
     guest_time_us = now;
     fake_backend_set_load (engine_fixture_backend (f, "web01"), "disk0", &guest_io);
+    /* QEMU's len grows by what the guest dirties in what the copy already sent */
+    if (guest_dirty_rate > 0 && job != NULL) {
+        VmrBackendProgress progress = { .job_id = (gchar *) "vmr-1", .total_bytes = 1024 * MIB };
+
+        if (guest_dirty_start_us == 0)
+            guest_dirty_start_us = now;
+        progress.total_bytes += (guint64) (guest_dirty_rate * (gdouble) (now - guest_dirty_start_us)
+                                           / G_USEC_PER_SEC);
+        progress.done_bytes = 512 * MIB;
+        fake_backend_set_progress (engine_fixture_backend (f, "web01"), &progress);
+    }
 }
 
 static gboolean
@@ -143,6 +158,23 @@ run_for (EngineFixture *f, guint ms)
     g_source_remove (tick);
 }
 
+/* the engine of @tc, its guest at work for the samples of its baseline; no copy yet */
+static void
+guest_setup (EngineFixture *f, const AdaptiveCase *tc, gdouble dirty_rate)
+{
+    memset (&guest_io, 0, sizeof guest_io);
+    guest = &tc->guest;
+    guest_time_us = 0;
+    guest_ops_carry = 0;
+    guest_dirty_rate = dirty_rate;
+    guest_dirty_start_us = 0;
+    engine_fixture_setup (f, &tc->engine);
+    /* progress set by hand must not say the copy runs at another speed than the one set */
+    fake_backend_report_speed_as_set (engine_fixture_backend (f, "web01"));
+    f->engine->progress_interval_ms = 50;
+    run_for (f, 350);
+}
+
 static void
 test_adaptive (gconstpointer data)
 {
@@ -157,13 +189,7 @@ test_adaptive (gconstpointer data)
     EngineFixture f;
     VmrJob *job;
 
-    memset (&guest_io, 0, sizeof guest_io);
-    guest = &tc->guest;
-    guest_time_us = 0;
-    guest_ops_carry = 0;
-    engine_fixture_setup (&f, &tc->engine);
-    /* samples of the guest alone: its baseline */
-    run_for (&f, 350);
+    guest_setup (&f, tc, 0);
     g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
     run_for (&f, tc->run_ms);
 
@@ -219,12 +245,7 @@ test_user_speed (gconstpointer data)
     g_autofree gchar *calls = NULL;
     EngineFixture f;
 
-    memset (&guest_io, 0, sizeof guest_io);
-    guest = &tc->guest;
-    guest_time_us = 0;
-    guest_ops_carry = 0;
-    engine_fixture_setup (&f, &tc->engine);
-    run_for (&f, 350);
+    guest_setup (&f, tc, 0);
     g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
     run_for (&f, 500);
     g_free (fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE));
@@ -238,10 +259,58 @@ test_user_speed (gconstpointer data)
     engine_fixture_teardown (&f);
 }
 
+/*
+ * A guest whose writes dirty its disk four times faster than its knee lets
+ * a copy go: the copy goes over what it dirties (the growth of QEMU's len,
+ * smoothed), plus min-progress, whatever the harm; the job shows the rate.
+ */
+static const AdaptiveCase progress_case
+    = { { "/engine/adaptive/progress-floor", .policy = ADAPTIVE "min-progress = 25%\n" },
+        { FALSE, 2000, 2 * MIB },
+        3000,
+        "start_copy vmr-1 1048576" };
+#define PROGRESS_DIRTY_RATE (8.0 * MIB)
+
+static void
+test_progress_floor (gconstpointer data)
+{
+    const AdaptiveCase *tc = data;
+    const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = tc->start);
+    const EngineStep cancel = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
+                                       .calls = "cancel vmr-1", .files = "web01-disk0.img");
+    g_autoptr (JsonObject) obj = NULL;
+    EngineFixture f;
+    VmrJob *job;
+
+    guest_setup (&f, tc, PROGRESS_DIRTY_RATE);
+    g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
+    run_for (&f, tc->run_ms);
+
+    job = job_1 (&f);
+    g_test_message ("vmr-1 at %" G_GUINT64_FORMAT " bytes/s, the guest dirtying %.0f: %s",
+                    job->speed, job->dirty_rate, job->decision_reason);
+    /* len's growth between the readings at which it grew */
+    g_assert_cmpfloat (job->dirty_rate, >=, 0.9 * PROGRESS_DIRTY_RATE);
+    g_assert_cmpfloat (job->dirty_rate, <=, 1.1 * PROGRESS_DIRTY_RATE);
+    /* over the knee, where the guest's harm would hold it, at the floor the last sample had */
+    g_assert_cmpuint (job->speed, >, 2 * tc->guest.knee);
+    g_assert_cmpfloat ((gdouble) job->speed, >=, 0.9 * 1.25 * job->dirty_rate);
+    /* and no faster: the guest's harm holds it there */
+    g_assert_cmpfloat ((gdouble) job->speed, <=, 1.2 * 1.25 * job->dirty_rate);
+    obj = vmr_engine_job_to_json (f.engine, job);
+    g_assert_cmpint (vmr_json_int_or (vmr_json_get_object (obj, "progress"), "dirty-rate", -1), ==,
+                     (gint64) job->dirty_rate);
+    g_free (fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    guest_dirty_rate = 0;
+    engine_fixture_teardown (&f);
+}
+
 void
 engine_add_adaptive_cases (void)
 {
     for (guint i = 0; i < G_N_ELEMENTS (adaptive_cases); i++)
         g_test_add_data_func (adaptive_cases[i].engine.name, &adaptive_cases[i], test_adaptive);
     g_test_add_data_func (user_speed_case.engine.name, &user_speed_case, test_user_speed);
+    g_test_add_data_func (progress_case.engine.name, &progress_case, test_progress_floor);
 }

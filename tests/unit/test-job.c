@@ -135,6 +135,7 @@ test_job_progress (void)
     vmr_job_update_progress (job, 1000, 400, 3 * G_USEC_PER_SEC);
     /* smoothed: half the old rate and half the new sample */
     g_assert_cmpfloat_with_epsilon (job->rate, 200.0, 0.001);
+    g_assert_cmpfloat (job->dirty_rate, ==, 0);
 
     obj = vmr_job_to_json (job);
     progress = vmr_json_get_object (obj, "progress");
@@ -143,6 +144,43 @@ test_job_progress (void)
     g_assert_cmpint (vmr_json_int_or (progress, "backlog", -1), ==, 600);
     g_assert_cmpfloat_with_epsilon (vmr_json_double_or (progress, "eta", -1), 3.0, 0.001);
     g_assert_cmpstr (vmr_json_get_string (obj, "state"), ==, "copying");
+    g_assert_cmpint (vmr_json_int_or (progress, "dirty-rate", -1), ==, 0);
+}
+
+/* the growth of QEMU's len between the readings at which it grew: what the guest dirties */
+static void
+test_job_dirty_rate (void)
+{
+    g_autoptr (VmrJob) job = vmr_job_new ("vmr-2", "web01", "disk0", 0);
+    const guint64 disk = G_GUINT64_CONSTANT (1) << 30, mib = 1 << 20;
+
+    vmr_job_set_state (job, S (COPYING), NULL, 1);
+    /* a mirror still counting its disk reports len 0: its first len is no guest's writes */
+    vmr_job_update_progress (job, 0, 0, 1 * G_USEC_PER_SEC);
+    vmr_job_update_progress (job, disk, 0, 2 * G_USEC_PER_SEC);
+    g_assert_cmpfloat (job->dirty_rate, ==, 0);
+    /* 10 MiB more in a second */
+    vmr_job_update_progress (job, disk + 10 * mib, 100 * mib, 3 * G_USEC_PER_SEC);
+    g_assert_cmpfloat_with_epsilon (job->dirty_rate, 10.0 * mib, 1);
+    /* a capped mirror between its rounds: len stands still, then catches up */
+    vmr_job_update_progress (job, disk + 10 * mib, 100 * mib, 4 * G_USEC_PER_SEC);
+    vmr_job_update_progress (job, disk + 10 * mib, 100 * mib, 5 * G_USEC_PER_SEC);
+    g_assert_cmpfloat_with_epsilon (job->dirty_rate, 10.0 * mib, 1);
+    vmr_job_update_progress (job, disk + 40 * mib, 200 * mib, 6 * G_USEC_PER_SEC);
+    g_assert_cmpfloat_with_epsilon (job->dirty_rate, 10.0 * mib, 1);
+    /* over the last 10 s: 40 MiB from 6 s to 16 s */
+    vmr_job_update_progress (job, disk + 80 * mib, 300 * mib, 16 * G_USEC_PER_SEC);
+    vmr_job_update_progress (job, disk + 90 * mib, 300 * mib, 17 * G_USEC_PER_SEC);
+    g_assert_cmpfloat_with_epsilon (job->dirty_rate, 50.0 * mib / 11, 1);
+    /* no growth for three windows: the guest dirties nothing any more */
+    vmr_job_update_progress (job, disk + 90 * mib, 400 * mib, 40 * G_USEC_PER_SEC);
+    g_assert_cmpfloat (job->dirty_rate, >, 0);
+    vmr_job_update_progress (job, disk + 90 * mib, 400 * mib, 48 * G_USEC_PER_SEC);
+    g_assert_cmpfloat (job->dirty_rate, ==, 0);
+    /* a len that went down is a new count, no rate */
+    vmr_job_update_progress (job, disk + 100 * mib, 400 * mib, 49 * G_USEC_PER_SEC);
+    vmr_job_update_progress (job, 1 * mib, 0, 50 * G_USEC_PER_SEC);
+    g_assert_cmpfloat (job->dirty_rate, ==, 0);
 }
 
 static void
@@ -363,6 +401,7 @@ main (int argc, char **argv)
     g_test_add_func ("/job/state-names", test_job_state_names);
     g_test_add_func ("/job/set-state-history", test_job_set_state_history);
     g_test_add_func ("/job/progress", test_job_progress);
+    g_test_add_func ("/job/dirty-rate", test_job_dirty_rate);
     g_test_add_func ("/job/save", test_job_save);
     g_test_add_func ("/job/load-unfinished", test_job_load_unfinished);
     g_test_add_func ("/job/load-record", test_job_load_record);

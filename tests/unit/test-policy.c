@@ -85,6 +85,9 @@ static const ValueCase value_cases[] = {
     { "max-parallel-per-domain = 1", VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN, "1" },
     { "max-parallel-per-destination = 8", VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION, "8" },
     { "reconnect-delay = 30s", VMR_POLICY_KEY_RECONNECT_DELAY, "30s" },
+    { "min-progress = off", VMR_POLICY_KEY_MIN_PROGRESS, "off" },
+    { "min-progress = 50", VMR_POLICY_KEY_MIN_PROGRESS, "50%" },
+    { "min-progress = 400%", VMR_POLICY_KEY_MIN_PROGRESS, "400%" },
     { "granularity = 8K", VMR_POLICY_KEY_GRANULARITY, "8K" },
     { "granularity = 512", VMR_POLICY_KEY_GRANULARITY, "512" },
     { "granularity = 64M", VMR_POLICY_KEY_GRANULARITY, "64M" },
@@ -158,6 +161,7 @@ test_policy_fields (void)
                                          "guest-impact = 10%\n"
                                          "min-speed = 16M\n"
                                          "max-speed = 1G\n"
+                                         "min-progress = 50%\n"
                                          "granularity = 16K\n"
                                          "buf-size = 2M\n"
                                          "latency-throttle = 15ms\n"
@@ -205,6 +209,7 @@ test_policy_fields (void)
     g_assert_cmpuint (rule->guest_impact, ==, 10);
     g_assert_cmpuint (rule->min_speed, ==, 16 * 1024 * 1024);
     g_assert_cmpuint (rule->max_speed, ==, G_GUINT64_CONSTANT (1024) * 1024 * 1024);
+    g_assert_cmpuint (rule->min_progress, ==, 50);
     g_assert_cmpuint (rule->granularity, ==, 16 * 1024);
     g_assert_cmpuint (rule->buf_size, ==, 2 * 1024 * 1024);
     g_assert_cmpint (rule->latency_throttle_us, ==, 15 * 1000);
@@ -249,6 +254,7 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_GUEST_IMPACT] = "5%",
     [VMR_POLICY_KEY_MIN_SPEED] = "8M",
     [VMR_POLICY_KEY_MAX_SPEED] = "0",
+    [VMR_POLICY_KEY_MIN_PROGRESS] = "25%",
     [VMR_POLICY_KEY_GRANULARITY] = "auto",
     [VMR_POLICY_KEY_BUF_SIZE] = "auto",
     [VMR_POLICY_KEY_LATENCY_THROTTLE] = "0",
@@ -519,6 +525,7 @@ test_policy_round_trip (void)
         g_assert_cmpint (reread_rule->on_max_delay, ==, rule->on_max_delay);
         for (guint l = 0; l < VMR_LIMIT_LAST; l++)
             g_assert_cmpuint (reread_rule->limits[l], ==, rule->limits[l]);
+        g_assert_cmpuint (reread_rule->min_progress, ==, rule->min_progress);
         g_assert_cmpuint (reread_rule->windows->len, ==, rule->windows->len);
         for (guint w = 0; w < rule->windows->len; w++) {
             const VmrWindow *a = &g_array_index (rule->windows, VmrWindow, w);

@@ -1,0 +1,245 @@
+/* The simulated guests and the hand-made steps of controller-sim.h. */
+#define G_LOG_DOMAIN "vmr-test"
+
+#include "controller-sim.h"
+
+#include <string.h>
+
+/* the harm the guest feels when the copies move @total bytes/s */
+gdouble
+guest_harm (const Guest *guest, gdouble total)
+{
+    gdouble knee = guest->knee_mib * MIB;
+    gdouble harm;
+
+    if (guest->linear)
+        harm = guest->steepness * total / knee;
+    else
+        harm = total <= knee ? 0 : guest->steepness * (total / knee - 1);
+    return total > 0 ? (1 + guest->floor) * (1 + harm) - 1 : harm;
+}
+
+static VmrLoadSample
+guest_sample (const Guest *guest, gdouble total, gint64 time_us, GRand *rand)
+{
+    gdouble harm = guest_harm (guest, total);
+    gdouble latency_noise = 1 + g_rand_double_range (rand, -guest->noise, guest->noise + 1e-12);
+    gdouble iops_noise = 1 + g_rand_double_range (rand, -guest->noise, guest->noise + 1e-12);
+    VmrLoadSample sample = { .time_us = time_us };
+
+    if (guest->spikes > 0 && g_rand_double (rand) < guest->spikes)
+        latency_noise *= 1 + g_rand_double_range (rand, 0.2, 0.75);
+    switch (guest->kind) {
+        case GUEST_FIXED_RATE:
+            sample.iops = BASE_IOPS * iops_noise;
+            sample.latency_us = BASE_LAT * (1 + harm) * latency_noise;
+            break;
+        case GUEST_IOPS_BOUND:
+            sample.iops = BASE_IOPS * MAX (1 - harm, 0.02) * iops_noise;
+            sample.latency_us = BASE_LAT * latency_noise;
+            break;
+        case GUEST_IDLE:
+        default:
+            break;
+    }
+    return sample;
+}
+
+void
+sim_init (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed)
+{
+    VmrLoadSample baseline = { 0 };
+
+    *sim = (Sim){ .n_copies = n_copies,
+                  .rand = g_rand_new_with_seed (20261201),
+                  .synced_at = G_MAXUINT };
+    vmr_controller_config_init (&sim->config, TARGET, MIN_SPEED, max_speed);
+    sim->totals = g_array_new (FALSE, FALSE, sizeof (gdouble));
+    sim->harms = g_array_new (FALSE, FALSE, sizeof (gdouble));
+    sim->kinds = g_array_new (FALSE, FALSE, sizeof (VmrControllerKind));
+    /* the caller's baseline: the mean of ten samples before the copy */
+    for (guint s = 0; s < 10; s++) {
+        VmrLoadSample alone = guest_sample (guest, 0, 0, sim->rand);
+
+        baseline.iops += alone.iops / 10;
+        baseline.latency_us += alone.latency_us / 10;
+    }
+    for (guint i = 0; i < n_copies; i++) {
+        sim->baselines[i] = baseline;
+        vmr_controller_state_init (&sim->states[i], 0);
+        sim->speeds[i] = MIN_SPEED;
+    }
+}
+
+void
+sim_set_disk (Sim *sim, gdouble disk_bytes, gdouble write_rate)
+{
+    sim->disk_bytes = disk_bytes;
+    sim->write_rate = write_rate;
+    sim->backlog = disk_bytes;
+    sim->dirty_rate = 0;
+    sim->synced_at = G_MAXUINT;
+}
+
+void
+sim_clear (Sim *sim)
+{
+    g_rand_free (sim->rand);
+    g_array_unref (sim->totals);
+    g_array_unref (sim->harms);
+    g_array_unref (sim->kinds);
+}
+
+static gdouble
+copy_rate (guint64 speed)
+{
+    return speed == 0 || (gdouble) speed > STORAGE ? STORAGE : (gdouble) speed;
+}
+
+/* one sample interval: the guest under the copies, then each copy's decision */
+void
+sim_step (Sim *sim, const Guest *guest)
+{
+    gdouble rates[MAX_COPIES] = { 0 };
+    gdouble total = 0;
+    gdouble total_caps = 0;
+    VmrLoadSample load;
+
+    for (guint i = 0; i < sim->n_copies; i++) {
+        rates[i] = sim->paused[i] ? 0 : copy_rate (sim->speeds[i]);
+        total += rates[i];
+    }
+    /* the storage is shared */
+    for (guint i = 0; total > STORAGE && i < sim->n_copies; i++)
+        rates[i] *= STORAGE / total;
+    total = MIN (total, STORAGE);
+    /* the first copy's disk: what it sent, then what the guest's writes marked again */
+    if (sim->disk_bytes > 0 && sim->synced_at == G_MAXUINT) {
+        sim->backlog -= MIN (rates[0], sim->backlog);
+        if (sim->backlog <= 0) {
+            sim->synced_at = sim->totals->len;
+        } else {
+            sim->dirty_rate = sim->write_rate * (1 - sim->backlog / sim->disk_bytes);
+            sim->backlog += sim->dirty_rate;
+        }
+    }
+    sim->now_us += SECOND;
+    load = guest_sample (guest, total, sim->now_us, sim->rand);
+    g_array_append_val (sim->harms, (gdouble){ guest_harm (guest, total) });
+
+    for (guint i = 0; i < sim->n_copies; i++) {
+        VmrControllerInput input = {
+            .load = load,
+            .baseline = sim->baselines[i],
+            .speed = sim->speeds[i],
+            .copy_rate = (guint64) rates[i],
+            .n_copies = sim->n_copies,
+            .dirty_rate = i == 0 ? (guint64) sim->dirty_rate : 0,
+        };
+        g_auto (VmrControllerDecision) out = { 0 };
+
+        vmr_controller_step (&sim->config, &sim->states[i], &input, &out);
+        g_test_message ("t=%3" G_GINT64_FORMAT " copy %u: %s: %s", sim->now_us / SECOND, i,
+                        vmr_controller_kind_to_string (out.kind), out.reason);
+        sim->paused[i] = out.kind == VMR_CONTROLLER_MEASURE_BASELINE;
+        if (out.kind == VMR_CONTROLLER_BASELINE_TAKEN)
+            sim->baselines[i] = out.baseline;
+        sim->speeds[i] = out.speed;
+        total_caps += copy_rate (out.speed) / MIB;
+        g_array_append_val (sim->kinds, out.kind);
+    }
+    g_array_append_val (sim->totals, total_caps);
+}
+
+gdouble
+total_at (const Sim *sim, guint sample)
+{
+    return g_array_index (sim->totals, gdouble, sample);
+}
+
+/* the first sample whose total is within @fraction of @knee_mib, or G_MAXUINT */
+guint
+first_near (const Sim *sim, gdouble knee_mib, gdouble fraction)
+{
+    for (guint i = 0; i < sim->totals->len; i++)
+        if (ABS (total_at (sim, i) - knee_mib) <= fraction * knee_mib)
+            return i;
+    return G_MAXUINT;
+}
+
+/* the lowest and highest total, and how often it turned, over samples [@from, end) */
+void
+tail_band (const Sim *sim, guint from, gdouble *low, gdouble *high, guint *turns)
+{
+    gint last_direction = 0;
+
+    *low = G_MAXDOUBLE;
+    *high = 0;
+    *turns = 0;
+    for (guint i = from; i < sim->totals->len; i++) {
+        *low = MIN (*low, total_at (sim, i));
+        *high = MAX (*high, total_at (sim, i));
+        if (i > from && total_at (sim, i) != total_at (sim, i - 1)) {
+            gint direction = total_at (sim, i) > total_at (sim, i - 1) ? 1 : -1;
+
+            if (last_direction != 0 && direction != last_direction)
+                (*turns)++;
+            last_direction = direction;
+        }
+    }
+}
+
+guint
+count_kind (const Sim *sim, VmrControllerKind kind)
+{
+    guint count = 0;
+
+    for (guint i = 0; i < sim->kinds->len; i++)
+        count += g_array_index (sim->kinds, VmrControllerKind, i) == kind;
+    return count;
+}
+
+VmrControllerInput
+step_input (const StepSpec *spec, gint64 time_us)
+{
+    return (VmrControllerInput){
+        .load = { time_us, BASE_IOPS * spec->iops, BASE_LAT * spec->latency },
+        .baseline = { 0, BASE_IOPS, BASE_LAT },
+        .speed = spec->speed,
+        .copy_rate = spec->copy_rate != 0 ? spec->copy_rate : spec->speed,
+        .n_copies = 1,
+        .dirty_rate = spec->dirty_rate,
+    };
+}
+
+void
+step_once (const StepSpec *spec, VmrControllerDecision *out)
+{
+    VmrControllerConfig config;
+    VmrControllerState state;
+    VmrControllerInput input = step_input (spec, 5 * SECOND);
+
+    vmr_controller_config_init (&config, TARGET, MIN_SPEED, spec->max_speed);
+    if (spec->min_progress != 0)
+        config.min_progress = MAX (spec->min_progress, 0);
+    vmr_controller_state_init (&state, 0);
+    if (spec->prior_harm > 0) {
+        state.harms[0] = spec->prior_harm;
+        state.n_harms = 1;
+    }
+    vmr_controller_step (&config, &state, &input, out);
+}
+
+void
+step_case_test (gconstpointer data)
+{
+    const StepCase *tc = data;
+    g_auto (VmrControllerDecision) out = { 0 };
+
+    step_once (&tc->spec, &out);
+    g_test_message ("%s: %s", vmr_controller_kind_to_string (out.kind), out.reason);
+    g_assert_cmpstr (vmr_controller_kind_to_string (out.kind), ==,
+                     vmr_controller_kind_to_string (tc->kind));
+    g_assert_cmpuint (out.speed, ==, tc->speed);
+    g_assert_nonnull (strstr (out.reason, tc->reason));
+}
