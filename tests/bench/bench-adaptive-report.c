@@ -75,6 +75,7 @@ void
 workload_round_free (WorkloadRound *self)
 {
     g_ptr_array_unref (self->jobs);
+    g_free (self->load_args);
     g_free (self);
 }
 
@@ -132,8 +133,16 @@ job_name (const JobResult *result)
 }
 
 void
-adaptive_print_header (void)
+adaptive_print_header (gint disk_mib, gboolean direct, const gchar *buf_size)
 {
+    g_print ("virt-mirror adaptive benchmark: static caps against control = adaptive\n");
+    g_print ("  guest: fio 8 KiB, %d MiB raw disk (iothread%s); each workload boots one "
+             "guest, whose disk every job migrates on\n",
+             disk_mib, direct ? ", cache.direct=on, aio=native" : ", host cache");
+    g_print ("  the mirror's buf-size: %s, for every job\n",
+             buf_size != NULL ? buf_size : "QEMU's (16 MiB)");
+    g_print ("  IOPS and latency (us) are the guest's, before `migrate` and during the copy "
+             "(`migrate` -> `synced`); time is that plus `job-pivot` -> `completed`\n");
     g_print ("  %-5s %-11s %-10s %7s %7s %6s %7s %7s %6s %7s %7s  %s\n", "round", "workload", "job",
              "IOPS b", "IOPS d", "ratio", "lat b", "lat d", "ratio", "time s", "MiB/s",
              "speeds (MiB/s, from the start of the copy)");
@@ -314,7 +323,20 @@ print_workload_targets (GPtrArray *rounds, const Workload *workload)
 void
 adaptive_print_targets (GPtrArray *rounds, const Workload *const *workloads, guint n_workloads)
 {
+    guint revived = 0, restarted = 0;
+
     g_print ("\n  targets (the median over the rounds of each round's figure):\n");
     for (guint w = 0; w < n_workloads; w++)
         print_workload_targets (rounds, workloads[w]);
+    for (guint i = 0; i < rounds->len; i++) {
+        const WorkloadRound *round = g_ptr_array_index (rounds, i);
+
+        revived += round->revived;
+        restarted += round->restarted;
+    }
+    if (revived + restarted > 0)
+        g_print (
+            "  the guest went silent after a pivot %u times: a second stop and cont revived it "
+            "%u times, it was booted again %u times\n",
+            revived + restarted, revived, restarted);
 }

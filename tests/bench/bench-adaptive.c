@@ -58,6 +58,8 @@
 #define BURST_CYCLE_S 40
 /* a VMR-IOPS line of a bursty guest under this many IOPS is one of its idle seconds */
 #define BURST_IDLE_IOPS 50
+/* times a round the bench boots the guest again after it went silent after a pivot */
+#define MAX_RESTARTS 2
 
 static const Workload workloads[] = {
     { "fixed-1400", "vmr.iops=1400", "fio 8 KiB randrw 70/30, iodepth 1, 1400 IOPS", TRUE, FALSE,
@@ -187,6 +189,37 @@ wait_caught_up (Bench *self, gdouble steady_iops, GError **error)
     }
     g_printerr ("the guest had not caught up after %d s; measuring anyway\n", CATCH_UP_MAX_S);
     return TRUE;
+}
+
+/*
+ * The guest went silent after a pivot (docs/performance.md, "A guest that
+ * stops after a pivot"): a second stop and cont, or else a fresh daemon
+ * and guest on its disk, at most MAX_RESTARTS times a round. Printed, and
+ * counted in @round.
+ */
+static gboolean
+revive_guest (Bench *self, WorkloadRound *round, guint before_s, GError **error)
+{
+    g_autofree gchar *what = NULL;
+    gboolean resumed = FALSE;
+
+    if (!vmr_bench_guest_revive (&self->guest, &resumed, &what, error))
+        return FALSE;
+    g_print ("  %-5u %-11s the guest reported no I/O for %u s before a copy: %s\n", round->round,
+             round->workload->name, before_s, what);
+    if (resumed) {
+        round->revived++;
+        return TRUE;
+    }
+    if (round->restarted == MAX_RESTARTS) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
+                     "the guest went silent again after %u restarts in round %u", MAX_RESTARTS,
+                     round->round);
+        return FALSE;
+    }
+    round->restarted++;
+    stop_workload (self);
+    return start_workload (self, round->load_args, TRUE, error);
 }
 
 /* ---- one job ---- */
@@ -325,14 +358,9 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
         before = guest_iops (self, round->workload, before_start, g_get_monotonic_time (), NULL);
         /* a busy guest that stopped reporting would make the copy look like an idle one's */
         if (before < 0 && !round->workload->idle && !round->workload->bursty) {
-            g_autofree gchar *tail = vmr_guest_console_tail (self->guest.console, 3);
-            g_autofree gchar *qemu = vmr_bench_guest_describe (&self->guest);
-
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
-                         "the guest reported no I/O for %u s before a copy: its workload "
-                         "stopped (%s); its console's last lines: %s",
-                         before_s, qemu, tail);
-            return NULL;
+            if (!revive_guest (self, round, before_s, error) || !set_policy (self, policy, error))
+                return NULL;
+            continue;
         }
         if (round->steady_iops <= 0 || round->workload->bursty
             || before <= CATCH_UP_RATIO * round->steady_iops || attempt == BEFORE_ATTEMPTS)
@@ -515,19 +543,18 @@ static gboolean
 run_workload_round (Bench *self, WorkloadRound *round, GError **error)
 {
     const Workload *workload = round->workload;
-    g_autofree gchar *load_args = NULL;
     const JobResult *unlimited;
 
     if (workload->load_args == NULL) {
         if (!measure_max_rate (self, &round->fixed_iops, error))
             return FALSE;
-        load_args = g_strdup_printf ("vmr.iops=%u", round->fixed_iops);
+        round->load_args = g_strdup_printf ("vmr.iops=%u", round->fixed_iops);
         g_print ("  %-5u %-11s the guest's maximum at iodepth 1: %u IOPS, the fixed rate\n",
                  round->round, workload->name, round->fixed_iops);
     } else {
-        load_args = g_strdup (workload->load_args);
+        round->load_args = g_strdup (workload->load_args);
     }
-    if (!start_workload (self, load_args, !workload->idle, error))
+    if (!start_workload (self, round->load_args, !workload->idle, error))
         return FALSE;
     if (workload->heavy) {
         /* no cap converges while the guest writes faster: the two ways to converge */
@@ -736,19 +763,9 @@ main (int argc, char **argv)
         ok = vmr_bench_image_create_source (self->image, self->disk_size, 11, &error);
         g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
     }
-    if (ok) {
-        g_print ("virt-mirror adaptive benchmark: static caps against control = adaptive\n");
-        g_print ("  guest: fio 8 KiB, %d MiB raw disk (iothread%s); each workload boots one "
-                 "guest, whose disk every job migrates on\n",
-                 disk_mib,
-                 vmr_guest_disk_takes_o_direct (self->image) ? ", cache.direct=on, aio=native"
-                                                             : ", host cache");
-        g_print ("  the mirror's buf-size: %s, for every job\n",
-                 self->buf_size != NULL ? self->buf_size : "QEMU's (16 MiB)");
-        g_print ("  IOPS and latency (us) are the guest's, before `migrate` and during the copy "
-                 "(`migrate` -> `synced`); time is that plus `job-pivot` -> `completed`\n");
-        adaptive_print_header ();
-    }
+    if (ok)
+        adaptive_print_header (disk_mib, vmr_guest_disk_takes_o_direct (self->image),
+                               self->buf_size);
     for (guint round = 1; ok && round <= (guint) rounds; round++) {
         for (guint w = 0; ok && w < n_picked; w++) {
             WorkloadRound *result = workload_round_new (picked[w], round);

@@ -82,14 +82,17 @@ typedef struct {
     /* fixed-rate workloads: the same bracket for the caps within (a), IOPS and latency */
     guint gentle_good_mib; /* fastest cap within (a), 0 = none */
     guint gentle_bad_mib;  /* slowest cap tried that was not */
+    gchar *load_args;      /* the guest's kernel command line for its load */
+    guint revived;         /* the guest went silent, and a second stop and cont revived it */
+    guint restarted;       /* ... did not, and the guest was booted again on its disk */
 } WorkloadRound;
 
 WorkloadRound *workload_round_new (const Workload *workload, guint round);
 void workload_round_free (WorkloadRound *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (WorkloadRound, workload_round_free)
 
-/* the column titles, then one line per job */
-void adaptive_print_header (void);
+/* what the run is, and the column titles; then one line per job */
+void adaptive_print_header (gint disk_mib, gboolean direct, const gchar *buf_size);
 void adaptive_print_job (const WorkloadRound *round, const JobResult *result);
 
 /* the knee of @round's caps, one line */

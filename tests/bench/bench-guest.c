@@ -342,18 +342,96 @@ qemu_io_count (VmrBenchGuest *self, gint64 *out)
     return TRUE;
 }
 
+/*
+ * The guest disk's virtqueue as QEMU holds it: what the guest made
+ * available and how far QEMU took it, what QEMU used and signalled, and
+ * how many requests QEMU has in flight; NULL when QEMU cannot say
+ */
+static gchar *
+describe_queue (VmrBenchGuest *self)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+    JsonObject *queue;
+
+    json_object_set_string_member (args, "path", "/machine/peripheral/disk0/virtio-backend");
+    json_object_set_int_member (args, "queue", 0);
+    reply = vmr_qmp_client_execute_sync (self->qemu_watch, "x-query-virtio-queue-status", args,
+                                         VMR_BENCH_QUERY_TIMEOUT_MS, NULL);
+    queue = reply != NULL ? vmr_json_node_object (reply) : NULL;
+    if (queue == NULL)
+        return NULL;
+    return g_strdup_printf (
+        "its virtqueue: avail %" G_GINT64_FORMAT " (QEMU's shadow %" G_GINT64_FORMAT
+        "), QEMU took %" G_GINT64_FORMAT ", used %" G_GINT64_FORMAT " (signalled %" G_GINT64_FORMAT
+        "), %" G_GINT64_FORMAT " in flight",
+        vmr_json_int_or (queue, "vring-avail", -1), vmr_json_int_or (queue, "shadow-avail-idx", -1),
+        vmr_json_int_or (queue, "last-avail-idx", -1), vmr_json_int_or (queue, "used-idx", -1),
+        vmr_json_int_or (queue, "signalled-used", -1), vmr_json_int_or (queue, "inuse", -1));
+}
+
+gboolean
+vmr_bench_guest_stop_cont (VmrBenchGuest *self, GError **error)
+{
+    g_autoptr (JsonNode) stopped = NULL;
+    g_autoptr (JsonNode) resumed = NULL;
+
+    stopped = vmr_qmp_client_execute_sync (self->qemu_watch, "stop", NULL,
+                                           VMR_BENCH_QUERY_TIMEOUT_MS, error);
+    if (stopped == NULL) {
+        g_prefix_error (error, "QEMU stop: ");
+        return FALSE;
+    }
+    resumed = vmr_qmp_client_execute_sync (self->qemu_watch, "cont", NULL,
+                                           VMR_BENCH_QUERY_TIMEOUT_MS, error);
+    if (resumed == NULL)
+        g_prefix_error (error, "QEMU cont: ");
+    return resumed != NULL;
+}
+
+gboolean
+vmr_bench_guest_revive (VmrBenchGuest *self, gboolean *out_resumed, gchar **out_what,
+                        GError **error)
+{
+    g_autofree gchar *tail = vmr_guest_console_tail (self->console, 3);
+    g_autofree gchar *qemu = vmr_bench_guest_describe (self);
+    g_autoptr (GError) local = NULL;
+    g_autoptr (GArray) iops = NULL;
+    gint64 from = g_get_monotonic_time ();
+    gboolean resumed = FALSE;
+    gchar *outcome;
+
+    *out_what = NULL;
+    if (vmr_bench_guest_stop_cont (self, &local)) {
+        if (!vmr_bench_guest_sleep (self, 3, error))
+            return FALSE;
+        iops = vmr_guest_console_get_iops (self->console);
+        resumed = vmr_guest_iops_mean (iops, from, g_get_monotonic_time (), NULL, NULL) > 0;
+        outcome = g_strdup (resumed ? "its I/O resumed after a second stop and cont"
+                                    : "a second stop and cont did not resume its I/O");
+    } else {
+        outcome = g_strdup_printf ("a second stop and cont failed: %s", local->message);
+    }
+    *out_what = g_strdup_printf ("%s; its console's last lines: %s; %s", qemu, tail, outcome);
+    *out_resumed = resumed;
+    g_free (outcome);
+    return TRUE;
+}
+
 gchar *
 vmr_bench_guest_describe (VmrBenchGuest *self)
 {
     g_autoptr (JsonNode) status = NULL;
     JsonObject *object;
     g_autofree gchar *ios = NULL;
+    g_autofree gchar *queue = NULL;
     gint64 before = 0, after = 0;
     gboolean counted;
 
     if (self->qemu_watch == NULL)
         return g_strdup ("no QEMU monitor");
-    status = vmr_qmp_client_execute_sync (self->qemu_watch, "query-status", NULL, 0, NULL);
+    status = vmr_qmp_client_execute_sync (self->qemu_watch, "query-status", NULL,
+                                          VMR_BENCH_QUERY_TIMEOUT_MS, NULL);
     object = status != NULL ? vmr_json_node_object (status) : NULL;
     counted = qemu_io_count (self, &before);
     g_usleep (2 * G_USEC_PER_SEC);
@@ -361,9 +439,11 @@ vmr_bench_guest_describe (VmrBenchGuest *self)
     if (counted)
         ios = g_strdup_printf ("the guest's I/Os in QEMU over 2 s: %" G_GINT64_FORMAT,
                                after - before);
-    return g_strdup_printf ("QEMU's status %s; %s",
+    queue = describe_queue (self);
+    return g_strdup_printf ("QEMU's status %s; %s; %s",
                             object != NULL ? vmr_json_get_string (object, "status") : "unknown",
-                            counted ? ios : "no block statistics");
+                            counted ? ios : "no block statistics",
+                            queue != NULL ? queue : "no virtqueue status");
 }
 
 gboolean

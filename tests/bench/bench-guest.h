@@ -18,6 +18,8 @@ G_BEGIN_DECLS
 
 /* the guest's load goes on until the bench quits QEMU */
 #define VMR_BENCH_GUEST_RUNTIME_S 3600
+/* a QMP query of the bench's own, or a stop or cont after a guest went silent, at most this long */
+#define VMR_BENCH_QUERY_TIMEOUT_MS 10000
 
 typedef struct {
     /* set by the bench */
@@ -133,6 +135,21 @@ typedef struct {
  * whose I/O goes on but whose reports stopped, or one whose I/O stopped)
  */
 gchar *vmr_bench_guest_describe (VmrBenchGuest *self);
+
+/*
+ * QMP stop and cont once more, each given VMR_BENCH_QUERY_TIMEOUT_MS: a stop that
+ * does not return is QEMU draining an I/O that never completes
+ */
+gboolean vmr_bench_guest_stop_cont (VmrBenchGuest *self, GError **error);
+
+/*
+ * A busy guest that went silent: describes it (QEMU's view, the console's
+ * last lines) in *@out_what, tries a second stop and cont, and sets
+ * *@out_resumed when its I/O resumed in the next 3 s. FALSE with @error
+ * only when the main loop could not run.
+ */
+gboolean vmr_bench_guest_revive (VmrBenchGuest *self, gboolean *out_resumed, gchar **out_what,
+                                 GError **error);
 
 /*
  * Migrates disk0 of domain "bench" to @dest with a pivot by hand: the copy
