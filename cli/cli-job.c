@@ -163,26 +163,29 @@ vmr_cli_job_format_percent (const VmrCliJob *self)
     return g_strdup_printf ("%.1f%%", percent);
 }
 
-gchar *
-vmr_cli_job_format_rate (const VmrCliJob *self)
+/* "@rate/s@suffix" of a job that copies, NULL for none or a rate of 0 */
+static gchar *
+format_copying_rate (const VmrCliJob *self, guint64 rate, const gchar *suffix)
 {
     g_autofree gchar *bytes = NULL;
 
-    if (!self->has_progress || self->rate == 0 || !vmr_cli_job_is_copying (self))
+    if (!self->has_progress || rate == 0 || !vmr_cli_job_is_copying (self))
         return NULL;
-    bytes = vmr_units_format_bytes (self->rate);
-    return g_strdup_printf ("%s/s", bytes);
+    bytes = vmr_units_format_bytes (rate);
+    return g_strdup_printf ("%s/s%s", bytes, suffix);
+}
+
+gchar *
+vmr_cli_job_format_rate (const VmrCliJob *self)
+{
+    return format_copying_rate (self, self->rate, "");
 }
 
 gchar *
 vmr_cli_job_format_dirty_rate (const VmrCliJob *self)
 {
-    g_autofree gchar *bytes = NULL;
-
-    if (!self->has_progress || self->dirty_rate == 0 || !vmr_cli_job_is_copying (self))
-        return NULL;
-    bytes = vmr_units_format_bytes (self->dirty_rate);
-    return g_strdup_printf ("%s/s of the disk (what its writes add to the backlog)", bytes);
+    return format_copying_rate (self, self->dirty_rate,
+                                " of the disk (what its writes add to the backlog)");
 }
 
 gchar *

@@ -80,6 +80,7 @@ gchar *vmr_cli_job_format_percent (const VmrCliJob *self);
 
 /* "700 MiB/s", or NULL when nothing is moving; free with g_free() */
 gchar *vmr_cli_job_format_rate (const VmrCliJob *self);
+/* "12 MiB/s of the disk (...)": what the guest dirties while the job copies, or NULL */
 gchar *vmr_cli_job_format_dirty_rate (const VmrCliJob *self);
 
 /* "2m05s", or NULL when not known; free with g_free() */
