@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller.h"
+#include "controller-private.h"
 
 #include "units.h"
 
@@ -207,6 +208,7 @@ ask_for_baseline (VmrControllerState *state, const VmrControllerInput *input, gb
     g_autofree gchar *owned_why = why;
 
     state->phase = VMR_CONTROLLER_PHASE_MEASURING;
+    state->back_off.from = 0;
     state->measure_replaces = replace;
     state->resume_speed = input->speed;
     set_decision (out, VMR_CONTROLLER_MEASURE_BASELINE, input->speed,
@@ -251,103 +253,6 @@ take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
                                    idle ? " (idle: full speed)" : "", speed_text));
 }
 
-/* the harm counted: over the copy's floor, if it has one */
-static gdouble
-over_floor (const VmrControllerState *state, gdouble harm)
-{
-    return MAX (0.0, (1 + harm) / (1 + state->floor_harm) - 1);
-}
-
-static gint
-compare_doubles (gconstpointer a, gconstpointer b)
-{
-    gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
-
-    return (x > y) - (x < y);
-}
-
-/* the window's harms (raw, not over the floor) sorted into @sorted, lowest first; how many */
-static guint
-window_sorted (const VmrControllerState *state, gdouble sorted[VMR_CONTROLLER_WINDOW_MAX])
-{
-    memcpy (sorted, state->harms, state->n_harms * sizeof (gdouble));
-    qsort (sorted, state->n_harms, sizeof (gdouble), compare_doubles);
-    return state->n_harms;
-}
-
-/* the median of the window's harms (raw), 0 for none */
-static gdouble
-window_median (const VmrControllerState *state)
-{
-    gdouble sorted[VMR_CONTROLLER_WINDOW_MAX];
-    guint n = window_sorted (state, sorted);
-
-    if (n == 0)
-        return 0;
-    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-}
-
-/* the lowest harm (raw) of the window's samples at the copy's speed now; 0 for fewer than two */
-static gdouble
-window_low_at_speed (const VmrControllerState *state)
-{
-    guint n = MIN (state->n_at_speed, state->n_harms);
-    gdouble low = G_MAXDOUBLE;
-
-    if (n < 2)
-        return 0;
-    for (guint i = state->n_harms - n; i < state->n_harms; i++)
-        low = MIN (low, state->harms[i]);
-    return low;
-}
-
-/* how many of the newest @last harms of the window, over the floor, are over (or under) @level */
-static guint
-count_past (const VmrControllerState *state, guint last, gdouble level, gboolean over)
-{
-    guint count = 0;
-
-    for (guint i = state->n_harms > last ? state->n_harms - last : 0; i < state->n_harms; i++) {
-        gdouble harm = over_floor (state, state->harms[i]);
-
-        if (over ? harm > level : harm < level)
-            count++;
-    }
-    return count;
-}
-
-static void
-window_push (const VmrControllerConfig *config, VmrControllerState *state, gdouble harm)
-{
-    guint size = CLAMP (config->window, 1, VMR_CONTROLLER_WINDOW_MAX);
-
-    if (state->n_harms >= size) {
-        memmove (state->harms, state->harms + 1, (size - 1) * sizeof (gdouble));
-        state->n_harms = size - 1;
-    }
-    state->harms[state->n_harms++] = harm;
-    state->n_at_speed++;
-}
-
-/*
- * "harm 7.2%", "harm 7.2% (median 4.6%)"; with a floor the harm counted,
- * "harm 2.0% over the floor of 20.0% (median 1.0%)"; free with g_free()
- */
-static gchar *
-format_harm (const VmrControllerState *state, gdouble harm, gdouble median)
-{
-    g_autofree gchar *floor_text
-        = state->floor_harm > 0
-              ? g_strdup_printf (" over the floor of %.1f%%", state->floor_harm * 100)
-              : g_strdup ("");
-
-    harm = over_floor (state, harm);
-    median = over_floor (state, median);
-    if (ABS (harm - median) < 0.0005)
-        return g_strdup_printf ("harm %.1f%%%s", harm * 100, floor_text);
-    return g_strdup_printf ("harm %.1f%%%s (median %.1f%%)", harm * 100, floor_text, median * 100);
-}
-
 /*
  * how long the knee stays fresh: knee_memory_us, doubled each time a probe
  * found it again where it was, up to KNEE_MEMORY_MAX times: a knee that
@@ -367,8 +272,9 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
           VmrControllerDecision *out)
 {
     gdouble target = config->target_harm;
-    gdouble excess = over_floor (state, median);
-    gdouble low_at_speed = window_low_at_speed (state);
+    gdouble excess = vmr_controller_over_floor (state, median);
+    gdouble low_at_speed = vmr_controller_window_low_at_speed (state);
+    gdouble at_speed = vmr_controller_window_median_at_speed (state);
     guint64 from = current_rate (config, input);
     gboolean severe = excess > 2 * target;
     /*
@@ -383,19 +289,35 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * a sample at this speed does not show: spikes. A small step answers
      * either.
      */
-    gboolean spikes = state->n_at_speed >= 2 && over_floor (state, low_at_speed) <= target;
+    gboolean spikes
+        = state->n_at_speed >= 2 && vmr_controller_over_floor (state, low_at_speed) <= target;
     gboolean small_step = knee_again || (state->knee_speed != 0 && (!severe || spikes));
     gdouble factor
         = small_step ? 1 - config->knee_margin
                      : CLAMP ((1 + target) / (1 + excess), config->severe_backoff, config->backoff);
     guint64 to = clamp_speed (config, input, (gdouble) from * factor);
-    g_autofree gchar *head = format_harm (state, harm, median);
+    g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
     g_autofree gchar *ratios = format_ratios (input);
     g_autofree gchar *from_text = vmr_units_format_speed (from);
     g_autofree gchar *to_text = vmr_units_format_speed (to);
 
     state->n_harms = 0;
     state->probing = FALSE;
+    state->slow_start_raise = FALSE;
+    /*
+     * judged: a back-off by 30% or more from over twice the target. A small
+     * step from a harm that hovers near the target moves it by less than the
+     * noise, which would tell nothing.
+     */
+    state->back_off = (VmrControllerBackOff){
+        .from = !small_step && vmr_controller_over_floor (state, at_speed) > 2 * target ? from : 0,
+        .to = to,
+        .median = at_speed,
+        .knee_speed = state->knee_speed,
+        .knee_time_us = state->knee_time_us,
+        .knee_found_again = state->knee_found_again,
+        .felt = state->felt,
+    };
     state->felt = TRUE;
     if (to >= from && input->speed != 0) {
         /*
@@ -405,6 +327,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
         g_autofree gchar *min_text = format_lowest (config, input);
 
         state->knee_speed = 0;
+        state->back_off.from = 0;
         state->floor_harm = MIN (MAX (state->floor_harm, median), config->max_floor);
         set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
                       g_strdup_printf ("%s > %.1f%% at %s: the copy's floor is %.1f%%, "
@@ -424,7 +347,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
     else
         state->knee_found_again = 0;
     if (state->knee_speed == 0 || from >= state->knee_speed
-        || over_floor (state, low_at_speed) > target)
+        || vmr_controller_over_floor (state, low_at_speed) > target)
         state->knee_speed = from;
     else
         state->knee_speed
@@ -449,7 +372,7 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     g_autofree gchar *from_text = vmr_units_format_speed (speed);
     g_autofree gchar *to_text = NULL;
     g_autofree gchar *how = NULL;
-    g_autofree gchar *harm_text = format_harm (state, harm, median);
+    g_autofree gchar *harm_text = vmr_controller_format_harm (state, harm, median);
     g_autofree gchar *head = g_strdup_printf ("%s < %.1f%%", harm_text,
                                               config->hold_below * config->target_harm * 100);
     gdouble next;
@@ -480,10 +403,12 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     if (state->knee_speed != 0
         && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
         state->knee_speed = 0;
+    state->slow_start_raise = FALSE;
     if (state->knee_speed == 0 && !state->felt) {
         /* a slow start, as TCP's: no harm yet at any speed, double it */
         next = (gdouble) speed * (1 + config->start_gain / n_copies);
         how = g_strdup ("starting");
+        state->slow_start_raise = TRUE;
     } else if (state->knee_speed == 0) {
         next = (gdouble) speed * (1 + config->probe_gain / n_copies);
         how = g_strdup ("probing");
@@ -555,6 +480,75 @@ clamp_decision (const VmrControllerConfig *config, const VmrControllerInput *inp
     set_decision (out, out->kind, clamped, reason);
 }
 
+/* the samples at a back-off's speed that tell whether it lowered the harm */
+#define JUDGE_SAMPLES 3
+
+/*
+ * Whether the last back-off lowered the harm, once JUDGE_SAMPLES samples at
+ * its speed tell. One that did not was no knee: what harms the guest is the
+ * copy at any speed (its I/O on the guest's I/O thread and storage), or
+ * something else. A slower copy would only last longer, so the back-off is
+ * undone: the harm is the copy's floor, as at min-speed, and the copy goes
+ * back to where it was, with the knee and the slow start as they were. TRUE
+ * when it undid the back-off and set @out.
+ */
+static gboolean
+judge_back_off (const VmrControllerConfig *config, VmrControllerState *state,
+                const VmrControllerInput *input, gdouble harm, gdouble median,
+                VmrControllerDecision *out)
+{
+    VmrControllerBackOff *b = &state->back_off;
+    guint64 from = b->from;
+    g_autofree gchar *head = NULL;
+    g_autofree gchar *ratios = NULL;
+    g_autofree gchar *at_text = NULL;
+    g_autofree gchar *from_text = NULL;
+
+    if (from == 0)
+        return FALSE;
+    /* a speed set since (a raise, the progress floor, a measure) ends the judging */
+    if (input->speed != b->to || state->n_at_speed != state->n_harms) {
+        b->from = 0;
+        return FALSE;
+    }
+    if (state->n_harms < JUDGE_SAMPLES)
+        return FALSE;
+    b->from = 0;
+    /*
+     * It helped if the harm is within the target now, or if some sample at
+     * the new speed is lower by half of what the speed came down (a harm
+     * that follows the speed comes down with it): the speed matters, and
+     * the next back-off goes on. QEMU's noise comes in spikes, so it takes
+     * every sample to show that the harm stayed. Deeper than max-floor, it
+     * is never a floor.
+     */
+    if (vmr_controller_over_floor (state, median) <= config->target_harm
+        || vmr_controller_window_low_at_speed (state)
+               < b->median * (1 + (gdouble) b->to / (gdouble) from) / 2
+        || median > config->max_floor)
+        return FALSE;
+
+    head = vmr_controller_format_harm (state, harm, median);
+    /* the floor is what the guest felt at the speed the copy goes back to, at most */
+    state->floor_harm = MIN (MAX (state->floor_harm, MIN (median, b->median)), config->max_floor);
+    state->knee_speed = b->knee_speed;
+    state->knee_time_us = b->knee_time_us;
+    state->knee_found_again = b->knee_found_again;
+    state->felt = b->felt;
+    state->n_harms = 0;
+    state->probing = FALSE;
+    ratios = format_ratios (input);
+    at_text = vmr_units_format_speed (input->speed);
+    from_text = vmr_units_format_speed (from);
+    set_decision (out, VMR_CONTROLLER_RAISE, from,
+                  g_strdup_printf ("%s at %s, no lower than the %.1f%% that made the copy back "
+                                   "off from %s: not the copy's speed. The copy's floor is "
+                                   "%.1f%%, the target applies on top of it; back to %s (%s)",
+                                   head, at_text, b->median * 100, from_text,
+                                   state->floor_harm * 100, from_text, ratios));
+    return TRUE;
+}
+
 static void
 decide (const VmrControllerConfig *config, VmrControllerState *state,
         const VmrControllerInput *input, gboolean was_probing, VmrControllerDecision *out)
@@ -623,8 +617,8 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
 
     harm = vmr_controller_harm (input);
     out->harm = harm;
-    window_push (config, state, harm);
-    median = window_median (state);
+    vmr_controller_window_push (config, state, harm);
+    median = vmr_controller_window_median (state);
     /*
      * a floor over what a full window of the copy now harms, by more than
      * the target (not by noise), was no floor:
@@ -632,20 +626,38 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
      * first seconds hurt the test guest at any speed, up to 13 times its
      * latency)
      */
-    if (state->floor_harm > 0 && state->n_harms >= config->window && over_floor (state, median) == 0
+    if (state->floor_harm > 0 && state->n_harms >= config->window
+        && vmr_controller_over_floor (state, median) == 0
         && (1 + state->floor_harm) / (1 + median) - 1 > config->target_harm)
         state->floor_harm = median;
+    if (judge_back_off (config, state, input, harm, median, out))
+        return;
     /*
      * most of the window over the target (both of a window just begun): a
-     * spike or two is noise. Or the first two samples at a new speed both
-     * far over it: the new speed is past the knee (a slow start that
-     * overshot), no need to wait for a third.
+     * spike or two is noise. Or the first two samples after a slow start's
+     * doubling both far over it: the new speed is past the knee, no need to
+     * wait for a third.
      */
     if (state->n_harms >= 2
-        && (count_past (state, config->window, config->target_harm, TRUE) > state->n_harms / 2
-            || (state->n_at_speed == 2
-                && count_past (state, 2, config->severe_factor * config->target_harm, TRUE)
+        && (vmr_controller_window_count_past (state, config->window, config->target_harm, TRUE)
+                > state->n_harms / 2
+            || (state->n_at_speed == 2 && state->slow_start_raise
+                && vmr_controller_window_count_past (
+                       state, 2, config->severe_factor * config->target_harm, TRUE)
                        == 2))) {
+        /* a back-off is judged before the next: a floor makes no cascade down to min-speed */
+        if (state->back_off.from != 0 && median <= config->max_floor) {
+            g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
+            g_autofree gchar *ratios = format_ratios (input);
+            g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
+
+            set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                          g_strdup_printf ("%s > %.1f%%: holding %s for %u samples, to tell "
+                                           "whether the last back-off lowered the harm (%s)",
+                                           head, config->target_harm * 100, speed_text,
+                                           JUDGE_SAMPLES, ratios));
+            return;
+        }
         back_off (config, state, input, was_probing, harm, median, out);
         return;
     }
@@ -653,20 +665,20 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
      * a raise needs the window's median under the band, and the newest
      * sample too: noise either way leaves the median alone
      */
-    if (over_floor (state, median) >= config->hold_below * config->target_harm
-        || over_floor (state, harm) >= config->hold_below * config->target_harm) {
-        g_autofree gchar *head = format_harm (state, harm, median);
+    if (vmr_controller_over_floor (state, median) >= config->hold_below * config->target_harm
+        || vmr_controller_over_floor (state, harm) >= config->hold_below * config->target_harm) {
+        g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
         g_autofree gchar *ratios = format_ratios (input);
         g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
 
-        if (over_floor (state, harm) > config->target_harm)
-            set_decision (
-                out, VMR_CONTROLLER_HOLD, input->speed,
-                g_strdup_printf ("%s > %.1f%% in %u of the last %u samples: noise until "
-                                 "most show it; holding %s (%s)",
-                                 head, config->target_harm * 100,
-                                 count_past (state, config->window, config->target_harm, TRUE),
-                                 state->n_harms, speed_text, ratios));
+        if (vmr_controller_over_floor (state, harm) > config->target_harm)
+            set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                          g_strdup_printf ("%s > %.1f%% in %u of the last %u samples: noise until "
+                                           "most show it; holding %s (%s)",
+                                           head, config->target_harm * 100,
+                                           vmr_controller_window_count_past (
+                                               state, config->window, config->target_harm, TRUE),
+                                           state->n_harms, speed_text, ratios));
         else
             set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
                           g_strdup_printf ("%s in the hold band %.1f%%..%.1f%%: %s (%s)", head,

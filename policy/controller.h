@@ -45,6 +45,21 @@
  *   max_floor; a full window whose median is lower by more than the
  *   target, at whatever speed, lowers it (it was a passing spell, such as a copy's first seconds).
  * A baseline taken for a change in load forgets the floor.
+ * - A back-off that did not lower the harm. The floor shows at any speed,
+ *   not only at min-speed: measured on a fast disk, the test guest's
+ *   latency as QEMU saw it stood 10% to 26% over its baseline in most samples
+ *   from 22 to 64 MiB/s, and each back-off from there only made the copy
+ *   slower. So a back-off by 30% or more from over twice the target is
+ *   judged on the next three samples at its speed (no further
+ *   back-off meanwhile): when each of them is still over half-way from the
+ *   old harm to what a harm that follows the speed would have come down to,
+ *   and their median is over the target, the back-off is undone. The harm
+ *   at the old speed becomes the floor, and the copy goes back there with
+ *   its knee and slow start as they were. A slower copy that spares the
+ *   guest nothing is harm for longer: its harm times its time is larger.
+ * - The slow start's overshoot: the first two samples after a doubling
+ *   both over severe_factor times the target back off at once. After a
+ *   smaller raise the window decides, as for any speed.
  * - Harm over the target: back off by (1 + target) / (1 + harm), clamped to
  *   [severe_backoff, backoff], so a deep excess (a step in load) gets under
  *   the new knee in one sample and a shallow one loses 30%. The speed at
@@ -143,8 +158,8 @@ typedef struct {
                              * halve the copy for an excess of 1% */
     gdouble severe_backoff; /* [0.5] the deepest back-off factor: the next sample can back off
                              * again, while a copy slowed too far takes samples to recover */
-    gdouble severe_factor;  /* [2] the first two samples at a new speed over this times the
-                             * target back off at once: a slow start past the knee */
+    gdouble severe_factor;  /* [2] the first two samples after a slow start's doubling over this
+                             * times the target back off at once: past the knee */
     gdouble max_floor;      /* [0.5] the copy's floor at most: harm beyond it is never a floor,
                              * whatever min-speed */
     guint window;           /* [5] the samples a decision reads: three of five over the target
@@ -171,6 +186,20 @@ typedef enum {
     VMR_CONTROLLER_PHASE_MEASURING, /* the copy is paused: the next sample is the baseline */
 } VmrControllerPhase;
 
+/*
+ * The last back-off, until the samples after it tell whether it lowered the
+ * harm, and what the controller was before it, for an undo.
+ */
+typedef struct {
+    guint64 from;           /* the speed it left, bytes/s; 0 = nothing to judge */
+    guint64 to;             /* the speed it set */
+    gdouble median;         /* the window's median harm (raw) that made it */
+    guint64 knee_speed;     /* the controller's knee before it */
+    gint64 knee_time_us;    /* when that knee was found */
+    guint knee_found_again; /* and how often a probe found it again */
+    gboolean felt;          /* whether the slow start was over before it */
+} VmrControllerBackOff;
+
 /* what the controller keeps between samples; one per copy */
 typedef struct {
     VmrControllerPhase phase;
@@ -179,14 +208,16 @@ typedef struct {
     gdouble harms[VMR_CONTROLLER_WINDOW_MAX]; /* the harm of the last samples, newest last */
     guint n_harms;                            /* how many, 0 = none: the window starts again */
     guint n_at_speed;                         /* how many of them at the copy's speed now */
-    gdouble floor_harm;        /* the harm the copy causes at min-speed, 0 = none found */
-    gboolean probing;          /* the last raise went past a stale knee */
-    gboolean felt;             /* the copy has backed off once: the slow start is over */
-    guint knee_found_again;    /* probes in a row that found the knee where it was */
-    gboolean measure_replaces; /* while measuring: the sample replaces the baseline */
-    guint64 resume_speed;      /* while measuring: the speed to go on at, 0 = unlimited */
-    gint64 baseline_time_us;   /* when the baseline was measured */
-    gint64 measure_time_us;    /* when a change in load last asked for a measure */
+    gdouble floor_harm;            /* the harm the copy causes at min-speed, 0 = none found */
+    gboolean probing;              /* the last raise went past a stale knee */
+    gboolean felt;                 /* the copy has backed off once: the slow start is over */
+    guint knee_found_again;        /* probes in a row that found the knee where it was */
+    gboolean measure_replaces;     /* while measuring: the sample replaces the baseline */
+    guint64 resume_speed;          /* while measuring: the speed to go on at, 0 = unlimited */
+    gint64 baseline_time_us;       /* when the baseline was measured */
+    gint64 measure_time_us;        /* when a change in load last asked for a measure */
+    gboolean slow_start_raise;     /* the last raise was a slow start's: the speed doubled */
+    VmrControllerBackOff back_off; /* the last back-off, while it is judged */
 } VmrControllerState;
 
 /* a fresh controller whose baseline was measured at @baseline_time_us */

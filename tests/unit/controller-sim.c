@@ -16,7 +16,9 @@ guest_harm (const Guest *guest, gdouble total)
         harm = guest->steepness * total / knee;
     else
         harm = total <= knee ? 0 : guest->steepness * (total / knee - 1);
-    return total > 0 ? (1 + guest->floor) * (1 + harm) - 1 : harm;
+    if (total <= guest->floor_from_mib * MIB || total <= 0)
+        return harm;
+    return (1 + guest->floor) * (1 + harm) - 1;
 }
 
 static VmrLoadSample

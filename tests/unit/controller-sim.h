@@ -33,7 +33,8 @@ typedef struct {
     gboolean linear;   /* harm from the first byte: steepness * speed / knee */
     gdouble noise;     /* each figure of a sample off by up to this fraction, either way */
     gdouble spikes;    /* the share of samples whose latency is 20% to 75% over (QEMU's noise) */
-    gdouble floor;     /* the harm of any copy, at any speed */
+    gdouble floor;     /* the harm of any copy, at any speed over floor_from_mib */
+    gdouble floor_from_mib; /* the copies' total speed from which the floor shows, 0 = any */
 } Guest;
 
 /* copies on one disk's I/O thread, each with its controller, sampled once a second */
