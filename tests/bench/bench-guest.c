@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <glib-unix.h>
@@ -343,16 +344,54 @@ qemu_io_count (VmrBenchGuest *self, gint64 *out)
 }
 
 /*
- * The guest disk's virtqueue as QEMU holds it: what the guest made
- * available and how far QEMU took it, what QEMU used and signalled, and
- * how many requests QEMU has in flight; NULL when QEMU cannot say
+ * @n 16-bit words of guest memory at @address (HMP's xp), into @words;
+ * FALSE when QEMU cannot say
+ */
+static gboolean
+read_guest_words (VmrBenchGuest *self, gint64 address, guint n, guint *words)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autofree gchar *line = g_strdup_printf ("xp /%uhx 0x%" G_GINT64_MODIFIER "x", n, address);
+    g_autoptr (JsonNode) reply = NULL;
+    const gchar *text;
+    const gchar *colon;
+
+    json_object_set_string_member (args, "command-line", line);
+    reply = vmr_qmp_client_execute_sync (self->qemu_watch, "human-monitor-command", args,
+                                         VMR_BENCH_QUERY_TIMEOUT_MS, NULL);
+    text = reply != NULL && JSON_NODE_HOLDS_VALUE (reply) ? json_node_get_string (reply) : NULL;
+    colon = text != NULL ? strchr (text, ':') : NULL;
+    if (colon == NULL)
+        return FALSE;
+    for (guint i = 0; i < n; i++) {
+        gchar *end = NULL;
+
+        words[i] = (guint) g_ascii_strtoull (colon + 1, &end, 16);
+        if (end == colon + 1)
+            return FALSE;
+        colon = end;
+    }
+    return TRUE;
+}
+
+/*
+ * The guest disk's virtqueue, as QEMU holds it and as the guest's memory
+ * has it: what the guest made available (the avail ring's index) against
+ * how far QEMU took it, what QEMU used and signalled, the requests it has
+ * in flight, and the ring's notification fields (the used ring's flags and
+ * avail_event: the index past which the guest kicks QEMU). A guest index
+ * past QEMU's means a kick QEMU never saw; an equal one, a guest that
+ * waits for a completion it never saw. NULL when QEMU cannot say.
  */
 static gchar *
 describe_queue (VmrBenchGuest *self)
 {
     g_autoptr (JsonObject) args = json_object_new ();
     g_autoptr (JsonNode) reply = NULL;
+    g_autofree gchar *memory = NULL;
     JsonObject *queue;
+    gint64 num;
+    guint avail[2], used[2], avail_event[1];
 
     json_object_set_string_member (args, "path", "/machine/peripheral/disk0/virtio-backend");
     json_object_set_int_member (args, "queue", 0);
@@ -361,13 +400,24 @@ describe_queue (VmrBenchGuest *self)
     queue = reply != NULL ? vmr_json_node_object (reply) : NULL;
     if (queue == NULL)
         return NULL;
+    num = vmr_json_int_or (queue, "vring-num", 0);
+    /* the avail ring: flags, idx; the used ring: flags, idx, num elements, avail_event */
+    if (num > 0 && read_guest_words (self, vmr_json_int_or (queue, "vring-avail", 0), 2, avail)
+        && read_guest_words (self, vmr_json_int_or (queue, "vring-used", 0), 2, used)
+        && read_guest_words (self, vmr_json_int_or (queue, "vring-used", 0) + 4 + 8 * num, 1,
+                             avail_event))
+        memory = g_strdup_printf (
+            "; in the guest's memory: avail index %u (flags 0x%x), used index %u (flags 0x%x), "
+            "avail_event %u",
+            avail[1], avail[0], used[1], used[0], avail_event[0]);
     return g_strdup_printf (
-        "its virtqueue: avail %" G_GINT64_FORMAT " (QEMU's shadow %" G_GINT64_FORMAT
-        "), QEMU took %" G_GINT64_FORMAT ", used %" G_GINT64_FORMAT " (signalled %" G_GINT64_FORMAT
-        "), %" G_GINT64_FORMAT " in flight",
-        vmr_json_int_or (queue, "vring-avail", -1), vmr_json_int_or (queue, "shadow-avail-idx", -1),
+        "its virtqueue: QEMU's shadow of the avail index %" G_GINT64_FORMAT
+        ", QEMU took %" G_GINT64_FORMAT ", used %" G_GINT64_FORMAT " (signalled %" G_GINT64_FORMAT
+        "), %" G_GINT64_FORMAT " in flight%s",
+        vmr_json_int_or (queue, "shadow-avail-idx", -1),
         vmr_json_int_or (queue, "last-avail-idx", -1), vmr_json_int_or (queue, "used-idx", -1),
-        vmr_json_int_or (queue, "signalled-used", -1), vmr_json_int_or (queue, "inuse", -1));
+        vmr_json_int_or (queue, "signalled-used", -1), vmr_json_int_or (queue, "inuse", -1),
+        memory != NULL ? memory : "; the guest's memory could not be read");
 }
 
 gboolean
