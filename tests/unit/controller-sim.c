@@ -3,6 +3,7 @@
 
 #include "controller-sim.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* the harm the guest feels when the copies move @total bytes/s */
@@ -47,24 +48,46 @@ guest_sample (const Guest *guest, gdouble total, gint64 time_us, GRand *rand)
     return sample;
 }
 
+static gint
+compare_doubles (gconstpointer a, gconstpointer b)
+{
+    gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
+
+    return (x > y) - (x < y);
+}
+
 void
 sim_init (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed)
+{
+    sim_init_seeded (sim, guest, n_copies, max_speed, 20261201);
+}
+
+void
+sim_init_seeded (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed, guint32 seed)
 {
     VmrLoadSample baseline = { 0 };
 
     *sim = (Sim){ .n_copies = n_copies,
-                  .rand = g_rand_new_with_seed (20261201),
+                  .rand = g_rand_new_with_seed (seed),
                   .synced_at = G_MAXUINT };
     vmr_controller_config_init (&sim->config, TARGET, MIN_SPEED, max_speed);
     sim->totals = g_array_new (FALSE, FALSE, sizeof (gdouble));
     sim->harms = g_array_new (FALSE, FALSE, sizeof (gdouble));
     sim->kinds = g_array_new (FALSE, FALSE, sizeof (VmrControllerKind));
-    /* the caller's baseline: the mean of ten samples before the copy */
-    for (guint s = 0; s < 10; s++) {
-        VmrLoadSample alone = guest_sample (guest, 0, 0, sim->rand);
+    /* the caller's baseline: the median of five samples before the copy, as the engine's */
+    {
+        gdouble iops[5], latency[5];
 
-        baseline.iops += alone.iops / 10;
-        baseline.latency_us += alone.latency_us / 10;
+        for (guint s = 0; s < 5; s++) {
+            VmrLoadSample alone = guest_sample (guest, 0, 0, sim->rand);
+
+            iops[s] = alone.iops;
+            latency[s] = alone.latency_us;
+        }
+        qsort (iops, 5, sizeof (gdouble), compare_doubles);
+        qsort (latency, 5, sizeof (gdouble), compare_doubles);
+        baseline.iops = iops[2];
+        baseline.latency_us = latency[2];
     }
     for (guint i = 0; i < n_copies; i++) {
         sim->baselines[i] = baseline;

@@ -69,6 +69,9 @@ gdouble guest_harm (const Guest *guest, gdouble total);
 
 /* @n_copies copies at min-speed after a baseline of ten samples; @max_speed 0 = unlimited */
 void sim_init (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed);
+/* the same with the noise of @seed instead of the fixed one */
+void sim_init_seeded (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed,
+                      guint32 seed);
 /* the first copy moves a disk of @disk_bytes into which the guest marks @write_rate bytes/s */
 void sim_set_disk (Sim *sim, gdouble disk_bytes, gdouble write_rate);
 void sim_clear (Sim *sim);

@@ -6,6 +6,7 @@
  */
 #define G_LOG_DOMAIN "vmr-test"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "controller-sim.h"
@@ -23,6 +24,7 @@
 #define TAIL_HIGH     1.08
 #define MAX_TURNS     4
 #define MAX_BACK_OFFS 4
+#define KNEE_SEEDS    16
 
 typedef struct {
     const gchar *name;
@@ -83,9 +85,11 @@ static const KneeCase knee_cases[] = {
       .reach_by = 30,
       /*
        * a probe past a stale knee, 10% a sample, whose excess a spike hides
-       * takes a sample longer to see
+       * takes a sample longer to see; spikes that hide an excess or make
+       * one turn the speed about once every 12 s
        */
-      .tail_high = 1.15 },
+      .tail_high = 1.15,
+      .max_turns = 6 },
     { "a copy that costs its guest 20% at any speed: the floor",
       { GUEST_FIXED_RATE, 150, 2.0, FALSE, 0.03, 0, 0.2 },
       NO_STEP,
@@ -114,49 +118,100 @@ static const KneeCase knee_cases[] = {
       .max_turns = 6 },
 };
 
+/* what one run of a knee case showed */
+typedef struct {
+    gdouble reached;   /* the first sample within 10% of the knee */
+    gdouble react;     /* samples from the step to at or under the new knee */
+    gdouble low, high; /* the total over the tail, MiB/s */
+    gdouble turns;
+    gdouble back_offs;
+    gdouble mean_harm; /* the guest's, over the tail */
+} KneeRun;
+
+static void
+run_knee (const KneeCase *tc, guint32 seed, KneeRun *run)
+{
+    const Guest *final = tc->step_at != 0 ? &tc->step_guest : &tc->guest;
+    gdouble knee = final->knee_mib;
+    guint turns, back_offs = 0;
+    guint under = tc->step_at;
+    Sim sim;
+
+    sim_init_seeded (&sim, &tc->guest, 1, 0, seed);
+    for (guint i = 0; i < KNEE_SAMPLES; i++)
+        sim_step (&sim, tc->step_at != 0 && i >= tc->step_at ? &tc->step_guest : &tc->guest);
+    *run = (KneeRun){ .reached = first_near (&sim, knee, 0.1) };
+    while (under < sim.totals->len && total_at (&sim, under) > knee)
+        under++;
+    run->react = under - tc->step_at + 1;
+    tail_band (&sim, KNEE_SAMPLES - TAIL, &run->low, &run->high, &turns);
+    for (guint i = KNEE_SAMPLES - TAIL; i < KNEE_SAMPLES; i++) {
+        run->mean_harm += g_array_index (sim.harms, gdouble, i) / TAIL;
+        back_offs += g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_BACK_OFF;
+    }
+    run->turns = turns;
+    run->back_offs = back_offs;
+    g_test_message ("seed %2u: within 10%% of the knee at sample %.0f; last %u samples: %.1f to "
+                    "%.1f MiB/s (knee %.0f), %u turns, %u back-offs, mean harm %.3f",
+                    seed, run->reached, TAIL, run->low, run->high, knee, turns, back_offs,
+                    run->mean_harm);
+    sim_clear (&sim);
+}
+
+static gint
+compare_doubles (gconstpointer a, gconstpointer b)
+{
+    gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
+
+    return (x > y) - (x < y);
+}
+
+/* the median over the runs of the field at @offset of KneeRun */
+static gdouble
+median_of_runs (const KneeRun *runs, gsize offset)
+{
+    gdouble values[KNEE_SEEDS];
+
+    for (guint i = 0; i < KNEE_SEEDS; i++)
+        values[i] = G_STRUCT_MEMBER (gdouble, &runs[i], offset);
+    qsort (values, KNEE_SEEDS, sizeof (gdouble), compare_doubles);
+    return (values[KNEE_SEEDS / 2 - 1] + values[KNEE_SEEDS / 2]) / 2;
+}
+
+/*
+ * A case holds in the median over KNEE_SEEDS runs, each with its own
+ * noise: one seed's noise can make any controller look good or bad. No run
+ * harms the guest by more than three times the target on average.
+ */
 static void
 test_knee (gconstpointer data)
 {
     const KneeCase *tc = data;
     const Guest *final = tc->step_at != 0 ? &tc->step_guest : &tc->guest;
     gdouble knee = final->knee_mib;
-    gdouble low, high, mean_harm = 0;
-    guint turns, back_offs = 0;
-    Sim sim;
+    KneeRun runs[KNEE_SEEDS];
 
-    sim_init (&sim, &tc->guest, 1, 0);
-    for (guint i = 0; i < KNEE_SAMPLES; i++)
-        sim_step (&sim, tc->step_at != 0 && i >= tc->step_at ? &tc->step_guest : &tc->guest);
-
-    if (tc->reach_by != 0) {
-        guint reached = first_near (&sim, knee, 0.1);
-
-        g_test_message ("within 10%% of the knee at sample %u", reached);
-        g_assert_cmpuint (reached, <=, tc->reach_by);
+    for (guint i = 0; i < KNEE_SEEDS; i++) {
+        run_knee (tc, i + 1, &runs[i]);
+        /* a floor no speed avoids, and the target on top of it */
+        g_assert_cmpfloat (runs[i].mean_harm, <=, (1 + final->floor) * (1 + 3 * TARGET) - 1);
     }
-    if (tc->react_within != 0) {
-        guint under = tc->step_at;
-
-        while (under < sim.totals->len && total_at (&sim, under) > knee)
-            under++;
-        g_test_message ("under the new knee %u samples after the step", under - tc->step_at + 1);
-        g_assert_cmpuint (under - tc->step_at + 1, <=, tc->react_within);
-    }
-    tail_band (&sim, KNEE_SAMPLES - TAIL, &low, &high, &turns);
-    for (guint i = KNEE_SAMPLES - TAIL; i < KNEE_SAMPLES; i++) {
-        mean_harm += g_array_index (sim.harms, gdouble, i) / TAIL;
-        back_offs += g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_BACK_OFF;
-    }
-    g_test_message ("last %u samples: %.1f to %.1f MiB/s (knee %.0f), %u turns, %u back-offs, "
-                    "mean harm %.3f",
-                    TAIL, low, high, knee, turns, back_offs, mean_harm);
-    g_assert_cmpfloat (low, >=, tc->tail_low * knee);
-    g_assert_cmpfloat (high, <=, (tc->tail_high != 0 ? tc->tail_high : TAIL_HIGH) * knee);
-    g_assert_cmpuint (turns, <=, tc->max_turns != 0 ? tc->max_turns : MAX_TURNS);
-    g_assert_cmpuint (back_offs, <=, MAX_BACK_OFFS);
-    /* a floor no speed avoids, and the target on top of it */
-    g_assert_cmpfloat (mean_harm, <=, (1 + final->floor) * (1 + TARGET) - 1);
-    sim_clear (&sim);
+    if (tc->reach_by != 0)
+        g_assert_cmpfloat (median_of_runs (runs, G_STRUCT_OFFSET (KneeRun, reached)), <=,
+                           tc->reach_by);
+    if (tc->react_within != 0)
+        g_assert_cmpfloat (median_of_runs (runs, G_STRUCT_OFFSET (KneeRun, react)), <=,
+                           tc->react_within);
+    g_assert_cmpfloat (median_of_runs (runs, G_STRUCT_OFFSET (KneeRun, low)), >=,
+                       tc->tail_low * knee);
+    g_assert_cmpfloat (median_of_runs (runs, G_STRUCT_OFFSET (KneeRun, high)), <=,
+                       (tc->tail_high != 0 ? tc->tail_high : TAIL_HIGH) * knee);
+    g_assert_cmpfloat (median_of_runs (runs, G_STRUCT_OFFSET (KneeRun, turns)), <=,
+                       tc->max_turns != 0 ? tc->max_turns : MAX_TURNS);
+    g_assert_cmpfloat (median_of_runs (runs, G_STRUCT_OFFSET (KneeRun, back_offs)), <=,
+                       MAX_BACK_OFFS);
+    g_assert_cmpfloat (median_of_runs (runs, G_STRUCT_OFFSET (KneeRun, mean_harm)), <=,
+                       (1 + final->floor) * (1 + TARGET) - 1);
 }
 
 /*
