@@ -76,7 +76,8 @@ median_of (gdouble *values, guint n)
  * The guest before the copy: the median of the newest samples, IOPS and
  * latency each. Not their mean: QEMU's latency comes with spikes (a second
  * at 1.7 times the rest), and a baseline that holds one reads every quiet
- * sample after it as 0.9 times the baseline, which hides that much harm.
+ * sample after it as faster than the baseline (0.95 times it in logs of the
+ * test guest), which hides that much harm.
  */
 static gboolean
 baseline_of (VmrLoadHistory *history, VmrLoadSample *out)
