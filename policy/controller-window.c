@@ -5,34 +5,16 @@
  * the harm counted over the copy's floor.
  */
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "controller-private.h"
+#include "vmr-stats.h"
 
 /* the harm counted: over the copy's floor, if it has one */
 gdouble
 vmr_controller_over_floor (const VmrControllerState *state, gdouble harm)
 {
     return MAX (0.0, (1 + harm) / (1 + state->floor_harm) - 1);
-}
-
-static gint
-compare_doubles (gconstpointer a, gconstpointer b)
-{
-    gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
-
-    return (x > y) - (x < y);
-}
-
-/* the median of @n harms, sorted in place; 0 for none */
-static gdouble
-median_of (gdouble *harms, guint n)
-{
-    if (n == 0)
-        return 0;
-    qsort (harms, n, sizeof (gdouble), compare_doubles);
-    return n % 2 == 1 ? harms[n / 2] : (harms[n / 2 - 1] + harms[n / 2]) / 2;
 }
 
 /* the median of the window's harms (raw), 0 for none */
@@ -42,7 +24,7 @@ vmr_controller_window_median (const VmrControllerState *state)
     gdouble harms[VMR_CONTROLLER_WINDOW_MAX];
 
     memcpy (harms, state->harms, state->n_harms * sizeof (gdouble));
-    return median_of (harms, state->n_harms);
+    return vmr_median (harms, state->n_harms);
 }
 
 /*
@@ -58,7 +40,7 @@ vmr_controller_window_median_at_speed (const VmrControllerState *state)
     if (n == 0)
         return vmr_controller_window_median (state);
     memcpy (at_speed, state->harms + state->n_harms - n, n * sizeof (gdouble));
-    return median_of (at_speed, n);
+    return vmr_median (at_speed, n);
 }
 
 /* the lowest harm (raw) of the window's samples at the copy's speed now; 0 for fewer than two */

@@ -11,10 +11,10 @@
 #include "engine-private.h"
 #include "job-log.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "units.h"
+#include "vmr-stats.h"
 
 /* the speeds a job remembers: ten minutes of one-second samples */
 #define SPEED_POINTS_MAX 600
@@ -54,24 +54,6 @@ note_speed (VmrJobAdaptive *a, guint64 speed, gint64 now_us)
     g_array_append_val (a->speeds, point);
 }
 
-static gint
-compare_doubles (gconstpointer a, gconstpointer b)
-{
-    gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
-
-    return (x > y) - (x < y);
-}
-
-/* the median of @n values, sorted in place; 0 for none */
-static gdouble
-median_of (gdouble *values, guint n)
-{
-    if (n == 0)
-        return 0;
-    qsort (values, n, sizeof (gdouble), compare_doubles);
-    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 /*
  * The guest before the copy: the median of the newest samples, IOPS and
  * latency each. Not their mean: QEMU's latency comes with spikes (a second
@@ -98,8 +80,8 @@ baseline_of (VmrLoadHistory *history, VmrLoadSample *out)
         if (samples[i].latency_us > 0)
             latency[with_io++] = samples[i].latency_us;
     }
-    out->iops = median_of (iops, n - first);
-    out->latency_us = median_of (latency, with_io);
+    out->iops = vmr_median (iops, n - first);
+    out->latency_us = vmr_median (latency, with_io);
     out->time_us = samples[n - 1].time_us;
     return TRUE;
 }

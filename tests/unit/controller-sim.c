@@ -3,8 +3,9 @@
 
 #include "controller-sim.h"
 
-#include <stdlib.h>
 #include <string.h>
+
+#include "vmr-stats.h"
 
 /* the harm the guest feels when the copies move @total bytes/s */
 gdouble
@@ -48,14 +49,6 @@ guest_sample (const Guest *guest, gdouble total, gint64 time_us, GRand *rand)
     return sample;
 }
 
-static gint
-compare_doubles (gconstpointer a, gconstpointer b)
-{
-    gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
-
-    return (x > y) - (x < y);
-}
-
 void
 sim_init (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed)
 {
@@ -84,10 +77,8 @@ sim_init_seeded (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed
             iops[s] = alone.iops;
             latency[s] = alone.latency_us;
         }
-        qsort (iops, 5, sizeof (gdouble), compare_doubles);
-        qsort (latency, 5, sizeof (gdouble), compare_doubles);
-        baseline.iops = iops[2];
-        baseline.latency_us = latency[2];
+        baseline.iops = vmr_median (iops, 5);
+        baseline.latency_us = vmr_median (latency, 5);
     }
     for (guint i = 0; i < n_copies; i++) {
         sim->baselines[i] = baseline;

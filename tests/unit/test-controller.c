@@ -6,10 +6,10 @@
  */
 #define G_LOG_DOMAIN "vmr-test"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "controller-sim.h"
+#include "vmr-stats.h"
 
 /*
  * Every case runs KNEE_SAMPLES samples; over the last TAIL of them the total
@@ -158,14 +158,6 @@ run_knee (const KneeCase *tc, guint32 seed, KneeRun *run)
     sim_clear (&sim);
 }
 
-static gint
-compare_doubles (gconstpointer a, gconstpointer b)
-{
-    gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
-
-    return (x > y) - (x < y);
-}
-
 /* the median over the runs of the field at @offset of KneeRun */
 static gdouble
 median_of_runs (const KneeRun *runs, gsize offset)
@@ -174,8 +166,7 @@ median_of_runs (const KneeRun *runs, gsize offset)
 
     for (guint i = 0; i < KNEE_SEEDS; i++)
         values[i] = G_STRUCT_MEMBER (gdouble, &runs[i], offset);
-    qsort (values, KNEE_SEEDS, sizeof (gdouble), compare_doubles);
-    return (values[KNEE_SEEDS / 2 - 1] + values[KNEE_SEEDS / 2]) / 2;
+    return vmr_median (values, KNEE_SEEDS);
 }
 
 /*

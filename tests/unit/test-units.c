@@ -5,6 +5,7 @@
 
 #include "units.h"
 #include "vmr-error.h"
+#include "vmr-stats.h"
 
 typedef struct {
     const gchar *text;
@@ -318,6 +319,23 @@ test_format_parse_round_trip (void)
     }
 }
 
+/* the median: the middle value, or the mean of the middle two; a spike does not move it */
+static void
+test_median (void)
+{
+    gdouble odd[] = { 120, 118, 204, 119, 121 };
+    gdouble even[] = { 4, 1, 3, 2 };
+    gdouble one[] = { 7 };
+
+    g_assert_cmpfloat (vmr_median (odd, G_N_ELEMENTS (odd)), ==, 120);
+    /* sorted in place */
+    g_assert_cmpfloat (odd[0], ==, 118);
+    g_assert_cmpfloat (odd[4], ==, 204);
+    g_assert_cmpfloat (vmr_median (even, G_N_ELEMENTS (even)), ==, 2.5);
+    g_assert_cmpfloat (vmr_median (one, 1), ==, 7);
+    g_assert_cmpfloat (vmr_median (NULL, 0), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -330,5 +348,6 @@ main (int argc, char **argv)
     g_test_add_func ("/units/format-duration", test_format_duration);
     g_test_add_func ("/units/format-speed", test_format_speed);
     g_test_add_func ("/units/format-parse-round-trip", test_format_parse_round_trip);
+    g_test_add_func ("/units/median", test_median);
     return g_test_run ();
 }
