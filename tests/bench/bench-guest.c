@@ -343,6 +343,21 @@ qemu_io_count (VmrBenchGuest *self, gint64 *out)
     return TRUE;
 }
 
+/* what an HMP command prints, NULL when QEMU does not answer; free with g_free() */
+static gchar *
+hmp (VmrBenchGuest *self, const gchar *command_line)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+
+    json_object_set_string_member (args, "command-line", command_line);
+    reply = vmr_qmp_client_execute_sync (self->qemu_watch, "human-monitor-command", args,
+                                         VMR_BENCH_QUERY_TIMEOUT_MS, NULL);
+    if (reply == NULL || !JSON_NODE_HOLDS_VALUE (reply))
+        return NULL;
+    return g_strdup (json_node_get_string (reply));
+}
+
 /*
  * @n 16-bit words of guest memory at @address (HMP's xp), into @words;
  * FALSE when QEMU cannot say
@@ -350,17 +365,10 @@ qemu_io_count (VmrBenchGuest *self, gint64 *out)
 static gboolean
 read_guest_words (VmrBenchGuest *self, gint64 address, guint n, guint *words)
 {
-    g_autoptr (JsonObject) args = json_object_new ();
     g_autofree gchar *line = g_strdup_printf ("xp /%uhx 0x%" G_GINT64_MODIFIER "x", n, address);
-    g_autoptr (JsonNode) reply = NULL;
-    const gchar *text;
-    const gchar *colon;
+    g_autofree gchar *text = hmp (self, line);
+    const gchar *colon = text != NULL ? strchr (text, ':') : NULL;
 
-    json_object_set_string_member (args, "command-line", line);
-    reply = vmr_qmp_client_execute_sync (self->qemu_watch, "human-monitor-command", args,
-                                         VMR_BENCH_QUERY_TIMEOUT_MS, NULL);
-    text = reply != NULL && JSON_NODE_HOLDS_VALUE (reply) ? json_node_get_string (reply) : NULL;
-    colon = text != NULL ? strchr (text, ':') : NULL;
     if (colon == NULL)
         return FALSE;
     for (guint i = 0; i < n; i++) {
@@ -372,6 +380,23 @@ read_guest_words (VmrBenchGuest *self, gint64 address, guint n, guint *words)
         colon = end;
     }
     return TRUE;
+}
+
+/*
+ * The vCPU as HMP's info registers shows it: "RIP=ffffffff81c0b0e4 HLT=1",
+ * the instruction pointer and whether it waits for an interrupt; NULL when
+ * QEMU cannot say. Free with g_free().
+ */
+static gchar *
+describe_cpu (VmrBenchGuest *self)
+{
+    g_autofree gchar *text = hmp (self, "info registers");
+    const gchar *rip = text != NULL ? strstr (text, "RIP=") : NULL;
+    const gchar *hlt = text != NULL ? strstr (text, "HLT=") : NULL;
+
+    if (rip == NULL || hlt == NULL)
+        return NULL;
+    return g_strdup_printf ("%.*s %.5s", (gint) strcspn (rip, " \r\n"), rip, hlt);
 }
 
 /*
@@ -391,7 +416,7 @@ describe_queue (VmrBenchGuest *self)
     g_autofree gchar *memory = NULL;
     JsonObject *queue;
     gint64 num;
-    guint avail[2], used[2], avail_event[1];
+    guint avail[2], used[2], avail_event[1], used_event[1];
 
     json_object_set_string_member (args, "path", "/machine/peripheral/disk0/virtio-backend");
     json_object_set_int_member (args, "queue", 0);
@@ -405,11 +430,13 @@ describe_queue (VmrBenchGuest *self)
     if (num > 0 && read_guest_words (self, vmr_json_int_or (queue, "vring-avail", 0), 2, avail)
         && read_guest_words (self, vmr_json_int_or (queue, "vring-used", 0), 2, used)
         && read_guest_words (self, vmr_json_int_or (queue, "vring-used", 0) + 4 + 8 * num, 1,
-                             avail_event))
+                             avail_event)
+        && read_guest_words (self, vmr_json_int_or (queue, "vring-avail", 0) + 4 + 2 * num, 1,
+                             used_event))
         memory = g_strdup_printf (
             "; in the guest's memory: avail index %u (flags 0x%x), used index %u (flags 0x%x), "
-            "avail_event %u",
-            avail[1], avail[0], used[1], used[0], avail_event[0]);
+            "avail_event %u, used_event %u",
+            avail[1], avail[0], used[1], used[0], avail_event[0], used_event[0]);
     return g_strdup_printf (
         "its virtqueue: QEMU's shadow of the avail index %" G_GINT64_FORMAT
         ", QEMU took %" G_GINT64_FORMAT ", used %" G_GINT64_FORMAT " (signalled %" G_GINT64_FORMAT
@@ -475,6 +502,8 @@ vmr_bench_guest_describe (VmrBenchGuest *self)
     JsonObject *object;
     g_autofree gchar *ios = NULL;
     g_autofree gchar *queue = NULL;
+    g_autofree gchar *cpu_before = NULL;
+    g_autofree gchar *cpu_after = NULL;
     gint64 before = 0, after = 0;
     gboolean counted;
 
@@ -484,16 +513,19 @@ vmr_bench_guest_describe (VmrBenchGuest *self)
                                           VMR_BENCH_QUERY_TIMEOUT_MS, NULL);
     object = status != NULL ? vmr_json_node_object (status) : NULL;
     counted = qemu_io_count (self, &before);
+    cpu_before = describe_cpu (self);
     g_usleep (2 * G_USEC_PER_SEC);
     counted = counted && qemu_io_count (self, &after);
+    cpu_after = describe_cpu (self);
     if (counted)
         ios = g_strdup_printf ("the guest's I/Os in QEMU over 2 s: %" G_GINT64_FORMAT,
                                after - before);
     queue = describe_queue (self);
-    return g_strdup_printf ("QEMU's status %s; %s; %s",
-                            object != NULL ? vmr_json_get_string (object, "status") : "unknown",
-                            counted ? ios : "no block statistics",
-                            queue != NULL ? queue : "no virtqueue status");
+    return g_strdup_printf (
+        "QEMU's status %s; %s; its vCPU %s, 2 s later %s; %s",
+        object != NULL ? vmr_json_get_string (object, "status") : "unknown",
+        counted ? ios : "no block statistics", cpu_before != NULL ? cpu_before : "unknown",
+        cpu_after != NULL ? cpu_after : "unknown", queue != NULL ? queue : "no virtqueue status");
 }
 
 gboolean
