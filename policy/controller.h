@@ -89,7 +89,10 @@
  *   backlog shrinks. max-speed still wins. Where the harm at that speed is
  *   over the target, it is the copy's floor, as at min-speed.
  * - An idle guest (under idle_iops now and in the baseline) feels nothing:
- *   full speed (max-speed, or unlimited).
+ *   full speed (max-speed, or unlimited). A guest that turns busy under it
+ *   is measured again, and the copy starts over from min-speed with a slow
+ *   start; too soon after the last measure to pause again, the copy drops
+ *   to min-speed at once (back-off) and waits there for the measure.
  * - With max-speed unlimited, a raise goes to unlimited once the copy moves
  *   less than cap_slack of its cap: the storage limits it, not the cap.
  *

@@ -118,16 +118,31 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     VmrControllerConfig config;
     g_autofree gchar *speed_text = NULL;
     g_autofree gchar *reason = NULL;
+    VmrLoadHistory *history;
+    VmrLoadSample newest = { 0 };
     VmrJobAdaptive *a;
     guint64 speed;
-    gboolean idle;
+    guint n = 0;
+    gboolean idle, changed;
 
     config_of (rule, &config);
     if (job->adaptive == NULL)
         job->adaptive = adaptive_new (now);
     a = job->adaptive;
     vmr_controller_state_init (&a->state, now);
-    a->has_baseline = baseline_of (vmr_engine_domain_load (entry, job->disk), &a->baseline);
+    history = vmr_engine_domain_load (entry, job->disk);
+    a->has_baseline = baseline_of (history, &a->baseline);
+    if (a->has_baseline)
+        newest = vmr_load_history_get_samples (history, &n)[n - 1];
+    /*
+     * a guest that turned busy or idle in its newest sample: the median is
+     * the old load's (an idle median at a burst's first second would start a
+     * busy guest's copy at full speed). The first step measures it.
+     */
+    changed = a->has_baseline
+              && (a->baseline.iops < config.idle_iops) != (newest.iops < config.idle_iops);
+    if (changed)
+        a->has_baseline = FALSE;
     idle = a->has_baseline && a->baseline.iops < config.idle_iops;
     /* an idle guest feels nothing: full speed from the start; a busy one from the bottom */
     speed = idle ? config.max_speed : config.min_speed;
@@ -135,6 +150,11 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     if (a->has_baseline)
         reason = g_strdup_printf ("starting at %s: baseline %.0f IOPS, %.0f us", speed_text,
                                   a->baseline.iops, a->baseline.latency_us);
+    else if (changed)
+        reason = g_strdup_printf ("starting at %s: the guest turned %s in its newest sample "
+                                  "(%.0f IOPS, %.0f before it), the first sample measures it",
+                                  speed_text, newest.iops < config.idle_iops ? "idle" : "busy",
+                                  newest.iops, a->baseline.iops);
     else
         reason = g_strdup_printf ("starting at %s: no load sample yet, the first one measures "
                                   "the guest",

@@ -96,6 +96,8 @@ static gdouble guest_ops_carry;
 /* bytes/s the guest's writes add to vmr-1's backlog, 0 = no progress reported */
 static gdouble guest_dirty_rate;
 static gint64 guest_dirty_start_us;
+/* the guest does no I/O for now, whatever its case says */
+static gboolean guest_resting;
 
 static VmrJob *
 job_1 (EngineFixture *f)
@@ -111,7 +113,9 @@ guest_run (EngineFixture *f)
     VmrJob *job = job_1 (f);
     gboolean copying = job != NULL && job->state == VMR_JOB_STATE_COPYING;
     gdouble latency = copying ? latency_at (guest, job->speed) : BASE_LATENCY_US;
-    gdouble iops = guest->closed_loop ? guest->iops * BASE_LATENCY_US / latency : guest->iops;
+    gdouble iops = guest_resting        ? 0
+                   : guest->closed_loop ? guest->iops * BASE_LATENCY_US / latency
+                                        : guest->iops;
     gdouble ops;
 
     if (guest_time_us != 0) {
@@ -168,6 +172,7 @@ guest_setup (EngineFixture *f, const AdaptiveCase *tc, gdouble dirty_rate)
     guest_ops_carry = 0;
     guest_dirty_rate = dirty_rate;
     guest_dirty_start_us = 0;
+    guest_resting = FALSE;
     engine_fixture_setup (f, &tc->engine);
     /* progress set by hand must not say the copy runs at another speed than the one set */
     fake_backend_report_speed_as_set (engine_fixture_backend (f, "web01"));
@@ -306,6 +311,71 @@ test_progress_floor (gconstpointer data)
     engine_fixture_teardown (&f);
 }
 
+/*
+ * A guest idle over its baseline that turned busy in the newest sample: its
+ * copy starts where a busy guest's does, not at full speed, measures the
+ * guest on its first step, and goes on from min-speed, under the knee. (How
+ * fast it climbs is the other cases': its baseline is one sample here, as
+ * noisy as the 5% target.)
+ */
+static const AdaptiveCase turned_busy_case
+    = { { "/engine/adaptive/turned-busy-at-the-start", .policy = ADAPTIVE },
+        { FALSE, 2000, 8 * MIB },
+        2500,
+        "start_copy vmr-1 1048576",
+        1 * MIB,
+        10 * MIB };
+
+/* the newest sample of web01's disk0 has I/O; the guest works meanwhile */
+static gboolean
+newest_busy (EngineFixture *f)
+{
+    DomainEntry *entry = vmr_engine_lookup_domain (f->engine, "web01", NULL);
+    VmrLoadHistory *history = vmr_engine_domain_load (entry, "disk0");
+    const VmrLoadSample *samples;
+    guint n = 0;
+
+    guest_run (f);
+    if (history == NULL)
+        return FALSE;
+    samples = vmr_load_history_get_samples (history, &n);
+    return n > 0 && samples[n - 1].iops > 0;
+}
+
+static void
+test_turned_busy (gconstpointer data)
+{
+    const AdaptiveCase *tc = data;
+    const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = tc->start);
+    const EngineStep cancel = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
+                                       .calls = "cancel vmr-1", .files = "web01-disk0.img");
+    g_autofree gchar *calls = NULL;
+    EngineFixture f;
+    VmrJob *job;
+
+    guest_setup (&f, tc, 0);
+    /* idle for more samples than a baseline reads, then busy for one */
+    guest_resting = TRUE;
+    run_for (&f, 600);
+    guest_resting = FALSE;
+    g_assert_true (engine_fixture_wait_for (newest_busy, &f, 1000));
+    g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
+    run_for (&f, tc->run_ms);
+
+    job = job_1 (&f);
+    g_test_message ("vmr-1 at %" G_GUINT64_FORMAT " bytes/s: %s", job->speed, job->decision_reason);
+    g_assert_cmpuint (job->speed, >=, tc->speed_low);
+    g_assert_cmpuint (job->speed, <=, tc->speed_high);
+    g_assert_cmpfloat (job->adaptive->baseline.iops, >, 0.5 * tc->guest.iops);
+    calls = fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE);
+    g_test_message ("calls: %s", calls);
+    /* one pause, the measure of the first step */
+    g_assert_nonnull (strstr (calls, "pause vmr-1"));
+    g_assert_null (strstr (strstr (calls, "pause vmr-1") + 1, "pause vmr-1"));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    engine_fixture_teardown (&f);
+}
+
 void
 engine_add_adaptive_cases (void)
 {
@@ -313,4 +383,5 @@ engine_add_adaptive_cases (void)
         g_test_add_data_func (adaptive_cases[i].engine.name, &adaptive_cases[i], test_adaptive);
     g_test_add_data_func (user_speed_case.engine.name, &user_speed_case, test_user_speed);
     g_test_add_data_func (progress_case.engine.name, &progress_case, test_progress_floor);
+    g_test_add_data_func (turned_busy_case.engine.name, &turned_busy_case, test_turned_busy);
 }

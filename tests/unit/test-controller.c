@@ -321,6 +321,57 @@ test_idle (void)
     }
 }
 
+/*
+ * An idle guest's copy at full speed, and the guest turns busy: too soon
+ * after the last measure to pause again (sample 3), the copy drops to
+ * min-speed at once; later (sample 20), it pauses for a baseline and goes
+ * on from min-speed. Either way it never runs at full speed into the busy
+ * guest, and it finds the knee again from the bottom.
+ */
+static void
+test_idle_then_busy (void)
+{
+    const Guest idle = { GUEST_IDLE, 150, 2.0, FALSE, 0 };
+    const Guest busy = KNEE_150;
+    const guint turns[] = { 3, 20 };
+
+    for (guint k = 0; k < G_N_ELEMENTS (turns); k++) {
+        guint turn = turns[k] - 1; /* the index of the first busy sample */
+        guint taken = G_MAXUINT;
+        gdouble tail_harm = 0;
+        Sim sim;
+
+        sim_init (&sim, &idle, 1, 0);
+        for (guint i = 0; i < 90; i++)
+            sim_step (&sim, i < turn ? &idle : &busy);
+        g_assert_cmpfloat (total_at (&sim, turn - 1), ==, STORAGE / MIB);
+        if (turns[k] * SECOND < sim.config.measure_gap_us) {
+            g_assert_cmpint (g_array_index (sim.kinds, VmrControllerKind, turn), ==,
+                             VMR_CONTROLLER_BACK_OFF);
+            g_assert_cmpfloat (total_at (&sim, turn), ==, (gdouble) MIN_SPEED / MIB);
+        } else {
+            g_assert_cmpint (g_array_index (sim.kinds, VmrControllerKind, turn), ==,
+                             VMR_CONTROLLER_MEASURE_BASELINE);
+        }
+        for (guint i = turn; i < sim.kinds->len && taken == G_MAXUINT; i++)
+            if (g_array_index (sim.kinds, VmrControllerKind, i) == VMR_CONTROLLER_BASELINE_TAKEN)
+                taken = i;
+        g_assert_cmpuint (taken, <, turn + 12);
+        g_assert_cmpfloat (total_at (&sim, taken), ==, (gdouble) MIN_SPEED / MIB);
+        g_assert_cmpfloat (sim.baselines[0].iops, >, 0);
+        /* a measure's cap is the speed after it: the copy is paused */
+        for (guint i = turn; i < sim.totals->len; i++)
+            if (g_array_index (sim.kinds, VmrControllerKind, i) != VMR_CONTROLLER_MEASURE_BASELINE)
+                g_assert_cmpfloat (total_at (&sim, i), <, STORAGE / MIB);
+        /* the knee found again, and held there */
+        g_assert_cmpuint (first_near (&sim, 150, 0.3), <, sim.totals->len);
+        for (guint i = sim.harms->len - 20; i < sim.harms->len; i++)
+            tail_harm += g_array_index (sim.harms, gdouble, i) / 20;
+        g_assert_cmpfloat (tail_harm, <=, 3 * TARGET);
+        sim_clear (&sim);
+    }
+}
+
 /* a guest the storage cannot hurt: the cap goes away */
 static void
 test_storage_bound (void)
@@ -566,6 +617,7 @@ main (int argc, char **argv)
     g_test_add_func ("/controller/knee-memory", test_knee_memory);
     g_test_add_func ("/controller/shared-iothread", test_shared_iothread);
     g_test_add_func ("/controller/idle", test_idle);
+    g_test_add_func ("/controller/idle-then-busy", test_idle_then_busy);
     g_test_add_func ("/controller/storage-bound", test_storage_bound);
     g_test_add_func ("/controller/baseline-refresh", test_baseline_refresh);
     g_test_add_func ("/controller/harm", test_harm);
