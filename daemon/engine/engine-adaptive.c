@@ -59,10 +59,10 @@ note_speed (VmrJobAdaptive *a, guint64 speed, gint64 now_us)
  * latency each. Not their mean: QEMU's latency comes with spikes (a second
  * at 1.7 times the rest), and a baseline that holds one reads every quiet
  * sample after it as faster than the baseline (0.95 times it in logs of the
- * test guest), which hides that much harm.
+ * test guest), which hides that much harm. @newest is the newest sample.
  */
 static gboolean
-baseline_of (VmrLoadHistory *history, VmrLoadSample *out)
+baseline_of (VmrLoadHistory *history, VmrLoadSample *out, VmrLoadSample *newest)
 {
     guint n = 0;
     const VmrLoadSample *samples
@@ -83,6 +83,7 @@ baseline_of (VmrLoadHistory *history, VmrLoadSample *out)
     out->iops = vmr_median (iops, n - first);
     out->latency_us = vmr_median (latency, with_io);
     out->time_us = samples[n - 1].time_us;
+    *newest = samples[n - 1];
     return TRUE;
 }
 
@@ -118,11 +119,9 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     VmrControllerConfig config;
     g_autofree gchar *speed_text = NULL;
     g_autofree gchar *reason = NULL;
-    VmrLoadHistory *history;
     VmrLoadSample newest = { 0 };
     VmrJobAdaptive *a;
     guint64 speed;
-    guint n = 0;
     gboolean idle, changed;
 
     config_of (rule, &config);
@@ -130,10 +129,8 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
         job->adaptive = adaptive_new (now);
     a = job->adaptive;
     vmr_controller_state_init (&a->state, now);
-    history = vmr_engine_domain_load (entry, job->disk);
-    a->has_baseline = baseline_of (history, &a->baseline);
-    if (a->has_baseline)
-        newest = vmr_load_history_get_samples (history, &n)[n - 1];
+    a->has_baseline
+        = baseline_of (vmr_engine_domain_load (entry, job->disk), &a->baseline, &newest);
     /*
      * a guest that turned busy or idle in its newest sample: the median is
      * the old load's (an idle median at a burst's first second would start a

@@ -88,6 +88,10 @@ static const AdaptiveCase adaptive_cases[] = {
       "idle-full-speed" },
 };
 
+/* the end of each case: vmr-1 cancelled, the disk left where it was */
+static const EngineStep cancel_1 = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
+                                            .calls = "cancel vmr-1", .files = "web01-disk0.img");
+
 /* the simulated guest of web01's disk0 */
 static VmrIoCounters guest_io;
 static const Guest *guest;
@@ -185,8 +189,6 @@ test_adaptive (gconstpointer data)
 {
     const AdaptiveCase *tc = data;
     const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = tc->start);
-    const EngineStep cancel = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
-                                       .calls = "cancel vmr-1", .files = "web01-disk0.img");
     g_autoptr (JsonObject) obj = NULL;
     g_autofree gchar *calls = NULL;
     JsonObject *controller;
@@ -226,7 +228,7 @@ test_adaptive (gconstpointer data)
     g_test_message ("calls: %s", calls);
     /* the controller never pauses a copy for the rules, nor for nothing */
     g_assert_null (strstr (calls, "pause"));
-    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel_1));
     engine_fixture_teardown (&f);
 }
 
@@ -245,8 +247,6 @@ test_user_speed (gconstpointer data)
     const EngineStep set_speed
         = COMMAND (.arg = "set_speed", .value = 3 * MIB, .states = "vmr-1 copying",
                    .calls = "set_speed vmr-1 3145728");
-    const EngineStep cancel = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
-                                       .calls = "cancel vmr-1", .files = "web01-disk0.img");
     g_autofree gchar *calls = NULL;
     EngineFixture f;
 
@@ -260,7 +260,7 @@ test_user_speed (gconstpointer data)
     g_assert_cmpstr (calls, ==, "");
     g_assert_cmpuint (job_1 (&f)->speed, ==, 3 * MIB);
     g_assert_null (job_1 (&f)->adaptive);
-    g_assert_true (engine_fixture_run_step (&f, 2, &cancel));
+    g_assert_true (engine_fixture_run_step (&f, 2, &cancel_1));
     engine_fixture_teardown (&f);
 }
 
@@ -281,8 +281,6 @@ test_progress_floor (gconstpointer data)
 {
     const AdaptiveCase *tc = data;
     const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = tc->start);
-    const EngineStep cancel = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
-                                       .calls = "cancel vmr-1", .files = "web01-disk0.img");
     g_autoptr (JsonObject) obj = NULL;
     EngineFixture f;
     VmrJob *job;
@@ -306,7 +304,7 @@ test_progress_floor (gconstpointer data)
     g_assert_cmpint (vmr_json_int_or (vmr_json_get_object (obj, "progress"), "dirty-rate", -1), ==,
                      (gint64) job->dirty_rate);
     g_free (fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE));
-    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel_1));
     guest_dirty_rate = 0;
     engine_fixture_teardown (&f);
 }
@@ -347,8 +345,6 @@ test_turned_busy (gconstpointer data)
 {
     const AdaptiveCase *tc = data;
     const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = tc->start);
-    const EngineStep cancel = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled",
-                                       .calls = "cancel vmr-1", .files = "web01-disk0.img");
     g_autofree gchar *calls = NULL;
     EngineFixture f;
     VmrJob *job;
@@ -372,7 +368,7 @@ test_turned_busy (gconstpointer data)
     /* one pause, the measure of the first step */
     g_assert_nonnull (strstr (calls, "pause vmr-1"));
     g_assert_null (strstr (strstr (calls, "pause vmr-1") + 1, "pause vmr-1"));
-    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel_1));
     engine_fixture_teardown (&f);
 }
 
