@@ -3,6 +3,9 @@
 #include "vmr-json.h"
 
 #include <math.h>
+#include <string.h>
+
+#include "vmr-error.h"
 
 static JsonNode *
 member (JsonObject *obj, const gchar *name)
@@ -157,4 +160,128 @@ vmr_json_array_string (JsonArray *array, guint index)
     if (array == NULL || index >= json_array_get_length (array))
         return NULL;
     return vmr_json_node_string (json_array_get_element (array, index));
+}
+
+/* ---- the nesting of a text, before json-glib sees it ---- */
+
+typedef enum {
+    SCAN_VALUES,        /* between tokens */
+    SCAN_STRING,        /* in "...", with escapes */
+    SCAN_STRING_SINGLE, /* in '...', which json-glib takes too, without escapes */
+    /*
+     * from a '/' to the next one, which json-glib skips as a comment: its
+     * C comments and "//" are such spans too
+     */
+    SCAN_COMMENT,
+} ScanState;
+
+static gint
+hex_value (gchar c)
+{
+    return g_ascii_isxdigit (c) ? g_ascii_xdigit_value (c) : -1;
+}
+
+/* the four hex digits at @text, or -1 when they are not (@left bytes remain) */
+static gint
+unicode_unit (const gchar *text, gsize left)
+{
+    gint unit = 0;
+
+    if (left < 4)
+        return -1;
+    for (guint i = 0; i < 4; i++) {
+        if (hex_value (text[i]) < 0)
+            return -1;
+        unit = unit * 16 + hex_value (text[i]);
+    }
+    return unit;
+}
+
+/*
+ * The length of the escape that starts at @text (its backslash; @left bytes
+ * remain): 2, 6 for \uXXXX, 12 for a surrogate pair. 0 for a \u escape
+ * that json-glib reads otherwise: it swallows the first byte after "\u"
+ * that is no hex digit, a closing quote too, and the two bytes after a high
+ * surrogate whatever they are, so its string would not end where ours does.
+ */
+static gsize
+escape_length (const gchar *text, gsize left)
+{
+    gint unit;
+
+    if (left < 2 || text[1] != 'u')
+        return MIN (left, 2);
+    unit = unicode_unit (text + 2, left - 2);
+    if (unit < 0)
+        return 0;
+    if (unit < 0xd800 || unit > 0xdbff)
+        return 6;
+    if (left < 12 || text[6] != '\\' || text[7] != 'u')
+        return 0;
+    unit = unicode_unit (text + 8, left - 8);
+    return unit >= 0xdc00 && unit <= 0xdfff ? 12 : 0;
+}
+
+gboolean
+vmr_json_check_depth (const gchar *text, gssize length, guint max_depth, GError **error)
+{
+    gsize end = length < 0 ? strlen (text) : (gsize) length;
+    ScanState state = SCAN_VALUES;
+    guint depth = 0;
+
+    for (gsize i = 0; i < end; i++) {
+        gchar c = text[i];
+
+        switch (state) {
+            case SCAN_STRING:
+                if (c == '"') {
+                    state = SCAN_VALUES;
+                } else if (c == '\\') {
+                    gsize escape = escape_length (text + i, end - i);
+
+                    if (escape == 0) {
+                        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                                             "a \\u escape that is not four hex digits, or half "
+                                             "a surrogate pair");
+                        return FALSE;
+                    }
+                    i += escape - 1;
+                }
+                break;
+            case SCAN_STRING_SINGLE:
+                if (c == '\'')
+                    state = SCAN_VALUES;
+                break;
+            case SCAN_COMMENT:
+                if (c == '/')
+                    state = SCAN_VALUES;
+                break;
+            case SCAN_VALUES:
+                if (c == '"')
+                    state = SCAN_STRING;
+                else if (c == '\'')
+                    state = SCAN_STRING_SINGLE;
+                else if (c == '/')
+                    state = SCAN_COMMENT;
+                else if ((c == '[' || c == '{') && ++depth > max_depth) {
+                    g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                                 "arrays and objects nested deeper than %u levels", max_depth);
+                    return FALSE;
+                } else if ((c == ']' || c == '}') && depth > 0)
+                    depth--;
+                break;
+        }
+    }
+    return TRUE;
+}
+
+gboolean
+vmr_json_parser_load (JsonParser *parser, const gchar *text, gssize length, GError **error)
+{
+    g_return_val_if_fail (JSON_IS_PARSER (parser), FALSE);
+    g_return_val_if_fail (text != NULL, FALSE);
+
+    if (!vmr_json_check_depth (text, length, VMR_JSON_MAX_DEPTH, error))
+        return FALSE;
+    return json_parser_load_from_data (parser, text, length, error);
 }

@@ -10,6 +10,34 @@
 
 G_BEGIN_DECLS
 
+/*
+ * The deepest nesting of arrays and objects taken from a peer. json-glib
+ * recurses once per level before it checks anything, so a line of 100 KB of
+ * '[' overflows the stack; the daemon's own messages and records nest less
+ * than 10 levels deep.
+ */
+#define VMR_JSON_MAX_DEPTH 64
+
+/*
+ * Whether @text (@length bytes, or up to its NUL when @length is -1) nests
+ * arrays and objects at most @max_depth deep, read as json-glib reads it:
+ * brackets in strings (double-quoted, with escapes, and single-quoted) and
+ * in comments do not count. A \u escape that is not four hex digits, or a
+ * high surrogate without its low half, is refused too: json-glib reads
+ * past the end of such a string. FALSE with VMR_ERROR_PROTOCOL otherwise,
+ * one line ("arrays and objects nested deeper than 64 levels"). The text need not be
+ * valid JSON otherwise: json-glib says what else is wrong.
+ */
+gboolean vmr_json_check_depth (const gchar *text, gssize length, guint max_depth, GError **error);
+
+/*
+ * Loads @text into @parser as json_parser_load_from_data() does, once
+ * vmr_json_check_depth() allowed it with VMR_JSON_MAX_DEPTH: every text
+ * from a peer is parsed through here, never by json-glib alone.
+ */
+gboolean vmr_json_parser_load (JsonParser *parser, const gchar *text, gssize length,
+                               GError **error);
+
 /* the string member @name, or NULL */
 const gchar *vmr_json_get_string (JsonObject *obj, const gchar *name);
 

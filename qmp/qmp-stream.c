@@ -54,7 +54,7 @@ vmr_qmp_parse_line (const gchar *line, gsize len, GError **error)
     g_autoptr (GError) parse_error = NULL;
     JsonObject *root;
 
-    if (!json_parser_load_from_data (parser, line, (gssize) len, &parse_error)) {
+    if (!vmr_json_parser_load (parser, line, (gssize) len, &parse_error)) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "JSON parse error: %s",
                      parse_error->message);
         return NULL;

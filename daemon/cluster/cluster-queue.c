@@ -62,7 +62,7 @@ parse_entry (JsonObject *kv)
     QueueEntry *entry;
 
     if (key == NULL || value == NULL || create <= 0
-        || !json_parser_load_from_data (parser, value, -1, NULL)
+        || !vmr_json_parser_load (parser, value, -1, NULL)
         || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))) {
         g_debug ("a queue key that is not ours: %s", key != NULL ? key : "(not text)");
         return NULL;

@@ -16,7 +16,7 @@ vmr_cluster_kv_object (JsonObject *kv)
     g_autoptr (JsonParser) parser = json_parser_new ();
     JsonObject *object;
 
-    if (value == NULL || !json_parser_load_from_data (parser, value, -1, NULL)
+    if (value == NULL || !vmr_json_parser_load (parser, value, -1, NULL)
         || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
         return NULL;
     object = json_object_ref (json_node_get_object (json_parser_get_root (parser)));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 /* a unary call that takes longer is taken for a lost endpoint */
 #define CALL_TIMEOUT_S 3
@@ -115,7 +116,7 @@ parse_object (const gchar *text, gsize length, GError **error)
     g_autoptr (JsonParser) parser = json_parser_new ();
     JsonNode *root;
 
-    if (!json_parser_load_from_data (parser, text, (gssize) length, error)) {
+    if (!vmr_json_parser_load (parser, text, (gssize) length, error)) {
         g_prefix_error (error, "etcd's reply: ");
         return NULL;
     }

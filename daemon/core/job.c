@@ -526,7 +526,7 @@ vmr_job_new_from_record (const gchar *text, gsize length, GError **error)
         g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "record too long");
         return NULL;
     }
-    if (!json_parser_load_from_data (parser, text, (gssize) length, error))
+    if (!vmr_json_parser_load (parser, text, (gssize) length, error))
         return NULL;
     root = vmr_json_node_object (json_parser_get_root (parser));
     if (root == NULL) {

@@ -5,8 +5,11 @@ Checks the daemon's architecture on its built objects:
   - the libraries, given lowest first, call only downwards: no object of one
     calls a function defined in a library given after it;
   - no two source files call each other, directly or around a circle;
-  - no C source file of the given folders is longer than the limit.
-Usage: check-layers.py --max-lines N --sources DIR... -- LIB.a...
+  - no C source file of the given folders is longer than the limit;
+  - a function given with --only-in SYMBOL=FILE is called from that source
+    file alone (json-glib's parser, which a peer's text must not reach
+    without the nesting check of base/vmr-json.c).
+Usage: check-layers.py --max-lines N --sources DIR... [--only-in SYMBOL=FILE...] -- LIB.a...
 """
 
 import argparse
@@ -75,6 +78,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-lines", type=int, required=True)
     parser.add_argument("--sources", nargs="+", required=True)
+    parser.add_argument("--only-in", nargs="+", default=[], metavar="SYMBOL=FILE")
     parser.add_argument("libs", nargs="+")
     args = parser.parse_args()
     problems = []
@@ -98,6 +102,11 @@ def main():
             if layer_of[target][0] > layer_of[node][0]:
                 problems.append("%s (%s) calls %s of %s, a library above it"
                                 % (node, layer_of[node][1], symbol, layer_of[target][1]))
+    for rule in args.only_in:
+        symbol, _, allowed = rule.partition("=")
+        for node in sorted(uses):
+            if symbol in uses[node] and node != allowed:
+                problems.append("%s calls %s, which only %s may call" % (node, symbol, allowed))
     for component in cycles(graph):
         problems.append("these files call each other in a circle: " + ", ".join(component))
 

@@ -569,6 +569,163 @@ test_json_qmp_schema (void)
     g_assert_false (vmr_qmp_schema_has_command (NULL, "block-job-change"));
 }
 
+/* ---- the nesting check before json-glib ---- */
+
+/* a text: @before, @open @count times, @middle, @close @count times, @after */
+typedef struct {
+    const gchar *what;
+    const gchar *before;
+    const gchar *open;
+    guint count;
+    const gchar *middle;
+    const gchar *close;
+    const gchar *after;
+    const gchar *refused; /* part of the error, NULL: accepted */
+} DepthCase;
+
+#define TOO_DEEP "nested deeper than 64 levels"
+#define BAD_UNIT "not four hex digits, or half a surrogate pair"
+#define LIMIT    VMR_JSON_MAX_DEPTH
+#define OVER     (VMR_JSON_MAX_DEPTH + 1)
+#define MEGABYTE (1024 * 1024)
+
+/* clang-format off */
+static const DepthCase depth_cases[] = {
+    { "nothing", "", "", 0, "", "", "", NULL },
+    { "arrays at the limit", "", "[", LIMIT, "1", "]", "", NULL },
+    { "arrays one over", "", "[", OVER, "1", "]", "", TOO_DEEP },
+    { "objects at the limit", "", "{\"a\": ", LIMIT, "1", "}", "", NULL },
+    { "objects one over", "", "{\"a\": ", OVER, "1", "}", "", TOO_DEEP },
+    { "both at the limit", "", "{\"a\": [", LIMIT / 2, "1", "]}", "", NULL },
+    { "both one over", "[", "{\"a\": [", LIMIT / 2, "1", "]}", "]", TOO_DEEP },
+    { "a megabyte of [", "", "[", MEGABYTE, "", "", "", TOO_DEEP },
+    { "never closed, at the limit", "", "[", LIMIT, "", "", "", NULL },
+    { "closers first earn nothing", "]]]]}}}}", "[", OVER, "", "]", "", TOO_DEEP },
+    { "brackets in a string", "{\"path\": \"", "[{", MEGABYTE, "", "", "\"}", NULL },
+    { "after an escaped quote", "[\"\\\"", "[", 100, "", "", "\"]", NULL },
+    { "after an escaped backslash", "[\"\\\\\", ", "[", OVER, "", "]", "]", TOO_DEEP },
+    { "after other escapes", "[\"\\n\\t\\/\\b", "[", 100, "", "", "\"]", NULL },
+    { "in a single-quoted string", "['", "[", 100, "", "", "']", NULL },
+    { "a backslash ends nothing in one", "['\\', ", "[", OVER, "", "]", "]", TOO_DEEP },
+    { "a double quote in single quotes", "['\"', ", "[", OVER, "", "]", "]", TOO_DEEP },
+    { "a single quote in double quotes", "[\"'\", ", "[", OVER, "", "]", "]", TOO_DEEP },
+    { "in a C comment", "[1 /* ", "[", 100, "", "", " */]", NULL },
+    { "after a C comment", "[/* x */ ", "[", OVER, "", "]", "]", TOO_DEEP },
+    { "between two slashes", "[/ ", "[", 100, "", "", " / 1]", NULL },
+    { "a unicode escape", "[\"\\u0041", "[", 100, "", "", "\"]", NULL },
+    { "a surrogate pair", "[\"\\uD83D\\uDE00", "[", 100, "", "", "\"]", NULL },
+    { "a low surrogate alone", "[\"\\uDE00", "[", 100, "", "", "\"]", NULL },
+    { "\\u and two digits", "[\"\\u00\", ", "[", 2, "", "]", "]", BAD_UNIT },
+    { "\\u and no digit", "[\"\\u\", ", "[", 2, "", "]", "]", BAD_UNIT },
+    { "a high surrogate alone", "[\"\\uD800\", ", "[", 2, "", "]", "]", BAD_UNIT },
+    { "a high surrogate, no low one", "[\"\\uD800\\u0041\"", "", 0, "", "", "]", BAD_UNIT },
+    { "a high surrogate at the end", "[\"\\uDBFF", "", 0, "", "", "", BAD_UNIT },
+};
+/* clang-format on */
+
+static gchar *
+depth_case_text (const DepthCase *c)
+{
+    GString *text = g_string_new (c->before);
+
+    for (guint i = 0; i < c->count; i++)
+        g_string_append (text, c->open);
+    g_string_append (text, c->middle);
+    for (guint i = 0; i < c->count; i++)
+        g_string_append (text, c->close);
+    g_string_append (text, c->after);
+    return g_string_free (text, FALSE);
+}
+
+static void
+test_json_depth (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (depth_cases); i++) {
+        const DepthCase *c = &depth_cases[i];
+        g_autofree gchar *text = depth_case_text (c);
+        g_autoptr (GError) error = NULL;
+        gboolean accepted = vmr_json_check_depth (text, -1, VMR_JSON_MAX_DEPTH, &error);
+
+        g_test_message ("%s", c->what);
+        if (c->refused == NULL) {
+            g_assert_no_error (error);
+            g_assert_true (accepted);
+            continue;
+        }
+        g_assert_false (accepted);
+        g_assert_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL);
+        g_assert_nonnull (strstr (error->message, c->refused));
+        g_assert_null (strchr (error->message, '\n'));
+    }
+}
+
+/* what is not in the length given is not read: a NUL, or bytes past the end */
+static void
+test_json_depth_length (void)
+{
+    g_autofree gchar *deep = g_strnfill (OVER, '[');
+    g_autofree gchar *hidden = g_strnfill (OVER + 1, '[');
+
+    g_assert_false (vmr_json_check_depth (deep, -1, VMR_JSON_MAX_DEPTH, NULL));
+    g_assert_true (vmr_json_check_depth (deep, LIMIT, VMR_JSON_MAX_DEPTH, NULL));
+    hidden[0] = '\0';
+    g_assert_true (vmr_json_check_depth (hidden, -1, VMR_JSON_MAX_DEPTH, NULL));
+    /* with a length, a NUL is one more byte: what follows it counts */
+    g_assert_false (vmr_json_check_depth (hidden, OVER + 1, VMR_JSON_MAX_DEPTH, NULL));
+    /* another limit */
+    g_assert_true (vmr_json_check_depth ("[[1]]", -1, 2, NULL));
+    g_assert_false (vmr_json_check_depth ("[[[1]]]", -1, 2, NULL));
+}
+
+/* many siblings at the limit are not one deep nesting */
+static void
+test_json_depth_siblings (void)
+{
+    GString *text = g_string_new ("[");
+    g_autofree gchar *opens = g_strnfill (LIMIT - 1, '[');
+    g_autofree gchar *closes = g_strnfill (LIMIT - 1, ']');
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    g_autoptr (GError) error = NULL;
+
+    for (guint i = 0; i < 1000; i++)
+        g_string_append_printf (text, "%s%u%s, ", opens, i, closes);
+    g_string_append (text, "1]");
+    g_assert_true (vmr_json_parser_load (parser, text->str, -1, &error));
+    g_assert_no_error (error);
+    g_assert_cmpuint (json_array_get_length (vmr_json_node_array (json_parser_get_root (parser))),
+                      ==, 1001);
+    g_string_free (text, TRUE);
+}
+
+/*
+ * vmr_json_parser_load() refuses what the check refuses before json-glib
+ * sees it, and takes what json-glib takes otherwise, with the same result
+ */
+static void
+test_json_parser_load (void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS (depth_cases); i++) {
+        const DepthCase *c = &depth_cases[i];
+        g_autofree gchar *text = depth_case_text (c);
+        g_autoptr (JsonParser) checked = json_parser_new ();
+        g_autoptr (JsonParser) plain = json_parser_new ();
+        g_autoptr (GError) error = NULL;
+        gboolean loaded = vmr_json_parser_load (checked, text, -1, &error);
+
+        g_test_message ("%s", c->what);
+        if (c->refused != NULL) {
+            g_assert_false (loaded);
+            g_assert_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL);
+            g_assert_null (json_parser_get_root (checked));
+            continue;
+        }
+        g_assert_cmpint (loaded, ==, json_parser_load_from_data (plain, text, -1, NULL));
+        if (loaded)
+            g_assert_true (
+                json_node_equal (json_parser_get_root (checked), json_parser_get_root (plain)));
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -584,5 +741,9 @@ main (int argc, char **argv)
     g_test_add_func ("/json/cli-job-valid", test_json_cli_job_valid);
     g_test_add_func ("/json/cli-job-refused", test_json_cli_job_refused);
     g_test_add_func ("/json/qmp-schema", test_json_qmp_schema);
+    g_test_add_func ("/json/depth", test_json_depth);
+    g_test_add_func ("/json/depth-length", test_json_depth_length);
+    g_test_add_func ("/json/depth-siblings", test_json_depth_siblings);
+    g_test_add_func ("/json/parser-load", test_json_parser_load);
     return g_test_run ();
 }

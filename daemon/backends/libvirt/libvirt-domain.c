@@ -142,6 +142,7 @@ vmr_libvirt_domain_qemu_command_with_fd (virDomain *dom, const gchar *command, J
     g_autoptr (JsonParser) parser = json_parser_new ();
     g_autofree gchar *text = NULL;
     g_autofree gchar *result = NULL;
+    g_autoptr (GError) parse_error = NULL;
     JsonObject *reply;
 
     json_object_set_string_member (msg, "execute", command);
@@ -161,11 +162,13 @@ vmr_libvirt_domain_qemu_command_with_fd (virDomain *dom, const gchar *command, J
         return NULL;
     }
     g_debug ("libvirt QMP passthrough: %s -> %s", text, result);
-    reply = json_parser_load_from_data (parser, result, -1, NULL)
+    reply = vmr_json_parser_load (parser, result, -1, &parse_error)
                 ? vmr_json_node_object (json_parser_get_root (parser))
                 : NULL;
     if (reply == NULL) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "unexpected reply to '%s'", command);
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PROTOCOL, "unexpected reply to '%s'%s%s", command,
+                     parse_error != NULL ? ": " : "",
+                     parse_error != NULL ? parse_error->message : "");
         return NULL;
     }
     /* libvirt hands QEMU's error over as it came: it is no failure of the call */

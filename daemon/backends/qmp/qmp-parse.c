@@ -37,7 +37,7 @@ vmr_qmp_parse_plain_filename (const gchar *name)
     if (name == NULL || !g_str_has_prefix (name, "json:"))
         return g_strdup (name);
     parser = json_parser_new ();
-    if (!json_parser_load_from_data (parser, name + 5, -1, NULL))
+    if (!vmr_json_parser_load (parser, name + 5, -1, NULL))
         return g_strdup (name);
     obj = vmr_json_node_object (json_parser_get_root (parser));
     while (obj != NULL) {
