@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "metrics-server.h"
 #include "service-notify.h"
+#include "units.h"
 #include "vmr-config.h"
 #if VMR_HAVE_LIBVIRT
 #include "libvirt-tracker.h"
@@ -93,30 +94,251 @@ pick_readonly (const gchar *socket_opt, const gchar *group_opt, gchar **out_path
     return TRUE;
 }
 
-/* one descriptor per control client: take what the hard limit allows */
-static void
+/*
+ * one descriptor per control client: take what the hard limit allows; the
+ * files the daemon may open then, 0 when not known
+ */
+static guint64
 raise_fd_limit (void)
 {
     struct rlimit limit;
 
-    if (getrlimit (RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    if (getrlimit (RLIMIT_NOFILE, &limit) < 0)
+        return 0;
+    if (limit.rlim_cur < limit.rlim_max) {
         limit.rlim_cur = limit.rlim_max;
-        if (setrlimit (RLIMIT_NOFILE, &limit) < 0)
+        if (setrlimit (RLIMIT_NOFILE, &limit) < 0) {
             g_debug ("cannot raise the file descriptor limit: %s", g_strerror (errno));
+            getrlimit (RLIMIT_NOFILE, &limit);
+        }
     }
+    return limit.rlim_cur == RLIM_INFINITY ? 0 : (guint64) limit.rlim_cur;
+}
+
+/* the control socket's limits, as options and environment give them */
+typedef struct {
+    gchar *max_clients;
+    gchar *max_clients_per_user;
+    gchar *idle_timeout;
+} LimitOptions;
+
+/* @text, a whole number from 1 to G_MAXINT, into @out; FALSE having said why */
+static gboolean
+pick_count (const gchar *option, const gchar *text, guint *out)
+{
+    guint64 number;
+
+    if (text == NULL)
+        return TRUE;
+    if (!g_ascii_string_to_unsigned (text, 10, 1, G_MAXINT, &number, NULL)) {
+        g_printerr ("virt-mirrord: --%s: '%s' is not a whole number from 1 to %d\n", option, text,
+                    G_MAXINT);
+        return FALSE;
+    }
+    *out = (guint) number;
+    return TRUE;
+}
+
+/*
+ * The control socket's limits into @out: the defaults, then what the
+ * environment and the options say; FALSE having said why when one is
+ * wrong, or leaves too few of the @max_files the daemon may open
+ */
+static gboolean
+pick_limits (const LimitOptions *options, guint64 max_files, VmrControlLimits *out)
+{
+    const gchar *idle = pick (options->idle_timeout, "VIRT_MIRROR_CLIENT_IDLE_TIMEOUT", NULL);
+    g_autoptr (GError) error = NULL;
+    gint64 idle_us = 0;
+
+    vmr_control_limits_init (out);
+    if (!pick_count ("max-clients", pick (options->max_clients, "VIRT_MIRROR_MAX_CLIENTS", NULL),
+                     &out->max_clients)
+        || !pick_count (
+            "max-clients-per-user",
+            pick (options->max_clients_per_user, "VIRT_MIRROR_MAX_CLIENTS_PER_USER", NULL),
+            &out->max_clients_per_user))
+        return FALSE;
+    if (idle != NULL) {
+        if (!vmr_units_parse_duration (idle, &idle_us, &error) || idle_us < 0
+            || idle_us % G_USEC_PER_SEC != 0 || idle_us / G_USEC_PER_SEC > G_MAXUINT) {
+            g_printerr ("virt-mirrord: --client-idle-timeout: '%s' is not a whole number of "
+                        "seconds (e.g. 600, 10m, or 0 for none)\n",
+                        idle);
+            return FALSE;
+        }
+        out->idle_timeout_s = (guint) (idle_us / G_USEC_PER_SEC);
+    }
+    if (!vmr_control_limits_check (out, max_files, &error)) {
+        g_printerr ("virt-mirrord: %s\n", error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* the command line as given: NULL or FALSE for what it does not say */
+typedef struct {
+    gchar *socket;
+    gchar *state_dir;
+    gchar *policy;
+    gchar *libvirt_uri;
+    gchar *readonly_socket;
+    gchar *readonly_group;
+    gchar *metrics_listen;
+    gboolean metrics_allow_remote;
+    LimitOptions limits;
+    gboolean foreground;
+    gboolean no_libvirt;
+    gboolean verbose;
+    gboolean version;
+} Options;
+
+static void
+options_clear (Options *o)
+{
+    g_free (o->socket);
+    g_free (o->state_dir);
+    g_free (o->policy);
+    g_free (o->libvirt_uri);
+    g_free (o->readonly_socket);
+    g_free (o->readonly_group);
+    g_free (o->metrics_listen);
+    g_free (o->limits.max_clients);
+    g_free (o->limits.max_clients_per_user);
+    g_free (o->limits.idle_timeout);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Options, options_clear)
+
+/* fills @o from the command line; -1 when the daemon goes on, else its exit status */
+static gint
+parse_options (gint *argc, gchar ***argv, Options *o)
+{
+    const GOptionEntry entries[] = {
+        { "socket", 's', 0, G_OPTION_ARG_FILENAME, &o->socket,
+          "Control socket (env VIRT_MIRROR_SOCKET, default " VMR_DEFAULT_SOCKET ")", "PATH" },
+        { "readonly-socket", 0, 0, G_OPTION_ARG_FILENAME, &o->readonly_socket,
+          "Read-only socket, for reading jobs, domains and the policy (env "
+          "VIRT_MIRROR_READONLY_SOCKET, default " VMR_DEFAULT_READONLY_SOCKET ")",
+          "PATH" },
+        { "readonly-group", 0, 0, G_OPTION_ARG_STRING, &o->readonly_group,
+          "Serve the read-only socket to this group, mode 0660 (env VIRT_MIRROR_READONLY_GROUP; "
+          "no read-only socket without it)",
+          "GROUP" },
+        { "max-clients", 0, 0, G_OPTION_ARG_STRING, &o->limits.max_clients,
+          "Control connections at once, both sockets (env VIRT_MIRROR_MAX_CLIENTS, "
+          "default " G_STRINGIFY (
+              VMR_CONTROL_DEFAULT_MAX_CLIENTS) "; users other than root get half)",
+          "N" },
+        { "max-clients-per-user", 0, 0, G_OPTION_ARG_STRING, &o->limits.max_clients_per_user,
+          "Control connections at once of one user other than root (env "
+          "VIRT_MIRROR_MAX_CLIENTS_PER_USER, default " G_STRINGIFY (
+              VMR_CONTROL_DEFAULT_MAX_CLIENTS_PER_USER) ")",
+          "N" },
+        { "client-idle-timeout", 0, 0, G_OPTION_ARG_STRING, &o->limits.idle_timeout,
+          "Cut off a client of a user other than root that sends nothing for this long (env "
+          "VIRT_MIRROR_CLIENT_IDLE_TIMEOUT, default " G_STRINGIFY (
+              VMR_CONTROL_DEFAULT_IDLE_TIMEOUT_S) "s, 0: never)",
+          "DURATION" },
+        { "state-dir", 'd', 0, G_OPTION_ARG_FILENAME, &o->state_dir,
+          "Job records (env VIRT_MIRROR_STATE_DIR, default " VMR_DEFAULT_STATE_DIR ")", "DIR" },
+        { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &o->policy,
+          "Policy file (env VIRT_MIRROR_POLICY, default " VMR_DEFAULT_POLICY ")", "FILE" },
+        { "metrics-listen", 0, 0, G_OPTION_ARG_STRING, &o->metrics_listen,
+          "Serve the metrics over HTTP at http://ADDR:PORT/metrics, or on the UNIX socket PATH "
+          "(env VIRT_MIRROR_METRICS_LISTEN; no authentication)",
+          "ADDR:PORT|unix:PATH" },
+        { "metrics-allow-remote", 0, 0, G_OPTION_ARG_NONE, &o->metrics_allow_remote,
+          "Let --metrics-listen take an address that is not loopback (env "
+          "VIRT_MIRROR_METRICS_ALLOW_REMOTE=1)",
+          NULL },
+        { "foreground", 'f', 0, G_OPTION_ARG_NONE, &o->foreground, "Do not detach", NULL },
+        { "libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &o->libvirt_uri,
+          "libvirt connection (env VIRT_MIRROR_LIBVIRT_URI, default " VMR_DEFAULT_LIBVIRT_URI ")",
+          "URI" },
+        { "no-libvirt", 0, 0, G_OPTION_ARG_NONE, &o->no_libvirt,
+          "Do not connect to libvirt; serve QEMU processes attached by hand", NULL },
+        { "verbose", 'v', 0, G_OPTION_ARG_NONE, &o->verbose, "Log debug messages", NULL },
+        { "version", 0, 0, G_OPTION_ARG_NONE, &o->version, "Print the version and exit", NULL },
+        { NULL },
+    };
+    g_autoptr (GOptionContext) context = g_option_context_new ("- move the disks of running VMs");
+    g_autoptr (GError) error = NULL;
+
+    g_option_context_add_main_entries (context, entries, NULL);
+    if (!g_option_context_parse (context, argc, argv, &error)) {
+        g_printerr ("virt-mirrord: %s\n", error->message);
+        return 2;
+    }
+    if (*argc > 1) {
+        g_printerr ("virt-mirrord: unexpected argument '%s'\n", (*argv)[1]);
+        return 2;
+    }
+    if (o->version) {
+        g_print ("virt-mirrord %s\n", VMR_VERSION);
+        return 0;
+    }
+    return -1;
+}
+
+/*
+ * --metrics-listen, from the option or the environment, or NULL; FALSE
+ * having said why when it is no address to serve (one that is not loopback
+ * needs --metrics-allow-remote)
+ */
+static gboolean
+pick_metrics (const Options *o, const gchar **out_listen, gboolean *out_allow_remote)
+{
+    const gchar *listen = pick (o->metrics_listen, "VIRT_MIRROR_METRICS_LISTEN", NULL);
+    const gchar *allow_env = g_getenv ("VIRT_MIRROR_METRICS_ALLOW_REMOTE");
+    g_autoptr (GSocketAddress) address = NULL;
+    g_autoptr (GError) error = NULL;
+
+    *out_allow_remote = o->metrics_allow_remote || g_strcmp0 (allow_env, "1") == 0;
+    if (!o->metrics_allow_remote && allow_env != NULL && *allow_env != '\0'
+        && g_strcmp0 (allow_env, "0") != 0 && g_strcmp0 (allow_env, "1") != 0) {
+        g_printerr ("virt-mirrord: VIRT_MIRROR_METRICS_ALLOW_REMOTE='%s' is neither 1 nor 0\n",
+                    allow_env);
+        return FALSE;
+    }
+    *out_listen = listen;
+    if (listen == NULL)
+        return TRUE;
+    address = vmr_metrics_server_parse_address (listen, *out_allow_remote, &error);
+    if (address == NULL) {
+        g_printerr ("virt-mirrord: --metrics-listen: %s\n", error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* the control sockets and the metrics, served; FALSE having said why */
+static gboolean
+start_servers (VmrControlServer *server, VmrMetricsServer *metrics, const gchar *socket_path,
+               const gchar *readonly_socket, gid_t readonly_gid, const gchar *metrics_listen,
+               gboolean metrics_allow_remote)
+{
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_control_server_listen (server, socket_path, &error)
+        || (readonly_socket != NULL
+            && !vmr_control_server_listen_readonly (server, readonly_socket, readonly_gid, &error))
+        || (metrics_listen != NULL
+            && !vmr_metrics_server_listen (metrics, metrics_listen, metrics_allow_remote,
+                                           readonly_gid, &error))) {
+        g_printerr ("virt-mirrord: %s\n", error->message);
+        vmr_control_server_stop (server);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 int
 main (int argc, char **argv)
 {
-    g_autofree gchar *socket_opt = NULL;
-    g_autofree gchar *state_dir_opt = NULL;
-    g_autofree gchar *policy_opt = NULL;
-    g_autofree gchar *libvirt_uri_opt = NULL;
-    g_autofree gchar *readonly_socket_opt = NULL;
-    g_autofree gchar *readonly_group_opt = NULL;
-    g_autofree gchar *metrics_listen_opt = NULL;
-    const gchar *metrics_listen;
+    g_auto (Options) o = { 0 };
+    const gchar *metrics_listen = NULL;
+    gboolean metrics_allow_remote = FALSE;
+    VmrControlLimits limits;
     g_autofree gchar *readonly_socket = NULL;
     g_autofree gchar *socket_dir = NULL;
     g_autofree gchar *readonly_dir = NULL;
@@ -126,40 +348,7 @@ main (int argc, char **argv)
     gboolean policy_required;
     g_autofree gchar *socket_path = NULL;
     g_autofree gchar *state_dir = NULL;
-    gboolean foreground = FALSE;
-    gboolean no_libvirt = FALSE;
-    gboolean verbose = FALSE;
-    gboolean version = FALSE;
-    const GOptionEntry entries[] = {
-        { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socket_opt,
-          "Control socket (env VIRT_MIRROR_SOCKET, default " VMR_DEFAULT_SOCKET ")", "PATH" },
-        { "readonly-socket", 0, 0, G_OPTION_ARG_FILENAME, &readonly_socket_opt,
-          "Read-only socket, for reading jobs, domains and the policy (env "
-          "VIRT_MIRROR_READONLY_SOCKET, default " VMR_DEFAULT_READONLY_SOCKET ")",
-          "PATH" },
-        { "readonly-group", 0, 0, G_OPTION_ARG_STRING, &readonly_group_opt,
-          "Serve the read-only socket to this group, mode 0660 (env VIRT_MIRROR_READONLY_GROUP; "
-          "no read-only socket without it)",
-          "GROUP" },
-        { "state-dir", 'd', 0, G_OPTION_ARG_FILENAME, &state_dir_opt,
-          "Job records (env VIRT_MIRROR_STATE_DIR, default " VMR_DEFAULT_STATE_DIR ")", "DIR" },
-        { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
-          "Policy file (env VIRT_MIRROR_POLICY, default " VMR_DEFAULT_POLICY ")", "FILE" },
-        { "metrics-listen", 0, 0, G_OPTION_ARG_STRING, &metrics_listen_opt,
-          "Serve the metrics over HTTP at http://ADDR:PORT/metrics (env "
-          "VIRT_MIRROR_METRICS_LISTEN; no authentication: use loopback or a firewall)",
-          "ADDR:PORT" },
-        { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach", NULL },
-        { "libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &libvirt_uri_opt,
-          "libvirt connection (env VIRT_MIRROR_LIBVIRT_URI, default " VMR_DEFAULT_LIBVIRT_URI ")",
-          "URI" },
-        { "no-libvirt", 0, 0, G_OPTION_ARG_NONE, &no_libvirt,
-          "Do not connect to libvirt; serve QEMU processes attached by hand", NULL },
-        { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
-        { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
-        { NULL },
-    };
-    g_autoptr (GOptionContext) context = g_option_context_new ("- move the disks of running VMs");
+    gint status;
     g_autoptr (GError) error = NULL;
     g_autoptr (GMainLoop) loop = NULL;
     g_autoptr (VmrEngine) engine = NULL;
@@ -170,51 +359,33 @@ main (int argc, char **argv)
     g_autoptr (VmrLibvirtTracker) tracker = NULL;
 #endif
 
-    g_option_context_add_main_entries (context, entries, NULL);
-    if (!g_option_context_parse (context, &argc, &argv, &error)) {
-        g_printerr ("virt-mirrord: %s\n", error->message);
-        return 2;
-    }
-    if (argc > 1) {
-        g_printerr ("virt-mirrord: unexpected argument '%s'\n", argv[1]);
-        return 2;
-    }
-    if (version) {
-        g_print ("virt-mirrord %s\n", VMR_VERSION);
-        return 0;
-    }
-    if (verbose)
+    status = parse_options (&argc, &argv, &o);
+    if (status >= 0)
+        return status;
+    if (o.verbose)
         g_log_set_debug_enabled (TRUE);
-    metrics_listen = pick (metrics_listen_opt, "VIRT_MIRROR_METRICS_LISTEN", NULL);
-    if (metrics_listen != NULL) {
-        g_autoptr (GSocketAddress) address
-            = vmr_metrics_server_parse_address (metrics_listen, &error);
-
-        if (address == NULL) {
-            g_printerr ("virt-mirrord: --metrics-listen: %s\n", error->message);
-            return 2;
-        }
-    }
-
-    socket_path = g_canonicalize_filename (
-        pick (socket_opt, "VIRT_MIRROR_SOCKET", VMR_DEFAULT_SOCKET), NULL);
-    if (!pick_readonly (readonly_socket_opt, readonly_group_opt, &readonly_socket, &readonly_gid))
+    if (!pick_limits (&o.limits, raise_fd_limit (), &limits)
+        || !pick_metrics (&o, &metrics_listen, &metrics_allow_remote))
         return 2;
-    libvirt_uri = pick (libvirt_uri_opt, "VIRT_MIRROR_LIBVIRT_URI", VMR_DEFAULT_LIBVIRT_URI);
+
+    socket_path
+        = g_canonicalize_filename (pick (o.socket, "VIRT_MIRROR_SOCKET", VMR_DEFAULT_SOCKET), NULL);
+    if (!pick_readonly (o.readonly_socket, o.readonly_group, &readonly_socket, &readonly_gid))
+        return 2;
+    libvirt_uri = pick (o.libvirt_uri, "VIRT_MIRROR_LIBVIRT_URI", VMR_DEFAULT_LIBVIRT_URI);
 #if !VMR_HAVE_LIBVIRT
-    if (!no_libvirt)
+    if (!o.no_libvirt)
         g_message ("built without libvirt: serving QEMU processes attached by hand only");
-    no_libvirt = TRUE;
+    o.no_libvirt = TRUE;
 #endif
     state_dir = g_canonicalize_filename (
-        pick (state_dir_opt, "VIRT_MIRROR_STATE_DIR", VMR_DEFAULT_STATE_DIR), NULL);
+        pick (o.state_dir, "VIRT_MIRROR_STATE_DIR", VMR_DEFAULT_STATE_DIR), NULL);
     if (g_mkdir_with_parents (state_dir, 0700) < 0 || access (state_dir, W_OK) < 0) {
         g_printerr ("virt-mirrord: state directory %s is not usable: %s\n", state_dir,
                     g_strerror (errno));
         return 1;
     }
 
-    raise_fd_limit ();
     engine = vmr_engine_new (state_dir);
     vmr_engine_follow_cluster_evacuations (engine);
     /* a copy must never overwrite what the daemon lives on */
@@ -226,32 +397,21 @@ main (int argc, char **argv)
     }
     /* the default file may be absent (built-in values); a named one must exist */
     policy_required
-        = policy_opt != NULL
+        = o.policy != NULL
           || (g_getenv ("VIRT_MIRROR_POLICY") != NULL && *g_getenv ("VIRT_MIRROR_POLICY") != '\0');
-    policy_path = g_canonicalize_filename (
-        pick (policy_opt, "VIRT_MIRROR_POLICY", VMR_DEFAULT_POLICY), NULL);
+    policy_path
+        = g_canonicalize_filename (pick (o.policy, "VIRT_MIRROR_POLICY", VMR_DEFAULT_POLICY), NULL);
     if (!vmr_engine_load_policy (engine, policy_path, policy_required, &error)) {
         g_printerr ("virt-mirrord: invalid policy, not starting:\n%s\n", error->message);
         return 1;
     }
     server = vmr_control_server_new (engine);
-    if (!vmr_control_server_listen (server, socket_path, &error)
-        || (readonly_socket != NULL
-            && !vmr_control_server_listen_readonly (server, readonly_socket, readonly_gid,
-                                                    &error))) {
-        g_printerr ("virt-mirrord: %s\n", error->message);
-        vmr_control_server_stop (server);
+    vmr_control_server_set_limits (server, &limits);
+    metrics = metrics_listen != NULL ? vmr_metrics_server_new (engine) : NULL;
+    if (!start_servers (server, metrics, socket_path, readonly_socket, readonly_gid, metrics_listen,
+                        metrics_allow_remote))
         return 1;
-    }
-    if (metrics_listen != NULL) {
-        metrics = vmr_metrics_server_new (engine);
-        if (!vmr_metrics_server_listen (metrics, metrics_listen, &error)) {
-            g_printerr ("virt-mirrord: %s\n", error->message);
-            vmr_control_server_stop (server);
-            return 1;
-        }
-    }
-    if (!foreground) {
+    if (!o.foreground) {
         /* nothing has started a thread yet, so forking is safe here */
         if (daemon (0, 0) < 0) {
             g_printerr ("virt-mirrord: cannot detach: %s\n", g_strerror (errno));
@@ -269,13 +429,13 @@ main (int argc, char **argv)
     g_unix_signal_add (SIGINT, quit_cb, loop);
     g_unix_signal_add (SIGHUP, hangup_cb, engine);
     g_message ("virt-mirrord %s listening on %s (state in %s%s%s)", VMR_VERSION, socket_path,
-               state_dir, no_libvirt ? ", libvirt off" : ", libvirt at ",
-               no_libvirt ? "" : libvirt_uri);
+               state_dir, o.no_libvirt ? ", libvirt off" : ", libvirt at ",
+               o.no_libvirt ? "" : libvirt_uri);
     if (readonly_socket != NULL)
         g_message ("read-only socket %s for group %u", readonly_socket, (guint) readonly_gid);
 #if VMR_HAVE_LIBVIRT
     /* after daemon(): libvirt runs threads of its own */
-    if (!no_libvirt) {
+    if (!o.no_libvirt) {
         tracker = vmr_libvirt_tracker_new (engine, libvirt_uri);
         vmr_libvirt_tracker_start (tracker);
     }

@@ -152,6 +152,18 @@ stream_message_cb (VmrQmpStream *stream, JsonObject *msg, gpointer user_data)
     /* returning a task may drop the last other reference to the client */
     g_autoptr (VmrQmpClient) self = g_object_ref (user_data);
 
+    /* an error instead of the greeting: a peer that refuses the connection, as a busy daemon */
+    if (self->connect_task != NULL && self->greeting == NULL
+        && vmr_json_get_object (msg, "error") != NULL) {
+        g_autoptr (GTask) task = g_steal_pointer (&self->connect_task);
+        GError *error = error_from_qmp (vmr_json_get_object (msg, "error"));
+
+        clear_source (&self->connect_timeout);
+        clear_source (&self->connect_cancel);
+        g_prefix_error (&error, "the connection was refused: ");
+        g_task_return_error (task, error);
+        return;
+    }
     if (json_object_has_member (msg, "return") || json_object_has_member (msg, "error")) {
         handle_reply (self, msg);
         return;

@@ -21,7 +21,10 @@ struct _VmrQmpStream {
     gsize max_line;                 /* see vmr_qmp_stream_set_limits() */
     gsize max_queued;
     guint line_timeout_s;
+    guint idle_timeout_s;  /* see vmr_qmp_stream_set_idle_timeout() */
+    gint64 last_read_us;   /* when the peer last sent something (monotonic) */
     guint line_timer;      /* the deadline of the unfinished line in pending, 0: none */
+    guint idle_timer;      /* the end of the peer's silence, 0: none */
     guint overflow_idle;   /* the cut-off of a peer that does not read, 0: none */
     guint flush_timer;     /* the end of the last writes after a cut-off, 0: none */
     GMainContext *context; /* where the signals are emitted, and the timers run */
@@ -113,6 +116,7 @@ emit_closed_full (VmrQmpStream *self, const GError *error, gboolean flush)
         return;
     self->closed = TRUE;
     clear_timer (self, &self->line_timer);
+    clear_timer (self, &self->idle_timer);
     clear_timer (self, &self->overflow_idle);
     g_cancellable_cancel (self->read_cancellable);
     if (!flush)
@@ -258,6 +262,27 @@ update_line_timer (VmrQmpStream *self)
         self->line_timer = add_timer (self, self->line_timeout_s, line_timeout_cb);
 }
 
+static gboolean
+idle_timeout_cb (gpointer user_data)
+{
+    VmrQmpStream *self = user_data;
+    gint64 limit_us = (gint64) self->idle_timeout_s * G_USEC_PER_SEC;
+    gint64 silent_us = g_get_monotonic_time () - self->last_read_us;
+    g_autofree gchar *reason = NULL;
+
+    self->idle_timer = 0;
+    if (silent_us < limit_us) {
+        /* the peer sent something since the timer was set: the rest of the time */
+        self->idle_timer = add_timer (
+            self, (guint) ((limit_us - silent_us + G_USEC_PER_SEC - 1) / G_USEC_PER_SEC),
+            idle_timeout_cb);
+        return G_SOURCE_REMOVE;
+    }
+    reason = g_strdup_printf ("the peer sent nothing for %u s", self->idle_timeout_s);
+    cut_off_line (self, reason);
+    return G_SOURCE_REMOVE;
+}
+
 static void
 read_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -285,6 +310,7 @@ read_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         emit_closed (self, error);
         return;
     }
+    self->last_read_us = g_get_monotonic_time ();
     /*
      * a peer that sends a line longer than any message, or no newline at all,
      * is cut off here, before it can grow our memory any further (what is
@@ -323,6 +349,9 @@ vmr_qmp_stream_start (VmrQmpStream *self)
     self->started = TRUE;
     g_main_context_unref (self->context);
     self->context = g_main_context_ref_thread_default ();
+    self->last_read_us = g_get_monotonic_time ();
+    if (self->idle_timeout_s > 0)
+        self->idle_timer = add_timer (self, self->idle_timeout_s, idle_timeout_cb);
     read_next_line (self);
 }
 
@@ -417,6 +446,15 @@ vmr_qmp_stream_set_limits (VmrQmpStream *self, gsize max_line, gsize max_queued,
 }
 
 void
+vmr_qmp_stream_set_idle_timeout (VmrQmpStream *self, guint idle_timeout_s)
+{
+    g_return_if_fail (VMR_IS_QMP_STREAM (self));
+    g_return_if_fail (!self->started);
+
+    self->idle_timeout_s = idle_timeout_s;
+}
+
+void
 vmr_qmp_stream_close (VmrQmpStream *self)
 {
     g_return_if_fail (VMR_IS_QMP_STREAM (self));
@@ -464,6 +502,7 @@ vmr_qmp_stream_finalize (GObject *object)
     VmrQmpStream *self = VMR_QMP_STREAM (object);
 
     clear_timer (self, &self->line_timer);
+    clear_timer (self, &self->idle_timer);
     clear_timer (self, &self->overflow_idle);
     clear_timer (self, &self->flush_timer);
     g_cancellable_cancel (self->cancellable);

@@ -27,7 +27,8 @@ G_DECLARE_FINAL_TYPE (VmrQmpStream, vmr_qmp_stream, VMR, QMP_STREAM, GObject)
  *               ended inside a line, which is not taken for a message;
  *               VMR_ERROR_PROTOCOL when the peer sent more than the longest
  *               line (VMR_QMP_STREAM_MAX_LINE, see vmr_qmp_stream_set_limits())
- *               without ending it, or left a line unfinished too long: then
+ *               without ending it, left a line unfinished too long, or sent
+ *               nothing for too long (vmr_qmp_stream_set_idle_timeout()): then
  *               "malformed" (line "") comes first, a reply its handler queues
  *               is still written (for at most 2 s), and what the peer sends is
  *               never buffered beyond the limit; VMR_ERROR_BUSY when the peer
@@ -47,6 +48,15 @@ void vmr_qmp_stream_start (VmrQmpStream *self);
  */
 void vmr_qmp_stream_set_limits (VmrQmpStream *self, gsize max_line, gsize max_queued,
                                 guint line_timeout_s);
+
+/*
+ * For a peer that may hold its connection without using it, set before
+ * vmr_qmp_stream_start(): after @idle_timeout_s seconds in which it sent
+ * nothing at all, it is cut off as a peer that breaks the line rules is
+ * ("malformed" with "the peer sent nothing for N s", then "closed"). 0, the
+ * default: it may stay silent forever.
+ */
+void vmr_qmp_stream_set_idle_timeout (VmrQmpStream *self, guint idle_timeout_s);
 
 /* queues @msg (not consumed) for writing; writes keep their order */
 void vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg);

@@ -75,16 +75,23 @@ vmr_control_request_return_array (Request *req, JsonArray *array)
 void
 vmr_control_request_error (Request *req, const GError *error)
 {
-    JsonObject *err = json_object_new ();
     JsonNode *node = json_node_new (JSON_NODE_OBJECT);
-    gint code = error->domain == VMR_ERROR ? error->code : VMR_ERROR_FAILED;
 
     g_message ("%s: %s", req->command, error->message);
-    json_object_set_string_member (err, "class", vmr_error_class_name (code));
-    json_object_set_string_member (err, "desc", error->message);
-    json_node_take_object (node, err);
+    json_node_take_object (node, vmr_control_error_object (error));
     request_reply (req, "error", node);
     request_free (req);
+}
+
+JsonObject *
+vmr_control_error_object (const GError *error)
+{
+    JsonObject *err = json_object_new ();
+    gint code = error->domain == VMR_ERROR ? error->code : VMR_ERROR_FAILED;
+
+    json_object_set_string_member (err, "class", vmr_error_class_name (code));
+    json_object_set_string_member (err, "desc", error->message);
+    return err;
 }
 
 /* ---- arguments ---- */

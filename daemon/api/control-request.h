@@ -44,6 +44,12 @@ void vmr_control_request_return_array (Request *req, JsonArray *array);
 /* answers with @error and frees @req */
 void vmr_control_request_error (Request *req, const GError *error);
 
+/*
+ * The object of an error reply's "error" member: the class of @error's
+ * code (VMR_ERROR's; Failed for another domain) and its message as "desc"
+ */
+JsonObject *vmr_control_error_object (const GError *error);
+
 /* one argument of a command: its name, its JSON type, whether it must be given */
 typedef enum { ARG_STRING, ARG_BOOL, ARG_UINT, ARG_ARRAY } ArgType;
 

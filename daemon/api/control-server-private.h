@@ -9,6 +9,7 @@
 
 #include "control-events.h"
 #include "control-request.h"
+#include "log-throttle.h"
 
 G_BEGIN_DECLS
 
@@ -19,8 +20,10 @@ struct _VmrControlServer {
     GSocketService *service;          /* the control socket */
     GSocketService *readonly_service; /* the read-only socket */
     gchar *path;
-    gchar *readonly_path;   /* NULL when there is no read-only socket */
-    GPtrArray *connections; /* of VmrQmpStream *, owned; both sockets' */
+    gchar *readonly_path;       /* NULL when there is no read-only socket */
+    GPtrArray *connections;     /* of VmrQmpStream *, owned; both sockets' */
+    VmrControlClients *clients; /* the connections counted by user, see control-limits.h */
+    VmrLogThrottle refusal_log; /* of the connections refused */
     gulong job_changed_id;
     VmrControlProgress *progress; /* the pace of JOB_PROGRESS, owned */
     guint64 n_clients;            /* connections accepted, to name them in the log */
@@ -43,7 +46,9 @@ extern const gsize vmr_control_n_commands;
  * then its commands until it closes. What the listening socket does for
  * each connection, reachable without one for the fuzzer (tests/fuzz/).
  * @read_only: it came in on the read-only socket. The peer of a stream that
- * is no socket is the daemon itself.
+ * is no socket is the daemon itself. A connection past the limits
+ * (control-limits.h) gets one error line instead of the greeting and is
+ * closed.
  */
 void vmr_control_server_serve (VmrControlServer *self, GIOStream *connection, gboolean read_only);
 

@@ -8,10 +8,13 @@
 #include "control-server-private.h"
 
 #include <errno.h>
+#include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "unix-socket.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
 
@@ -29,6 +32,8 @@ G_DEFINE_TYPE (VmrControlServer, vmr_control_server, G_TYPE_OBJECT)
 #define CLIENT_MAX_QUEUED     (4 * 1024 * 1024)
 #define CLIENT_LINE_TIMEOUT_S 10
 #define LISTEN_BACKLOG        1024
+/* at most one refused connection logged in this time, see log_refusal() */
+#define REFUSAL_LOG_INTERVAL_US (10 * G_USEC_PER_SEC)
 
 /* ---- dispatch ---- */
 
@@ -115,17 +120,34 @@ stream_message_cb (VmrQmpStream *stream, JsonObject *msg, gpointer user_data)
     dispatch (VMR_CONTROL_SERVER (user_data), stream, msg);
 }
 
+/* {"error": ...} for @error, the line a client gets for a request or a connection refused */
+static JsonObject *
+error_message (const GError *error)
+{
+    JsonObject *msg = json_object_new ();
+
+    json_object_set_object_member (msg, "error", vmr_control_error_object (error));
+    return msg;
+}
+
 static void
 stream_malformed_cb (VmrQmpStream *stream, const gchar *line, const gchar *reason,
                      gpointer user_data)
 {
-    g_autoptr (JsonObject) msg = json_object_new ();
-    JsonObject *err = json_object_new ();
+    g_autoptr (GError) error = g_error_new_literal (VMR_ERROR, VMR_ERROR_GENERIC, reason);
+    g_autoptr (JsonObject) msg = error_message (error);
 
-    json_object_set_string_member (err, "class", vmr_error_class_name (VMR_ERROR_GENERIC));
-    json_object_set_string_member (err, "desc", reason);
-    json_object_set_object_member (msg, "error", err);
     vmr_qmp_stream_send (stream, msg);
+}
+
+/* @stream's connection is no longer counted against its user */
+static void
+forget_stream (VmrControlServer *self, VmrQmpStream *stream)
+{
+    const Peer *peer = g_object_get_data (G_OBJECT (stream), PEER_KEY);
+
+    g_signal_handlers_disconnect_by_data (stream, self);
+    vmr_control_clients_release (self->clients, peer->uid);
 }
 
 static void
@@ -137,7 +159,7 @@ stream_closed_cb (VmrQmpStream *stream, GError *error, gpointer user_data)
     if (error != NULL && error->domain == VMR_ERROR)
         g_message ("cut off %s: %s", (const gchar *) g_object_get_data (G_OBJECT (stream), "name"),
                    error->message);
-    g_signal_handlers_disconnect_by_data (stream, self);
+    forget_stream (self, stream);
     g_ptr_array_remove (self->connections, stream);
 }
 
@@ -182,15 +204,62 @@ client_name (VmrControlServer *self, const Peer *peer)
                             self->n_clients, peer->pid);
 }
 
+/* one line, at most one every REFUSAL_LOG_INTERVAL_US (log-throttle.h) */
+static void
+log_refusal (VmrControlServer *self, const Peer *peer, const GError *error)
+{
+    guint left_out = 0;
+    g_autofree gchar *more = NULL;
+
+    if (!vmr_log_throttle_pass (&self->refusal_log, &left_out))
+        return;
+    if (left_out > 0)
+        more = g_strdup_printf (" (and %u more refused since the last one logged)", left_out);
+    g_message ("refused a connection of uid %" G_GINT64_FORMAT " pid %" G_GINT64_FORMAT ": %s%s",
+               peer->uid, peer->pid, error->message, more != NULL ? more : "");
+}
+
+/*
+ * One error line instead of the greeting, written without waiting (a new
+ * connection's socket buffer is empty: it fits, or the client is gone),
+ * then the connection is closed
+ */
+static void
+refuse_connection (GIOStream *connection, const GError *error)
+{
+    g_autoptr (JsonObject) msg = error_message (error);
+    g_autofree gchar *line = vmr_qmp_serialize (msg);
+    GOutputStream *output = g_io_stream_get_output_stream (connection);
+
+    if (G_IS_POLLABLE_OUTPUT_STREAM (output)
+        && g_pollable_output_stream_can_poll (G_POLLABLE_OUTPUT_STREAM (output)))
+        g_pollable_output_stream_write_nonblocking (G_POLLABLE_OUTPUT_STREAM (output), line,
+                                                    strlen (line), NULL, NULL);
+    else
+        g_output_stream_write (output, line, strlen (line), NULL, NULL);
+    g_io_stream_close (connection, NULL, NULL);
+}
+
 void
 vmr_control_server_serve (VmrControlServer *self, GIOStream *connection, gboolean read_only)
 {
-    g_autoptr (VmrQmpStream) stream = vmr_qmp_stream_new (connection);
-    g_autoptr (JsonObject) greeting = json_object_new ();
-    JsonObject *qmp = json_object_new ();
-    JsonObject *version = json_object_new ();
+    g_autoptr (VmrQmpStream) stream = NULL;
+    g_autoptr (JsonObject) greeting = NULL;
+    g_autoptr (GError) error = NULL;
+    JsonObject *qmp;
+    JsonObject *version;
     Peer *peer = peer_new (connection, read_only);
 
+    if (!vmr_control_clients_admit (self->clients, peer->uid, &error)) {
+        log_refusal (self, peer, error);
+        refuse_connection (connection, error);
+        g_free (peer);
+        return;
+    }
+    stream = vmr_qmp_stream_new (connection);
+    greeting = json_object_new ();
+    qmp = json_object_new ();
+    version = json_object_new ();
     g_object_set_data_full (G_OBJECT (stream), PEER_KEY, peer, g_free);
 
     json_object_set_string_member (version, "virt-mirror", VMR_VERSION);
@@ -200,6 +269,8 @@ vmr_control_server_serve (VmrControlServer *self, GIOStream *connection, gboolea
 
     g_object_set_data_full (G_OBJECT (stream), "name", client_name (self, peer), g_free);
     vmr_qmp_stream_set_limits (stream, CLIENT_MAX_LINE, CLIENT_MAX_QUEUED, CLIENT_LINE_TIMEOUT_S);
+    vmr_qmp_stream_set_idle_timeout (stream,
+                                     vmr_control_clients_idle_timeout (self->clients, peer->uid));
     g_signal_connect (stream, "message", G_CALLBACK (stream_message_cb), self);
     g_signal_connect (stream, "malformed", G_CALLBACK (stream_malformed_cb), self);
     g_signal_connect (stream, "closed", G_CALLBACK (stream_closed_cb), self);
@@ -235,57 +306,19 @@ job_changed_cb (VmrEngine *engine, gpointer job_ptr, gint previous, gpointer use
     broadcast (msg, user_data);
 }
 
-static gboolean
-socket_is_served (const gchar *path)
-{
-    g_autoptr (GSocketClient) client = g_socket_client_new ();
-    g_autoptr (GSocketAddress) address = g_unix_socket_address_new (path);
-    g_autoptr (GSocketConnection) conn = NULL;
-
-    conn = g_socket_client_connect (client, G_SOCKET_CONNECTABLE (address), NULL, NULL);
-    return conn != NULL;
-}
-
 /* listens on @path with @mode, of group @gid (-1: the daemon's), for @service */
 static gboolean
 listen_on (VmrControlServer *self, GSocketService *service, const gchar *path, mode_t mode,
            gid_t gid, GError **error)
 {
-    g_autofree gchar *dir = g_path_get_dirname (path);
-    g_autoptr (GSocketAddress) address = NULL;
+    g_autoptr (GSocket) socket = vmr_unix_socket_listen (path, mode, gid, LISTEN_BACKLOG, error);
     g_autoptr (GError) local_error = NULL;
-    mode_t old_umask;
-    gboolean ok;
 
-    if (g_mkdir_with_parents (dir, 0755) < 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot create %s: %s", dir,
-                     g_strerror (errno));
+    if (socket == NULL)
         return FALSE;
-    }
-    if (g_file_test (path, G_FILE_TEST_EXISTS)) {
-        if (socket_is_served (path)) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
-                         "another virt-mirrord is listening on %s", path);
-            return FALSE;
-        }
-        g_debug ("removing the stale socket %s", path);
-        g_unlink (path);
-    }
-    address = g_unix_socket_address_new (path);
-    /* the socket is born with its mode: never more open than asked, not even for a moment */
-    old_umask = umask (~mode & 0777);
-    ok = g_socket_listener_add_address (G_SOCKET_LISTENER (service), address, G_SOCKET_TYPE_STREAM,
-                                        G_SOCKET_PROTOCOL_DEFAULT, NULL, NULL, &local_error);
-    umask (old_umask);
-    if (!ok) {
+    if (!g_socket_listener_add_socket (G_SOCKET_LISTENER (service), socket, NULL, &local_error)) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot listen on %s: %s", path,
                      local_error->message);
-        return FALSE;
-    }
-    if (gid != (gid_t) -1 && chown (path, (uid_t) -1, gid) < 0) {
-        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot give %s to group %u: %s", path,
-                     (guint) gid, g_strerror (errno));
-        g_socket_listener_close (G_SOCKET_LISTENER (service));
         g_unlink (path);
         return FALSE;
     }
@@ -327,7 +360,7 @@ vmr_control_server_stop (VmrControlServer *self)
     for (guint i = 0; i < connections->len; i++) {
         VmrQmpStream *stream = g_ptr_array_index (connections, i);
 
-        g_signal_handlers_disconnect_by_data (stream, self);
+        forget_stream (self, stream);
         vmr_qmp_stream_close (stream);
     }
     if (self->path != NULL) {
@@ -338,6 +371,16 @@ vmr_control_server_stop (VmrControlServer *self)
         g_unlink (self->readonly_path);
         g_clear_pointer (&self->readonly_path, g_free);
     }
+}
+
+void
+vmr_control_server_set_limits (VmrControlServer *self, const VmrControlLimits *limits)
+{
+    g_return_if_fail (VMR_IS_CONTROL_SERVER (self));
+    g_return_if_fail (self->connections->len == 0);
+
+    vmr_control_clients_free (self->clients);
+    self->clients = vmr_control_clients_new (limits, (gint64) geteuid ());
 }
 
 VmrControlServer *
@@ -363,6 +406,7 @@ vmr_control_server_finalize (GObject *object)
     g_clear_object (&self->service);
     g_clear_object (&self->readonly_service);
     g_ptr_array_unref (self->connections);
+    vmr_control_clients_free (self->clients);
     g_free (self->path);
     g_free (self->readonly_path);
     G_OBJECT_CLASS (vmr_control_server_parent_class)->finalize (object);
@@ -371,11 +415,13 @@ vmr_control_server_finalize (GObject *object)
 static void
 vmr_control_server_init (VmrControlServer *self)
 {
+    VmrControlLimits limits;
+
+    vmr_control_limits_init (&limits);
+    self->clients = vmr_control_clients_new (&limits, (gint64) geteuid ());
+    self->refusal_log = (VmrLogThrottle) VMR_LOG_THROTTLE_INIT (REFUSAL_LOG_INTERVAL_US);
     self->service = g_socket_service_new ();
     self->readonly_service = g_socket_service_new ();
-    /* a thousand clients may connect at once */
-    g_socket_listener_set_backlog (G_SOCKET_LISTENER (self->service), LISTEN_BACKLOG);
-    g_socket_listener_set_backlog (G_SOCKET_LISTENER (self->readonly_service), LISTEN_BACKLOG);
     self->connections = g_ptr_array_new_with_free_func (g_object_unref);
     g_signal_connect (self->service, "incoming", G_CALLBACK (incoming_cb), self);
     g_signal_connect (self->readonly_service, "incoming", G_CALLBACK (incoming_cb), self);

@@ -6,6 +6,7 @@
 
 #include <gio/gio.h>
 
+#include "control-limits.h"
 #include "engine.h"
 
 G_BEGIN_DECLS
@@ -14,6 +15,12 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (VmrControlServer, vmr_control_server, VMR, CONTROL_SERVER, GObject)
 
 VmrControlServer *vmr_control_server_new (VmrEngine *engine);
+
+/*
+ * How many connections it holds and how long one may stay silent
+ * (control-limits.h); set before it listens. Without it, the defaults.
+ */
+void vmr_control_server_set_limits (VmrControlServer *self, const VmrControlLimits *limits);
 
 /*
  * Listens on the UNIX socket @path (mode 0600), creating its directory. A
