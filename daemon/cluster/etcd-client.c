@@ -114,19 +114,19 @@ static JsonObject *
 parse_object (const gchar *text, gsize length, GError **error)
 {
     g_autoptr (JsonParser) parser = json_parser_new ();
-    JsonNode *root;
+    JsonObject *root;
 
     if (!vmr_json_parser_load (parser, text, (gssize) length, error)) {
         g_prefix_error (error, "etcd's reply: ");
         return NULL;
     }
-    root = json_parser_get_root (parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)) {
+    root = vmr_json_node_object (json_parser_get_root (parser));
+    if (root == NULL) {
         g_set_error_literal (error, VMR_ERROR, VMR_ERROR_PROTOCOL,
                              "etcd's reply is not a JSON object");
         return NULL;
     }
-    return json_object_ref (json_node_get_object (root));
+    return json_object_ref (root);
 }
 
 /* ---- unary calls ---- */
@@ -138,6 +138,8 @@ typedef struct {
     guint tried;    /* endpoints tried so far */
     gchar *last_error;
     SoupMessage *message;
+    GInputStream *stream; /* the reply being read */
+    GByteArray *reply;    /* what came of it so far, never over MAX_MESSAGE_BYTES */
 } Call;
 
 static void
@@ -147,63 +149,133 @@ call_free (Call *call)
     g_bytes_unref (call->body);
     g_free (call->last_error);
     g_clear_object (&call->message);
+    g_clear_object (&call->stream);
+    g_clear_pointer (&call->reply, g_byte_array_unref);
     g_free (call);
 }
 
 static void call_send (GTask *task);
 
+/* @task's endpoint cannot serve (@reason, consumed): the next one */
 static void
-call_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+call_next_endpoint (GTask *task, gchar *reason)
 {
-    g_autoptr (GTask) task = user_data;
     VmrEtcdClient *self = g_task_get_source_object (task);
     Call *call = g_task_get_task_data (task);
-    g_autoptr (GError) error = NULL;
-    g_autoptr (GBytes) reply
-        = soup_session_send_and_read_finish (SOUP_SESSION (source), result, &error);
+
+    g_free (call->last_error);
+    call->last_error = reason;
+    g_debug ("etcd %s: %s: %s", self->endpoints[call->endpoint], call->method, call->last_error);
+    g_clear_object (&call->stream);
+    g_clear_pointer (&call->reply, g_byte_array_unref);
+    call->endpoint = (call->endpoint + 1) % g_strv_length (self->endpoints);
+    call_send (task);
+}
+
+/* @task ends with @error (consumed) */
+static void
+call_fail (GTask *task, GError *error)
+{
+    g_task_return_error (task, error);
+    g_object_unref (task);
+}
+
+/* the whole reply was read: etcd's object, or its error */
+static void
+call_finish (GTask *task)
+{
+    VmrEtcdClient *self = g_task_get_source_object (task);
+    Call *call = g_task_get_task_data (task);
     guint status = soup_message_get_status (call->message);
     g_autoptr (JsonObject) object = NULL;
-    const gchar *data = NULL;
-    gsize length = 0;
+    g_autoptr (GError) error = NULL;
+    const gchar *message;
 
-    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        return;
-    }
-    if (reply != NULL)
-        data = g_bytes_get_data (reply, &length);
-    if (error == NULL && length > MAX_MESSAGE_BYTES)
-        error = g_error_new (VMR_ERROR, VMR_ERROR_PROTOCOL, "a reply of %zu bytes", length);
-    if (error != NULL || status >= 500) {
-        /* this endpoint cannot serve: the next one */
-        g_free (call->last_error);
-        call->last_error
-            = error != NULL ? g_strdup (error->message) : g_strdup_printf ("HTTP %u", status);
-        g_debug ("etcd %s: %s: %s", self->endpoints[call->endpoint], call->method,
-                 call->last_error);
-        call->endpoint = (call->endpoint + 1) % g_strv_length (self->endpoints);
-        call_send (g_steal_pointer (&task));
-        return;
-    }
     self->current = call->endpoint;
-    object = parse_object (data, length, &error);
+    object = parse_object ((const gchar *) call->reply->data, call->reply->len, &error);
     if (object == NULL) {
-        g_task_return_error (task, g_steal_pointer (&error));
+        call_fail (task, g_steal_pointer (&error));
         return;
     }
     if (status != SOUP_STATUS_OK) {
-        const gchar *message
-            = json_object_has_member (object, "message")
-                  ? json_object_get_string_member (object, "message")
-                  : json_object_get_string_member_with_default (object, "error", "");
-
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_FAILED, "etcd %s: %s (HTTP %u)",
-                                 call->method, message != NULL ? message : "", status);
+        message = vmr_json_get_string (object, "message") != NULL
+                      ? vmr_json_get_string (object, "message")
+                      : vmr_json_get_string (object, "error");
+        call_fail (task, g_error_new (VMR_ERROR, VMR_ERROR_FAILED, "etcd %s: %s (HTTP %u)",
+                                      call->method, message != NULL ? message : "", status));
         return;
     }
     g_task_return_pointer (task, g_steal_pointer (&object), (GDestroyNotify) json_object_unref);
+    g_object_unref (task);
 }
 
+/* a part of the reply: kept while the whole stays under the cap, which is never read past */
+static void
+call_read_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    GTask *task = user_data;
+    Call *call = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GBytes) chunk
+        = g_input_stream_read_bytes_finish (G_INPUT_STREAM (source), result, &error);
+
+    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        call_fail (task, g_steal_pointer (&error));
+        return;
+    }
+    if (chunk == NULL) {
+        call_next_endpoint (task, g_strdup (error->message));
+        return;
+    }
+    if (g_bytes_get_size (chunk) == 0) {
+        call_finish (task);
+        return;
+    }
+    if (call->reply->len + g_bytes_get_size (chunk) > MAX_MESSAGE_BYTES) {
+        call_next_endpoint (task, g_strdup_printf ("a reply over %d bytes", MAX_MESSAGE_BYTES));
+        return;
+    }
+    g_byte_array_append (call->reply, g_bytes_get_data (chunk, NULL),
+                         (guint) g_bytes_get_size (chunk));
+    g_input_stream_read_bytes_async (call->stream, READ_CHUNK, G_PRIORITY_DEFAULT,
+                                     g_task_get_cancellable (task), call_read_cb, task);
+}
+
+static void
+call_sent_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    GTask *task = user_data;
+    Call *call = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GInputStream) stream
+        = soup_session_send_finish (SOUP_SESSION (source), result, &error);
+    guint status = soup_message_get_status (call->message);
+    goffset length = soup_message_headers_get_content_length (
+        soup_message_get_response_headers (call->message));
+
+    if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        call_fail (task, g_steal_pointer (&error));
+        return;
+    }
+    if (stream == NULL || status >= 500) {
+        call_next_endpoint (task, error != NULL ? g_strdup (error->message)
+                                                : g_strdup_printf ("HTTP %u", status));
+        return;
+    }
+    /* a reply that says it is too long is not read at all */
+    if (length > MAX_MESSAGE_BYTES) {
+        call_next_endpoint (task,
+                            g_strdup_printf ("a reply of %" G_GOFFSET_FORMAT " bytes, over %d",
+                                             length, MAX_MESSAGE_BYTES));
+        return;
+    }
+    call->stream = g_steal_pointer (&stream);
+    call->reply = g_byte_array_new ();
+    g_input_stream_read_bytes_async (call->stream, READ_CHUNK, G_PRIORITY_DEFAULT,
+                                     g_task_get_cancellable (task), call_read_cb, task);
+}
+
+/* sends @task's call to its endpoint; @task (consumed) is returned when it ends */
 static void
 call_send (GTask *task)
 {
@@ -211,16 +283,15 @@ call_send (GTask *task)
     Call *call = g_task_get_task_data (task);
 
     if (call->tried == g_strv_length (self->endpoints)) {
-        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_DISCONNECTED,
-                                 "no etcd endpoint answered (last: %s)", call->last_error);
-        g_object_unref (task);
+        call_fail (task, g_error_new (VMR_ERROR, VMR_ERROR_DISCONNECTED,
+                                      "no etcd endpoint answered (last: %s)", call->last_error));
         return;
     }
     call->tried++;
     g_clear_object (&call->message);
     call->message = new_message (self, call->endpoint, call->method, call->body);
-    soup_session_send_and_read_async (self->session, call->message, G_PRIORITY_DEFAULT,
-                                      g_task_get_cancellable (task), call_done_cb, task);
+    soup_session_send_async (self->session, call->message, G_PRIORITY_DEFAULT,
+                             g_task_get_cancellable (task), call_sent_cb, task);
 }
 
 static GBytes *
@@ -323,16 +394,14 @@ watch_dispatch (VmrEtcdWatch *watch, GError **error)
             if (message == NULL)
                 return FALSE;
             if (json_object_has_member (message, "error")) {
-                g_set_error (
-                    error, VMR_ERROR, VMR_ERROR_FAILED, "etcd's watch ended: %s",
-                    json_object_get_string_member_with_default (
-                        json_object_get_object_member (message, "error"), "message", "an error"));
+                const gchar *reason
+                    = vmr_json_get_string (vmr_json_get_object (message, "error"), "message");
+
+                g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "etcd's watch ended: %s",
+                             reason != NULL ? reason : "an error");
                 return FALSE;
             }
-            result = json_object_has_member (message, "result")
-                             && JSON_NODE_HOLDS_OBJECT (json_object_get_member (message, "result"))
-                         ? json_object_get_object_member (message, "result")
-                         : NULL;
+            result = vmr_json_get_object (message, "result");
             if (result != NULL && watch->on_result != NULL)
                 watch->on_result (result, watch->user_data);
             if (g_cancellable_is_cancelled (watch->cancellable))
