@@ -189,8 +189,9 @@ vmr_cluster_config_parse_key (VmrClusterConfig *self, const gchar *key, const gc
 }
 
 gboolean
-vmr_cluster_config_check (const VmrClusterConfig *self, GError **error)
+vmr_cluster_config_check (const VmrClusterConfig *self, const gchar **out_key, GError **error)
 {
+    *out_key = NULL;
     if (self->name == NULL) {
         g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                              "name is missing: the cluster's name, the same on every host");
@@ -199,6 +200,17 @@ vmr_cluster_config_check (const VmrClusterConfig *self, GError **error)
     if (self->endpoints == NULL) {
         g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                              "etcd is missing: the etcd cluster's client URLs");
+        return FALSE;
+    }
+    for (guint i = 0; self->tls_creds != NULL && self->endpoints[i] != NULL; i++) {
+        if (!g_str_has_prefix (self->endpoints[i], "http://"))
+            continue;
+        *out_key = "tls-creds";
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "set beside the endpoint %s, which is plain HTTP: the cluster's keys would "
+                     "cross the network in clear text; give etcd https:// URLs, or tls-creds = "
+                     "none",
+                     self->endpoints[i]);
         return FALSE;
     }
     return TRUE;

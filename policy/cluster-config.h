@@ -37,8 +37,14 @@ const gchar *const *vmr_cluster_config_keys (void);
 gboolean vmr_cluster_config_parse_key (VmrClusterConfig *self, const gchar *key, const gchar *text,
                                        GError **error);
 
-/* FALSE with @error when a key that has no built-in value is missing */
-gboolean vmr_cluster_config_check (const VmrClusterConfig *self, GError **error);
+/*
+ * FALSE with @error when a key that has no built-in value is missing, or
+ * when the keys do not go together: tls-creds beside an http:// endpoint,
+ * which would carry the cluster's keys in clear text as if TLS protected
+ * them. *@out_key is then the key at fault, NULL for the section.
+ */
+gboolean vmr_cluster_config_check (const VmrClusterConfig *self, const gchar **out_key,
+                                   GError **error);
 
 /* TRUE when the two would make the same cluster client */
 gboolean vmr_cluster_config_equal (const VmrClusterConfig *a, const VmrClusterConfig *b);

@@ -405,6 +405,7 @@ load_cluster (Loader *loader, GKeyFile *keyfile, const gchar *group, GStrv keys)
 {
     g_autoptr (VmrClusterConfig) config = vmr_cluster_config_new ();
     g_autoptr (GError) check_error = NULL;
+    const gchar *check_key = NULL;
     gboolean valid = TRUE;
 
     for (guint k = 0; keys != NULL && keys[k] != NULL; k++) {
@@ -417,8 +418,8 @@ load_cluster (Loader *loader, GKeyFile *keyfile, const gchar *group, GStrv keys)
             valid = FALSE;
         }
     }
-    if (valid && !vmr_cluster_config_check (config, &check_error)) {
-        add_error (loader, group, NULL, 0, "%s", check_error->message);
+    if (valid && !vmr_cluster_config_check (config, &check_key, &check_error)) {
+        add_error (loader, group, check_key, 0, "%s", check_error->message);
         valid = FALSE;
     }
     return valid ? g_steal_pointer (&config) : NULL;

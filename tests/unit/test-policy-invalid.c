@@ -374,6 +374,13 @@ static const InvalidCase invalid_cases[] = {
     { "cluster without a name",
       "[cluster]\netcd = http://127.0.0.1:2379\n",
       { { 1, "[cluster] ", "name is missing" } } },
+    /* it would look protected and send every key in clear text */
+    { "cluster's tls-creds beside http://",
+      "[cluster]\nname = prod-a\n"
+      "etcd = https://e1:2379, http://e2:2379\n"
+      "tls-creds = /etc/virt-mirror/etcd\n",
+      { { 4, "[cluster] tls-creds: ",
+          "set beside the endpoint http://e2:2379, which is plain HTTP" } } },
     { "cluster's bad keys",
       "[cluster]\n"
       "name = prod a\n"
