@@ -34,8 +34,15 @@ typedef struct {
     gboolean interrupted; /* SIGINT or SIGTERM */
     guint refresh_id;
     guint draw_id;
+    guint keepalive_id;
     GError *error; /* what cut the watch off */
 } Watch;
+
+/*
+ * a request now and then: the daemon cuts off a client of another user than
+ * root that sends nothing for its --client-idle-timeout (10 min by default)
+ */
+#define KEEPALIVE_INTERVAL_S 60
 
 static void
 entry_free (Entry *entry)
@@ -442,6 +449,25 @@ print_json (Watch *self)
     vmr_cli_json_print (node);
 }
 
+static void
+keepalive_done_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (JsonNode) reply = NULL;
+
+    /* a lost connection is said by "disconnected" */
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, NULL);
+}
+
+static gboolean
+keepalive_cb (gpointer user_data)
+{
+    Watch *self = user_data;
+
+    vmr_qmp_client_execute_async (self->client, "query-version", NULL, 0, NULL, keepalive_done_cb,
+                                  NULL);
+    return G_SOURCE_CONTINUE;
+}
+
 static gboolean
 run_watch (Watch *self, const VmrCliCommand *cmd, GError **error)
 {
@@ -466,7 +492,9 @@ run_watch (Watch *self, const VmrCliCommand *cmd, GError **error)
     ok = read_jobs (self, cmd, error);
     if (ok && !all_ended (self) && !self->interrupted && self->error == NULL) {
         draw (self);
+        self->keepalive_id = g_timeout_add_seconds (KEEPALIVE_INTERVAL_S, keepalive_cb, self);
         g_main_loop_run (self->loop);
+        g_clear_handle_id (&self->keepalive_id, g_source_remove);
     }
     g_signal_handler_disconnect (self->client, event_id);
     g_signal_handler_disconnect (self->client, disconnected_id);
