@@ -784,3 +784,50 @@ vmr_harness_unmount_tmpfs (VmrHarness *h)
     g_clear_pointer (&h->tmpfs_dir, g_free);
     update_crash_cleanup (h);
 }
+
+GSocket *
+vmr_harness_connect_unix (const gchar *path)
+{
+    g_autoptr (GSocket) socket = g_socket_new (G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM,
+                                               G_SOCKET_PROTOCOL_DEFAULT, NULL);
+    g_autoptr (GSocketAddress) address = g_unix_socket_address_new (path);
+    g_autoptr (GError) error = NULL;
+
+    g_assert_nonnull (socket);
+    if (!g_socket_connect (socket, address, NULL, &error))
+        vmr_fail ("cannot connect to %s: %s", path, error->message);
+    g_socket_set_timeout (socket, 30);
+    return g_steal_pointer (&socket);
+}
+
+gchar *
+vmr_harness_socket_line (GSocket *socket, GString *buf)
+{
+    while (TRUE) {
+        gchar *newline = memchr (buf->str, '\n', buf->len);
+        gchar chunk[65536];
+        gssize n;
+
+        if (newline != NULL) {
+            gchar *line = g_strndup (buf->str, (gsize) (newline - buf->str));
+
+            g_string_erase (buf, 0, newline - buf->str + 1);
+            return line;
+        }
+        n = g_socket_receive (socket, chunk, sizeof chunk, NULL, NULL);
+        if (n <= 0)
+            return NULL;
+        g_string_append_len (buf, chunk, n);
+    }
+}
+
+guint
+vmr_harness_count_lines (const gchar *text, const gchar *needle)
+{
+    g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+    guint n = 0;
+
+    for (guint i = 0; lines[i] != NULL; i++)
+        n += strstr (lines[i], needle) != NULL;
+    return n;
+}

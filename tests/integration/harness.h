@@ -257,7 +257,7 @@ void vmr_harness_stop_daemon (VmrHarness *h);
 void vmr_harness_kill_daemon (VmrHarness *h);
 
 /*
- * Starts the daemon again, after vmr_harness_kill_daemon() or
+ * Starts the daemon, or starts it again after vmr_harness_kill_daemon() or
  * vmr_harness_stop_daemon(), on the same socket and state dir, with the
  * extra arguments @extra (NULL-terminated, or NULL for none), and waits until
  * it answers. Asserts on failure.
@@ -510,6 +510,18 @@ guint vmr_harness_count_jobs (VmrHarness *h);
  * submitted them), for at most VMR_HARNESS_JOB_TIMEOUT_S
  */
 void vmr_harness_wait_job_count (VmrHarness *h, guint n);
+
+/* the lines of @text that have @needle */
+guint vmr_harness_count_lines (const gchar *text, const gchar *needle);
+
+/* a client's connection to the UNIX socket @path, with 30 s timeouts; asserts */
+GSocket *vmr_harness_connect_unix (const gchar *path);
+
+/*
+ * The next line @socket brings, without its newline; @buf keeps what came
+ * after it for the next call. NULL at the end of the stream (or after 30 s).
+ */
+gchar *vmr_harness_socket_line (GSocket *socket, GString *buf);
 
 /*
  * A UNIX socket in the test's directory that accepts connections (kernel

@@ -38,16 +38,7 @@ typedef struct {
 static GSocket *
 connect_client (VmrHarness *h)
 {
-    g_autoptr (GSocket) socket = g_socket_new (G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM,
-                                               G_SOCKET_PROTOCOL_DEFAULT, NULL);
-    g_autoptr (GSocketAddress) address = g_unix_socket_address_new (h->socket);
-    g_autoptr (GError) error = NULL;
-
-    g_assert_nonnull (socket);
-    g_assert_true (g_socket_connect (socket, address, NULL, &error));
-    g_assert_no_error (error);
-    g_socket_set_timeout (socket, 30);
-    return g_steal_pointer (&socket);
+    return vmr_harness_connect_unix (h->socket);
 }
 
 /* reads until the daemon closes the connection */
@@ -136,24 +127,13 @@ static gchar *
 read_line (GSocket *socket, GString *buf)
 {
     while (TRUE) {
-        gchar *nl = memchr (buf->str, '\n', buf->len);
-        gchar chunk[4096];
-        gssize n;
+        gchar *line = vmr_harness_socket_line (socket, buf);
 
-        if (nl != NULL) {
-            gchar *line = g_strndup (buf->str, (gsize) (nl - buf->str));
-
-            g_string_erase (buf, 0, nl - buf->str + 1);
-            if (g_str_has_prefix (line, "{\"QMP\"")) {
-                g_free (line);
-                continue;
-            }
-            return line;
-        }
-        n = g_socket_receive (socket, chunk, sizeof chunk, NULL, NULL);
-        if (n <= 0)
+        if (line == NULL)
             vmr_fail ("a well-behaved client lost its connection");
-        g_string_append_len (buf, chunk, n);
+        if (!g_str_has_prefix (line, "{\"QMP\""))
+            return line;
+        g_free (line);
     }
 }
 
@@ -199,17 +179,6 @@ start_daemon (VmrHarness *h, const gchar *log_path)
         g_usleep (10 * 1000);
     g_assert_true (g_file_test (h->socket, G_FILE_TEST_EXISTS));
     return proc;
-}
-
-static guint
-count_lines (const gchar *log, const gchar *needle)
-{
-    g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
-    guint n = 0;
-
-    for (guint i = 0; lines[i] != NULL; i++)
-        n += strstr (lines[i], needle) != NULL;
-    return n;
 }
 
 static void
@@ -288,10 +257,12 @@ test_bad_clients (VmrHarness *h, gconstpointer user_data)
     g_assert_true (g_subprocess_wait_check (daemon, NULL, NULL));
     g_assert_true (g_file_get_contents (log_path, &log, NULL, NULL));
     g_test_message ("daemon log:\n%s", log);
-    g_assert_cmpuint (count_lines (log, "cut off client"), ==, 3);
-    g_assert_cmpuint (count_lines (log, "the peer left more than 4 MiB unread"), ==, 1);
-    g_assert_cmpuint (count_lines (log, "the peer sent a line longer than 1 MiB"), ==, 1);
-    g_assert_cmpuint (count_lines (log, "the peer left a line unfinished for 10 s"), ==, 1);
+    g_assert_cmpuint (vmr_harness_count_lines (log, "cut off client"), ==, 3);
+    g_assert_cmpuint (vmr_harness_count_lines (log, "the peer left more than 4 MiB unread"), ==, 1);
+    g_assert_cmpuint (vmr_harness_count_lines (log, "the peer sent a line longer than 1 MiB"), ==,
+                      1);
+    g_assert_cmpuint (vmr_harness_count_lines (log, "the peer left a line unfinished for 10 s"), ==,
+                      1);
     for (BadClient *c = &flood; c != NULL; c = c == &flood ? &huge : c == &huge ? &trickle : NULL) {
         g_object_unref (c->socket);
         g_string_free (c->got, TRUE);

@@ -19,64 +19,13 @@
 
 #include <glib/gstdio.h>
 
-#include "harness.h"
+#include "peer-fixture.h"
 
 #define IMAGE_SIZE (16 * 1024 * 1024)
 #define GROUP      "vmr-readonly-test"
 #define USER       "nobody"
 
-typedef struct {
-    VmrHarness h;
-    gboolean made_group; /* the test added GROUP: removed in teardown */
-    gchar *readonly_socket;
-    gchar *log;
-} Fixture;
-
-static gboolean
-run_quietly (const gchar *const *argv)
-{
-    gint status = 0;
-
-    return g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
-                         &status, NULL)
-           && g_spawn_check_wait_status (status, NULL);
-}
-
-static void
-fixture_setup (Fixture *t, gconstpointer user_data)
-{
-    const gchar *add[] = { "groupadd", "--system", GROUP, NULL };
-
-    vmr_harness_setup_no_daemon (&t->h, user_data);
-    if (vmr_harness_skipped (&t->h))
-        return;
-    if (!vmr_harness_require (&t->h, "setpriv", "groupadd", "groupdel", NULL))
-        return;
-    if (getuid () != 0 || getpwnam (USER) == NULL) {
-        vmr_harness_skip (&t->h, "needs root and a user " USER);
-        return;
-    }
-    if (getgrnam (GROUP) == NULL) {
-        g_assert_true (run_quietly (add));
-        t->made_group = TRUE;
-    }
-    /* the user must reach the read-only socket's directory */
-    g_assert_cmpint (g_chmod (t->h.dir, 0711), ==, 0);
-    t->readonly_socket = g_build_filename (t->h.dir, "ro", "virt-mirrord-ro.sock", NULL);
-    t->log = vmr_harness_path (&t->h, "daemon.log");
-}
-
-static void
-fixture_teardown (Fixture *t, gconstpointer user_data)
-{
-    const gchar *del[] = { "groupdel", GROUP, NULL };
-
-    if (t->made_group)
-        g_assert_true (run_quietly (del));
-    g_free (t->readonly_socket);
-    g_free (t->log);
-    vmr_harness_teardown (&t->h, user_data);
-}
+typedef VmrPeerTest Fixture;
 
 /* a CLI run: its result and the pid it ran as */
 typedef struct {
@@ -137,17 +86,6 @@ run_cli (Fixture *t, gboolean as_user, const gchar *const *args, Run *out)
         run_cli ((t), (as_user), run_args_, (run));                                                \
     } while (0)
 
-/* the daemon's log has a line with @text */
-static void
-assert_logged (Fixture *t, const gchar *text)
-{
-    g_autofree gchar *log = NULL;
-
-    g_assert_true (g_file_get_contents (t->log, &log, NULL, NULL));
-    if (strstr (log, text) == NULL)
-        vmr_fail ("the daemon did not log \"%s\":\n%s", text, log);
-}
-
 /* as USER on the read-only socket, `@args` is refused, as @wire_name, and logged */
 static void
 assert_readonly_refuses (Fixture *t, const gchar *wire_name, const gchar *const *args)
@@ -169,7 +107,7 @@ assert_readonly_refuses (Fixture *t, const gchar *wire_name, const gchar *const 
                   run.result->err);
     logged = g_strdup_printf ("%s from uid %u pid %s refused on the read-only socket", wire_name,
                               (guint) getpwnam (USER)->pw_uid, run.pid);
-    assert_logged (t, logged);
+    vmr_peer_test_assert_logged (t, logged);
 }
 
 #define READONLY_REFUSES(t, wire_name, ...)                                                        \
@@ -234,7 +172,7 @@ test_readonly_socket (Fixture *t, gconstpointer user_data)
         reply = vmr_cli_result_parse_json (run.result);
         id = g_strdup (vmr_harness_json_string (vmr_harness_json_node_object (reply), "id"));
         logged = g_strdup_printf ("migrate from uid 0 pid %s", run.pid);
-        assert_logged (t, logged);
+        vmr_peer_test_assert_logged (t, logged);
     }
     job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
 
@@ -318,7 +256,7 @@ test_readonly_socket (Fixture *t, gconstpointer user_data)
         g_assert_nonnull (strstr (run.result->err, reason));
         g_clear_pointer (&logged, g_free);
         logged = g_strdup_printf ("job-cancel from uid %u pid %s refused", uid, run.pid);
-        assert_logged (t, logged);
+        vmr_peer_test_assert_logged (t, logged);
     }
     g_assert_cmpint (g_chmod (h->socket, 0600), ==, 0);
     g_clear_pointer (&job, json_object_unref);
@@ -361,7 +299,7 @@ test_readonly_socket (Fixture *t, gconstpointer user_data)
         vmr_cli_result_assert_ok (run.result);
         g_clear_pointer (&logged, g_free);
         logged = g_strdup_printf ("job-cancel from uid 0 pid %s", run.pid);
-        assert_logged (t, logged);
+        vmr_peer_test_assert_logged (t, logged);
         while (seen.state == NULL && g_get_monotonic_time () < deadline) {
             if (!g_main_context_iteration (NULL, FALSE))
                 g_usleep (10 * 1000);
@@ -380,7 +318,6 @@ int
 main (int argc, char **argv)
 {
     vmr_harness_init (&argc, &argv);
-    g_test_add ("/readonly/socket", Fixture, NULL, fixture_setup, test_readonly_socket,
-                fixture_teardown);
+    VMR_PEER_TEST_ADD ("/readonly/socket", GROUP, test_readonly_socket);
     return g_test_run ();
 }
