@@ -403,7 +403,12 @@ assert_body_refused (VmrHarness *h, guint port)
                     " to %" G_GUINT64_FORMAT " KiB",
                     sent, before_kib, after_kib);
     g_assert_cmpuint (sent, <, 64 * 1024 * 1024);
+#ifdef __SANITIZE_ADDRESS__
+    /* ASan keeps freed memory in quarantine and counts it: the normal build holds the bound */
+    g_test_message ("under ASan the daemon's peak is not bounded here");
+#else
     g_assert_cmpuint (after_kib - before_kib, <, 16 * 1024);
+#endif
 }
 
 /* 0.0.0.0 is served when it is asked for by name, from the option or the environment */

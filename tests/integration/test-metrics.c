@@ -530,8 +530,16 @@ static void
 test_bad_listen (Scraper *s, gconstpointer user_data)
 {
     static const gchar *const bad[] = {
-        "nonsense",       "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536",
-        "localhost:9474", "[::1]",     ":9474",
+        "nonsense",
+        "127.0.0.1",
+        "127.0.0.1:0",
+        "127.0.0.1:65536",
+        "localhost:9474",
+        "[::1]",
+        ":9474",
+        /* every address, not loopback: only with --metrics-allow-remote */
+        "0.0.0.0:9474",
+        "[::]:9474",
     };
     VmrHarness *h = &s->t.h;
     g_autoptr (GSocket) holder = NULL;

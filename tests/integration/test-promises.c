@@ -290,6 +290,46 @@ test_policy_check (VmrHarness *h, gconstpointer user_data)
 }
 
 /*
+ * cluster.md: tls-creds beside an http:// endpoint is refused by `policy
+ * check` at its line, one line, and by a reload, which keeps the policy in
+ * force
+ */
+static void
+test_policy_check_tls_http (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar text[] = "[cluster]\nname = prod-a\n"
+                                "etcd = https://127.0.0.1:2379, http://127.0.0.1:2381\n"
+                                "tls-creds = /etc/virt-mirror/etcd\n";
+    g_autofree gchar *policy = NULL;
+    g_autofree gchar *where = NULL;
+    g_autoptr (VmrCliResult) checked = NULL;
+    g_autoptr (VmrCliResult) reloaded = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    policy = vmr_harness_write_policy (h, "[defaults]\nspeed = 100M\n");
+    vmr_harness_start_daemon (h, "--policy", policy, NULL);
+    g_assert_true (g_file_set_contents (policy, text, -1, NULL));
+    checked = vmr_harness_cli (h, "policy", "check", policy, NULL);
+    g_test_message ("policy check: %s%s", checked->out, checked->err);
+    g_assert_cmpint (checked->status, ==, 1);
+    where = g_strdup_printf ("%s:4: [cluster] tls-creds: set beside the endpoint "
+                             "http://127.0.0.1:2381, which is plain HTTP",
+                             policy);
+    if (strstr (checked->out, where) == NULL && strstr (checked->err, where) == NULL)
+        vmr_fail ("`policy check` does not say \"%s\": %s%s", where, checked->out, checked->err);
+    g_assert_cmpuint (vmr_harness_count_lines (checked->out, "tls-creds")
+                          + vmr_harness_count_lines (checked->err, "tls-creds"),
+                      ==, 1);
+    /* it is the daemon's file: a reload is refused, and the daemon goes on with the last one */
+    reloaded = vmr_harness_cli (h, "reload", NULL);
+    g_assert_cmpint (reloaded->status, ==, 1);
+    g_assert_nonnull (strstr (reloaded->err, where));
+    g_assert_nonnull (strstr (reloaded->err, "the policy is unchanged"));
+    vmr_harness_assert_daemon_serving (h);
+}
+
+/*
  * cli.md: on SIGINT `migrate --wait` stops waiting, not the job, and exits 1
  * with one line saying the job keeps running
  */
@@ -427,6 +467,7 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/promises/cache-mode", NULL, test_cache_mode);
     VMR_HARNESS_ADD ("/promises/reuse-larger", NULL, test_reuse_larger);
     VMR_HARNESS_ADD ("/promises/policy-check", NULL, test_policy_check);
+    VMR_HARNESS_ADD_NO_DAEMON ("/promises/policy-check-tls-http", NULL, test_policy_check_tls_http);
     VMR_HARNESS_ADD ("/promises/wait-sigint", NULL, test_wait_sigint);
     VMR_HARNESS_ADD_NO_DAEMON ("/promises/retention", NULL, test_retention);
     return g_test_run ();
