@@ -4,6 +4,7 @@
 #include <glib-unix.h>
 #include <grp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -342,6 +343,7 @@ main (int argc, char **argv)
     g_autofree gchar *readonly_socket = NULL;
     g_autofree gchar *socket_dir = NULL;
     g_autofree gchar *readonly_dir = NULL;
+    g_autofree gchar *metrics_dir = NULL;
     gid_t readonly_gid = (gid_t) -1;
     const gchar *libvirt_uri;
     g_autofree gchar *policy_path = NULL;
@@ -394,6 +396,10 @@ main (int argc, char **argv)
     if (readonly_socket != NULL) {
         readonly_dir = g_path_get_dirname (readonly_socket);
         vmr_engine_protect_directory (engine, "read-only socket directory", readonly_dir);
+    }
+    if (metrics_listen != NULL && g_str_has_prefix (metrics_listen, "unix:")) {
+        metrics_dir = g_path_get_dirname (metrics_listen + strlen ("unix:"));
+        vmr_engine_protect_directory (engine, "metrics socket directory", metrics_dir);
     }
     /* the default file may be absent (built-in values); a named one must exist */
     policy_required
