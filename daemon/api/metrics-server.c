@@ -238,7 +238,7 @@ metrics_cb (SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
     g_autoptr (VmrEngineStats) stats = NULL;
     gchar *text;
 
-    /* the handler also gets the paths below its own */
+    /* it serves every path, /metrics alone with the metrics */
     if (!g_str_equal (path, METRICS_PATH)) {
         soup_server_message_set_status (msg, SOUP_STATUS_NOT_FOUND, NULL);
         return;
@@ -300,8 +300,9 @@ vmr_metrics_server_listen (VmrMetricsServer *self, const gchar *text, gboolean a
     if (address == NULL)
         return FALSE;
     server = soup_server_new ("server-header", "virt-mirrord", NULL);
+    /* every path: soup asks the early handler of the path it serves only */
     soup_server_add_early_handler (server, NULL, early_cb, self, NULL);
-    soup_server_add_handler (server, METRICS_PATH, metrics_cb, self, NULL);
+    soup_server_add_handler (server, NULL, metrics_cb, self, NULL);
     g_signal_connect (server, "request-started", G_CALLBACK (request_started_cb), self);
     g_signal_connect (server, "request-read", G_CALLBACK (request_read_cb), self);
     if (!server_listen (server, address, gid, &local_error)) {
