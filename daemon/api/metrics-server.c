@@ -118,6 +118,18 @@ find_client (VmrMetricsServer *self, GSocket *socket)
     return NULL;
 }
 
+/* forgets the clients whose connection soup closed (it may keep their socket a while) */
+static void
+forget_closed (VmrMetricsServer *self)
+{
+    for (guint i = self->clients->len; i > 0; i--) {
+        MetricsClient *client = g_ptr_array_index (self->clients, i - 1);
+
+        if (g_socket_is_closed (client->socket))
+            g_ptr_array_remove_index_fast (self->clients, i - 1);
+    }
+}
+
 /*
  * a client past its time is shut down, and soup closes its connection; one
  * that soup still has not closed a period later is closed here, so that its
@@ -129,12 +141,11 @@ sweep_cb (gpointer user_data)
     VmrMetricsServer *self = user_data;
     gint64 now = g_get_monotonic_time ();
 
-    for (guint i = self->clients->len; i > 0; i--) {
-        MetricsClient *client = g_ptr_array_index (self->clients, i - 1);
+    forget_closed (self);
+    for (guint i = 0; i < self->clients->len; i++) {
+        MetricsClient *client = g_ptr_array_index (self->clients, i);
 
-        if (g_socket_is_closed (client->socket)) {
-            g_ptr_array_remove_index_fast (self->clients, i - 1);
-        } else if (now - client->since_us >= VMR_METRICS_REQUEST_TIMEOUT_S * G_USEC_PER_SEC) {
+        if (now - client->since_us >= VMR_METRICS_REQUEST_TIMEOUT_S * G_USEC_PER_SEC) {
             g_debug ("closing a metrics connection silent for %d s", VMR_METRICS_REQUEST_TIMEOUT_S);
             if (client->shut)
                 g_socket_close (client->socket, NULL);
@@ -164,11 +175,13 @@ request_started_cb (SoupServer *server, SoupServerMessage *msg, gpointer user_da
 {
     VmrMetricsServer *self = user_data;
     GSocket *socket = soup_server_message_get_socket (msg);
-    MetricsClient *client = socket != NULL ? find_client (self, socket) : NULL;
+    MetricsClient *client = NULL;
     guint left_out = 0;
 
     if (socket == NULL)
         return;
+    forget_closed (self);
+    client = find_client (self, socket);
     if (client == NULL && self->clients->len >= VMR_METRICS_MAX_CLIENTS) {
         if (vmr_log_throttle_pass (&self->refusal_log, &left_out))
             g_message ("refused a metrics connection of %s: %d connections already%s",
