@@ -604,7 +604,7 @@ test_policy_cluster (void)
     policy = vmr_policy_load_from_data ("b.conf",
                                         "[cluster]\n"
                                         "name = prod-a\n"
-                                        "etcd = http://127.0.0.1:2379, https://etcd2:2379/\n"
+                                        "etcd = https://127.0.0.1:2379, https://etcd2:2379/\n"
                                         "tls-creds = /etc/etcd//certs/\n"
                                         "host = node-1\n"
                                         "max-parallel = 5\n"
@@ -618,7 +618,7 @@ test_policy_cluster (void)
     g_assert_nonnull (config);
     g_assert_cmpstr (config->name, ==, "prod-a");
     g_assert_cmpuint (g_strv_length (config->endpoints), ==, 2);
-    g_assert_cmpstr (config->endpoints[0], ==, "http://127.0.0.1:2379");
+    g_assert_cmpstr (config->endpoints[0], ==, "https://127.0.0.1:2379");
     g_assert_cmpstr (config->endpoints[1], ==, "https://etcd2:2379");
     g_assert_cmpstr (config->tls_creds, ==, "/etc/etcd/certs");
     g_assert_cmpstr (config->host, ==, "node-1");
