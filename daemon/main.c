@@ -228,7 +228,7 @@ parse_options (gint *argc, gchar ***argv, Options *o)
         { "max-clients", 0, 0, G_OPTION_ARG_STRING, &o->limits.max_clients,
           "Control connections at once, both sockets (env VIRT_MIRROR_MAX_CLIENTS, "
           "default " G_STRINGIFY (
-              VMR_CONTROL_DEFAULT_MAX_CLIENTS) "; users other than root get half)",
+              VMR_CONTROL_DEFAULT_MAX_CLIENTS) "; half of it for all users but root together)",
           "N" },
         { "max-clients-per-user", 0, 0, G_OPTION_ARG_STRING, &o->limits.max_clients_per_user,
           "Control connections at once of one user other than root (env "
