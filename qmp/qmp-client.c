@@ -459,17 +459,15 @@ command_cancelled_cb (GCancellable *cancellable, gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
-void
-vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, JsonObject *arguments,
-                              guint timeout_ms, GCancellable *cancellable,
-                              GAsyncReadyCallback callback, gpointer user_data)
+/* vmr_qmp_client_execute_async() with @fd (-1: none) */
+static void
+execute (VmrQmpClient *self, const gchar *command, JsonObject *arguments, gint fd, guint timeout_ms,
+         GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
 {
     g_autoptr (GTask) task = NULL;
     g_autoptr (JsonObject) msg = json_object_new ();
+    g_autoptr (GError) error = NULL;
     PendingCommand *cmd;
-
-    g_return_if_fail (VMR_IS_QMP_CLIENT (self));
-    g_return_if_fail (command != NULL);
 
     task = g_task_new (self, cancellable, callback, user_data);
     g_task_set_source_tag (task, vmr_qmp_client_execute_async);
@@ -485,16 +483,43 @@ vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, JsonObje
     cmd->id = g_strdup_printf ("vmr-%" G_GUINT64_FORMAT, ++self->next_id);
     g_task_set_task_data (task, cmd, (GDestroyNotify) pending_command_free);
 
-    attach_wait_ends (self, timeout_ms, cancellable, command_timeout_cb,
-                      G_SOURCE_FUNC (command_cancelled_cb), task, &cmd->timeout_source,
-                      &cmd->cancel_source);
-
     json_object_set_string_member (msg, "execute", command);
     if (arguments != NULL)
         json_object_set_object_member (msg, "arguments", json_object_ref (arguments));
     json_object_set_string_member (msg, "id", cmd->id);
+    if (fd >= 0 && !vmr_qmp_stream_send_with_fd (self->stream, msg, fd, &error)) {
+        g_prefix_error (&error, "cannot run '%s': ", command);
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    attach_wait_ends (self, timeout_ms, cancellable, command_timeout_cb,
+                      G_SOURCE_FUNC (command_cancelled_cb), task, &cmd->timeout_source,
+                      &cmd->cancel_source);
     g_hash_table_insert (self->pending, cmd->id, g_object_ref (task));
-    vmr_qmp_stream_send (self->stream, msg);
+    if (fd < 0)
+        vmr_qmp_stream_send (self->stream, msg);
+}
+
+void
+vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, JsonObject *arguments,
+                              guint timeout_ms, GCancellable *cancellable,
+                              GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_return_if_fail (VMR_IS_QMP_CLIENT (self));
+    g_return_if_fail (command != NULL);
+    execute (self, command, arguments, -1, timeout_ms, cancellable, callback, user_data);
+}
+
+void
+vmr_qmp_client_execute_with_fd_async (VmrQmpClient *self, const gchar *command,
+                                      JsonObject *arguments, gint fd, guint timeout_ms,
+                                      GCancellable *cancellable, GAsyncReadyCallback callback,
+                                      gpointer user_data)
+{
+    g_return_if_fail (VMR_IS_QMP_CLIENT (self));
+    g_return_if_fail (command != NULL);
+    g_return_if_fail (fd >= 0);
+    execute (self, command, arguments, fd, timeout_ms, cancellable, callback, user_data);
 }
 
 JsonNode *

@@ -55,6 +55,17 @@ void vmr_qmp_client_execute_async (VmrQmpClient *self, const gchar *command, Jso
                                    GAsyncReadyCallback callback, gpointer user_data);
 JsonNode *vmr_qmp_client_execute_finish (VmrQmpClient *self, GAsyncResult *res, GError **error);
 
+/*
+ * As vmr_qmp_client_execute_async(), with the open descriptor @fd (not
+ * consumed) passed along with the command (SCM_RIGHTS), for add-fd and
+ * getfd; the monitor must be a UNIX socket. Finish with
+ * vmr_qmp_client_execute_finish().
+ */
+void vmr_qmp_client_execute_with_fd_async (VmrQmpClient *self, const gchar *command,
+                                           JsonObject *arguments, gint fd, guint timeout_ms,
+                                           GCancellable *cancellable, GAsyncReadyCallback callback,
+                                           gpointer user_data);
+
 /* blocking wrapper: iterates the thread-default main context */
 JsonNode *vmr_qmp_client_execute_sync (VmrQmpClient *self, const gchar *command,
                                        JsonObject *arguments, guint timeout_ms, GError **error);

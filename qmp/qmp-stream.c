@@ -2,7 +2,12 @@
 
 #include "qmp-stream.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <gio/gunixfdmessage.h>
 
 #include "vmr-error.h"
 #include "vmr-json.h"
@@ -16,7 +21,7 @@ struct _VmrQmpStream {
     guint8 *chunk;                  /* what one read fills */
     GCancellable *cancellable;      /* cancelled on close */
     GCancellable *read_cancellable; /* cancelled on close, also when writes may finish */
-    GQueue write_queue;             /* of GBytes *, head is being written */
+    GQueue write_queue;             /* of QueuedWrite *, head is being written */
     gsize queued;                   /* bytes in write_queue */
     gsize max_line;                 /* see vmr_qmp_stream_set_limits() */
     gsize max_queued;
@@ -46,6 +51,21 @@ G_DEFINE_TYPE (VmrQmpStream, vmr_qmp_stream, G_TYPE_OBJECT)
 #define READ_CHUNK (64 * 1024)
 /* how long the last writes may take after a peer was cut off */
 #define FLUSH_TIMEOUT_S 2
+
+/* a line to write, and a descriptor that goes with its first bytes */
+typedef struct {
+    GBytes *bytes;
+    gint fd; /* sent as SCM_RIGHTS, then closed; -1 = none */
+} QueuedWrite;
+
+static void
+queued_write_free (QueuedWrite *write)
+{
+    g_bytes_unref (write->bytes);
+    if (write->fd >= 0)
+        close (write->fd);
+    g_free (write);
+}
 
 static void read_next_line (VmrQmpStream *self);
 static void write_next (VmrQmpStream *self);
@@ -355,22 +375,20 @@ vmr_qmp_stream_start (VmrQmpStream *self)
     read_next_line (self);
 }
 
+/* the head of the queue was written, or writing failed with @error */
 static void
-write_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+head_written (VmrQmpStream *self, const GError *error)
 {
-    g_autoptr (VmrQmpStream) self = user_data;
-    g_autoptr (GError) error = NULL;
-
-    if (!g_output_stream_write_all_finish (G_OUTPUT_STREAM (source), res, NULL, &error)) {
+    if (error != NULL) {
         if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
             g_debug ("write failed: %s", error->message);
-        g_queue_clear_full (&self->write_queue, (GDestroyNotify) g_bytes_unref);
+        g_queue_clear_full (&self->write_queue, (GDestroyNotify) queued_write_free);
         self->queued = 0;
     } else {
-        GBytes *done = g_queue_pop_head (&self->write_queue);
+        QueuedWrite *done = g_queue_pop_head (&self->write_queue);
 
-        self->queued -= g_bytes_get_size (done);
-        g_bytes_unref (done);
+        self->queued -= g_bytes_get_size (done->bytes);
+        queued_write_free (done);
     }
     if (!g_queue_is_empty (&self->write_queue)) {
         write_next (self);
@@ -379,6 +397,16 @@ write_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         clear_timer (self, &self->flush_timer);
         g_io_stream_close (self->stream, NULL, NULL);
     }
+}
+
+static void
+write_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (VmrQmpStream) self = user_data;
+    g_autoptr (GError) error = NULL;
+
+    g_output_stream_write_all_finish (G_OUTPUT_STREAM (source), res, NULL, &error);
+    head_written (self, error);
 }
 
 static gboolean
@@ -397,33 +425,98 @@ overflow_cb (gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
+static void write_with_fd (VmrQmpStream *self);
+
+static gboolean
+socket_writable_cb (GSocket *socket, GIOCondition condition, gpointer user_data)
+{
+    write_with_fd (user_data);
+    return G_SOURCE_REMOVE;
+}
+
+/*
+ * The head of the queue, whose descriptor goes with its first bytes in one
+ * sendmsg(); the rest, if the socket took only part, as any other line
+ */
+static void
+write_with_fd (VmrQmpStream *self)
+{
+    QueuedWrite *head = g_queue_peek_head (&self->write_queue);
+    GSocket *socket = g_socket_connection_get_socket (G_SOCKET_CONNECTION (self->stream));
+    g_autoptr (GSocketControlMessage) message = g_unix_fd_message_new ();
+    g_autoptr (GError) error = NULL;
+    GOutputVector vector;
+    gsize written = 0;
+    GPollableReturn sent;
+
+    vector.buffer = g_bytes_get_data (head->bytes, &vector.size);
+    if (!g_unix_fd_message_append_fd (G_UNIX_FD_MESSAGE (message), head->fd, &error)) {
+        head_written (self, error);
+        return;
+    }
+    sent = g_socket_send_message_with_timeout (socket, NULL, &vector, 1, &message, 1,
+                                               G_SOCKET_MSG_NONE, 0, &written, self->cancellable,
+                                               &error);
+    if (sent == G_POLLABLE_RETURN_WOULD_BLOCK) {
+        g_autoptr (GSource) source = g_socket_create_source (socket, G_IO_OUT, self->cancellable);
+
+        g_source_set_callback (source, G_SOURCE_FUNC (socket_writable_cb), g_object_ref (self),
+                               g_object_unref);
+        g_source_attach (source, self->context);
+        return;
+    }
+    if (sent != G_POLLABLE_RETURN_OK) {
+        head_written (self, error);
+        return;
+    }
+    close (head->fd);
+    head->fd = -1;
+    if (written == vector.size) {
+        head_written (self, NULL);
+        return;
+    }
+    /* the descriptor went with the first bytes: the rest is a plain write */
+    self->queued -= written;
+    g_bytes_unref (g_steal_pointer (&head->bytes));
+    head->bytes = g_bytes_new ((const guint8 *) vector.buffer + written, vector.size - written);
+    write_next (self);
+}
+
 static void
 write_next (VmrQmpStream *self)
 {
-    GBytes *bytes = g_queue_peek_head (&self->write_queue);
+    QueuedWrite *head = g_queue_peek_head (&self->write_queue);
     gsize size = 0;
-    gconstpointer data = g_bytes_get_data (bytes, &size);
+    gconstpointer data;
 
+    if (head->fd >= 0) {
+        write_with_fd (self);
+        return;
+    }
+    data = g_bytes_get_data (head->bytes, &size);
     g_output_stream_write_all_async (g_io_stream_get_output_stream (self->stream), data, size,
                                      G_PRIORITY_DEFAULT, self->cancellable, write_cb,
                                      g_object_ref (self));
 }
 
-void
-vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg)
+/* queues @msg with @fd (may be -1, else owned) for writing */
+static void
+queue_message (VmrQmpStream *self, JsonObject *msg, gint fd)
 {
-    g_autofree gchar *line = NULL;
-    gsize len;
+    g_autofree gchar *line = vmr_qmp_serialize (msg);
+    gsize len = strlen (line);
+    QueuedWrite *write;
 
-    g_return_if_fail (VMR_IS_QMP_STREAM (self));
-    if (self->closed)
-        return;
-    line = vmr_qmp_serialize (msg);
-    len = strlen (line);
     debug_line ("->", line, len - 1);
-    if (self->overflow_idle != 0)
+    if (self->overflow_idle != 0) {
+        if (fd >= 0)
+            close (fd);
         return;
-    g_queue_push_tail (&self->write_queue, g_bytes_new_take (g_steal_pointer (&line), len));
+    }
+    write = g_new0 (QueuedWrite, 1);
+    write->bytes = g_bytes_new_take (g_steal_pointer (&line), len);
+    write->fd = fd;
+    g_queue_push_tail (&self->write_queue, write);
     self->queued += len;
     if (g_queue_get_length (&self->write_queue) == 1) {
         write_next (self);
@@ -431,6 +524,43 @@ vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg)
         /* from the main loop: the caller may be going through every stream */
         self->overflow_idle = add_timer (self, 0, overflow_cb);
     }
+}
+
+void
+vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg)
+{
+    g_return_if_fail (VMR_IS_QMP_STREAM (self));
+    if (self->closed)
+        return;
+    queue_message (self, msg, -1);
+}
+
+gboolean
+vmr_qmp_stream_send_with_fd (VmrQmpStream *self, JsonObject *msg, gint fd, GError **error)
+{
+    gint copy;
+
+    g_return_val_if_fail (VMR_IS_QMP_STREAM (self), FALSE);
+    g_return_val_if_fail (fd >= 0, FALSE);
+    if (!G_IS_SOCKET_CONNECTION (self->stream)
+        || g_socket_get_family (g_socket_connection_get_socket (G_SOCKET_CONNECTION (self->stream)))
+               != G_SOCKET_FAMILY_UNIX) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_FAILED,
+                             "a file descriptor can only be passed over a UNIX socket");
+        return FALSE;
+    }
+    if (self->closed) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_DISCONNECTED, "the connection is closed");
+        return FALSE;
+    }
+    copy = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+    if (copy < 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "cannot duplicate a file descriptor: %s",
+                     g_strerror (errno));
+        return FALSE;
+    }
+    queue_message (self, msg, copy);
+    return TRUE;
 }
 
 void
@@ -507,7 +637,7 @@ vmr_qmp_stream_finalize (GObject *object)
     clear_timer (self, &self->flush_timer);
     g_cancellable_cancel (self->cancellable);
     g_cancellable_cancel (self->read_cancellable);
-    g_queue_clear_full (&self->write_queue, (GDestroyNotify) g_bytes_unref);
+    g_queue_clear_full (&self->write_queue, (GDestroyNotify) queued_write_free);
     g_byte_array_unref (self->pending);
     g_free (self->chunk);
     if (self->stream != NULL)

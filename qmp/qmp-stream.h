@@ -61,6 +61,15 @@ void vmr_qmp_stream_set_idle_timeout (VmrQmpStream *self, guint idle_timeout_s);
 /* queues @msg (not consumed) for writing; writes keep their order */
 void vmr_qmp_stream_send (VmrQmpStream *self, JsonObject *msg);
 
+/*
+ * As vmr_qmp_stream_send(), and the open descriptor @fd (not consumed: a
+ * duplicate goes) travels with the first bytes of the line (SCM_RIGHTS), as
+ * QEMU's add-fd and getfd take one. FALSE with VMR_ERROR_FAILED when the
+ * stream is no UNIX socket or @fd cannot be duplicated, VMR_ERROR_DISCONNECTED
+ * when it is closed; nothing is sent then.
+ */
+gboolean vmr_qmp_stream_send_with_fd (VmrQmpStream *self, JsonObject *msg, gint fd, GError **error);
+
 /* stops reading and writing and closes the underlying stream; emits "closed"
  * if it was not emitted yet */
 void vmr_qmp_stream_close (VmrQmpStream *self);

@@ -9,6 +9,13 @@
  */
 #define G_LOG_DOMAIN "vmr-test"
 
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gio/gunixfdmessage.h>
 #include <glib/gstdio.h>
 
 #include "qmp-peer.h"
@@ -306,6 +313,111 @@ test_stream_close (QmpPeerFixture *fx, gconstpointer user_data)
 
 /* client: connecting */
 
+/* ---- a descriptor passed with a command ---- */
+
+/* what one recvmsg() of @socket gave: the bytes, and the descriptors that came with them */
+static gchar *
+receive_with_fds (GSocket *socket, GArray *fds)
+{
+    gchar buffer[4096];
+    GInputVector vector = { buffer, sizeof buffer - 1 };
+    GSocketControlMessage **messages = NULL;
+    gint n_messages = 0;
+    g_autoptr (GError) error = NULL;
+    gssize n;
+
+    g_socket_set_blocking (socket, TRUE);
+    n = g_socket_receive_message (socket, NULL, &vector, 1, &messages, &n_messages, NULL, NULL,
+                                  &error);
+    g_assert_no_error (error);
+    g_assert_cmpint (n, >, 0);
+    buffer[n] = '\0';
+    for (gint i = 0; i < n_messages; i++) {
+        gint n_fds = 0;
+        gint *stolen = g_unix_fd_message_steal_fds (G_UNIX_FD_MESSAGE (messages[i]), &n_fds);
+
+        g_array_append_vals (fds, stolen, (guint) n_fds);
+        g_free (stolen);
+        g_object_unref (messages[i]);
+    }
+    g_free (messages);
+    return g_strdup (buffer);
+}
+
+/*
+ * the descriptor travels with its own line (SCM_RIGHTS), the lines keep
+ * their order, and it is the same open file; a stream that is no UNIX
+ * socket cannot pass one and says so
+ */
+static void
+test_stream_send_fd (void)
+{
+    g_autofree gchar *dir = g_dir_make_tmp ("vmr-test-fd-XXXXXX", NULL);
+    g_autofree gchar *path = g_build_filename (dir, "passed", NULL);
+    g_autoptr (GSocket) ours = NULL;
+    g_autoptr (GSocket) theirs = NULL;
+    g_autoptr (GIOStream) conn = NULL;
+    g_autoptr (VmrQmpStream) stream = NULL;
+    g_autoptr (JsonObject) first = qmp_peer_json ("{\"execute\": \"first\"}");
+    g_autoptr (JsonObject) add_fd = qmp_peer_json ("{\"execute\": \"add-fd\"}");
+    g_autoptr (GArray) fds = g_array_new (FALSE, FALSE, sizeof (gint));
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GString) received = g_string_new (NULL);
+    struct stat st_file, st_passed;
+    gint sockets[2];
+    gint fd;
+
+    g_assert_no_errno (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets));
+    ours = g_socket_new_from_fd (sockets[0], &error);
+    g_assert_no_error (error);
+    theirs = g_socket_new_from_fd (sockets[1], &error);
+    g_assert_no_error (error);
+    conn = G_IO_STREAM (g_socket_connection_factory_create_connection (ours));
+    stream = vmr_qmp_stream_new (conn);
+    fd = open (path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    g_assert_cmpint (fd, >=, 0);
+
+    vmr_qmp_stream_send (stream, first);
+    g_assert_true (vmr_qmp_stream_send_with_fd (stream, add_fd, fd, &error));
+    g_assert_no_error (error);
+    /* ours is not taken: a duplicate went */
+    close (fd);
+    while (received->len == 0 || fds->len == 0) {
+        g_autofree gchar *part = NULL;
+
+        WAIT_UNTIL (g_socket_condition_check (theirs, G_IO_IN) != 0);
+        part = receive_with_fds (theirs, fds);
+        g_string_append (received, part);
+    }
+    while (strchr (strchr (received->str, '\n') + 1, '\n') == NULL) {
+        g_autofree gchar *part = NULL;
+
+        WAIT_UNTIL (g_socket_condition_check (theirs, G_IO_IN) != 0);
+        part = receive_with_fds (theirs, fds);
+        g_string_append (received, part);
+    }
+    g_assert_cmpstr (received->str, ==, "{\"execute\":\"first\"}\n{\"execute\":\"add-fd\"}\n");
+    g_assert_cmpuint (fds->len, ==, 1);
+    g_assert_cmpint (fstat (g_array_index (fds, gint, 0), &st_passed), ==, 0);
+    g_assert_cmpint (stat (path, &st_file), ==, 0);
+    g_assert_cmpuint (st_passed.st_ino, ==, st_file.st_ino);
+    g_assert_cmpuint (st_passed.st_dev, ==, st_file.st_dev);
+    close (g_array_index (fds, gint, 0));
+    g_assert_cmpint (g_unlink (path), ==, 0);
+    g_assert_cmpint (g_rmdir (dir), ==, 0);
+
+    /* a stream of bytes in memory has no descriptor to pass */
+    {
+        g_autoptr (GInputStream) in = g_memory_input_stream_new ();
+        g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
+        g_autoptr (GIOStream) memory = g_simple_io_stream_new (in, out);
+        g_autoptr (VmrQmpStream) other = vmr_qmp_stream_new (memory);
+
+        g_assert_false (vmr_qmp_stream_send_with_fd (other, add_fd, 0, &error));
+        g_assert_error (error, VMR_ERROR, VMR_ERROR_FAILED);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -313,6 +425,7 @@ main (int argc, char **argv)
 
     g_test_add_func ("/qmp/parse-line", test_parse_line);
     g_test_add_func ("/qmp/serialize", test_serialize);
+    g_test_add_func ("/qmp/stream/send-fd", test_stream_send_fd);
 
 #define ADD(path, setup, func)                                                                     \
     g_test_add (path, QmpPeerFixture, NULL, setup, func, qmp_peer_teardown)
