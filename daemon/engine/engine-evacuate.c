@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "destination-guard.h"
 #include "destination.h"
 #include "nbd-uri.h"
 #include "vmr-error.h"
@@ -93,10 +94,22 @@ relative_to (const gchar *path, const gchar *dir)
     return path[len] == '/' && path[len + 1] != '\0' ? path + len + 1 : NULL;
 }
 
+/*
+ * A disk's path as the planning compares it: every link, ".", ".." and
+ * double slash of the part that exists resolved, as a backend may report a
+ * path any of those ways; NULL for what is no path (an NBD URI)
+ */
+static gchar *
+resolved_path (const gchar *path)
+{
+    return path != NULL && g_path_is_absolute (path) ? vmr_destination_resolve_path (path) : NULL;
+}
+
 /* the domain and disk that use @path, or the job that writes it; NULL if none */
 static gchar *
 path_user (VmrEngine *self, const gchar *path)
 {
+    g_autofree gchar *resolved = resolved_path (path);
     GHashTableIter iter;
     DomainEntry *entry;
     VmrJob *job;
@@ -105,8 +118,10 @@ path_user (VmrEngine *self, const gchar *path)
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
         for (guint i = 0; entry->disks != NULL && i < entry->disks->len; i++) {
             VmrDisk *disk = g_ptr_array_index (entry->disks, i);
+            g_autofree gchar *used = resolved_path (disk->path);
 
-            if (g_strcmp0 (disk->path, path) == 0)
+            if (g_strcmp0 (disk->path, path) == 0
+                || (resolved != NULL && g_strcmp0 (used, resolved) == 0))
                 return g_strdup_printf ("%s of %s", disk->id, entry->name);
         }
     }
@@ -285,7 +300,8 @@ make_plan (VmrEngine *self, EvacuateData *data, GError **error)
             continue;
         for (guint i = 0; i < entry->disks->len; i++) {
             VmrDisk *disk = g_ptr_array_index (entry->disks, i);
-            const gchar *rel = relative_to (disk->path, data->from);
+            g_autofree gchar *source = resolved_path (disk->path);
+            const gchar *rel = relative_to (source, data->from);
             VmrJob *busy;
             PlanEntry *e;
             PlanEntry *other;
@@ -495,9 +511,10 @@ vmr_engine_evacuate_async (VmrEngine *self, const VmrEvacuateRequest *request,
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
-    data->from = g_canonicalize_filename (request->from, NULL);
+    /* both exist: compared resolved, as the disks' paths are */
+    data->from = vmr_destination_resolve_path (request->from);
     data->to = data->to_nbd != NULL ? g_strdup (data->to_nbd->canonical)
-                                    : g_canonicalize_filename (request->to, NULL);
+                                    : vmr_destination_resolve_path (request->to);
     if (g_strcmp0 (data->from, data->to) == 0) {
         g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                                  "the destination directory is the source directory %s",

@@ -14,6 +14,7 @@
 #include "evacuate-fixture.h"
 
 #include <string.h>
+#include <unistd.h>
 
 /* the plan entry for disk @i of @d in an evacuate reply; NULL when there is none */
 static JsonObject *
@@ -276,6 +277,54 @@ test_evacuate (VmrHarness *h, gconstpointer user_data)
     progress = g_strdup_printf ("evacuate: %u/%u disks done", n_disks, n_disks);
     g_assert_nonnull (strstr (run->out, progress));
     g_assert_nonnull (strstr (run->out, summary));
+    assert_evacuated (&e, NULL, run->out);
+}
+
+/*
+ * disks whose paths, as QEMU reports them, reach FROM through a double
+ * slash, a "..", or a symbolic link to FROM: each is planned under TO by
+ * where it really lies, and moved there
+ */
+static void
+test_odd_paths (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (Evac) e = { 0 };
+    static const DiskSpec doubled[] = { { "from//doubled.raw", "raw", 16 * MIB } };
+    static const DiskSpec dotted[] = { { "from/sub/../dotted.raw", "raw", 16 * MIB } };
+    static const DiskSpec linked[] = { { "link/linked.raw", "raw", 16 * MIB } };
+    static const gchar *const names[] = { "doubled.raw", "dotted.raw", "linked.raw" };
+    const gchar *const json_dry_run[] = { "--dry-run", "--json", NULL };
+    const gchar *const wait[] = { "--wait", "--speed", EVAC_WRITE_SPEED, NULL };
+    g_autoptr (VmrCliResult) planned = NULL;
+    g_autoptr (VmrCliResult) run = NULL;
+    g_autoptr (JsonNode) plan = NULL;
+    g_autofree gchar *link = NULL;
+    VmrCliRun *running;
+
+    if (vmr_harness_skipped (h))
+        return;
+    evac_init (&e, h);
+    link = vmr_harness_path (h, "link");
+    g_assert_cmpint (symlink (e.from, link), ==, 0);
+    evac_add_domain (&e, "doubled", doubled, 1);
+    evac_add_domain (&e, "dotted", dotted, 1);
+    evac_add_domain (&e, "linked", linked, 1);
+    /* where each lies under FROM, whatever path QEMU opened it by */
+    for (guint k = 0; k < G_N_ELEMENTS (names); k++) {
+        Domain *d = evac_domain_at (&e, k);
+
+        g_free (d->dests[0]);
+        d->dests[0] = g_build_filename (e.to, names[k], NULL);
+    }
+    planned = evac_run (&e, json_dry_run);
+    vmr_cli_result_assert_ok (planned);
+    plan = vmr_cli_result_parse_json (planned);
+    assert_plan (&e, plan, NULL, TRUE);
+
+    running = evac_spawn (&e, wait);
+    evac_guests_write (&e, G_N_ELEMENTS (names));
+    run = vmr_harness_cli_wait (running);
+    vmr_cli_result_assert_ok (run);
     assert_evacuated (&e, NULL, run->out);
 }
 
@@ -672,6 +721,7 @@ main (int argc, char **argv)
 {
     vmr_harness_init (&argc, &argv);
     VMR_HARNESS_ADD ("/evacuate/plan-and-run", NULL, test_evacuate);
+    VMR_HARNESS_ADD ("/evacuate/odd-paths", NULL, test_odd_paths);
     VMR_HARNESS_ADD ("/evacuate/domains-glob", NULL, test_domains_glob);
     VMR_HARNESS_ADD ("/evacuate/skips-migrating", NULL, test_skips_migrating);
     VMR_HARNESS_ADD ("/evacuate/refused/destination-exists", &dest_exists, test_refused);
