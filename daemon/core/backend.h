@@ -69,8 +69,8 @@ typedef enum {
     /* there is no copy and the disk runs on the destination: it pivoted */
     VMR_BACKEND_ADOPT_ON_DESTINATION,
     /* there is no copy and the disk runs on its source; whatever the copy
-     * had set up is gone (a destination node closed, a destination file the
-     * job created removed) */
+     * had set up in the hypervisor is gone (a destination node closed): the
+     * engine removes a file it made for the copy */
     VMR_BACKEND_ADOPT_GONE,
 } VmrBackendAdoptOutcome;
 
@@ -82,6 +82,9 @@ typedef struct {
     guint64 speed;   /* bytes/s, 0 = unlimited */
     guint64 total_bytes;
     guint64 done_bytes;
+    /* for VMR_BACKEND_ADOPT_GONE: the domain's definition still names the destination,
+     * which stays where it is */
+    gboolean destination_in_use;
 } VmrBackendAdoption;
 
 /*
@@ -106,8 +109,12 @@ struct _VmrBackendClass {
                                GAsyncReadyCallback callback, gpointer user_data);
     GPtrArray *(*query_disks_finish) (VmrBackend *self, GAsyncResult *res, GError **error);
 
-    /* opens the destination (creating it when job->dest->created is set)
-     * and starts the copy of @disk described by @job */
+    /* starts the copy of @disk described by @job into its destination: a
+     * file or device the engine opened (or made) is job->dest_handle, whose
+     * descriptor the hypervisor gets where it can, and whose name is
+     * checked (vmr_destination_handle_check_named()) once the hypervisor
+     * has it; an export is opened by its URI. On failure the backend has
+     * let go of the destination when it answers; it never removes it */
     void (*start_copy_async) (VmrBackend *self, VmrJob *job, const VmrDisk *disk,
                               GCancellable *cancellable, GAsyncReadyCallback callback,
                               gpointer user_data);

@@ -1,8 +1,9 @@
 /*
  * The destination of a migration: what it is (a file or a block device on
- * this host), the checks made before anything is changed, creating and
- * removing it, the group the admission limits count it in, and how each
- * backend names it (QMP's blockdev-add, libvirt's disk XML).
+ * this host, an NBD export), the checks made before anything is changed,
+ * the group the admission limits count it in, and how each backend names it
+ * (QMP's blockdev-add, libvirt's disk XML). Opening, making and removing a
+ * file or device is destination-handle.h's.
  *
  * A new kind adds one case to each switch in destination.c and to each
  * backend's switch on @kind. An NBD export's own parts are in
@@ -41,7 +42,7 @@ typedef struct {
     VmrDestinationKind kind;
     gchar *location;         /* absolute path, or the canonical URI of an NBD export */
     gchar *format;           /* "raw" or "qcow2" */
-    gboolean created;        /* the copy makes it (it did not exist): removed if the copy fails */
+    gboolean created;        /* the copy makes it (it did not exist); see destination-handle.h */
     gchar *admission_key;    /* what max-parallel-per-destination groups by: the directory of a
                               * file, the block device itself, an NBD server */
     VmrNbdUri *nbd;          /* an NBD export's parts, NULL for the other kinds */
@@ -160,20 +161,6 @@ gboolean vmr_destination_same_target (const VmrDestination *self, const gchar *l
  * file or device (raw).
  */
 gboolean vmr_destination_has_virtual_size (const VmrDestination *self);
-
-/*
- * Creates @self, which must be a file to be created, for a copy of @size
- * bytes, with the mode and owner of @like_path when that can be read. A raw
- * file is sparse; qcow2 is made by qemu-img. Fails if it exists: sets
- * VMR_ERROR_INVALID_ARGUMENT, or VMR_ERROR_FAILED when making it failed.
- */
-void vmr_destination_create_async (VmrDestination *self, guint64 size, const gchar *like_path,
-                                   GCancellable *cancellable, GAsyncReadyCallback callback,
-                                   gpointer user_data);
-gboolean vmr_destination_create_finish (GAsyncResult *res, GError **error);
-
-/* removes @self if the copy made it (@self->created); logs instead of failing */
-void vmr_destination_remove (const VmrDestination *self);
 
 /*
  * The arguments of QMP's blockdev-add that open @self as the format node

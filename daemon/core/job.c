@@ -114,6 +114,8 @@ vmr_job_unref (VmrJob *self)
     g_free (self->source_node);
     g_free (self->source_file_node);
     g_clear_pointer (&self->dest, vmr_destination_unref);
+    g_free (self->dest_made);
+    g_clear_pointer (&self->dest_handle, vmr_destination_handle_unref);
     g_free (self->nbd);
     g_free (self->reason);
     g_free (self->decision);
@@ -218,6 +220,25 @@ note_len (VmrJob *self, guint64 total_bytes, gint64 mono_us)
     else if (n >= 2 && points[n - 1].time_us - points[0].time_us >= G_USEC_PER_SEC)
         self->dirty_rate = (gdouble) (points[n - 1].len - points[0].len) * G_USEC_PER_SEC
                            / (gdouble) (points[n - 1].time_us - points[0].time_us);
+}
+
+void
+vmr_job_set_dest_made (VmrJob *self, const VmrDestinationMade *made)
+{
+    g_return_if_fail (self != NULL);
+    g_clear_pointer (&self->dest_made, g_free);
+    if (made != NULL)
+        self->dest_made = g_memdup2 (made, sizeof *made);
+}
+
+void
+vmr_job_set_dest_handle (VmrJob *self, VmrDestinationHandle *handle)
+{
+    g_return_if_fail (self != NULL);
+    if (handle != NULL)
+        vmr_destination_handle_ref (handle);
+    g_clear_pointer (&self->dest_handle, vmr_destination_handle_unref);
+    self->dest_handle = handle;
 }
 
 void
@@ -403,6 +424,10 @@ vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error)
     json_object_set_boolean_member (resume, "speed-from-user", self->speed_from_user);
     json_object_set_boolean_member (resume, "user-paused", self->user_paused);
     json_object_set_boolean_member (resume, "ready", self->ready);
+    /* what proves a file ours: removal compares it, a record without it removes nothing */
+    if (self->dest_made != NULL)
+        json_object_set_object_member (resume, "destination-made",
+                                       vmr_destination_made_to_json (self->dest_made));
     json_object_set_object_member (obj, "resume", resume);
     /* the timeline, for the report; not part of the job object, which stays small */
     json_object_set_object_member (obj, "series", vmr_job_series_to_json (self->series));
@@ -491,6 +516,8 @@ job_from_record (JsonObject *obj, GError **error)
     job->speed_from_user = vmr_json_bool_or (resume, "speed-from-user", FALSE);
     job->user_paused = vmr_json_bool_or (resume, "user-paused", FALSE);
     job->ready = vmr_json_bool_or (resume, "ready", FALSE);
+    job->dest_made
+        = vmr_destination_made_from_json (vmr_json_get_object (resume, "destination-made"));
     job->total_bytes = vmr_json_uint_or (progress, "total", 0);
     job->done_bytes = vmr_json_uint_or (progress, "done", 0);
     /* the history as recorded; the state is the last of it */

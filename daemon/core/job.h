@@ -9,6 +9,7 @@
 
 #include "controller.h"
 #include "convergence.h"
+#include "destination-handle.h"
 #include "destination.h"
 #include "job-series.h"
 #include "verification.h"
@@ -78,7 +79,13 @@ typedef struct {
     gchar *source_node;      /* top node QEMU used before the pivot */
     gchar *source_file_node; /* its protocol child, NULL if none */
     VmrDestination *dest;    /* where it goes, owned; NULL until the request is checked */
-    VmrNbdExportFacts *nbd;  /* what the preflight found on an NBD export, owned; NULL otherwise */
+    /* the file the daemon made for the copy, by its identity (vmr_job_set_dest_made()); NULL
+     * when it made none, or the record is older than this: then nothing is ever removed */
+    VmrDestinationMade *dest_made;
+    /* the destination as the daemon opened it to start the copy (vmr_job_set_dest_handle());
+     * NULL before the start and after a restart; not saved */
+    VmrDestinationHandle *dest_handle;
+    VmrNbdExportFacts *nbd; /* what the preflight found on an NBD export, owned; NULL otherwise */
     gboolean manual_pivot;
     guint pivot_retry_ms;    /* the wait before the next try of an automatic pivot that was
                               * refused, 0 = none refused yet; not saved */
@@ -172,6 +179,12 @@ gboolean vmr_job_set_state (VmrJob *self, VmrJobState state, const gchar *reason
 
 /* whether the job was set to full speed to converge: the policy no longer slows it */
 gboolean vmr_job_converges_at_full_speed (VmrJob *self);
+
+/* records the identity of the file the daemon made for @self's copy (copied; NULL: none) */
+void vmr_job_set_dest_made (VmrJob *self, const VmrDestinationMade *made);
+
+/* holds @handle, the destination opened for the copy (a reference is taken; NULL lets go) */
+void vmr_job_set_dest_handle (VmrJob *self, VmrDestinationHandle *handle);
 
 /* records a progress sample; @mono_us is the monotonic clock */
 void vmr_job_update_progress (VmrJob *self, guint64 total_bytes, guint64 done_bytes,

@@ -110,6 +110,27 @@ adopt_running (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrBacken
         vmr_engine_job_in_sync (self, entry, job);
 }
 
+/*
+ * A job of an earlier run that never started: it is checked again as a
+ * request is, then waits for its turn; a start cut short may have made the
+ * file, which went already and is made anew
+ */
+static void
+adopt_queued (VmrEngine *self, DomainEntry *entry, VmrJob *job)
+{
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_engine_recheck_destination (self, job, &error)) {
+        vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, error->message);
+        return;
+    }
+    vmr_job_message (job, "job %s (%s %s): picked up: not started yet", job->id, job->domain,
+                     job->disk);
+    vmr_engine_save_job (self, job);
+    vmr_engine_update_timers (self, entry);
+    vmr_engine_admission_schedule (self);
+}
+
 static void
 adopt_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -153,15 +174,11 @@ adopt_cb (GObject *source, GAsyncResult *res, gpointer user_data)
             break;
         case VMR_BACKEND_ADOPT_GONE:
         default:
+            /* a file the daemon made, by its record, unless the domain's definition names it */
+            if (!adoption->destination_in_use)
+                vmr_engine_remove_destination (self, job);
             if (job->state == VMR_JOB_STATE_QUEUED || job->state == VMR_JOB_STATE_DELAYED) {
-                /* it never started: it waits for its turn again; a start cut short
-                 * may have made the file, which the next start makes anew */
-                vmr_job_message (job, "job %s (%s %s): picked up: not started yet", job->id,
-                                 job->domain, job->disk);
-                vmr_destination_remove (job->dest);
-                vmr_engine_save_job (self, job);
-                vmr_engine_update_timers (self, entry);
-                vmr_engine_admission_schedule (self);
+                adopt_queued (self, entry, job);
                 break;
             }
             reason = g_strdup_printf ("the copy was lost while virt-mirrord was not running; "

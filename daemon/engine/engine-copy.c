@@ -18,27 +18,71 @@ typedef struct {
 } StartData;
 
 static void
-copy_started_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+start_data_free (StartData *data)
 {
-    StartData *data = user_data;
-    g_autoptr (GError) error = NULL;
-
-    data->job->policy_busy = FALSE;
-    if (!vmr_backend_start_copy_finish (VMR_BACKEND (source), res, &error)) {
-        vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_FAILED, error->message);
-        if (data->task != NULL)
-            g_task_return_error (data->task, g_steal_pointer (&error));
-    } else {
-        if (data->job->state == VMR_JOB_STATE_QUEUED || data->job->state == VMR_JOB_STATE_DELAYED)
-            vmr_engine_set_job_state (data->engine, data->job, data->state, NULL);
-        if (data->task != NULL)
-            g_task_return_pointer (data->task, vmr_job_ref (data->job),
-                                   (GDestroyNotify) vmr_job_unref);
-    }
     g_clear_object (&data->task);
     g_object_unref (data->engine);
     vmr_job_unref (data->job);
     g_free (data);
+}
+
+/* the start failed with @error (consumed) before QEMU copies: what the daemon made goes */
+static void
+start_failed (StartData *data, GError *error)
+{
+    data->job->policy_busy = FALSE;
+    vmr_engine_remove_destination (data->engine, data->job);
+    vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_FAILED, error->message);
+    if (data->task != NULL)
+        g_task_return_error (data->task, error);
+    else
+        g_error_free (error);
+    start_data_free (data);
+}
+
+static void
+copy_started_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    StartData *data = user_data;
+    GError *error = NULL;
+
+    if (!vmr_backend_start_copy_finish (VMR_BACKEND (source), res, &error)) {
+        /* the backend let go of the destination before it answered */
+        start_failed (data, error);
+        return;
+    }
+    data->job->policy_busy = FALSE;
+    if (data->job->state == VMR_JOB_STATE_QUEUED || data->job->state == VMR_JOB_STATE_DELAYED)
+        vmr_engine_set_job_state (data->engine, data->job, data->state, NULL);
+    if (data->task != NULL)
+        g_task_return_pointer (data->task, vmr_job_ref (data->job), (GDestroyNotify) vmr_job_unref);
+    start_data_free (data);
+}
+
+static void
+destination_opened_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    StartData *data = user_data;
+    VmrEngine *self = data->engine;
+    VmrJob *job = data->job;
+    DomainEntry *entry = g_hash_table_lookup (self->domains, job->domain);
+    VmrDisk *disk
+        = entry != NULL && entry->disks != NULL ? vmr_disk_lookup (entry->disks, job->disk) : NULL;
+    GError *error = NULL;
+
+    if (!vmr_engine_open_destination_finish (self, res, &error)) {
+        start_failed (data, error);
+        return;
+    }
+    /* while the file was made: the job was cancelled, or its domain or disk went */
+    if (!vmr_engine_job_is_active (job) || entry == NULL || !entry->connected || disk == NULL) {
+        start_failed (data, g_error_new (VMR_ERROR, VMR_ERROR_NOT_FOUND,
+                                         "disk %s of %s is gone, or the job ended, while its "
+                                         "destination was made",
+                                         job->disk, job->domain));
+        return;
+    }
+    vmr_backend_start_copy_async (entry->backend, job, disk, NULL, copy_started_cb, data);
 }
 
 void
@@ -66,7 +110,30 @@ vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, guint64
     data->task = task;
     job->speed = speed;
     job->policy_busy = TRUE;
-    vmr_backend_start_copy_async (entry->backend, job, disk, NULL, copy_started_cb, data);
+    /* the checks again, then the file opened or made: the copy gets it by descriptor */
+    vmr_engine_open_destination_async (self, job, disk, destination_opened_cb, data);
+}
+
+static void
+fail_cancel_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (VmrJob) job = user_data;
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error))
+        vmr_job_warning (job, "job %s: cannot cancel the copy: %s", job->id, error->message);
+}
+
+void
+vmr_engine_fail_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, const gchar *reason)
+{
+    vmr_job_warning (job, "job %s (%s %s): %s; the copy is cancelled, %s stays on %s", job->id,
+                     job->domain, job->disk, reason, job->disk, job->source);
+    /* the copy ends as a failure once QEMU has cancelled it */
+    g_free (job->pending_failure);
+    job->pending_failure = g_strdup (reason);
+    vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_CANCEL, 0, NULL,
+                                   fail_cancel_cb, vmr_job_ref (job));
 }
 
 typedef struct {
@@ -105,8 +172,19 @@ pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 void
 vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task)
 {
-    PivotData *data = g_new0 (PivotData, 1);
+    g_autoptr (GError) error = NULL;
+    PivotData *data;
 
+    /* the guest must not end up on a file that its path no longer names */
+    if (!vmr_engine_check_destination_named (self, job, &error)) {
+        vmr_engine_fail_copy (self, entry, job, error->message);
+        if (task != NULL) {
+            g_task_return_error (task, g_steal_pointer (&error));
+            g_object_unref (task);
+        }
+        return;
+    }
+    data = g_new0 (PivotData, 1);
     data->engine = g_object_ref (self);
     data->job = vmr_job_ref (job);
     data->task = task;

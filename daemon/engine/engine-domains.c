@@ -165,7 +165,7 @@ fail_domain_jobs (VmrEngine *self, DomainEntry *entry, DomainLoss loss, const gc
 
         if (job->state != VMR_JOB_STATE_PIVOTING && job->state != VMR_JOB_STATE_QUEUED
             && job->state != VMR_JOB_STATE_DELAYED)
-            vmr_destination_remove (job->dest);
+            vmr_engine_remove_destination (self, job);
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
     }
 }
@@ -232,6 +232,8 @@ backend_job_finished_cb (VmrBackend *backend, const gchar *job_id, gint outcome,
             vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COMPLETED, NULL);
             break;
         case VMR_BACKEND_OUTCOME_CANCELLED:
+            /* the domain stays on its source, and the hypervisor closed the destination */
+            vmr_engine_remove_destination (self, job);
             /* the policy cancels a copy it gave up on: that is a failure */
             if (job->pending_failure != NULL)
                 vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, job->pending_failure);
@@ -243,6 +245,7 @@ backend_job_finished_cb (VmrBackend *backend, const gchar *job_id, gint outcome,
             break;
         case VMR_BACKEND_OUTCOME_FAILED:
         default:
+            vmr_engine_remove_destination (self, job);
             vmr_engine_set_job_state (self, job, VMR_JOB_STATE_FAILED, reason);
             break;
     }

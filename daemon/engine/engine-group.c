@@ -112,7 +112,8 @@ vmr_engine_pivot_group (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask 
 {
     g_autoptr (GPtrArray) all = vmr_engine_group_members (self, job);
     g_autoptr (GPtrArray) members = g_ptr_array_new ();
-    GroupPivot *pivot = g_new0 (GroupPivot, 1);
+    g_autoptr (GError) error = NULL;
+    GroupPivot *pivot;
 
     /* the members still on their sources */
     for (guint i = 0; i < all->len; i++) {
@@ -121,6 +122,21 @@ vmr_engine_pivot_group (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask 
         if (member->state != VMR_JOB_STATE_COMPLETED)
             g_ptr_array_add (members, member);
     }
+    /* none cuts over unless every one's destination is still where its path says */
+    for (guint i = 0; i < members->len; i++) {
+        VmrJob *member = g_ptr_array_index (members, i);
+
+        if (vmr_engine_check_destination_named (self, member, &error))
+            continue;
+        /* its failure takes the group along */
+        vmr_engine_fail_copy (self, entry, member, error->message);
+        if (task != NULL) {
+            g_task_return_error (task, g_steal_pointer (&error));
+            g_object_unref (task);
+        }
+        return;
+    }
+    pivot = g_new0 (GroupPivot, 1);
     pivot->engine = g_object_ref (self);
     pivot->task = task;
     pivot->job = vmr_job_ref (job);

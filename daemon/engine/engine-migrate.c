@@ -10,7 +10,6 @@
 #include "engine-private.h"
 #include "job-log.h"
 
-#include "destination-guard.h"
 #include "destination.h"
 #include "vmr-error.h"
 
@@ -56,60 +55,6 @@ migrate_data_free (MigrateData *data)
     g_ptr_array_unref (data->jobs);
     g_clear_error (&data->error);
     g_free (data);
-}
-
-/*
- * The destination is no disk of another domain the daemon knows, by any
- * path or link: the daemon's own refusal, not left to QEMU's image locking
- * (which a disk opened with locking=off, or a file system without locks,
- * does not give)
- */
-static gboolean
-check_not_elsewhere (VmrEngine *self, DomainEntry *entry, const VmrDestination *destination,
-                     GError **error)
-{
-    GHashTableIter iter;
-    gpointer value;
-
-    g_hash_table_iter_init (&iter, self->domains);
-    while (g_hash_table_iter_next (&iter, NULL, &value)) {
-        DomainEntry *other = value;
-
-        if (other == entry || other->disks == NULL)
-            continue;
-        for (guint i = 0; i < other->disks->len; i++) {
-            VmrDisk *d = g_ptr_array_index (other->disks, i);
-
-            if (vmr_destination_same_target (destination, d->path)) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "destination %s is the disk %s of domain %s", destination->location,
-                             d->id, other->name);
-                return FALSE;
-            }
-        }
-    }
-    return TRUE;
-}
-
-gboolean
-vmr_engine_guard_destination (VmrEngine *self, const VmrDestination *destination, GError **error)
-{
-    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, NULL, NULL);
-    GHashTableIter iter;
-    gpointer dir, what;
-
-    if (!vmr_destination_check_allowed (destination,
-                                        (const gchar *const *) rule->allowed_destinations, error))
-        return FALSE;
-    g_hash_table_iter_init (&iter, self->protected_dirs);
-    while (g_hash_table_iter_next (&iter, &dir, &what)) {
-        if (!vmr_destination_check_outside (destination, what, dir, error))
-            return FALSE;
-    }
-    if (rule->refuse_destination_symlinks
-        && !vmr_destination_check_no_symlinks (destination, error))
-        return FALSE;
-    return vmr_destination_check_not_held (destination, error);
 }
 
 /* no job moves @disk or writes @target's destination */
@@ -193,7 +138,8 @@ check_target (VmrEngine *self, DomainEntry *entry, MigrateData *data, guint n,
         return NULL;
     }
     target->dest = new_destination (self, data, disk, target, error);
-    if (target->dest == NULL || !check_not_elsewhere (self, entry, target->dest, error))
+    if (target->dest == NULL
+        || !vmr_engine_check_not_elsewhere (self, entry->name, target->dest, error))
         return NULL;
     if (!vmr_destination_check (target->dest, disk->size, in_use, out_existing_size, error))
         return NULL;

@@ -74,6 +74,8 @@ vmr_engine_reload_policy (VmrEngine *self, GError **error)
     g_hash_table_iter_init (&iter, self->domains);
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry))
         vmr_engine_sampling_schedule (self, entry);
+    /* the guards may refuse a queued job's destination now */
+    vmr_engine_recheck_queued (self);
     /* the limits may have changed */
     vmr_engine_admission_schedule (self);
     return TRUE;

@@ -2,6 +2,7 @@
  * What the parts of the engine share. Not an API: engine.h is.
  *
  * The parts, each calling only those listed before it:
+ *   engine-destination.c  a job's destination: the refusals, opening it, removing a file made
  *   engine-domains.c    the domain table, the backends' events, progress
  *   engine-copy.c       starting a copy, cutting a job over
  *   engine-verify.c     comparing the old source with the destination after the pivot
@@ -79,6 +80,7 @@ struct _VmrEngine {
 
     gchar *state_dir;
     GHashTable *protected_dirs; /* directory -> what the daemon calls it: no destination there */
+    GPtrArray *defined_disks;   /* of VmrEngineDefinedDisk *, of the domains that do not run */
     GHashTable *domains;        /* name -> DomainEntry *, owned */
     VmrJobTable *jobs;
     VmrEngineHooks hooks;
@@ -133,6 +135,62 @@ vmr_engine_job_is_active (VmrJob *job)
     return !vmr_job_state_is_final (job->state);
 }
 
+/* engine-destination.c */
+
+/*
+ * The refusals that hold whatever the request says (destination-guard.h):
+ * the policy's allowed-destinations and destination-symlinks, the daemon's
+ * own directories, a block device another process holds. Touches nothing.
+ */
+gboolean vmr_engine_guard_destination (VmrEngine *self, const VmrDestination *destination,
+                                       GError **error);
+
+/*
+ * Checks that @destination is no disk of another domain than @domain: of
+ * a known one, by any path or link, nor of one defined and not running.
+ */
+gboolean vmr_engine_check_not_elsewhere (VmrEngine *self, const gchar *domain,
+                                         const VmrDestination *destination, GError **error);
+
+/*
+ * Every check of the request again, for @job, which has not started: no
+ * disk of another domain, vmr_destination_check() (a file to be made must
+ * not exist), then the guards. One line naming the destination on a
+ * refusal; touches nothing.
+ */
+gboolean vmr_engine_recheck_destination (VmrEngine *self, VmrJob *job, GError **error);
+
+/* after a reload: a queued or delayed job that a check now refuses fails with its line */
+void vmr_engine_recheck_queued (VmrEngine *self);
+
+/*
+ * Before @job's copy starts: checks it again (vmr_engine_recheck_destination()),
+ * then opens its file or device (a handle, job->dest_handle), making the
+ * file for a copy of @disk when it is to be made, with @disk's owner and
+ * mode: its identity is in the job's record (job->dest_made) before it is
+ * handed to anyone. Nothing to open for an export.
+ */
+void vmr_engine_open_destination_async (VmrEngine *self, VmrJob *job, const VmrDisk *disk,
+                                        GAsyncReadyCallback callback, gpointer user_data);
+gboolean vmr_engine_open_destination_finish (VmrEngine *self, GAsyncResult *res, GError **error);
+
+/*
+ * Whether @job's destination is still named by its location: the file the
+ * copy writes (opened, or made by the daemon before a restart). One line
+ * when it was moved or replaced; TRUE when there is nothing to compare.
+ */
+gboolean vmr_engine_check_destination_named (VmrEngine *self, VmrJob *job, GError **error);
+
+/*
+ * Removes the file the daemon made for @job (job->dest_made) once the
+ * hypervisor let go of it, only while its name leads to that file; logs a
+ * file it leaves. Does nothing when the daemon made none.
+ */
+void vmr_engine_remove_destination (VmrEngine *self, VmrJob *job);
+
+/* after a transition: an ended job lets go of its destination's descriptors */
+void vmr_engine_destination_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
+
 /* engine-domains.c */
 
 void vmr_engine_domain_entry_free (DomainEntry *entry);
@@ -156,8 +214,15 @@ void vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry);
 void vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, guint64 speed,
                             VmrJobState state, GTask *task);
 
-/* cuts @job over; @task (consumed, may be NULL) completes when QEMU accepted */
+/*
+ * Cuts @job over, once its destination is checked to be still where its
+ * location says (else the copy fails: vmr_engine_fail_copy()); @task
+ * (consumed, may be NULL) completes when QEMU accepted.
+ */
 void vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *task);
+
+/* cancels the running copy of @job, which then ends failed with @reason */
+void vmr_engine_fail_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, const gchar *reason);
 /*
  * An automatic pivot of @job (alone or with its group) was refused, e.g. by a
  * hypervisor connection that was down: tries again later, 1 s then twice as
@@ -363,15 +428,5 @@ void vmr_engine_load_unfinished (VmrEngine *self);
 
 /* asks @entry's backend about the orphaned jobs of its domain, and carries on with them */
 void vmr_engine_adopt_jobs (VmrEngine *self, DomainEntry *entry);
-
-/* engine-migrate.c */
-
-/*
- * The refusals that hold whatever the request says (destination-guard.h):
- * the policy's allowed-destinations and destination-symlinks, the daemon's
- * own directories, a block device another process holds. Touches nothing.
- */
-gboolean vmr_engine_guard_destination (VmrEngine *self, const VmrDestination *destination,
-                                       GError **error);
 
 G_END_DECLS

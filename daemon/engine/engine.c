@@ -125,6 +125,7 @@ job_changed_cb (VmrJobTable *table, gpointer job_ptr, gint previous, gpointer us
     vmr_engine_cluster_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_admission_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_verify_job_changed (self, job, (VmrJobState) previous);
+    vmr_engine_destination_job_changed (self, job, (VmrJobState) previous);
     entry = g_hash_table_lookup (self->domains, job->domain);
     if (entry != NULL)
         vmr_engine_update_timers (self, entry);
@@ -220,6 +221,7 @@ vmr_engine_finalize (GObject *object)
     g_free (self->cluster_error);
     g_free (self->state_dir);
     g_hash_table_unref (self->protected_dirs);
+    g_ptr_array_unref (self->defined_disks);
     g_hash_table_unref (self->decision_counts);
     G_OBJECT_CLASS (vmr_engine_parent_class)->finalize (object);
 }
@@ -231,6 +233,8 @@ vmr_engine_init (VmrEngine *self)
     self->domains = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify) vmr_engine_domain_entry_free);
     self->protected_dirs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+    self->defined_disks
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_engine_defined_disk_free);
     self->decision_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 
@@ -238,6 +242,26 @@ void
 vmr_engine_protect_directory (VmrEngine *self, const gchar *what, const gchar *dir)
 {
     g_hash_table_insert (self->protected_dirs, g_canonicalize_filename (dir, "/"), g_strdup (what));
+}
+
+void
+vmr_engine_defined_disk_free (VmrEngineDefinedDisk *disk)
+{
+    g_free (disk->domain);
+    g_free (disk->disk);
+    g_free (disk->path);
+    g_free (disk);
+}
+
+void
+vmr_engine_set_defined_disks (VmrEngine *self, GPtrArray *disks)
+{
+    g_return_if_fail (VMR_IS_ENGINE (self));
+    g_ptr_array_unref (self->defined_disks);
+    self->defined_disks
+        = disks != NULL
+              ? g_ptr_array_ref (disks)
+              : g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_engine_defined_disk_free);
 }
 
 static void

@@ -104,6 +104,23 @@ VmrBackend *vmr_engine_get_backend (VmrEngine *self, const gchar *name);
  */
 void vmr_engine_remove_domain (VmrEngine *self, const gchar *name, const gchar *reason);
 
+/* a disk of a domain that is defined on this host and does not run */
+typedef struct {
+    gchar *domain;
+    gchar *disk; /* its target, e.g. "vda" */
+    gchar *path; /* its image, or an NBD URI */
+} VmrEngineDefinedDisk;
+
+void vmr_engine_defined_disk_free (VmrEngineDefinedDisk *disk);
+
+/*
+ * Tells the engine the disks of every domain defined and not running (a
+ * GPtrArray of VmrEngineDefinedDisk *, a reference is taken; NULL for
+ * none), as whoever knows them (libvirt's tracker) last read them: no copy
+ * is let write to one of them, as to the disk of a running domain.
+ */
+void vmr_engine_set_defined_disks (VmrEngine *self, GPtrArray *disks);
+
 /* passes news from the libvirt hook on as "hook-event"; never blocks */
 void vmr_engine_hook_event (VmrEngine *self, const gchar *domain, const gchar *op,
                             const gchar *subop, const gchar *uuid);

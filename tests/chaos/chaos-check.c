@@ -30,7 +30,9 @@ qemu_disk_file (VmrHarness *peer, const gchar *qdev_id)
         JsonObject *inserted = vmr_json_get_object (entry, "inserted");
 
         if (qdev != NULL && (g_str_equal (qdev, qdev_id) || g_str_has_prefix (qdev, prefix)))
-            return inserted != NULL ? g_strdup (vmr_json_get_string (inserted, "file")) : NULL;
+            return inserted != NULL
+                       ? vmr_harness_node_file (peer, vmr_json_get_string (inserted, "file"))
+                       : NULL;
     }
     return NULL;
 }
@@ -139,7 +141,11 @@ count_leaks (ChaosDomain *d, JsonNode *reply, const gchar *what, gboolean nodes)
         g_autofree gchar *text = NULL;
 
         if (nodes) {
-            const gchar *file = vmr_json_get_string (entry, "file");
+            /* a file the daemon passed by descriptor, by its path */
+            g_autofree gchar *file
+                = d->peer != NULL
+                      ? vmr_harness_node_file (d->peer, vmr_json_get_string (entry, "file"))
+                      : g_strdup (vmr_json_get_string (entry, "file"));
             gboolean in_use = FALSE;
 
             if (!g_str_has_prefix (vmr_json_get_string (entry, "node-name") ?: "", "vmr-"))
@@ -186,7 +192,31 @@ domain_qmp (ChaosDomain *d, const gchar *command)
     return json_node_copy (json_object_get_member (root, "return"));
 }
 
-/* block jobs, the daemon's nodes and NBD exports left in the running QEMUs */
+/* the fd sets in which the daemon passed a file to @d's QEMU (a QEMU of its own) that no node uses
+ */
+static guint
+fdset_leaks (ChaosDomain *d, JsonNode *nodes)
+{
+    g_autoptr (GHashTable) sets = vmr_harness_daemon_fdsets (d->peer);
+    g_autofree gchar *used = json_to_string (nodes, FALSE);
+    GHashTableIter iter;
+    gpointer id, path;
+    guint n = 0;
+
+    g_hash_table_iter_init (&iter, sets);
+    while (g_hash_table_iter_next (&iter, &id, &path)) {
+        g_autofree gchar *name
+            = g_strdup_printf ("\"/dev/fdset/%" G_GINT64_FORMAT "\"", *(gint64 *) id);
+
+        if (strstr (used, name) != NULL)
+            continue;
+        g_test_message ("%s: left in query-fdsets: %s", d->name, (const gchar *) path);
+        n++;
+    }
+    return n;
+}
+
+/* block jobs, the daemon's nodes, fd sets and NBD exports left in the running QEMUs */
 static guint
 qemu_leaks (Chaos *c)
 {
@@ -206,6 +236,8 @@ qemu_leaks (Chaos *c)
         n += count_leaks (d, jobs, "query-block-jobs", FALSE);
         n += count_leaks (d, nodes, "query-named-block-nodes", TRUE);
         n += count_leaks (d, exports, "query-block-exports", FALSE);
+        if (d->peer != NULL)
+            n += fdset_leaks (d, nodes);
     }
     return n;
 }

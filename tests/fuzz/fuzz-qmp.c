@@ -30,7 +30,7 @@ read_disks (JsonNode *reply)
             g_free (vmr_qmp_parse_qdev_id (qdev, NULL, "node"));
         }
     }
-    (void) vmr_qmp_parse_block_uses (reply, "disk0", dest, &node_used, &path_used, NULL);
+    (void) vmr_qmp_parse_block_uses (reply, NULL, "disk0", dest, &node_used, &path_used, NULL);
 }
 
 static void

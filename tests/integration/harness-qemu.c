@@ -12,6 +12,8 @@
 
 #include "harness-private.h"
 
+#include <string.h>
+
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -345,6 +347,93 @@ find_block_device (JsonNode *blocks, const gchar *qdev_id)
     return NULL;
 }
 
+GHashTable *
+vmr_harness_daemon_fdsets (VmrHarness *h)
+{
+    g_autoptr (JsonNode) sets = vmr_harness_qmp (h, "query-fdsets", NULL);
+    JsonArray *array = vmr_harness_json_node_array (sets);
+    GHashTable *paths = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
+
+    for (guint i = 0; i < json_array_get_length (array); i++) {
+        JsonObject *set = vmr_harness_json_element (array, i);
+        JsonArray *fds = vmr_harness_json_array (set, "fds");
+        gint64 id = vmr_harness_json_int (set, "fdset-id");
+
+        for (guint j = 0; j < json_array_get_length (fds); j++) {
+            const gchar *opaque = vmr_json_get_string (vmr_harness_json_element (fds, j), "opaque");
+
+            if (opaque != NULL && g_str_has_prefix (opaque, "virt-mirror "))
+                g_hash_table_replace (paths, g_memdup2 (&id, sizeof id),
+                                      g_strdup (opaque + strlen ("virt-mirror ")));
+        }
+    }
+    return paths;
+}
+
+gchar *
+vmr_harness_node_file (VmrHarness *h, const gchar *file)
+{
+    g_autoptr (GHashTable) sets = NULL;
+    guint64 id = 0;
+    const gchar *path;
+
+    if (file == NULL || !g_str_has_prefix (file, "/dev/fdset/"))
+        return g_strdup (file);
+    if (!g_ascii_string_to_unsigned (file + strlen ("/dev/fdset/"), 10, 0, G_MAXINT64, &id, NULL))
+        vmr_fail ("QEMU names a file %s", file);
+    sets = vmr_harness_daemon_fdsets (h);
+    path = g_hash_table_lookup (sets, &(gint64){ (gint64) id });
+    if (path == NULL)
+        vmr_fail ("QEMU opened %s, a fd set that passes no file of the daemon", file);
+    return g_strdup (path);
+}
+
+void
+vmr_harness_assert_no_fdset (VmrHarness *h, const gchar *path)
+{
+    g_autoptr (GHashTable) sets = vmr_harness_daemon_fdsets (h);
+    GHashTableIter iter;
+    gpointer id, passed;
+
+    g_hash_table_iter_init (&iter, sets);
+    while (g_hash_table_iter_next (&iter, &id, &passed)) {
+        if (g_strcmp0 (passed, path) == 0)
+            vmr_fail ("QEMU still holds fd set %" G_GINT64_FORMAT " of %s", *(gint64 *) id, path);
+    }
+}
+
+gchar *
+vmr_harness_swapping_qemu_img (VmrHarness *h, const gchar *dest, const gchar *victim)
+{
+    g_autofree gchar *bin = vmr_harness_path (h, "bin");
+    g_autofree gchar *script = g_build_filename (bin, "qemu-img", NULL);
+    g_autofree gchar *real = g_find_program_in_path ("qemu-img");
+    g_autofree gchar *text = NULL;
+
+    if (real == NULL)
+        vmr_fail ("qemu-img not found");
+    text = g_strdup_printf ("#!/bin/sh\n"
+                            "if [ -e '%s' ]; then mv '%s' '%s.moved'; fi\n"
+                            "ln -s '%s' '%s'\n"
+                            "exec '%s' \"$@\"\n",
+                            dest, dest, dest, victim, dest, real);
+    g_assert_cmpint (g_mkdir (bin, 0755), ==, 0);
+    g_assert_true (g_file_set_contents (script, text, -1, NULL));
+    g_assert_cmpint (g_chmod (script, 0755), ==, 0);
+    return g_steal_pointer (&bin);
+}
+
+void
+vmr_harness_assert_failed_with (VmrHarness *h, const gchar *id, const gchar *reason)
+{
+    g_autoptr (JsonObject) job = vmr_harness_wait_job (h, id, "failed", VMR_HARNESS_JOB_TIMEOUT_S);
+    const gchar *text = vmr_json_job_reason (job);
+
+    if (text == NULL || strstr (text, reason) == NULL || strchr (text, '\n') != NULL)
+        vmr_fail ("job %s failed, but not with one line that says \"%s\": %s", id, reason, text);
+    vmr_harness_assert_job_record (h, id, "failed");
+}
+
 void
 vmr_harness_assert_disk_on (VmrHarness *h, const gchar *qdev_id, const gchar *path)
 {
@@ -352,13 +441,17 @@ vmr_harness_assert_disk_on (VmrHarness *h, const gchar *qdev_id, const gchar *pa
     JsonObject *entry = find_block_device (blocks, qdev_id);
     JsonObject *inserted;
     JsonObject *image;
+    g_autofree gchar *file = NULL;
+    g_autofree gchar *filename = NULL;
 
     if (entry == NULL)
         vmr_fail ("query-block has no device %s", qdev_id);
     inserted = vmr_harness_json_object (entry, "inserted");
-    g_assert_cmpstr (vmr_harness_json_string (inserted, "file"), ==, path);
+    file = vmr_harness_node_file (h, vmr_harness_json_string (inserted, "file"));
+    g_assert_cmpstr (file, ==, path);
     image = vmr_harness_json_object (inserted, "image");
-    g_assert_cmpstr (vmr_harness_json_string (image, "filename"), ==, path);
+    filename = vmr_harness_node_file (h, vmr_harness_json_string (image, "filename"));
+    g_assert_cmpstr (filename, ==, path);
 }
 
 JsonNode *
@@ -384,10 +477,13 @@ vmr_harness_assert_node_released (VmrHarness *h, const gchar *path)
     for (guint i = 0; i < json_array_get_length (array); i++) {
         JsonObject *node = vmr_harness_json_element (array, i);
         const gchar *name = vmr_json_get_string (node, "node-name");
+        g_autofree gchar *file = vmr_harness_node_file (h, vmr_json_get_string (node, "file"));
 
-        if (g_strcmp0 (vmr_json_get_string (node, "file"), path) == 0)
+        if (g_strcmp0 (file, path) == 0)
             vmr_fail ("block node %s still has %s open", name != NULL ? name : "?", path);
     }
+    /* nor is the file still passed to QEMU */
+    vmr_harness_assert_no_fdset (h, path);
 }
 
 void

@@ -429,6 +429,38 @@ JsonObject *vmr_harness_find_block_job (VmrHarness *h, const gchar *id);
 /* asserts that query-block-jobs is empty */
 void vmr_harness_assert_no_block_jobs (VmrHarness *h);
 
+/*
+ * The file a block node's @file names: the path of the file the daemon
+ * passed in the fd set "/dev/fdset/N" (QEMU's query-fdsets, the opaque the
+ * daemon gave it), else @file as it is. Fails the test for a fd set that
+ * passes no file of the daemon. Free with g_free().
+ */
+gchar *vmr_harness_node_file (VmrHarness *h, const gchar *file);
+
+/*
+ * The fd sets in which the daemon passed a file to QEMU (query-fdsets, the
+ * opaque "virt-mirror PATH" it gives them): fd set id (a gint64 *) -> PATH
+ */
+GHashTable *vmr_harness_daemon_fdsets (VmrHarness *h);
+
+/* asserts that QEMU holds no fd set in which the daemon passed @path */
+void vmr_harness_assert_no_fdset (VmrHarness *h, const gchar *path);
+
+/*
+ * A directory (in the test's directory, a new string) with a qemu-img that,
+ * each time it runs, moves @dest away to "@dest.moved" when it exists and
+ * puts a symbolic link to @victim in its place, then runs the real
+ * qemu-img with its arguments: a daemon that finds it first in its PATH
+ * meets a destination swapped at the moment it formats it
+ */
+gchar *vmr_harness_swapping_qemu_img (VmrHarness *h, const gchar *dest, const gchar *victim);
+
+/*
+ * Waits until the job @id has failed, and asserts that its reason is one
+ * line that says @reason and that its record says failed
+ */
+void vmr_harness_assert_failed_with (VmrHarness *h, const gchar *id, const gchar *reason);
+
 /* asserts that the device @qdev_id reads and writes @path (query-block) */
 void vmr_harness_assert_disk_on (VmrHarness *h, const gchar *qdev_id, const gchar *path);
 

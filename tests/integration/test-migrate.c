@@ -148,7 +148,10 @@ assert_device_threads (VmrHarness *h, const VmrHarnessDisk *disk, const gchar *s
         JsonObject *node = vmr_harness_json_element (vmr_harness_json_node_array (nodes), i);
 
         if (g_strcmp0 (vmr_harness_json_string (node, "node-name"), device_node) == 0) {
-            g_assert_cmpstr (vmr_harness_json_string (node, "file"), ==, dest);
+            g_autofree gchar *file
+                = vmr_harness_node_file (h, vmr_harness_json_string (node, "file"));
+
+            g_assert_cmpstr (file, ==, dest);
             found = TRUE;
         }
     }

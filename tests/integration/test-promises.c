@@ -220,13 +220,23 @@ test_reuse_larger (VmrHarness *h, gconstpointer user_data)
     /* the guest's disk did not grow */
     g_assert_cmpint (device_size (h, "disk0"), ==, IMAGE_SIZE);
     vmr_harness_writer_write (vm.writer, WRITES);
-    /* QEMU names the node json:{"driver": "raw", "size": ..., "file": {... dest ...}} */
+    /*
+     * QEMU names the node json:{"driver": "raw", "size": ..., "file": {...
+     * "/dev/fdset/N" ...}}, the fd set in which the daemon passed the file
+     */
     {
         g_autoptr (JsonNode) blocks = vmr_harness_qmp (h, "query-block", NULL);
         g_autofree gchar *text = json_to_string (blocks, FALSE);
         g_autofree gchar *size = g_strdup_printf ("\\\"size\\\": %d", IMAGE_SIZE);
+        const gchar *fdset = strstr (text, "/dev/fdset/");
+        g_autofree gchar *name
+            = fdset != NULL
+                  ? g_strndup (fdset, strlen ("/dev/fdset/")
+                                          + strspn (fdset + strlen ("/dev/fdset/"), "0123456789"))
+                  : NULL;
+        g_autofree gchar *file = vmr_harness_node_file (h, name);
 
-        if (strstr (text, vm.dest) == NULL || strstr (text, size) == NULL)
+        if (g_strcmp0 (file, vm.dest) != 0 || strstr (text, size) == NULL)
             vmr_fail ("the disk is not on %s limited to %d bytes: %s", vm.dest, IMAGE_SIZE, text);
     }
     vmr_harness_assert_node_released (h, vm.source);

@@ -7,6 +7,8 @@
  * QEMU what became of each copy: one still running goes on, one in sync
  * waits for its pivot, one that ended meanwhile ends with it and QEMU is
  * cleaned up, one that had not started starts under the admission limits.
+ * A queued job whose destination someone else wrote meanwhile fails with a
+ * line, and the file keeps its bytes: the daemon removes only what it made.
  * An orphaned job can be cancelled, which leaves QEMU alone; every other
  * command on it is refused. A SIGTERM leaves the copies running in QEMU as a
  * crash does. QEMU's side is checked on the test's own monitor, and the bytes
@@ -185,8 +187,9 @@ node_has_file (VmrHarness *h, const gchar *path)
     g_assert_nonnull (array);
     for (guint i = 0; i < json_array_get_length (array); i++) {
         JsonObject *node = vmr_harness_json_element (array, i);
+        g_autofree gchar *file = vmr_harness_node_file (h, vmr_json_get_string (node, "file"));
 
-        if (g_strcmp0 (vmr_json_get_string (node, "file"), path) == 0)
+        if (g_strcmp0 (file, path) == 0)
             return TRUE;
     }
     return FALSE;
@@ -452,6 +455,85 @@ test_completed_meanwhile (VmrHarness *h, gconstpointer user_data)
 #define QUEUED_SIZE1       (8 * MIB)
 #define ALL_DONE_TIMEOUT_S 80
 
+/* two disks, disk0 copying slowly, disk1 queued behind it by max-parallel = 1 */
+typedef struct {
+    gchar *sources[2];
+    gchar *expected[2];
+    gchar *dests[2];
+    gchar *ids[2];
+    gchar *policy;
+} QueuedPair;
+
+static void
+queued_pair_clear (QueuedPair *q)
+{
+    for (guint d = 0; d < 2; d++) {
+        g_free (q->sources[d]);
+        g_free (q->expected[d]);
+        g_free (q->dests[d]);
+        g_free (q->ids[d]);
+    }
+    g_free (q->policy);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (QueuedPair, queued_pair_clear)
+
+static const gchar *const queued_disk_ids[] = { "disk0", "disk1" };
+
+/* starts QEMU and the daemon, queues disk1 behind disk0's slow copy, then kills the daemon */
+static void
+queue_and_crash (VmrHarness *h, QueuedPair *q)
+{
+    const gsize sizes[] = { QUEUED_SIZE0, QUEUED_SIZE1 };
+    VmrHarnessDisk disks[2];
+    g_autoptr (JsonObject) queued = NULL;
+    g_autoptr (JsonObject) first = NULL;
+
+    for (guint d = 0; d < 2; d++) {
+        g_autofree gchar *name = g_strdup_printf ("source%u.raw", d);
+        g_autofree gchar *dest_name = g_strdup_printf ("dest%u.raw", d);
+
+        q->sources[d] = vmr_harness_create_image (h, name, "raw", sizes[d], 0x9e0 + d);
+        q->expected[d] = vmr_harness_expected_path (q->sources[d]);
+        q->dests[d] = vmr_harness_path (h, dest_name);
+        disks[d] = (VmrHarnessDisk){ queued_disk_ids[d], q->sources[d], "raw", NULL };
+    }
+    q->policy = vmr_harness_write_policy (h, QUEUED_POLICY);
+    vmr_harness_start_qemu (h, disks, 2);
+    vmr_harness_start_daemon (h, "--policy", q->policy, NULL);
+    vmr_harness_attach (h, "vm");
+
+    q->ids[0] = vmr_harness_migrate (h, "vm", "disk0", q->dests[0], "--speed",
+                                     VMR_HARNESS_SLOW_SPEED, NULL);
+    first = vmr_harness_wait_job (h, q->ids[0], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
+    q->ids[1] = vmr_harness_migrate (h, "vm", "disk1", q->dests[1], NULL);
+    queued = vmr_harness_get_job (h, q->ids[1]);
+    g_assert_cmpstr (vmr_json_job_state (queued), ==, "queued");
+    g_assert_cmpstr (vmr_harness_json_string (queued, "waiting-for"), ==, "max-parallel");
+
+    vmr_harness_kill_daemon (h);
+    vmr_harness_assert_job_record (h, q->ids[0], "copying");
+    vmr_harness_assert_job_record (h, q->ids[1], "queued");
+    assert_copy_runs_alone (h, q->ids[0]);
+    g_assert_null (vmr_harness_find_block_job (h, q->ids[1]));
+}
+
+/* the daemon again, with the policy it had; the domain attached again; the first copy goes on */
+static void
+restart_and_attach (VmrHarness *h, QueuedPair *q)
+{
+    const gchar *restart_args[] = { "--policy", q->policy, NULL };
+    g_autoptr (JsonObject) first = NULL;
+
+    vmr_harness_restart_daemon (h, restart_args);
+    assert_listed_orphan (h, q->ids[0], "copying", NULL);
+    assert_listed_orphan (h, q->ids[1], "queued", NULL);
+    /* without its domain, nothing starts */
+    g_assert_null (vmr_harness_find_block_job (h, q->ids[1]));
+    vmr_harness_attach (h, "vm");
+    first = vmr_harness_wait_adopted (h, q->ids[0]);
+    g_assert_cmpstr (vmr_json_job_state (first), ==, "copying");
+}
+
 /*
  * a job still queued behind max-parallel when the daemon died waits again
  * after the restart and starts once the copy ahead of it is in sync
@@ -459,70 +541,23 @@ test_completed_meanwhile (VmrHarness *h, gconstpointer user_data)
 static void
 test_queued (VmrHarness *h, gconstpointer user_data)
 {
-    static const gchar *const disk_ids[] = { "disk0", "disk1" };
-    const gsize sizes[] = { QUEUED_SIZE0, QUEUED_SIZE1 };
-    gchar *sources[2] = { NULL };
-    gchar *expected[2] = { NULL };
-    gchar *dests[2] = { NULL };
-    gchar *ids[2] = { NULL };
-    VmrHarnessDisk disks[2];
-    g_autofree gchar *policy = NULL;
-    g_autoptr (JsonObject) queued = NULL;
+    g_auto (QueuedPair) q = { 0 };
     g_autoptr (JsonObject) first = NULL;
     g_autoptr (JsonObject) second = NULL;
     g_autoptr (JsonObject) unlimited = NULL;
-    const gchar *restart_args[] = { "--policy", NULL, NULL };
     gint64 deadline;
     gboolean done = FALSE;
 
     if (vmr_harness_skipped (h))
         return;
-    for (guint d = 0; d < 2; d++) {
-        g_autofree gchar *name = g_strdup_printf ("source%u.raw", d);
-        g_autofree gchar *dest_name = g_strdup_printf ("dest%u.raw", d);
-
-        sources[d] = vmr_harness_create_image (h, name, "raw", sizes[d], 0x9e0 + d);
-        expected[d] = vmr_harness_expected_path (sources[d]);
-        dests[d] = vmr_harness_path (h, dest_name);
-        disks[d] = (VmrHarnessDisk){ disk_ids[d], sources[d], "raw", NULL };
-    }
-    policy = vmr_harness_write_policy (h, QUEUED_POLICY);
-    vmr_harness_start_qemu (h, disks, 2);
-    vmr_harness_start_daemon (h, "--policy", policy, NULL);
-    vmr_harness_attach (h, "vm");
-
-    ids[0]
-        = vmr_harness_migrate (h, "vm", "disk0", dests[0], "--speed", VMR_HARNESS_SLOW_SPEED, NULL);
-    first = vmr_harness_wait_job (h, ids[0], "copying", VMR_HARNESS_JOB_TIMEOUT_S);
-    ids[1] = vmr_harness_migrate (h, "vm", "disk1", dests[1], NULL);
-    queued = vmr_harness_get_job (h, ids[1]);
-    g_assert_cmpstr (vmr_json_job_state (queued), ==, "queued");
-    g_assert_cmpstr (vmr_harness_json_string (queued, "waiting-for"), ==, "max-parallel");
-
-    vmr_harness_kill_daemon (h);
-    vmr_harness_assert_job_record (h, ids[0], "copying");
-    vmr_harness_assert_job_record (h, ids[1], "queued");
-    assert_copy_runs_alone (h, ids[0]);
-    g_assert_null (vmr_harness_find_block_job (h, ids[1]));
-
-    /* the same policy as before the crash */
-    restart_args[1] = policy;
-    vmr_harness_restart_daemon (h, restart_args);
-    assert_listed_orphan (h, ids[0], "copying", NULL);
-    assert_listed_orphan (h, ids[1], "queued", NULL);
-    /* without its domain, nothing starts */
-    g_assert_null (vmr_harness_find_block_job (h, ids[1]));
-
-    vmr_harness_attach (h, "vm");
-    g_clear_pointer (&first, json_object_unref);
-    first = vmr_harness_wait_adopted (h, ids[0]);
-    g_assert_cmpstr (vmr_json_job_state (first), ==, "copying");
-    second = vmr_harness_wait_adopted (h, ids[1]);
+    queue_and_crash (h, &q);
+    restart_and_attach (h, &q);
+    second = vmr_harness_wait_adopted (h, q.ids[1]);
     /* still held by the limit while the first copies */
     g_assert_cmpstr (vmr_json_job_state (second), ==, "queued");
-    g_assert_null (vmr_harness_find_block_job (h, ids[1]));
+    g_assert_null (vmr_harness_find_block_job (h, q.ids[1]));
 
-    unlimited = vmr_harness_job_command (h, "set-speed", ids[0], "0");
+    unlimited = vmr_harness_job_command (h, "set-speed", q.ids[0], "0");
     deadline = g_get_monotonic_time () + ALL_DONE_TIMEOUT_S * G_USEC_PER_SEC;
     while (!done) {
         g_autoptr (JsonNode) reply = vmr_harness_qmp (h, "query-block-jobs", NULL);
@@ -541,11 +576,12 @@ test_queued (VmrHarness *h, gconstpointer user_data)
             vmr_fail ("%u mirror jobs copy at once in QEMU, the limit is 1", bulk);
         done = TRUE;
         for (guint d = 0; d < 2; d++) {
-            g_autoptr (JsonObject) job = vmr_harness_get_job (h, ids[d]);
+            g_autoptr (JsonObject) job = vmr_harness_get_job (h, q.ids[d]);
             const gchar *state = vmr_json_job_state (job);
 
             if (g_str_equal (state, "failed") || g_str_equal (state, "cancelled"))
-                vmr_fail ("job %s ended %s (reason: %s)", ids[d], state, vmr_json_job_reason (job));
+                vmr_fail ("job %s ended %s (reason: %s)", q.ids[d], state,
+                          vmr_json_job_reason (job));
             done = done && g_str_equal (state, "completed");
         }
         if (g_get_monotonic_time () > deadline)
@@ -554,27 +590,66 @@ test_queued (VmrHarness *h, gconstpointer user_data)
     }
 
     /* the second started only once the first was in sync */
-    g_clear_pointer (&first, json_object_unref);
     g_clear_pointer (&second, json_object_unref);
-    first = vmr_harness_get_job (h, ids[0]);
-    second = vmr_harness_get_job (h, ids[1]);
+    first = vmr_harness_get_job (h, q.ids[0]);
+    second = vmr_harness_get_job (h, q.ids[1]);
     g_assert_cmpint (vmr_json_job_time_of (second, "copying"), >=,
                      vmr_json_job_time_of (first, "synced"));
 
     for (guint d = 0; d < 2; d++) {
-        vmr_harness_assert_disk_on (h, disk_ids[d], dests[d]);
-        vmr_harness_assert_node_released (h, sources[d]);
-        vmr_harness_assert_job_record (h, ids[d], "completed");
+        vmr_harness_assert_disk_on (h, queued_disk_ids[d], q.dests[d]);
+        vmr_harness_assert_node_released (h, q.sources[d]);
+        vmr_harness_assert_job_record (h, q.ids[d], "completed");
     }
     vmr_harness_assert_no_block_jobs (h);
     vmr_harness_quit_qemu (h);
-    for (guint d = 0; d < 2; d++) {
-        vmr_harness_assert_image_equals (dests[d], "raw", expected[d]);
-        g_free (sources[d]);
-        g_free (expected[d]);
-        g_free (dests[d]);
-        g_free (ids[d]);
-    }
+    for (guint d = 0; d < 2; d++)
+        vmr_harness_assert_image_equals (q.dests[d], "raw", q.expected[d]);
+}
+
+/*
+ * issue 29's first finding: a file written where a queued job's destination
+ * was to be made, as another host sharing the storage might, while the
+ * daemon was down. The restarted daemon removes nothing it did not make:
+ * the file keeps its bytes, the job fails with one line naming it, and the
+ * copy ahead of it completes
+ */
+static void
+test_queued_taken (VmrHarness *h, gconstpointer user_data)
+{
+    static const gchar precious[] = "written by another host sharing the storage\n";
+    g_auto (QueuedPair) q = { 0 };
+    g_autoptr (JsonObject) second = NULL;
+    g_autoptr (JsonObject) unlimited = NULL;
+    g_autoptr (JsonObject) first = NULL;
+    g_autofree gchar *kept = NULL;
+    g_autofree gchar *reason = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    queue_and_crash (h, &q);
+    g_assert_true (g_file_set_contents (q.dests[1], precious, -1, NULL));
+    restart_and_attach (h, &q);
+    second = vmr_harness_wait_adopted (h, q.ids[1]);
+    /* the file first: it stays, whatever became of the job */
+    if (!g_file_get_contents (q.dests[1], &kept, NULL, NULL))
+        vmr_fail ("%s, which the daemon did not make, is gone", q.dests[1]);
+    g_assert_cmpstr (kept, ==, precious);
+    g_assert_cmpstr (vmr_json_job_state (second), ==, "failed");
+    reason = g_strdup_printf ("destination %s exists; pass --reuse to copy onto it", q.dests[1]);
+    g_assert_cmpstr (vmr_json_job_reason (second), ==, reason);
+    g_assert_null (vmr_harness_find_block_job (h, q.ids[1]));
+
+    unlimited = vmr_harness_job_command (h, "set-speed", q.ids[0], "0");
+    first = vmr_harness_wait_job (h, q.ids[0], "completed", ALL_DONE_TIMEOUT_S);
+    vmr_harness_assert_job_record (h, q.ids[1], "failed");
+    vmr_harness_assert_disk_on (h, "disk1", q.sources[1]);
+    vmr_harness_assert_migrated (h, q.ids[0], "disk0", q.sources[0], q.dests[0], "raw",
+                                 q.expected[0]);
+    vmr_harness_assert_image_equals (q.sources[1], "raw", q.expected[1]);
+    g_clear_pointer (&kept, g_free);
+    g_assert_true (g_file_get_contents (q.dests[1], &kept, NULL, NULL));
+    g_assert_cmpstr (kept, ==, precious);
 }
 
 /*
@@ -656,6 +731,7 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/restart/completed-meanwhile", NULL, test_completed_meanwhile);
     VMR_HARNESS_ADD ("/restart/gone", &gone_meanwhile, test_cancelled_meanwhile);
     VMR_HARNESS_ADD_NO_DAEMON ("/restart/queued", NULL, test_queued);
+    VMR_HARNESS_ADD_NO_DAEMON ("/restart/queued-destination-taken", NULL, test_queued_taken);
     VMR_HARNESS_ADD ("/restart/orphan-cancel", NULL, test_orphan_cancel);
     return g_test_run ();
 }

@@ -633,11 +633,31 @@ read_records (EngineFixture *f)
     return contents;
 }
 
+/*
+ * Links (the same inodes) to the images in @from, made in @to, or put back
+ * from @to where @from lost them
+ */
+static void
+link_images (const gchar *from, const gchar *to)
+{
+    g_autofree gchar *names = list_files (from);
+    g_auto (GStrv) files = g_strsplit (names, " ", -1);
+
+    for (guint i = 0; files[i] != NULL && *files[i] != '\0'; i++) {
+        g_autofree gchar *source = g_build_filename (from, files[i], NULL);
+        g_autofree gchar *target = g_build_filename (to, files[i], NULL);
+
+        if (!g_file_test (target, G_FILE_TEST_EXISTS))
+            g_assert_cmpint (link (source, target), ==, 0);
+    }
+}
+
 /* a new engine; after a crash the old one had no time to write or clean up anything */
 static void
 restart (EngineFixture *f, gboolean crash)
 {
     g_autoptr (GHashTable) records = crash ? read_records (f) : NULL;
+    g_autofree gchar *stash = crash ? g_dir_make_tmp ("vmr-engine-stash-XXXXXX", NULL) : NULL;
     GHashTableIter iter;
     gpointer backend;
     gpointer path;
@@ -646,11 +666,16 @@ restart (EngineFixture *f, gboolean crash)
     g_hash_table_iter_init (&iter, f->backends);
     while (crash && g_hash_table_iter_next (&iter, NULL, &backend))
         fake_backend_crash (backend);
+    if (crash)
+        link_images (f->dir, stash);
     stop_engine (f);
     if (crash) {
         g_hash_table_iter_init (&iter, records);
         while (g_hash_table_iter_next (&iter, &path, &text))
             g_assert_true (g_file_set_contents (path, text, -1, NULL));
+        /* the files as they were, the same inodes: a file the daemon made stays its */
+        link_images (stash, f->dir);
+        remove_tree (stash);
     }
     /* the next run talks to the same domains through new connections */
     make_backends (f);
@@ -685,6 +710,42 @@ job_command_from_name (const gchar *name)
             return commands[i].command;
     }
     g_error ("no command is called %s", name);
+}
+
+/* someone else's file in place of @name of the images: a new inode holding @text */
+static void
+write_image (EngineFixture *f, const gchar *name, const gchar *text)
+{
+    g_autofree gchar *path = g_build_filename (f->dir, name, NULL);
+    g_autofree gchar *tmp = g_strconcat (path, ".tmp", NULL);
+
+    g_assert_true (g_file_set_contents_full (tmp, text, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
+    g_assert_cmpint (g_rename (tmp, path), ==, 0);
+}
+
+static void
+read_image (EngineFixture *f, const gchar *name, const gchar *expected)
+{
+    g_autofree gchar *path = g_build_filename (f->dir, name, NULL);
+    g_autofree gchar *text = NULL;
+
+    g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+    g_assert_cmpstr (text, ==, expected);
+}
+
+/* a domain @domain that does not run, with the disk vda on the image @name */
+static void
+define_domain (EngineFixture *f, const gchar *domain, const gchar *name)
+{
+    g_autoptr (GPtrArray) disks
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_engine_defined_disk_free);
+    VmrEngineDefinedDisk *disk = g_new0 (VmrEngineDefinedDisk, 1);
+
+    disk->domain = g_strdup (domain);
+    disk->disk = g_strdup ("vda");
+    disk->path = g_build_filename (f->dir, name, NULL);
+    g_ptr_array_add (disks, disk);
+    vmr_engine_set_defined_disks (f->engine, disks);
 }
 
 static void
@@ -746,6 +807,7 @@ do_step (EngineFixture *f, const EngineStep *step)
             adoption.outcome = (VmrBackendAdoptOutcome) step->value;
             adoption.ready = (step->flags & ADOPT_READY) != 0;
             adoption.paused = (step->flags & ADOPT_PAUSED) != 0;
+            adoption.destination_in_use = (step->flags & ADOPT_IN_USE) != 0;
             adoption.speed = step->speed;
             adoption.total_bytes = ENGINE_DISK_SIZE;
             adoption.done_bytes = adoption.ready ? ENGINE_DISK_SIZE : ENGINE_DISK_SIZE / 2;
@@ -756,6 +818,15 @@ do_step (EngineFixture *f, const EngineStep *step)
             break;
         case STEP_EVACUATE:
             evacuate (f, step);
+            break;
+        case STEP_WRITE:
+            write_image (f, step->arg, step->text);
+            break;
+        case STEP_READ:
+            read_image (f, step->arg, step->text);
+            break;
+        case STEP_DEFINE:
+            define_domain (f, step->text, step->arg);
             break;
         case STEP_END:
         default:

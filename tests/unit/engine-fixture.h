@@ -33,6 +33,9 @@ typedef enum {
     STEP_ATTACH,        /* .domain is attached (again) */
     STEP_RELOAD,        /* the policy file becomes .text and is loaded again */
     STEP_EVACUATE,      /* a user: evacuate the images to the directory "new" (.arg "dry-run") */
+    STEP_WRITE,         /* someone else: the file .arg of the images is a new one holding .text */
+    STEP_READ,          /* the file .arg of the images holds .text (checked at once) */
+    STEP_DEFINE,        /* a domain .text is defined, not running, with the image .arg as disk */
 } EngineStepKind;
 
 /* .flags of STEP_MIGRATE */
@@ -42,6 +45,7 @@ typedef enum {
 /* .flags of STEP_ADOPTION */
 #define ADOPT_READY  (1u << 0)
 #define ADOPT_PAUSED (1u << 1)
+#define ADOPT_IN_USE (1u << 2) /* GONE: the domain's definition names the destination */
 
 typedef struct {
     EngineStepKind kind;
@@ -169,5 +173,6 @@ void engine_add_policy_cases (void);
 void engine_add_adaptive_cases (void);
 void engine_add_converge_cases (void);
 void engine_add_space_cases (void);
+void engine_add_destination_cases (void);
 
 G_END_DECLS

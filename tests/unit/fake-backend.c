@@ -40,14 +40,12 @@ struct _FakeBackend {
     gboolean auto_finish;
     gboolean disconnected;
     gboolean closed;
-    gboolean crashed;    /* nothing is cleaned up any more */
-    GArray *disks;       /* of DiskSpec */
-    GHashTable *replies; /* call name -> ReplyRule * */
-    GPtrArray *held;     /* of GTask *, oldest first */
-    GPtrArray *log;      /* of FakeCall * */
-    guint log_taken;     /* the first call fake_backend_take_log() has not returned */
-    /* job id -> the destination its copy created, removed again unless it completes */
-    GHashTable *created;
+    gboolean crashed;      /* nothing is cleaned up any more */
+    GArray *disks;         /* of DiskSpec */
+    GHashTable *replies;   /* call name -> ReplyRule * */
+    GPtrArray *held;       /* of GTask *, oldest first */
+    GPtrArray *log;        /* of FakeCall * */
+    guint log_taken;       /* the first call fake_backend_take_log() has not returned */
     GHashTable *progress;  /* job id -> VmrBackendProgress * */
     GHashTable *load;      /* disk id -> VmrIoCounters * */
     GHashTable *read_rate; /* disk id -> ReadRate *, reads added by the clock */
@@ -229,12 +227,7 @@ void
 fake_backend_finish (FakeBackend *self, const gchar *job_id, VmrBackendOutcome outcome,
                      const gchar *reason)
 {
-    const gchar *created = g_hash_table_lookup (self->created, job_id);
-
-    /* the destination is closed again; a file the copy made goes with it */
-    if (created != NULL && outcome != VMR_BACKEND_OUTCOME_COMPLETED)
-        g_unlink (created);
-    g_hash_table_remove (self->created, job_id);
+    /* the destination is closed again: the engine removes a file it made */
     vmr_backend_emit_job_finished (VMR_BACKEND (self), job_id, outcome, reason);
 }
 
@@ -356,38 +349,16 @@ make_load (FakeBackend *self)
     return load;
 }
 
-/* a copy runs: a destination it created is removed if it does not complete */
-static void
-track_copy (FakeBackend *self, VmrJob *job)
-{
-    if (job->dest->created)
-        g_hash_table_insert (self->created, g_strdup (job->id), g_strdup (job->dest->location));
-}
-
 static VmrBackendAdoption *
 make_adoption (FakeBackend *self, VmrJob *job)
 {
     VmrBackendAdoption *found = g_hash_table_lookup (self->adoptions, job->id);
     VmrBackendAdoption *adoption = g_new0 (VmrBackendAdoption, 1);
-    gboolean started = job->state != VMR_JOB_STATE_QUEUED && job->state != VMR_JOB_STATE_DELAYED;
 
+    /* whatever the copy had set up in the hypervisor is gone, unless the test says */
     adoption->outcome = VMR_BACKEND_ADOPT_GONE;
     if (found != NULL)
         *adoption = *found;
-    switch (adoption->outcome) {
-        case VMR_BACKEND_ADOPT_RUNNING:
-        case VMR_BACKEND_ADOPT_ENDING:
-            track_copy (self, job);
-            break;
-        case VMR_BACKEND_ADOPT_GONE:
-            /* whatever the copy had set up is gone */
-            if (job->dest->created && started)
-                g_unlink (job->dest->location);
-            break;
-        case VMR_BACKEND_ADOPT_ON_DESTINATION:
-        default:
-            break;
-    }
     return adoption;
 }
 
@@ -399,14 +370,6 @@ complete_call (FakeBackend *self, GTask *task, const GError *error)
     gpointer tag = g_task_get_source_tag (task);
 
     if (error != NULL) {
-        /* a start that failed undoes what it did, unless the daemon died */
-        if (g_str_equal (data->call.name, "start_copy") && !self->crashed) {
-            const gchar *created = g_hash_table_lookup (self->created, data->call.job_id);
-
-            if (created != NULL)
-                g_unlink (created);
-            g_hash_table_remove (self->created, data->call.job_id);
-        }
         g_task_return_error (task, g_error_copy (error));
     } else if (tag == vmr_backend_query_disks_async) {
         g_task_return_pointer (task, make_disks (self), (GDestroyNotify) g_ptr_array_unref);
@@ -540,24 +503,11 @@ fake_backend_start_copy_async (VmrBackend *backend, VmrJob *job, const VmrDisk *
                                GCancellable *cancellable, GAsyncReadyCallback callback,
                                gpointer user_data)
 {
-    g_autofree gchar *contents = g_strdup_printf ("copy of %s\n", disk->path);
     GTask *task = g_task_new (backend, cancellable, callback, user_data);
-    g_autoptr (GError) error = NULL;
 
     g_task_set_source_tag (task, vmr_backend_start_copy_async);
-    /* the file exists before QEMU answers, as with a real backend, and is new */
-    if (job->dest->created && g_file_test (job->dest->location, G_FILE_TEST_EXISTS))
-        error = g_error_new (VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "cannot create %s: %s",
-                             job->dest->location, g_strerror (EEXIST));
-    if (error != NULL
-        || (job->dest->created
-            && !g_file_set_contents (job->dest->location, contents, -1, &error))) {
-        g_task_return_error (task, g_steal_pointer (&error));
-        g_object_unref (task);
-        return;
-    }
-    /* events about the copy may come before the reply */
-    track_copy (FAKE_BACKEND (backend), job);
+    /* the engine opened the file or device, as a real backend is handed it */
+    g_assert_true ((job->dest->kind == VMR_DESTINATION_NBD) == (job->dest_handle == NULL));
     begin_call (FAKE_BACKEND (backend), task, "start_copy", job, job->speed);
 }
 
@@ -626,7 +576,6 @@ fake_backend_finalize (GObject *object)
     g_ptr_array_unref (self->held);
     g_clear_pointer (&self->replies, g_hash_table_unref);
     g_ptr_array_unref (self->log);
-    g_clear_pointer (&self->created, g_hash_table_unref);
     g_array_unref (self->disks);
     g_clear_pointer (&self->progress, g_hash_table_unref);
     g_free (self->kind);
@@ -644,7 +593,6 @@ fake_backend_init (FakeBackend *self)
     self->replies = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->held = g_ptr_array_new ();
     self->log = g_ptr_array_new_with_free_func (g_free);
-    self->created = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->progress = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                             (GDestroyNotify) vmr_backend_progress_free);
     self->load = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);

@@ -198,7 +198,8 @@ check_malformed (const MalformedCase *c)
             gboolean node_used = FALSE;
             gboolean path_used = FALSE;
 
-            ok = vmr_qmp_parse_block_uses (reply, "job1-dst", dest, &node_used, &path_used, &error);
+            ok = vmr_qmp_parse_block_uses (reply, NULL, "job1-dst", dest, &node_used, &path_used,
+                                           &error);
             n = node_used || path_used ? 1 : 0;
             break;
         }

@@ -8,6 +8,7 @@
 
 #include "destination-private.h"
 #include "libvirt-xml.h"
+#include "test-tree.h"
 #include "vmr-error.h"
 
 #define MiB (1024 * 1024)
@@ -44,24 +45,6 @@ make_file (Fixture *f, const gchar *name, gsize size)
     return path;
 }
 
-/* removes @dir and everything in it */
-static void
-remove_tree (const gchar *dir)
-{
-    g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
-    const gchar *name;
-
-    while (d != NULL && (name = g_dir_read_name (d)) != NULL) {
-        g_autofree gchar *path = g_build_filename (dir, name, NULL);
-
-        if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
-            remove_tree (path);
-        else
-            g_assert_cmpint (g_unlink (path), ==, 0);
-    }
-    g_assert_cmpint (g_rmdir (dir), ==, 0);
-}
-
 static void
 fixture_setup (Fixture *f, gconstpointer user_data)
 {
@@ -73,7 +56,7 @@ fixture_setup (Fixture *f, gconstpointer user_data)
 static void
 fixture_teardown (Fixture *f, gconstpointer user_data)
 {
-    remove_tree (f->dir);
+    test_tree_remove (f->dir);
     g_free (f->dir);
     g_ptr_array_unref (f->paths);
 }
@@ -143,22 +126,6 @@ find_block_device (void)
             return g_steal_pointer (&path);
     }
     return NULL;
-}
-
-static gboolean
-file_is_zero (const gchar *path, gsize expected_size)
-{
-    g_autofree gchar *contents = NULL;
-    gsize length = 0;
-
-    g_assert_true (g_file_get_contents (path, &contents, &length, NULL));
-    if (length != expected_size)
-        return FALSE;
-    for (gsize i = 0; i < length; i++) {
-        if (contents[i] != 0)
-            return FALSE;
-    }
-    return TRUE;
 }
 
 /* the fixture with a loop device over an 8 MiB "backing.raw" (the test is skipped without) */
@@ -464,10 +431,6 @@ test_destination_block (Fixture *f, gconstpointer user_data)
     g_assert_true (vmr_destination_same_target (dest, f->device));
     g_assert_false (vmr_destination_same_target (dest, in_use[0]));
 
-    /* a device node is never removed */
-    vmr_destination_remove (dest);
-    g_assert_true (g_file_test (f->device, G_FILE_TEST_EXISTS));
-
     /* QEMU opens it as a host device, for the source's size when it is larger */
     source->size = 4 * MiB;
     args = vmr_destination_to_blockdev_add (dest, "vmr-4-dst", source, NULL);
@@ -475,115 +438,6 @@ test_destination_block (Fixture *f, gconstpointer user_data)
     g_assert_cmpstr (json_object_get_string_member (file, "driver"), ==, "host_device");
     g_assert_cmpstr (json_object_get_string_member (file, "filename"), ==, f->device);
     g_assert_cmpint (json_object_get_int_member (args, "size"), ==, 4 * MiB);
-}
-
-/* ---- creating and removing ---- */
-
-static void
-create_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    GAsyncResult **out = user_data;
-
-    *out = g_object_ref (res);
-}
-
-/* creates @dest and returns what create_finish said */
-static gboolean
-create_sync (VmrDestination *dest, guint64 size, const gchar *like_path, GError **error)
-{
-    g_autoptr (GAsyncResult) res = NULL;
-
-    vmr_destination_create_async (dest, size, like_path, NULL, create_cb, &res);
-    while (res == NULL)
-        g_main_context_iteration (NULL, TRUE);
-    return vmr_destination_create_finish (res, error);
-}
-
-/* never over an existing file; and what it made goes, once or twice */
-static void
-assert_not_twice_then_remove (VmrDestination *dest)
-{
-    g_autoptr (GError) error = NULL;
-
-    g_assert_false (create_sync (dest, MiB, NULL, &error));
-    g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
-    vmr_destination_remove (dest);
-    g_assert_false (g_file_test (dest->location, G_FILE_TEST_EXISTS));
-    vmr_destination_remove (dest);
-}
-
-static void
-test_destination_create_raw (Fixture *f, gconstpointer user_data)
-{
-    const gchar *like = make_file (f, "like.raw", MiB);
-    g_autoptr (VmrDestination) dest = vmr_destination_new (at (f, "new.raw"), "raw", TRUE, NULL);
-    g_autoptr (GError) error = NULL;
-    GStatBuf st;
-
-    g_assert_cmpint (g_chmod (like, 0640), ==, 0);
-    g_assert_true (create_sync (dest, 3 * MiB, like, &error));
-    g_assert_no_error (error);
-    g_assert_cmpint (g_stat (dest->location, &st), ==, 0);
-    g_assert_cmpint (st.st_size, ==, 3 * MiB);
-    /* the mode of the source, so that QEMU opens it as it opened that */
-    g_assert_cmpint (st.st_mode & 07777, ==, 0640);
-    /* sparse and zero: the copy writes every byte that is not */
-    g_assert_cmpint (st.st_blocks, <, 3 * MiB / 512);
-    g_assert_true (file_is_zero (dest->location, 3 * MiB));
-    assert_not_twice_then_remove (dest);
-}
-
-static void
-test_destination_create_qcow2 (Fixture *f, gconstpointer user_data)
-{
-    g_autoptr (VmrDestination) dest
-        = vmr_destination_new (at (f, "new.qcow2"), "qcow2", TRUE, NULL);
-    g_autoptr (GError) error = NULL;
-    g_autofree gchar *contents = NULL;
-    g_autofree gchar *program = g_find_program_in_path ("qemu-img");
-    gsize length = 0;
-    guint64 virtual_size = 0;
-
-    if (program == NULL) {
-        g_test_skip ("qemu-img not found");
-        return;
-    }
-    g_assert_true (create_sync (dest, 5 * MiB, NULL, &error));
-    g_assert_no_error (error);
-    /* a qcow2 header: magic, version, then the virtual size at byte 24, big-endian */
-    g_assert_true (g_file_get_contents (dest->location, &contents, &length, NULL));
-    g_assert_cmpuint (length, >=, 32);
-    g_assert_cmpmem (contents, 4, "QFI\xfb", 4);
-    memcpy (&virtual_size, contents + 24, sizeof virtual_size);
-    g_assert_cmpuint (GUINT64_FROM_BE (virtual_size), ==, 5 * MiB);
-    /* qemu-img would write over it: the daemon refuses */
-    assert_not_twice_then_remove (dest);
-}
-
-/* only what the copy made goes; what was there before stays, byte for byte */
-static void
-test_destination_remove_only_created (Fixture *f, gconstpointer user_data)
-{
-    const gchar *path = at (f, "kept.raw");
-    g_autoptr (VmrDestination) reused = vmr_destination_new (path, "raw", FALSE, NULL);
-    g_autoptr (VmrDestination) as_block
-        = vmr_destination_new_of_kind (VMR_DESTINATION_BLOCK, path, "raw", TRUE);
-    g_autoptr (VmrDestination) made = vmr_destination_new (path, "raw", TRUE, NULL);
-    g_autoptr (GError) error = NULL;
-    g_autofree gchar *contents = NULL;
-
-    g_assert_true (g_file_set_contents (path, "the user's data", -1, NULL));
-    vmr_destination_remove (reused);
-    vmr_destination_remove (as_block);
-    g_assert_true (g_file_get_contents (path, &contents, NULL, NULL));
-    g_assert_cmpstr (contents, ==, "the user's data");
-
-    /* nor is one that is not to be made created */
-    g_assert_false (create_sync (reused, MiB, NULL, &error));
-    g_assert_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT);
-
-    vmr_destination_remove (made);
-    g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
 }
 
 /* ---- admission key ---- */
@@ -763,9 +617,6 @@ static const struct {
     { "/destination/check", test_destination_check, FALSE },
     { "/destination/check-not-writable", test_destination_check_not_writable, FALSE },
     { "/destination/block-device", test_destination_block, TRUE },
-    { "/destination/create-raw", test_destination_create_raw, FALSE },
-    { "/destination/create-qcow2", test_destination_create_qcow2, FALSE },
-    { "/destination/remove-only-created", test_destination_remove_only_created, FALSE },
     { "/destination/admission-key", test_destination_admission_key, FALSE },
     { "/destination/same-target", test_destination_same_target, FALSE },
     { "/destination/blockdev-add", test_destination_blockdev_add, FALSE },

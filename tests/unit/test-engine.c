@@ -444,6 +444,7 @@ main (int argc, char **argv)
     engine_add_domain_cases ();
     engine_add_policy_cases ();
     engine_add_space_cases ();
+    engine_add_destination_cases ();
     engine_add_adaptive_cases ();
     engine_add_converge_cases ();
     g_test_add_func ("/engine/progress/signal", test_job_progress);

@@ -217,8 +217,8 @@ test_block_uses (void)
         gboolean path_used = TRUE;
 
         g_test_message ("%s", cases[i].file);
-        g_assert_true (
-            vmr_qmp_parse_block_uses (reply, "job1-dst", dest, &node_used, &path_used, &error));
+        g_assert_true (vmr_qmp_parse_block_uses (reply, NULL, "job1-dst", dest, &node_used,
+                                                 &path_used, &error));
         g_assert_no_error (error);
         g_assert_cmpint (node_used, ==, cases[i].node_used);
         g_assert_cmpint (path_used, ==, cases[i].path_used);

@@ -56,6 +56,35 @@ vmr_backend_libvirt_persist_thread (GTask *task, gpointer source, gpointer task_
 
 /* ---- starting a copy ---- */
 
+/*
+ * virDomainBlockCopy() of @call's disk to @dest_xml. libvirt opens (and
+ * labels) the destination by its path: just before the call, and just
+ * after, that path must lead to the file the daemon opened, or the copy is
+ * not started, or aborted again. -1 with @error.
+ */
+static int
+block_copy_checked (virDomain *dom, Call *call, const gchar *dest_xml, virTypedParameterPtr params,
+                    int n_params, unsigned int flags, GError **error)
+{
+    g_autoptr (GError) moved = NULL;
+
+    if (call->handle != NULL && !vmr_destination_handle_check_named (call->handle, error))
+        return -1;
+    if (virDomainBlockCopy (dom, call->target, dest_xml, params, n_params, flags) < 0) {
+        vmr_libvirt_set_error (error, "libvirt refused to copy %s to %s", call->target,
+                               call->destination->location);
+        return -1;
+    }
+    if (call->handle == NULL || vmr_destination_handle_check_named (call->handle, &moved))
+        return 0;
+    /* libvirt may have opened what was swapped in: that copy goes at once */
+    if (virDomainBlockJobAbort (dom, call->target, 0) < 0)
+        g_warning ("%s: cannot abort the copy of %s: %s", call->job_id, call->target,
+                   virGetLastErrorMessage ());
+    g_propagate_error (error, g_steal_pointer (&moved));
+    return -1;
+}
+
 void
 vmr_backend_libvirt_start_copy_thread (GTask *task, gpointer source, gpointer task_data,
                                        GCancellable *cancellable)
@@ -69,17 +98,18 @@ vmr_backend_libvirt_start_copy_thread (GTask *task, gpointer source, gpointer ta
     virTypedParameterPtr params = NULL;
     int n_params = 0;
     int max_params = 0;
-    /* a persistent domain needs TRANSIENT_JOB: the copy does not survive a restart of QEMU */
-    unsigned int flags = VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB;
+    /*
+     * a persistent domain needs TRANSIENT_JOB: the copy does not survive a
+     * restart of QEMU. REUSE_EXT: the daemon made the file itself (libvirt
+     * would make it by its path), or it existed
+     */
+    unsigned int flags = VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB | VIR_DOMAIN_BLOCK_COPY_REUSE_EXT;
     int rc;
 
     if (dom == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
-    /* without REUSE_EXT libvirt creates the destination itself */
-    if (!call->destination->created)
-        flags |= VIR_DOMAIN_BLOCK_COPY_REUSE_EXT;
     if (call->speed > 0
         && virTypedParamsAddULLong (&params, &n_params, &max_params,
                                     VIR_DOMAIN_BLOCK_COPY_BANDWIDTH, call->speed)
@@ -122,11 +152,9 @@ vmr_backend_libvirt_start_copy_thread (GTask *task, gpointer source, gpointer ta
     dest_xml = vmr_destination_to_libvirt_xml (call->destination);
     g_debug ("%s: virDomainBlockCopy %s %s flags 0x%x", call->job_id, call->target, dest_xml,
              flags);
-    rc = virDomainBlockCopy (dom, call->target, dest_xml, params, n_params, flags);
+    rc = block_copy_checked (dom, call, dest_xml, params, n_params, flags, &error);
     virTypedParamsFree (params, n_params);
     if (rc < 0) {
-        vmr_libvirt_set_error (&error, "libvirt refused to copy %s to %s", call->target,
-                               call->destination->location);
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
@@ -444,8 +472,8 @@ vmr_backend_libvirt_adopt_copy_thread (GTask *task, gpointer source, gpointer ta
             g_message ("%s: %s of %s runs on %s, neither source nor destination", call->job_id,
                        call->target, virDomainGetName (dom),
                        probe->disk_path != NULL ? probe->disk_path : "nothing");
-        if (call->destination->created && !path_in_use (dom, disks, call->destination))
-            vmr_destination_remove (call->destination);
+        /* the engine removes a file it made, unless the domain's definition names it */
+        adoption->destination_in_use = path_in_use (dom, disks, call->destination);
     }
     g_task_return_pointer (task, g_steal_pointer (&adoption), g_free);
 }

@@ -8,6 +8,7 @@
 
 #include "backend-libvirt.h"
 
+#include "destination-handle.h"
 #include "destination.h"
 
 G_BEGIN_DECLS
@@ -17,14 +18,15 @@ typedef struct {
     gchar *job_id;               /* ours, e.g. "vmr-3"; libvirt names its job after the disk */
     gchar *target;               /* the disk, e.g. "vda" */
     gchar *source;               /* the image before the pivot */
-    VmrDestination *destination; /* owned; made by libvirt when ->created, removed if the
-                                  * copy fails */
+    VmrDestination *destination; /* owned */
     gboolean started;            /* virDomainBlockCopy() succeeded */
     gboolean ready;
     gboolean cancel_requested;
     gboolean finishing;
     gboolean adopting; /* a copy of an earlier run, being looked for: its events wait */
-    gint adopt_event;  /* the end event (VIR_DOMAIN_BLOCK_JOB_*) that came meanwhile, -1 = none */
+    /* the end event (VIR_DOMAIN_BLOCK_JOB_*) that came while the start or the adoption was
+     * not answered yet, handled after the answer; -1 = none */
+    gint adopt_event;
 } CopyTrack;
 
 /*
@@ -37,8 +39,9 @@ typedef struct {
     gchar *job_id;
     gchar *target;
     gchar *source;
-    VmrDestination *destination; /* owned, shared with the track */
-    gboolean query_paused;       /* ask QEMU whether the copy is paused */
+    VmrDestination *destination;  /* owned, shared with the track */
+    VmrDestinationHandle *handle; /* the file or device the engine opened for a start, or NULL */
+    gboolean query_paused;        /* ask QEMU whether the copy is paused */
     guint64 speed;
     guint64 old_speed;
     guint64 granularity; /* of the mirror, bytes; 0 = libvirt's default */

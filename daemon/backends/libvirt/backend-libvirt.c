@@ -67,6 +67,7 @@ call_free (Call *call)
     g_free (call->target);
     g_free (call->source);
     g_clear_pointer (&call->destination, vmr_destination_unref);
+    g_clear_pointer (&call->handle, vmr_destination_handle_unref);
     g_clear_pointer (&call->tracks, g_ptr_array_unref);
     g_free (call);
 }
@@ -173,8 +174,7 @@ finish_track (VmrBackendLibvirt *self, CopyTrack *track, VmrBackendOutcome outco
                   persist_done_cb, g_steal_pointer (&job_id));
         return;
     }
-    /* the domain stays on its source: a destination made for the copy goes */
-    vmr_destination_remove (track->destination);
+    /* the domain stays on its source; the engine removes a file it made for the copy */
     g_hash_table_remove (self->tracks, job_id);
     vmr_backend_emit_job_finished (VMR_BACKEND (self), job_id, outcome, reason);
 }
@@ -228,10 +228,17 @@ block_job_cb (VmrLibvirtConnection *connection, const gchar *uuid, const gchar *
             track->adopt_event = status;
         return;
     }
+    /* the end of a copy whose start is not answered yet: start_copy_cb() decides */
+    if (!track->started && status != VIR_DOMAIN_BLOCK_JOB_READY) {
+        track->adopt_event = status;
+        return;
+    }
     track_block_job_event (self, track, status);
 }
 
 /* ---- starting a copy ---- */
+
+static void schedule_end (VmrBackendLibvirt *self, CopyTrack *track);
 
 static void
 start_copy_cb (GObject *source, GAsyncResult *res, gpointer user_data)
@@ -243,15 +250,16 @@ start_copy_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
 
     if (!g_task_propagate_boolean (G_TASK (res), &error)) {
-        /* libvirt may have made the file before it failed */
-        if (track != NULL)
-            vmr_destination_remove (track->destination);
+        /* an end event of the copy it aborted goes with it */
         g_hash_table_remove (self->tracks, job_id);
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
-    if (track != NULL)
+    if (track != NULL) {
         track->started = TRUE;
+        if (track->adopt_event >= 0)
+            schedule_end (self, track);
+    }
     g_task_return_boolean (task, TRUE);
 }
 
@@ -269,11 +277,14 @@ vmr_backend_libvirt_start_copy_async (VmrBackend *backend, VmrJob *job, const Vm
     track->target = g_strdup (disk->id);
     track->source = g_strdup (disk->path);
     track->destination = vmr_destination_ref (job->dest);
+    track->adopt_event = -1;
     g_task_set_task_data (task, g_strdup (job->id), g_free);
     call = call_new (self, track);
     call->speed = job->speed;
     call->granularity = job->granularity;
     call->buf_size = job->buf_size;
+    if (job->dest_handle != NULL)
+        call->handle = vmr_destination_handle_ref (job->dest_handle);
     /* events may come before the call returns */
     g_hash_table_insert (self->tracks, g_strdup (job->id), track);
     run_call (self, call, vmr_backend_libvirt_start_copy_thread, cancellable, start_copy_cb, task);
@@ -439,6 +450,20 @@ adopted_end_cb (gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
+/* the end event that came before the start or the adoption was answered, from the main loop */
+static void
+schedule_end (VmrBackendLibvirt *self, CopyTrack *track)
+{
+    AdoptedEnd *end = g_new0 (AdoptedEnd, 1);
+
+    end->self = g_object_ref (self);
+    end->job_id = g_strdup (track->job_id);
+    end->status = track->adopt_event;
+    track->adopt_event = -1;
+    g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, adopted_end_cb, end,
+                     (GDestroyNotify) adopted_end_free);
+}
+
 static void
 adopt_copy_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -448,7 +473,6 @@ adopt_copy_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     CopyTrack *track = g_hash_table_lookup (self->tracks, job_id);
     g_autoptr (GError) error = NULL;
     g_autofree VmrBackendAdoption *adoption = g_task_propagate_pointer (G_TASK (res), &error);
-    AdoptedEnd *end;
 
     if (adoption == NULL || adoption->outcome != VMR_BACKEND_ADOPT_RUNNING || track == NULL) {
         g_hash_table_remove (self->tracks, job_id);
@@ -468,13 +492,8 @@ adopt_copy_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     }
     /* it ended after the thread looked: the usual path ends it, once the engine knows */
     adoption->outcome = VMR_BACKEND_ADOPT_ENDING;
-    end = g_new0 (AdoptedEnd, 1);
-    end->self = g_object_ref (self);
-    end->job_id = g_strdup (job_id);
-    end->status = track->adopt_event;
     g_task_return_pointer (task, g_steal_pointer (&adoption), g_free);
-    g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, adopted_end_cb, end,
-                     (GDestroyNotify) adopted_end_free);
+    schedule_end (self, track);
 }
 
 static void

@@ -4,6 +4,8 @@
 
 #include "backend-libvirt.h"
 #include "libvirt-connection.h"
+#include "libvirt-domain.h"
+#include "libvirt-xml.h"
 #include "vmr-error.h"
 
 #define STOPPED_REASON "domain stopped"
@@ -141,6 +143,93 @@ ensure (VmrLibvirtTracker *self, const gchar *name, const gchar *uuid)
     vmr_engine_add_domain_async (self->engine, name, backend, NULL, added_cb, data);
 }
 
+/* ---- the disks of the domains that are defined and do not run ---- */
+
+/* the disks of @dom's definition, added to @disks */
+static void
+add_defined_disks (virDomain *dom, GPtrArray *disks)
+{
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *xml = vmr_libvirt_domain_get_xml (dom, VIR_DOMAIN_XML_INACTIVE, &error);
+    g_autoptr (GPtrArray) parsed = xml != NULL ? vmr_libvirt_xml_parse_disks (xml, &error) : NULL;
+
+    if (parsed == NULL) {
+        g_message ("libvirt domain %s: cannot read its disks: %s", virDomainGetName (dom),
+                   error->message);
+        return;
+    }
+    for (guint i = 0; i < parsed->len; i++) {
+        VmrLibvirtDisk *disk = g_ptr_array_index (parsed, i);
+        VmrEngineDefinedDisk *defined;
+
+        if (disk->path == NULL)
+            continue;
+        defined = g_new0 (VmrEngineDefinedDisk, 1);
+        defined->domain = g_strdup (virDomainGetName (dom));
+        defined->disk = g_strdup (disk->target);
+        defined->path = g_strdup (disk->path);
+        g_ptr_array_add (disks, defined);
+    }
+}
+
+/* the disks of every domain of @conn that does not run (VmrEngineDefinedDisk *); NULL, @error */
+static GPtrArray *
+read_defined (virConnect *conn, GError **error)
+{
+    g_autoptr (GPtrArray) disks
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_engine_defined_disk_free);
+    virDomainPtr *doms = NULL;
+    int n = virConnectListAllDomains (conn, &doms, VIR_CONNECT_LIST_DOMAINS_INACTIVE);
+
+    if (n < 0) {
+        vmr_libvirt_set_error (error, "cannot list the domains that do not run");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        add_defined_disks (doms[i], disks);
+        virDomainFree (doms[i]);
+    }
+    g_free (doms);
+    return g_steal_pointer (&disks);
+}
+
+static void
+defined_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+    VmrLibvirtTracker *self = source;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (virConnect) conn = vmr_libvirt_connection_ref_conn (self->connection, &error);
+    GPtrArray *disks = conn != NULL ? read_defined (conn, &error) : NULL;
+
+    if (disks == NULL)
+        g_task_return_error (task, g_steal_pointer (&error));
+    else
+        g_task_return_pointer (task, disks, (GDestroyNotify) g_ptr_array_unref);
+}
+
+static void
+defined_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    VmrLibvirtTracker *self = VMR_LIBVIRT_TRACKER (source);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) disks = g_task_propagate_pointer (G_TASK (res), &error);
+
+    /* a failed look keeps what the last one found */
+    if (disks == NULL)
+        g_message ("libvirt: %s", error->message);
+    else
+        vmr_engine_set_defined_disks (self->engine, disks);
+}
+
+/* reads the disks of every domain that does not run again, for the engine's refusals */
+static void
+refresh_defined (VmrLibvirtTracker *self)
+{
+    g_autoptr (GTask) task = g_task_new (self, NULL, defined_cb, NULL);
+
+    g_task_run_in_thread (task, defined_thread);
+}
+
 /* ---- the running domains ---- */
 
 static void
@@ -168,6 +257,9 @@ list_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *can
         virDomainFree (doms[i]);
     }
     g_free (doms);
+    /* before the running ones are added: no copy is let onto a defined one's disk */
+    g_object_set_data_full (G_OBJECT (task), "vmr-defined", read_defined (conn, NULL),
+                            (GDestroyNotify) g_ptr_array_unref);
     g_task_return_pointer (task, g_steal_pointer (&ids), (GDestroyNotify) g_ptr_array_unref);
 }
 
@@ -182,10 +274,14 @@ list_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     const gchar *name;
     const gchar *uuid;
 
+    GPtrArray *defined = g_object_get_data (G_OBJECT (res), "vmr-defined");
+
     if (ids == NULL) {
         g_message ("libvirt: %s", error->message);
         return;
     }
+    if (defined != NULL)
+        vmr_engine_set_defined_disks (self->engine, defined);
     /* domains that stopped while the connection was down */
     g_hash_table_iter_init (&iter, self->known);
     while (g_hash_table_iter_next (&iter, (gpointer *) &name, (gpointer *) &uuid)) {
@@ -227,6 +323,10 @@ lifecycle_cb (VmrLibvirtConnection *connection, const gchar *name, const gchar *
         ensure (self, name, uuid);
     else if (event == VIR_DOMAIN_EVENT_STOPPED)
         forget (self, name, STOPPED_REASON);
+    /* a domain defined, changed, removed, started or stopped: the defined disks changed */
+    if (event == VIR_DOMAIN_EVENT_DEFINED || event == VIR_DOMAIN_EVENT_UNDEFINED
+        || event == VIR_DOMAIN_EVENT_STARTED || event == VIR_DOMAIN_EVENT_STOPPED)
+        refresh_defined (self);
 }
 
 /* ---- the hook ---- */

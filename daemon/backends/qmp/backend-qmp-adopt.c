@@ -17,6 +17,7 @@
 typedef struct {
     VmrJob *job;
     VmrQmpBlockJob *info; /* our job in query-block-jobs, NULL if QEMU has none */
+    GHashTable *fdsets;   /* the files passed by descriptor, of vmr_qmp_parse_fdsets() */
     VmrBackendAdoption *adoption;
 } AdoptData;
 
@@ -25,6 +26,7 @@ adopt_data_free (AdoptData *data)
 {
     vmr_job_unref (data->job);
     vmr_qmp_block_job_free (data->info);
+    g_clear_pointer (&data->fdsets, g_hash_table_unref);
     g_free (data->adoption);
     g_free (data);
 }
@@ -47,6 +49,15 @@ adopt_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     adopt_return (task, GPOINTER_TO_INT (g_object_get_data (G_OBJECT (task), "vmr-outcome")));
 }
 
+/* the old image may have come from an fd set of an earlier copy */
+static void
+adopt_source_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+
+    vmr_backend_qmp_prune_fdsets_async (g_task_get_source_object (task), adopt_released_cb, task);
+}
+
 static void
 adopt_first_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -54,7 +65,8 @@ adopt_first_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     VmrBackendQmp *self = g_task_get_source_object (task);
     AdoptData *data = g_task_get_task_data (task);
 
-    vmr_backend_qmp_release_node_async (self, data->job->source_file_node, adopt_released_cb, task);
+    vmr_backend_qmp_release_node_async (self, data->job->source_file_node, adopt_source_released_cb,
+                                        task);
 }
 
 static void
@@ -72,8 +84,8 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
     if (reply == NULL
-        || !vmr_qmp_parse_block_uses (reply, dest_node, data->job->dest, &on_destination,
-                                      &dest_in_use, &error)) {
+        || !vmr_qmp_parse_block_uses (reply, data->fdsets, dest_node, data->job->dest,
+                                      &on_destination, &dest_in_use, &error)) {
         g_task_return_error (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;
@@ -125,11 +137,31 @@ adopt_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
                                             task);
         return;
     }
-    /* no copy, the disk on its source: close the destination, remove what the job made
-     * (also for a job whose start was cut short: the next start makes the file anew) */
-    vmr_destination_remove (data->job->dest);
+    /* no copy, the disk on its source: close the destination (the engine removes what the
+     * job made, also for a job whose start was cut short) */
     g_object_set_data (G_OBJECT (task), "vmr-outcome", GINT_TO_POINTER (VMR_BACKEND_ADOPT_GONE));
-    vmr_backend_qmp_release_node_async (self, dest_node, adopt_released_cb, task);
+    vmr_backend_qmp_release_destination_async (self, data->job->dest, dest_node, TRUE,
+                                               adopt_released_cb, task);
+}
+
+/* the names of the files passed by descriptor, for the disks' images */
+static void
+adopt_fdsets_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+    AdoptData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        g_object_unref (task);
+        return;
+    }
+    data->fdsets = vmr_qmp_parse_fdsets (reply);
+    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "query-block", NULL, 0,
+                                  g_task_get_cancellable (task), adopt_block_cb, task);
 }
 
 static void
@@ -151,8 +183,8 @@ adopt_jobs_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     }
     if (g_ptr_array_find (jobs, vmr_qmp_block_jobs_find (jobs, data->job->id), &index))
         data->info = g_ptr_array_steal_index (jobs, index);
-    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "query-block", NULL, 0,
-                                  g_task_get_cancellable (task), adopt_block_cb, task);
+    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "query-fdsets", NULL, 0,
+                                  g_task_get_cancellable (task), adopt_fdsets_cb, task);
 }
 
 void

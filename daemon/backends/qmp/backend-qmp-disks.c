@@ -242,6 +242,28 @@ parent_bus_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     query_disks_done_one (task);
 }
 
+/* a disk on a file passed by descriptor ("/dev/fdset/N") is named by the file's path */
+static void
+fdsets_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    QueryDisksData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GHashTable) fdsets = NULL;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    fdsets = reply != NULL ? vmr_qmp_parse_fdsets (reply) : NULL;
+    for (guint i = 0; fdsets != NULL && i < data->disks->len; i++) {
+        VmrDisk *disk = g_ptr_array_index (data->disks, i);
+        gchar *path = vmr_qmp_parse_real_path (fdsets, disk->path);
+
+        g_free (disk->path);
+        disk->path = path;
+    }
+    query_disks_done_one (task);
+}
+
 static void
 named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -256,7 +278,10 @@ named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
-    data->pending = 2;
+    data->pending = 3;
+    /* after the file nodes, which are found by the names QEMU gives them */
+    vmr_qmp_client_execute_async (self->client, "query-fdsets", NULL, 0,
+                                  g_task_get_cancellable (task), fdsets_cb, g_object_ref (task));
     for (guint i = 0; i < data->disks->len; i++) {
         const gchar *qdev = g_ptr_array_index (data->qdev_paths, i);
         VmrDisk *disk = g_ptr_array_index (data->disks, i);

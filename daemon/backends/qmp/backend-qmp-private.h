@@ -8,6 +8,7 @@
  *   backend-qmp-verify.c   the bitmap of a pivot, verifying a copy after it
  *   backend-qmp-adopt.c    picking up a copy of an earlier run
  *   backend-qmp-track.c    a tracked job and its end in QEMU, the shared helpers
+ *   backend-qmp-fdset.c    a destination passed to QEMU by descriptor, fd sets no node uses
  *   qmp-parse.c            what QEMU's replies and events say, no monitor behind
  */
 #pragma once
@@ -16,6 +17,7 @@
 
 #include <json-glib/json-glib.h>
 
+#include "destination-handle.h"
 #include "qmp-client.h"
 
 G_BEGIN_DECLS
@@ -106,8 +108,9 @@ void vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
 
 /*
  * Closes the destination @dest opened as @node (blockdev-del when
- * @node_added), then deletes the TLS object an NBD export over TLS had;
- * never fails. The callback comes once QEMU has answered both.
+ * @node_added), then deletes the TLS object an NBD export over TLS had and
+ * the fd set a file was passed in; never fails. The callback comes once
+ * QEMU has answered.
  */
 void vmr_backend_qmp_release_destination_async (VmrBackendQmp *self, const VmrDestination *dest,
                                                 const gchar *node, gboolean node_added,
@@ -115,6 +118,27 @@ void vmr_backend_qmp_release_destination_async (VmrBackendQmp *self, const VmrDe
 
 /* once a tracked mirror has ended in QEMU: dismiss it, release the nodes, report the end */
 void vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track);
+
+/* ---- backend-qmp-fdset.c ---- */
+
+/*
+ * Passes the opened destination @handle to QEMU: add-fd of a descriptor of
+ * it (O_DIRECT when @direct, as the node that opens it asks) into a new fd
+ * set named after the file. The result is the name blockdev-add opens,
+ * "/dev/fdset/N" (a new string).
+ */
+void vmr_backend_qmp_pass_destination_async (VmrBackendQmp *self, VmrDestinationHandle *handle,
+                                             gboolean direct, GCancellable *cancellable,
+                                             GAsyncReadyCallback callback, gpointer user_data);
+gchar *vmr_backend_qmp_pass_destination_finish (GAsyncResult *res, GError **error);
+
+/*
+ * Removes the fd sets the daemon passed that no block node was opened from
+ * any more (remove-fd); never fails. The callback comes once they are on
+ * their way: later commands run after them.
+ */
+void vmr_backend_qmp_prune_fdsets_async (VmrBackendQmp *self, GAsyncReadyCallback callback,
+                                         gpointer user_data);
 
 /* ---- the VmrBackend methods that live in the other files ---- */
 

@@ -92,16 +92,25 @@ vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
 }
 
 static void
-object_del_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+pruned_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     g_autoptr (GTask) task = user_data;
+
+    g_task_return_boolean (task, TRUE);
+}
+
+static void
+object_del_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    GTask *task = user_data;
+    VmrBackendQmp *self = g_task_get_source_object (task);
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) reply = NULL;
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
     if (reply == NULL)
         g_debug ("object-del %s: %s", (const gchar *) g_task_get_task_data (task), error->message);
-    g_task_return_boolean (task, TRUE);
+    vmr_backend_qmp_prune_fdsets_async (self, pruned_cb, task);
 }
 
 static void
@@ -112,9 +121,9 @@ release_tls_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     const gchar *tls_id = g_task_get_task_data (task);
     g_autoptr (JsonObject) args = NULL;
 
+    /* the fd set a file was passed in goes with the node */
     if (tls_id == NULL) {
-        g_task_return_boolean (task, TRUE);
-        g_object_unref (task);
+        vmr_backend_qmp_prune_fdsets_async (self, pruned_cb, task);
         return;
     }
     args = vmr_backend_qmp_args_device ("id", tls_id);
@@ -138,8 +147,7 @@ typedef struct {
     gchar *job_id;
     VmrBackendOutcome outcome;
     gchar *reason;
-    gchar *second_node;                 /* released after the first */
-    VmrDestination *remove_destination; /* removed at the end if the copy made it, or NULL */
+    gchar *second_node; /* released after the first */
 } FinishData;
 
 static void
@@ -149,15 +157,12 @@ finish_data_free (FinishData *data)
     g_free (data->job_id);
     g_free (data->reason);
     g_free (data->second_node);
-    g_clear_pointer (&data->remove_destination, vmr_destination_unref);
     g_free (data);
 }
 
 static void
 finish_done (FinishData *data)
 {
-    if (data->remove_destination != NULL)
-        vmr_destination_remove (data->remove_destination);
     g_hash_table_remove (data->self->tracks, data->job_id);
     vmr_backend_emit_job_finished (VMR_BACKEND (data->self), data->job_id, data->outcome,
                                    data->reason);
@@ -165,7 +170,22 @@ finish_done (FinishData *data)
 }
 
 static void
+finish_pruned_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    finish_done (user_data);
+}
+
+static void
 second_release_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    FinishData *data = user_data;
+
+    /* the old image may have come from an fd set of an earlier copy */
+    vmr_backend_qmp_prune_fdsets_async (data->self, finish_pruned_cb, data);
+}
+
+static void
+destination_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     finish_done (user_data);
 }
@@ -200,9 +220,8 @@ dismiss_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         data->second_node = g_strdup (track->source_file_node);
     } else {
         /* the VM stays on its source: close the destination again */
-        data->remove_destination = vmr_destination_ref (track->destination);
         vmr_backend_qmp_release_destination_async (data->self, track->destination, track->dest_node,
-                                                   TRUE, second_release_cb, data);
+                                                   TRUE, destination_released_cb, data);
         return;
     }
     vmr_backend_qmp_release_node_async (data->self, first_node, first_release_cb, data);

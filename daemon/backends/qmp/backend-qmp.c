@@ -12,6 +12,7 @@
 #include "qmp-client.h"
 #include "qmp-parse.h"
 #include "vmr-error.h"
+#include "vmr-json.h"
 
 /* how long a monitor may take to greet us before we decide it is not QEMU */
 #define GREETING_TIMEOUT_MS 5000
@@ -25,6 +26,7 @@ typedef struct {
     VmrDisk *disk;      /* a copy of what the caller gave */
     MirrorTrack *track; /* owned until handed to self->tracks, then NULL */
     gchar *dest_node;
+    gchar *dest_filename; /* "/dev/fdset/N" of a destination passed by descriptor, or NULL */
     gboolean dest_added;
     GError *error; /* why it failed, returned once the destination is released */
 } StartData;
@@ -35,6 +37,7 @@ start_data_free (StartData *data)
     vmr_job_unref (data->job);
     vmr_disk_free (data->disk);
     g_free (data->dest_node);
+    g_free (data->dest_filename);
     g_clear_error (&data->error);
     if (data->track != NULL)
         vmr_backend_qmp_track_free (data->track);
@@ -63,7 +66,6 @@ start_released_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GTask) task = user_data;
     StartData *data = g_task_get_task_data (task);
 
-    vmr_destination_remove (data->job->dest);
     g_task_return_error (task, g_steal_pointer (&data->error));
 }
 
@@ -183,6 +185,13 @@ blockdev_add_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         return;
     }
     data->dest_added = TRUE;
+    /* QEMU has the file by its descriptor: the name must still lead there */
+    if (data->job->dest_handle != NULL
+        && !vmr_destination_handle_check_named (data->job->dest_handle, &error)) {
+        start_fail (task, g_steal_pointer (&error));
+        g_object_unref (task);
+        return;
+    }
     if (vmr_destination_has_virtual_size (data->job->dest)) {
         g_autoptr (JsonObject) args = json_object_new ();
 
@@ -202,6 +211,10 @@ add_node (GTask *task)
     g_autoptr (JsonObject) args = vmr_destination_to_blockdev_add (data->job->dest, data->dest_node,
                                                                    data->disk, data->job->nbd);
 
+    /* the file by its descriptor, not by its name */
+    if (data->dest_filename != NULL)
+        json_object_set_string_member (vmr_json_get_object (args, "file"), "filename",
+                                       data->dest_filename);
     vmr_qmp_client_execute_async (self->client, "blockdev-add", args, 0,
                                   g_task_get_cancellable (task), blockdev_add_cb, task);
 }
@@ -243,17 +256,20 @@ add_destination (GTask *task)
 }
 
 static void
-create_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+passed_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
     GTask *task = user_data;
+    StartData *data = g_task_get_task_data (task);
     g_autoptr (GError) error = NULL;
 
-    if (!vmr_destination_create_finish (res, &error)) {
+    data->dest_filename = vmr_backend_qmp_pass_destination_finish (res, &error);
+    if (data->dest_filename == NULL) {
+        g_prefix_error (&error, "cannot pass %s to QEMU: ", data->job->dest->location);
         g_task_return_error (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;
     }
-    add_destination (task);
+    add_node (task);
 }
 
 static void
@@ -271,9 +287,10 @@ vmr_backend_qmp_start_copy_async (VmrBackend *backend, VmrJob *job, const VmrDis
     data->dest_node = g_strdup (data->track->dest_node);
     g_task_set_task_data (task, data, (GDestroyNotify) start_data_free);
 
-    if (job->dest->created) {
-        vmr_destination_create_async (job->dest, disk->size, disk->path, cancellable, create_cb,
-                                      task);
+    /* a file or device the daemon opened: QEMU gets it by descriptor */
+    if (job->dest_handle != NULL) {
+        vmr_backend_qmp_pass_destination_async (self, job->dest_handle, disk->file_cache_direct,
+                                                cancellable, passed_cb, task);
         return;
     }
     add_destination (task);

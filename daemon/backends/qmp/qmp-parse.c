@@ -434,9 +434,93 @@ vmr_qmp_block_job_to_progress (const VmrQmpBlockJob *job)
     return progress;
 }
 
+/* ---- files passed by descriptor ---- */
+
+#define FDSET_PREFIX  "/dev/fdset/"
+#define OPAQUE_PREFIX "virt-mirror "
+
+gchar *
+vmr_qmp_parse_fdset_opaque (const gchar *path)
+{
+    return g_strconcat (OPAQUE_PREFIX, path, NULL);
+}
+
+gint64
+vmr_qmp_parse_fdset_id (const gchar *filename)
+{
+    guint64 id = 0;
+
+    if (filename == NULL || !g_str_has_prefix (filename, FDSET_PREFIX)
+        || !g_ascii_string_to_unsigned (filename + strlen (FDSET_PREFIX), 10, 0, G_MAXINT64, &id,
+                                        NULL))
+        return -1;
+    return (gint64) id;
+}
+
+GHashTable *
+vmr_qmp_parse_fdsets (JsonNode *reply)
+{
+    JsonArray *sets = vmr_json_node_array (reply);
+    GHashTable *paths = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
+
+    for (guint i = 0; sets != NULL && i < json_array_get_length (sets); i++) {
+        JsonObject *set = vmr_json_array_object (sets, i);
+        JsonArray *fds = vmr_json_get_array (set, "fds");
+        const gchar *opaque = fds != NULL && json_array_get_length (fds) > 0
+                                  ? vmr_json_get_string (vmr_json_array_object (fds, 0), "opaque")
+                                  : NULL;
+        gint64 id = 0;
+
+        if (!vmr_json_get_int (set, "fdset-id", &id) || opaque == NULL
+            || !g_str_has_prefix (opaque, OPAQUE_PREFIX))
+            continue;
+        g_hash_table_insert (paths, g_memdup2 (&id, sizeof id),
+                             g_strdup (opaque + strlen (OPAQUE_PREFIX)));
+    }
+    return paths;
+}
+
+gchar *
+vmr_qmp_parse_real_path (GHashTable *fdsets, const gchar *filename)
+{
+    gint64 id = vmr_qmp_parse_fdset_id (filename);
+    const gchar *path = id >= 0 && fdsets != NULL ? g_hash_table_lookup (fdsets, &id) : NULL;
+
+    return g_strdup (path != NULL ? path : filename);
+}
+
+/* adds the fd set @filename names, if any, to @in_use */
+static void
+add_fdset_in_use (GHashTable *in_use, const gchar *filename)
+{
+    g_autofree gchar *plain = vmr_qmp_parse_plain_filename (filename);
+    gint64 id = vmr_qmp_parse_fdset_id (plain);
+
+    if (id >= 0)
+        g_hash_table_add (in_use, g_memdup2 (&id, sizeof id));
+}
+
+GHashTable *
+vmr_qmp_parse_fdsets_in_use (JsonNode *reply)
+{
+    JsonArray *nodes = vmr_json_node_array (reply);
+    GHashTable *in_use = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+
+    for (guint i = 0; nodes != NULL && i < json_array_get_length (nodes); i++) {
+        JsonObject *node = vmr_json_array_object (nodes, i);
+
+        add_fdset_in_use (in_use, vmr_json_get_string (node, "file"));
+        for (JsonObject *image = vmr_json_get_object (node, "image"); image != NULL;
+             image = vmr_json_get_object (image, "backing-image"))
+            add_fdset_in_use (in_use, vmr_json_get_string (image, "filename"));
+    }
+    return in_use;
+}
+
 gboolean
-vmr_qmp_parse_block_uses (JsonNode *reply, const gchar *node_name, const VmrDestination *dest,
-                          gboolean *node_used, gboolean *path_used, GError **error)
+vmr_qmp_parse_block_uses (JsonNode *reply, GHashTable *fdsets, const gchar *node_name,
+                          const VmrDestination *dest, gboolean *node_used, gboolean *path_used,
+                          GError **error)
 {
     JsonArray *devices = vmr_qmp_parse_reply_array (reply, "query-block", error);
 
@@ -451,6 +535,12 @@ vmr_qmp_parse_block_uses (JsonNode *reply, const gchar *node_name, const VmrDest
         if (inserted == NULL)
             continue;
         image = vmr_qmp_parse_inserted_path (inserted);
+        if (fdsets != NULL) {
+            gchar *real = vmr_qmp_parse_real_path (fdsets, image);
+
+            g_free (image);
+            image = real;
+        }
         if (node_name != NULL
             && g_strcmp0 (vmr_json_get_string (inserted, "node-name"), node_name) == 0)
             *node_used = TRUE;

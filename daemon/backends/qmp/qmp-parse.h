@@ -132,12 +132,41 @@ VmrQmpBlockJob *vmr_qmp_block_jobs_find (GPtrArray *jobs, const gchar *id);
 /* @job as the core's progress; free with vmr_backend_progress_free() */
 VmrBackendProgress *vmr_qmp_block_job_to_progress (const VmrQmpBlockJob *job);
 
+/* ---- files passed by descriptor: QEMU's fd sets ---- */
+
+/* the opaque of the fd set that passes the file @path: "virt-mirror PATH"; a new string */
+gchar *vmr_qmp_parse_fdset_opaque (const gchar *path);
+
+/* N of the name "/dev/fdset/N" QEMU opens an fd set by, or -1 for any other name */
+gint64 vmr_qmp_parse_fdset_id (const gchar *filename);
+
+/*
+ * The fd sets of a query-fdsets reply that virt-mirror made (each with the
+ * opaque of vmr_qmp_parse_fdset_opaque()): a table of fd set id (a
+ * gint64 *) -> the path of its file. Empty for a reply of another shape.
+ */
+GHashTable *vmr_qmp_parse_fdsets (JsonNode *reply);
+
+/*
+ * @filename as the daemon names the file: the path of the fd set it names
+ * when @fdsets (of vmr_qmp_parse_fdsets(), may be NULL) has it, else as it
+ * is. A new string; NULL for a NULL @filename.
+ */
+gchar *vmr_qmp_parse_real_path (GHashTable *fdsets, const gchar *filename);
+
+/*
+ * The ids of the fd sets that some node of a (flat) query-named-block-nodes
+ * reply was opened from, a set of gint64 *; empty for a reply of another
+ * shape
+ */
+GHashTable *vmr_qmp_parse_fdsets_in_use (JsonNode *reply);
+
 /*
  * Whether a query-block reply has a disk on the node @node_name and one on
- * the image of @dest, by vmr_destination_same_target() (either may be NULL:
- * not looked for).
+ * the image of @dest, by vmr_destination_same_target() of its path as
+ * @fdsets (may be NULL) makes it (either may be NULL: not looked for).
  */
-gboolean vmr_qmp_parse_block_uses (JsonNode *reply, const gchar *node_name,
+gboolean vmr_qmp_parse_block_uses (JsonNode *reply, GHashTable *fdsets, const gchar *node_name,
                                    const VmrDestination *dest, gboolean *node_used,
                                    gboolean *path_used, GError **error);
 

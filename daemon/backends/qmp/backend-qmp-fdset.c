@@ -1,0 +1,161 @@
+#define G_LOG_DOMAIN "vmr-daemon"
+
+/*
+ * The QMP backend: a destination handed to QEMU by descriptor, never by
+ * name. The daemon opens (or makes) the file; add-fd puts a descriptor of
+ * it into a new fd set whose opaque names the file, and blockdev-add opens
+ * "/dev/fdset/N", which QEMU resolves to that descriptor, also when it
+ * opens the file again (a reopen at the pivot). The fd set lives as long
+ * as a node was opened from it: once none is, it is removed.
+ */
+
+#include "backend-qmp-private.h"
+
+#include <unistd.h>
+
+#include "qmp-client.h"
+#include "qmp-parse.h"
+#include "vmr-error.h"
+#include "vmr-json.h"
+
+/* ---- passing a destination ---- */
+
+static void
+add_fd_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    gint64 id = -1;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        return;
+    }
+    if (!vmr_json_get_int (vmr_json_node_object (reply), "fdset-id", &id) || id < 0) {
+        g_task_return_new_error (task, VMR_ERROR, VMR_ERROR_PROTOCOL,
+                                 "unexpected reply to 'add-fd' (no fdset-id)");
+        return;
+    }
+    g_task_return_pointer (task, g_strdup_printf ("/dev/fdset/%" G_GINT64_FORMAT, id), g_free);
+}
+
+void
+vmr_backend_qmp_pass_destination_async (VmrBackendQmp *self, VmrDestinationHandle *handle,
+                                        gboolean direct, GCancellable *cancellable,
+                                        GAsyncReadyCallback callback, gpointer user_data)
+{
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    VmrDestination *dest = vmr_destination_handle_get_destination (handle);
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autofree gchar *opaque = vmr_qmp_parse_fdset_opaque (dest->location);
+    g_autoptr (GError) error = NULL;
+    /* QEMU takes a descriptor of the set whose access mode and O_DIRECT match its own open */
+    gint fd = vmr_destination_handle_reopen (handle, direct, &error);
+
+    if (fd < 0) {
+        g_task_return_error (task, g_steal_pointer (&error));
+        g_object_unref (task);
+        return;
+    }
+    json_object_set_string_member (args, "opaque", opaque);
+    vmr_qmp_client_execute_with_fd_async (self->client, "add-fd", args, fd, 0, cancellable,
+                                          add_fd_cb, task);
+    close (fd);
+}
+
+gchar *
+vmr_backend_qmp_pass_destination_finish (GAsyncResult *res, GError **error)
+{
+    return g_task_propagate_pointer (G_TASK (res), error);
+}
+
+/* ---- the fd sets no node uses any more ---- */
+
+static void
+remove_fd_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL)
+        g_debug ("remove-fd: %s", error->message);
+}
+
+typedef struct {
+    GHashTable *ours; /* fd set id -> path, of query-fdsets */
+} PruneData;
+
+static void
+prune_data_free (PruneData *data)
+{
+    g_clear_pointer (&data->ours, g_hash_table_unref);
+    g_free (data);
+}
+
+static void
+nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    PruneData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GHashTable) in_use = NULL;
+    GHashTableIter iter;
+    gint64 *id;
+    const gchar *path;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    if (reply == NULL) {
+        g_debug ("not removing fd sets: %s", error->message);
+        g_task_return_boolean (task, TRUE);
+        return;
+    }
+    in_use = vmr_qmp_parse_fdsets_in_use (reply);
+    g_hash_table_iter_init (&iter, data->ours);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &id, (gpointer *) &path)) {
+        g_autoptr (JsonObject) args = json_object_new ();
+
+        if (g_hash_table_contains (in_use, id))
+            continue;
+        g_debug ("removing fd set %" G_GINT64_FORMAT " of %s", *id, path);
+        json_object_set_int_member (args, "fdset-id", *id);
+        vmr_qmp_client_execute_async (self->client, "remove-fd", args, 0, NULL, remove_fd_cb, NULL);
+    }
+    /* the commands keep their order: the removals are done before whatever comes next */
+    g_task_return_boolean (task, TRUE);
+}
+
+static void
+fdsets_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    g_autoptr (GTask) task = user_data;
+    VmrBackendQmp *self = g_task_get_source_object (task);
+    PruneData *data = g_task_get_task_data (task);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (JsonObject) args = json_object_new ();
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
+    data->ours = reply != NULL ? vmr_qmp_parse_fdsets (reply) : NULL;
+    if (data->ours == NULL || g_hash_table_size (data->ours) == 0) {
+        g_task_return_boolean (task, TRUE);
+        return;
+    }
+    json_object_set_boolean_member (args, "flat", TRUE);
+    vmr_qmp_client_execute_async (self->client, "query-named-block-nodes", args, 0, NULL, nodes_cb,
+                                  g_steal_pointer (&task));
+}
+
+void
+vmr_backend_qmp_prune_fdsets_async (VmrBackendQmp *self, GAsyncReadyCallback callback,
+                                    gpointer user_data)
+{
+    GTask *task = g_task_new (self, NULL, callback, user_data);
+
+    g_task_set_task_data (task, g_new0 (PruneData, 1), (GDestroyNotify) prune_data_free);
+    vmr_qmp_client_execute_async (self->client, "query-fdsets", NULL, 0, NULL, fdsets_cb, task);
+}
