@@ -3,7 +3,8 @@
 /*
  * Migrations that must succeed: every pair of formats, a disk served by an
  * iothread, an existing destination (--reuse), a disk named by its node,
- * one disk of two, and a disk whose queues two iothreads serve. Each
+ * one disk of two, a disk whose queues two iothreads serve, and a disk moved
+ * twice (the second time from the file the first passed by descriptor). Each
  * proves the guest uses the destination, the old image is released, the
  * job record is final and the destination holds the source's bytes. The
  * single disks are scsi-hds (on a controller on the iothread, for that
@@ -461,6 +462,43 @@ test_second_disk (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_image_equals (source0, "raw", expected0);
 }
 
+/*
+ * a disk moved twice: the second copy's source is the file the first one
+ * passed by descriptor (QEMU names it /dev/fdset/N), which the daemon knows
+ * by its path; once the disk moved on, that fd set is gone from QEMU
+ */
+static void
+test_moved_twice (VmrHarness *h, gconstpointer user_data)
+{
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_autofree gchar *second = NULL;
+    g_autofree gchar *first_id = NULL;
+    g_autofree gchar *second_id = NULL;
+    g_autoptr (JsonObject) first = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) disk = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 102);
+    vmr_harness_writer_write (vm.writer, WRITES);
+    first_id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, NULL);
+    first = vmr_harness_wait_job (h, first_id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    vmr_harness_assert_disk_on (h, "disk0", vm.dest);
+    /* the daemon names the disk by the file's path */
+    disk = find_domain_disk (h, "vm", "disk0");
+    g_assert_cmpstr (vmr_harness_json_string (disk, "path"), ==, vm.dest);
+    vmr_harness_writer_write (vm.writer, WRITES);
+
+    second = vmr_harness_path (h, "second.raw");
+    second_id = vmr_harness_migrate (h, "vm", "disk0", second, NULL);
+    job = vmr_harness_wait_job (h, second_id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    g_assert_cmpstr (vmr_harness_json_string (job, "source"), ==, vm.dest);
+    vmr_harness_writer_write (vm.writer, WRITES);
+    /* the first destination is released, its fd set with it */
+    vmr_harness_assert_migrated (h, second_id, "disk0", vm.dest, second, "raw", vm.expected);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -475,5 +513,6 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/migrate/by-node-name", &by_node, test_migrate);
     VMR_HARNESS_ADD ("/migrate/second-disk", NULL, test_second_disk);
     VMR_HARNESS_ADD ("/migrate/iothread-vq-mapping", NULL, test_vq_mapping);
+    VMR_HARNESS_ADD ("/migrate/moved-twice", NULL, test_moved_twice);
     return g_test_run ();
 }
