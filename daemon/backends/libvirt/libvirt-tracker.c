@@ -17,6 +17,8 @@ struct _VmrLibvirtTracker {
     VmrLibvirtConnection *connection;
     GHashTable *known;   /* name -> uuid of the domains added to the engine, owned */
     GHashTable *pending; /* name -> Pending *, domains being added */
+    guint defined_reads; /* the looks at the defined domains' disks started */
+    guint defined_shown; /* the latest of them the engine was given */
     gulong hook_handler;
 };
 
@@ -207,6 +209,16 @@ defined_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *
         g_task_return_pointer (task, disks, (GDestroyNotify) g_ptr_array_unref);
 }
 
+/* what the look @read found: the engine keeps the latest look's, a failed one changes nothing */
+static void
+show_defined (VmrLibvirtTracker *self, guint read, GPtrArray *disks)
+{
+    if (disks == NULL || read <= self->defined_shown)
+        return;
+    self->defined_shown = read;
+    vmr_engine_set_defined_disks (self->engine, disks);
+}
+
 static void
 defined_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -214,11 +226,9 @@ defined_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
     g_autoptr (GPtrArray) disks = g_task_propagate_pointer (G_TASK (res), &error);
 
-    /* a failed look keeps what the last one found */
     if (disks == NULL)
         g_message ("libvirt: %s", error->message);
-    else
-        vmr_engine_set_defined_disks (self->engine, disks);
+    show_defined (self, GPOINTER_TO_UINT (g_task_get_task_data (G_TASK (res))), disks);
 }
 
 /* reads the disks of every domain that does not run again, for the engine's refusals */
@@ -227,6 +237,7 @@ refresh_defined (VmrLibvirtTracker *self)
 {
     g_autoptr (GTask) task = g_task_new (self, NULL, defined_cb, NULL);
 
+    g_task_set_task_data (task, GUINT_TO_POINTER (++self->defined_reads), NULL);
     g_task_run_in_thread (task, defined_thread);
 }
 
@@ -270,18 +281,16 @@ list_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (GError) error = NULL;
     g_autoptr (GPtrArray) ids = g_task_propagate_pointer (G_TASK (res), &error);
     g_autoptr (GPtrArray) gone = g_ptr_array_new_with_free_func (g_free);
+    GPtrArray *defined = g_object_get_data (G_OBJECT (res), "vmr-defined");
     GHashTableIter iter;
     const gchar *name;
     const gchar *uuid;
-
-    GPtrArray *defined = g_object_get_data (G_OBJECT (res), "vmr-defined");
 
     if (ids == NULL) {
         g_message ("libvirt: %s", error->message);
         return;
     }
-    if (defined != NULL)
-        vmr_engine_set_defined_disks (self->engine, defined);
+    show_defined (self, GPOINTER_TO_UINT (g_task_get_task_data (G_TASK (res))), defined);
     /* domains that stopped while the connection was down */
     g_hash_table_iter_init (&iter, self->known);
     while (g_hash_table_iter_next (&iter, (gpointer *) &name, (gpointer *) &uuid)) {
@@ -310,6 +319,7 @@ connected_cb (VmrLibvirtConnection *connection, gpointer user_data)
     VmrLibvirtTracker *self = user_data;
     g_autoptr (GTask) task = g_task_new (self, NULL, list_cb, NULL);
 
+    g_task_set_task_data (task, GUINT_TO_POINTER (++self->defined_reads), NULL);
     g_task_run_in_thread (task, list_thread);
 }
 
