@@ -3,7 +3,8 @@
  * byte stream (a greeting, replies and events, one JSON object a line),
  * framed by VmrQmpStream as the daemon frames it; every message is read by
  * each reading the QMP backend makes of a greeting, a reply or an event
- * (qmp-parse.c, and the schema's of qmp-client.c).
+ * (qmp-parse.c, the fd sets of files passed by descriptor among them, and
+ * the schema's of qmp-client.c).
  */
 #include "fuzz-common.h"
 #include "qmp-client.h"
@@ -31,6 +32,20 @@ read_disks (JsonNode *reply)
         }
     }
     (void) vmr_qmp_parse_block_uses (reply, NULL, "disk0", dest, &node_used, &path_used, NULL);
+}
+
+/* the fd sets a reply names, as query-fdsets and query-named-block-nodes give them */
+static void
+read_fdsets (JsonNode *reply)
+{
+    g_autoptr (GHashTable) fdsets = vmr_qmp_parse_fdsets (reply);
+    g_autoptr (GHashTable) in_use = vmr_qmp_parse_fdsets_in_use (reply);
+    g_autoptr (VmrDestination) dest = vmr_destination_new ("/srv/new/disk0.raw", NULL, FALSE, NULL);
+    gboolean node_used = FALSE;
+    gboolean path_used = FALSE;
+
+    g_free (vmr_qmp_parse_real_path (fdsets, "/dev/fdset/0"));
+    (void) vmr_qmp_parse_block_uses (reply, fdsets, "disk0", dest, &node_used, &path_used, NULL);
 }
 
 static void
@@ -67,6 +82,7 @@ read_reply (JsonNode *reply)
         (void) vmr_qmp_parse_node_size (nodes, "disk0", &size);
     read_disks (reply);
     read_jobs (reply);
+    read_fdsets (reply);
 }
 
 static void

@@ -225,6 +225,67 @@ test_block_uses (void)
     }
 }
 
+/*
+ * a file passed by descriptor (job4): QEMU names it /dev/fdset/0, the fd
+ * set's opaque names the file; the disk is read by that name, the set is
+ * known in use while a node was opened from it, and a destination of that
+ * path is found on the disk
+ */
+static void
+test_passed_file (void)
+{
+    g_autoptr (JsonNode) sets = load_return ("query-fdsets-passed.json");
+    g_autoptr (JsonNode) blocks = load_return ("query-block-passed.json");
+    g_autoptr (JsonNode) nodes = load_return ("query-named-block-nodes-passed.json");
+    g_autoptr (JsonNode) before = load_return ("query-named-block-nodes-flat.json");
+    g_autoptr (GHashTable) fdsets = vmr_qmp_parse_fdsets (sets);
+    g_autoptr (GHashTable) in_use = vmr_qmp_parse_fdsets_in_use (nodes);
+    g_autoptr (GHashTable) none_in_use = vmr_qmp_parse_fdsets_in_use (before);
+    g_autoptr (GHashTable) no_sets = vmr_qmp_parse_fdsets (blocks);
+    g_autoptr (GPtrArray) disks = vmr_qmp_parse_block (blocks, NULL, NULL);
+    g_autoptr (VmrDestination) dest
+        = vmr_destination_new ("/images/job4-dst.raw", "raw", FALSE, NULL);
+    g_autofree gchar *opaque = vmr_qmp_parse_fdset_opaque ("/images/job4-dst.raw");
+    gint64 set = 0;
+    gboolean node_used = FALSE;
+    gboolean path_used = FALSE;
+    VmrDisk *disk1;
+
+    g_assert_cmpstr (opaque, ==, "virt-mirror /images/job4-dst.raw");
+    g_assert_cmpuint (g_hash_table_size (fdsets), ==, 1);
+    g_assert_cmpstr (g_hash_table_lookup (fdsets, &set), ==, "/images/job4-dst.raw");
+    g_assert_cmpint (vmr_qmp_parse_fdset_id ("/dev/fdset/0"), ==, 0);
+    g_assert_cmpint (vmr_qmp_parse_fdset_id ("/dev/fdset/x"), ==, -1);
+    g_assert_cmpint (vmr_qmp_parse_fdset_id ("/images/job4-dst.raw"), ==, -1);
+    /* a reply of another shape holds no set */
+    g_assert_cmpuint (g_hash_table_size (no_sets), ==, 0);
+
+    g_assert_nonnull (disks);
+    disk1 = vmr_disk_lookup (disks, "disk1");
+    g_assert_nonnull (disk1);
+    g_assert_cmpstr (disk1->path, ==, "/dev/fdset/0");
+    {
+        g_autofree gchar *real = vmr_qmp_parse_real_path (fdsets, disk1->path);
+        g_autofree gchar *other = vmr_qmp_parse_real_path (fdsets, "/images/disk2.raw");
+        g_autofree gchar *unknown = vmr_qmp_parse_real_path (fdsets, "/dev/fdset/7");
+
+        g_assert_cmpstr (real, ==, "/images/job4-dst.raw");
+        g_assert_cmpstr (other, ==, "/images/disk2.raw");
+        g_assert_cmpstr (unknown, ==, "/dev/fdset/7");
+    }
+    g_assert_true (g_hash_table_contains (in_use, &set));
+    g_assert_cmpuint (g_hash_table_size (none_in_use), ==, 0);
+
+    g_assert_true (
+        vmr_qmp_parse_block_uses (blocks, fdsets, "job4-dst", dest, &node_used, &path_used, NULL));
+    g_assert_true (node_used);
+    g_assert_true (path_used);
+    g_assert_true (
+        vmr_qmp_parse_block_uses (blocks, NULL, "job1-dst", dest, &node_used, &path_used, NULL));
+    g_assert_false (node_used);
+    g_assert_false (path_used);
+}
+
 /* ---- I/O threads ---- */
 
 static void
@@ -593,6 +654,7 @@ main (int argc, char **argv)
     g_test_add_func ("/qmp-parse/disks/mirroring", test_disks_mirroring);
     g_test_add_func ("/qmp-parse/disks/node-size", test_node_size);
     g_test_add_func ("/qmp-parse/disks/uses", test_block_uses);
+    g_test_add_func ("/qmp-parse/disks/passed-file", test_passed_file);
     g_test_add_func ("/qmp-parse/iothreads/list", test_iothreads);
     g_test_add_func ("/qmp-parse/iothreads/lookup", test_iothread_lookup);
     g_test_add_func ("/qmp-parse/iothreads/proc", test_proc);
