@@ -43,8 +43,17 @@ read_fdsets (JsonNode *reply)
     g_autoptr (VmrDestination) dest = vmr_destination_new ("/srv/new/disk0.raw", NULL, FALSE, NULL);
     gboolean node_used = FALSE;
     gboolean path_used = FALSE;
+    GHashTableIter iter;
+    gint64 *id;
 
     g_free (vmr_qmp_parse_real_path (fdsets, "/dev/fdset/0"));
+    /* every set the nodes name, looked up as the fd set cleanup reads it */
+    g_hash_table_iter_init (&iter, in_use);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &id, NULL)) {
+        g_autofree gchar *name = g_strdup_printf ("/dev/fdset/%" G_GINT64_FORMAT, *id);
+
+        g_free (vmr_qmp_parse_real_path (fdsets, name));
+    }
     (void) vmr_qmp_parse_block_uses (reply, fdsets, "disk0", dest, &node_used, &path_used, NULL);
 }
 
