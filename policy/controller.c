@@ -55,6 +55,8 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .baseline_refresh_us = 120 * G_USEC_PER_SEC,
         .measure_gap_us = 10 * G_USEC_PER_SEC,
         .cap_slack = 0.8,
+        .latency_floor_us = 100,
+        .max_noise = 0.1,
     };
 }
 
@@ -85,12 +87,15 @@ set_decision (VmrControllerDecision *out, VmrControllerKind kind, guint64 speed,
     out->reason = reason;
 }
 
+/* the latency's excess counts against the baseline's latency or the floor, the larger */
 static gdouble
-latency_ratio (const VmrControllerInput *input)
+latency_ratio (const VmrControllerConfig *config, const VmrControllerInput *input)
 {
-    if (input->baseline.latency_us <= 0 || input->load.latency_us <= 0)
+    gdouble base = input->baseline.latency_us;
+
+    if (base <= 0 || input->load.latency_us <= 0)
         return 1;
-    return input->load.latency_us / input->baseline.latency_us;
+    return 1 + (input->load.latency_us - base) / MAX (base, config->latency_floor_us);
 }
 
 static gdouble
@@ -102,16 +107,17 @@ iops_ratio (const VmrControllerInput *input)
 }
 
 gdouble
-vmr_controller_harm (const VmrControllerInput *input)
+vmr_controller_harm (const VmrControllerConfig *config, const VmrControllerInput *input)
 {
-    return MAX (0.0, MAX (latency_ratio (input) - 1, 1 - iops_ratio (input)));
+    return MAX (0.0, MAX (latency_ratio (config, input) - 1, 1 - iops_ratio (input)));
 }
 
 /* "latency 1.07x, IOPS 0.93x"; free with g_free() */
 static gchar *
-format_ratios (const VmrControllerInput *input)
+format_ratios (const VmrControllerConfig *config, const VmrControllerInput *input)
 {
-    return g_strdup_printf ("latency %.2fx, IOPS %.2fx", latency_ratio (input), iops_ratio (input));
+    return g_strdup_printf ("latency %.2fx, IOPS %.2fx", latency_ratio (config, input),
+                            iops_ratio (input));
 }
 
 /* the progress floor: the slowest copy whose backlog shrinks, bytes/s; 0 = none known */
@@ -194,9 +200,9 @@ describe_load_change (const VmrControllerConfig *config, const VmrControllerInpu
     if (iops_ratio (input) > 1 + config->unexplained_step)
         return g_strdup_printf ("the guest does more I/O than in its baseline (IOPS %.2fx)",
                                 iops_ratio (input));
-    if (latency_ratio (input) < 1 / (1 + config->unexplained_step))
+    if (latency_ratio (config, input) < 1 / (1 + config->unexplained_step))
         return g_strdup_printf ("the guest's I/O is faster than in its baseline (latency %.2fx)",
-                                latency_ratio (input));
+                                latency_ratio (config, input));
     return NULL;
 }
 
@@ -320,7 +326,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
                      : CLAMP ((1 + target) / (1 + excess), config->severe_backoff, config->backoff);
     guint64 to = clamp_speed (config, input, (gdouble) from * factor);
     g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
-    g_autofree gchar *ratios = format_ratios (input);
+    g_autofree gchar *ratios = format_ratios (config, input);
     g_autofree gchar *from_text = vmr_units_format_speed (from);
     g_autofree gchar *to_text = vmr_units_format_speed (to);
 
@@ -391,7 +397,7 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     gint64 now = input->load.time_us;
     guint n_copies = MAX (input->n_copies, 1);
     guint64 speed = input->speed;
-    g_autofree gchar *ratios = format_ratios (input);
+    g_autofree gchar *ratios = format_ratios (config, input);
     g_autofree gchar *from_text = vmr_units_format_speed (speed);
     g_autofree gchar *to_text = NULL;
     g_autofree gchar *how = NULL;
@@ -560,7 +566,7 @@ judge_back_off (const VmrControllerConfig *config, VmrControllerState *state,
     state->felt = b->felt;
     state->n_harms = 0;
     state->probing = FALSE;
-    ratios = format_ratios (input);
+    ratios = format_ratios (config, input);
     at_text = vmr_units_format_speed (input->speed);
     from_text = vmr_units_format_speed (from);
     set_decision (out, VMR_CONTROLLER_RAISE, from,
@@ -639,11 +645,11 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
      * the copy after all.
      */
     if (change == NULL && !idle_now && !idle_before
-        && iops_ratio (input) < 1 - 2 * config->target_harm && latency_ratio (input) <= 1
+        && iops_ratio (input) < 1 - 2 * config->target_harm && latency_ratio (config, input) <= 1
         && now - state->measure_time_us >= 3 * config->measure_gap_us)
         change = g_strdup_printf ("the guest does fewer IOPS than in its baseline (%.2fx) at no "
                                   "higher latency (%.2fx)",
-                                  iops_ratio (input), latency_ratio (input));
+                                  iops_ratio (input), latency_ratio (config, input));
     if (change != NULL && now - state->measure_time_us >= config->measure_gap_us) {
         state->measure_time_us = now;
         /* the knee was the old load's: probe past it slowly */
@@ -671,7 +677,7 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
         return;
     }
 
-    harm = vmr_controller_harm (input);
+    harm = vmr_controller_harm (config, input);
     out->harm = harm;
     vmr_controller_window_push (config, state, harm);
     median = vmr_controller_window_median (state);
@@ -704,7 +710,7 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
         /* a back-off is judged before the next: a floor makes no cascade down to min-speed */
         if (state->back_off.from != 0 && median <= config->max_floor) {
             g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
-            g_autofree gchar *ratios = format_ratios (input);
+            g_autofree gchar *ratios = format_ratios (config, input);
             g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
 
             set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
@@ -724,7 +730,7 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
     if (vmr_controller_over_floor (state, median) >= config->hold_below * config->target_harm
         || vmr_controller_over_floor (state, harm) >= config->hold_below * config->target_harm) {
         g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
-        g_autofree gchar *ratios = format_ratios (input);
+        g_autofree gchar *ratios = format_ratios (config, input);
         g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
 
         if (vmr_controller_over_floor (state, harm) > config->target_harm)
@@ -749,9 +755,26 @@ void
 vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
                      const VmrControllerInput *input, VmrControllerDecision *out)
 {
+    /*
+     * a target under the noise of the guest's own figures cannot be told
+     * from it: the copy would back off on noise alone
+     */
+    VmrControllerConfig effective = *config;
+    gdouble noise = MIN (input->noise, config->max_noise);
+
+    if (noise > config->target_harm)
+        effective.target_harm = noise;
     /* a probe past a stale knee lasts until the next raise or back-off */
-    decide (config, state, input, state->probing, out);
-    clamp_decision (config, input, out);
+    decide (&effective, state, input, state->probing, out);
+    clamp_decision (&effective, input, out);
+    if (noise > config->target_harm && out->kind != VMR_CONTROLLER_MEASURE_BASELINE
+        && out->kind != VMR_CONTROLLER_BASELINE_TAKEN) {
+        gchar *reason = g_strdup_printf ("%s; the target %.1f%% is under the guest's noise, "
+                                         "%.1f%%: held to that",
+                                         out->reason, config->target_harm * 100, noise * 100);
+
+        set_decision (out, out->kind, out->speed, reason);
+    }
     if (out->speed != input->speed || out->kind == VMR_CONTROLLER_MEASURE_BASELINE)
         state->n_at_speed = 0;
 }

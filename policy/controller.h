@@ -124,6 +124,8 @@ G_BEGIN_DECLS
 #define VMR_CONTROLLER_NO_CAP_ABOVE (G_GUINT64_CONSTANT (64) << 30)
 /* the most samples a decision reads */
 #define VMR_CONTROLLER_WINDOW_MAX 8
+/* the newest samples before a copy that make its baseline */
+#define VMR_CONTROLLER_BASELINE_MAX 5
 
 typedef struct {
     gdouble target_harm;  /* the fraction of its performance the guest may lose, e.g. 0.05 */
@@ -178,6 +180,13 @@ typedef struct {
                                  * bursty guest must not pause the copy every other sample */
     gdouble cap_slack;          /* [0.8] a copy that moves under this fraction of its cap is held by
                                  * the storage, not by the cap */
+    gdouble latency_floor_us;   /* [100 us] the latency added to a guest's I/O counts against its
+                                 * baseline or this, whichever is larger: QEMU's own time for an
+                                 * I/O from memory is 7 to 11 us, where a few microseconds more,
+                                 * which no guest feels, would read as 20% to 70% */
+    gdouble max_noise;          /* [0.1] the noise band at most: a baseline noisier than this (three
+                                 * of QEMU's spikes in five samples) says more about its spell
+                                 * than about the guest */
 } VmrControllerConfig;
 
 /* @config with @target_harm, @min_speed, @max_speed and the built-in tuning */
@@ -234,6 +243,8 @@ typedef struct {
     guint64 dirty_rate;     /* bytes/s the guest's writes add to what is left to copy (QEMU's
                              * len grows by them), 0 = unknown or none */
     guint n_copies;         /* copies on the disk's I/O thread, this one included (0 = 1) */
+    gdouble noise;          /* the baseline's noise band (vmr_controller_baseline()), 0 = none:
+                             * a target under it is raised to it */
 } VmrControllerInput;
 
 typedef enum {
@@ -268,8 +279,23 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrControllerDecision, vmr_controller_decision
 void vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
                           const VmrControllerInput *input, VmrControllerDecision *out);
 
-/* the harm of @input's load against its baseline, >= 0; 0 when neither can tell */
-gdouble vmr_controller_harm (const VmrControllerInput *input);
+/*
+ * the harm of @input's load against its baseline, >= 0; 0 when neither can
+ * tell. The latency's excess counts against the larger of the baseline's
+ * latency and config->latency_floor_us.
+ */
+gdouble vmr_controller_harm (const VmrControllerConfig *config, const VmrControllerInput *input);
+
+/*
+ * The guest before a copy from its @n newest @samples: @baseline the median
+ * of their IOPS and of their latencies, @noise their spread as harm (twice
+ * the median deviation of each figure from its median, the latency's
+ * against the floor as in the harm; the larger of the two), 0 for fewer
+ * than three samples. The median deviation leaves out QEMU's spikes, which
+ * the window's decisions already ignore. FALSE when @n is 0.
+ */
+gboolean vmr_controller_baseline (const VmrControllerConfig *config, const VmrLoadSample *samples,
+                                  guint n, VmrLoadSample *baseline, gdouble *noise);
 
 const gchar *vmr_controller_kind_to_string (VmrControllerKind kind);
 

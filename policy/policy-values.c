@@ -38,6 +38,7 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_MIN_SPEED] = "min-speed",
     [VMR_POLICY_KEY_MAX_SPEED] = "max-speed",
     [VMR_POLICY_KEY_MIN_PROGRESS] = "min-progress",
+    [VMR_POLICY_KEY_LATENCY_FLOOR] = "latency-floor",
     [VMR_POLICY_KEY_GRANULARITY] = "granularity",
     [VMR_POLICY_KEY_BUF_SIZE] = "buf-size",
     [VMR_POLICY_KEY_LATENCY_THROTTLE] = "latency-throttle",
@@ -139,6 +140,7 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->min_speed = 8 * 1024 * 1024;
     rule->max_speed = 0;
     rule->min_progress = 25;
+    rule->latency_floor_us = 100;
     rule->granularity = 0;
     rule->buf_size = 0;
     rule->latency_throttle_us = 0;
@@ -219,6 +221,9 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
             break;
         case VMR_POLICY_KEY_MIN_PROGRESS:
             to->min_progress = from->min_progress;
+            break;
+        case VMR_POLICY_KEY_LATENCY_FLOOR:
+            to->latency_floor_us = from->latency_floor_us;
             break;
         case VMR_POLICY_KEY_GRANULARITY:
             to->granularity = from->granularity;
@@ -373,6 +378,26 @@ parse_buf_size (const gchar *text, guint64 *out, GError **error)
                             "a size from 64K to 1G", out, error);
 }
 
+/*
+ * 0 (the latency's excess counts against the baseline alone) to 100 ms: a
+ * guest whose I/O takes longer than that is not one a floor protects
+ */
+static gboolean
+parse_latency_floor (const gchar *text, gint64 *out, GError **error)
+{
+    gint64 usec = 0;
+
+    if (!vmr_units_parse_duration (text, &usec, error))
+        return FALSE;
+    if (usec > 100 * 1000) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is out of range (0 to 100ms)", text);
+        return FALSE;
+    }
+    *out = usec;
+    return TRUE;
+}
+
 /* whole seconds up to an hour: QEMU's reconnect-delay is in seconds */
 static gboolean
 parse_reconnect_delay (const gchar *text, guint *out, GError **error)
@@ -524,6 +549,8 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
                 return FALSE;
             }
             return TRUE;
+        case VMR_POLICY_KEY_LATENCY_FLOOR:
+            return parse_latency_floor (text, &rule->latency_floor_us, error);
         case VMR_POLICY_KEY_GRANULARITY:
             return parse_granularity (text, &rule->granularity, error);
         case VMR_POLICY_KEY_BUF_SIZE:
@@ -620,6 +647,8 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
         case VMR_POLICY_KEY_MIN_PROGRESS:
             return rule->min_progress == 0 ? g_strdup ("off")
                                            : g_strdup_printf ("%u%%", rule->min_progress);
+        case VMR_POLICY_KEY_LATENCY_FLOOR:
+            return format_duration (rule->latency_floor_us);
         case VMR_POLICY_KEY_GRANULARITY:
             return rule->granularity == 0 ? g_strdup ("auto") : format_rate (rule->granularity);
         case VMR_POLICY_KEY_BUF_SIZE:

@@ -74,6 +74,7 @@ typedef enum {
     VMR_POLICY_KEY_MIN_SPEED,
     VMR_POLICY_KEY_MAX_SPEED,
     VMR_POLICY_KEY_MIN_PROGRESS,
+    VMR_POLICY_KEY_LATENCY_FLOOR,
     /* the mirror's dirty-bitmap granularity */
     VMR_POLICY_KEY_GRANULARITY,
     /* the most the mirror has in flight between source and destination */
@@ -128,12 +129,13 @@ typedef struct {
     gint64 keep_finished_us; /* a finished job is forgotten this long after it ended, 0 = never */
     guint keep_finished;     /* at most this many finished jobs are kept, 0 = no limit */
     VmrControl control;
-    guint guest_impact;  /* percent of its performance the guest may lose, adaptive */
-    guint64 min_speed;   /* bytes/s, > 0: the slowest adaptive copy */
-    guint64 max_speed;   /* bytes/s, 0 = unlimited: the fastest adaptive copy */
-    guint min_progress;  /* percent an adaptive copy moves over what the guest dirties, 0 = off */
-    guint64 granularity; /* bytes a guest write makes the mirror copy again, 0 = QEMU's */
-    guint64 buf_size;    /* bytes the mirror may have in flight, 0 = QEMU's */
+    guint guest_impact; /* percent of its performance the guest may lose, adaptive */
+    guint64 min_speed;  /* bytes/s, > 0: the slowest adaptive copy */
+    guint64 max_speed;  /* bytes/s, 0 = unlimited: the fastest adaptive copy */
+    guint min_progress; /* percent an adaptive copy moves over what the guest dirties, 0 = off */
+    gint64 latency_floor_us;    /* an adaptive copy's added latency counts against at least this */
+    guint64 granularity;        /* bytes a guest write makes the mirror copy again, 0 = QEMU's */
+    guint64 buf_size;           /* bytes the mirror may have in flight, 0 = QEMU's */
     gint64 latency_throttle_us; /* mean guest latency above which a copy slows down, 0 = never */
     gint64 latency_delay_us;    /* ... above which a copy must not run, 0 = never */
     gint64 converge_after_us;   /* a backlog not shrinking this long: converge, 0 = never */

@@ -58,6 +58,7 @@ typedef struct {
     VmrControllerState state;
     VmrLoadSample baseline; /* the guest without the copy */
     gboolean has_baseline;  /* FALSE: the first sample of the copy measures it */
+    gdouble noise;          /* the baseline's noise band, from the samples before the copy */
     VmrLoadSample load;     /* the last sample the controller saw */
     gdouble harm;           /* its harm, 0 when it could not tell */
     VmrControllerKind kind; /* the last decision */

@@ -18,8 +18,6 @@
 
 /* the speeds a job remembers: ten minutes of one-second samples */
 #define SPEED_POINTS_MAX 600
-/* the newest samples before a copy that make its first baseline */
-#define BASELINE_SAMPLES 5
 
 static void
 config_of (const VmrPolicyRule *rule, VmrControllerConfig *config)
@@ -27,6 +25,7 @@ config_of (const VmrPolicyRule *rule, VmrControllerConfig *config)
     vmr_controller_config_init (config, rule->guest_impact / 100.0, rule->min_speed,
                                 rule->max_speed);
     config->min_progress = rule->min_progress / 100.0;
+    config->latency_floor_us = (gdouble) rule->latency_floor_us;
 }
 
 static VmrJobAdaptive *
@@ -56,33 +55,22 @@ note_speed (VmrJobAdaptive *a, guint64 speed, gint64 now_us)
 
 /*
  * The guest before the copy: the median of the newest samples, IOPS and
- * latency each. Not their mean: QEMU's latency comes with spikes (a second
- * at 1.7 times the rest), and a baseline that holds one reads every quiet
- * sample after it as faster than the baseline (0.95 times it in logs of the
- * test guest), which hides that much harm. @newest is the newest sample.
+ * latency each, and their noise band (vmr_controller_baseline()). Not their
+ * mean: QEMU's latency comes with spikes (a second at 1.7 times the rest),
+ * and a baseline that holds one reads every quiet sample after it as faster
+ * than the baseline (0.95 times it in logs of the test guest), which hides
+ * that much harm. @newest is the newest sample.
  */
 static gboolean
-baseline_of (VmrLoadHistory *history, VmrLoadSample *out, VmrLoadSample *newest)
+baseline_of (const VmrControllerConfig *config, VmrLoadHistory *history, VmrJobAdaptive *a,
+             VmrLoadSample *newest)
 {
     guint n = 0;
     const VmrLoadSample *samples
         = history != NULL ? vmr_load_history_get_samples (history, &n) : NULL;
-    guint first = n > BASELINE_SAMPLES ? n - BASELINE_SAMPLES : 0;
-    gdouble iops[BASELINE_SAMPLES];
-    gdouble latency[BASELINE_SAMPLES];
-    guint with_io = 0;
 
-    if (n == 0)
+    if (!vmr_controller_baseline (config, samples, n, &a->baseline, &a->noise))
         return FALSE;
-    memset (out, 0, sizeof (*out));
-    for (guint i = first; i < n; i++) {
-        iops[i - first] = samples[i].iops;
-        if (samples[i].latency_us > 0)
-            latency[with_io++] = samples[i].latency_us;
-    }
-    out->iops = vmr_median (iops, n - first);
-    out->latency_us = vmr_median (latency, with_io);
-    out->time_us = samples[n - 1].time_us;
     *newest = samples[n - 1];
     return TRUE;
 }
@@ -129,8 +117,7 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
         job->adaptive = adaptive_new (now);
     a = job->adaptive;
     vmr_controller_state_init (&a->state, now);
-    a->has_baseline
-        = baseline_of (vmr_engine_domain_load (entry, job->disk), &a->baseline, &newest);
+    a->has_baseline = baseline_of (&config, vmr_engine_domain_load (entry, job->disk), a, &newest);
     /*
      * a guest that turned busy or idle in its newest sample: the median is
      * the old load's (an idle median at a burst's first second would start a
@@ -145,8 +132,9 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     speed = idle ? config.max_speed : config.min_speed;
     speed_text = vmr_units_format_speed (speed);
     if (a->has_baseline)
-        reason = g_strdup_printf ("starting at %s: baseline %.0f IOPS, %.0f us", speed_text,
-                                  a->baseline.iops, a->baseline.latency_us);
+        reason = g_strdup_printf ("starting at %s: baseline %.0f IOPS, %.0f us, noise %.1f%%",
+                                  speed_text, a->baseline.iops, a->baseline.latency_us,
+                                  a->noise * 100);
     else if (changed)
         reason = g_strdup_printf ("starting at %s: the guest turned %s in its newest sample "
                                   "(%.0f IOPS, %.0f before it), the first sample measures it",
@@ -292,6 +280,7 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     /* what the guest's writes add to the backlog: under it the copy makes no progress */
     input.dirty_rate = (guint64) job->dirty_rate;
     input.n_copies = copies_on_thread (self, entry, job);
+    input.noise = a->noise;
     vmr_controller_step (&config, &a->state, &input, &out);
     a->load = input.load;
     a->harm = out.harm;

@@ -5,8 +5,6 @@
 
 #include <string.h>
 
-#include "vmr-stats.h"
-
 /* the harm the guest feels when the copies move @total bytes/s */
 gdouble
 guest_harm (const Guest *guest, gdouble total)
@@ -29,6 +27,7 @@ guest_sample (const Guest *guest, gdouble total, gint64 time_us, GRand *rand)
     gdouble harm = guest_harm (guest, total);
     gdouble latency_noise = 1 + g_rand_double_range (rand, -guest->noise, guest->noise + 1e-12);
     gdouble iops_noise = 1 + g_rand_double_range (rand, -guest->noise, guest->noise + 1e-12);
+    gdouble base_latency = guest->base_latency_us > 0 ? guest->base_latency_us : BASE_LAT;
     VmrLoadSample sample = { .time_us = time_us };
 
     if (guest->spikes > 0 && g_rand_double (rand) < guest->spikes)
@@ -36,11 +35,11 @@ guest_sample (const Guest *guest, gdouble total, gint64 time_us, GRand *rand)
     switch (guest->kind) {
         case GUEST_FIXED_RATE:
             sample.iops = BASE_IOPS * iops_noise;
-            sample.latency_us = BASE_LAT * (1 + harm) * latency_noise;
+            sample.latency_us = base_latency * (1 + harm) * latency_noise;
             break;
         case GUEST_IOPS_BOUND:
             sample.iops = BASE_IOPS * MAX (1 - harm, 0.02) * iops_noise;
-            sample.latency_us = BASE_LAT * latency_noise;
+            sample.latency_us = base_latency * latency_noise;
             break;
         case GUEST_IDLE:
         default:
@@ -67,18 +66,13 @@ sim_init_seeded (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed
     sim->totals = g_array_new (FALSE, FALSE, sizeof (gdouble));
     sim->harms = g_array_new (FALSE, FALSE, sizeof (gdouble));
     sim->kinds = g_array_new (FALSE, FALSE, sizeof (VmrControllerKind));
-    /* the caller's baseline: the median of five samples before the copy, as the engine's */
+    /* the caller's baseline: five samples before the copy, as the engine's */
     {
-        gdouble iops[5], latency[5];
+        VmrLoadSample alone[VMR_CONTROLLER_BASELINE_MAX];
 
-        for (guint s = 0; s < 5; s++) {
-            VmrLoadSample alone = guest_sample (guest, 0, 0, sim->rand);
-
-            iops[s] = alone.iops;
-            latency[s] = alone.latency_us;
-        }
-        baseline.iops = vmr_median (iops, 5);
-        baseline.latency_us = vmr_median (latency, 5);
+        for (guint s = 0; s < G_N_ELEMENTS (alone); s++)
+            alone[s] = guest_sample (guest, 0, 0, sim->rand);
+        vmr_controller_baseline (&sim->config, alone, G_N_ELEMENTS (alone), &baseline, &sim->noise);
     }
     for (guint i = 0; i < n_copies; i++) {
         sim->baselines[i] = baseline;
@@ -151,6 +145,7 @@ sim_step (Sim *sim, const Guest *guest)
             .copy_rate = (guint64) rates[i],
             .n_copies = sim->n_copies,
             .dirty_rate = i == 0 ? (guint64) sim->dirty_rate : 0,
+            .noise = sim->noise,
         };
         g_auto (VmrControllerDecision) out = { 0 };
 

@@ -34,7 +34,8 @@ typedef struct {
     gdouble noise;     /* each figure of a sample off by up to this fraction, either way */
     gdouble spikes;    /* the share of samples whose latency is 20% to 75% over (QEMU's noise) */
     gdouble floor;     /* the harm of any copy, at any speed over floor_from_mib */
-    gdouble floor_from_mib; /* the copies' total speed from which the floor shows, 0 = any */
+    gdouble floor_from_mib;  /* the copies' total speed from which the floor shows, 0 = any */
+    gdouble base_latency_us; /* the latency QEMU sees of the guest alone, 0 = BASE_LAT */
 } Guest;
 
 /* copies on one disk's I/O thread, each with its controller, sampled once a second */
@@ -46,6 +47,7 @@ typedef struct {
     guint64 speeds[MAX_COPIES]; /* caps, 0 = unlimited */
     gboolean paused[MAX_COPIES];
     GRand *rand;
+    gdouble noise; /* the baseline's noise band */
     gint64 now_us;
     GArray *totals; /* gdouble: the caps' sum after each sample, MiB/s (unlimited: STORAGE) */
     GArray *harms;  /* gdouble: the harm the guest felt in each sample */

@@ -387,6 +387,111 @@ test_storage_bound (void)
     sim_clear (&sim);
 }
 
+/*
+ * The demo's guest: QEMU sees 10 us for its I/O from memory, and a copy at
+ * any speed adds up to 5 us, 50% of that, which the guest (365 us in its own
+ * fio) does not feel. Counted against the latency floor it is 5%: the copy
+ * runs at the storage's speed. Counted against the baseline alone, as
+ * before the floor, it crawls.
+ */
+static gdouble
+small_baseline_total (gdouble latency_floor_us, gdouble target, guint32 seed)
+{
+    const Guest guest = { GUEST_FIXED_RATE, 400, 0.5, TRUE, 0.02, .base_latency_us = 10 };
+    gdouble low, high;
+    guint turns;
+    Sim sim;
+
+    sim_init_seeded (&sim, &guest, 1, 0, seed);
+    sim.config.latency_floor_us = latency_floor_us;
+    sim.config.target_harm = target;
+    for (guint i = 0; i < 60; i++)
+        sim_step (&sim, &guest);
+    tail_band (&sim, 30, &low, &high, &turns);
+    g_test_message ("seed %u, floor %.0f us: the last 30 samples %.0f to %.0f MiB/s", seed,
+                    latency_floor_us, low, high);
+    sim_clear (&sim);
+    return low;
+}
+
+static void
+test_small_baseline (void)
+{
+    guint fast = 0, crawled = 0;
+
+    for (guint32 seed = 1; seed <= 20; seed++) {
+        fast += small_baseline_total (100, 0.10, seed) >= 0.9 * STORAGE / MIB;
+        crawled += small_baseline_total (0, 0.10, seed) < 0.5 * STORAGE / MIB;
+    }
+    g_assert_cmpuint (fast, >=, 18);
+    g_assert_cmpuint (crawled, >=, 18);
+}
+
+/* the noise band: the spread of the samples before the copy, as harm; spikes left out */
+static void
+test_noise_band (void)
+{
+    VmrControllerConfig config;
+    const VmrLoadSample quiet[] = {
+        { 1, 1400, 600 }, { 2, 1400, 612 }, { 3, 1400, 588 }, { 4, 1400, 606 }, { 5, 1400, 594 },
+    };
+    const VmrLoadSample spiky[] = {
+        { 1, 1400, 600 }, { 2, 1400, 1000 }, { 3, 1400, 600 }, { 4, 1400, 600 }, { 5, 1400, 600 },
+    };
+    /* 7 to 11 us: 40% of the baseline, 4% of the floor */
+    const VmrLoadSample memory[] = {
+        { 1, 1400, 9 }, { 2, 1400, 7 }, { 3, 1400, 11 }, { 4, 1400, 9 }, { 5, 1400, 10 },
+    };
+    const VmrLoadSample wobbly[] = {
+        { 1, 1000, 600 }, { 2, 1400, 600 }, { 3, 1800, 600 }, { 4, 1300, 600 }, { 5, 1500, 600 },
+    };
+    VmrLoadSample baseline;
+    gdouble noise;
+
+    vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    g_assert_true (vmr_controller_baseline (&config, quiet, 5, &baseline, &noise));
+    g_assert_cmpfloat_with_epsilon (baseline.latency_us, 600, 1e-9);
+    g_assert_cmpfloat_with_epsilon (noise, 2 * 6.0 / 600, 1e-9);
+    g_assert_true (vmr_controller_baseline (&config, spiky, 5, &baseline, &noise));
+    g_assert_cmpfloat_with_epsilon (noise, 0, 1e-9);
+    g_assert_true (vmr_controller_baseline (&config, memory, 5, &baseline, &noise));
+    g_assert_cmpfloat_with_epsilon (baseline.latency_us, 9, 1e-9);
+    g_assert_cmpfloat_with_epsilon (noise, 2 * 1.0 / 100, 1e-9);
+    g_assert_true (vmr_controller_baseline (&config, wobbly, 5, &baseline, &noise));
+    g_assert_cmpfloat_with_epsilon (baseline.iops, 1400, 1e-9);
+    g_assert_cmpfloat_with_epsilon (noise, 2 * 100.0 / 1400, 1e-9);
+    g_assert_false (vmr_controller_baseline (&config, quiet, 0, &baseline, &noise));
+}
+
+/* a target under the noise band is raised to it, and the reason says so */
+static void
+test_target_under_noise (void)
+{
+    VmrControllerConfig config;
+    VmrControllerState state;
+    StepSpec spec = { 1.08, 1.0, 100 * MIB, 0, 0, 0.08 };
+    VmrControllerInput input = step_input (&spec, 5 * SECOND);
+    g_auto (VmrControllerDecision) out = { 0 };
+
+    vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    vmr_controller_state_init (&state, 0);
+    state.harms[0] = 0.08;
+    state.n_harms = 1;
+    input.noise = 0.1;
+    vmr_controller_step (&config, &state, &input, &out);
+    g_test_message ("%s: %s", vmr_controller_kind_to_string (out.kind), out.reason);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_HOLD);
+    g_assert_nonnull (strstr (out.reason, "the target 5.0% is under the guest's noise, 10.0%"));
+    /* without the noise, the same samples back off */
+    vmr_controller_state_init (&state, 0);
+    state.harms[0] = 0.08;
+    state.n_harms = 1;
+    input.noise = 0;
+    vmr_controller_decision_clear (&out);
+    vmr_controller_step (&config, &state, &input, &out);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_BACK_OFF);
+}
+
 static const StepCase step_cases[] = {
     { "two excesses back off by 30%",
       { 1.072, 0.93, 180 * MIB, 0, 0, 0.072 },
@@ -573,11 +678,18 @@ static const HarmCase harm_cases[] = {
     { 500, 1600, 600, 1400, 0 },            /* better than the baseline: no harm */
     { 0, 0, 0, 0, 0 },                      /* idle */
     { 600, 1400, 0, 0, 0 },                 /* an idle baseline cannot tell */
+    { 17, 1400, 10, 1400, 0.07 },           /* 7 us over a 10 us baseline: against the floor */
+    { 310, 1400, 10, 1400, 3.0 },           /* 300 us over it: a harm the floor does not hide */
+    { 150, 1400, 100, 1400, 0.5 },          /* a baseline at the floor: as without it */
 };
 
 static void
 test_harm (void)
 {
+    VmrControllerConfig config;
+
+    vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    g_assert_cmpfloat (config.latency_floor_us, ==, 100);
     for (guint i = 0; i < G_N_ELEMENTS (harm_cases); i++) {
         const HarmCase *tc = &harm_cases[i];
         VmrControllerInput input = {
@@ -585,7 +697,7 @@ test_harm (void)
             .baseline = { 0, tc->baseline_iops, tc->baseline_latency },
         };
 
-        g_assert_cmpfloat_with_epsilon (vmr_controller_harm (&input), tc->harm, 1e-9);
+        g_assert_cmpfloat_with_epsilon (vmr_controller_harm (&config, &input), tc->harm, 1e-9);
     }
 }
 
@@ -621,6 +733,9 @@ main (int argc, char **argv)
     g_test_add_func ("/controller/storage-bound", test_storage_bound);
     g_test_add_func ("/controller/baseline-refresh", test_baseline_refresh);
     g_test_add_func ("/controller/harm", test_harm);
+    g_test_add_func ("/controller/small-baseline", test_small_baseline);
+    g_test_add_func ("/controller/noise-band", test_noise_band);
+    g_test_add_func ("/controller/target-under-noise", test_target_under_noise);
     g_test_add_func ("/controller/kind-names", test_kind_names);
     return g_test_run ();
 }
