@@ -54,7 +54,6 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .unexplained_step = 0.5,
         .baseline_refresh_us = 120 * G_USEC_PER_SEC,
         .measure_gap_us = 10 * G_USEC_PER_SEC,
-        .cap_slack = 0.8,
         .latency_floor_us = 100,
         .max_noise = 0.1,
     };
@@ -175,15 +174,19 @@ clamp_speed (const VmrControllerConfig *config, const VmrControllerInput *input,
     return MAX ((guint64) llround (speed), 1);
 }
 
-/* what the copy moves now, bytes/s: its cap, or less if the storage holds it back */
+/*
+ * what the copy moves now, bytes/s: its cap; unlimited, what it moved. A
+ * capped copy's rate is not read: its sleeps between bursts would read as
+ * storage that holds it back.
+ */
 static guint64
 current_rate (const VmrControllerConfig *config, const VmrControllerInput *input)
 {
-    if (input->speed == 0 && input->copy_rate == 0)
-        return config->max_speed != 0 ? config->max_speed : config->min_speed;
-    if (input->speed == 0 || (input->copy_rate != 0 && input->copy_rate < input->speed))
+    if (input->speed != 0)
+        return input->speed;
+    if (input->copy_rate != 0)
         return input->copy_rate;
-    return input->speed;
+    return config->max_speed != 0 ? config->max_speed : config->min_speed;
 }
 
 /* a change in the guest's load that a copy cannot cause, or NULL; free with g_free() */
@@ -418,15 +421,6 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     if (speed == 0 || speed == config->max_speed) {
         set_decision (out, VMR_CONTROLLER_HOLD, speed,
                       g_strdup_printf ("%s: at full speed %s (%s)", head, from_text, ratios));
-        return;
-    }
-    if (config->max_speed == 0 && input->copy_rate != 0
-        && (gdouble) input->copy_rate < config->cap_slack * (gdouble) speed) {
-        g_autofree gchar *rate_text = vmr_units_format_speed (input->copy_rate);
-
-        set_decision (out, VMR_CONTROLLER_RAISE, 0,
-                      g_strdup_printf ("%s: %s -> unlimited, the storage holds the copy at %s (%s)",
-                                       head, from_text, rate_text, ratios));
         return;
     }
     if (state->knee_speed != 0

@@ -93,8 +93,12 @@
  *   is measured again, and the copy starts over from min-speed with a slow
  *   start; too soon after the last measure to pause again, the copy drops
  *   to min-speed at once (back-off) and waits there for the measure.
- * - With max-speed unlimited, a raise goes to unlimited once the copy moves
- *   less than cap_slack of its cap: the storage limits it, not the cap.
+ * - With max-speed unlimited, a raise past what any storage moves
+ *   (VMR_CONTROLLER_NO_CAP_ABOVE) goes to unlimited. A capped copy's rate
+ *   is never read as the storage's: QEMU's mirror under a cap copies in
+ *   bursts and sleeps between them, so its rate over a second falls far
+ *   under its cap while the storage would allow more (a 1 MiB/s cap was
+ *   read as 31 B/s), and a busy guest's copy must not go unlimited on that.
  *
  * The baseline goes stale: the guest's load changes while the copy runs.
  * The controller asks for a fresh one (decision measure-baseline) every
@@ -178,8 +182,6 @@ typedef struct {
                                  * load: a pause of one sample in 120 costs the copy under 1% */
     gint64 measure_gap_us;      /* [10 s] at most one measure for a change in load this often: a
                                  * bursty guest must not pause the copy every other sample */
-    gdouble cap_slack;          /* [0.8] a copy that moves under this fraction of its cap is held by
-                                 * the storage, not by the cap */
     gdouble latency_floor_us;   /* [100 us] the latency added to a guest's I/O counts against its
                                  * baseline or this, whichever is larger: QEMU's own time for an
                                  * I/O from memory is 7 to 11 us, where a few microseconds more,
@@ -239,7 +241,9 @@ typedef struct {
     VmrLoadSample load;     /* the guest on this disk over the last sample interval */
     VmrLoadSample baseline; /* the guest without the copy (time_us unused) */
     guint64 speed;          /* the copy's cap now, bytes/s, 0 = unlimited */
-    guint64 copy_rate;      /* bytes/s the copy moved in the interval, 0 = unknown */
+    guint64 copy_rate;      /* bytes/s an unlimited copy moved in the interval, 0 = unknown: a
+                             * back-off from unlimited starts from it; a capped copy's is not
+                             * read (its sleeps between bursts say nothing of the storage) */
     guint64 dirty_rate;     /* bytes/s the guest's writes add to what is left to copy (QEMU's
                              * len grows by them), 0 = unknown or none */
     guint n_copies;         /* copies on the disk's I/O thread, this one included (0 = 1) */

@@ -269,14 +269,13 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     input.baseline = a->baseline;
     input.speed = job->speed;
     /*
-     * The copy's rate is not passed: QEMU's mirror under a cap copies in
-     * bursts and waits between them, so the rate read from its progress
-     * falls far under the cap between two bursts, which the controller would
-     * take for storage holding the copy back (seen with the test guest: a
-     * 1 MiB/s cap read as 31 B/s). Without it a copy the storage holds back
-     * raises its cap while the guest allows, until it is unlimited.
+     * An unlimited copy's rate, which a back-off starts from. A capped
+     * copy's is not passed: QEMU's mirror under a cap copies in bursts and
+     * waits between them, so the rate read from its progress falls far
+     * under the cap between two bursts (seen with the test guest: a 1 MiB/s
+     * cap read as 31 B/s), which says nothing of what the storage allows.
      */
-    input.copy_rate = 0;
+    input.copy_rate = job->speed == 0 ? (guint64) job->rate : 0;
     /* what the guest's writes add to the backlog: under it the copy makes no progress */
     input.dirty_rate = (guint64) job->dirty_rate;
     input.n_copies = copies_on_thread (self, entry, job);

@@ -214,16 +214,13 @@ test_busy_guest_under_target (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_migrated (h, c.id, "disk0", c.source, c.dest, "raw", c.expected);
 
     /*
-     * The guest was busy all through the copy, over the target at min-speed:
-     * nothing allows an unlimited copy. A known daemon bug does it anyway:
-     * QEMU's mirror under a cap copies in bursts and sleeps between them, so
-     * the job's smoothed rate falls far under the cap while it sleeps, and
-     * the controller takes that for storage that holds the copy (cap_slack)
-     * and raises to unlimited
+     * The guest was busy all through the copy: nothing allows an unlimited
+     * copy. QEMU's mirror under a cap copies in bursts and sleeps between
+     * them; the controller never reads a capped copy's rate as the
+     * storage's, so the sleeps cannot send it unlimited.
      */
     if (went_unlimited)
-        g_test_incomplete ("known daemon bug: the controller went unlimited while the guest was "
-                           "busy, taking a capped mirror's sleep between bursts for slow storage");
+        vmr_fail ("the controller went unlimited while the guest was busy");
 }
 
 /*
