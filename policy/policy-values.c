@@ -136,7 +136,7 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->keep_finished_us = G_GINT64_CONSTANT (7 * 24 * 3600) * G_USEC_PER_SEC;
     rule->keep_finished = 1000;
     rule->control = VMR_CONTROL_STATIC;
-    rule->guest_impact = 5;
+    rule->guest_impact = 20;
     rule->min_speed = 8 * 1024 * 1024;
     rule->max_speed = 0;
     rule->min_progress = 25;
