@@ -56,6 +56,7 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .measure_gap_us = 10 * G_USEC_PER_SEC,
         .latency_floor_us = 100,
         .max_noise = 0.1,
+        .max_harm = 1.0,
     };
 }
 
@@ -745,30 +746,29 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
     raise_speed (config, state, input, harm, median, out);
 }
 
+/* appends @what to @out's reason */
+static void
+append_reason (VmrControllerDecision *out, const gchar *what)
+{
+    gchar *reason = g_strdup_printf ("%s; %s", out->reason, what);
+
+    set_decision (out, out->kind, out->speed, reason);
+}
+
 void
 vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *state,
                      const VmrControllerInput *input, VmrControllerDecision *out)
 {
-    /*
-     * a target under the noise of the guest's own figures cannot be told
-     * from it: the copy would back off on noise alone
-     */
     VmrControllerConfig effective = *config;
-    gdouble noise = MIN (input->noise, config->max_noise);
+    g_autofree gchar *why = NULL;
 
-    if (noise > config->target_harm)
-        effective.target_harm = noise;
+    effective.target_harm = vmr_controller_target (config, state, input, &why);
     /* a probe past a stale knee lasts until the next raise or back-off */
     decide (&effective, state, input, state->probing, out);
     clamp_decision (&effective, input, out);
-    if (noise > config->target_harm && out->kind != VMR_CONTROLLER_MEASURE_BASELINE
-        && out->kind != VMR_CONTROLLER_BASELINE_TAKEN) {
-        gchar *reason = g_strdup_printf ("%s; the target %.1f%% is under the guest's noise, "
-                                         "%.1f%%: held to that",
-                                         out->reason, config->target_harm * 100, noise * 100);
-
-        set_decision (out, out->kind, out->speed, reason);
-    }
+    if (why != NULL && out->kind != VMR_CONTROLLER_MEASURE_BASELINE
+        && out->kind != VMR_CONTROLLER_BASELINE_TAKEN)
+        append_reason (out, why);
     if (out->speed != input->speed || out->kind == VMR_CONTROLLER_MEASURE_BASELINE)
         state->n_at_speed = 0;
 }

@@ -45,6 +45,10 @@
  *   max_floor; a full window whose median is lower by more than the
  *   target, at whatever speed, lowers it (it was a passing spell, such as a copy's first seconds).
  * A baseline taken for a change in load forgets the floor.
+ * - A target that cannot be met. A floor over the target says that no
+ *   speed keeps the guest within it, and the reason says so. The floor and
+ *   the target on top of it together never pass max_harm: the ceiling past
+ *   which guests time out.
  * - A back-off that did not lower the harm. The floor shows at any speed,
  *   not only at min-speed: measured on a fast disk, the test guest's
  *   latency as QEMU saw it stood 10% to 26% over its baseline in most samples
@@ -186,6 +190,9 @@ typedef struct {
                                  * baseline or this, whichever is larger: QEMU's own time for an
                                  * I/O from memory is 7 to 11 us, where a few microseconds more,
                                  * which no guest feels, would read as 20% to 70% */
+    gdouble max_harm;           /* [1.0] the ceiling: twice the latency or half the IOPS, past which
+                                 * guests time out and reset devices; the floor and the target on
+                                 * top of it never pass it (0 = none) */
     gdouble max_noise;          /* [0.1] the noise band at most: a baseline noisier than this (three
                                  * of QEMU's spikes in five samples) says more about its spell
                                  * than about the guest */

@@ -39,6 +39,7 @@ static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_MAX_SPEED] = "max-speed",
     [VMR_POLICY_KEY_MIN_PROGRESS] = "min-progress",
     [VMR_POLICY_KEY_LATENCY_FLOOR] = "latency-floor",
+    [VMR_POLICY_KEY_MAX_HARM] = "max-harm",
     [VMR_POLICY_KEY_GRANULARITY] = "granularity",
     [VMR_POLICY_KEY_BUF_SIZE] = "buf-size",
     [VMR_POLICY_KEY_LATENCY_THROTTLE] = "latency-throttle",
@@ -141,6 +142,7 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->max_speed = 0;
     rule->min_progress = 25;
     rule->latency_floor_us = 100;
+    rule->max_harm = 100;
     rule->granularity = 0;
     rule->buf_size = 0;
     rule->latency_throttle_us = 0;
@@ -224,6 +226,9 @@ vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPol
             break;
         case VMR_POLICY_KEY_LATENCY_FLOOR:
             to->latency_floor_us = from->latency_floor_us;
+            break;
+        case VMR_POLICY_KEY_MAX_HARM:
+            to->max_harm = from->max_harm;
             break;
         case VMR_POLICY_KEY_GRANULARITY:
             to->granularity = from->granularity;
@@ -551,6 +556,9 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
             return TRUE;
         case VMR_POLICY_KEY_LATENCY_FLOOR:
             return parse_latency_floor (text, &rule->latency_floor_us, error);
+        case VMR_POLICY_KEY_MAX_HARM:
+            /* over the highest guest-impact, up to four times the latency */
+            return parse_percent (text, 50, 300, &rule->max_harm, error);
         case VMR_POLICY_KEY_GRANULARITY:
             return parse_granularity (text, &rule->granularity, error);
         case VMR_POLICY_KEY_BUF_SIZE:
@@ -649,6 +657,8 @@ vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
                                            : g_strdup_printf ("%u%%", rule->min_progress);
         case VMR_POLICY_KEY_LATENCY_FLOOR:
             return format_duration (rule->latency_floor_us);
+        case VMR_POLICY_KEY_MAX_HARM:
+            return g_strdup_printf ("%u%%", rule->max_harm);
         case VMR_POLICY_KEY_GRANULARITY:
             return rule->granularity == 0 ? g_strdup ("auto") : format_rate (rule->granularity);
         case VMR_POLICY_KEY_BUF_SIZE:

@@ -75,6 +75,7 @@ typedef enum {
     VMR_POLICY_KEY_MAX_SPEED,
     VMR_POLICY_KEY_MIN_PROGRESS,
     VMR_POLICY_KEY_LATENCY_FLOOR,
+    VMR_POLICY_KEY_MAX_HARM,
     /* the mirror's dirty-bitmap granularity */
     VMR_POLICY_KEY_GRANULARITY,
     /* the most the mirror has in flight between source and destination */
@@ -134,6 +135,7 @@ typedef struct {
     guint64 max_speed;  /* bytes/s, 0 = unlimited: the fastest adaptive copy */
     guint min_progress; /* percent an adaptive copy moves over what the guest dirties, 0 = off */
     gint64 latency_floor_us;    /* an adaptive copy's added latency counts against at least this */
+    guint max_harm;             /* percent of harm an adaptive copy never passes, floor included */
     guint64 granularity;        /* bytes a guest write makes the mirror copy again, 0 = QEMU's */
     guint64 buf_size;           /* bytes the mirror may have in flight, 0 = QEMU's */
     gint64 latency_throttle_us; /* mean guest latency above which a copy slows down, 0 = never */

@@ -26,6 +26,7 @@ config_of (const VmrPolicyRule *rule, VmrControllerConfig *config)
                                 rule->max_speed);
     config->min_progress = rule->min_progress / 100.0;
     config->latency_floor_us = (gdouble) rule->latency_floor_us;
+    config->max_harm = rule->max_harm / 100.0;
 }
 
 static VmrJobAdaptive *

@@ -187,6 +187,52 @@ test_overshoot_after_doubling (void)
     }
 }
 
+/*
+ * A floor over the target says it cannot be met, and the reason says so;
+ * the floor and the target on top of it never pass max-harm: 40% on top of
+ * a floor of 50% would be 110%, the ceiling holds it at 100%
+ */
+static gdouble
+ceiling_case (gdouble max_harm, VmrControllerKind *kind)
+{
+    VmrControllerConfig config;
+    VmrControllerState state;
+    /* 2.05 times the latency: 36.7% over the floor of 50%, 105% in all */
+    const StepSpec over = { 2.05, 1.0, 16 * MIB, 0, 0, 0 };
+    VmrControllerInput input;
+    g_auto (VmrControllerDecision) out = { 0 };
+
+    vmr_controller_config_init (&config, 0.4, MIN_SPEED, 0);
+    config.max_harm = max_harm;
+    vmr_controller_state_init (&state, 0);
+    state.floor_harm = 0.5;
+    state.felt = TRUE;
+    /* two samples of two over the target back off */
+    for (gint64 t = 1; t <= 2; t++) {
+        input = step_input (&over, t * SECOND);
+        vmr_controller_step (&config, &state, &input, &out);
+    }
+    g_test_message ("max-harm %.0f%%: %s: %s", max_harm * 100,
+                    vmr_controller_kind_to_string (out.kind), out.reason);
+    g_assert_nonnull (strstr (out.reason, "the target 40.0% cannot be met (the copy's floor is "
+                                          "50.0%)"));
+    *kind = out.kind;
+    return (gdouble) out.speed;
+}
+
+static void
+test_ceiling (void)
+{
+    VmrControllerKind kind;
+
+    /* the ceiling: back off, under 105% in all */
+    g_assert_cmpfloat (ceiling_case (1.0, &kind), <, 16 * MIB);
+    g_assert_cmpint (kind, ==, VMR_CONTROLLER_BACK_OFF);
+    /* a ceiling of 300%: 105% is within the floor and the target on top of it */
+    g_assert_cmpfloat (ceiling_case (3.0, &kind), ==, 16 * MIB);
+    g_assert_cmpint (kind, ==, VMR_CONTROLLER_HOLD);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -194,5 +240,6 @@ main (int argc, char **argv)
     g_test_add_func ("/controller/floor/at-min-speed", test_floor_at_min_speed);
     g_test_add_func ("/controller/floor/back-off-undone", test_back_off_undone);
     g_test_add_func ("/controller/floor/overshoot-after-doubling", test_overshoot_after_doubling);
+    g_test_add_func ("/controller/floor/ceiling", test_ceiling);
     return g_test_run ();
 }

@@ -91,6 +91,8 @@ static const ValueCase value_cases[] = {
     { "latency-floor = 100us", VMR_POLICY_KEY_LATENCY_FLOOR, "100us" },
     { "latency-floor = 0", VMR_POLICY_KEY_LATENCY_FLOOR, "0" },
     { "latency-floor = 2ms", VMR_POLICY_KEY_LATENCY_FLOOR, "2ms" },
+    { "max-harm = 50%", VMR_POLICY_KEY_MAX_HARM, "50%" },
+    { "max-harm = 300", VMR_POLICY_KEY_MAX_HARM, "300%" },
     { "granularity = 8K", VMR_POLICY_KEY_GRANULARITY, "8K" },
     { "granularity = 512", VMR_POLICY_KEY_GRANULARITY, "512" },
     { "granularity = 64M", VMR_POLICY_KEY_GRANULARITY, "64M" },
@@ -166,6 +168,7 @@ test_policy_fields (void)
                                          "max-speed = 1G\n"
                                          "min-progress = 50%\n"
                                          "latency-floor = 250us\n"
+                                         "max-harm = 150%\n"
                                          "granularity = 16K\n"
                                          "buf-size = 2M\n"
                                          "latency-throttle = 15ms\n"
@@ -215,6 +218,7 @@ test_policy_fields (void)
     g_assert_cmpuint (rule->max_speed, ==, G_GUINT64_CONSTANT (1024) * 1024 * 1024);
     g_assert_cmpuint (rule->min_progress, ==, 50);
     g_assert_cmpint (rule->latency_floor_us, ==, 250);
+    g_assert_cmpuint (rule->max_harm, ==, 150);
     g_assert_cmpuint (rule->granularity, ==, 16 * 1024);
     g_assert_cmpuint (rule->buf_size, ==, 2 * 1024 * 1024);
     g_assert_cmpint (rule->latency_throttle_us, ==, 15 * 1000);
@@ -261,6 +265,7 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_MAX_SPEED] = "0",
     [VMR_POLICY_KEY_MIN_PROGRESS] = "25%",
     [VMR_POLICY_KEY_LATENCY_FLOOR] = "100us",
+    [VMR_POLICY_KEY_MAX_HARM] = "100%",
     [VMR_POLICY_KEY_GRANULARITY] = "auto",
     [VMR_POLICY_KEY_BUF_SIZE] = "auto",
     [VMR_POLICY_KEY_LATENCY_THROTTLE] = "0",
