@@ -12,7 +12,10 @@ guest_harm (const Guest *guest, gdouble total)
     gdouble knee = guest->knee_mib * MIB;
     gdouble harm;
 
-    if (guest->linear)
+    if (guest->queueing)
+        harm = total >= knee ? QUEUE_MAX_HARM
+                             : MIN (guest->steepness * total / (knee - total), QUEUE_MAX_HARM);
+    else if (guest->linear)
         harm = guest->steepness * total / knee;
     else
         harm = total <= knee ? 0 : guest->steepness * (total / knee - 1);
@@ -134,6 +137,12 @@ sim_step (Sim *sim, const Guest *guest)
         }
     }
     sim->now_us += SECOND;
+    if (sim->bursts) {
+        gdouble felt = sim->lagged_total;
+
+        sim->lagged_total = total;
+        total = felt;
+    }
     load = guest_sample (guest, total, sim->now_us, sim->rand);
     g_array_append_val (sim->harms, (gdouble){ guest_harm (guest, total) });
 
@@ -142,7 +151,9 @@ sim_step (Sim *sim, const Guest *guest)
             .load = load,
             .baseline = sim->baselines[i],
             .speed = sim->speeds[i],
-            .copy_rate = (guint64) rates[i],
+            .copy_rate = (guint64) (sim->bursts && sim->speeds[i] != 0
+                                        ? rates[i] * g_rand_double_range (sim->rand, 0, 2)
+                                        : rates[i]),
             .n_copies = sim->n_copies,
             .dirty_rate = i == 0 ? (guint64) sim->dirty_rate : 0,
             .noise = sim->noise,

@@ -36,7 +36,15 @@ typedef struct {
     gdouble floor;     /* the harm of any copy, at any speed over floor_from_mib */
     gdouble floor_from_mib;  /* the copies' total speed from which the floor shows, 0 = any */
     gdouble base_latency_us; /* the latency QEMU sees of the guest alone, 0 = BASE_LAT */
+    /*
+     * A queue: harm = steepness * total / (knee - total), convex from the
+     * first byte and without bound near knee_mib, the storage's budget
+     * (at most QUEUE_MAX_HARM); the knee and linear above are unused
+     */
+    gboolean queueing;
 } Guest;
+
+#define QUEUE_MAX_HARM 20.0
 
 /* copies on one disk's I/O thread, each with its controller, sampled once a second */
 typedef struct {
@@ -48,6 +56,14 @@ typedef struct {
     gboolean paused[MAX_COPIES];
     GRand *rand;
     gdouble noise; /* the baseline's noise band */
+    /*
+     * A mirror as QEMU's: under a cap it copies in bursts and sleeps
+     * between them, so the rate read over one sample is its cap times 0 to
+     * 2; and the guest's figures of a sample are those of the speed one
+     * sample before (a one-sample lag)
+     */
+    gboolean bursts;
+    gdouble lagged_total; /* the copies' total of the sample before, bytes/s */
     gint64 now_us;
     GArray *totals; /* gdouble: the caps' sum after each sample, MiB/s (unlimited: STORAGE) */
     GArray *harms;  /* gdouble: the harm the guest felt in each sample */
