@@ -1,7 +1,7 @@
 /*
  * The closed-loop speed (control = adaptive) in the engine, on a simulated
  * guest: the fake backend's I/O counters move as a guest's would whose I/O
- * slows down once the copy goes faster than a knee. The policies sample
+ * waits in a queue with the copy's, slower the faster the copy goes. The policies sample
  * every 100 ms; each case runs a few seconds of samples.
  */
 #define G_LOG_DOMAIN "vmr-test"
@@ -40,16 +40,21 @@ typedef struct {
 /* the guest's latency alone, µs */
 #define BASE_LATENCY_US 1000.0
 
-/* the copy's speed as the guest feels it: unlimited is far past any knee */
+/*
+ * the copy's speed as the guest feels it: a queue for a budget of 1.5 times
+ * the knee, whose latency rises from the first byte, convexly, 5% at the
+ * knee and 12.5% at 1.25 times it, without bound near the budget (20 times
+ * at most); unlimited is past the budget
+ */
 static gdouble
 latency_at (const Guest *guest, guint64 speed)
 {
-    gdouble s = speed == 0 ? 1e12 : (gdouble) speed;
+    gdouble budget = 1.5 * (gdouble) guest->knee;
+    gdouble s = speed == 0 ? budget : (gdouble) speed;
 
-    if (s <= guest->knee)
-        return BASE_LATENCY_US;
-    /* past the knee each 10% more speed costs 20% more latency */
-    return BASE_LATENCY_US * (1 + 2 * (s - guest->knee) / guest->knee);
+    if (s >= budget)
+        return 20 * BASE_LATENCY_US;
+    return BASE_LATENCY_US * (1 + MIN (0.025 * s / (budget - s), 19));
 }
 
 static const AdaptiveCase adaptive_cases[] = {
