@@ -2,8 +2,8 @@
 
 /*
  * The closed-loop copy speed's baseline: the guest before a copy, from its
- * samples, and their noise band; and the target the controller holds, which
- * the noise band and the copy's floor may raise.
+ * samples, and their noise band; and the target the controller holds,
+ * which the noise band may raise and the ceiling (max_harm) lower.
  */
 
 #include <math.h>
