@@ -13,9 +13,9 @@
 #include "controller-private.h"
 #include "vmr-stats.h"
 
-/* twice the median of |values - their median| / max (median, @floor); 0 for fewer than 3 */
+/* twice the median of |values - their median| / max (median, @least); 0 for fewer than 3 */
 static gdouble
-spread (const gdouble *values, guint n, gdouble floor)
+spread (const gdouble *values, guint n, gdouble least)
 {
     gdouble sorted[VMR_CONTROLLER_BASELINE_MAX];
     gdouble deviations[VMR_CONTROLLER_BASELINE_MAX];
@@ -25,10 +25,10 @@ spread (const gdouble *values, guint n, gdouble floor)
         return 0;
     memcpy (sorted, values, n * sizeof (gdouble));
     median = vmr_median (sorted, n);
-    if (MAX (median, floor) <= 0)
+    if (MAX (median, least) <= 0)
         return 0;
     for (guint i = 0; i < n; i++)
-        deviations[i] = fabs (values[i] - median) / MAX (median, floor);
+        deviations[i] = fabs (values[i] - median) / MAX (median, least);
     return 2 * vmr_median (deviations, n);
 }
 
