@@ -105,6 +105,7 @@ typedef struct {
     gchar *decision;          /* the last policy action, e.g. "throttle" */
     gchar *decision_reason;   /* and why */
     gboolean policy_busy;     /* a policy action is on its way to QEMU */
+    gboolean cancel_sent;     /* a user's cancel is on its way: the policy leaves it; not saved */
     gchar *pending_failure;   /* the reason to report when a cancel we made ends */
     gchar *waiting_for;       /* the admission limit that keeps it from starting, or NULL */
     VmrJobAdaptive *adaptive; /* the closed-loop speed sets its speed; NULL: the static rules */

@@ -29,6 +29,8 @@ command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     DomainEntry *entry;
 
     if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
+        if (data->command == VMR_BACKEND_COMMAND_CANCEL)
+            data->job->cancel_sent = FALSE;
         g_task_return_error (task, g_steal_pointer (&error));
         return;
     }
@@ -293,6 +295,9 @@ vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrJobCommand us
         vmr_engine_pivot_job (self, entry, job, g_steal_pointer (&task));
         return;
     }
+    /* the policy leaves a copy alone once a user's cancel is on its way */
+    if (command == VMR_BACKEND_COMMAND_CANCEL)
+        job->cancel_sent = TRUE;
     vmr_backend_job_command_async (entry->backend, job, command, speed, NULL, command_cb,
                                    g_steal_pointer (&task));
 }

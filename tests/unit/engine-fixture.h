@@ -62,7 +62,7 @@ typedef struct {
     /* checked once the loop is quiet after the step; NULL is not checked, "" is none */
     const gchar *states; /* every job, oldest first: "vmr-1 copying, vmr-2 queued (max-parallel)" */
     const gchar *changes; /* the transitions of the step: "vmr-1 synced, vmr-1 pivoting" */
-    const gchar *calls;   /* the backend calls of the step, queries left out: "pause vmr-1" */
+    const gchar *calls; /* the backend calls of the step, queries left out, a glob: "pause vmr-1" */
     const gchar *replies; /* a glob on the replies that came: "pause vmr-1 ok paused" */
     const gchar *reasons; /* globs on the jobs' reasons: "vmr-1=*lost* | vmr-2=cancelled*" */
     /* the images directory, sorted, then "new/NAME" for the files of "new":

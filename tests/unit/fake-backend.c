@@ -40,17 +40,19 @@ struct _FakeBackend {
     gboolean auto_finish;
     gboolean disconnected;
     gboolean closed;
-    gboolean crashed;      /* nothing is cleaned up any more */
-    GArray *disks;         /* of DiskSpec */
-    GHashTable *replies;   /* call name -> ReplyRule * */
-    GPtrArray *held;       /* of GTask *, oldest first */
-    GPtrArray *log;        /* of FakeCall * */
-    guint log_taken;       /* the first call fake_backend_take_log() has not returned */
-    GHashTable *progress;  /* job id -> VmrBackendProgress * */
-    GHashTable *load;      /* disk id -> VmrIoCounters * */
-    GHashTable *read_rate; /* disk id -> ReadRate *, reads added by the clock */
-    gboolean speed_as_set; /* progress reports the speed a job was last given */
-    GHashTable *adoptions; /* job id -> VmrBackendAdoption * */
+    gboolean crashed;       /* nothing is cleaned up any more */
+    GArray *disks;          /* of DiskSpec */
+    GHashTable *replies;    /* call name -> ReplyRule * */
+    GPtrArray *held;        /* of GTask *, oldest first */
+    GPtrArray *log;         /* of FakeCall * */
+    guint log_taken;        /* the first call fake_backend_take_log() has not returned */
+    GHashTable *progress;   /* job id -> VmrBackendProgress * */
+    GHashTable *load;       /* disk id -> VmrIoCounters * */
+    GHashTable *read_rate;  /* disk id -> ReadRate *, reads added by the clock */
+    gboolean speed_as_set;  /* progress reports the speed a job was last given */
+    GHashTable *adoptions;  /* job id -> VmrBackendAdoption * */
+    FakeLoadFunc load_func; /* brings the load up to date before each query_load, or NULL */
+    gpointer load_data;
 };
 
 G_DEFINE_TYPE (FakeBackend, fake_backend, VMR_TYPE_BACKEND)
@@ -144,6 +146,13 @@ void
 fake_backend_set_load (FakeBackend *self, const gchar *disk_id, const VmrIoCounters *counters)
 {
     g_hash_table_insert (self->load, g_strdup (disk_id), g_memdup2 (counters, sizeof *counters));
+}
+
+void
+fake_backend_set_load_func (FakeBackend *self, FakeLoadFunc func, gpointer user_data)
+{
+    self->load_func = func;
+    self->load_data = user_data;
 }
 
 void
@@ -332,6 +341,8 @@ make_load (FakeBackend *self)
     VmrIoCounters *counters;
     const ReadRate *rate;
 
+    if (self->load_func != NULL)
+        self->load_func (self, self->load_data);
     g_hash_table_iter_init (&iter, self->load);
     while (g_hash_table_iter_next (&iter, (gpointer *) &disk_id, (gpointer *) &counters))
         g_hash_table_insert (load, g_strdup (disk_id), g_memdup2 (counters, sizeof *counters));

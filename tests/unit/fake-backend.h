@@ -96,6 +96,11 @@ void fake_backend_set_progress (FakeBackend *self, const VmrBackendProgress *pro
 /* what query_load reports for the disk @disk_id from now on */
 void fake_backend_set_load (FakeBackend *self, const gchar *disk_id, const VmrIoCounters *counters);
 
+/* called at each query_load, before the load is read: a guest simulated to the moment QEMU is asked
+ */
+typedef void (*FakeLoadFunc) (FakeBackend *self, gpointer user_data);
+void fake_backend_set_load_func (FakeBackend *self, FakeLoadFunc func, gpointer user_data);
+
 /*
  * and on top of it, reads at @per_second from now on, counted by the clock
  * at each query: a guest that stays busy however seldom the test looks
