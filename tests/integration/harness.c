@@ -254,11 +254,19 @@ vmr_harness_peak_kib (GPid pid)
 
 /* ---- prerequisites ---- */
 
+static gboolean
+integration_required (void)
+{
+    return g_strcmp0 (g_getenv ("REQUIRE_INTEGRATION"), "1") == 0;
+}
+
 void
 vmr_harness_skip (VmrHarness *h, const gchar *reason)
 {
     h->skipped = TRUE;
-    if (g_strcmp0 (g_getenv ("REQUIRE_INTEGRATION"), "1") == 0)
+    if (h->skip_reason == NULL)
+        h->skip_reason = g_strdup (reason);
+    if (integration_required ())
         g_test_fail_printf ("%s (REQUIRE_INTEGRATION=1 makes this a failure)", reason);
     else
         g_test_skip (reason);
@@ -268,6 +276,19 @@ gboolean
 vmr_harness_skipped (VmrHarness *h)
 {
     return h->skipped;
+}
+
+gint
+vmr_harness_run_shared (VmrHarness *h)
+{
+    if (h->skipped && integration_required ()) {
+        g_autofree gchar *program = g_path_get_basename (g_get_prgname ());
+
+        g_printerr ("%s: %s (REQUIRE_INTEGRATION=1 makes this a failure)\n", program,
+                    h->skip_reason);
+        return 1;
+    }
+    return g_test_run ();
 }
 
 gboolean
@@ -657,6 +678,7 @@ vmr_harness_teardown (VmrHarness *h, gconstpointer user_data)
     crash_cleanup_cmd[0] = '\0';
     g_clear_pointer (&h->immutable_dir, g_free);
     g_clear_pointer (&h->tmpfs_dir, g_free);
+    g_clear_pointer (&h->skip_reason, g_free);
     g_clear_pointer (&h->dir, g_free);
     g_clear_pointer (&h->socket, g_free);
     g_clear_pointer (&h->daemon_log, g_free);

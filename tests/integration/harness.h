@@ -79,6 +79,7 @@ typedef struct {
     GSocket *silent_listener; /* a listener that never answers, see below */
     gchar *immutable_dir;     /* a directory with the immutable flag, undone in teardown */
     gboolean skipped;         /* a prerequisite is missing: the test body returns */
+    gchar *skip_reason;       /* the first missing prerequisite, when skipped */
     VmrHarnessGuest *guest;   /* the guest QEMU boots, NULL for a guest-less QEMU */
     gchar *tmpfs_dir;         /* a tmpfs mounted by the test, unmounted in teardown */
     gchar *daemon_log;        /* set before the daemon starts: its output goes (appended) to
@@ -134,9 +135,19 @@ gboolean vmr_harness_skipped (VmrHarness *h);
 
 /*
  * Skips the test with @reason, or fails it when REQUIRE_INTEGRATION=1.
- * Sets h->skipped.
+ * Sets h->skipped (and keeps the first reason).
  */
 void vmr_harness_skip (VmrHarness *h, const gchar *reason);
+
+/*
+ * g_test_run() for a program that sets @h up once, before it, for all its
+ * cases (a skip or failure outside any case is lost: GLib resets the result
+ * when the first case starts). When that setup skipped and
+ * REQUIRE_INTEGRATION=1, runs no case: prints one line naming what is
+ * missing and returns 1. Otherwise the cases run (and skip through
+ * vmr_harness_skip() when the setup did).
+ */
+gint vmr_harness_run_shared (VmrHarness *h);
 
 /*
  * Checks that every program named (NULL-terminated) is in PATH; skips (or
