@@ -91,7 +91,6 @@ typedef struct {
     const gchar *policy;    /* the policy file; NULL: ENGINE_TEST_POLICY */
     gboolean manual_finish; /* a cancel or pivot is not followed by QEMU's job-finished */
     gboolean follows;       /* the backends follow their domains' lives, as libvirt does */
-    const gchar *bug;       /* an engine bug this case shows: it is reported incomplete */
     EngineStep steps[ENGINE_MAX_STEPS];
     /* the images directory at the end, after the engine shut down; NULL: the sources */
     const gchar *files;
@@ -116,7 +115,6 @@ typedef struct {
     GString *changes;        /* job-changed since the last step */
     GString *replies;        /* replies since the last step */
     guint pending_replies;   /* user steps not answered yet */
-    gboolean bug_seen;       /* a check of a case with a bug failed */
 } EngineFixture;
 
 /*
@@ -131,7 +129,7 @@ void engine_fixture_keep_messages (GString *messages);
 /* makes the directories, the sources and the engine; attaches every domain */
 void engine_fixture_setup (EngineFixture *f, const EngineCase *tc);
 
-/* runs step @index of the case; FALSE once a check of a case with a bug failed */
+/* runs step @index of the case, asserting each of its checks */
 gboolean engine_fixture_run_step (EngineFixture *f, guint index, const EngineStep *step);
 
 /* shuts the engine down and checks what it left: no calls held, the files */
