@@ -39,6 +39,14 @@ extern Cluster cluster;
 /* bulk copies (mirror jobs before ready) in every running QEMU of the cluster */
 guint cluster_bulk_copies (void);
 
+/*
+ * The most bulk copies (copying, throttled or paused) the cluster ran at
+ * once from @from to @to (microseconds since the epoch), by the job
+ * histories of every running daemon; fails the test if that is over the
+ * cluster's limit
+ */
+guint cluster_most_bulk_copies (gint64 from, gint64 to);
+
 /* writes host @i's policy: its [cluster] of @endpoints, a cluster-wide max-parallel of @limit */
 void cluster_write_policy (guint i, const gchar *endpoints, guint limit);
 
