@@ -539,6 +539,28 @@ measure_max_rate (Bench *self, guint *out_iops, GError **error)
     return ok;
 }
 
+/* whether @round runs its adaptive copies before its static ones: every other round */
+static gboolean
+adaptive_first (const WorkloadRound *round)
+{
+    return round->round % 2 == 0;
+}
+
+/* the adaptive copy, and the one at --granularity if asked */
+static gboolean
+run_adaptive (Bench *self, WorkloadRound *round, GError **error)
+{
+    const JobResult *adaptive = run_job (self, round, JOB_ADAPTIVE, 0, error);
+
+    if (adaptive == NULL)
+        return FALSE;
+    /* the first copy of the round: its baseline, right after the boot, is the steady rate */
+    if (round->steady_iops <= 0)
+        round->steady_iops = adaptive->before_iops;
+    return self->granularity == NULL || round->workload->idle
+           || run_job (self, round, JOB_ADAPTIVE_GRANULAR, 0, error) != NULL;
+}
+
 static gboolean
 run_workload_round (Bench *self, WorkloadRound *round, GError **error)
 {
@@ -565,18 +587,20 @@ run_workload_round (Bench *self, WorkloadRound *round, GError **error)
         return TRUE;
     }
     /*
-     * an idle guest's copies take seconds, and the one that runs second in
-     * a round was seen slower by up to 15% whichever it was: even rounds run
-     * the adaptive copy first
+     * the copy that runs second in a round was seen slower by up to 15%
+     * whichever it was, and the guest's load drifts over a round: even
+     * rounds run the adaptive copies first, odd ones after the static ones
+     * (the caps are bisected from the unlimited copy, which comes first of
+     * those)
      */
-    if (workload->idle && round->round % 2 == 0
-        && run_job (self, round, JOB_ADAPTIVE, 0, error) == NULL)
+    if (adaptive_first (round) && !run_adaptive (self, round, error))
         return FALSE;
     unlimited = run_job (self, round, JOB_UNLIMITED, 0, error);
     if (unlimited == NULL)
         return FALSE;
     /* the first baseline, right after the boot, is the guest's steady rate */
-    round->steady_iops = unlimited->before_iops;
+    if (round->steady_iops <= 0)
+        round->steady_iops = unlimited->before_iops;
     if (!workload->idle) {
         if (!bisect_caps (self, round, unlimited, error))
             return FALSE;
@@ -587,11 +611,7 @@ run_workload_round (Bench *self, WorkloadRound *round, GError **error)
             return FALSE;
         adaptive_print_gentle_knee (round, tolerance_mib (unlimited));
     }
-    if (!(workload->idle && round->round % 2 == 0)
-        && run_job (self, round, JOB_ADAPTIVE, 0, error) == NULL)
-        return FALSE;
-    if (self->granularity != NULL && !workload->idle
-        && run_job (self, round, JOB_ADAPTIVE_GRANULAR, 0, error) == NULL)
+    if (!adaptive_first (round) && !run_adaptive (self, round, error))
         return FALSE;
     stop_workload (self);
     return TRUE;
@@ -787,5 +807,5 @@ main (int argc, char **argv)
     adaptive_print_targets (results, picked, n_picked);
     g_print ("  data check: the destination of every job that reached `synced` equalled its source "
              "at the pivot: yes\n");
-    return 0;
+    return vmr_bench_exit_status ();
 }

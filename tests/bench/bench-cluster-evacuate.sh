@@ -9,7 +9,8 @@
 # slot hand-over (a copy's bulk phase ends -> the next copy starts) with
 # and without the cluster, etcd's requests per migration and per second
 # (its /metrics), its keys and watchers. Every destination is compared with
-# its source. Not a test.
+# its source. Not a test: one run of each configuration, no rounds; exits
+# with status 1 when a disk did not move with its bytes, 3 on a MISS.
 # Usage: tests/bench/bench-cluster-evacuate.sh BUILDDIR [--short]
 #   --short: N = 10 on 5 daemons, limits 5/2 and 10/4 only
 set -e
@@ -153,4 +154,6 @@ print(f"doubling the limits halves the time (ratio 0.40 to 0.65): {'PASS' if hal
 if "host-50" in rows:
     print(f"hand-over median at N=50: cluster 5/2 {rows['c5-50']['med']:.1f} ms, 10/4 "
           f"{rows['c10-50']['med']:.1f} ms, host-only 2 per host {rows['host-50']['med']:.1f} ms")
+# a disk not moved with its bytes is a failure; a missed target a MISS
+sys.exit(1 if not ok else 0 if halved else 3)
 EOP

@@ -9,7 +9,9 @@
  * daemon's peak resident size (VmHWM), the p50/p99 latency of both phases
  * and their ratio, checks every client was served (each poller answered,
  * each follower given every job's final event) and that every destination
- * holds its source's bytes, and says PASS or MISS against the targets.
+ * holds its source's bytes, and says PASS or MISS against the targets; a
+ * MISS exits with status 3. One run: the targets are judged on it alone,
+ * and the measure alone comes before the one among the clients.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -333,12 +335,6 @@ percentile (GArray *ms, guint p)
     return g_array_index (ms, gdouble, MAX (rank, 1) - 1);
 }
 
-static const gchar *
-verdict (gboolean ok)
-{
-    return ok ? "PASS" : "MISS";
-}
-
 static gboolean
 run (const gchar *daemon_path, const gchar *qemu_path, guint n_clients, GError **error)
 {
@@ -420,19 +416,19 @@ out_thread:
              n_clients, n_clients / 2, n_clients - n_clients / 2, N_VMS, DISK_SIZE >> 20,
              COPY_SPEED >> 20);
     g_print ("  served: %u of %u clients (%u disconnected)  %s\n", n_clients - unserved, n_clients,
-             closed, verdict (unserved == 0));
+             closed, vmr_bench_verdict_once (unserved == 0));
     g_print (
         "  daemon VmHWM: %.1f MiB before the clients, %.1f MiB with them (target <= %.0f)  %s\n",
-        hwm_idle, hwm, TARGET_HWM_MIB, verdict (hwm <= TARGET_HWM_MIB));
+        hwm_idle, hwm, TARGET_HWM_MIB, vmr_bench_verdict_once (hwm <= TARGET_HWM_MIB));
     g_print ("  query-jobs alone:        p50 %.2f ms  p99 %.2f ms  (%u calls)\n", p50_idle,
              p99_idle, idle_ms->len);
     g_print ("  query-jobs among them:   p50 %.2f ms  p99 %.2f ms  (target p99 <= %.0f ms)  %s\n",
-             p50, p99, TARGET_P99_MS, verdict (p99 <= TARGET_P99_MS));
+             p50, p99, TARGET_P99_MS, vmr_bench_verdict_once (p99 <= TARGET_P99_MS));
     g_print ("  ratio loaded/alone:      p50 %.1f  p99 %.1f  (target p99 <= %.0f)  %s\n",
              p50 / MAX (p50_idle, 0.001), p99 / MAX (p99_idle, 0.001), TARGET_P99_RATIO,
-             verdict (p99 / MAX (p99_idle, 0.001) <= TARGET_P99_RATIO));
+             vmr_bench_verdict_once (p99 / MAX (p99_idle, 0.001) <= TARGET_P99_RATIO));
     g_print ("  every destination matches its source; load average %s\n", load_average);
-    g_print ("bench-load: %s\n", verdict (all_ok));
+    g_print ("bench-load: %s\n", vmr_bench_verdict_once (all_ok));
 out:
     for (guint i = 0; i < N_VMS; i++) {
         vmr_bench_close (&vms[i].watch, NULL);
@@ -479,5 +475,5 @@ main (int argc, char **argv)
         g_printerr ("bench-load: %s\n", error->message);
         return 1;
     }
-    return 0;
+    return vmr_bench_exit_status ();
 }

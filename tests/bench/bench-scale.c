@@ -16,8 +16,9 @@
  * device.
  *
  * After each run the QEMUs quit and every destination is compared with its
- * source byte for byte; a failed check exits with status 1. So does a run
- * in which more copies ran at once than max-parallel allows: the bench
+ * source byte for byte; a failed check exits with status 1. A run in which
+ * more copies ran at once than max-parallel allows exits with status 3
+ * (a MISS) once every run is done: the bench
  * counts them in QEMU itself, from the job events on its own monitor of
  * each QEMU (created -> ready, on QEMU's timestamps), and from the
  * daemon's job states (copying -> synced), and prints MISS with the run.
@@ -785,5 +786,7 @@ main (int argc, char **argv)
         g_printerr ("bench-scale: %s\n", error->message);
     }
     bench_scale_figures_free (&figures);
-    return ok && breaches->len == 0 ? 0 : 1;
+    if (!ok)
+        return 1;
+    return breaches->len == 0 ? 0 : VMR_BENCH_EXIT_MISS;
 }

@@ -90,12 +90,72 @@ vmr_bench_series_paired_ratio (const VmrBenchSeries *series)
     return median (ratios);
 }
 
-const gchar *
-vmr_bench_verdict (guint rounds, gboolean met)
+/* the verdicts that were a MISS, for the exit status */
+static guint missed_verdicts;
+
+gboolean
+vmr_bench_meets (gdouble value, VmrBenchBound bound, gdouble target)
 {
+    switch (bound) {
+        case VMR_BENCH_AT_MOST:
+            return value <= target;
+        case VMR_BENCH_UNDER:
+            return value < target;
+        case VMR_BENCH_AT_LEAST:
+            return value >= target;
+    }
+    g_assert_not_reached ();
+}
+
+guint
+vmr_bench_rounds_met (GArray *values, VmrBenchBound bound, gdouble target)
+{
+    guint met = 0;
+
+    for (guint i = 0; i < values->len; i++)
+        met += vmr_bench_meets (g_array_index (values, gdouble, i), bound, target);
+    return met;
+}
+
+gboolean
+vmr_bench_rounds_pass (guint met, guint rounds)
+{
+    return 3 * met >= 2 * rounds;
+}
+
+const gchar *
+vmr_bench_verdict_rounds (guint met, guint rounds)
+{
+    g_autofree gchar *verdict = NULL;
+    gboolean passed = vmr_bench_rounds_pass (met, rounds);
+
     if (rounds < VMR_BENCH_MIN_ROUNDS)
         return "no verdict (needs >= " G_STRINGIFY (VMR_BENCH_MIN_ROUNDS) " rounds)";
+    if (!passed)
+        missed_verdicts++;
+    verdict = g_strdup_printf ("%s (%u of %u rounds)", passed ? "PASS" : "MISS", met, rounds);
+    return g_intern_string (verdict);
+}
+
+const gchar *
+vmr_bench_verdict_once (gboolean met)
+{
+    if (!met)
+        missed_verdicts++;
     return met ? "PASS" : "MISS";
+}
+
+gint
+vmr_bench_exit_status (void)
+{
+    return missed_verdicts > 0 ? VMR_BENCH_EXIT_MISS : 0;
+}
+
+void
+vmr_bench_round_order (guint round, guint n, guint *order)
+{
+    for (guint i = 0; i < n; i++)
+        order[i] = (i + round) % n;
 }
 
 void

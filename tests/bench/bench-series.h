@@ -38,8 +38,9 @@ gdouble vmr_bench_series_median (const VmrBenchSeries *series, VmrBenchVariant v
 
 /*
  * vmr/bare of each round, in round order (of gdouble; free with
- * g_array_unref()). A round pairs a bare run with the vmr run right after
- * it, so its ratio cancels load that drifts across rounds.
+ * g_array_unref()). A round pairs a bare run with the vmr run next to it
+ * (the order alternates, vmr_bench_round_order()), so its ratio cancels
+ * load that drifts across rounds.
  */
 GArray *vmr_bench_series_ratios (const VmrBenchSeries *series);
 
@@ -50,11 +51,51 @@ GArray *vmr_bench_series_ratios (const VmrBenchSeries *series);
  */
 gdouble vmr_bench_series_paired_ratio (const VmrBenchSeries *series);
 
-/* the fewest rounds whose median makes a verdict: with fewer, one odd round decides */
+/* the fewest rounds for a verdict: with fewer, one odd round decides */
 #define VMR_BENCH_MIN_ROUNDS 3
 
-/* "PASS" or "MISS" after @met, or "no verdict (needs >= 3 rounds)" when @rounds is too few */
-const gchar *vmr_bench_verdict (guint rounds, gboolean met);
+/* how a round's figure meets its target */
+typedef enum {
+    VMR_BENCH_AT_MOST,  /* figure <= target */
+    VMR_BENCH_UNDER,    /* figure < target */
+    VMR_BENCH_AT_LEAST, /* figure >= target */
+} VmrBenchBound;
+
+/* whether @value meets @target as @bound says */
+gboolean vmr_bench_meets (gdouble value, VmrBenchBound bound, gdouble target);
+
+/* the rounds among @values (of gdouble, one per round) that meet @target as @bound says */
+guint vmr_bench_rounds_met (GArray *values, VmrBenchBound bound, gdouble target);
+
+/* whether @met rounds of @rounds are at least two thirds of them: a target passes */
+gboolean vmr_bench_rounds_pass (guint met, guint rounds);
+
+/*
+ * The verdict on a target judged in each of @rounds rounds, @met of which
+ * met it: "PASS (2 of 3 rounds)" when at least two thirds of them did,
+ * "MISS (1 of 3 rounds)" otherwise; "no verdict (needs >= 3 rounds)" with
+ * fewer rounds. A MISS counts for vmr_bench_exit_status(). The string is
+ * interned: never freed.
+ */
+const gchar *vmr_bench_verdict_rounds (guint met, guint rounds);
+
+/*
+ * "PASS" or "MISS" after @met, for a bench of one run with no rounds (its
+ * targets judged on that run alone); a MISS counts for vmr_bench_exit_status()
+ */
+const gchar *vmr_bench_verdict_once (gboolean met);
+
+/* a bench's exit status when it ran to its end: 3 when any verdict was a MISS, 0 otherwise */
+#define VMR_BENCH_EXIT_MISS 3
+gint vmr_bench_exit_status (void);
+
+/*
+ * The order in which round @round (from 0) runs @n variants, into @order:
+ * rotated by one each round, so that each variant runs first as often as
+ * the others (two variants: AB, BA, AB...), and a drift of the host's load
+ * over the rounds does not always favour the same one.
+ */
+void vmr_bench_round_order (guint round, guint n, guint *order);
 
 /* the column titles for vmr_bench_series_print_row() */
 void vmr_bench_print_header (void);

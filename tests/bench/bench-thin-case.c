@@ -312,7 +312,8 @@ vmr_bench_thin_case_report (const VmrBenchThinCase *c)
     gdouble alloc_limit = VMR_BENCH_THIN_ALLOC_TARGET * (gdouble) c->data_size;
     guint rounds = MIN (c->thin_s->len, c->full_s->len);
     gdouble ratio;
-    gboolean met = TRUE;
+    guint time_met;
+    gboolean met;
 
     for (guint i = 0; i < rounds; i++) {
         gdouble r = g_array_index (c->thin_s, gdouble, i) / g_array_index (c->full_s, gdouble, i);
@@ -321,33 +322,34 @@ vmr_bench_thin_case_report (const VmrBenchThinCase *c)
         g_string_append_printf (per_round, "%s%.2f", i > 0 ? ", " : "", r);
     }
     ratio = median_of (ratios);
-    met = ratio <= VMR_BENCH_THIN_TIME_TARGET;
+    time_met = vmr_bench_rounds_met (ratios, VMR_BENCH_AT_MOST, VMR_BENCH_THIN_TIME_TARGET);
+    met = vmr_bench_rounds_pass (time_met, rounds);
     g_print ("\n%s: %s with %s of data against %s full, %u rounds\n", c->title, thin_size,
              data_size, data_size, rounds);
     g_print ("  %-40s %10s %10s %8s  %-12s %s\n", "figure", "thin", "full", "ratio", "target",
-             "verdict");
+             "verdict (each round)");
     g_print ("  %-40s %10.2f %10.2f %8.2f  %-12s %s\n", "copy time (s), medians",
              median_of (c->thin_s), median_of (c->full_s), ratio, "<= 1.5x",
-             vmr_bench_verdict (rounds, met));
+             vmr_bench_verdict_rounds (time_met, rounds));
     g_print ("  %-40s %s\n", "  thin / full, each round", per_round->str);
     for (guint i = 0; i < VMR_BENCH_THIN_N_ALLOC; i++) {
         g_autofree gchar *label = NULL;
         g_autofree gchar *limit = NULL;
         gdouble thin_alloc, largest = 0;
-        gboolean alloc_met;
+        guint alloc_met;
 
         if (c->alloc_label[i] == NULL)
             continue;
         thin_alloc = median_of (c->thin_alloc[i]);
         for (guint j = 0; j < c->thin_alloc[i]->len; j++)
             largest = MAX (largest, g_array_index (c->thin_alloc[i], gdouble, j));
-        alloc_met = thin_alloc <= alloc_limit;
-        met = met && alloc_met;
+        alloc_met = vmr_bench_rounds_met (c->thin_alloc[i], VMR_BENCH_AT_MOST, alloc_limit);
+        met = met && vmr_bench_rounds_pass (alloc_met, c->thin_alloc[i]->len);
         label = g_strdup_printf ("%s (MiB), medians", c->alloc_label[i]);
         limit = g_strdup_printf ("<= %.0f MiB", alloc_limit / MIB);
         g_print ("  %-40s %10.1f %10.1f %8s  %-12s %s\n", label, thin_alloc / MIB,
                  median_of (c->full_alloc[i]) / MIB, "", limit,
-                 vmr_bench_verdict (rounds, alloc_met));
+                 vmr_bench_verdict_rounds (alloc_met, c->thin_alloc[i]->len));
         g_print ("  %-40s %.1f MiB\n", "  largest after a thin copy", largest / MIB);
     }
     return met;

@@ -27,6 +27,7 @@
 
 #include "bench-image.h"
 #include "bench-process.h"
+#include "bench-series.h"
 #include "bench-thin.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
@@ -222,7 +223,7 @@ copy_once (Nbd *self, const NbdCase *c, const gchar *source, guint64 size, VmrBe
     return ok;
 }
 
-/* every round of @c: the full source, then the thin one */
+/* every round of @c: the full source and the thin one, in turn first */
 static gboolean
 run_case (Nbd *self, const NbdCase *c, const VmrBenchThinSources *sources, GError **error)
 {
@@ -233,9 +234,17 @@ run_case (Nbd *self, const NbdCase *c, const VmrBenchThinSources *sources, GErro
         VmrBenchThinRun full = { 0 };
         VmrBenchThinRun thin = { 0 };
 
-        if (!copy_once (self, c, sources->full_source, sources->data_size, &full, error)
-            || !copy_once (self, c, sources->thin_source, sources->thin_size, &thin, error))
-            return FALSE;
+        guint order[2];
+
+        /* the full source first in even rounds, the thin one in odd ones */
+        vmr_bench_round_order (round, 2, order);
+        for (guint k = 0; k < 2; k++) {
+            if (!(order[k] == 0
+                      ? copy_once (self, c, sources->full_source, sources->data_size, &full, error)
+                      : copy_once (self, c, sources->thin_source, sources->thin_size, &thin,
+                                   error)))
+                return FALSE;
+        }
         vmr_bench_thin_case_add (figures, FALSE, round, &full);
         vmr_bench_thin_case_add (figures, TRUE, round, &thin);
     }

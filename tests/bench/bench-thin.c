@@ -11,7 +11,10 @@
  * `nbdinfo --map` reports as not a hole, and the file plugin's st_blocks),
  * against 1.1 times the data. Every copy is checked with qemu-img compare
  * once QEMU has quit (an export through its server); a failed check ends
- * the bench with exit status 1.
+ * the bench with exit status 1. Each round copies the full source first in
+ * even rounds and the thin one first in odd ones; each target is judged in
+ * each round and passes when at least two thirds of the rounds met it
+ * (with at least 3 rounds); a MISS exits with status 3.
  *
  * With --nbd-raw-qmp, the bench measures NBD exports served by nbdkit
  * instead, through QEMU's own mirror without virt-mirrord (bench-thin-nbd.c).
@@ -187,7 +190,7 @@ copy_once (Bench *self, const Destination *d, const gchar *source, guint64 size,
     return ok;
 }
 
-/* the destinations asked for, each round the full source then the thin one */
+/* the destinations asked for, each round the full source and the thin one, in turn first */
 static gboolean
 run_destinations (Bench *self, guint64 thin_size, guint64 data_size, gboolean *all_met,
                   GError **error)
@@ -212,9 +215,15 @@ run_destinations (Bench *self, guint64 thin_size, guint64 data_size, gboolean *a
 
             if (cases[i] == NULL)
                 continue;
-            ok = copy_once (self, &destinations[i], sources.full_source, data_size, &full, error)
-                 && copy_once (self, &destinations[i], sources.thin_source, thin_size, &thin,
-                               error);
+            guint order[2];
+
+            /* the full source first in even rounds, the thin one in odd ones */
+            vmr_bench_round_order (round, 2, order);
+            for (guint k = 0; ok && k < 2; k++)
+                ok = order[k] == 0 ? copy_once (self, &destinations[i], sources.full_source,
+                                                data_size, &full, error)
+                                   : copy_once (self, &destinations[i], sources.thin_source,
+                                                thin_size, &thin, error);
             if (ok) {
                 vmr_bench_thin_case_add (cases[i], FALSE, round, &full);
                 vmr_bench_thin_case_add (cases[i], TRUE, round, &thin);
@@ -352,5 +361,5 @@ main (int argc, char **argv)
         g_print ("targets: no verdict (needs >= %d rounds)\n", VMR_BENCH_MIN_ROUNDS);
     else if (!nbd)
         g_print ("targets: %s\n", all_met ? "all met" : "some missed (MISS above)");
-    return 0;
+    return vmr_bench_exit_status ();
 }
