@@ -627,6 +627,22 @@ parse_list (const gchar *text, guint max)
     return values->len > 0 ? g_steal_pointer (&values) : NULL;
 }
 
+/* DEVICE_REPEATS runs of the device's baseline for @n VMs in @round, into @device */
+static gboolean
+device_runs (Bench *self, guint round, guint n, GArray *device, GError **error)
+{
+    for (guint i = 0; i < DEVICE_REPEATS; i++) {
+        gdouble device_s = 0;
+
+        if (!device_run (self, n, &device_s, error))
+            return FALSE;
+        g_array_append_val (device, device_s);
+        g_printerr ("  round %u N=%-3u device: %" G_GUINT64_FORMAT " MiB in %.3f s\n", round, n,
+                    n * self->disk_size / MIB, device_s);
+    }
+    return TRUE;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -721,16 +737,9 @@ main (int argc, char **argv)
         for (guint c = 0; ok && c < figures.counts->len; c++) {
             guint n = g_array_index (figures.counts, guint, c);
 
-            for (guint i = 0; ok && i < DEVICE_REPEATS; i++) {
-                gdouble device_s = 0;
-
-                ok = device_run (self, n, &device_s, &error);
-                if (!ok)
-                    break;
-                g_array_append_val (figures.device[c], device_s);
-                g_printerr ("  round %u N=%-3u device: %" G_GUINT64_FORMAT " MiB in %.3f s\n",
-                            round, n, n * self->disk_size / MIB, device_s);
-            }
+            /* the device's baseline before the daemon's runs in odd rounds, after in even ones */
+            if (round % 2 == 1)
+                ok = device_runs (self, round, n, figures.device[c], &error);
             for (guint k = 0; ok && k < figures.parallel->len; k++) {
                 /* every other round runs the P values backwards */
                 guint q = round % 2 == 1 ? k : figures.parallel->len - 1 - k;
@@ -756,6 +765,8 @@ main (int argc, char **argv)
                 if (n == max_count)
                     rss = MAX (rss, result.qemu_rss_mib);
             }
+            if (ok && round % 2 == 0)
+                ok = device_runs (self, round, n, figures.device[c], &error);
         }
     }
     if (ok) {
