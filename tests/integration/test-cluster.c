@@ -4,8 +4,8 @@
  * Cluster-wide admission against a real 3-member etcd cluster: three
  * daemons as three hosts, each with its own socket, state and guest-less
  * QEMU, copying into one shared storage directory under a cluster-wide
- * max-parallel of 2. Every QEMU's query-block-jobs is polled throughout
- * and never shows more than 2 bulk copies in the whole cluster; jobs start
+ * max-parallel of 2. The daemons' job histories never show more than 2
+ * bulk copies at once in the whole cluster; jobs start
  * in the order they were submitted across hosts; a host killed with -9
  * frees its slots within the lease's TTL; one etcd member stopped changes
  * nothing; all of them stopped, the jobs that wait say "cluster
