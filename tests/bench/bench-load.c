@@ -214,10 +214,14 @@ typedef struct {
     gchar *source, *dest;
 } Vm;
 
-/* starts the QEMUs, attaches them and starts their copies */
+/*
+ * starts the QEMUs (their sockets in @run_dir, their images in @image_dir:
+ * the daemon refuses destinations in its socket's directory), attaches them
+ * and starts their copies
+ */
 static gboolean
-start_migrations (const gchar *qemu_path, const gchar *run_dir, VmrQmpClient *control, Vm *vms,
-                  GError **error)
+start_migrations (const gchar *qemu_path, const gchar *run_dir, const gchar *image_dir,
+                  VmrQmpClient *control, Vm *vms, GError **error)
 {
     for (guint i = 0; i < N_VMS; i++) {
         g_autofree gchar *name = g_strdup_printf ("vm%02u", i + 1);
@@ -229,8 +233,8 @@ start_migrations (const gchar *qemu_path, const gchar *run_dir, VmrQmpClient *co
         g_autoptr (JsonObject) migrate = json_object_new ();
         g_autoptr (JsonObject) reply = NULL;
 
-        vms[i].source = g_strdup_printf ("%s/%s.raw", run_dir, name);
-        vms[i].dest = g_strdup_printf ("%s/%s-new.raw", run_dir, name);
+        vms[i].source = g_strdup_printf ("%s/%s.raw", image_dir, name);
+        vms[i].dest = g_strdup_printf ("%s/%s-new.raw", image_dir, name);
         if (!vmr_bench_image_create_source (vms[i].source, DISK_SIZE, 0x10ad + i, error))
             return FALSE;
         vms[i].qemu
@@ -360,7 +364,7 @@ run (const gchar *daemon_path, const gchar *qemu_path, guint n_clients, GError *
 
         daemon = vmr_bench_start_daemon (&spec, NULL, 0, &control, NULL, error);
     }
-    if (daemon == NULL || !start_migrations (qemu_path, run_dir, control, vms, error))
+    if (daemon == NULL || !start_migrations (qemu_path, run_dir, image_dir, control, vms, error))
         goto out;
 
     /* side by side, while the same copies run: alone, then among the clients */
