@@ -18,6 +18,7 @@ static const gchar *const keys[] = {
     "max-parallel-per-destination",
     "lease-ttl",
     "storage",
+    "evacuate-to-nbd",
     NULL,
 };
 
@@ -145,6 +146,19 @@ parse_storage (const gchar *text, GStrv *out, GError **error)
     return TRUE;
 }
 
+/* "allow" or "refuse" */
+static gboolean
+parse_allow (const gchar *text, gboolean *out, GError **error)
+{
+    if (g_strcmp0 (text, "allow") != 0 && g_strcmp0 (text, "refuse") != 0) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "'%s' is neither allow nor refuse", text);
+        return FALSE;
+    }
+    *out = g_str_equal (text, "allow");
+    return TRUE;
+}
+
 gboolean
 vmr_cluster_config_parse_key (VmrClusterConfig *self, const gchar *key, const gchar *text,
                               GError **error)
@@ -184,6 +198,8 @@ vmr_cluster_config_parse_key (VmrClusterConfig *self, const gchar *key, const gc
     }
     if (g_strcmp0 (key, "storage") == 0)
         return parse_storage (text, &self->storage, error);
+    if (g_strcmp0 (key, "evacuate-to-nbd") == 0)
+        return parse_allow (text, &self->evacuate_to_nbd, error);
     g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "unknown key");
     return FALSE;
 }
@@ -227,6 +243,7 @@ vmr_cluster_config_equal (const VmrClusterConfig *a, const VmrClusterConfig *b)
            && g_strcmp0 (a->tls_creds, b->tls_creds) == 0 && g_strcmp0 (a->host, b->host) == 0
            && a->max_parallel == b->max_parallel && a->max_per_source == b->max_per_source
            && a->max_per_destination == b->max_per_destination && a->lease_ttl_us == b->lease_ttl_us
+           && a->evacuate_to_nbd == b->evacuate_to_nbd
            && (a->storage == NULL) == (b->storage == NULL)
            && (a->storage == NULL
                || g_strv_equal ((const gchar *const *) a->storage,

@@ -19,6 +19,7 @@ typedef struct {
     guint64 max_per_destination; /* ... writing to one storage, 0 = no limit */
     gint64 lease_ttl_us;         /* a dead daemon's slots are freed after this */
     GStrv storage;               /* directory prefixes that each name one storage, NULL = none */
+    gboolean evacuate_to_nbd;    /* a cluster evacuation may name an NBD server as --to */
 } VmrClusterConfig;
 
 /* the built-in values; name and etcd have none and must be set */

@@ -129,6 +129,48 @@ vmr_destination_pattern_match (const gchar *pattern, const gchar *location)
     return match_components (pattern_parts, location_parts);
 }
 
+/* whether @pattern, from its components on, matches some location that has @dir's as its first */
+static gboolean
+match_below (gchar **pattern, gchar **dir)
+{
+    if (*dir == NULL)
+        return *pattern != NULL; /* the rest of the pattern names something inside */
+    if (*pattern == NULL)
+        return FALSE;
+    if (g_strcmp0 (*pattern, "**") == 0)
+        return TRUE; /* it takes the rest of @dir and one name more */
+    if (fnmatch (*pattern, *dir, 0) != 0)
+        return FALSE;
+    return match_below (pattern + 1, dir + 1);
+}
+
+gboolean
+vmr_destination_patterns_reach_below (const gchar *const *patterns, const gchar *dir)
+{
+    g_autofree gchar *trimmed = g_strdup (dir);
+    g_auto (GStrv) dir_parts = NULL;
+
+    if (dir == NULL || *dir != '/')
+        return FALSE;
+    while (strlen (trimmed) > 1 && g_str_has_suffix (trimmed, "/"))
+        trimmed[strlen (trimmed) - 1] = '\0';
+    /* "/" is the one component "" before the first slash, as "/srv" is "" and "srv" */
+    dir_parts
+        = g_str_equal (trimmed, "/") ? g_strsplit ("/", "/", 1) : g_strsplit (trimmed, "/", -1);
+    if (g_str_equal (trimmed, "/"))
+        dir_parts[0][0] = '\0';
+    for (guint i = 0; patterns != NULL && patterns[i] != NULL; i++) {
+        g_auto (GStrv) pattern_parts = NULL;
+
+        if (*patterns[i] != '/')
+            continue;
+        pattern_parts = g_strsplit (patterns[i], "/", -1);
+        if (match_below (pattern_parts, dir_parts))
+            return TRUE;
+    }
+    return FALSE;
+}
+
 const gchar *
 vmr_destination_patterns_find (const gchar *const *patterns, const gchar *location)
 {

@@ -34,6 +34,14 @@ gboolean vmr_destination_pattern_match (const gchar *pattern, const gchar *locat
 const gchar *vmr_destination_patterns_find (const gchar *const *patterns, const gchar *location);
 
 /*
+ * TRUE when a path pattern of @patterns (NULL-terminated) matches some
+ * location inside the directory @dir (absolute, canonical), e.g.
+ * "/srv/vm/ **" (without the space) of "/srv" or of "/srv/vm/a", not of
+ * "/srv/other". URI patterns never do.
+ */
+gboolean vmr_destination_patterns_reach_below (const gchar *const *patterns, const gchar *dir);
+
+/*
  * The part of a path pattern before its first component with a wildcard,
  * e.g. "/srv/vm" of "/srv/vm/ **" (without the space): the directory a
  * caller may resolve symbolic links of. NULL for a URI pattern or a pattern

@@ -112,6 +112,30 @@ vmr_destination_check_allowed (const VmrDestination *self, const gchar *const *p
 }
 
 gboolean
+vmr_destination_check_directory_allowed (const gchar *dir, const gchar *const *patterns,
+                                         GError **error)
+{
+    g_autofree gchar *resolved = vmr_destination_resolve_path (dir);
+    g_autoptr (GPtrArray) matched = g_ptr_array_new_with_free_func (g_free);
+    g_autofree gchar *list = NULL;
+
+    if (patterns == NULL)
+        return TRUE;
+    for (guint i = 0; patterns[i] != NULL; i++)
+        g_ptr_array_add (matched, resolve_pattern (patterns[i]));
+    g_ptr_array_add (matched, NULL);
+    if (vmr_destination_patterns_reach_below ((const gchar *const *) matched->pdata, resolved))
+        return TRUE;
+    list = g_strjoinv (", ", (gchar **) patterns);
+    g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                 "destination directory %s%s%s%s is outside the policy's allowed-destinations (%s)",
+                 dir, g_strcmp0 (resolved, dir) != 0 ? " (which leads to " : "",
+                 g_strcmp0 (resolved, dir) != 0 ? resolved : "",
+                 g_strcmp0 (resolved, dir) != 0 ? ")" : "", list);
+    return FALSE;
+}
+
+gboolean
 vmr_destination_check_outside (const VmrDestination *self, const gchar *what, const gchar *dir,
                                GError **error)
 {

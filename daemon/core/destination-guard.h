@@ -35,6 +35,14 @@ gboolean vmr_destination_check_allowed (const VmrDestination *self, const gchar 
                                         GError **error);
 
 /*
+ * Checks that @patterns (as above; NULL = anywhere) allow something inside
+ * the directory @dir (absolute): a path pattern matches a location inside
+ * it, @dir and the patterns' literal directories resolved as above.
+ */
+gboolean vmr_destination_check_directory_allowed (const gchar *dir, const gchar *const *patterns,
+                                                  GError **error);
+
+/*
  * Checks that @self does not lie in @dir (or is not @dir), what the
  * daemon calls @what ("state directory", ...), both resolved. An NBD export
  * always passes.

@@ -12,6 +12,7 @@
 
 #include "cluster-evacuation.h"
 #include "cluster.h"
+#include "nbd-uri.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
 
@@ -59,6 +60,48 @@ request_of (JsonObject *object)
 
     request.speed_given = vmr_json_get_uint (object, "speed", &request.speed);
     return request;
+}
+
+/*
+ * Whether this host lets the request @object (whoever could write to the
+ * cluster's prefix put it) send its disks where it says, before anything
+ * is planned: only within the policy's allowed-destinations, which must be
+ * set, outside the daemon's own directories, to an NBD server only with
+ * [cluster] evacuate-to-nbd = allow. Each planned destination is checked
+ * again, as any evacuation's are.
+ */
+static gboolean
+check_request (VmrEngine *self, JsonObject *object, GError **error)
+{
+    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, NULL, NULL);
+    const gchar *to = vmr_json_get_string (object, "to");
+
+    if (rule->allowed_destinations == NULL) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_PERMISSION_DENIED,
+                             "this host's policy sets no allowed-destinations: it takes part in a "
+                             "cluster evacuation only to the destinations that key allows");
+        return FALSE;
+    }
+    if (to == NULL) {
+        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                             "the request names no destination");
+        return FALSE;
+    }
+    if (vmr_nbd_uri_is_uri (to)) {
+        if (self->cluster != NULL && vmr_cluster_get_config (self->cluster)->evacuate_to_nbd)
+            return TRUE;
+        g_set_error (error, VMR_ERROR, VMR_ERROR_PERMISSION_DENIED,
+                     "the destination %s is an NBD server: this host's policy needs [cluster] "
+                     "evacuate-to-nbd = allow to send its disks to one in a cluster evacuation",
+                     to);
+        return FALSE;
+    }
+    if (!g_path_is_absolute (to)) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
+                     "the destination directory must be an absolute path, not '%s'", to);
+        return FALSE;
+    }
+    return vmr_engine_guard_directory (self, to, error);
 }
 
 /* what this host publishes of @evacuation: each disk with its job's state */
@@ -252,6 +295,7 @@ request_cb (VmrClusterEvacuations *evacuations, JsonObject *object, gpointer use
 {
     VmrEngine *self = user_data;
     HostEvacuation *evacuation;
+    g_autoptr (GError) error = NULL;
 
     if (!take_part (self, vmr_json_get_string (object, "id"))) {
         g_debug ("cluster evacuation %s: this host took part already",
@@ -265,6 +309,13 @@ request_cb (VmrClusterEvacuations *evacuations, JsonObject *object, gpointer use
     evacuation->id = g_strdup (vmr_json_get_string (object, "id"));
     evacuation->from = g_strdup (vmr_json_get_string (object, "from"));
     g_hash_table_replace (self->cluster_evacuations, evacuation->id, evacuation);
+    if (!check_request (self, object, &error)) {
+        g_warning ("cluster evacuation %s: refused: %s", evacuation->id, error->message);
+        evacuation->error = g_strdup_printf ("refused: %s", error->message);
+        evacuation->planned = TRUE;
+        report (self, evacuation);
+        return;
+    }
     report (self, evacuation);
     if (g_hash_table_size (self->domains) > 0) {
         plan_part (self, evacuation, object);
@@ -431,8 +482,15 @@ vmr_engine_cluster_evacuate_async (VmrEngine *self, JsonObject *request, GCancel
 {
     GTask *task = g_task_new (self, cancellable, callback, user_data);
     VmrEvacuateRequest dry_run = request_of (request);
+    GError *error = NULL;
 
     if (!check_cluster (self, task)) {
+        g_object_unref (task);
+        return;
+    }
+    /* what every host will check: refused here first, nothing put */
+    if (!check_request (self, request, &error)) {
+        g_task_return_error (task, error);
         g_object_unref (task);
         return;
     }

@@ -18,25 +18,46 @@
 
 /* ---- the refusals ---- */
 
-gboolean
-vmr_engine_guard_destination (VmrEngine *self, const VmrDestination *destination, GError **error)
+/* the refusals of where @destination lies: the daemon's own directories, symbolic links */
+static gboolean
+guard_place (VmrEngine *self, const VmrPolicyRule *rule, const VmrDestination *destination,
+             GError **error)
 {
-    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, NULL, NULL);
     GHashTableIter iter;
     gpointer dir, what;
 
-    if (!vmr_destination_check_allowed (destination,
-                                        (const gchar *const *) rule->allowed_destinations, error))
-        return FALSE;
     g_hash_table_iter_init (&iter, self->protected_dirs);
     while (g_hash_table_iter_next (&iter, &dir, &what)) {
         if (!vmr_destination_check_outside (destination, what, dir, error))
             return FALSE;
     }
-    if (rule->refuse_destination_symlinks
-        && !vmr_destination_check_no_symlinks (destination, error))
+    return !rule->refuse_destination_symlinks
+           || vmr_destination_check_no_symlinks (destination, error);
+}
+
+gboolean
+vmr_engine_guard_destination (VmrEngine *self, const VmrDestination *destination, GError **error)
+{
+    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, NULL, NULL);
+
+    if (!vmr_destination_check_allowed (destination,
+                                        (const gchar *const *) rule->allowed_destinations, error))
         return FALSE;
-    return vmr_destination_check_not_held (destination, error);
+    return guard_place (self, rule, destination, error)
+           && vmr_destination_check_not_held (destination, error);
+}
+
+gboolean
+vmr_engine_guard_directory (VmrEngine *self, const gchar *dir, GError **error)
+{
+    g_autoptr (VmrPolicyRule) rule = vmr_policy_lookup (self->policy, NULL, NULL);
+    g_autoptr (VmrDestination) destination = NULL;
+
+    if (!vmr_destination_check_directory_allowed (
+            dir, (const gchar *const *) rule->allowed_destinations, error))
+        return FALSE;
+    destination = vmr_destination_new (dir, NULL, FALSE, error);
+    return destination != NULL && guard_place (self, rule, destination, error);
 }
 
 /*

@@ -146,6 +146,15 @@ gboolean vmr_engine_guard_destination (VmrEngine *self, const VmrDestination *de
                                        GError **error);
 
 /*
+ * The refusals of vmr_engine_guard_destination() that a directory every
+ * destination of an evacuation lies in can be judged by: the policy's
+ * allowed-destinations allow something inside @dir (absolute), which lies
+ * in none of the daemon's own directories and, with destination-symlinks =
+ * refuse, behind no symbolic link. Touches nothing.
+ */
+gboolean vmr_engine_guard_directory (VmrEngine *self, const gchar *dir, GError **error);
+
+/*
  * Checks that @destination is no disk of another domain than @domain: of
  * a known one, by any path or link, nor of one defined and not running.
  */

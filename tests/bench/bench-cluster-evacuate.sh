@@ -46,7 +46,7 @@ run() {
         qemu-system-x86_64 -machine pc -accel tcg -S -nodefaults -display none -m 64 "${args[@]}" \
             -qmp unix:$R/qmp$h.sock,server=on,wait=off > $R/qemu$h.log 2>&1 &
         pids+=($!)
-        { printf '[defaults]\nmax-parallel = %s\nmax-parallel-per-iothread = 0\n' $hmax
+        { printf '[defaults]\nmax-parallel = %s\nmax-parallel-per-iothread = 0\nallowed-destinations = %s/dst/**\n' $hmax $R
           [ $cmax -eq 0 ] || printf '[cluster]\nname = %s\netcd = http://127.0.0.1:%s\nhost = h%s\nmax-parallel = %s\nlease-ttl = 10s\n' \
               $label $port $h $cmax; } > $R/policy$h.conf
         mkdir -p $R/state$h

@@ -177,6 +177,41 @@ vmr_etcd_cluster_stop_member (VmrEtcdCluster *c, guint i)
     end_member (c, i, SIGTERM);
 }
 
+gchar *
+vmr_etcd_cluster_ctl (VmrEtcdCluster *c, const gchar *first_arg, ...)
+{
+    g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr (GString) endpoints = g_string_new (NULL);
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+    const gchar *env[] = { "ETCDCTL_API=3", NULL };
+    gint status = -1;
+    va_list ap;
+
+    g_assert_null (c->pki);
+    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++) {
+        g_autofree gchar *url = c->pids[i] != 0 ? client_url (c, i) : NULL;
+
+        if (url != NULL)
+            g_string_append_printf (endpoints, "%s%s", endpoints->len > 0 ? "," : "", url);
+    }
+    g_ptr_array_add (argv, g_strdup ("etcdctl"));
+    g_ptr_array_add (argv, g_strdup ("--endpoints"));
+    g_ptr_array_add (argv, g_strdup (endpoints->str));
+    va_start (ap, first_arg);
+    for (const gchar *arg = first_arg; arg != NULL; arg = va_arg (ap, const gchar *))
+        g_ptr_array_add (argv, g_strdup (arg));
+    va_end (ap);
+    g_ptr_array_add (argv, NULL);
+    if (!g_spawn_sync (c->dir, (gchar **) argv->pdata, (gchar **) env, G_SPAWN_SEARCH_PATH, NULL,
+                       NULL, &out, &err, &status, &error))
+        vmr_fail ("cannot run etcdctl: %s", error->message);
+    if (!g_spawn_check_wait_status (status, NULL))
+        vmr_fail ("etcdctl %s: %s", first_arg, err);
+    return g_steal_pointer (&out);
+}
+
 void
 vmr_etcd_cluster_clear (VmrEtcdCluster *c)
 {

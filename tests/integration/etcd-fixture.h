@@ -39,6 +39,13 @@ void vmr_etcd_cluster_start_member (VmrEtcdCluster *c, guint i);
 /* waits until every running member answers and the cluster has a leader */
 void vmr_etcd_cluster_wait_healthy (VmrEtcdCluster *c);
 
+/*
+ * Runs `etcdctl --endpoints ENDPOINTS ARGS...` against the running members
+ * of a plain-http cluster and returns its standard output; fails the test
+ * when it exits non-zero.
+ */
+gchar *vmr_etcd_cluster_ctl (VmrEtcdCluster *c, const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
+
 /* kills the members left and forgets the cluster */
 void vmr_etcd_cluster_clear (VmrEtcdCluster *c);
 

@@ -297,11 +297,14 @@ run_to_end (Copy *copies, guint n)
 void
 cluster_write_policy (guint i, const gchar *endpoints, guint limit)
 {
+    /* the shared storage and the directories evacuations empty it to */
     g_autofree gchar *text
         = g_strdup_printf ("[defaults]\nmax-parallel = 4\nmax-parallel-per-iothread = 0\n"
+                           "allowed-destinations = %s/vmr-cluster-*/**, %s/vmr-evacuated-*/**\n"
                            "[cluster]\nname = test\netcd = %s\nhost = host%u\n"
                            "max-parallel = %u\nlease-ttl = %us\nstorage = %s\n",
-                           endpoints, i, limit, i == 1 ? RESTART_TTL_S : TTL_S, cluster.shared);
+                           g_get_tmp_dir (), g_get_tmp_dir (), endpoints, i, limit,
+                           i == 1 ? RESTART_TTL_S : TTL_S, cluster.shared);
     g_autofree gchar *policy = vmr_harness_write_policy (cluster.hosts[i], text);
 }
 

@@ -136,6 +136,33 @@ test_pattern_find (void)
     g_assert_null (vmr_destination_patterns_find (NULL, "/srv/vm/a"));
 }
 
+/* a directory that some pattern reaches inside, or none does */
+static void
+test_pattern_reach_below (void)
+{
+    const gchar *const patterns[] = { "/srv/vm/**", "/data/*/img/*.raw", "nbd://s:10809/*", NULL };
+    const gchar *const all[] = { "/**", NULL };
+    static const struct {
+        const gchar *dir;
+        gboolean reached;
+    } cases[] = {
+        { "/srv/vm", TRUE },     { "/srv/vm/a/b", TRUE },
+        { "/srv", TRUE },        { "/", TRUE },
+        { "/data/x/img", TRUE }, { "/data/x", TRUE },
+        { "/srv/vm/", TRUE },    { "/srv/other", FALSE },
+        { "/srv/vmx", FALSE },   { "/data/x/img/a", FALSE },
+        { "/etc", FALSE },       { "s:10809", FALSE },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
+        g_test_message ("%s", cases[i].dir);
+        g_assert_cmpint (vmr_destination_patterns_reach_below (patterns, cases[i].dir), ==,
+                         cases[i].reached);
+    }
+    g_assert_true (vmr_destination_patterns_reach_below (all, "/etc"));
+    g_assert_false (vmr_destination_patterns_reach_below (NULL, "/srv/vm"));
+}
+
 static void
 test_pattern_literal_dir (void)
 {
@@ -168,6 +195,7 @@ main (int argc, char **argv)
     g_test_add_func ("/destination-pattern/match", test_pattern_match);
     g_test_add_func ("/destination-pattern/parse", test_pattern_parse);
     g_test_add_func ("/destination-pattern/find", test_pattern_find);
+    g_test_add_func ("/destination-pattern/reach-below", test_pattern_reach_below);
     g_test_add_func ("/destination-pattern/literal-dir", test_pattern_literal_dir);
     return g_test_run ();
 }

@@ -387,6 +387,9 @@ static const InvalidCase invalid_cases[] = {
       "tls-creds = /etc/virt-mirror/etcd\n",
       { { 4, "[cluster] tls-creds: ",
           "set beside the endpoint http://e2:2379, which is plain HTTP" } } },
+    { "cluster's evacuate-to-nbd neither allow nor refuse",
+      "[cluster]\nname = prod-a\netcd = http://e1:2379\nevacuate-to-nbd = yes\n",
+      { { 4, "[cluster] evacuate-to-nbd: ", "'yes' is neither allow nor refuse" } } },
     { "cluster's bad keys",
       "[cluster]\n"
       "name = prod a\n"

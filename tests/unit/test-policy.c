@@ -622,7 +622,8 @@ test_policy_cluster (void)
                                         "max-parallel-per-source = 3\n"
                                         "max-parallel-per-destination = 2\n"
                                         "lease-ttl = 1m\n"
-                                        "storage = /srv/array-a, /srv/array-a/fast\n",
+                                        "storage = /srv/array-a, /srv/array-a/fast\n"
+                                        "evacuate-to-nbd = allow\n",
                                         &error);
     g_assert_no_error (error);
     config = vmr_policy_get_cluster (policy);
@@ -637,6 +638,7 @@ test_policy_cluster (void)
     g_assert_cmpuint (config->max_per_source, ==, 3);
     g_assert_cmpuint (config->max_per_destination, ==, 2);
     g_assert_cmpint (config->lease_ttl_us, ==, 60 * G_USEC_PER_SEC);
+    g_assert_true (config->evacuate_to_nbd);
     in_array = vmr_cluster_config_storage_key (config, "/srv/array-a/vm1");
     deeper = vmr_cluster_config_storage_key (config, "/srv/array-a/fast/vm1");
     elsewhere = vmr_cluster_config_storage_key (config, "/var/lib/images");
@@ -660,6 +662,7 @@ test_policy_cluster (void)
         g_assert_cmpstr (built_in->host, ==, g_get_host_name ());
         g_assert_null (built_in->tls_creds);
         g_assert_null (built_in->storage);
+        g_assert_false (built_in->evacuate_to_nbd);
     }
 }
 

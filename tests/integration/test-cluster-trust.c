@@ -1,0 +1,361 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * What a daemon trusts from whoever can write to the cluster's prefix: two
+ * daemons as two hosts on a real 3-member etcd cluster, each with a
+ * guest-less QEMU whose disk lies in a shared array. Evacuation requests
+ * put by hand with etcdctl, as a mistaken or malicious writer would, to a
+ * directory outside the hosts' allowed-destinations, to an NBD server, and
+ * to an allowed directory while the policy sets no allowed-destinations:
+ * no job starts on any host, no file is made, and each host's report says
+ * why on one line. The command refuses the same requests before it puts
+ * anything. An allowed request moves both disks, with their bytes.
+ */
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "etcd-fixture.h"
+#include "harness.h"
+
+#define N_HOSTS    2
+#define IMAGE_SIZE (1024 * 1024)
+#define TIMEOUT_S  30
+
+static struct {
+    VmrHarness *hosts[N_HOSTS];
+    VmrEtcdCluster etcd;
+    gchar *shared;            /* holds the next three */
+    gchar *array;             /* the array the requests empty */
+    gchar *allowed;           /* where the policy lets copies write */
+    gchar *elsewhere;         /* where it does not */
+    gchar *source[N_HOSTS];   /* each host's disk, in @array */
+    gchar *expected[N_HOSTS]; /* what it must hold */
+    guint requests;           /* evacuation ids given */
+} cluster;
+
+/* host @i's policy; @allowed: with allowed-destinations */
+static void
+write_policy (guint i, gboolean allowed)
+{
+    g_autofree gchar *endpoints = vmr_etcd_cluster_endpoints (&cluster.etcd);
+    g_autofree gchar *allow
+        = allowed ? g_strdup_printf ("allowed-destinations = %s/**\n", cluster.allowed)
+                  : g_strdup ("");
+    g_autofree gchar *text = g_strdup_printf (
+        "[defaults]\n%s[cluster]\nname = trust\netcd = %s\nhost = host%u\nlease-ttl = 3s\n", allow,
+        endpoints, i);
+    g_autofree gchar *policy = vmr_harness_write_policy (cluster.hosts[i], text);
+}
+
+/* every host's policy written again, @allowed as above, and reloaded */
+static void
+reload_all (gboolean allowed)
+{
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autoptr (VmrCliResult) result = NULL;
+
+        write_policy (i, allowed);
+        result = vmr_harness_cli (cluster.hosts[i], "reload", NULL);
+        vmr_cli_result_assert_ok (result);
+    }
+}
+
+static void
+start_host (guint i)
+{
+    VmrHarness *h = cluster.hosts[i];
+    g_autofree gchar *made = vmr_harness_create_image (h, "disk0.raw", "raw", IMAGE_SIZE, 0x71 + i);
+    g_autofree gchar *name = g_strdup_printf ("host%u-disk0.raw", i);
+    g_autofree gchar *policy = vmr_harness_path (h, "policy.conf");
+    VmrHarnessDisk disk;
+
+    cluster.expected[i] = vmr_harness_expected_path (made);
+    cluster.source[i] = g_build_filename (cluster.array, name, NULL);
+    g_assert_cmpint (g_rename (made, cluster.source[i]), ==, 0);
+    disk = (VmrHarnessDisk){ "disk0", cluster.source[i], "raw", NULL };
+    write_policy (i, TRUE);
+    vmr_harness_start_qemu (h, &disk, 1);
+    vmr_harness_start_daemon (h, "--policy", policy, NULL);
+    vmr_harness_attach (h, "vm");
+}
+
+/* the etcd key of evacuation @id's request, or of its hosts' reports with @what = "hosts/" */
+static gchar *
+evacuation_key (const gchar *id, const gchar *what)
+{
+    return g_strdup_printf ("/virt-mirror/trust/evacuations/%s/%s", id, what);
+}
+
+/* puts by hand a request to move every disk of the array to @to; returns its id */
+static gchar *
+put_request (const gchar *to)
+{
+    g_autofree gchar *id = g_strdup_printf ("by-hand-%u", ++cluster.requests);
+    g_autofree gchar *key = evacuation_key (id, "request");
+    g_autoptr (JsonBuilder) builder = json_builder_new ();
+    g_autoptr (JsonNode) node = NULL;
+    g_autofree gchar *value = NULL;
+    g_autofree gchar *out = NULL;
+
+    json_builder_begin_object (builder);
+    json_builder_set_member_name (builder, "id");
+    json_builder_add_string_value (builder, id);
+    json_builder_set_member_name (builder, "host");
+    json_builder_add_string_value (builder, "someone");
+    json_builder_set_member_name (builder, "from");
+    json_builder_add_string_value (builder, cluster.array);
+    json_builder_set_member_name (builder, "to");
+    json_builder_add_string_value (builder, to);
+    json_builder_end_object (builder);
+    node = json_builder_get_root (builder);
+    value = json_to_string (node, FALSE);
+    out = vmr_etcd_cluster_ctl (&cluster.etcd, "put", key, value, NULL);
+    return g_steal_pointer (&id);
+}
+
+/* the reports of @id's hosts in etcd that say "ended", by host name (new references) */
+static GHashTable *
+ended_reports (const gchar *id)
+{
+    g_autofree gchar *prefix = evacuation_key (id, "hosts/");
+    g_autofree gchar *out = vmr_etcd_cluster_ctl (&cluster.etcd, "get", "--prefix",
+                                                  "--print-value-only", prefix, NULL);
+    g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+    GHashTable *reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                 (GDestroyNotify) json_object_unref);
+
+    for (guint k = 0; lines[k] != NULL; k++) {
+        g_autoptr (JsonParser) parser = json_parser_new ();
+        JsonObject *report;
+
+        if (*lines[k] == '\0')
+            continue;
+        g_assert_true (json_parser_load_from_data (parser, lines[k], -1, NULL));
+        report = vmr_harness_json_node_object (json_parser_get_root (parser));
+        if (g_str_equal (vmr_harness_json_string (report, "state"), "ended"))
+            g_hash_table_insert (reports, g_strdup (vmr_harness_json_string (report, "host")),
+                                 json_object_ref (report));
+    }
+    return reports;
+}
+
+/* waits until every host has reported @id ended; returns the reports by host name */
+static GHashTable *
+wait_reports (const gchar *id)
+{
+    gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;
+
+    for (;;) {
+        GHashTable *reports = ended_reports (id);
+
+        if (g_hash_table_size (reports) == N_HOSTS)
+            return reports;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("%u of %u hosts reported evacuation %s ended in %d s",
+                      g_hash_table_size (reports), N_HOSTS, id, TIMEOUT_S);
+        g_hash_table_unref (reports);
+        g_usleep (100 * 1000);
+    }
+}
+
+/*
+ * A request to @to put by hand: every host reports it ended with no disk
+ * and one line that has @why; no job starts anywhere, no destination is made, and
+ * each disk stays on its source with its bytes.
+ */
+static void
+assert_refused_everywhere (const gchar *to, const gchar *why)
+{
+    g_autofree gchar *id = put_request (to);
+    g_autoptr (GHashTable) reports = wait_reports (id);
+
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *host = g_strdup_printf ("host%u", i);
+        JsonObject *report = g_hash_table_lookup (reports, host);
+        const gchar *error = vmr_harness_json_string (report, "error");
+
+        g_test_message ("%s: %s", host, error);
+        g_assert_nonnull (strstr (error, why));
+        g_assert_null (strchr (error, '\n'));
+        g_assert_cmpuint (json_array_get_length (vmr_harness_json_array (report, "disks")), ==, 0);
+        g_assert_cmpuint (vmr_harness_count_jobs (cluster.hosts[i]), ==, 0);
+        vmr_harness_assert_disk_on (cluster.hosts[i], "disk0", cluster.source[i]);
+        vmr_harness_assert_image_equals (cluster.source[i], "raw", cluster.expected[i]);
+        if (g_path_is_absolute (to)) {
+            g_autofree gchar *name = g_path_get_basename (cluster.source[i]);
+            g_autofree gchar *made = g_build_filename (to, name, NULL);
+
+            g_assert_false (g_file_test (made, G_FILE_TEST_EXISTS));
+        }
+    }
+}
+
+/* `evacuate --cluster` to @to on host 0: refused on one line with @why, nothing put in etcd */
+static void
+assert_command_refuses (const gchar *to, const gchar *why)
+{
+    g_autoptr (VmrCliResult) result
+        = vmr_harness_cli (cluster.hosts[0], "evacuate", "--cluster", "--from", cluster.array,
+                           "--to", to, "--wait", NULL);
+    g_autofree gchar *keys = vmr_etcd_cluster_ctl (&cluster.etcd, "get", "--prefix", "--keys-only",
+                                                   "/virt-mirror/trust/evacuations/", NULL);
+
+    vmr_cli_result_assert_error (result, 1);
+    g_assert_null (strchr (g_strchomp (result->err), '\n'));
+    g_assert_nonnull (strstr (result->err, why));
+    /* only the requests put by hand so far */
+    g_assert_cmpuint (vmr_harness_count_lines (keys, "/request"), ==, cluster.requests);
+}
+
+/* a directory outside the allow-list */
+static void
+test_outside (void)
+{
+    g_autofree gchar *why = g_strdup_printf (
+        "destination directory %s is outside the policy's allowed-destinations (%s/**)",
+        cluster.elsewhere, cluster.allowed);
+
+    assert_command_refuses (cluster.elsewhere, why);
+    assert_refused_everywhere (cluster.elsewhere, why);
+    /* "/" holds the allowed directory: each disk's own destination is refused then */
+    assert_refused_everywhere ("/", "is not in the policy's allowed-destinations");
+}
+
+/* an NBD server, which no key of the policy lets a cluster evacuation name */
+static void
+test_nbd (void)
+{
+    const gchar *why = "needs [cluster] evacuate-to-nbd = allow";
+
+    assert_command_refuses ("nbd://127.0.0.1:10809/stolen", why);
+    assert_refused_everywhere ("nbd://127.0.0.1:10809/stolen", why);
+}
+
+/* no allowed-destinations at all: even the directory it used to allow is refused, the key named */
+static void
+test_no_allowed (void)
+{
+    const gchar *why = "this host's policy sets no allowed-destinations";
+
+    reload_all (FALSE);
+    assert_command_refuses (cluster.allowed, why);
+    assert_refused_everywhere (cluster.allowed, why);
+    reload_all (TRUE);
+}
+
+/* within the allow-list, a request put by hand moves both disks with their bytes */
+static void
+test_allowed (void)
+{
+    g_autofree gchar *id = put_request (cluster.allowed);
+    g_autoptr (GHashTable) reports = wait_reports (id);
+
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *host = g_strdup_printf ("host%u", i);
+        g_autofree gchar *name = g_path_get_basename (cluster.source[i]);
+        g_autofree gchar *moved = g_build_filename (cluster.allowed, name, NULL);
+        JsonObject *report = g_hash_table_lookup (reports, host);
+        JsonArray *disks = vmr_harness_json_array (report, "disks");
+
+        g_assert_false (json_object_has_member (report, "error"));
+        g_assert_cmpuint (json_array_get_length (disks), ==, 1);
+        g_assert_cmpstr (vmr_harness_json_string (vmr_harness_json_element (disks, 0), "state"), ==,
+                         "completed");
+        vmr_harness_assert_disk_on (cluster.hosts[i], "disk0", moved);
+        vmr_harness_assert_image_equals (moved, "raw", cluster.expected[i]);
+    }
+}
+
+static void
+run_case (gconstpointer user_data)
+{
+    void (*body) (void) = user_data;
+
+    if (cluster.hosts[0] == NULL || vmr_harness_skipped (cluster.hosts[0])
+        || cluster.etcd.dir == NULL) {
+        g_test_skip ("the cluster could not be set up");
+        return;
+    }
+    body ();
+}
+
+static void
+set_up (void)
+{
+    g_autoptr (GError) error = NULL;
+
+    for (guint i = 0; i < N_HOSTS; i++) {
+        cluster.hosts[i] = g_new0 (VmrHarness, 1);
+        vmr_harness_setup_no_daemon (cluster.hosts[i], NULL);
+        if (vmr_harness_skipped (cluster.hosts[i]))
+            return;
+    }
+    if (!vmr_harness_require (cluster.hosts[0], "etcd", "etcdctl", NULL))
+        return;
+    cluster.shared = g_dir_make_tmp ("vmr-trust-XXXXXX", &error);
+    g_assert_no_error (error);
+    cluster.array = g_build_filename (cluster.shared, "array", NULL);
+    cluster.allowed = g_build_filename (cluster.shared, "allowed", NULL);
+    cluster.elsewhere = g_build_filename (cluster.shared, "elsewhere", NULL);
+    g_assert_cmpint (g_mkdir (cluster.array, 0755), ==, 0);
+    g_assert_cmpint (g_mkdir (cluster.allowed, 0755), ==, 0);
+    g_assert_cmpint (g_mkdir (cluster.elsewhere, 0755), ==, 0);
+    vmr_etcd_cluster_start (&cluster.etcd, cluster.hosts[0]->dir);
+    for (guint i = 0; i < N_HOSTS; i++)
+        start_host (i);
+}
+
+/* removes @dir's files (one level) and @dir */
+static void
+remove_dir (const gchar *dir)
+{
+    g_autoptr (GDir) handle = dir != NULL ? g_dir_open (dir, 0, NULL) : NULL;
+    const gchar *name;
+
+    while (handle != NULL && (name = g_dir_read_name (handle)) != NULL) {
+        g_autofree gchar *file = g_build_filename (dir, name, NULL);
+
+        g_unlink (file);
+    }
+    if (dir != NULL)
+        g_rmdir (dir);
+}
+
+static void
+tear_down (void)
+{
+    vmr_etcd_cluster_clear (&cluster.etcd);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        if (cluster.hosts[i] == NULL)
+            continue;
+        vmr_harness_teardown (cluster.hosts[i], NULL);
+        g_free (cluster.hosts[i]);
+        g_free (cluster.source[i]);
+        g_free (cluster.expected[i]);
+    }
+    remove_dir (cluster.array);
+    remove_dir (cluster.allowed);
+    remove_dir (cluster.elsewhere);
+    remove_dir (cluster.shared);
+    g_free (cluster.array);
+    g_free (cluster.allowed);
+    g_free (cluster.elsewhere);
+    g_free (cluster.shared);
+}
+
+int
+main (int argc, char **argv)
+{
+    gint status;
+
+    vmr_harness_init (&argc, &argv);
+    g_test_add_data_func ("/cluster-trust/outside", test_outside, run_case);
+    g_test_add_data_func ("/cluster-trust/nbd", test_nbd, run_case);
+    g_test_add_data_func ("/cluster-trust/no-allowed", test_no_allowed, run_case);
+    g_test_add_data_func ("/cluster-trust/allowed", test_allowed, run_case);
+    set_up ();
+    status = g_test_run ();
+    tear_down ();
+    return status;
+}
