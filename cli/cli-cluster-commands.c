@@ -68,7 +68,8 @@ vmr_cli_cmd_cluster_status (const VmrCliCommand *cmd, VmrCliSession *session, gc
 {
     JsonObject *status = NULL;
     g_autoptr (JsonNode) reply = query_cluster (cmd, session, argv, &status, error);
-    g_autoptr (VmrCliTable) members = vmr_cli_table_new ("HOST", "LEASE", "TTL", "JOBS", NULL);
+    g_autoptr (VmrCliTable) members
+        = vmr_cli_table_new ("HOST", "LEASE", "TTL", "JOBS", "MACHINE-ID", NULL);
     g_autoptr (VmrCliTable) queue
         = vmr_cli_table_new ("#", "HOST", "JOB", "SLOT", "SOURCE", "DESTINATION", NULL);
     g_autofree gchar *limit = NULL;
@@ -94,7 +95,8 @@ vmr_cli_cmd_cluster_status (const VmrCliCommand *cmd, VmrCliSession *session, gc
             = g_strdup_printf ("%" G_GINT64_FORMAT "s", vmr_json_int_or (member, "lease-ttl", 0));
         g_autofree gchar *n_jobs = g_strdup_printf ("%u", count_jobs (jobs, host));
 
-        vmr_cli_table_add_row (members, host, lease, ttl, n_jobs, NULL);
+        vmr_cli_table_add_row (members, host, lease, ttl, n_jobs,
+                               string_or (member, "machine-id", "-"), NULL);
     }
     for (guint i = 0; queue_list != NULL && i < json_array_get_length (queue_list); i++) {
         JsonObject *entry = json_array_get_object_element (queue_list, i);
@@ -113,6 +115,8 @@ vmr_cli_cmd_cluster_status (const VmrCliCommand *cmd, VmrCliSession *session, gc
     g_print ("Cluster %s, seen from %s through %s: %s\n", string_or (status, "name", "?"),
              string_or (status, "host", "?"), string_or (status, "endpoint", "?"),
              vmr_json_bool_or (status, "available", FALSE) ? "available" : "unavailable");
+    if (vmr_json_get_string (status, "refused") != NULL)
+        g_print ("Not joined: %s\n", vmr_json_get_string (status, "refused"));
     g_print ("Limits: max-parallel %s, per source %s, per destination %s\n", limit, per_source,
              per_destination);
     g_print ("Slots: %u taken, %u waiting\n\n", taken,

@@ -132,18 +132,20 @@ sync_step_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer
  * only then may a new slot be taken.
  */
 static void
-start_sync (VmrCluster *self)
+host_claimed (VmrCluster *self, const GError *error)
 {
     GHashTableIter iter;
     LocalJob *local;
     const gchar *key;
 
-    if (self->syncing || self->lease_id == NULL)
+    if (error != NULL) {
+        /* another daemon's name, or etcd lost: the copies wait as when etcd is lost */
+        self->syncing = FALSE;
+        vmr_cluster_set_unavailable (self, error);
         return;
-    self->syncing = TRUE;
+    }
     self->sync_failed = FALSE;
     self->sync_pending = 1; /* this function's own, so that nothing completes under it */
-    self->last_sync = g_get_monotonic_time ();
     g_hash_table_iter_init (&iter, self->local);
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &local)) {
         if (!local->started)
@@ -153,7 +155,7 @@ start_sync (VmrCluster *self)
         vmr_cluster_call (self, "kv/put", vmr_cluster_put_job (self, local), sync_step_cb, NULL,
                           NULL);
     }
-    self->sync_pending += vmr_cluster_publish_all (self, sync_step_cb);
+    vmr_cluster_publish_all (self);
     g_hash_table_iter_init (&iter, self->released);
     while (g_hash_table_iter_next (&iter, (gpointer *) &key, NULL)) {
         self->sync_pending++;
@@ -161,6 +163,26 @@ start_sync (VmrCluster *self)
     }
     g_hash_table_remove_all (self->released);
     sync_step_done (self, NULL);
+}
+
+/*
+ * Claims the host's name under the lease first (cluster-identity.c): a
+ * daemon whose name another's live lease holds registers nothing.
+ */
+static void
+start_sync (VmrCluster *self)
+{
+    if (self->syncing || self->lease_id == NULL)
+        return;
+    self->syncing = TRUE;
+    self->last_sync = g_get_monotonic_time ();
+    vmr_cluster_claim_host (self, host_claimed);
+}
+
+void
+vmr_cluster_resync (VmrCluster *self)
+{
+    start_sync (self);
 }
 
 static void

@@ -434,13 +434,24 @@ requests_read_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, g
 static void
 open_watch (VmrClusterEvacuations *self)
 {
-    if (self->reading)
+    /* a daemon that has not joined (etcd lost, its host's name another's) takes part in nothing */
+    if (self->reading || !vmr_cluster_is_available (self->cluster))
         return;
     self->reading = TRUE;
     self->opened = g_get_monotonic_time ();
     g_clear_pointer (&self->watch, vmr_etcd_watch_free);
     vmr_cluster_call (self->cluster, "kv/range", range_request (self->prefix), requests_read_cb,
                       g_object_ref (self), g_object_unref);
+}
+
+/* the cluster joined, or joined again: the watch opens if it is not open */
+static void
+cluster_changed_cb (VmrCluster *cluster, gpointer user_data)
+{
+    VmrClusterEvacuations *self = user_data;
+
+    if (self->cluster != NULL && self->watch == NULL && self->rewatch_source == 0)
+        open_watch (self);
 }
 
 VmrClusterEvacuations *
@@ -451,6 +462,7 @@ vmr_cluster_evacuations_new (VmrCluster *cluster)
     self->cluster = g_object_ref (cluster);
     self->prefix
         = g_strdup_printf ("/virt-mirror/%s/evacuations/", vmr_cluster_get_config (cluster)->name);
+    g_signal_connect_object (cluster, "changed", G_CALLBACK (cluster_changed_cb), self, 0);
     open_watch (self);
     return self;
 }

@@ -50,6 +50,12 @@ struct _VmrCluster {
     VmrClusterQueue *view; /* every host's queue keys */
     gint64 view_revision;  /* etcd's revision the view stands at */
     VmrEtcdWatch *watch;
+    gchar *instance;            /* this daemon's, stable across its restarts (its state) */
+    gchar *machine_id;          /* /etc/machine-id, NULL when unknown */
+    gchar *refused_by;          /* the lease that holds this host's name, while another's does */
+    gchar *identity_error;      /* ... what it said of it */
+    VmrEtcdWatch *holder_watch; /* ... the member key, followed until it goes */
+    gboolean holder_watch_done; /* ... it went: the watch is freed at the next claim */
 };
 
 /* what a call's reply goes to: @reply NULL with @error when it failed; never after dispose */
@@ -85,12 +91,21 @@ GHashTable *vmr_cluster_writes_new (void);
 
 /* cluster-connect.c: takes a lease, keeps it alive, registers, reads and watches the queue */
 void vmr_cluster_connect (VmrCluster *self);
+/* ... and registers again, reads and watches, unless that is on its way */
+void vmr_cluster_resync (VmrCluster *self);
+
+/* what a claim of the host's name answers: @error NULL when it is this daemon's */
+typedef void (*VmrClaimFunc) (VmrCluster *self, const GError *error);
 
 /*
- * cluster-publish.c: puts again this daemon's member key, answered to
- * @func, and every job it publishes; returns how many answers @func gets.
+ * cluster-identity.c: puts the member key under the lease if no other
+ * daemon's live lease holds the host's name; else says who does on one
+ * line, and follows the key to try again (vmr_cluster_resync()) once it goes.
  */
-guint vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func);
+void vmr_cluster_claim_host (VmrCluster *self, VmrClaimFunc done);
+
+/* cluster-publish.c: puts again every job this daemon publishes, and the keys it keeps */
+void vmr_cluster_publish_all (VmrCluster *self);
 
 /* cluster-status.c: the value of @kv as a JSON object with its create revision and lease, or NULL
  */

@@ -1,22 +1,19 @@
 #define G_LOG_DOMAIN "vmr-cluster"
 
 /*
- * What this daemon publishes under its lease for `cluster status` and
- * `cluster jobs`: its member key, /virt-mirror/CLUSTER/members/HOST, and
- * each unfinished job at its last transition, /virt-mirror/CLUSTER/jobs/HOST/JOB.
+ * What this daemon publishes under its lease for `cluster jobs`: each
+ * unfinished job at its last transition, /virt-mirror/CLUSTER/jobs/HOST/INSTANCE/JOB
+ * (its member key is cluster-identity.c's).
  */
 
 #include "cluster-private.h"
 
-/* where the daemon publishes @job (NULL: itself, the member key) */
+/* where the daemon publishes @job: under its host and instance, which no other daemon shares */
 static gchar *
 published_key (VmrCluster *self, const gchar *job)
 {
-    if (job == NULL)
-        return g_strdup_printf ("/virt-mirror/%s/members/%s", self->config->name,
-                                self->config->host);
-    return g_strdup_printf ("/virt-mirror/%s/jobs/%s/%s", self->config->name, self->config->host,
-                            job);
+    return g_strdup_printf ("/virt-mirror/%s/jobs/%s/%s/%s", self->config->name, self->config->host,
+                            self->instance, job);
 }
 
 /* ---- writes of one key, one after the other ---- */
@@ -112,8 +109,9 @@ vmr_cluster_write_key (VmrCluster *self, const gchar *key, const gchar *value)
         writes = g_new0 (KeyWrites, 1);
         g_hash_table_insert (self->writes, g_strdup (key), writes);
     }
-    /* without a lease (not yet granted, or lost) it waits for the next sync */
-    if (writes->in_flight || self->lease_id == NULL) {
+    /* without a lease (not yet granted, or lost), or a name of its own, it waits for the next sync
+     */
+    if (writes->in_flight || self->lease_id == NULL || self->refused_by != NULL) {
         g_free (writes->pending);
         writes->pending = g_strdup (value);
         writes->pending_set = TRUE;
@@ -157,19 +155,13 @@ vmr_cluster_writes_new (void)
 
 /* ---- what this daemon publishes ---- */
 
-guint
-vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func)
+void
+vmr_cluster_publish_all (VmrCluster *self)
 {
-    g_autofree gchar *member_key = published_key (self, NULL);
-    g_autofree gchar *member = g_strdup_printf (
-        "{\"host\":\"%s\",\"lease-ttl\":%" G_GINT64_FORMAT ",\"since\":%" G_GINT64_FORMAT "}",
-        self->config->host, self->config->lease_ttl_us / G_USEC_PER_SEC, g_get_real_time ());
     GHashTableIter iter;
     const gchar *job;
     const gchar *value;
 
-    vmr_cluster_call (self, "kv/put", vmr_cluster_put_text (self, member_key, member), func, NULL,
-                      NULL);
     /* the jobs' keys in their turn: what `cluster jobs` shows, not what the sync waits for */
     g_hash_table_iter_init (&iter, self->published);
     while (g_hash_table_iter_next (&iter, (gpointer *) &job, (gpointer *) &value)) {
@@ -181,7 +173,6 @@ vmr_cluster_publish_all (VmrCluster *self, ReplyFunc func)
     while (g_hash_table_iter_next (&iter, (gpointer *) &job, (gpointer *) &value))
         vmr_cluster_write_key (self, job, value);
     vmr_cluster_flush_writes (self);
-    return 1;
 }
 
 void

@@ -97,6 +97,8 @@ range_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
     json_object_set_string_member (status, "name", config->name);
     json_object_set_string_member (status, "host", config->host);
     json_object_set_boolean_member (status, "available", vmr_cluster_is_available (self));
+    if (self->identity_error != NULL)
+        json_object_set_string_member (status, "refused", self->identity_error);
     json_object_set_string_member (status, "endpoint",
                                    vmr_etcd_client_get_endpoint (vmr_cluster_get_client (self)));
     json_object_set_int_member (status, "max-parallel", (gint64) config->max_parallel);

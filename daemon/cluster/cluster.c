@@ -32,6 +32,7 @@ vmr_cluster_dispose (GObject *object)
     g_cancellable_cancel (self->cancellable);
     g_clear_handle_id (&self->keepalive_source, g_source_remove);
     g_clear_pointer (&self->watch, vmr_etcd_watch_free);
+    g_clear_pointer (&self->holder_watch, vmr_etcd_watch_free);
     G_OBJECT_CLASS (vmr_cluster_parent_class)->dispose (object);
 }
 
@@ -47,6 +48,10 @@ vmr_cluster_finalize (GObject *object)
     g_free (self->prefix_b64);
     g_free (self->prefix_end);
     g_free (self->lease_id);
+    g_free (self->instance);
+    g_free (self->machine_id);
+    g_free (self->refused_by);
+    g_free (self->identity_error);
     g_hash_table_unref (self->local);
     g_hash_table_unref (self->released);
     g_hash_table_unref (self->published);
@@ -98,10 +103,25 @@ own_copies (VmrCluster *self)
     return own;
 }
 
+/* /etc/machine-id, or NULL when there is none */
+static gchar *
+read_machine_id (void)
+{
+    g_autofree gchar *text = NULL;
+
+    if (!g_file_get_contents ("/etc/machine-id", &text, NULL, NULL))
+        return NULL;
+    g_strstrip (text);
+    return *text != '\0' ? g_steal_pointer (&text) : NULL;
+}
+
 VmrCluster *
-vmr_cluster_new (const VmrClusterConfig *config, GError **error)
+vmr_cluster_new (const VmrClusterConfig *config, const gchar *instance, GError **error)
 {
     g_autoptr (VmrCluster) self = g_object_new (VMR_TYPE_CLUSTER, NULL);
+
+    self->instance = g_strdup (instance);
+    self->machine_id = read_machine_id ();
 
     self->client
         = vmr_etcd_client_new ((const gchar *const *) config->endpoints, config->tls_creds, error);
@@ -144,7 +164,8 @@ local_job (VmrCluster *self, const gchar *job, const gchar *source, const gchar 
         return local;
     local = g_new0 (LocalJob, 1);
     local->job = g_strdup (job);
-    local->key = g_strdup_printf ("%s%s/%s", self->prefix, self->config->host, job);
+    local->key
+        = g_strdup_printf ("%s%s/%s/%s", self->prefix, self->config->host, self->instance, job);
     local->source = g_strdup (source);
     local->destination = g_strdup (destination);
     g_hash_table_remove (self->released, local->key);

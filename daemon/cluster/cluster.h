@@ -26,11 +26,15 @@ G_DECLARE_FINAL_TYPE (VmrCluster, vmr_cluster, VMR, CLUSTER, GObject)
 
 /*
  * A member of the cluster @config names; it connects at once and again
- * whenever etcd comes back. Emits "changed" (no arguments) when a job may
- * have become free to start or to wait for another reason: ask again.
- * NULL with @error when the TLS files cannot be read.
+ * whenever etcd comes back. @instance names this daemon among every
+ * daemon (it stays the same across its restarts): its keys are made unique
+ * by it, and a name held under it is this daemon's own. It joins only once
+ * no other daemon's live lease holds its host's name. Emits "changed" (no
+ * arguments) when a job may have become free to start or to wait for
+ * another reason: ask again. NULL with @error when the TLS files cannot be
+ * read.
  */
-VmrCluster *vmr_cluster_new (const VmrClusterConfig *config, GError **error);
+VmrCluster *vmr_cluster_new (const VmrClusterConfig *config, const gchar *instance, GError **error);
 
 /* the configuration it was made with */
 const VmrClusterConfig *vmr_cluster_get_config (VmrCluster *self);

@@ -33,14 +33,37 @@ vmr_engine_cluster_clear (VmrEngine *self)
     g_clear_object (&self->cluster);
 }
 
+/*
+ * This daemon's name among every daemon of the cluster: made once, kept in
+ * the state directory, the same after a restart; NULL with @error when it
+ * can be neither read nor written.
+ */
+static gchar *
+cluster_instance (VmrEngine *self, GError **error)
+{
+    g_autofree gchar *path = g_build_filename (self->state_dir, "cluster-instance", NULL);
+    g_autofree gchar *text = NULL;
+    g_autofree gchar *made = NULL;
+
+    if (g_file_get_contents (path, &text, NULL, NULL) && g_uuid_string_is_valid (g_strstrip (text)))
+        return g_steal_pointer (&text);
+    made = g_uuid_string_random ();
+    if (!g_file_set_contents (path, made, -1, error))
+        return NULL;
+    return g_steal_pointer (&made);
+}
+
 /* joins the cluster of @config */
 static void
 cluster_join (VmrEngine *self, const VmrClusterConfig *config)
 {
     g_autoptr (GError) error = NULL;
+    g_autofree gchar *instance = NULL;
 
     g_clear_pointer (&self->cluster_error, g_free);
-    self->cluster = vmr_cluster_new (config, &error);
+    instance = cluster_instance (self, &error);
+    if (instance != NULL)
+        self->cluster = vmr_cluster_new (config, instance, &error);
     if (self->cluster == NULL) {
         /* no copy starts rather than one beyond the cluster's limits */
         g_warning ("cluster %s: %s: no copy starts", config->name, error->message);

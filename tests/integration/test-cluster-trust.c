@@ -10,6 +10,12 @@
  * no job starts on any host, no file is made, and each host's report says
  * why on one line. The command refuses the same requests before it puts
  * anything. An allowed request moves both disks, with their bytes.
+ *
+ * Two more daemons, in a cluster of their own, name the same host: the
+ * second refuses to join, naming the first's lease on one line; of their
+ * four copies under a cluster max-parallel of 1 no two overlap, as their
+ * job histories show; once the first stops, the second joins within the
+ * lease's TTL and its copies run.
  */
 
 #include <glib/gstdio.h>
@@ -21,17 +27,23 @@
 #define N_HOSTS    2
 #define IMAGE_SIZE (1024 * 1024)
 #define TIMEOUT_S  30
+/* the two daemons that name one host: two disks each, a copy of 2 MiB at 1 MiB/s */
+#define N_TWINS      2
+#define N_TWIN_DISKS 2
+#define TWIN_SIZE    (2 * 1024 * 1024)
+#define TWIN_TTL_S   3
 
 static struct {
     VmrHarness *hosts[N_HOSTS];
     VmrEtcdCluster etcd;
-    gchar *shared;            /* holds the next three */
-    gchar *array;             /* the array the requests empty */
-    gchar *allowed;           /* where the policy lets copies write */
-    gchar *elsewhere;         /* where it does not */
-    gchar *source[N_HOSTS];   /* each host's disk, in @array */
-    gchar *expected[N_HOSTS]; /* what it must hold */
-    guint requests;           /* evacuation ids given */
+    gchar *shared;              /* holds the next three */
+    gchar *array;               /* the array the requests empty */
+    gchar *allowed;             /* where the policy lets copies write */
+    gchar *elsewhere;           /* where it does not */
+    gchar *source[N_HOSTS];     /* each host's disk, in @array */
+    gchar *expected[N_HOSTS];   /* what it must hold */
+    guint requests;             /* evacuation ids given */
+    VmrHarness *twins[N_TWINS]; /* two daemons that name one host, in a cluster of their own */
 } cluster;
 
 /* host @i's policy; @allowed: with allowed-destinations */
@@ -267,6 +279,195 @@ test_allowed (void)
     }
 }
 
+/* ---- one live identity per host ---- */
+
+/* twin @t: its QEMU with two disks, its daemon as host "twin" under a cluster max-parallel of 1 */
+static void
+start_twin (guint t)
+{
+    VmrHarness *h = cluster.twins[t];
+    g_autofree gchar *endpoints = vmr_etcd_cluster_endpoints (&cluster.etcd);
+    g_autofree gchar *text = g_strdup_printf (
+        "[defaults]\nmax-parallel = 2\nmax-parallel-per-iothread = 0\n"
+        "allowed-destinations = %s/**\n"
+        "[cluster]\nname = twins\netcd = %s\nhost = twin\nmax-parallel = 1\nlease-ttl = %us\n",
+        cluster.allowed, endpoints, TWIN_TTL_S);
+    g_autofree gchar *policy = vmr_harness_write_policy (h, text);
+    VmrHarnessDisk disks[N_TWIN_DISKS];
+    gchar *images[N_TWIN_DISKS];
+    static const gchar *const ids[N_TWIN_DISKS] = { "disk0", "disk1" };
+
+    for (guint d = 0; d < N_TWIN_DISKS; d++) {
+        g_autofree gchar *name = g_strdup_printf ("twin%u-%s.raw", t, ids[d]);
+
+        images[d] = vmr_harness_create_image (h, name, "raw", TWIN_SIZE, 0x91 + 16 * t + d);
+        disks[d] = (VmrHarnessDisk){ ids[d], images[d], "raw", NULL };
+    }
+    h->daemon_log = vmr_harness_path (h, "daemon.log");
+    vmr_harness_start_qemu (h, disks, N_TWIN_DISKS);
+    vmr_harness_start_daemon (h, "--policy", policy, NULL);
+    vmr_harness_attach (h, "vm");
+    for (guint d = 0; d < N_TWIN_DISKS; d++)
+        g_free (images[d]);
+}
+
+/* twin @t's `cluster status` */
+static JsonNode *
+twin_status (guint t)
+{
+    return vmr_harness_cli_json (cluster.twins[t], "cluster", "status", NULL);
+}
+
+/* waits until twin @t's `cluster status` says @member is there (or "available" is true) */
+static JsonNode *
+wait_twin_status (guint t, const gchar *member)
+{
+    gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;
+
+    for (;;) {
+        JsonNode *node = twin_status (t);
+        JsonObject *status = vmr_harness_json_node_object (node);
+
+        if (g_str_equal (member, "available") ? vmr_harness_json_bool (status, "available")
+                                              : json_object_has_member (status, member))
+            return node;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("twin %u's cluster status has no %s after %d s", t, member, TIMEOUT_S);
+        json_node_unref (node);
+        g_usleep (50 * 1000);
+    }
+}
+
+/* the job @id of twin @t, ended: its history and its destination's bytes checked */
+static JsonObject *
+twin_job_ended (guint t, const gchar *id, const gchar *disk, const gchar *dest)
+{
+    g_autofree gchar *name = g_strdup_printf ("twin%u-%s.raw", t, disk);
+    g_autofree gchar *image = vmr_harness_path (cluster.twins[t], name);
+    g_autofree gchar *expected = vmr_harness_expected_path (image);
+    JsonObject *job = vmr_harness_wait_job (cluster.twins[t], id, "completed", TIMEOUT_S);
+
+    vmr_harness_assert_image_equals (dest, "raw", expected);
+    return job;
+}
+
+/* the most of @jobs whose bulk copies, [copying, synced) in their histories, overlap */
+static guint
+most_at_once (GPtrArray *jobs)
+{
+    guint most = 0;
+
+    for (guint i = 0; i < jobs->len; i++) {
+        gint64 start = vmr_json_job_time_of (g_ptr_array_index (jobs, i), "copying");
+        guint running = 0;
+
+        /* at the start of one, how many run: those started by then and not yet in sync */
+        for (guint j = 0; j < jobs->len; j++) {
+            JsonObject *other = g_ptr_array_index (jobs, j);
+
+            if (vmr_json_job_time_of (other, "copying") <= start
+                && vmr_json_job_time_of (other, "synced") > start)
+                running++;
+        }
+        most = MAX (most, running);
+    }
+    return most;
+}
+
+/* two daemons name one host: the second joins only once the first is gone */
+static void
+test_same_host (void)
+{
+    g_autoptr (JsonNode) first_node = NULL;
+    g_autoptr (JsonNode) refused_node = NULL;
+    g_autoptr (JsonNode) joined_node = NULL;
+    g_autoptr (GPtrArray) jobs
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+    g_autofree gchar *log = NULL;
+    g_autofree gchar *machine_id = NULL;
+    g_autofree gchar *lease_line = NULL;
+    g_autoptr (VmrCliResult) text = NULL;
+    JsonObject *member;
+    const gchar *lease;
+    gchar *ids[N_TWINS][N_TWIN_DISKS];
+    gchar *dests[N_TWINS][N_TWIN_DISKS];
+    gint64 stopped;
+    gint64 joined;
+
+    for (guint t = 0; t < N_TWINS; t++)
+        cluster.twins[t] = g_new0 (VmrHarness, 1);
+    for (guint t = 0; t < N_TWINS; t++)
+        vmr_harness_setup_no_daemon (cluster.twins[t], NULL);
+    start_twin (0);
+    first_node = wait_twin_status (0, "available");
+    member = vmr_harness_json_element (
+        vmr_harness_json_array (vmr_harness_json_node_object (first_node), "members"), 0);
+    lease = vmr_harness_json_string (member, "lease");
+    if (g_file_get_contents ("/etc/machine-id", &machine_id, NULL, NULL))
+        g_assert_cmpstr (vmr_harness_json_string (member, "machine-id"), ==,
+                         g_strstrip (machine_id));
+    text = vmr_harness_cli (cluster.twins[0], "cluster", "status", NULL);
+    vmr_cli_result_assert_ok (text);
+    g_assert_nonnull (strstr (text->out, "MACHINE-ID"));
+
+    /* the second: refused, the first's lease named, on one line of its log */
+    start_twin (1);
+    refused_node = wait_twin_status (1, "refused");
+    lease_line = g_strdup_printf ("host twin is held by another daemon's lease %" G_GINT64_MODIFIER
+                                  "x (%s in etcd's JSON), machine-id ",
+                                  g_ascii_strtoll (lease, NULL, 10), lease);
+    g_assert_nonnull (
+        strstr (vmr_harness_json_string (vmr_harness_json_node_object (refused_node), "refused"),
+                lease_line));
+    g_assert_false (
+        vmr_harness_json_bool (vmr_harness_json_node_object (refused_node), "available"));
+    g_assert_true (g_file_get_contents (cluster.twins[1]->daemon_log, &log, NULL, NULL));
+    g_assert_cmpuint (vmr_harness_count_lines (log, lease_line), ==, 1);
+
+    /* four copies, two on each; the second's wait while it has not joined */
+    for (guint t = 0; t < N_TWINS; t++) {
+        for (guint d = 0; d < N_TWIN_DISKS; d++) {
+            g_autofree gchar *name = g_strdup_printf ("twin%u-d%u.raw", t, d);
+            const gchar *disk = d == 0 ? "disk0" : "disk1";
+
+            dests[t][d] = g_build_filename (cluster.allowed, name, NULL);
+            ids[t][d] = vmr_harness_migrate (cluster.twins[t], "vm", disk, dests[t][d], "--speed",
+                                             VMR_HARNESS_SLOW_SPEED, NULL);
+        }
+    }
+    for (guint d = 0; d < N_TWIN_DISKS; d++)
+        g_ptr_array_add (jobs,
+                         twin_job_ended (0, ids[0][d], d == 0 ? "disk0" : "disk1", dests[0][d]));
+    for (guint d = 0; d < N_TWIN_DISKS; d++) {
+        g_autoptr (JsonObject) waiting = vmr_harness_get_job (cluster.twins[1], ids[1][d]);
+
+        g_assert_cmpstr (vmr_json_job_state (waiting), ==, "queued");
+        g_assert_cmpstr (
+            vmr_harness_json_string (vmr_harness_json_object (waiting, "policy"), "reason"), ==,
+            "cluster unavailable");
+    }
+
+    /* the first stops: the second joins within the lease's TTL, and its copies run */
+    vmr_harness_stop_daemon (cluster.twins[0]);
+    stopped = g_get_monotonic_time ();
+    joined_node = wait_twin_status (1, "available");
+    joined = g_get_monotonic_time ();
+    g_test_message ("the second joined %.2f s after the first stopped (TTL %d s)",
+                    (joined - stopped) / 1e6, TWIN_TTL_S);
+    g_assert_cmpint (joined - stopped, <=, TWIN_TTL_S * G_USEC_PER_SEC);
+    g_assert_false (json_object_has_member (vmr_harness_json_node_object (joined_node), "refused"));
+    for (guint d = 0; d < N_TWIN_DISKS; d++)
+        g_ptr_array_add (jobs,
+                         twin_job_ended (1, ids[1][d], d == 0 ? "disk0" : "disk1", dests[1][d]));
+    g_assert_cmpuint (most_at_once (jobs), ==, 1);
+    for (guint t = 0; t < N_TWINS; t++) {
+        for (guint d = 0; d < N_TWIN_DISKS; d++) {
+            g_free (ids[t][d]);
+            g_free (dests[t][d]);
+        }
+    }
+}
+
 static void
 run_case (gconstpointer user_data)
 {
@@ -326,6 +527,12 @@ static void
 tear_down (void)
 {
     vmr_etcd_cluster_clear (&cluster.etcd);
+    for (guint t = 0; t < N_TWINS; t++) {
+        if (cluster.twins[t] == NULL)
+            continue;
+        vmr_harness_teardown (cluster.twins[t], NULL);
+        g_free (cluster.twins[t]);
+    }
     for (guint i = 0; i < N_HOSTS; i++) {
         if (cluster.hosts[i] == NULL)
             continue;
@@ -354,6 +561,7 @@ main (int argc, char **argv)
     g_test_add_data_func ("/cluster-trust/nbd", test_nbd, run_case);
     g_test_add_data_func ("/cluster-trust/no-allowed", test_no_allowed, run_case);
     g_test_add_data_func ("/cluster-trust/allowed", test_allowed, run_case);
+    g_test_add_data_func ("/cluster-trust/same-host", test_same_host, run_case);
     set_up ();
     status = g_test_run ();
     tear_down ();
