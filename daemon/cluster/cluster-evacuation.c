@@ -24,14 +24,23 @@ struct _VmrClusterEvacuations {
     gint64 opened;      /* when that read was sent, monotonic µs */
     gint64 revision;    /* etcd's revision at the last message of the watch */
     GPtrArray *queries; /* of Query *: those that wait for a change */
+    GHashTable *asked;  /* id -> its deletion's source (0: not yet over): this daemon's requests */
 };
 
 G_DEFINE_FINAL_TYPE (VmrClusterEvacuations, vmr_cluster_evacuations, G_TYPE_OBJECT)
 
 enum {
     SIGNAL_REQUEST,
+    SIGNAL_GONE,
+    SIGNAL_OPEN,
     N_SIGNALS,
 };
+
+/*
+ * A request this daemon put is deleted this long after every member
+ * reported it ended: whoever follows it has read the end by then
+ */
+#define ENDED_KEEP_S 10
 
 static guint signals[N_SIGNALS];
 
@@ -55,6 +64,13 @@ query_free (Query *query)
 static void open_watch (VmrClusterEvacuations *self);
 
 static void
+remove_source (gpointer source)
+{
+    if (GPOINTER_TO_UINT (source) != 0)
+        g_source_remove (GPOINTER_TO_UINT (source));
+}
+
+static void
 vmr_cluster_evacuations_dispose (GObject *object)
 {
     VmrClusterEvacuations *self = VMR_CLUSTER_EVACUATIONS (object);
@@ -68,6 +84,7 @@ vmr_cluster_evacuations_dispose (GObject *object)
                                  "the daemon is stopping");
     }
     g_ptr_array_set_size (self->queries, 0);
+    g_hash_table_remove_all (self->asked);
     g_clear_object (&self->cluster);
     G_OBJECT_CLASS (vmr_cluster_evacuations_parent_class)->dispose (object);
 }
@@ -79,6 +96,7 @@ vmr_cluster_evacuations_finalize (GObject *object)
 
     g_free (self->prefix);
     g_ptr_array_unref (self->queries);
+    g_hash_table_unref (self->asked);
     G_OBJECT_CLASS (vmr_cluster_evacuations_parent_class)->finalize (object);
 }
 
@@ -91,12 +109,17 @@ vmr_cluster_evacuations_class_init (VmrClusterEvacuationsClass *klass)
     object_class->finalize = vmr_cluster_evacuations_finalize;
     signals[SIGNAL_REQUEST] = g_signal_new ("request", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                                             0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_POINTER);
+    signals[SIGNAL_GONE] = g_signal_new ("gone", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
+                                         NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_POINTER);
+    signals[SIGNAL_OPEN] = g_signal_new ("open", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
+                                         NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_POINTER);
 }
 
 static void
 vmr_cluster_evacuations_init (VmrClusterEvacuations *self)
 {
     self->queries = g_ptr_array_new_with_free_func ((GDestroyNotify) query_free);
+    self->asked = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, remove_source);
 }
 
 /* the evacuation a key of the prefix belongs to, and what follows its id */
@@ -301,6 +324,97 @@ announce_request (VmrClusterEvacuations *self, const gchar *id, JsonObject *kv)
     g_signal_emit (self, signals[SIGNAL_REQUEST], 0, request);
 }
 
+/* ---- the end of a request this daemon put ---- */
+
+/* whether every member of @answer (read_evacuation()'s) has reported the evacuation ended */
+static gboolean
+ended_everywhere (JsonObject *answer)
+{
+    JsonArray *hosts = vmr_json_get_array (answer, "hosts");
+    JsonArray *members = vmr_json_get_array (answer, "members");
+    g_autoptr (GHashTable) ended = g_hash_table_new (g_str_hash, g_str_equal);
+
+    for (guint i = 0; hosts != NULL && i < json_array_get_length (hosts); i++) {
+        JsonObject *report = json_array_get_object_element (hosts, i);
+
+        if (g_strcmp0 (vmr_json_get_string (report, "state"), "ended") == 0
+            && vmr_json_get_string (report, "host") != NULL)
+            g_hash_table_add (ended, (gpointer) vmr_json_get_string (report, "host"));
+    }
+    for (guint i = 0; members != NULL && i < json_array_get_length (members); i++) {
+        if (!g_hash_table_contains (ended, json_array_get_string_element (members, i)))
+            return FALSE;
+    }
+    return members != NULL && json_array_get_length (members) > 0;
+}
+
+typedef struct {
+    VmrClusterEvacuations *self; /* a reference */
+    gchar *id;
+} Ending;
+
+static void
+ending_free (Ending *ending)
+{
+    g_object_unref (ending->self);
+    g_free (ending->id);
+    g_free (ending);
+}
+
+static void
+request_deleted_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, gpointer user_data)
+{
+    if (reply == NULL)
+        g_debug ("cluster evacuations: a request was not deleted: %s", error->message);
+}
+
+static gboolean
+delete_request_cb (gpointer user_data)
+{
+    Ending *ending = user_data;
+    g_autofree gchar *key = g_strdup_printf ("%s%s/request", ending->self->prefix, ending->id);
+
+    g_hash_table_steal (ending->self->asked, ending->id);
+    g_debug ("cluster evacuation %s: ended on every host: its request goes", ending->id);
+    vmr_cluster_delete_key (ending->self->cluster, key, request_deleted_cb);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+ended_read_cb (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    VmrClusterEvacuations *self = VMR_CLUSTER_EVACUATIONS (source);
+    g_autoptr (JsonObject) answer = g_task_propagate_pointer (G_TASK (result), NULL);
+    Ending *ending;
+
+    if (answer == NULL || self->cluster == NULL)
+        return;
+    ending = g_new0 (Ending, 1);
+    ending->self = g_object_ref (self);
+    ending->id = g_strdup (vmr_json_get_string (answer, "id"));
+    if (!ended_everywhere (answer) || !g_hash_table_contains (self->asked, ending->id)
+        || GPOINTER_TO_UINT (g_hash_table_lookup (self->asked, ending->id)) != 0) {
+        ending_free (ending);
+        return;
+    }
+    g_hash_table_replace (self->asked, g_strdup (ending->id),
+                          GUINT_TO_POINTER (g_timeout_add_seconds_full (
+                              G_PRIORITY_DEFAULT, ENDED_KEEP_S, delete_request_cb, ending,
+                              (GDestroyNotify) ending_free)));
+}
+
+/* a report of a request this daemon put changed: is it over everywhere? */
+static void
+check_ended (VmrClusterEvacuations *self, const gchar *id)
+{
+    GTask *task = g_task_new (self, NULL, ended_read_cb, NULL);
+    Reading *reading = g_new0 (Reading, 1);
+
+    reading->id = g_strdup (id);
+    g_task_set_task_data (task, reading, (GDestroyNotify) reading_free);
+    read_evacuation (self, task);
+}
+
 static void
 event_cb (VmrClusterEvacuations *self, JsonObject *event)
 {
@@ -312,9 +426,15 @@ event_cb (VmrClusterEvacuations *self, JsonObject *event)
     if (id == NULL)
         return;
     if (g_str_equal (rest, "/request")
-        && g_strcmp0 (vmr_json_get_string (event, "type"), "DELETE") != 0
-        && vmr_etcd_json_int64 (kv, "create_revision") == vmr_etcd_json_int64 (kv, "mod_revision"))
+        && g_strcmp0 (vmr_json_get_string (event, "type"), "DELETE") == 0) {
+        g_hash_table_remove (self->asked, id);
+        g_signal_emit (self, signals[SIGNAL_GONE], 0, id);
+    } else if (g_str_equal (rest, "/request")
+               && vmr_etcd_json_int64 (kv, "create_revision")
+                      == vmr_etcd_json_int64 (kv, "mod_revision"))
         announce_request (self, id, kv);
+    else if (g_hash_table_contains (self->asked, id))
+        check_ended (self, id);
     answer_queries (self, id);
 }
 
@@ -380,6 +500,7 @@ requests_read_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, g
     VmrClusterEvacuations *self = user_data;
     g_autofree gchar *own = g_strdup_printf ("/hosts/%s", vmr_cluster_get_config (cluster)->host);
     g_autoptr (GHashTable) requests = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr (GHashTable) open = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
     JsonArray *kvs = reply != NULL ? vmr_json_get_array (reply, "kvs") : NULL;
     GHashTableIter iter;
     const gchar *id;
@@ -406,6 +527,8 @@ requests_read_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, g
         key_id = evacuation_of (self, key, &rest);
         if (key_id == NULL)
             continue;
+        if (g_str_equal (rest, "/request"))
+            g_hash_table_add (open, g_strdup (key_id));
         if (g_str_equal (rest, "/request") && !g_hash_table_contains (requests, key_id))
             g_hash_table_insert (requests, g_steal_pointer (&key_id), kv);
         else if (g_str_equal (rest, own))
@@ -417,6 +540,8 @@ requests_read_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, g
         if (kv != NULL)
             announce_request (self, id, kv);
     }
+    /* what is not open any more went while the watch was down */
+    g_signal_emit (self, signals[SIGNAL_OPEN], 0, open);
     /* what waits for a change may have missed one */
     for (guint i = self->queries->len; i-- > 0;) {
         Query *query = g_ptr_array_index (self->queries, i);
@@ -474,10 +599,15 @@ submit_done_cb (VmrCluster *cluster, JsonObject *reply, const GError *error, gpo
 {
     GTask *task = user_data;
 
-    if (reply == NULL)
+    VmrClusterEvacuations *self = g_task_get_source_object (task);
+
+    if (reply == NULL) {
         g_task_return_error (task, g_error_copy (error));
-    else
+    } else {
+        /* deleted once every host has reported it ended */
+        g_hash_table_insert (self->asked, g_strdup (g_task_get_task_data (task)), NULL);
         g_task_return_pointer (task, g_strdup (g_task_get_task_data (task)), g_free);
+    }
     g_object_unref (task);
 }
 
@@ -516,6 +646,15 @@ vmr_cluster_evacuations_submit_finish (VmrClusterEvacuations *self, GAsyncResult
 {
     g_return_val_if_fail (g_task_is_valid (result, self), NULL);
     return g_task_propagate_pointer (G_TASK (result), error);
+}
+
+void
+vmr_cluster_evacuations_forget (VmrClusterEvacuations *self, const gchar *id)
+{
+    const VmrClusterConfig *config = vmr_cluster_get_config (self->cluster);
+    g_autofree gchar *key = g_strdup_printf ("%s%s/hosts/%s", self->prefix, id, config->host);
+
+    vmr_cluster_forget_key (self->cluster, key);
 }
 
 void

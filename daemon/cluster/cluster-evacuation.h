@@ -38,9 +38,20 @@ void vmr_cluster_evacuations_submit_async (VmrClusterEvacuations *self, JsonObje
 gchar *vmr_cluster_evacuations_submit_finish (VmrClusterEvacuations *self, GAsyncResult *result,
                                               GError **error);
 
+/*
+ * A request this daemon put is deleted ENDED_KEEP_S after every member
+ * reported it ended. Emits "gone" (the id, a string) when a request's key
+ * is deleted while it watches, and "open" (a GHashTable whose keys are the
+ * ids of the requests open) each time it opens its watch: a request not
+ * open any more went meanwhile.
+ */
+
 /* publishes @report (this host's part of evacuation @id; "host" is added) under the lease */
 void vmr_cluster_evacuations_report (VmrClusterEvacuations *self, const gchar *id,
                                      JsonObject *report);
+
+/* deletes this host's report of evacuation @id, which is put again no more */
+void vmr_cluster_evacuations_forget (VmrClusterEvacuations *self, const gchar *id);
 
 /*
  * Evacuation @id as the cluster has it, once a key of it changed past

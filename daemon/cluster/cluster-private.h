@@ -84,6 +84,8 @@ void vmr_cluster_delete_key (VmrCluster *self, const gchar *key, ReplyFunc func)
 void vmr_cluster_write_key (VmrCluster *self, const gchar *key, const gchar *value);
 /* as vmr_cluster_write_key(), and put again after every reconnection, under the new lease */
 void vmr_cluster_keep_key (VmrCluster *self, const gchar *key, const gchar *value);
+/* deletes @key, kept by vmr_cluster_keep_key(), which is put again no more */
+void vmr_cluster_forget_key (VmrCluster *self, const gchar *key);
 /* sends the writes that waited for a lease */
 void vmr_cluster_flush_writes (VmrCluster *self);
 /* the table of the writes of each key */

@@ -146,6 +146,13 @@ vmr_cluster_keep_key (VmrCluster *self, const gchar *key, const gchar *value)
     vmr_cluster_write_key (self, key, value);
 }
 
+void
+vmr_cluster_forget_key (VmrCluster *self, const gchar *key)
+{
+    if (g_hash_table_remove (self->kept, key))
+        vmr_cluster_write_key (self, key, NULL);
+}
+
 GHashTable *
 vmr_cluster_writes_new (void)
 {

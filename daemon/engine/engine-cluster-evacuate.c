@@ -155,10 +155,16 @@ report (VmrEngine *self, HostEvacuation *evacuation)
 {
     g_autoptr (JsonObject) object = host_report (self, evacuation);
 
+    /* an ended part is kept, and reported again after a reconnection, until its request goes */
     if (self->evacuations != NULL)
         vmr_cluster_evacuations_report (self->evacuations, evacuation->id, object);
-    if (g_str_equal (vmr_json_get_string (object, "state"), "ended"))
+    /* ... which it did already while the part ran: nothing is kept of it */
+    if (g_str_equal (vmr_json_get_string (object, "state"), "ended")
+        && !g_hash_table_contains (self->cluster_taken_part, evacuation->id)) {
+        if (self->evacuations != NULL)
+            vmr_cluster_evacuations_forget (self->evacuations, evacuation->id);
         g_hash_table_remove (self->cluster_evacuations, evacuation->id);
+    }
 }
 
 typedef struct {
@@ -201,6 +207,61 @@ taken_part_path (VmrEngine *self)
     return g_build_filename (self->state_dir, "cluster-evacuations", NULL);
 }
 
+/*
+ * The ids this host took part in, kept in the file in the order taken: at
+ * most TAKEN_PART_MAX, the oldest forgotten first; an id whose request has
+ * gone from etcd is forgotten at once (it cannot come again).
+ */
+#define TAKEN_PART_MAX 512
+
+static gint
+compare_taken (gconstpointer a, gconstpointer b, gpointer user_data)
+{
+    gsize first = GPOINTER_TO_SIZE (g_hash_table_lookup (user_data, *(gpointer const *) a));
+    gsize second = GPOINTER_TO_SIZE (g_hash_table_lookup (user_data, *(gpointer const *) b));
+
+    return first < second ? -1 : first > second ? 1 : 0;
+}
+
+static void
+save_taken_part (VmrEngine *self)
+{
+    g_autofree gchar *path = taken_part_path (self);
+    g_autoptr (GString) text = g_string_new (NULL);
+    g_autoptr (GError) error = NULL;
+    guint n = 0;
+    g_autofree gpointer *ids = g_hash_table_get_keys_as_array (self->cluster_taken_part, &n);
+
+    g_qsort_with_data (ids, (gint) n, sizeof (gpointer), compare_taken, self->cluster_taken_part);
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf (text, "%s\n", (const gchar *) ids[i]);
+    if (!g_file_set_contents (path, text->str, (gssize) text->len, &error))
+        g_warning ("cluster evacuations: %s: a restart could take part again", error->message);
+}
+
+/* @id taken part in, the newest; the oldest forgotten beyond TAKEN_PART_MAX */
+static void
+add_taken_part (VmrEngine *self, const gchar *id)
+{
+    GHashTableIter iter;
+    gpointer key, value;
+    gpointer oldest = NULL;
+    gsize oldest_seq = G_MAXSIZE;
+
+    g_hash_table_insert (self->cluster_taken_part, g_strdup (id),
+                         GSIZE_TO_POINTER (++self->cluster_taken_seq));
+    if (g_hash_table_size (self->cluster_taken_part) <= TAKEN_PART_MAX)
+        return;
+    g_hash_table_iter_init (&iter, self->cluster_taken_part);
+    while (g_hash_table_iter_next (&iter, &key, &value)) {
+        if (GPOINTER_TO_SIZE (value) < oldest_seq) {
+            oldest_seq = GPOINTER_TO_SIZE (value);
+            oldest = key;
+        }
+    }
+    g_hash_table_remove (self->cluster_taken_part, oldest);
+}
+
 static void
 load_taken_part (VmrEngine *self)
 {
@@ -214,7 +275,7 @@ load_taken_part (VmrEngine *self)
     ids = g_strsplit (text, "\n", -1);
     for (guint i = 0; ids[i] != NULL; i++) {
         if (ids[i][0] != '\0')
-            g_hash_table_add (self->cluster_taken_part, g_strdup (ids[i]));
+            add_taken_part (self, ids[i]);
     }
 }
 
@@ -226,22 +287,52 @@ load_taken_part (VmrEngine *self)
 static gboolean
 take_part (VmrEngine *self, const gchar *id)
 {
-    g_autofree gchar *path = taken_part_path (self);
-    g_autoptr (GString) text = g_string_new (NULL);
-    g_autoptr (GError) error = NULL;
-    GHashTableIter iter;
-    const gchar *known;
-
     if (g_hash_table_contains (self->cluster_taken_part, id))
         return FALSE;
-    g_hash_table_add (self->cluster_taken_part, g_strdup (id));
-    g_hash_table_iter_init (&iter, self->cluster_taken_part);
-    while (g_hash_table_iter_next (&iter, (gpointer *) &known, NULL))
-        g_string_append_printf (text, "%s\n", known);
-    if (!g_file_set_contents (path, text->str, (gssize) text->len, &error))
-        g_warning ("cluster evacuation %s: %s: a restart would take part again", id,
-                   error->message);
+    add_taken_part (self, id);
+    save_taken_part (self);
     return TRUE;
+}
+
+/* the request of @id went from etcd: this host forgets it, its part, and its report */
+static void
+forget_part (VmrEngine *self, const gchar *id)
+{
+    gboolean known = g_hash_table_remove (self->cluster_taken_part, id);
+    HostEvacuation *evacuation = g_hash_table_lookup (self->cluster_evacuations, id);
+    g_autoptr (JsonObject) last = evacuation != NULL ? host_report (self, evacuation) : NULL;
+
+    /* a part whose jobs run on reports until they end: its report goes with the lease */
+    if (last != NULL && g_str_equal (vmr_json_get_string (last, "state"), "ended")) {
+        g_hash_table_remove (self->cluster_evacuations, id);
+        if (self->evacuations != NULL)
+            vmr_cluster_evacuations_forget (self->evacuations, id);
+    }
+    if (known)
+        save_taken_part (self);
+}
+
+static void
+gone_cb (VmrClusterEvacuations *evacuations, const gchar *id, gpointer user_data)
+{
+    forget_part (user_data, id);
+}
+
+static void
+open_cb (VmrClusterEvacuations *evacuations, GHashTable *open, gpointer user_data)
+{
+    VmrEngine *self = user_data;
+    g_autoptr (GPtrArray) gone = g_ptr_array_new_with_free_func (g_free);
+    GHashTableIter iter;
+    const gchar *id;
+
+    g_hash_table_iter_init (&iter, self->cluster_taken_part);
+    while (g_hash_table_iter_next (&iter, (gpointer *) &id, NULL)) {
+        if (!g_hash_table_contains (open, id))
+            g_ptr_array_add (gone, g_strdup (id));
+    }
+    for (guint i = 0; i < gone->len; i++)
+        forget_part (self, g_ptr_array_index (gone, i));
 }
 
 /* plans this host's part of @evacuation, @object its request */
@@ -363,6 +454,8 @@ cluster_joined (VmrEngine *self)
         load_taken_part (self);
     self->evacuations = vmr_cluster_evacuations_new (self->cluster);
     g_signal_connect (self->evacuations, "request", G_CALLBACK (request_cb), self);
+    g_signal_connect (self->evacuations, "gone", G_CALLBACK (gone_cb), self);
+    g_signal_connect (self->evacuations, "open", G_CALLBACK (open_cb), self);
     g_signal_connect (self, "job-changed", G_CALLBACK (job_changed_cb), NULL);
     /* joined again (the policy named another etcd): the parts under way report again */
     parts = g_hash_table_get_values (self->cluster_evacuations);

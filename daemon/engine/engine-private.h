@@ -95,8 +95,10 @@ struct _VmrEngine {
     struct _VmrCluster *cluster; /* the [cluster] section's, NULL without one */
     gchar *cluster_error;        /* why the cluster could not be joined, or NULL */
     struct _VmrClusterEvacuations *evacuations; /* the cluster's evacuations, with it */
-    GHashTable *cluster_evacuations; /* id -> this host's part of an evacuation, unended */
-    GHashTable *cluster_taken_part;  /* ids of the evacuations this host took part in, kept */
+    GHashTable *cluster_evacuations; /* id -> this host's part of an evacuation, until its request
+                                      * goes from etcd */
+    GHashTable *cluster_taken_part;  /* id -> when (a sequence number) this host took part, kept */
+    gsize cluster_taken_seq;         /* the last sequence number given */
 
     /* what the statistics count (engine-stats.h) */
     GHashTable *decision_counts; /* action name -> guint64 *, the policy's decisions made */

@@ -177,11 +177,51 @@ vmr_etcd_cluster_stop_member (VmrEtcdCluster *c, guint i)
     end_member (c, i, SIGTERM);
 }
 
+/* the running members' client URLs, separated by commas */
+static gchar *
+running_endpoints (VmrEtcdCluster *c)
+{
+    g_autoptr (GString) endpoints = g_string_new (NULL);
+
+    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++) {
+        g_autofree gchar *url = c->pids[i] != 0 ? client_url (c, i) : NULL;
+
+        if (url != NULL)
+            g_string_append_printf (endpoints, "%s%s", endpoints->len > 0 ? "," : "", url);
+    }
+    return g_string_free (g_steal_pointer (&endpoints), FALSE);
+}
+
+void
+vmr_etcd_cluster_txn (VmrEtcdCluster *c, const gchar *ops)
+{
+    g_autoptr (GSubprocessLauncher) launcher
+        = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                     | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_autofree gchar *endpoints = running_endpoints (c);
+    g_autofree gchar *input = g_strdup_printf ("\n%s\n\n", ops);
+    g_autoptr (GSubprocess) proc = NULL;
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+
+    g_assert_null (c->pki);
+    g_subprocess_launcher_setenv (launcher, "ETCDCTL_API", "3", TRUE);
+    proc = g_subprocess_launcher_spawn (launcher, &error, "etcdctl", "--endpoints", endpoints,
+                                        "txn", NULL);
+    g_assert_no_error (error);
+    g_assert_true (g_subprocess_communicate_utf8 (proc, input, NULL, &out, &err, &error));
+    g_assert_no_error (error);
+    if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) != 0
+        || !g_str_has_prefix (out, "SUCCESS"))
+        vmr_fail ("etcdctl txn: %s%s", out, err);
+}
+
 gchar *
 vmr_etcd_cluster_ctl (VmrEtcdCluster *c, const gchar *first_arg, ...)
 {
     g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
-    g_autoptr (GString) endpoints = g_string_new (NULL);
+    g_autofree gchar *endpoints = running_endpoints (c);
     g_autoptr (GError) error = NULL;
     g_autofree gchar *out = NULL;
     g_autofree gchar *err = NULL;
@@ -190,15 +230,9 @@ vmr_etcd_cluster_ctl (VmrEtcdCluster *c, const gchar *first_arg, ...)
     va_list ap;
 
     g_assert_null (c->pki);
-    for (guint i = 0; i < VMR_ETCD_MEMBERS; i++) {
-        g_autofree gchar *url = c->pids[i] != 0 ? client_url (c, i) : NULL;
-
-        if (url != NULL)
-            g_string_append_printf (endpoints, "%s%s", endpoints->len > 0 ? "," : "", url);
-    }
     g_ptr_array_add (argv, g_strdup ("etcdctl"));
     g_ptr_array_add (argv, g_strdup ("--endpoints"));
-    g_ptr_array_add (argv, g_strdup (endpoints->str));
+    g_ptr_array_add (argv, g_strdup (endpoints));
     va_start (ap, first_arg);
     for (const gchar *arg = first_arg; arg != NULL; arg = va_arg (ap, const gchar *))
         g_ptr_array_add (argv, g_strdup (arg));

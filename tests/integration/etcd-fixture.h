@@ -46,6 +46,13 @@ void vmr_etcd_cluster_wait_healthy (VmrEtcdCluster *c);
  */
 gchar *vmr_etcd_cluster_ctl (VmrEtcdCluster *c, const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
 
+/*
+ * Runs `etcdctl txn` with no comparison and @ops (etcdctl's lines, "put
+ * KEY \"VALUE\"" or "del KEY", one a line) as its success; fails the test
+ * when it does not succeed.
+ */
+void vmr_etcd_cluster_txn (VmrEtcdCluster *c, const gchar *ops);
+
 /* kills the members left and forgets the cluster */
 void vmr_etcd_cluster_clear (VmrEtcdCluster *c);
 
