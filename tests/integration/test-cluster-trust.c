@@ -57,7 +57,7 @@ write_policy (guint i, gboolean allowed)
     g_autofree gchar *text = g_strdup_printf (
         "[defaults]\n%s[cluster]\nname = trust\netcd = %s\nhost = host%u\nlease-ttl = 10s\n", allow,
         endpoints, i);
-    g_autofree gchar *policy = vmr_harness_write_policy (cluster.hosts[i], text);
+    g_free (vmr_harness_write_policy (cluster.hosts[i], text));
 }
 
 /* every host's policy written again, @allowed as above, and reloaded */
@@ -108,7 +108,6 @@ put_request (const gchar *to)
     g_autoptr (JsonBuilder) builder = json_builder_new ();
     g_autoptr (JsonNode) node = NULL;
     g_autofree gchar *value = NULL;
-    g_autofree gchar *out = NULL;
 
     json_builder_begin_object (builder);
     json_builder_set_member_name (builder, "id");
@@ -122,7 +121,7 @@ put_request (const gchar *to)
     json_builder_end_object (builder);
     node = json_builder_get_root (builder);
     value = json_to_string (node, FALSE);
-    out = vmr_etcd_cluster_ctl (&cluster.etcd, "put", key, value, NULL);
+    g_free (vmr_etcd_cluster_ctl (&cluster.etcd, "put", key, value, NULL));
     return g_steal_pointer (&id);
 }
 
