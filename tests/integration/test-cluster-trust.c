@@ -46,18 +46,37 @@ static struct {
     VmrHarness *twins[N_TWINS]; /* two daemons that name one host, in a cluster of their own */
 } cluster;
 
-/* host @i's policy; @allowed: with allowed-destinations */
+/* host @i's policy; @allowed: with allowed-destinations; @reversed: the members the other way round
+ */
 static void
-write_policy (guint i, gboolean allowed)
+write_policy_full (guint i, gboolean allowed, gboolean reversed)
 {
     g_autofree gchar *endpoints = vmr_etcd_cluster_endpoints (&cluster.etcd);
+    g_auto (GStrv) urls = g_strsplit (endpoints, ",", -1);
+    guint n = g_strv_length (urls);
+    g_autofree gchar *listed = NULL;
     g_autofree gchar *allow
         = allowed ? g_strdup_printf ("allowed-destinations = %s/**\n", cluster.allowed)
                   : g_strdup ("");
-    g_autofree gchar *text = g_strdup_printf (
+    g_autofree gchar *text = NULL;
+
+    for (guint k = 0; reversed && k < n / 2; k++) {
+        gchar *first = urls[k];
+
+        urls[k] = urls[n - 1 - k];
+        urls[n - 1 - k] = first;
+    }
+    listed = g_strjoinv (",", urls);
+    text = g_strdup_printf (
         "[defaults]\n%s[cluster]\nname = trust\netcd = %s\nhost = host%u\nlease-ttl = 10s\n", allow,
-        endpoints, i);
+        listed, i);
     g_free (vmr_harness_write_policy (cluster.hosts[i], text));
+}
+
+static void
+write_policy (guint i, gboolean allowed)
+{
+    write_policy_full (i, allowed, FALSE);
 }
 
 /* every host's policy written again, @allowed as above, and reloaded */
@@ -276,6 +295,52 @@ test_allowed (void)
         vmr_harness_assert_disk_on (cluster.hosts[i], "disk0", moved);
         vmr_harness_assert_image_equals (moved, "raw", cluster.expected[i]);
     }
+}
+
+/* ---- a reconnection keeps the reports ---- */
+
+/* the lease of @key in etcd, 0 when the key is not there */
+static gint64
+lease_of (const gchar *key)
+{
+    g_autofree gchar *out
+        = vmr_etcd_cluster_ctl (&cluster.etcd, "get", key, "--write-out", "fields", NULL);
+    const gchar *lease = strstr (out, "\"Lease\" : ");
+
+    return lease != NULL ? g_ascii_strtoll (lease + strlen ("\"Lease\" : "), NULL, 10) : 0;
+}
+
+/*
+ * An evacuation both hosts ended; host 1 connects again under a new lease
+ * (a reload that names the members in another order): its report of the
+ * ended part, which went with its old lease, is there again under the new
+ * one, so a command following it would not call host 1 lost
+ */
+static void
+test_reconnect_keeps_reports (void)
+{
+    g_autofree gchar *id = put_request (cluster.allowed);
+    g_autoptr (GHashTable) reports = wait_reports (id);
+    g_autofree gchar *prefix = evacuation_key (id, "hosts/");
+    g_autofree gchar *key = g_strconcat (prefix, "host1", NULL);
+    g_autoptr (VmrCliResult) result = NULL;
+    gint64 old_lease = lease_of (key);
+    gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;
+    gint64 new_lease;
+
+    g_assert_cmpint (old_lease, !=, 0);
+    write_policy_full (1, TRUE, TRUE);
+    result = vmr_harness_cli (cluster.hosts[1], "reload", NULL);
+    vmr_cli_result_assert_ok (result);
+    while ((new_lease = lease_of (key)) == 0 || new_lease == old_lease) {
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("host 1's report of %s is not there under a new lease after %d s", id,
+                      TIMEOUT_S);
+        g_usleep (100 * 1000);
+    }
+    g_hash_table_unref (reports);
+    reports = wait_reports (id);
+    g_assert_nonnull (g_hash_table_lookup (reports, "host1"));
 }
 
 /* ---- state that does not grow ---- */
@@ -711,6 +776,8 @@ main (int argc, char **argv)
     g_test_add_data_func ("/cluster-trust/nbd", test_nbd, run_case);
     g_test_add_data_func ("/cluster-trust/no-allowed", test_no_allowed, run_case);
     g_test_add_data_func ("/cluster-trust/allowed", test_allowed, run_case);
+    g_test_add_data_func ("/cluster-trust/reconnect-keeps-reports", test_reconnect_keeps_reports,
+                          run_case);
     g_test_add_data_func ("/cluster-trust/state-bounded", test_state_bounded, run_case);
     g_test_add_data_func ("/cluster-trust/same-host", test_same_host, run_case);
     set_up ();
