@@ -11,6 +11,12 @@
  * why on one line. The command refuses the same requests before it puts
  * anything. An allowed request moves both disks, with their bytes.
  *
+ * A host that connects again under a new lease puts its report of an
+ * ended part again. 1,000 requests put at once, then deleted: the file of
+ * the ids each host took part in stays within its cap and empties, the
+ * reports leave etcd, the daemon's memory is measured; a request put by
+ * `evacuate --cluster` goes by itself once every host ended it.
+ *
  * Two more daemons, in a cluster of their own, name the same host: the
  * second refuses to join, naming the first's lease on one line; of their
  * four copies under a cluster max-parallel of 1 no two overlap, as their
