@@ -411,10 +411,15 @@ taken_part_lines (guint i)
     return n;
 }
 
-/* puts (or with @delete, deletes) the requests bulk-0 to bulk-(N_BULK - 1), BULK_TXN at a time */
+/*
+ * Puts (or with @delete, deletes) the requests bulk-0 to bulk-(N_BULK - 1),
+ * BULK_TXN at a time, each batch once both hosts answered the one before
+ */
 static void
 bulk_requests (gboolean delete)
 {
+    const gchar *prefix = "/virt-mirror/trust/evacuations/";
+
     for (guint first = 0; first < N_BULK; first += BULK_TXN) {
         g_autoptr (GString) ops = g_string_new (NULL);
 
@@ -433,11 +438,13 @@ bulk_requests (gboolean delete)
                     key, id, cluster.array, cluster.allowed);
         }
         vmr_etcd_cluster_txn (&cluster.etcd, ops->str);
+        /* a request, and a report of each host */
+        wait_keys (prefix, (delete ? N_BULK - first - BULK_TXN : first + BULK_TXN) * (1 + N_HOSTS));
     }
 }
 
 /*
- * 1,000 requests put at once and answered by both hosts, then gone: each
+ * 1,000 requests put, 100 at a time, and answered by both hosts, then gone: each
  * host's file of the requests it took part in stays within its cap (512)
  * and is empty once they have gone, their reports leave etcd, and the
  * daemon's memory stays within a bound. A request put by `evacuate
@@ -466,8 +473,6 @@ test_state_bounded (void)
 
     before = rss_kib (pid);
     bulk_requests (FALSE);
-    /* a request, and a report of each host */
-    wait_keys (reports, N_BULK * (1 + N_HOSTS));
     most_lines = taken_part_lines (0);
     during = rss_kib (pid);
     bulk_requests (TRUE);
