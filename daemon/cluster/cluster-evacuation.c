@@ -184,8 +184,7 @@ members_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
     }
     kvs = vmr_json_get_array (reply, "kvs");
     for (guint i = 0; kvs != NULL && i < json_array_get_length (kvs); i++) {
-        g_autoptr (JsonObject) member
-            = vmr_cluster_kv_object (json_array_get_object_element (kvs, i));
+        g_autoptr (JsonObject) member = vmr_etcd_kv_object (json_array_get_object_element (kvs, i));
 
         if (member != NULL && vmr_json_get_string (member, "host") != NULL)
             json_array_add_string_element (members, vmr_json_get_string (member, "host"));
@@ -224,7 +223,7 @@ keys_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
         g_autofree gchar *key = vmr_etcd_decode (vmr_json_get_string (kv, "key"));
         const gchar *rest = NULL;
         g_autofree gchar *id = evacuation_of (self, key, &rest);
-        JsonObject *value = vmr_cluster_kv_object (kv);
+        JsonObject *value = vmr_etcd_kv_object (kv);
 
         if (value == NULL || g_strcmp0 (id, reading->id) != 0) {
             g_clear_pointer (&value, json_object_unref);
@@ -314,7 +313,7 @@ answer_queries (VmrClusterEvacuations *self, const gchar *id)
 static void
 announce_request (VmrClusterEvacuations *self, const gchar *id, JsonObject *kv)
 {
-    g_autoptr (JsonObject) request = vmr_cluster_kv_object (kv);
+    g_autoptr (JsonObject) request = vmr_etcd_kv_object (kv);
 
     if (request == NULL || g_strcmp0 (vmr_json_get_string (request, "id"), id) != 0)
         return;

@@ -100,7 +100,7 @@ void vmr_cluster_resync (VmrCluster *self);
 typedef void (*VmrClaimFunc) (VmrCluster *self, const GError *error);
 
 /*
- * cluster-identity.c: puts the member key under the lease if no other
+ * cluster-connect.c: puts the member key under the lease if no other
  * daemon's live lease holds the host's name; else says who does on one
  * line, and follows the key to try again (vmr_cluster_resync()) once it goes.
  */
@@ -108,9 +108,5 @@ void vmr_cluster_claim_host (VmrCluster *self, VmrClaimFunc done);
 
 /* cluster-publish.c: puts again every job this daemon publishes, and the keys it keeps */
 void vmr_cluster_publish_all (VmrCluster *self);
-
-/* cluster-status.c: the value of @kv as a JSON object with its create revision and lease, or NULL
- */
-JsonObject *vmr_cluster_kv_object (JsonObject *kv);
 
 G_END_DECLS

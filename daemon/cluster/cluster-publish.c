@@ -3,7 +3,7 @@
 /*
  * What this daemon publishes under its lease for `cluster jobs`: each
  * unfinished job at its last transition, /virt-mirror/CLUSTER/jobs/HOST/INSTANCE/JOB
- * (its member key is cluster-identity.c's).
+ * (its member key is cluster-connect.c's).
  */
 
 #include "cluster-private.h"

@@ -31,17 +31,6 @@ queue_entry_free (QueueEntry *entry)
     g_free (entry);
 }
 
-/* an int64 of etcd's JSON, which spells them as strings; 0 when missing, as proto3 leaves it */
-gint64
-vmr_etcd_json_int64 (JsonObject *object, const gchar *name)
-{
-    const gchar *text = vmr_json_get_string (object, name);
-
-    if (text != NULL)
-        return g_ascii_strtoll (text, NULL, 10);
-    return vmr_json_int_or (object, name, 0);
-}
-
 gint64
 vmr_etcd_json_revision (JsonObject *reply)
 {

@@ -50,9 +50,6 @@ gboolean vmr_cluster_queue_admits (VmrClusterQueue *self, const VmrClusterConfig
                                    const VmrQueueCopy *own, guint n_own, const gchar *key,
                                    const gchar **out_limit, gchar **out_reason);
 
-/* an int64 of etcd's JSON, which spells them as strings; 0 when missing, as proto3 leaves it */
-gint64 vmr_etcd_json_int64 (JsonObject *object, const gchar *name);
-
 /* the revision of a reply's header, or 0 */
 gint64 vmr_etcd_json_revision (JsonObject *reply);
 

@@ -9,24 +9,6 @@
 #include "etcd-client.h"
 #include "vmr-json.h"
 
-JsonObject *
-vmr_cluster_kv_object (JsonObject *kv)
-{
-    g_autofree gchar *value = vmr_etcd_decode (vmr_json_get_string (kv, "value"));
-    g_autoptr (JsonParser) parser = json_parser_new ();
-    JsonObject *object;
-
-    if (value == NULL || !vmr_json_parser_load (parser, value, -1, NULL)
-        || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-        return NULL;
-    object = json_object_ref (json_node_get_object (json_parser_get_root (parser)));
-    json_object_set_int_member (object, "revision", vmr_etcd_json_int64 (kv, "create_revision"));
-    json_object_set_string_member (
-        object, "lease",
-        vmr_json_get_string (kv, "lease") != NULL ? vmr_json_get_string (kv, "lease") : "0");
-    return object;
-}
-
 static gint
 compare_revisions (gconstpointer a, gconstpointer b)
 {
@@ -76,7 +58,7 @@ range_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
         JsonObject *kv = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
         g_autofree gchar *key
             = kv != NULL ? vmr_etcd_decode (vmr_json_get_string (kv, "key")) : NULL;
-        JsonObject *value = kv != NULL ? vmr_cluster_kv_object (kv) : NULL;
+        JsonObject *value = kv != NULL ? vmr_etcd_kv_object (kv) : NULL;
         const gchar *rest;
 
         if (key == NULL || value == NULL || !g_str_has_prefix (key, prefix)) {

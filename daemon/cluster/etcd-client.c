@@ -551,3 +551,32 @@ vmr_etcd_prefix_end (const gchar *prefix)
     end[length - 1]++;
     return vmr_etcd_encode (end);
 }
+
+/* an int64 of etcd's JSON, which spells them as strings; 0 when missing, as proto3 leaves it */
+gint64
+vmr_etcd_json_int64 (JsonObject *object, const gchar *name)
+{
+    const gchar *text = vmr_json_get_string (object, name);
+
+    if (text != NULL)
+        return g_ascii_strtoll (text, NULL, 10);
+    return vmr_json_int_or (object, name, 0);
+}
+
+JsonObject *
+vmr_etcd_kv_object (JsonObject *kv)
+{
+    g_autofree gchar *value = vmr_etcd_decode (vmr_json_get_string (kv, "value"));
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonObject *object;
+
+    if (value == NULL || !vmr_json_parser_load (parser, value, -1, NULL)
+        || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        return NULL;
+    object = json_object_ref (json_node_get_object (json_parser_get_root (parser)));
+    json_object_set_int_member (object, "revision", vmr_etcd_json_int64 (kv, "create_revision"));
+    json_object_set_string_member (
+        object, "lease",
+        vmr_json_get_string (kv, "lease") != NULL ? vmr_json_get_string (kv, "lease") : "0");
+    return object;
+}

@@ -66,4 +66,15 @@ gchar *vmr_etcd_decode (const gchar *encoded);
 /* the end of the range of keys that start with @prefix, base64 */
 gchar *vmr_etcd_prefix_end (const gchar *prefix);
 
+/* an int64 of etcd's JSON, which spells them as strings; 0 when missing, as proto3 leaves it */
+gint64 vmr_etcd_json_int64 (JsonObject *object, const gchar *name);
+
+/*
+ * the JSON object a key-value of etcd's reply holds, its value decoded, with
+ * "revision" (the key's create_revision) and "lease" (its lease id, "0" for
+ * none) added; NULL when the value is not a JSON object. Unref with
+ * json_object_unref().
+ */
+JsonObject *vmr_etcd_kv_object (JsonObject *kv);
+
 G_END_DECLS

@@ -699,9 +699,8 @@ run_case (gconstpointer user_data)
 {
     void (*body) (void) = user_data;
 
-    if (cluster.hosts[0] == NULL || vmr_harness_skipped (cluster.hosts[0])
-        || cluster.etcd.dir == NULL) {
-        g_test_skip ("the cluster could not be set up");
+    if (vmr_harness_skipped (cluster.hosts[0]) || cluster.etcd.dir == NULL) {
+        vmr_harness_skip (cluster.hosts[0], "the cluster could not be set up");
         return;
     }
     body ();
@@ -792,7 +791,7 @@ main (int argc, char **argv)
     g_test_add_data_func ("/cluster-trust/state-bounded", test_state_bounded, run_case);
     g_test_add_data_func ("/cluster-trust/same-host", test_same_host, run_case);
     set_up ();
-    status = g_test_run ();
+    status = vmr_harness_run_shared (cluster.hosts[0]);
     tear_down ();
     return status;
 }
