@@ -21,9 +21,13 @@
 
 #define N_HOSTS 2
 #define N_DISKS 2
-/* a copy at 1 MiB/s runs for about 2 s */
-#define IMAGE_SIZE (2 * 1024 * 1024)
-#define TIMEOUT_S  40
+/*
+ * a copy at 1 MiB/s runs for about 6 s: the four are all queued before the
+ * first ends, on a loaded machine and under ASan too (at 2 s, the first had
+ * ended before the last was submitted)
+ */
+#define IMAGE_SIZE (6 * 1024 * 1024)
+#define TIMEOUT_S  80
 
 static const gchar *const disk_ids[N_DISKS] = { "disk0", "disk1" };
 
