@@ -344,6 +344,55 @@ vmr_harness_get_job (VmrHarness *h, const gchar *id)
     return json_object_ref (vmr_harness_json_node_object (reply));
 }
 
+/* the points of the job @id's query-job-series */
+static JsonArray *
+job_series_points (VmrHarness *h, const gchar *id)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GError) error = NULL;
+
+    g_assert_nonnull (h->control);
+    json_object_set_string_member (args, "id", id);
+    reply = vmr_qmp_client_execute_sync (h->control, "query-job-series", args, 10000, &error);
+    if (error != NULL)
+        vmr_fail ("query-job-series %s on the daemon's socket: %s", id, error->message);
+    return json_array_ref (vmr_harness_json_array (vmr_harness_json_node_object (reply), "points"));
+}
+
+JsonArray *
+vmr_harness_wait_job_samples (VmrHarness *h, const gchar *id, guint n)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+    g_autoptr (JsonArray) first = job_series_points (h, id);
+    guint from = json_array_get_length (first);
+
+    while (TRUE) {
+        g_autoptr (JsonArray) points = job_series_points (h, id);
+        guint length = json_array_get_length (points);
+
+        if (length >= from + n) {
+            JsonArray *newest = json_array_sized_new (n);
+
+            for (guint i = length - n; i < length; i++)
+                json_array_add_element (newest, json_array_dup_element (points, i));
+            return newest;
+        }
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("job %s: %u points of its series after %d s, waiting for %u", id,
+                      length - MIN (length, from), VMR_HARNESS_JOB_TIMEOUT_S, n);
+        g_usleep (VMR_HARNESS_POLL_INTERVAL_US);
+    }
+}
+
+void
+vmr_harness_assert_samples_state (JsonArray *points, const gchar *state)
+{
+    for (guint i = 0; i < json_array_get_length (points); i++)
+        g_assert_cmpstr (vmr_harness_json_string (vmr_harness_json_element (points, i), "state"),
+                         ==, state);
+}
+
 gboolean
 vmr_harness_verification_ended (VmrHarness *h, const gchar *id)
 {

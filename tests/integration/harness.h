@@ -410,6 +410,18 @@ gchar *vmr_harness_start_slow_migration (VmrHarness *h, VmrHarnessVm *vm, const 
 /* the job object @id, read over the daemon's control socket */
 JsonObject *vmr_harness_get_job (VmrHarness *h, const gchar *id);
 
+/*
+ * Waits until the daemon took @n more samples of the job @id than it had when called: @n
+ * more points of its query-job-series, each after a decision on the job (the domain's
+ * sample-interval apart), for at most VMR_HARNESS_JOB_TIMEOUT_S. What a test waits for
+ * to see that something does not happen by itself. Returns the @n newest points, oldest
+ * first.
+ */
+JsonArray *vmr_harness_wait_job_samples (VmrHarness *h, const gchar *id, guint n);
+
+/* asserts that the job was in @state at each of @points (query-job-series points) */
+void vmr_harness_assert_samples_state (JsonArray *points, const gchar *state);
+
 /* whether the job @id has a verification that is no longer running */
 gboolean vmr_harness_verification_ended (VmrHarness *h, const gchar *id);
 

@@ -60,6 +60,7 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) block_job = NULL;
     g_autoptr (JsonObject) pivoted = NULL;
     g_autoptr (JsonObject) completed = NULL;
+    g_autoptr (JsonArray) samples = NULL;
 
     if (vmr_harness_skipped (h))
         return;
@@ -71,8 +72,10 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
     /* writes in sync go to both sides until the pivot */
     vmr_harness_writer_write (vm.writer, WRITES);
 
-    /* nothing happens by itself: still synced, QEMU's job ready, the VM on its source */
-    g_usleep (2 * G_USEC_PER_SEC);
+    /* nothing happens by itself, in two of the daemon's decisions: still synced, QEMU's job
+     * ready, the VM on its source */
+    samples = vmr_harness_wait_job_samples (h, id, 2);
+    vmr_harness_assert_samples_state (samples, "synced");
     still = vmr_harness_get_job (h, id);
     g_assert_cmpstr (vmr_harness_json_string (still, "state"), ==, "synced");
     block_job = vmr_harness_get_block_job (h);
@@ -100,6 +103,7 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) resumed_block_job = NULL;
     g_autoptr (JsonObject) speed_reply = NULL;
     g_autoptr (JsonObject) completed = NULL;
+    g_autoptr (JsonArray) samples = NULL;
     JsonObject *progress;
     gint64 offset;
 
@@ -115,8 +119,11 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     block_job = vmr_harness_get_block_job (h);
     g_assert_true (vmr_harness_json_bool (block_job, "paused"));
 
-    /* a paused job stays paused, and copies nothing */
-    g_usleep (2 * G_USEC_PER_SEC);
+    /* a paused job stays paused, and copies nothing, in two of the daemon's decisions */
+    samples = vmr_harness_wait_job_samples (h, id, 2);
+    vmr_harness_assert_samples_state (samples, "paused");
+    g_assert_cmpint (vmr_harness_json_int (vmr_harness_json_element (samples, 0), "processed"), ==,
+                     vmr_harness_json_int (vmr_harness_json_element (samples, 1), "processed"));
     later = vmr_harness_get_job (h, id);
     g_assert_cmpstr (vmr_harness_json_string (later, "state"), ==, "paused");
     g_clear_pointer (&block_job, json_object_unref);
@@ -125,7 +132,9 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpstr (vmr_harness_json_string (block_job, "status"), ==, "paused");
     offset = vmr_harness_json_int (block_job, "offset");
     g_assert_cmpint (offset, <, IMAGE_SIZE);
-    g_usleep (G_USEC_PER_SEC);
+    /* and QEMU's offset holds still until the daemon's next decision */
+    g_clear_pointer (&samples, json_array_unref);
+    samples = vmr_harness_wait_job_samples (h, id, 1);
     g_clear_pointer (&block_job, json_object_unref);
     block_job = vmr_harness_get_block_job (h);
     g_assert_cmpint (vmr_harness_json_int (block_job, "offset"), ==, offset);

@@ -22,8 +22,28 @@
 #define ROUNDS 3
 /* slow enough that the copy is part-way when the fault comes: 64 MiB take 16 s */
 #define COPY_SPEED "4M"
-/* how long each copy runs before the fault */
-#define BEFORE_FAULT_S 2
+/* how much each copy has written to the export before the fault */
+#define BEFORE_FAULT (4 * MIB)
+
+/* waits until the job @id has copied @bytes, by its progress */
+static void
+wait_copied (VmrHarness *h, const gchar *id, gint64 bytes)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, id);
+        gint64 done = vmr_harness_json_int (vmr_harness_json_object (job, "progress"), "done");
+
+        if (done >= bytes)
+            return;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("job %s copied %" G_GINT64_FORMAT
+                      " bytes in %d s, waiting for %" G_GINT64_FORMAT,
+                      id, done, VMR_HARNESS_JOB_TIMEOUT_S, bytes);
+        g_usleep (100 * 1000);
+    }
+}
 
 /*
  * One copy to a fresh failing export: it runs, the fault comes, it fails
@@ -44,7 +64,7 @@ copy_into_fault (VmrHarness *h, VmrNbdServers *servers, const gchar *source, gui
 
     id = vmr_harness_migrate (h, "vm", "disk0", uri, "--speed", COPY_SPEED, NULL);
     json_object_unref (vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
-    g_usleep (BEFORE_FAULT_S * G_USEC_PER_SEC);
+    wait_copied (h, id, BEFORE_FAULT);
     /* still copying: the fault comes part-way */
     json_object_unref (vmr_harness_wait_job (h, id, "copying", 1));
     if (!g_file_set_contents (trigger, "", 0, &error))

@@ -294,8 +294,12 @@ test_cutover (VmrHarness *h, gconstpointer user_data)
     /* one in sync waiting for the other */
     group_write (&g);
 
-    /* nothing happens by itself while the large disk copies */
-    g_usleep (2 * G_USEC_PER_SEC);
+    /* nothing happens by itself while the large disk copies, in two of the daemon's decisions */
+    {
+        g_autoptr (JsonArray) samples = vmr_harness_wait_job_samples (h, g.jobs[0], 2);
+
+        vmr_harness_assert_samples_state (samples, "synced");
+    }
     assert_waiting_for_group (h, &g, 0, 1);
 
     /* the large disk catches up: the group cuts over */
@@ -363,7 +367,12 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
         g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
     }
     synced1 = vmr_harness_wait_job (h, g.jobs[1], "synced", VMR_HARNESS_JOB_TIMEOUT_S);
-    g_usleep (2 * G_USEC_PER_SEC);
+    /* and stay so, in two of the daemon's decisions on each */
+    for (guint i = 0; i < g.n; i++) {
+        g_autoptr (JsonArray) samples = vmr_harness_wait_job_samples (h, g.jobs[i], 2);
+
+        vmr_harness_assert_samples_state (samples, "synced");
+    }
     state0 = get_state (h, g.jobs[0]);
     g_assert_cmpstr (state0, ==, "synced");
     g_clear_pointer (&state0, g_free);

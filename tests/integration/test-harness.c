@@ -114,6 +114,23 @@ wait_job (VmrHarness *h, const gchar *id, const gchar *status)
     }
 }
 
+/* waits until the only block job has copied something */
+static void
+wait_offset (VmrHarness *h)
+{
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_TIME_SPAN_SECOND;
+
+    while (TRUE) {
+        g_autoptr (JsonObject) job = vmr_harness_get_block_job (h);
+
+        if (vmr_harness_json_int (job, "offset") > 0)
+            return;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("the block job copied nothing in %d s", VMR_HARNESS_JOB_TIMEOUT_S);
+        g_usleep (50 * 1000);
+    }
+}
+
 static void
 qmp_node (VmrHarness *h, const gchar *command, const gchar *json_args)
 {
@@ -163,8 +180,9 @@ test_qemu_mirror (VmrHarness *h, gconstpointer user_data)
               "{\"job-id\": \"mirror\", \"device\": \"test-fmt0\", \"target\": \"dst\", "
               "\"sync\": \"full\", \"auto-dismiss\": false, \"speed\": 1048576}");
 
-    /* a limited copy is still running: what the slow tests rely on */
-    g_usleep (G_USEC_PER_SEC);
+    /* a limited copy is still running once it copied its first bytes: what the slow tests
+     * rely on */
+    wait_offset (h);
     job = vmr_harness_get_block_job (h);
     g_assert_cmpstr (vmr_harness_json_string (job, "status"), ==, "running");
     g_assert_cmpint (vmr_harness_json_int (job, "speed"), ==, 1048576);
