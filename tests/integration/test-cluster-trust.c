@@ -485,7 +485,14 @@ test_state_bounded (void)
     g_assert_cmpuint (most_lines, ==, 512);
     for (guint i = 0; i < N_HOSTS; i++)
         g_assert_cmpuint (taken_part_lines (i), ==, 0);
-    g_assert_cmpuint (after, <=, before + 16 * 1024);
+    /*
+     * under ASan (the sanitize setup sets ASAN_OPTIONS), freed memory waits in
+     * its quarantine, up to 256 MiB, so the RSS says nothing of what the daemon
+     * keeps: there its leak check at exit does (detect_leaks=1); the bound holds
+     * in the normal build
+     */
+    if (g_getenv ("ASAN_OPTIONS") == NULL)
+        g_assert_cmpuint (after, <=, before + 16 * 1024);
     /* one through the command: its request goes once both hosts said they ended */
     {
         g_autoptr (VmrCliResult) result
