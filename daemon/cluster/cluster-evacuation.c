@@ -372,8 +372,10 @@ delete_request_cb (gpointer user_data)
 {
     Ending *ending = user_data;
     g_autofree gchar *key = g_strdup_printf ("%s%s/request", ending->self->prefix, ending->id);
+    g_autofree gchar *asked_id = NULL;
 
-    g_hash_table_steal (ending->self->asked, ending->id);
+    /* stolen, not removed: the source that runs is the entry's value, which removal would remove */
+    g_hash_table_steal_extended (ending->self->asked, ending->id, (gpointer *) &asked_id, NULL);
     g_debug ("cluster evacuation %s: ended on every host: its request goes", ending->id);
     vmr_cluster_delete_key (ending->self->cluster, key, request_deleted_cb);
     return G_SOURCE_REMOVE;
