@@ -419,6 +419,54 @@ new_evacuate_arguments (const gchar *from, const gchar *to, const gchar *domains
     return arguments;
 }
 
+/*
+ * Prints the plan of the daemon's @reply to `evacuate` (or the reply itself
+ * with --json), then follows its jobs with @wait; FALSE when a disk was not
+ * submitted, or did not complete
+ */
+static gboolean
+show_and_follow_plan (VmrCliSession *session, JsonNode *reply, const gchar *from_path,
+                      gboolean dry_run, gboolean wait, GError **error)
+{
+    g_autoptr (GPtrArray) entries = NULL;
+    g_autoptr (GPtrArray) submission_failures = NULL;
+    g_autoptr (GPtrArray) plan_jobs = NULL;
+    g_auto (Progress) progress = { 0 };
+    guint n_unsubmitted = 0;
+    JsonObject *plan;
+
+    plan = vmr_cli_json_expect_object (reply, "evacuate", error);
+    if (plan == NULL)
+        return FALSE;
+    if (session->json)
+        vmr_cli_json_print (reply);
+
+    entries = get_plan_entries (plan);
+    submission_failures = get_submission_failures (entries, &n_unsubmitted);
+    if (!session->json && entries->len == 0)
+        g_print ("nothing to evacuate: no disk of a known domain lies under %s\n",
+                 vmr_json_get_string (plan, "from") != NULL ? vmr_json_get_string (plan, "from")
+                                                            : from_path);
+    else if (!session->json)
+        print_plan (plan, entries, dry_run);
+
+    /* a dry run has nothing to wait for */
+    plan_jobs = get_plan_jobs (entries);
+    if (!wait || dry_run || plan_jobs->len == 0) {
+        if (!set_failure_error (submission_failures, n_unsubmitted, NULL, entries->len, error))
+            return fail_after_reply (session, error);
+        return TRUE;
+    }
+    if (!follow_jobs (session, plan_jobs, &progress, error))
+        return fail_after_reply (session, error);
+    if (!set_failure_error (submission_failures, n_unsubmitted, &progress, entries->len, error))
+        return fail_after_reply (session, error);
+    if (!session->json)
+        g_print ("evacuate: completed: %u disk%s moved off %s\n", progress.n_completed,
+                 progress.n_completed == 1 ? "" : "s", from_path);
+    return TRUE;
+}
+
 gboolean
 vmr_cli_cmd_evacuate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **argv,
                       GError **error)
@@ -437,12 +485,6 @@ vmr_cli_cmd_evacuate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **
     g_autofree gchar *to_path = NULL;
     g_autoptr (JsonObject) arguments = NULL;
     g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (GPtrArray) entries = NULL;
-    g_autoptr (GPtrArray) submission_failures = NULL;
-    g_autoptr (GPtrArray) plan_jobs = NULL;
-    g_auto (Progress) progress = { 0 };
-    guint n_unsubmitted = 0;
-    JsonObject *plan;
     const GOptionEntry entries_options[] = {
         { "from", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_FILENAME, &from,
           "Move the disks whose images lie under DIR (required)", "DIR" },
@@ -497,34 +539,5 @@ vmr_cli_cmd_evacuate (const VmrCliCommand *cmd, VmrCliSession *session, gchar **
         g_prefix_error (error, "cannot evacuate %s: ", from_path);
         return FALSE;
     }
-    plan = vmr_cli_json_expect_object (reply, "evacuate", error);
-    if (plan == NULL)
-        return FALSE;
-    if (session->json)
-        vmr_cli_json_print (reply);
-
-    entries = get_plan_entries (plan);
-    submission_failures = get_submission_failures (entries, &n_unsubmitted);
-    if (!session->json && entries->len == 0)
-        g_print ("nothing to evacuate: no disk of a known domain lies under %s\n",
-                 vmr_json_get_string (plan, "from") != NULL ? vmr_json_get_string (plan, "from")
-                                                            : from_path);
-    else if (!session->json)
-        print_plan (plan, entries, dry_run);
-
-    /* a dry run has nothing to wait for */
-    plan_jobs = get_plan_jobs (entries);
-    if (!wait || dry_run || plan_jobs->len == 0) {
-        if (!set_failure_error (submission_failures, n_unsubmitted, NULL, entries->len, error))
-            return fail_after_reply (session, error);
-        return TRUE;
-    }
-    if (!follow_jobs (session, plan_jobs, &progress, error))
-        return fail_after_reply (session, error);
-    if (!set_failure_error (submission_failures, n_unsubmitted, &progress, entries->len, error))
-        return fail_after_reply (session, error);
-    if (!session->json)
-        g_print ("evacuate: completed: %u disk%s moved off %s\n", progress.n_completed,
-                 progress.n_completed == 1 ? "" : "s", from_path);
-    return TRUE;
+    return show_and_follow_plan (session, reply, from_path, dry_run, wait, error);
 }

@@ -312,6 +312,44 @@ pick_metrics (const Options *o, const gchar **out_listen, gboolean *out_allow_re
     return TRUE;
 }
 
+/* a copy must never overwrite what the daemon lives on */
+static void
+protect_own_directories (VmrEngine *engine, const gchar *socket_path, const gchar *readonly_socket,
+                         const gchar *metrics_listen)
+{
+    g_autofree gchar *socket_dir = g_path_get_dirname (socket_path);
+
+    vmr_engine_protect_directory (engine, "socket directory", socket_dir);
+    if (readonly_socket != NULL) {
+        g_autofree gchar *readonly_dir = g_path_get_dirname (readonly_socket);
+
+        vmr_engine_protect_directory (engine, "read-only socket directory", readonly_dir);
+    }
+    if (metrics_listen != NULL && g_str_has_prefix (metrics_listen, "unix:")) {
+        g_autofree gchar *metrics_dir = g_path_get_dirname (metrics_listen + strlen ("unix:"));
+
+        vmr_engine_protect_directory (engine, "metrics socket directory", metrics_dir);
+    }
+}
+
+/* the policy of --policy, VIRT_MIRROR_POLICY or the default file; FALSE having said why */
+static gboolean
+load_policy (VmrEngine *engine, const gchar *option)
+{
+    const gchar *env = g_getenv ("VIRT_MIRROR_POLICY");
+    /* the default file may be absent (built-in values); a named one must exist */
+    gboolean required = option != NULL || (env != NULL && *env != '\0');
+    g_autofree gchar *path
+        = g_canonicalize_filename (pick (option, "VIRT_MIRROR_POLICY", VMR_DEFAULT_POLICY), NULL);
+    g_autoptr (GError) error = NULL;
+
+    if (!vmr_engine_load_policy (engine, path, required, &error)) {
+        g_printerr ("virt-mirrord: invalid policy, not starting:\n%s\n", error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* the control sockets and the metrics, served; FALSE having said why */
 static gboolean
 start_servers (VmrControlServer *server, VmrMetricsServer *metrics, const gchar *socket_path,
@@ -341,17 +379,11 @@ main (int argc, char **argv)
     gboolean metrics_allow_remote = FALSE;
     VmrControlLimits limits;
     g_autofree gchar *readonly_socket = NULL;
-    g_autofree gchar *socket_dir = NULL;
-    g_autofree gchar *readonly_dir = NULL;
-    g_autofree gchar *metrics_dir = NULL;
     gid_t readonly_gid = (gid_t) -1;
     const gchar *libvirt_uri;
-    g_autofree gchar *policy_path = NULL;
-    gboolean policy_required;
     g_autofree gchar *socket_path = NULL;
     g_autofree gchar *state_dir = NULL;
     gint status;
-    g_autoptr (GError) error = NULL;
     g_autoptr (GMainLoop) loop = NULL;
     g_autoptr (VmrEngine) engine = NULL;
     g_autoptr (VmrControlServer) server = NULL;
@@ -390,27 +422,9 @@ main (int argc, char **argv)
 
     engine = vmr_engine_new (state_dir);
     vmr_engine_follow_cluster_evacuations (engine);
-    /* a copy must never overwrite what the daemon lives on */
-    socket_dir = g_path_get_dirname (socket_path);
-    vmr_engine_protect_directory (engine, "socket directory", socket_dir);
-    if (readonly_socket != NULL) {
-        readonly_dir = g_path_get_dirname (readonly_socket);
-        vmr_engine_protect_directory (engine, "read-only socket directory", readonly_dir);
-    }
-    if (metrics_listen != NULL && g_str_has_prefix (metrics_listen, "unix:")) {
-        metrics_dir = g_path_get_dirname (metrics_listen + strlen ("unix:"));
-        vmr_engine_protect_directory (engine, "metrics socket directory", metrics_dir);
-    }
-    /* the default file may be absent (built-in values); a named one must exist */
-    policy_required
-        = o.policy != NULL
-          || (g_getenv ("VIRT_MIRROR_POLICY") != NULL && *g_getenv ("VIRT_MIRROR_POLICY") != '\0');
-    policy_path
-        = g_canonicalize_filename (pick (o.policy, "VIRT_MIRROR_POLICY", VMR_DEFAULT_POLICY), NULL);
-    if (!vmr_engine_load_policy (engine, policy_path, policy_required, &error)) {
-        g_printerr ("virt-mirrord: invalid policy, not starting:\n%s\n", error->message);
+    protect_own_directories (engine, socket_path, readonly_socket, metrics_listen);
+    if (!load_policy (engine, o.policy))
         return 1;
-    }
     server = vmr_control_server_new (engine);
     vmr_control_server_set_limits (server, &limits);
     metrics = metrics_listen != NULL ? vmr_metrics_server_new (engine) : NULL;

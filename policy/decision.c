@@ -290,120 +290,184 @@ load_text (const VmrPolicyRule *rule, const VmrLoadSample *sample)
     return g_strdup_printf ("%.0f IOPS, latency %s", sample->iops, latency);
 }
 
+/* what one decision is made from: the policy, the load samples and the window */
+typedef struct {
+    const VmrPolicyRule *rule;
+    const VmrLoadSample *samples;
+    guint n_samples;
+    gint64 now_us;
+    gboolean in_window;
+    Thresholds delays;
+    Thresholds throttles;
+    const VmrLoadSample *latest;    /* NULL before the first sample */
+    const Threshold *over_delay;    /* the first delay threshold the load is over, or NULL */
+    const Threshold *over_throttle; /* the same of the throttle thresholds */
+    gchar *windows;                 /* the copy windows, as the policy writes them */
+    gchar *load;                    /* the latest load, as reasons say it, or NULL */
+} Judgement;
+
+static void
+judgement_clear (Judgement *j)
+{
+    g_free (j->windows);
+    g_free (j->load);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Judgement, judgement_clear)
+
+/* the first threshold of @set the guest has not been quiet under for long enough, or NULL */
+static const Threshold *
+judgement_not_quiet (const Judgement *j, const Thresholds *set)
+{
+    return first_not_quiet (j->rule, set, j->samples, j->n_samples, j->now_us);
+}
+
+/* a job not started yet (@delayed: held back before) */
+static void
+decide_waiting (const Judgement *j, gboolean delayed, VmrPolicyDecision *out)
+{
+    const Threshold *not_quiet;
+    g_autofree gchar *why = NULL;
+
+    if (!j->in_window) {
+        decide (out, VMR_POLICY_ACTION_DELAY, "outside the copy window %s", j->windows);
+        return;
+    }
+    if (any_set (&j->delays) && j->latest == NULL) {
+        decide (out, VMR_POLICY_ACTION_DELAY, "waiting for a first load sample");
+        return;
+    }
+    if (j->over_delay != NULL) {
+        decide_owned (out, VMR_POLICY_ACTION_DELAY, busy_text (j->rule, j->over_delay, j->latest));
+        return;
+    }
+    /* once held back, the guest must be quiet for a while */
+    if (delayed && (not_quiet = judgement_not_quiet (j, &j->delays)) != NULL) {
+        decide_owned (out, VMR_POLICY_ACTION_DELAY, waiting_text (j->rule, not_quiet, j->latest));
+        return;
+    }
+    if (j->over_throttle != NULL) {
+        why = over_text (j->rule, j->over_throttle, j->latest);
+        decide (out, VMR_POLICY_ACTION_START_THROTTLED, "starting slowed: %s", why);
+        return;
+    }
+    if (j->latest != NULL && delayed)
+        decide (out, VMR_POLICY_ACTION_START, "guest quiet: %s", j->load);
+    else if (j->latest != NULL)
+        decide (out, VMR_POLICY_ACTION_START, "guest load %s is within the limits", j->load);
+    else if (any_set (&j->throttles))
+        decide (out, VMR_POLICY_ACTION_START, "no load sample yet");
+    else
+        decide (out, VMR_POLICY_ACTION_START, "no load limit");
+}
+
+/* a copy running (@throttled: slowed by the policy) */
+static void
+decide_running (const Judgement *j, gboolean throttled, VmrPolicyDecision *out)
+{
+    const Threshold *not_quiet;
+    g_autofree gchar *why = NULL;
+
+    if (!j->in_window) {
+        decide (out, VMR_POLICY_ACTION_PAUSE, "outside the copy window %s", j->windows);
+        return;
+    }
+    if (j->over_delay != NULL) {
+        decide_owned (out, VMR_POLICY_ACTION_PAUSE, busy_text (j->rule, j->over_delay, j->latest));
+        return;
+    }
+    if (!throttled) {
+        if (j->over_throttle != NULL)
+            decide_owned (out, VMR_POLICY_ACTION_THROTTLE,
+                          busy_text (j->rule, j->over_throttle, j->latest));
+        else if (j->latest != NULL)
+            decide (out, VMR_POLICY_ACTION_KEEP, "guest load %s is within the limits", j->load);
+        else
+            decide (out, VMR_POLICY_ACTION_KEEP, "no load sample yet");
+        return;
+    }
+    /* back to full speed once quiet for every throttle threshold */
+    if (!any_set (&j->throttles)) {
+        decide (out, VMR_POLICY_ACTION_UNTHROTTLE,
+                "iops-throttle is off and so is latency-throttle");
+        return;
+    }
+    not_quiet = judgement_not_quiet (j, &j->throttles);
+    if (not_quiet == NULL) {
+        why = all_quiet_text (j->rule, &j->throttles, j->latest);
+        decide (out, VMR_POLICY_ACTION_UNTHROTTLE, "guest quiet: %s", why);
+    } else if (j->over_throttle != NULL)
+        decide_owned (out, VMR_POLICY_ACTION_KEEP,
+                      busy_text (j->rule, j->over_throttle, j->latest));
+    else
+        decide_owned (out, VMR_POLICY_ACTION_KEEP, waiting_text (j->rule, not_quiet, j->latest));
+}
+
+/* a copy paused by the policy */
+static void
+decide_paused (const Judgement *j, VmrPolicyDecision *out)
+{
+    const Threshold *not_quiet;
+    g_autofree gchar *why = NULL;
+
+    if (!j->in_window) {
+        decide (out, VMR_POLICY_ACTION_KEEP, "outside the copy window %s", j->windows);
+        return;
+    }
+    not_quiet = judgement_not_quiet (j, &j->delays);
+    if (not_quiet != NULL) {
+        decide_owned (out, VMR_POLICY_ACTION_KEEP, waiting_text (j->rule, not_quiet, j->latest));
+        return;
+    }
+    if (j->over_throttle != NULL) {
+        why = over_text (j->rule, j->over_throttle, j->latest);
+        decide (out, VMR_POLICY_ACTION_RESUME_THROTTLED, "resuming slowed: %s", why);
+    } else if (j->latest != NULL)
+        decide (out, VMR_POLICY_ACTION_RESUME, "guest quiet: %s", j->load);
+    else
+        decide (out, VMR_POLICY_ACTION_RESUME, "no load limit");
+}
+
 /* the decision for @phase from load and window alone, before max-delay */
 static void
 decide_for_phase (const VmrPolicyRule *rule, const VmrLoadSample *samples, guint n_samples,
                   VmrPolicyPhase phase, gint64 now_us, gboolean in_window, VmrPolicyDecision *out)
 {
-    const Thresholds delays = { {
-        { MEASURE_IOPS, VMR_POLICY_KEY_IOPS_DELAY, (gdouble) rule->iops_delay },
-        { MEASURE_LATENCY, VMR_POLICY_KEY_LATENCY_DELAY, (gdouble) rule->latency_delay_us },
-    } };
-    const Thresholds throttles = { {
-        { MEASURE_IOPS, VMR_POLICY_KEY_IOPS_THROTTLE, (gdouble) rule->iops_throttle },
-        { MEASURE_LATENCY, VMR_POLICY_KEY_LATENCY_THROTTLE, (gdouble) rule->latency_throttle_us },
-    } };
-    const VmrLoadSample *latest = n_samples > 0 ? &samples[n_samples - 1] : NULL;
-    const Threshold *over_delay = first_over (&delays, samples, n_samples);
-    const Threshold *over_throttle = first_over (&throttles, samples, n_samples);
-    const Threshold *not_quiet;
-    g_autofree gchar *windows = vmr_policy_rule_format_windows (rule);
-    g_autofree gchar *load = latest != NULL ? load_text (rule, latest) : NULL;
-    g_autofree gchar *why = NULL;
+    g_auto (Judgement) j = {
+        .rule = rule,
+        .samples = samples,
+        .n_samples = n_samples,
+        .now_us = now_us,
+        .in_window = in_window,
+        .delays = { {
+            { MEASURE_IOPS, VMR_POLICY_KEY_IOPS_DELAY, (gdouble) rule->iops_delay },
+            { MEASURE_LATENCY, VMR_POLICY_KEY_LATENCY_DELAY, (gdouble) rule->latency_delay_us },
+        } },
+        .throttles = { {
+            { MEASURE_IOPS, VMR_POLICY_KEY_IOPS_THROTTLE, (gdouble) rule->iops_throttle },
+            { MEASURE_LATENCY, VMR_POLICY_KEY_LATENCY_THROTTLE,
+              (gdouble) rule->latency_throttle_us },
+        } },
+        .latest = n_samples > 0 ? &samples[n_samples - 1] : NULL,
+    };
 
+    /* the thresholds point into the judgement itself */
+    j.over_delay = first_over (&j.delays, samples, n_samples);
+    j.over_throttle = first_over (&j.throttles, samples, n_samples);
+    j.windows = vmr_policy_rule_format_windows (rule);
+    j.load = j.latest != NULL ? load_text (rule, j.latest) : NULL;
     switch (phase) {
         case VMR_POLICY_PHASE_QUEUED:
         case VMR_POLICY_PHASE_DELAYED:
-            if (!in_window) {
-                decide (out, VMR_POLICY_ACTION_DELAY, "outside the copy window %s", windows);
-                return;
-            }
-            if (any_set (&delays) && latest == NULL) {
-                decide (out, VMR_POLICY_ACTION_DELAY, "waiting for a first load sample");
-                return;
-            }
-            if (over_delay != NULL) {
-                decide_owned (out, VMR_POLICY_ACTION_DELAY, busy_text (rule, over_delay, latest));
-                return;
-            }
-            /* once held back, the guest must be quiet for a while */
-            if (phase == VMR_POLICY_PHASE_DELAYED
-                && (not_quiet = first_not_quiet (rule, &delays, samples, n_samples, now_us))
-                       != NULL) {
-                decide_owned (out, VMR_POLICY_ACTION_DELAY, waiting_text (rule, not_quiet, latest));
-                return;
-            }
-            if (over_throttle != NULL) {
-                why = over_text (rule, over_throttle, latest);
-                decide (out, VMR_POLICY_ACTION_START_THROTTLED, "starting slowed: %s", why);
-                return;
-            }
-            if (latest != NULL && phase == VMR_POLICY_PHASE_DELAYED)
-                decide (out, VMR_POLICY_ACTION_START, "guest quiet: %s", load);
-            else if (latest != NULL)
-                decide (out, VMR_POLICY_ACTION_START, "guest load %s is within the limits", load);
-            else if (any_set (&throttles))
-                decide (out, VMR_POLICY_ACTION_START, "no load sample yet");
-            else
-                decide (out, VMR_POLICY_ACTION_START, "no load limit");
+            decide_waiting (&j, phase == VMR_POLICY_PHASE_DELAYED, out);
             return;
-
         case VMR_POLICY_PHASE_RUNNING:
         case VMR_POLICY_PHASE_THROTTLED:
-            if (!in_window) {
-                decide (out, VMR_POLICY_ACTION_PAUSE, "outside the copy window %s", windows);
-                return;
-            }
-            if (over_delay != NULL) {
-                decide_owned (out, VMR_POLICY_ACTION_PAUSE, busy_text (rule, over_delay, latest));
-                return;
-            }
-            if (phase == VMR_POLICY_PHASE_RUNNING) {
-                if (over_throttle != NULL)
-                    decide_owned (out, VMR_POLICY_ACTION_THROTTLE,
-                                  busy_text (rule, over_throttle, latest));
-                else if (latest != NULL)
-                    decide (out, VMR_POLICY_ACTION_KEEP, "guest load %s is within the limits",
-                            load);
-                else
-                    decide (out, VMR_POLICY_ACTION_KEEP, "no load sample yet");
-                return;
-            }
-            /* back to full speed once quiet for every throttle threshold */
-            if (!any_set (&throttles)) {
-                decide (out, VMR_POLICY_ACTION_UNTHROTTLE,
-                        "iops-throttle is off and so is latency-throttle");
-                return;
-            }
-            not_quiet = first_not_quiet (rule, &throttles, samples, n_samples, now_us);
-            if (not_quiet == NULL) {
-                why = all_quiet_text (rule, &throttles, latest);
-                decide (out, VMR_POLICY_ACTION_UNTHROTTLE, "guest quiet: %s", why);
-            } else if (over_throttle != NULL)
-                decide_owned (out, VMR_POLICY_ACTION_KEEP, busy_text (rule, over_throttle, latest));
-            else
-                decide_owned (out, VMR_POLICY_ACTION_KEEP, waiting_text (rule, not_quiet, latest));
+            decide_running (&j, phase == VMR_POLICY_PHASE_THROTTLED, out);
             return;
-
         case VMR_POLICY_PHASE_PAUSED:
-            if (!in_window) {
-                decide (out, VMR_POLICY_ACTION_KEEP, "outside the copy window %s", windows);
-                return;
-            }
-            not_quiet = first_not_quiet (rule, &delays, samples, n_samples, now_us);
-            if (not_quiet != NULL) {
-                decide_owned (out, VMR_POLICY_ACTION_KEEP, waiting_text (rule, not_quiet, latest));
-                return;
-            }
-            if (over_throttle != NULL) {
-                why = over_text (rule, over_throttle, latest);
-                decide (out, VMR_POLICY_ACTION_RESUME_THROTTLED, "resuming slowed: %s", why);
-            } else if (latest != NULL)
-                decide (out, VMR_POLICY_ACTION_RESUME, "guest quiet: %s", load);
-            else
-                decide (out, VMR_POLICY_ACTION_RESUME, "no load limit");
+            decide_paused (&j, out);
             return;
-
         case VMR_POLICY_PHASE_RELEASED:
         default:
             decide (out, VMR_POLICY_ACTION_KEEP,

@@ -16,46 +16,125 @@
 #include "vmr-error.h"
 #include "window.h"
 
-static const gchar *const key_names[VMR_POLICY_KEY_LAST] = {
-    [VMR_POLICY_KEY_SAMPLE_INTERVAL] = "sample-interval",
-    [VMR_POLICY_KEY_SPEED] = "speed",
-    [VMR_POLICY_KEY_IOPS_THROTTLE] = "iops-throttle",
-    [VMR_POLICY_KEY_THROTTLE_SPEED] = "throttle-speed",
-    [VMR_POLICY_KEY_IOPS_DELAY] = "iops-delay",
-    [VMR_POLICY_KEY_RESUME_BELOW] = "resume-below",
-    [VMR_POLICY_KEY_HOLD] = "hold",
-    [VMR_POLICY_KEY_WINDOW] = "window",
-    [VMR_POLICY_KEY_MAX_DELAY] = "max-delay",
-    [VMR_POLICY_KEY_ON_MAX_DELAY] = "on-max-delay",
-    [VMR_POLICY_KEY_MAX_PARALLEL] = "max-parallel",
-    [VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD] = "max-parallel-per-iothread",
-    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN] = "max-parallel-per-domain",
-    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION] = "max-parallel-per-destination",
-    [VMR_POLICY_KEY_KEEP_FINISHED] = "keep-finished",
-    [VMR_POLICY_KEY_KEEP_FINISHED_COUNT] = "keep-finished-count",
-    [VMR_POLICY_KEY_CONTROL] = "control",
-    [VMR_POLICY_KEY_GUEST_IMPACT] = "guest-impact",
-    [VMR_POLICY_KEY_MIN_SPEED] = "min-speed",
-    [VMR_POLICY_KEY_MAX_SPEED] = "max-speed",
-    [VMR_POLICY_KEY_MIN_PROGRESS] = "min-progress",
-    [VMR_POLICY_KEY_LATENCY_FLOOR] = "latency-floor",
-    [VMR_POLICY_KEY_MAX_HARM] = "max-harm",
-    [VMR_POLICY_KEY_GRANULARITY] = "granularity",
-    [VMR_POLICY_KEY_BUF_SIZE] = "buf-size",
-    [VMR_POLICY_KEY_LATENCY_THROTTLE] = "latency-throttle",
-    [VMR_POLICY_KEY_LATENCY_DELAY] = "latency-delay",
-    [VMR_POLICY_KEY_CONVERGE_AFTER] = "converge-after",
-    [VMR_POLICY_KEY_CONVERGE_BY] = "converge-by",
-    [VMR_POLICY_KEY_DEADLINE] = "deadline",
-    [VMR_POLICY_KEY_ON_DEADLINE] = "on-deadline",
-    [VMR_POLICY_KEY_RECONNECT_DELAY] = "reconnect-delay",
-    [VMR_POLICY_KEY_TLS_CREDS] = "tls-creds",
-    [VMR_POLICY_KEY_VERIFY] = "verify",
-    [VMR_POLICY_KEY_SPACE_CHECK] = "space-check",
-    [VMR_POLICY_KEY_SPACE_MARGIN] = "space-margin",
-    [VMR_POLICY_KEY_ALLOWED_DESTINATIONS] = "allowed-destinations",
-    [VMR_POLICY_KEY_DESTINATION_SYMLINKS] = "destination-symlinks",
+/* the words of the keys that take one of a few, in the order of their enums */
+static const gchar *const control_words[] = { "static", "adaptive", NULL };
+static const gchar *const converge_by_words[] = { "speed", "write-blocking", NULL };
+static const gchar *const on_deadline_words[] = { "continue", "converge", "fail", NULL };
+static const gchar *const yes_no_words[] = { "no", "yes", NULL };
+static const gchar *const on_max_delay_words[] = { "proceed", "fail", NULL };
+static const gchar *const space_check_words[] = { "refuse", "warn", "off", NULL };
+static const gchar *const symlinks_words[] = { "allow", "refuse", NULL };
+
+/*
+ * How a key's value is read, written and copied. A key of one of the common
+ * kinds is one field of VmrPolicyRule of that kind's C type, read and written
+ * the kind's way; the code for each other key, or for a kind's key with a
+ * range or a word of its own, is in the switches below.
+ */
+typedef enum {
+    KIND_OTHER,
+    KIND_DURATION, /* gint64 microseconds */
+    KIND_BYTES,    /* guint64 bytes, or bytes/s */
+    KIND_COUNT,    /* guint64, a whole number (IOPS, unless the key says otherwise) */
+    KIND_PERCENT,  /* guint, from min to max */
+    KIND_WORD,     /* an enum or a gboolean: the index of one of words */
+} KeyKind;
+
+typedef struct {
+    const gchar *name;
+    KeyKind kind;
+    gsize offset; /* of the key's field in VmrPolicyRule */
+    gsize size;
+    guint min, max;            /* KIND_PERCENT */
+    const gchar *const *words; /* KIND_WORD */
+} KeyInfo;
+
+#define FIELD(member)                                                                              \
+    G_STRUCT_OFFSET (VmrPolicyRule, member), sizeof (((VmrPolicyRule *) NULL)->member)
+
+static const KeyInfo keys[VMR_POLICY_KEY_LAST] = {
+    [VMR_POLICY_KEY_SAMPLE_INTERVAL]
+    = { "sample-interval", KIND_DURATION, FIELD (sample_interval_us) },
+    [VMR_POLICY_KEY_SPEED] = { "speed", KIND_BYTES, FIELD (speed) },
+    [VMR_POLICY_KEY_IOPS_THROTTLE] = { "iops-throttle", KIND_COUNT, FIELD (iops_throttle) },
+    [VMR_POLICY_KEY_THROTTLE_SPEED] = { "throttle-speed", KIND_BYTES, FIELD (throttle_speed) },
+    [VMR_POLICY_KEY_IOPS_DELAY] = { "iops-delay", KIND_COUNT, FIELD (iops_delay) },
+    [VMR_POLICY_KEY_RESUME_BELOW] = { "resume-below", KIND_PERCENT, FIELD (resume_below), 1, 99 },
+    [VMR_POLICY_KEY_HOLD] = { "hold", KIND_DURATION, FIELD (hold_us) },
+    [VMR_POLICY_KEY_WINDOW] = { "window", KIND_OTHER, FIELD (windows) },
+    [VMR_POLICY_KEY_MAX_DELAY] = { "max-delay", KIND_DURATION, FIELD (max_delay_us) },
+    [VMR_POLICY_KEY_ON_MAX_DELAY]
+    = { "on-max-delay", KIND_WORD, FIELD (on_max_delay), 0, 0, on_max_delay_words },
+    [VMR_POLICY_KEY_MAX_PARALLEL] = { "max-parallel", KIND_COUNT, FIELD (limits[VMR_LIMIT_HOST]) },
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD]
+    = { "max-parallel-per-iothread", KIND_COUNT, FIELD (limits[VMR_LIMIT_IOTHREAD]) },
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN]
+    = { "max-parallel-per-domain", KIND_COUNT, FIELD (limits[VMR_LIMIT_DOMAIN]) },
+    [VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION]
+    = { "max-parallel-per-destination", KIND_COUNT, FIELD (limits[VMR_LIMIT_DESTINATION]) },
+    [VMR_POLICY_KEY_KEEP_FINISHED] = { "keep-finished", KIND_DURATION, FIELD (keep_finished_us) },
+    [VMR_POLICY_KEY_KEEP_FINISHED_COUNT]
+    = { "keep-finished-count", KIND_OTHER, FIELD (keep_finished) },
+    [VMR_POLICY_KEY_CONTROL] = { "control", KIND_WORD, FIELD (control), 0, 0, control_words },
+    [VMR_POLICY_KEY_GUEST_IMPACT] = { "guest-impact", KIND_PERCENT, FIELD (guest_impact), 1, 50 },
+    [VMR_POLICY_KEY_MIN_SPEED] = { "min-speed", KIND_BYTES, FIELD (min_speed) },
+    [VMR_POLICY_KEY_MAX_SPEED] = { "max-speed", KIND_BYTES, FIELD (max_speed) },
+    [VMR_POLICY_KEY_MIN_PROGRESS] = { "min-progress", KIND_OTHER, FIELD (min_progress) },
+    [VMR_POLICY_KEY_LATENCY_FLOOR] = { "latency-floor", KIND_DURATION, FIELD (latency_floor_us) },
+    /* over the highest guest-impact, up to four times the latency */
+    [VMR_POLICY_KEY_MAX_HARM] = { "max-harm", KIND_PERCENT, FIELD (max_harm), 50, 300 },
+    [VMR_POLICY_KEY_GRANULARITY] = { "granularity", KIND_OTHER, FIELD (granularity) },
+    [VMR_POLICY_KEY_BUF_SIZE] = { "buf-size", KIND_OTHER, FIELD (buf_size) },
+    [VMR_POLICY_KEY_LATENCY_THROTTLE]
+    = { "latency-throttle", KIND_DURATION, FIELD (latency_throttle_us) },
+    [VMR_POLICY_KEY_LATENCY_DELAY] = { "latency-delay", KIND_DURATION, FIELD (latency_delay_us) },
+    [VMR_POLICY_KEY_CONVERGE_AFTER]
+    = { "converge-after", KIND_DURATION, FIELD (converge_after_us) },
+    [VMR_POLICY_KEY_CONVERGE_BY]
+    = { "converge-by", KIND_WORD, FIELD (converge_by), 0, 0, converge_by_words },
+    [VMR_POLICY_KEY_DEADLINE] = { "deadline", KIND_DURATION, FIELD (deadline_us) },
+    [VMR_POLICY_KEY_ON_DEADLINE]
+    = { "on-deadline", KIND_WORD, FIELD (on_deadline), 0, 0, on_deadline_words },
+    [VMR_POLICY_KEY_RECONNECT_DELAY] = { "reconnect-delay", KIND_OTHER, FIELD (reconnect_delay_s) },
+    [VMR_POLICY_KEY_TLS_CREDS] = { "tls-creds", KIND_OTHER, FIELD (tls_creds) },
+    [VMR_POLICY_KEY_VERIFY] = { "verify", KIND_WORD, FIELD (verify), 0, 0, yes_no_words },
+    [VMR_POLICY_KEY_SPACE_CHECK]
+    = { "space-check", KIND_WORD, FIELD (space_check), 0, 0, space_check_words },
+    [VMR_POLICY_KEY_SPACE_MARGIN] = { "space-margin", KIND_BYTES, FIELD (space_margin) },
+    [VMR_POLICY_KEY_ALLOWED_DESTINATIONS]
+    = { "allowed-destinations", KIND_OTHER, FIELD (allowed_destinations) },
+    [VMR_POLICY_KEY_DESTINATION_SYMLINKS]
+    = { "destination-symlinks", KIND_WORD, FIELD (refuse_destination_symlinks), 0, 0,
+        symlinks_words },
 };
+
+/* the size of the field of a key of @kind: an enum is an int, as a gboolean */
+static gsize
+kind_size (KeyKind kind)
+{
+    switch (kind) {
+        case KIND_DURATION:
+            return sizeof (gint64);
+        case KIND_BYTES:
+        case KIND_COUNT:
+            return sizeof (guint64);
+        case KIND_PERCENT:
+            return sizeof (guint);
+        case KIND_WORD:
+            return sizeof (gint);
+        case KIND_OTHER:
+        default:
+            return 0;
+    }
+}
+
+/* the field of @key in @rule */
+static gpointer
+key_field (const VmrPolicyRule *rule, VmrPolicyKey key)
+{
+    g_assert (key < VMR_POLICY_KEY_LAST);
+    return (guint8 *) rule + keys[key].offset;
+}
 
 /* a whole percentage from @min to @max, the % sign optional */
 static gboolean
@@ -74,14 +153,6 @@ parse_percent (const gchar *text, guint min, guint max, guint *out, GError **err
     *out = (guint) number;
     return TRUE;
 }
-
-/* the words of the keys that take one of a few, in the order of their enums */
-static const gchar *const control_words[] = { "static", "adaptive", NULL };
-static const gchar *const converge_by_words[] = { "speed", "write-blocking", NULL };
-static const gchar *const on_deadline_words[] = { "continue", "converge", "fail", NULL };
-static const gchar *const yes_no_words[] = { "no", "yes", NULL };
-static const gchar *const space_check_words[] = { "refuse", "warn", "off", NULL };
-static const gchar *const symlinks_words[] = { "allow", "refuse", NULL };
 
 /* @text as the index of one of @words, or FALSE with a message listing them */
 static gboolean
@@ -103,7 +174,7 @@ parse_word (const gchar *text, const gchar *const *words, guint *out, GError **e
 const gchar *
 vmr_policy_key_name (VmrPolicyKey key)
 {
-    return key < VMR_POLICY_KEY_LAST ? key_names[key] : "unknown";
+    return key < VMR_POLICY_KEY_LAST ? keys[key].name : "unknown";
 }
 
 /* the keys about the whole host, read from [defaults] only */
@@ -165,121 +236,21 @@ void
 vmr_policy_rule_copy_value (VmrPolicyRule *to, const VmrPolicyRule *from, VmrPolicyKey key)
 {
     switch (key) {
-        case VMR_POLICY_KEY_SAMPLE_INTERVAL:
-            to->sample_interval_us = from->sample_interval_us;
-            break;
-        case VMR_POLICY_KEY_SPEED:
-            to->speed = from->speed;
-            break;
-        case VMR_POLICY_KEY_IOPS_THROTTLE:
-            to->iops_throttle = from->iops_throttle;
-            break;
-        case VMR_POLICY_KEY_THROTTLE_SPEED:
-            to->throttle_speed = from->throttle_speed;
-            break;
-        case VMR_POLICY_KEY_IOPS_DELAY:
-            to->iops_delay = from->iops_delay;
-            break;
-        case VMR_POLICY_KEY_RESUME_BELOW:
-            to->resume_below = from->resume_below;
-            break;
-        case VMR_POLICY_KEY_HOLD:
-            to->hold_us = from->hold_us;
-            break;
         case VMR_POLICY_KEY_WINDOW:
             g_array_set_size (to->windows, 0);
             g_array_append_vals (to->windows, from->windows->data, from->windows->len);
-            break;
-        case VMR_POLICY_KEY_MAX_DELAY:
-            to->max_delay_us = from->max_delay_us;
-            break;
-        case VMR_POLICY_KEY_ON_MAX_DELAY:
-            to->on_max_delay = from->on_max_delay;
-            break;
-        case VMR_POLICY_KEY_MAX_PARALLEL:
-        case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
-        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
-        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
-            to->limits[key - VMR_POLICY_KEY_MAX_PARALLEL]
-                = from->limits[key - VMR_POLICY_KEY_MAX_PARALLEL];
-            break;
-        case VMR_POLICY_KEY_KEEP_FINISHED:
-            to->keep_finished_us = from->keep_finished_us;
-            break;
-        case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
-            to->keep_finished = from->keep_finished;
-            break;
-        case VMR_POLICY_KEY_CONTROL:
-            to->control = from->control;
-            break;
-        case VMR_POLICY_KEY_GUEST_IMPACT:
-            to->guest_impact = from->guest_impact;
-            break;
-        case VMR_POLICY_KEY_MIN_SPEED:
-            to->min_speed = from->min_speed;
-            break;
-        case VMR_POLICY_KEY_MAX_SPEED:
-            to->max_speed = from->max_speed;
-            break;
-        case VMR_POLICY_KEY_MIN_PROGRESS:
-            to->min_progress = from->min_progress;
-            break;
-        case VMR_POLICY_KEY_LATENCY_FLOOR:
-            to->latency_floor_us = from->latency_floor_us;
-            break;
-        case VMR_POLICY_KEY_MAX_HARM:
-            to->max_harm = from->max_harm;
-            break;
-        case VMR_POLICY_KEY_GRANULARITY:
-            to->granularity = from->granularity;
-            break;
-        case VMR_POLICY_KEY_BUF_SIZE:
-            to->buf_size = from->buf_size;
-            break;
-        case VMR_POLICY_KEY_LATENCY_THROTTLE:
-            to->latency_throttle_us = from->latency_throttle_us;
-            break;
-        case VMR_POLICY_KEY_LATENCY_DELAY:
-            to->latency_delay_us = from->latency_delay_us;
-            break;
-        case VMR_POLICY_KEY_CONVERGE_AFTER:
-            to->converge_after_us = from->converge_after_us;
-            break;
-        case VMR_POLICY_KEY_CONVERGE_BY:
-            to->converge_by = from->converge_by;
-            break;
-        case VMR_POLICY_KEY_DEADLINE:
-            to->deadline_us = from->deadline_us;
-            break;
-        case VMR_POLICY_KEY_ON_DEADLINE:
-            to->on_deadline = from->on_deadline;
-            break;
-        case VMR_POLICY_KEY_RECONNECT_DELAY:
-            to->reconnect_delay_s = from->reconnect_delay_s;
-            break;
+            return;
         case VMR_POLICY_KEY_TLS_CREDS:
             g_free (to->tls_creds);
             to->tls_creds = g_strdup (from->tls_creds);
-            break;
-        case VMR_POLICY_KEY_VERIFY:
-            to->verify = from->verify;
-            break;
-        case VMR_POLICY_KEY_SPACE_CHECK:
-            to->space_check = from->space_check;
-            break;
-        case VMR_POLICY_KEY_SPACE_MARGIN:
-            to->space_margin = from->space_margin;
-            break;
+            return;
         case VMR_POLICY_KEY_ALLOWED_DESTINATIONS:
             g_strfreev (to->allowed_destinations);
             to->allowed_destinations = g_strdupv (from->allowed_destinations);
-            break;
-        case VMR_POLICY_KEY_DESTINATION_SYMLINKS:
-            to->refuse_destination_symlinks = from->refuse_destination_symlinks;
-            break;
-        case VMR_POLICY_KEY_LAST:
+            return;
         default:
-            g_assert_not_reached ();
+            /* every other key's field holds its value itself */
+            memcpy (key_field (to, key), key_field (from, key), keys[key].size);
     }
 }
 
@@ -383,23 +354,19 @@ parse_buf_size (const gchar *text, guint64 *out, GError **error)
                             "a size from 64K to 1G", out, error);
 }
 
-/*
- * 0 (the latency's excess counts against the baseline alone) to 100 ms: a
- * guest whose I/O takes longer than that is not one a floor protects
- */
+/* off (0), or a percentage from 1 to 400 */
 static gboolean
-parse_latency_floor (const gchar *text, gint64 *out, GError **error)
+parse_min_progress (const gchar *text, guint *out, GError **error)
 {
-    gint64 usec = 0;
-
-    if (!vmr_units_parse_duration (text, &usec, error))
-        return FALSE;
-    if (usec > 100 * 1000) {
+    if (g_strcmp0 (text, "off") == 0) {
+        *out = 0;
+        return TRUE;
+    }
+    if (!parse_percent (text, 1, 400, out, NULL)) {
         g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                     "'%s' is out of range (0 to 100ms)", text);
+                     "'%s' is not off nor a percentage from 1 to 400", text);
         return FALSE;
     }
-    *out = usec;
     return TRUE;
 }
 
@@ -459,51 +426,73 @@ parse_destinations (const gchar *text, GStrv *out, GError **error)
     return TRUE;
 }
 
+/* reads @text into the field of @key, a key of a common kind */
+static gboolean
+parse_by_kind (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text, GError **error)
+{
+    gpointer field = key_field (rule, key);
+    guint word = 0;
+
+    g_assert (keys[key].size == kind_size (keys[key].kind));
+    switch (keys[key].kind) {
+        case KIND_DURATION:
+            return vmr_units_parse_duration (text, field, error);
+        case KIND_BYTES:
+            return vmr_units_parse_bytes (text, field, error);
+        case KIND_COUNT:
+            return parse_count (text, field, error);
+        case KIND_PERCENT:
+            return parse_percent (text, keys[key].min, keys[key].max, field, error);
+        case KIND_WORD:
+            if (!parse_word (text, keys[key].words, &word, error))
+                return FALSE;
+            *(gint *) field = (gint) word;
+            return TRUE;
+        case KIND_OTHER:
+        default:
+            g_assert_not_reached ();
+    }
+}
+
+/* a duration from @min_us to @max_us, @range naming them in the error */
+static gboolean
+parse_duration_in (const gchar *text, gint64 min_us, gint64 max_us, const gchar *range, gint64 *out,
+                   GError **error)
+{
+    gint64 usec = 0;
+
+    if (!vmr_units_parse_duration (text, &usec, error))
+        return FALSE;
+    if (usec < min_us || usec > max_us) {
+        g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "'%s' is out of range (%s)",
+                     text, range);
+        return FALSE;
+    }
+    *out = usec;
+    return TRUE;
+}
+
 gboolean
 vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar *text,
                              GError **error)
 {
     guint64 number = 0;
-    gint64 usec = 0;
-    guint word = 0;
 
     switch (key) {
         case VMR_POLICY_KEY_SAMPLE_INTERVAL:
-            if (!vmr_units_parse_duration (text, &usec, error))
-                return FALSE;
-            if (usec < 100 * 1000 || usec > G_GINT64_CONSTANT (60) * G_USEC_PER_SEC) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "'%s' is out of range (100ms to 60s)", text);
-                return FALSE;
-            }
-            rule->sample_interval_us = usec;
-            return TRUE;
-        case VMR_POLICY_KEY_SPEED:
-            return vmr_units_parse_bytes (text, &rule->speed, error);
-        case VMR_POLICY_KEY_THROTTLE_SPEED:
-            return vmr_units_parse_bytes (text, &rule->throttle_speed, error);
-        case VMR_POLICY_KEY_IOPS_THROTTLE:
-            return parse_count (text, &rule->iops_throttle, error);
-        case VMR_POLICY_KEY_IOPS_DELAY:
-            return parse_count (text, &rule->iops_delay, error);
-        case VMR_POLICY_KEY_RESUME_BELOW:
-            return parse_percent (text, 1, 99, &rule->resume_below, error);
-        case VMR_POLICY_KEY_HOLD:
-            return vmr_units_parse_duration (text, &rule->hold_us, error);
-        case VMR_POLICY_KEY_MAX_DELAY:
-            return vmr_units_parse_duration (text, &rule->max_delay_us, error);
+            return parse_duration_in (text, 100 * 1000, G_GINT64_CONSTANT (60) * G_USEC_PER_SEC,
+                                      "100ms to 60s", &rule->sample_interval_us, error);
+        case VMR_POLICY_KEY_LATENCY_FLOOR:
+            /* 0 (the excess counts against the baseline alone) to 100 ms: a guest
+             * whose I/O takes longer than that is not one a floor protects */
+            return parse_duration_in (text, 0, 100 * 1000, "0 to 100ms", &rule->latency_floor_us,
+                                      error);
         case VMR_POLICY_KEY_WINDOW:
             g_array_set_size (rule->windows, 0);
             return vmr_window_list_parse (text, rule->windows, error);
         case VMR_POLICY_KEY_ON_MAX_DELAY:
-            if (g_strcmp0 (text, "proceed") == 0) {
-                rule->on_max_delay = VMR_ON_MAX_DELAY_PROCEED;
+            if (parse_by_kind (rule, key, text, NULL))
                 return TRUE;
-            }
-            if (g_strcmp0 (text, "fail") == 0) {
-                rule->on_max_delay = VMR_ON_MAX_DELAY_FAIL;
-                return TRUE;
-            }
             g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                          "'%s' is neither proceed nor fail", text);
             return FALSE;
@@ -511,12 +500,7 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
         case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
         case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
         case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
-            if (!vmr_policy_parse_copies (text, &number, error))
-                return FALSE;
-            rule->limits[key - VMR_POLICY_KEY_MAX_PARALLEL] = number;
-            return TRUE;
-        case VMR_POLICY_KEY_KEEP_FINISHED:
-            return vmr_units_parse_duration (text, &rule->keep_finished_us, error);
+            return vmr_policy_parse_copies (text, key_field (rule, key), error);
         case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
             if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT32, &number, NULL)) {
                 g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
@@ -525,86 +509,52 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
             }
             rule->keep_finished = (guint) number;
             return TRUE;
-        case VMR_POLICY_KEY_CONTROL:
-            if (!parse_word (text, control_words, &word, error))
-                return FALSE;
-            rule->control = (VmrControl) word;
-            return TRUE;
-        case VMR_POLICY_KEY_GUEST_IMPACT:
-            return parse_percent (text, 1, 50, &rule->guest_impact, error);
         case VMR_POLICY_KEY_MIN_SPEED:
-            if (!vmr_units_parse_bytes (text, &rule->min_speed, error))
+            if (!vmr_units_parse_bytes (text, &number, error))
                 return FALSE;
-            if (rule->min_speed == 0) {
+            if (number == 0) {
                 g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
                              "'%s' is not above 0: a copy must go on", text);
                 return FALSE;
             }
+            rule->min_speed = number;
             return TRUE;
-        case VMR_POLICY_KEY_MAX_SPEED:
-            return vmr_units_parse_bytes (text, &rule->max_speed, error);
         case VMR_POLICY_KEY_MIN_PROGRESS:
-            if (g_strcmp0 (text, "off") == 0) {
-                rule->min_progress = 0;
-                return TRUE;
-            }
-            if (!parse_percent (text, 1, 400, &rule->min_progress, NULL)) {
-                g_set_error (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
-                             "'%s' is not off nor a percentage from 1 to 400", text);
-                return FALSE;
-            }
-            return TRUE;
-        case VMR_POLICY_KEY_LATENCY_FLOOR:
-            return parse_latency_floor (text, &rule->latency_floor_us, error);
-        case VMR_POLICY_KEY_MAX_HARM:
-            /* over the highest guest-impact, up to four times the latency */
-            return parse_percent (text, 50, 300, &rule->max_harm, error);
+            return parse_min_progress (text, &rule->min_progress, error);
         case VMR_POLICY_KEY_GRANULARITY:
             return parse_granularity (text, &rule->granularity, error);
         case VMR_POLICY_KEY_BUF_SIZE:
             return parse_buf_size (text, &rule->buf_size, error);
-        case VMR_POLICY_KEY_LATENCY_THROTTLE:
-            return vmr_units_parse_duration (text, &rule->latency_throttle_us, error);
-        case VMR_POLICY_KEY_LATENCY_DELAY:
-            return vmr_units_parse_duration (text, &rule->latency_delay_us, error);
-        case VMR_POLICY_KEY_CONVERGE_AFTER:
-            return vmr_units_parse_duration (text, &rule->converge_after_us, error);
-        case VMR_POLICY_KEY_CONVERGE_BY:
-            if (!parse_word (text, converge_by_words, &word, error))
-                return FALSE;
-            rule->converge_by = (VmrConvergeBy) word;
-            return TRUE;
-        case VMR_POLICY_KEY_DEADLINE:
-            return vmr_units_parse_duration (text, &rule->deadline_us, error);
-        case VMR_POLICY_KEY_ON_DEADLINE:
-            if (!parse_word (text, on_deadline_words, &word, error))
-                return FALSE;
-            rule->on_deadline = (VmrOnDeadline) word;
-            return TRUE;
         case VMR_POLICY_KEY_RECONNECT_DELAY:
             return parse_reconnect_delay (text, &rule->reconnect_delay_s, error);
         case VMR_POLICY_KEY_TLS_CREDS:
             return vmr_policy_parse_tls_creds (text, &rule->tls_creds, error);
-        case VMR_POLICY_KEY_VERIFY:
-            if (!parse_word (text, yes_no_words, &word, error))
-                return FALSE;
-            rule->verify = word == 1;
-            return TRUE;
-        case VMR_POLICY_KEY_SPACE_CHECK:
-            if (!parse_word (text, space_check_words, &word, error))
-                return FALSE;
-            rule->space_check = (VmrSpaceCheck) word;
-            return TRUE;
-        case VMR_POLICY_KEY_SPACE_MARGIN:
-            return vmr_units_parse_bytes (text, &rule->space_margin, error);
         case VMR_POLICY_KEY_ALLOWED_DESTINATIONS:
             return parse_destinations (text, &rule->allowed_destinations, error);
-        case VMR_POLICY_KEY_DESTINATION_SYMLINKS:
-            if (!parse_word (text, symlinks_words, &word, error))
-                return FALSE;
-            rule->refuse_destination_symlinks = word == 1;
-            return TRUE;
-        case VMR_POLICY_KEY_LAST:
+        default:
+            return parse_by_kind (rule, key, text, error);
+    }
+}
+
+/* the value of @key, a key of a common kind, as the policy file writes it */
+static gchar *
+format_by_kind (const VmrPolicyRule *rule, VmrPolicyKey key)
+{
+    gconstpointer field = key_field (rule, key);
+
+    g_assert (keys[key].size == kind_size (keys[key].kind));
+    switch (keys[key].kind) {
+        case KIND_DURATION:
+            return format_duration (*(const gint64 *) field);
+        case KIND_BYTES:
+            return format_rate (*(const guint64 *) field);
+        case KIND_COUNT:
+            return g_strdup_printf ("%" G_GUINT64_FORMAT, *(const guint64 *) field);
+        case KIND_PERCENT:
+            return g_strdup_printf ("%u%%", *(const guint *) field);
+        case KIND_WORD:
+            return g_strdup (keys[key].words[*(const gint *) field]);
+        case KIND_OTHER:
         default:
             g_assert_not_reached ();
     }
@@ -614,86 +564,27 @@ gchar *
 vmr_policy_rule_format_value (const VmrPolicyRule *rule, VmrPolicyKey key)
 {
     switch (key) {
-        case VMR_POLICY_KEY_SAMPLE_INTERVAL:
-            return format_duration (rule->sample_interval_us);
-        case VMR_POLICY_KEY_SPEED:
-            return format_rate (rule->speed);
-        case VMR_POLICY_KEY_IOPS_THROTTLE:
-            return g_strdup_printf ("%" G_GUINT64_FORMAT, rule->iops_throttle);
-        case VMR_POLICY_KEY_THROTTLE_SPEED:
-            return format_rate (rule->throttle_speed);
-        case VMR_POLICY_KEY_IOPS_DELAY:
-            return g_strdup_printf ("%" G_GUINT64_FORMAT, rule->iops_delay);
-        case VMR_POLICY_KEY_RESUME_BELOW:
-            return g_strdup_printf ("%u%%", rule->resume_below);
-        case VMR_POLICY_KEY_HOLD:
-            return format_duration (rule->hold_us);
         case VMR_POLICY_KEY_WINDOW:
             return vmr_policy_rule_format_windows (rule);
-        case VMR_POLICY_KEY_MAX_DELAY:
-            return format_duration (rule->max_delay_us);
-        case VMR_POLICY_KEY_ON_MAX_DELAY:
-            return g_strdup (rule->on_max_delay == VMR_ON_MAX_DELAY_FAIL ? "fail" : "proceed");
-        case VMR_POLICY_KEY_MAX_PARALLEL:
-        case VMR_POLICY_KEY_MAX_PARALLEL_PER_IOTHREAD:
-        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DOMAIN:
-        case VMR_POLICY_KEY_MAX_PARALLEL_PER_DESTINATION:
-            return g_strdup_printf ("%" G_GUINT64_FORMAT,
-                                    rule->limits[key - VMR_POLICY_KEY_MAX_PARALLEL]);
-        case VMR_POLICY_KEY_KEEP_FINISHED:
-            return format_duration (rule->keep_finished_us);
         case VMR_POLICY_KEY_KEEP_FINISHED_COUNT:
             return g_strdup_printf ("%u", rule->keep_finished);
-        case VMR_POLICY_KEY_CONTROL:
-            return g_strdup (control_words[rule->control]);
-        case VMR_POLICY_KEY_GUEST_IMPACT:
-            return g_strdup_printf ("%u%%", rule->guest_impact);
-        case VMR_POLICY_KEY_MIN_SPEED:
-            return format_rate (rule->min_speed);
-        case VMR_POLICY_KEY_MAX_SPEED:
-            return format_rate (rule->max_speed);
         case VMR_POLICY_KEY_MIN_PROGRESS:
             return rule->min_progress == 0 ? g_strdup ("off")
                                            : g_strdup_printf ("%u%%", rule->min_progress);
-        case VMR_POLICY_KEY_LATENCY_FLOOR:
-            return format_duration (rule->latency_floor_us);
-        case VMR_POLICY_KEY_MAX_HARM:
-            return g_strdup_printf ("%u%%", rule->max_harm);
         case VMR_POLICY_KEY_GRANULARITY:
             return rule->granularity == 0 ? g_strdup ("auto") : format_rate (rule->granularity);
         case VMR_POLICY_KEY_BUF_SIZE:
             return rule->buf_size == 0 ? g_strdup ("auto") : format_rate (rule->buf_size);
-        case VMR_POLICY_KEY_LATENCY_THROTTLE:
-            return format_duration (rule->latency_throttle_us);
-        case VMR_POLICY_KEY_LATENCY_DELAY:
-            return format_duration (rule->latency_delay_us);
-        case VMR_POLICY_KEY_CONVERGE_AFTER:
-            return format_duration (rule->converge_after_us);
-        case VMR_POLICY_KEY_CONVERGE_BY:
-            return g_strdup (converge_by_words[rule->converge_by]);
-        case VMR_POLICY_KEY_DEADLINE:
-            return format_duration (rule->deadline_us);
-        case VMR_POLICY_KEY_ON_DEADLINE:
-            return g_strdup (on_deadline_words[rule->on_deadline]);
         case VMR_POLICY_KEY_RECONNECT_DELAY:
             return format_duration ((gint64) rule->reconnect_delay_s * G_USEC_PER_SEC);
         case VMR_POLICY_KEY_TLS_CREDS:
             return g_strdup (rule->tls_creds != NULL ? rule->tls_creds : "none");
-        case VMR_POLICY_KEY_VERIFY:
-            return g_strdup (yes_no_words[rule->verify ? 1 : 0]);
-        case VMR_POLICY_KEY_SPACE_CHECK:
-            return g_strdup (space_check_words[rule->space_check]);
-        case VMR_POLICY_KEY_SPACE_MARGIN:
-            return format_rate (rule->space_margin);
         case VMR_POLICY_KEY_ALLOWED_DESTINATIONS:
             return rule->allowed_destinations != NULL
                        ? g_strjoinv (", ", rule->allowed_destinations)
                        : g_strdup ("any");
-        case VMR_POLICY_KEY_DESTINATION_SYMLINKS:
-            return g_strdup (symlinks_words[rule->refuse_destination_symlinks ? 1 : 0]);
-        case VMR_POLICY_KEY_LAST:
         default:
-            return g_strdup ("");
+            return key < VMR_POLICY_KEY_LAST ? format_by_kind (rule, key) : g_strdup ("");
     }
 }
 

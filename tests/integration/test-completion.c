@@ -104,30 +104,11 @@ commands_of_help (VmrHarness *h)
     return g_strjoinv (" ", (gchar **) names->pdata);
 }
 
+/* the commands and their options: what --help and each command's options list */
 static void
-test_complete (VmrHarness *h, gconstpointer data)
+assert_completes_commands (VmrHarness *h)
 {
-    g_auto (VmrHarnessVm) vm = { 0 };
-    g_autofree gchar *id = NULL;
-    g_autofree gchar *silent = NULL;
-    g_autofree gchar *missing = NULL;
     g_autofree gchar *commands = NULL;
-    g_auto (GStrv) got = NULL;
-    g_autoptr (JsonObject) job = NULL;
-    gint64 elapsed_us = 0;
-    const gchar *bash_completion = g_getenv ("VMR_BASH_COMPLETION");
-
-    if (vmr_harness_skipped (h))
-        return;
-    if (bash_completion == NULL || !g_file_test (bash_completion, G_FILE_TEST_EXISTS)) {
-        vmr_harness_skip (h, "bash-completion not found (the bash-completion package)");
-        return;
-    }
-    if (!vmr_harness_require (h, "bash", "timeout", NULL))
-        return;
-    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 53);
-    id = vmr_harness_start_slow_migration (h, &vm, NULL);
-    vmr_harness_writer_write (vm.writer, WRITES);
 
     {
         const gchar *words[] = { "-p", NULL };
@@ -174,6 +155,12 @@ test_complete (VmrHarness *h, gconstpointer data)
 
         assert_completes (h, words, "vm");
     }
+}
+
+/* the names the daemon knows: domains, disks and the job @id */
+static void
+assert_completes_names (VmrHarness *h, const gchar *id)
+{
     /* names from the daemon */
     {
         const gchar *words[] = { "virt-mirror", "migrate", "", NULL };
@@ -246,8 +233,17 @@ test_complete (VmrHarness *h, gconstpointer data)
 
         assert_completes (h, words, id);
     }
+}
 
-    /* no daemon there, or one that never answers: no names, and no hang */
+/* no daemon there, or one that never answers: no names, and no hang */
+static void
+assert_completes_without_daemon (VmrHarness *h)
+{
+    g_autofree gchar *silent = NULL;
+    g_autofree gchar *missing = NULL;
+    g_auto (GStrv) got = NULL;
+    gint64 elapsed_us = 0;
+
     missing = vmr_harness_path (h, "missing.sock");
     silent = vmr_harness_silent_listener (h);
     {
@@ -263,6 +259,31 @@ test_complete (VmrHarness *h, gconstpointer data)
         g_test_message ("completion against a daemon that never answers: %.2f s", elapsed_us / 1e6);
         g_assert_cmpint (elapsed_us, <, HUNG_DAEMON_LIMIT_US);
     }
+}
+
+static void
+test_complete (VmrHarness *h, gconstpointer data)
+{
+    g_auto (VmrHarnessVm) vm = { 0 };
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    const gchar *bash_completion = g_getenv ("VMR_BASH_COMPLETION");
+
+    if (vmr_harness_skipped (h))
+        return;
+    if (bash_completion == NULL || !g_file_test (bash_completion, G_FILE_TEST_EXISTS)) {
+        vmr_harness_skip (h, "bash-completion not found (the bash-completion package)");
+        return;
+    }
+    if (!vmr_harness_require (h, "bash", "timeout", NULL))
+        return;
+    vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 53);
+    id = vmr_harness_start_slow_migration (h, &vm, NULL);
+    vmr_harness_writer_write (vm.writer, WRITES);
+
+    assert_completes_commands (h);
+    assert_completes_names (h, id);
+    assert_completes_without_daemon (h);
 
     job = vmr_harness_job_command (h, "cancel", id, NULL);
     vmr_harness_writer_write (vm.writer, WRITES);

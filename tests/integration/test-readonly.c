@@ -131,6 +131,137 @@ event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gint64 time
         seen->state = g_strdup (vmr_json_get_string (data, "state"));
 }
 
+/* the group reads: jobs, job, domains, policy show, metrics */
+static void
+assert_group_reads (Fixture *t, const gchar *id, const VmrHarnessVm *vm)
+{
+    {
+        g_auto (Run) jobs = { 0 };
+        g_auto (Run) one = { 0 };
+        g_auto (Run) domains = { 0 };
+        g_auto (Run) shown = { 0 };
+
+        RUN (t, TRUE, &jobs, "-r", "jobs");
+        vmr_cli_result_assert_ok (jobs.result);
+        g_assert_nonnull (strstr (jobs.result->out, id));
+        RUN (t, TRUE, &one, "--readonly", "--json", "job", id);
+        vmr_cli_result_assert_ok (one.result);
+        g_assert_nonnull (strstr (one.result->out, "\"copying\""));
+        RUN (t, TRUE, &domains, "-r", "domains");
+        vmr_cli_result_assert_ok (domains.result);
+        g_assert_nonnull (strstr (domains.result->out, vm->source));
+        RUN (t, TRUE, &shown, "-r", "policy", "show", "vm", "disk0");
+        vmr_cli_result_assert_ok (shown.result);
+        g_assert_nonnull (strstr (shown.result->out, "10s"));
+    }
+    /* ... and the metrics */
+    {
+        g_auto (Run) metrics = { 0 };
+        g_autofree gchar *info = g_strdup_printf ("virt_mirror_job_info{job=\"%s\"", id);
+
+        RUN (t, TRUE, &metrics, "-r", "metrics");
+        vmr_cli_result_assert_ok (metrics.result);
+        g_assert_nonnull (strstr (metrics.result->out, info));
+    }
+}
+
+/* the read-only socket changes nothing: each refusal is its own error, logged with the peer */
+static void
+assert_readonly_changes_nothing (Fixture *t, const gchar *id)
+{
+    VmrHarness *h = &t->h;
+    g_autofree gchar *dest2 = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (JsonObject) block_job = NULL;
+
+    dest2 = vmr_harness_path (h, "other.raw");
+    READONLY_REFUSES (t, "migrate", "migrate", "vm", "disk0", dest2);
+    READONLY_REFUSES (t, "job-cancel", "cancel", id);
+    READONLY_REFUSES (t, "job-pause", "pause", id);
+    READONLY_REFUSES (t, "job-set-speed", "set-speed", id, "0");
+    READONLY_REFUSES (t, "detach", "detach", "vm");
+    READONLY_REFUSES (t, "reload", "reload");
+    READONLY_REFUSES (t, "attach", "attach", "other", "--qmp", h->qemu_monitor);
+    READONLY_REFUSES (t, "evacuate", "evacuate", "--from", h->dir, "--to", "/srv", "--dry-run");
+    g_assert_false (g_file_test (dest2, G_FILE_TEST_EXISTS));
+    job = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (vmr_json_job_state (job), ==, "copying");
+    block_job = vmr_harness_find_block_job (h, id);
+    g_assert_nonnull (block_job);
+
+    /* the read-only socket is read-only for root too */
+    {
+        g_auto (Run) run = { 0 };
+
+        RUN (t, FALSE, &run, "-r", "cancel", id);
+        vmr_cli_result_assert_error (run.result, 1);
+        g_assert_nonnull (strstr (run.result->err, "does not allow 'job-cancel'"));
+    }
+}
+
+/* the group's users reach the control socket neither by its mode nor by mistake */
+static void
+assert_users_kept_out (Fixture *t, const gchar *id, guint uid)
+{
+    VmrHarness *h = &t->h;
+    g_autofree gchar *logged = NULL;
+    g_autoptr (JsonObject) job = NULL;
+    g_autoptr (GError) error = NULL;
+
+    /* the user cannot reach the control socket ... */
+    {
+        g_auto (Run) run = { 0 };
+
+        RUN (t, TRUE, &run, "cancel", id);
+        vmr_cli_result_assert_error (run.result, 1);
+        g_assert_nonnull (strstr (run.result->err, "permission denied"));
+    }
+    /* ... and when its mode lets them in by mistake, the daemon still says no */
+    g_assert_cmpint (g_chmod (h->socket, 0666), ==, 0);
+    {
+        g_auto (Run) reads = { 0 };
+        g_auto (Run) run = { 0 };
+        g_autofree gchar *reason = g_strdup_printf ("'job-cancel' is for root only (the client "
+                                                    "is uid %u)",
+                                                    uid);
+
+        RUN (t, TRUE, &reads, "jobs");
+        vmr_cli_result_assert_ok (reads.result);
+        RUN (t, TRUE, &run, "cancel", id);
+        vmr_cli_result_assert_error (run.result, 1);
+        g_assert_nonnull (strstr (run.result->err, reason));
+        logged = g_strdup_printf ("job-cancel from uid %u pid %s refused", uid, run.pid);
+        vmr_peer_test_assert_logged (t, logged);
+    }
+    g_assert_cmpint (g_chmod (h->socket, 0600), ==, 0);
+    job = vmr_harness_get_job (h, id);
+    g_assert_cmpstr (vmr_json_job_state (job), ==, "copying");
+
+    /* a user outside the group does not get in */
+    {
+        const gchar *argv[] = { "setpriv",
+                                "--reuid=" USER,
+                                "--regid=nogroup",
+                                "--clear-groups",
+                                g_getenv ("VMR_CLI"),
+                                "-r",
+                                "jobs",
+                                NULL };
+        g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (
+            G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+        g_autoptr (GSubprocess) proc = NULL;
+        g_autofree gchar *err = NULL;
+
+        g_subprocess_launcher_setenv (launcher, "VIRT_MIRROR_READONLY_SOCKET", t->readonly_socket,
+                                      TRUE);
+        proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
+        g_assert_no_error (error);
+        g_assert_true (g_subprocess_communicate_utf8 (proc, NULL, NULL, NULL, &err, &error));
+        g_assert_cmpint (g_subprocess_get_exit_status (proc), ==, 1);
+        g_assert_nonnull (strstr (err, "permission denied"));
+    }
+}
+
 static void
 test_readonly_socket (Fixture *t, gconstpointer user_data)
 {
@@ -139,10 +270,8 @@ test_readonly_socket (Fixture *t, gconstpointer user_data)
     g_autofree gchar *policy = NULL;
     g_autofree gchar *id = NULL;
     g_autofree gchar *logged = NULL;
-    g_autofree gchar *dest2 = NULL;
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (VmrQmpClient) watcher = NULL;
-    g_autoptr (JsonObject) block_job = NULL;
     g_autoptr (GError) error = NULL;
     EventSeen seen = { NULL };
     struct stat st;
@@ -176,116 +305,9 @@ test_readonly_socket (Fixture *t, gconstpointer user_data)
     }
     job = vmr_harness_wait_job (h, id, "copying", VMR_HARNESS_JOB_TIMEOUT_S);
 
-    /* the group reads: jobs, job, domains, policy show, metrics */
-    {
-        g_auto (Run) jobs = { 0 };
-        g_auto (Run) one = { 0 };
-        g_auto (Run) domains = { 0 };
-        g_auto (Run) shown = { 0 };
-
-        RUN (t, TRUE, &jobs, "-r", "jobs");
-        vmr_cli_result_assert_ok (jobs.result);
-        g_assert_nonnull (strstr (jobs.result->out, id));
-        RUN (t, TRUE, &one, "--readonly", "--json", "job", id);
-        vmr_cli_result_assert_ok (one.result);
-        g_assert_nonnull (strstr (one.result->out, "\"copying\""));
-        RUN (t, TRUE, &domains, "-r", "domains");
-        vmr_cli_result_assert_ok (domains.result);
-        g_assert_nonnull (strstr (domains.result->out, vm.source));
-        RUN (t, TRUE, &shown, "-r", "policy", "show", "vm", "disk0");
-        vmr_cli_result_assert_ok (shown.result);
-        g_assert_nonnull (strstr (shown.result->out, "10s"));
-    }
-    /* ... and the metrics */
-    {
-        g_auto (Run) metrics = { 0 };
-        g_autofree gchar *info = g_strdup_printf ("virt_mirror_job_info{job=\"%s\"", id);
-
-        RUN (t, TRUE, &metrics, "-r", "metrics");
-        vmr_cli_result_assert_ok (metrics.result);
-        g_assert_nonnull (strstr (metrics.result->out, info));
-    }
-
-    /* ... and changes nothing: each refusal is its own error, logged with the peer */
-    dest2 = vmr_harness_path (h, "other.raw");
-    READONLY_REFUSES (t, "migrate", "migrate", "vm", "disk0", dest2);
-    READONLY_REFUSES (t, "job-cancel", "cancel", id);
-    READONLY_REFUSES (t, "job-pause", "pause", id);
-    READONLY_REFUSES (t, "job-set-speed", "set-speed", id, "0");
-    READONLY_REFUSES (t, "detach", "detach", "vm");
-    READONLY_REFUSES (t, "reload", "reload");
-    READONLY_REFUSES (t, "attach", "attach", "other", "--qmp", h->qemu_monitor);
-    READONLY_REFUSES (t, "evacuate", "evacuate", "--from", h->dir, "--to", "/srv", "--dry-run");
-    g_assert_false (g_file_test (dest2, G_FILE_TEST_EXISTS));
-    g_clear_pointer (&job, json_object_unref);
-    job = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (vmr_json_job_state (job), ==, "copying");
-    block_job = vmr_harness_find_block_job (h, id);
-    g_assert_nonnull (block_job);
-
-    /* the read-only socket is read-only for root too */
-    {
-        g_auto (Run) run = { 0 };
-
-        RUN (t, FALSE, &run, "-r", "cancel", id);
-        vmr_cli_result_assert_error (run.result, 1);
-        g_assert_nonnull (strstr (run.result->err, "does not allow 'job-cancel'"));
-    }
-
-    /* the user cannot reach the control socket ... */
-    {
-        g_auto (Run) run = { 0 };
-
-        RUN (t, TRUE, &run, "cancel", id);
-        vmr_cli_result_assert_error (run.result, 1);
-        g_assert_nonnull (strstr (run.result->err, "permission denied"));
-    }
-    /* ... and when its mode lets them in by mistake, the daemon still says no */
-    g_assert_cmpint (g_chmod (h->socket, 0666), ==, 0);
-    {
-        g_auto (Run) reads = { 0 };
-        g_auto (Run) run = { 0 };
-        g_autofree gchar *reason = g_strdup_printf ("'job-cancel' is for root only (the client "
-                                                    "is uid %u)",
-                                                    uid);
-
-        RUN (t, TRUE, &reads, "jobs");
-        vmr_cli_result_assert_ok (reads.result);
-        RUN (t, TRUE, &run, "cancel", id);
-        vmr_cli_result_assert_error (run.result, 1);
-        g_assert_nonnull (strstr (run.result->err, reason));
-        g_clear_pointer (&logged, g_free);
-        logged = g_strdup_printf ("job-cancel from uid %u pid %s refused", uid, run.pid);
-        vmr_peer_test_assert_logged (t, logged);
-    }
-    g_assert_cmpint (g_chmod (h->socket, 0600), ==, 0);
-    g_clear_pointer (&job, json_object_unref);
-    job = vmr_harness_get_job (h, id);
-    g_assert_cmpstr (vmr_json_job_state (job), ==, "copying");
-
-    /* a user outside the group does not get in */
-    {
-        const gchar *argv[] = { "setpriv",
-                                "--reuid=" USER,
-                                "--regid=nogroup",
-                                "--clear-groups",
-                                g_getenv ("VMR_CLI"),
-                                "-r",
-                                "jobs",
-                                NULL };
-        g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (
-            G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-        g_autoptr (GSubprocess) proc = NULL;
-        g_autofree gchar *err = NULL;
-
-        g_subprocess_launcher_setenv (launcher, "VIRT_MIRROR_READONLY_SOCKET", t->readonly_socket,
-                                      TRUE);
-        proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
-        g_assert_no_error (error);
-        g_assert_true (g_subprocess_communicate_utf8 (proc, NULL, NULL, NULL, &err, &error));
-        g_assert_cmpint (g_subprocess_get_exit_status (proc), ==, 1);
-        g_assert_nonnull (strstr (err, "permission denied"));
-    }
+    assert_group_reads (t, id, &vm);
+    assert_readonly_changes_nothing (t, id);
+    assert_users_kept_out (t, id, uid);
 
     /* the events reach the read-only socket's clients; root cancels */
     watcher = vmr_qmp_client_connect_sync (t->readonly_socket, 5000, &error);

@@ -130,6 +130,104 @@ count_block_jobs (VmrHarness *h, const ScheduleCase *c, gchar **ids, guint *out_
     return most;
 }
 
+/* the jobs the limit holds are queued, and say why: in their record and in the table */
+static void
+assert_held_say_why (VmrHarness *h, const ScheduleCase *c, gchar **ids)
+{
+    g_autoptr (JsonNode) jobs = NULL;
+    g_autoptr (VmrCliResult) table = NULL;
+
+    jobs = vmr_harness_cli_json (h, "jobs", NULL);
+    table = vmr_harness_cli (h, "jobs", NULL);
+    vmr_cli_result_assert_ok (table);
+    for (guint d = 0; d < N_DISKS; d++) {
+        JsonObject *job = find_job (jobs, ids[d]);
+        JsonObject *decision = vmr_harness_json_object (job, "policy");
+
+        if (!c->waiting[d]) {
+            g_assert_true (vmr_harness_json_is_null (job, "waiting-for"));
+            g_assert_cmpstr (vmr_harness_json_string (job, "state"), !=, "queued");
+            continue;
+        }
+        g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "queued");
+        g_assert_cmpstr (vmr_harness_json_string (job, "waiting-for"), ==, c->limit);
+        g_assert_cmpstr (vmr_harness_json_string (decision, "decision"), ==, "wait");
+        g_assert_true (g_str_has_prefix (vmr_harness_json_string (decision, "reason"), "held by "));
+        g_assert_nonnull (strstr (vmr_harness_json_string (decision, "reason"), c->limit));
+    }
+    {
+        g_autofree gchar *column = g_strdup_printf ("queued (%s)", c->limit);
+
+        g_assert_nonnull (strstr (table->out, column));
+    }
+}
+
+/*
+ * QEMU's side, polled until every job has ended: never more than the limit at
+ * once; returns the most mirror jobs seen in QEMU at once
+ */
+static guint
+wait_all_completed (VmrHarness *h, const ScheduleCase *c, gchar **ids)
+{
+    guint most_seen = 0;
+    gint64 deadline;
+    gboolean done = FALSE;
+
+    deadline = g_get_monotonic_time () + ALL_DONE_TIMEOUT_S * G_USEC_PER_SEC;
+    while (!done) {
+        guint total = 0;
+        guint running = count_block_jobs (h, c, ids, &total);
+        g_autoptr (JsonNode) now = NULL;
+
+        if (running > c->max_running)
+            vmr_fail ("%u mirror jobs at once in QEMU, the limit is %u", running, c->max_running);
+        most_seen = MAX (most_seen, total);
+        now = vmr_harness_cli_json (h, "jobs", NULL);
+        done = TRUE;
+        for (guint d = 0; d < N_DISKS; d++) {
+            const gchar *state = vmr_harness_json_string (find_job (now, ids[d]), "state");
+
+            if (g_str_equal (state, "failed") || g_str_equal (state, "cancelled"))
+                vmr_fail ("job %s ended %s", ids[d], state);
+            done = done && g_str_equal (state, "completed");
+        }
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("the jobs did not all complete in %d s", ALL_DONE_TIMEOUT_S);
+        g_usleep (100 * 1000);
+    }
+    return most_seen;
+}
+
+/* first in, first out; a held job starts only once a copy ahead of it is in sync */
+static void
+assert_start_order (VmrHarness *h, const ScheduleCase *c, gchar **ids)
+{
+    g_autoptr (JsonNode) jobs = vmr_harness_cli_json (h, "jobs", NULL);
+
+    for (guint d = 0; d < N_DISKS; d++) {
+        JsonObject *job = find_job (jobs, ids[d]);
+        gint64 started = vmr_json_job_first_time (job, "copying");
+
+        g_assert_cmpint (started, >, 0);
+        /* jobs held in one line start in order; other lines go on their own */
+        if (d > 0 && !c->per_iothread)
+            g_assert_cmpint (started, >=,
+                             vmr_json_job_first_time (find_job (jobs, ids[d - 1]), "copying"));
+        if (c->starts_after[d] > 0) {
+            JsonObject *ahead = find_job (jobs, ids[c->starts_after[d] - 1]);
+
+            g_assert_cmpint (started, >=, vmr_json_job_first_time (ahead, "synced"));
+        }
+        if (c->waiting[d] && !c->per_iothread) {
+            /* one of the first two copies was in sync */
+            gint64 first_end = MIN (vmr_json_job_first_time (find_job (jobs, ids[0]), "synced"),
+                                    vmr_json_job_first_time (find_job (jobs, ids[1]), "synced"));
+
+            g_assert_cmpint (started, >=, first_end);
+        }
+    }
+}
+
 static void
 test_schedule (VmrHarness *h, gconstpointer user_data)
 {
@@ -141,11 +239,6 @@ test_schedule (VmrHarness *h, gconstpointer user_data)
     gchar *ids[N_DISKS + 1] = { NULL };
     VmrHarnessDisk disks[N_DISKS];
     GStrv mappings[N_DISKS] = { NULL };
-    g_autoptr (JsonNode) jobs = NULL;
-    g_autoptr (VmrCliResult) table = NULL;
-    guint most_seen = 0;
-    gint64 deadline;
-    gboolean done = FALSE;
 
     if (vmr_harness_skipped (h))
         return;
@@ -173,81 +266,10 @@ test_schedule (VmrHarness *h, gconstpointer user_data)
     for (guint d = 0; d < N_DISKS; d++)
         ids[d] = vmr_harness_migrate (h, "vm", disk_ids[d], dests[d], "--speed",
                                       VMR_HARNESS_SLOW_SPEED, NULL);
-    jobs = vmr_harness_cli_json (h, "jobs", NULL);
-    table = vmr_harness_cli (h, "jobs", NULL);
-    vmr_cli_result_assert_ok (table);
-    for (guint d = 0; d < N_DISKS; d++) {
-        JsonObject *job = find_job (jobs, ids[d]);
-        JsonObject *decision = vmr_harness_json_object (job, "policy");
-
-        if (!c->waiting[d]) {
-            g_assert_true (vmr_harness_json_is_null (job, "waiting-for"));
-            g_assert_cmpstr (vmr_harness_json_string (job, "state"), !=, "queued");
-            continue;
-        }
-        g_assert_cmpstr (vmr_harness_json_string (job, "state"), ==, "queued");
-        g_assert_cmpstr (vmr_harness_json_string (job, "waiting-for"), ==, c->limit);
-        g_assert_cmpstr (vmr_harness_json_string (decision, "decision"), ==, "wait");
-        g_assert_true (g_str_has_prefix (vmr_harness_json_string (decision, "reason"), "held by "));
-        g_assert_nonnull (strstr (vmr_harness_json_string (decision, "reason"), c->limit));
-    }
-    {
-        g_autofree gchar *column = g_strdup_printf ("queued (%s)", c->limit);
-
-        g_assert_nonnull (strstr (table->out, column));
-    }
-
-    /* QEMU's side, polled until every job has ended */
-    deadline = g_get_monotonic_time () + ALL_DONE_TIMEOUT_S * G_USEC_PER_SEC;
-    while (!done) {
-        guint total = 0;
-        guint running = count_block_jobs (h, c, ids, &total);
-        g_autoptr (JsonNode) now = NULL;
-
-        if (running > c->max_running)
-            vmr_fail ("%u mirror jobs at once in QEMU, the limit is %u", running, c->max_running);
-        most_seen = MAX (most_seen, total);
-        now = vmr_harness_cli_json (h, "jobs", NULL);
-        done = TRUE;
-        for (guint d = 0; d < N_DISKS; d++) {
-            const gchar *state = vmr_harness_json_string (find_job (now, ids[d]), "state");
-
-            if (g_str_equal (state, "failed") || g_str_equal (state, "cancelled"))
-                vmr_fail ("job %s ended %s", ids[d], state);
-            done = done && g_str_equal (state, "completed");
-        }
-        if (g_get_monotonic_time () > deadline)
-            vmr_fail ("the jobs did not all complete in %d s", ALL_DONE_TIMEOUT_S);
-        g_usleep (100 * 1000);
-    }
+    assert_held_say_why (h, c, ids);
     /* the limit was used, not merely never exceeded */
-    g_assert_cmpuint (most_seen, >=, c->used);
-
-    /* first in, first out; a held job starts only once a copy ahead of it is in sync */
-    g_clear_pointer (&jobs, json_node_unref);
-    jobs = vmr_harness_cli_json (h, "jobs", NULL);
-    for (guint d = 0; d < N_DISKS; d++) {
-        JsonObject *job = find_job (jobs, ids[d]);
-        gint64 started = vmr_json_job_first_time (job, "copying");
-
-        g_assert_cmpint (started, >, 0);
-        /* jobs held in one line start in order; other lines go on their own */
-        if (d > 0 && !c->per_iothread)
-            g_assert_cmpint (started, >=,
-                             vmr_json_job_first_time (find_job (jobs, ids[d - 1]), "copying"));
-        if (c->starts_after[d] > 0) {
-            JsonObject *ahead = find_job (jobs, ids[c->starts_after[d] - 1]);
-
-            g_assert_cmpint (started, >=, vmr_json_job_first_time (ahead, "synced"));
-        }
-        if (c->waiting[d] && !c->per_iothread) {
-            /* one of the first two copies was in sync */
-            gint64 first_end = MIN (vmr_json_job_first_time (find_job (jobs, ids[0]), "synced"),
-                                    vmr_json_job_first_time (find_job (jobs, ids[1]), "synced"));
-
-            g_assert_cmpint (started, >=, first_end);
-        }
-    }
+    g_assert_cmpuint (wait_all_completed (h, c, ids), >=, c->used);
+    assert_start_order (h, c, ids);
 
     /* every disk on its destination, with the bytes of its source */
     for (guint d = 0; d < N_DISKS; d++) {

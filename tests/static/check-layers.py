@@ -5,11 +5,11 @@ Checks the daemon's architecture on its built objects:
   - the libraries, given lowest first, call only downwards: no object of one
     calls a function defined in a library given after it;
   - no two source files call each other, directly or around a circle;
-  - no C source file of the given folders is longer than the limit;
   - a function given with --only-in SYMBOL=FILE is called from that source
     file alone (json-glib's parser, which a peer's text must not reach
     without the nesting check of base/vmr-json.c).
-Usage: check-layers.py --max-lines N --sources DIR... [--only-in SYMBOL=FILE...] -- LIB.a...
+Usage: check-layers.py [--only-in SYMBOL=FILE...] -- LIB.a...
+The length of functions and files is check-functions.py's.
 """
 
 import argparse
@@ -76,8 +76,6 @@ def cycles(graph):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--max-lines", type=int, required=True)
-    parser.add_argument("--sources", nargs="+", required=True)
     parser.add_argument("--only-in", nargs="+", default=[], metavar="SYMBOL=FILE")
     parser.add_argument("libs", nargs="+")
     args = parser.parse_args()
@@ -110,18 +108,6 @@ def main():
     for component in cycles(graph):
         problems.append("these files call each other in a circle: " + ", ".join(component))
 
-    for top in args.sources:
-        for folder, _, files in os.walk(top):
-            for name in sorted(files):
-                if not name.endswith(".c"):
-                    continue
-                path = os.path.join(folder, name)
-                with open(path, encoding="utf-8") as source:
-                    lines = sum(1 for _ in source)
-                if lines > args.max_lines:
-                    problems.append("%s has %d lines, over %d"
-                                    % (os.path.relpath(path, os.path.dirname(top)), lines,
-                                       args.max_lines))
     for problem in problems:
         print(problem)
     print("%d files checked, %d problem%s" % (len(uses), len(problems),

@@ -217,6 +217,70 @@ test_job_save (void)
     g_assert_cmpint (g_rmdir (dir), ==, 0);
 }
 
+/* @running, a paused copy in sync with every member a record keeps set */
+static void
+fill_running_job (VmrJob *running)
+{
+    g_autoptr (GError) error = NULL;
+
+    running->source = g_strdup ("/old/web01.raw");
+    running->source_format = g_strdup ("raw");
+    running->source_node = g_strdup ("drive0");
+    running->source_file_node = g_strdup ("file0");
+    running->dest = vmr_destination_new ("/new/web01.qcow2", "qcow2", TRUE, &error);
+    g_assert_no_error (error);
+    running->manual_pivot = TRUE;
+    running->group = g_strdup ("vmr-11");
+    running->base_speed = 1048576;
+    running->speed = 65536;
+    running->speed_from_user = TRUE;
+    running->user_paused = TRUE;
+    running->ready = TRUE;
+    running->total_bytes = 1000;
+    running->done_bytes = 400;
+    running->converged_by = "speed";
+    running->converged_us = 5;
+    running->convergence_reason = g_strdup ("backlog 600 B not shrinking over 1m");
+    g_assert_true (vmr_job_set_state (running, S (COPYING), NULL, 6));
+    g_assert_true (vmr_job_set_state (running, S (SYNCED), NULL, 7));
+    g_assert_true (vmr_job_set_state (running, S (PAUSED), NULL, 8));
+}
+
+/* @a as fill_running_job () left it, read back from its record */
+static void
+assert_running_job_loaded (VmrJob *a)
+{
+    g_assert_cmpstr (a->id, ==, "vmr-12");
+    g_assert_cmpstr (a->domain, ==, "web01");
+    g_assert_cmpstr (a->disk, ==, "vda");
+    g_assert_cmpstr (a->source, ==, "/old/web01.raw");
+    g_assert_cmpstr (a->source_node, ==, "drive0");
+    g_assert_cmpstr (a->source_file_node, ==, "file0");
+    g_assert_cmpint (a->dest->kind, ==, VMR_DESTINATION_FILE);
+    g_assert_cmpstr (a->dest->location, ==, "/new/web01.qcow2");
+    g_assert_cmpstr (a->dest->format, ==, "qcow2");
+    g_assert_true (a->dest->created);
+    g_assert_cmpstr (a->dest->admission_key, ==, "/new");
+    g_assert_null (a->nbd);
+    g_assert_true (a->manual_pivot);
+    g_assert_cmpstr (a->group, ==, "vmr-11");
+    g_assert_cmpuint (a->base_speed, ==, 1048576);
+    g_assert_cmpuint (a->speed, ==, 65536);
+    g_assert_true (a->speed_from_user);
+    g_assert_true (a->user_paused);
+    g_assert_true (a->ready);
+    g_assert_cmpuint (a->total_bytes, ==, 1000);
+    g_assert_cmpuint (a->done_bytes, ==, 400);
+    /* a copy set to full speed to converge stays so after a restart */
+    g_assert_cmpstr (a->converged_by, ==, "speed");
+    g_assert_cmpint (a->converged_us, ==, 5);
+    g_assert_cmpstr (a->convergence_reason, ==, "backlog 600 B not shrinking over 1m");
+    g_assert_true (vmr_job_converges_at_full_speed (a));
+    g_assert_cmpint (a->state, ==, S (PAUSED));
+    g_assert_cmpuint (a->history->len, ==, 4);
+    g_assert_cmpint (g_array_index (a->history, VmrJobTransition, 3).time_us, ==, 8);
+}
+
 /* a saved job comes back as it was; ended jobs and broken records do not */
 static void
 test_job_load_unfinished (void)
@@ -234,26 +298,7 @@ test_job_load_unfinished (void)
     const VmrDestinationNbdOptions nbd_options = { "/etc/pki/vmr", 12 };
     const VmrNbdExportFacts facts = { 1 << 20, TRUE, TRUE, TRUE, FALSE, TRUE, TRUE, 65536 };
 
-    running->source = g_strdup ("/old/web01.raw");
-    running->source_format = g_strdup ("raw");
-    running->source_node = g_strdup ("drive0");
-    running->source_file_node = g_strdup ("file0");
-    running->dest = vmr_destination_new ("/new/web01.qcow2", "qcow2", TRUE, &error);
-    running->manual_pivot = TRUE;
-    running->group = g_strdup ("vmr-11");
-    running->base_speed = 1048576;
-    running->speed = 65536;
-    running->speed_from_user = TRUE;
-    running->user_paused = TRUE;
-    running->ready = TRUE;
-    running->total_bytes = 1000;
-    running->done_bytes = 400;
-    running->converged_by = "speed";
-    running->converged_us = 5;
-    running->convergence_reason = g_strdup ("backlog 600 B not shrinking over 1m");
-    g_assert_true (vmr_job_set_state (running, S (COPYING), NULL, 6));
-    g_assert_true (vmr_job_set_state (running, S (SYNCED), NULL, 7));
-    g_assert_true (vmr_job_set_state (running, S (PAUSED), NULL, 8));
+    fill_running_job (running);
     /* an NBD export, with its options and what its preflight found */
     queued->dest
         = vmr_destination_new_full ("nbds://store/db01", NULL, FALSE, &nbd_options, &error);
@@ -278,17 +323,6 @@ test_job_load_unfinished (void)
     g_assert_cmpstr (b->id, ==, "vmr-3");
     g_assert_cmpint (b->state, ==, S (QUEUED));
     g_assert_true (b->orphaned);
-    g_assert_cmpstr (a->id, ==, "vmr-12");
-    g_assert_cmpstr (a->domain, ==, "web01");
-    g_assert_cmpstr (a->disk, ==, "vda");
-    g_assert_cmpstr (a->source, ==, "/old/web01.raw");
-    g_assert_cmpstr (a->source_node, ==, "drive0");
-    g_assert_cmpstr (a->source_file_node, ==, "file0");
-    g_assert_cmpint (a->dest->kind, ==, VMR_DESTINATION_FILE);
-    g_assert_cmpstr (a->dest->location, ==, "/new/web01.qcow2");
-    g_assert_cmpstr (a->dest->format, ==, "qcow2");
-    g_assert_true (a->dest->created);
-    g_assert_cmpstr (a->dest->admission_key, ==, "/new");
     g_assert_cmpstr (b->dest->format, ==, "raw");
     g_assert_false (b->dest->created);
     g_assert_cmpint (b->dest->kind, ==, VMR_DESTINATION_NBD);
@@ -297,25 +331,8 @@ test_job_load_unfinished (void)
     g_assert_cmpuint (b->dest->reconnect_delay_s, ==, 12);
     g_assert_nonnull (b->nbd);
     g_assert_cmpmem (b->nbd, sizeof *b->nbd, &facts, sizeof facts);
-    g_assert_null (a->nbd);
-    g_assert_true (a->manual_pivot);
-    g_assert_cmpstr (a->group, ==, "vmr-11");
-    g_assert_cmpuint (a->base_speed, ==, 1048576);
-    g_assert_cmpuint (a->speed, ==, 65536);
-    g_assert_true (a->speed_from_user);
-    g_assert_true (a->user_paused);
-    g_assert_true (a->ready);
-    g_assert_cmpuint (a->total_bytes, ==, 1000);
-    g_assert_cmpuint (a->done_bytes, ==, 400);
-    /* a copy set to full speed to converge stays so after a restart */
-    g_assert_cmpstr (a->converged_by, ==, "speed");
-    g_assert_cmpint (a->converged_us, ==, 5);
-    g_assert_cmpstr (a->convergence_reason, ==, "backlog 600 B not shrinking over 1m");
-    g_assert_true (vmr_job_converges_at_full_speed (a));
+    assert_running_job_loaded (a);
     g_assert_null (b->converged_by);
-    g_assert_cmpint (a->state, ==, S (PAUSED));
-    g_assert_cmpuint (a->history->len, ==, 4);
-    g_assert_cmpint (g_array_index (a->history, VmrJobTransition, 3).time_us, ==, 8);
     g_assert_true (a->orphaned);
     g_assert_cmpuint (vmr_job_scan_last_number (dir), ==, 12);
 
