@@ -4,7 +4,9 @@
  * The live view in a real terminal: `virt-mirror watch` and `migrate
  * --wait` run in tmux (a private server on a socket in the test's
  * directory, a 120x30 window) while a slow copy runs and the guest writes;
- * the screens read back with `capture-pane` show the bar and the percent
+ * the screens read back with `capture-pane` once each of the daemon's
+ * JOB_PROGRESS redrew them (not at a pace of the test's own, which a loaded
+ * machine puts out of step with the copy) show the bar and the percent
  * grow, the state and figures of the job as query-job has them, and at the
  * end `completed`; Ctrl-C ends the view with the cursor shown again. The
  * same view piped prints plain lines without escapes. JOB_PROGRESS comes at
@@ -127,9 +129,11 @@ job_percent (JsonObject *job)
 
 /* the JOB_PROGRESS events seen on the test's own connection */
 typedef struct {
-    GArray *times_us;   /* of gint64: the daemon's timestamps */
-    GArray *done;       /* of gint64: progress.done of each */
-    gboolean bad_shape; /* an event without the job's figures */
+    GArray *times_us;    /* of gint64: the daemon's timestamps */
+    GArray *done;        /* of gint64: progress.done of each */
+    gdouble percent;     /* the newest one's, as the CLI rounds it */
+    guint state_changes; /* JOB_STATE_CHANGED events */
+    gboolean bad_shape;  /* an event without the job's figures */
 } ProgressEvents;
 
 static void
@@ -139,16 +143,43 @@ progress_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *data, gi
     ProgressEvents *events = user_data;
     JsonObject *progress = vmr_json_get_object (data, "progress");
     JsonObject *policy = vmr_json_get_object (data, "policy");
-    gint64 done = 0;
+    gint64 done = 0, total = 0;
 
+    events->state_changes += g_str_equal (name, "JOB_STATE_CHANGED");
     if (!g_str_equal (name, "JOB_PROGRESS"))
         return;
     if (progress == NULL || policy == NULL || !vmr_json_get_int (progress, "done", &done)
+        || !vmr_json_get_int (progress, "total", &total)
         || vmr_json_get_string (data, "state") == NULL
         || vmr_json_get_array (policy, "guest-iops") == NULL)
         events->bad_shape = TRUE;
+    events->percent = total > 0 ? (gdouble) (done * 1000 / total) / 10.0 : 0.0;
     g_array_append_val (events->times_us, timestamp_us);
     g_array_append_val (events->done, done);
+}
+
+static gboolean
+wake_cb (gpointer user_data)
+{
+    *(gboolean *) user_data = TRUE;
+    return G_SOURCE_REMOVE;
+}
+
+/*
+ * Waits for the daemon's next event of the job after the @progress-th
+ * JOB_PROGRESS and the @changes-th JOB_STATE_CHANGED, at most @timeout_s
+ */
+static void
+wait_next_event (ProgressEvents *events, guint progress, guint changes, guint timeout_s)
+{
+    gboolean late = FALSE;
+    guint timer = g_timeout_add_seconds (timeout_s, wake_cb, &late);
+
+    while (events->times_us->len == progress && events->state_changes == changes && !late)
+        g_main_context_iteration (NULL, TRUE);
+    if (late)
+        vmr_fail ("no event of the job in %u s", timeout_s);
+    g_source_remove (timer);
 }
 
 /* the screen of @window once it shows @needle (free with g_free()); waits at most @timeout_s */
@@ -168,13 +199,128 @@ wait_screen (Tmux *tmux, const gchar *window, const gchar *needle, guint timeout
     }
 }
 
+/* what the screens showed while the job copied */
+typedef struct {
+    gdouble last_watch, last_migrate; /* the percents of the last screens */
+    guint watch_grew, migrate_grew;   /* screens whose percent grew */
+    guint matched;                    /* watch lines with the job's state, disk and policy */
+    guint exact;                      /* watch lines with the job's own figures */
+} LiveSeen;
+
+/*
+ * The screen of @window once the bar of vmr-1 shows @percent or more (the
+ * figures of the daemon's newest JOB_PROGRESS, which redraws both views),
+ * or the job no longer copies; free with g_free()
+ */
+static gchar *
+wait_view (VmrHarness *h, Tmux *tmux, const gchar *window, gdouble percent)
+{
+    gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+
+    while (TRUE) {
+        g_autofree gchar *screen = capture (tmux, window);
+        g_autofree gchar *line = find_line (screen, "vmr-1 ");
+        g_autoptr (JsonObject) job = NULL;
+        gdouble shown, filled, cell;
+
+        if (read_bar (line, &shown, &filled, &cell) && shown >= percent)
+            return g_steal_pointer (&screen);
+        job = vmr_harness_get_job (h, "vmr-1");
+        if (!g_str_equal (vmr_json_job_state (job), "copying"))
+            return g_steal_pointer (&screen);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("window %s did not show %.1f%% of vmr-1; it shows:\n%s", window, percent,
+                      screen);
+        g_usleep (100 * 1000);
+    }
+}
+
+/*
+ * the watch view's line of vmr-1 against the job's own reading: @job read
+ * after the screen, @at_event (or NULL) read on the daemon's newest
+ * JOB_PROGRESS, whose figures the view draws
+ */
+static void
+check_watch_line (const gchar *screen, JsonObject *job, JsonObject *at_event, LiveSeen *seen)
+{
+    g_autofree gchar *line = find_line (screen, "vmr-1 ");
+    gdouble percent, filled, cell;
+
+    if (!read_bar (line, &percent, &filled, &cell))
+        return;
+    g_test_message ("watch: %s", line);
+    /* what the view shows was true a moment ago: never ahead of the job */
+    g_assert_cmpfloat (percent, <=, job_percent (job));
+    /* the bar and the percent say the same, to a cell */
+    g_assert_cmpfloat (ABS (filled - percent / 100.0), <=, cell);
+    g_assert_cmpfloat (percent, >=, seen->last_watch);
+    seen->watch_grew += percent > seen->last_watch;
+    seen->last_watch = percent;
+    if (strstr (line, " copying ") != NULL && strstr (line, "vm/disk0") != NULL
+        && strstr (screen, "policy: ") != NULL)
+        seen->matched++;
+    /* between two steps of the copy the view has the job's own figures */
+    if (at_event != NULL && percent == job_percent (at_event)) {
+        g_autofree gchar *backlog = vmr_units_format_bytes ((guint64) vmr_harness_json_int (
+            vmr_harness_json_object (at_event, "progress"), "backlog"));
+        g_autofree gchar *backlog_cell = g_strdup_printf ("  %s  ", backlog);
+
+        seen->exact += strstr (line, backlog_cell) != NULL;
+    }
+}
+
+/* the `migrate --wait` view's line of vmr-1 against the job's own reading */
+static void
+check_migrate_line (const gchar *screen, JsonObject *job, LiveSeen *seen)
+{
+    g_autofree gchar *line = find_line (screen, "vmr-1 ");
+    gdouble percent, filled, cell;
+
+    if (!read_bar (line, &percent, &filled, &cell))
+        return;
+    g_test_message ("migrate: %s", line);
+    g_assert_cmpfloat (ABS (filled - percent / 100.0), <=, cell);
+    g_assert_true (g_str_has_prefix (line, "vmr-1 copying "));
+    g_assert_cmpfloat (percent, <=, job_percent (job));
+    g_assert_cmpfloat (percent, >=, seen->last_migrate);
+    seen->migrate_grew += percent > seen->last_migrate;
+    seen->last_migrate = percent;
+}
+
+/*
+ * Both views, once each JOB_PROGRESS of the copy redrew them, against the
+ * job read on that event and after the screens, until the job no longer
+ * copies; the guest writes between two events
+ */
+static void
+follow_copy (VmrHarness *h, Tmux *tmux, VmrHarnessVm *vm, ProgressEvents *events, LiveSeen *seen)
+{
+    g_autoptr (JsonObject) at_event = NULL;
+
+    while (TRUE) {
+        guint progress = events->times_us->len, changes = events->state_changes;
+        g_autofree gchar *watch_screen = wait_view (h, tmux, "vmr:watch", events->percent);
+        g_autofree gchar *migrate_screen = wait_view (h, tmux, "vmr:migrate", events->percent);
+        g_autoptr (JsonObject) job = vmr_harness_get_job (h, "vmr-1");
+
+        if (!g_str_equal (vmr_json_job_state (job), "copying"))
+            break;
+        check_watch_line (watch_screen, job, at_event, seen);
+        check_migrate_line (migrate_screen, job, seen);
+        vmr_harness_writer_write (vm->writer, WRITES);
+        wait_next_event (events, progress, changes, 10);
+        g_clear_pointer (&at_event, json_object_unref);
+        at_event = vmr_harness_get_job (h, "vmr-1");
+    }
+}
+
 static void
 test_live_view (VmrHarness *h, gconstpointer user_data)
 {
     g_auto (VmrHarnessVm) vm = { 0 };
     g_auto (Tmux) tmux = { 0 };
     ProgressEvents events = { g_array_new (FALSE, FALSE, sizeof (gint64)),
-                              g_array_new (FALSE, FALSE, sizeof (gint64)), FALSE };
+                              g_array_new (FALSE, FALSE, sizeof (gint64)), 0, 0, FALSE };
     g_autofree gchar *watch_cmd = NULL;
     g_autofree gchar *migrate_cmd = NULL;
     g_autoptr (VmrCliResult) unknown = NULL;
@@ -185,8 +331,7 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *final_migrate = NULL;
     g_autofree gchar *done_watch = NULL;
     g_autofree gchar *cursor = NULL;
-    gdouble last_watch = -1, last_migrate = -1;
-    guint watch_grew = 0, migrate_grew = 0, matched = 0, exact = 0;
+    LiveSeen seen = { -1, -1, 0, 0, 0, 0 };
     gulong event_id;
 
     if (vmr_harness_skipped (h) || !vmr_harness_require (h, "tmux", NULL))
@@ -221,57 +366,14 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
     piped_run = vmr_harness_cli_spawn (h, "watch", "vmr-1", NULL);
 
     /* screens during the copy: growing bars, the job's own state and figures */
-    while (TRUE) {
-        g_autofree gchar *watch_screen = capture (&tmux, "vmr:watch");
-        g_autofree gchar *migrate_screen = capture (&tmux, "vmr:migrate");
-        g_autoptr (JsonObject) job = vmr_harness_get_job (h, "vmr-1");
-        g_autofree gchar *watch_line = find_line (watch_screen, "vmr-1 ");
-        g_autofree gchar *migrate_line = find_line (migrate_screen, "vmr-1 ");
-        const gchar *state = vmr_json_job_state (job);
-        gdouble percent, filled, cell;
-
-        if (!g_str_equal (state, "copying"))
-            break;
-        if (read_bar (watch_line, &percent, &filled, &cell)) {
-            g_test_message ("watch: %s", watch_line);
-            /* what the view shows was true a moment ago: never ahead of the job */
-            g_assert_cmpfloat (percent, <=, job_percent (job));
-            /* the bar and the percent say the same, to a cell */
-            g_assert_cmpfloat (ABS (filled - percent / 100.0), <=, cell);
-            g_assert_cmpfloat (percent, >=, last_watch);
-            watch_grew += percent > last_watch;
-            last_watch = percent;
-            if (strstr (watch_line, " copying ") != NULL && strstr (watch_line, "vm/disk0") != NULL
-                && strstr (watch_screen, "policy: ") != NULL)
-                matched++;
-            /* between two steps of the copy the view has the job's own figures */
-            if (percent == job_percent (job)) {
-                g_autofree gchar *backlog = vmr_units_format_bytes ((guint64) vmr_harness_json_int (
-                    vmr_harness_json_object (job, "progress"), "backlog"));
-                g_autofree gchar *backlog_cell = g_strdup_printf ("  %s  ", backlog);
-
-                exact += strstr (watch_line, backlog_cell) != NULL;
-            }
-        }
-        if (read_bar (migrate_line, &percent, &filled, &cell)) {
-            g_test_message ("migrate: %s", migrate_line);
-            g_assert_cmpfloat (ABS (filled - percent / 100.0), <=, cell);
-            g_assert_true (g_str_has_prefix (migrate_line, "vmr-1 copying "));
-            g_assert_cmpfloat (percent, <=, job_percent (job));
-            g_assert_cmpfloat (percent, >=, last_migrate);
-            migrate_grew += percent > last_migrate;
-            last_migrate = percent;
-        }
-        vmr_harness_writer_write (vm.writer, WRITES);
-        g_usleep (600 * 1000);
-    }
+    follow_copy (h, &tmux, &vm, &events, &seen);
     g_test_message ("the watch bar grew %u times, the migrate bar %u times; %u screens had the "
                     "job's own figures",
-                    watch_grew, migrate_grew, exact);
-    g_assert_cmpuint (watch_grew, >=, 3);
-    g_assert_cmpuint (migrate_grew, >=, 3);
-    g_assert_cmpuint (matched, >=, 3);
-    g_assert_cmpuint (exact, >=, 2);
+                    seen.watch_grew, seen.migrate_grew, seen.exact);
+    g_assert_cmpuint (seen.watch_grew, >=, 3);
+    g_assert_cmpuint (seen.migrate_grew, >=, 3);
+    g_assert_cmpuint (seen.matched, >=, 3);
+    g_assert_cmpuint (seen.exact, >=, 2);
 
     final = vmr_harness_wait_job (h, "vmr-1", "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     g_signal_handler_disconnect (h->control, event_id);
@@ -367,8 +469,11 @@ test_evacuate_view (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *command = NULL;
     g_autofree gchar *final = NULL;
     VmrHarnessDisk disk = { .id = "disk0", .format = "raw" };
+    ProgressEvents events = { g_array_new (FALSE, FALSE, sizeof (gint64)),
+                              g_array_new (FALSE, FALSE, sizeof (gint64)), 0, 0, FALSE };
     gdouble last = -1;
     guint grew = 0;
+    gulong event_id;
 
     if (vmr_harness_skipped (h) || !vmr_harness_require (h, "tmux", NULL))
         return;
@@ -387,12 +492,15 @@ test_evacuate_view (VmrHarness *h, gconstpointer user_data)
     command = g_strdup_printf ("'%s' -c '%s' evacuate --from '%s' --to '%s' --speed " COPY_SPEED
                                " --wait; echo EVACUATE-EXIT=$?; sleep 60",
                                g_getenv ("VMR_CLI"), h->socket, old_dir, new_dir);
+    event_id = g_signal_connect (h->control, "event", G_CALLBACK (progress_event_cb), &events);
     g_free (tmux_run (&tmux, "-f", "/dev/null", "new-session", "-d", "-s", "vmr", "-n", "evacuate",
                       "-x", COLUMNS, "-y", ROWS, command, NULL));
     vmr_harness_wait_job_count (h, 1);
     json_object_unref (vmr_harness_wait_job (h, "vmr-1", "copying", VMR_HARNESS_JOB_TIMEOUT_S));
+    /* the screen once each JOB_PROGRESS redrew it, against the job read after it */
     while (TRUE) {
-        g_autofree gchar *screen = capture (&tmux, "vmr:evacuate");
+        guint progress = events.times_us->len, changes = events.state_changes;
+        g_autofree gchar *screen = wait_view (h, &tmux, "vmr:evacuate", events.percent);
         g_autoptr (JsonObject) job = vmr_harness_get_job (h, "vmr-1");
         g_autofree gchar *row = find_line (screen, "vmr-1 ");
         g_autofree gchar *summary = find_line (screen, "evacuate: ");
@@ -408,8 +516,12 @@ test_evacuate_view (VmrHarness *h, gconstpointer user_data)
             grew += percent > last;
             last = percent;
         }
-        g_usleep (600 * 1000);
+        wait_next_event (&events, progress, changes, 10);
     }
+    g_signal_handler_disconnect (h->control, event_id);
+    g_assert_false (events.bad_shape);
+    g_array_unref (events.times_us);
+    g_array_unref (events.done);
     g_assert_cmpuint (grew, >=, 3);
     final = wait_screen (&tmux, "vmr:evacuate", "EVACUATE-EXIT=0", VMR_HARNESS_JOB_TIMEOUT_S);
     g_test_message ("final evacuate:\n%s", final);
