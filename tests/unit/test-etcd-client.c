@@ -54,6 +54,7 @@ typedef struct {
     const PeerCase *c;
     GSocket *listener;
     guint64 sent; /* bytes of the body sent */
+    gint done;    /* the peer's thread returned (atomic) */
 } Peer;
 
 /* the request's headers and its body (the client's JSON), read and dropped */
@@ -101,10 +102,9 @@ send_all (Peer *peer, GSocket *conn, const gchar *data, gsize size)
     return TRUE;
 }
 
-static gpointer
-peer_thread (gpointer data)
+static void
+peer_serve (Peer *peer)
 {
-    Peer *peer = data;
     const PeerCase *c = peer->c;
     g_autoptr (GSocket) conn = g_socket_accept (peer->listener, NULL, NULL);
     g_autofree gchar *chunk = g_strnfill (64 * 1024, c->fill != 0 ? c->fill : ' ');
@@ -113,7 +113,7 @@ peer_thread (gpointer data)
     g_autofree gchar *head = NULL;
 
     if (conn == NULL || !read_request (conn))
-        return NULL;
+        return;
     /* a client that stops reading must not hold the peer for ever */
     g_socket_set_timeout (conn, 10);
     if (c->length == LENGTH_EXACT)
@@ -124,18 +124,29 @@ peer_thread (gpointer data)
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n%s\r\n",
         length != NULL ? length : "");
     if (!send_all (peer, conn, head, strlen (head)))
-        return NULL;
+        return;
     peer->sent = 0;
     if (!send_all (peer, conn, c->body_start, strlen (c->body_start)))
-        return NULL;
+        return;
     for (guint64 left = c->fill_size; left > 0;) {
         gsize size = (gsize) MIN (left, 64 * 1024);
 
         if (!send_all (peer, conn, chunk, size))
-            return NULL;
+            return;
         left -= size;
     }
     send_all (peer, conn, c->body_end, strlen (c->body_end));
+}
+
+/* serves one call, then wakes the test's main loop, where the client's connection ends */
+static gpointer
+peer_thread (gpointer data)
+{
+    Peer *peer = data;
+
+    peer_serve (peer);
+    g_atomic_int_set (&peer->done, 1);
+    g_main_context_wakeup (NULL);
     return NULL;
 }
 
@@ -150,7 +161,7 @@ test_etcd_client_replies (void)
 {
     for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
         const PeerCase *c = &cases[i];
-        Peer peer = { c, NULL, 0 };
+        Peer peer = { c, NULL, 0, 0 };
         g_autoptr (GSocketAddress) any = g_inet_socket_address_new_from_string ("127.0.0.1", 0);
         g_autoptr (GSocketAddress) bound = NULL;
         g_autofree gchar *endpoint = NULL;
@@ -180,8 +191,13 @@ test_etcd_client_replies (void)
         while (result == NULL)
             g_main_context_iteration (NULL, TRUE);
         reply = vmr_etcd_client_call_finish (client, result, &error);
-        /* the client is gone: the peer's last send fails, or it ends */
+        /*
+         * the client is gone: the peer's last send fails, or it ends. The
+         * connection is closed in the main loop, which runs until then
+         */
         g_clear_object (&client);
+        while (!g_atomic_int_get (&peer.done))
+            g_main_context_iteration (NULL, TRUE);
         g_thread_join (thread);
         g_object_unref (peer.listener);
 
