@@ -1,19 +1,21 @@
 /*
  * bench-adaptive: the frontier of the closed-loop speed. For each workload
- * of the test guest (tests/guest) it boots one guest and migrates its disk
+ * of the test guest (tests/guest) it boots one guest on a storage profile
+ * (bench-storage.h: shared-array, local-file, memory) and migrates its disk
  * again and again through virt-mirrord, each copy from where the last one
  * left the disk, each checked byte for byte at its pivot (bench-guest.c):
  *   unlimited  control = static, no speed;
- *   caps       control = static, speed = a cap, bisected between the
- *              bracket start (64 MiB/s, or half the unlimited rate when
- *              that is lower) and the unlimited rate until the fastest cap
- *              that keeps 95% of the guest's IOPS and the slowest that
- *              does not are at most 25 MiB/s (or an eighth of the
- *              unlimited rate, when that is less) apart;
- *   adaptive   control = adaptive, guest-impact = 5%.
- * The daemon's policy is rewritten and reloaded before each copy. The
- * guest's IOPS and latency come from its VMR-IOPS console lines: before is
- * the span up to `migrate`, during is `migrate` to `synced`.
+ *   caps       control = static, speed = a cap, bisected until the two
+ *              static copies that converged around the adaptive copy's
+ *              harm (or X's, before it ran) are within 15% in speed;
+ *   adaptive   control = adaptive, guest-impact = X (--target).
+ * Each static copy is a point (harm, time); the adaptive one is judged
+ * against them (bench-adaptive-report.c). The harm is the guest's:
+ * max (latency during / before - 1, 1 - IOPS during / before), from its
+ * fio's VMR-IOPS console lines and from QEMU's blockstats of its device
+ * sampled each second, the larger of the two. Before is the span up to
+ * `migrate`, during is `migrate` to `synced`. The daemon's policy is
+ * rewritten and reloaded before each copy.
  *
  * Run it with `ninja -C BUILDDIR bench-adaptive`, or run
  * BUILDDIR/tests/bench/bench-adaptive directly for the options (--help).
@@ -31,6 +33,7 @@
 #include "bench-image.h"
 #include "bench-process.h"
 #include "bench-series.h"
+#include "bench-storage.h"
 #include "guest-disk.h"
 #include "vmr-error.h"
 
@@ -63,17 +66,17 @@
 
 static const Workload workloads[] = {
     { "fixed-1400", "vmr.iops=1400", "fio 8 KiB randrw 70/30, iodepth 1, 1400 IOPS", TRUE, FALSE,
-      FALSE, FALSE },
+      FALSE, FALSE, FALSE },
     { "fixed-max", NULL, "the same at the guest's maximum fixed rate, measured", TRUE, FALSE, FALSE,
-      FALSE },
+      FALSE, TRUE },
     { "closed-loop", "vmr.iops=0 vmr.iodepth=4", "no rate limit, iodepth 4", FALSE, FALSE, FALSE,
-      FALSE },
-    { "bursty", "vmr.iops=1400 vmr.burst=20:20", "1400 IOPS for 20 s, then 20 s idle", FALSE, TRUE,
       FALSE, FALSE },
-    { "idle", "vmr.job=idle", "no I/O", FALSE, FALSE, TRUE, FALSE },
+    { "bursty", "vmr.iops=1400 vmr.burst=20:20", "1400 IOPS for 20 s, then 20 s idle", FALSE, TRUE,
+      FALSE, FALSE, FALSE },
+    { "idle", "vmr.job=idle", "no I/O", FALSE, FALSE, TRUE, FALSE, FALSE },
     /* each 8 KiB write dirties a 64 KiB chunk: 1000 writes/s dirty 62.5 MiB/s */
     { "heavy", "vmr.iops=0 vmr.rwmixread=0 vmr.iodepth=4",
-      "fio 8 KiB random writes, no rate limit, iodepth 4", FALSE, FALSE, FALSE, TRUE },
+      "fio 8 KiB random writes, no rate limit, iodepth 4", FALSE, FALSE, FALSE, TRUE, FALSE },
 };
 
 typedef struct {
@@ -84,9 +87,12 @@ typedef struct {
     guint settle_s;
     guint before_s;
     guint gap_s;
-    guint max_caps;     /* caps tried per workload and round */
-    gchar *granularity; /* --granularity: an adaptive copy at it too, NULL = none */
-    gchar *buf_size;    /* --buf-size: the policy's buf-size of every job, NULL = QEMU's */
+    guint max_caps;              /* caps tried per workload and round */
+    gchar *granularity;          /* --granularity: an adaptive copy at it too, NULL = none */
+    gchar *buf_size;             /* --buf-size: the policy's buf-size of every job, NULL = QEMU's */
+    AdaptiveYardstick yardstick; /* --target, the storage */
+    VmrBenchStorage storage;     /* --storage */
+    GRand *order;                /* which copies of a round go first, from --seed */
     /* places */
     gchar *policy_file; /* rewritten and reloaded before each copy */
     gchar *image;       /* the guest's disk now */
@@ -131,6 +137,9 @@ stop_workload (Bench *self)
 static gboolean
 start_workload (Bench *self, const gchar *load_args, gboolean has_load, GError **error)
 {
+    g_autofree gchar *image_uri
+        = vmr_bench_storage_uri (&self->storage, self->image, self->image_number);
+
     self->run_number++;
     if (!set_policy (self, "[defaults]\n", error))
         return FALSE;
@@ -139,7 +148,8 @@ start_workload (Bench *self, const gchar *load_args, gboolean has_load, GError *
     if (self->daemon == NULL)
         return FALSE;
     vmr_bench_guest_watch_jobs (&self->guest, self->control);
-    return vmr_bench_guest_start (&self->guest, self->image, load_args, self->run_number, error)
+    return vmr_bench_guest_start (&self->guest, image_uri != NULL ? image_uri : self->image,
+                                  load_args, self->run_number, error)
            && vmr_bench_guest_attach_settle (&self->guest, self->control, has_load, self->settle_s,
                                              error);
 }
@@ -164,6 +174,17 @@ guest_iops (Bench *self, const Workload *workload, gint64 from, gint64 to, gdoub
         return vmr_guest_iops_mean (busy, from, to, latency_us, NULL);
     }
     return vmr_guest_iops_mean (iops, from, to, latency_us, NULL);
+}
+
+/* the same as QEMU's blockstats of the guest's device count it; -1 when they cannot say */
+static gdouble
+qemu_iops (Bench *self, const Workload *workload, gint64 from, gint64 to, gdouble *latency_us)
+{
+    *latency_us = -1;
+    if (self->guest.blockstats == NULL)
+        return -1;
+    return vmr_bench_blockstats_mean (self->guest.blockstats, from, to,
+                                      workload->bursty ? BURST_IDLE_IOPS : 0, latency_us);
 }
 
 /*
@@ -308,6 +329,7 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
     g_autoptr (JsonObject) job = NULL;
     g_autofree gchar *policy = NULL;
     g_autofree gchar *dest = NULL;
+    g_autofree gchar *dest_uri = NULL;
     g_autoptr (GError) local = NULL;
     VmrBenchMigration migration = { 0 };
     guint before_s = round->workload->bursty ? MAX (self->before_s, BURST_CYCLE_S) : self->before_s;
@@ -318,11 +340,12 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
     if (kind == JOB_ADAPTIVE_GRANULAR)
         result->granularity = g_strdup (self->granularity);
     if (kind == JOB_ADAPTIVE)
-        policy = g_strdup ("[defaults]\ncontrol = adaptive\nguest-impact = 5%\n");
+        policy = g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = %.0f%%\n",
+                                  self->yardstick.target * 100);
     else if (kind == JOB_ADAPTIVE_GRANULAR)
-        policy = g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = 5%%\n"
+        policy = g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = %.0f%%\n"
                                   "granularity = %s\n",
-                                  self->granularity);
+                                  self->yardstick.target * 100, self->granularity);
     else if (kind == JOB_CONVERGE_SPEED || kind == JOB_CONVERGE_BLOCKING)
         policy = g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = 5%%\n"
                                   "converge-after = 10s\nconverge-by = %s\ndeadline = %us\n"
@@ -370,9 +393,13 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
                     before, CATCH_UP_RATIO, round->steady_iops);
     }
 
-    dest = g_strdup_printf ("%s/disk-%u.raw", self->guest.image_dir, ++self->image_number);
-    if (!vmr_bench_guest_migrate (&self->guest, self->control, self->image, dest, self->disk_size,
-                                  &migration, &job, &local)) {
+    dest = g_strdup_printf ("%s/disk-%u.raw", self->guest.image_dir, self->image_number + 1);
+    dest_uri = vmr_bench_storage_uri (&self->storage, dest, self->image_number + 1);
+    /* an export is served from a file that is there */
+    if (dest_uri != NULL && !vmr_bench_image_create_destination (dest, self->disk_size, error))
+        return NULL;
+    if (!vmr_bench_guest_migrate (&self->guest, self->control, self->image, dest, dest_uri,
+                                  self->disk_size, &migration, &job, &local)) {
         if (!g_error_matches (local, VMR_ERROR, VMR_ERROR_TIMEOUT)
             || !cancel_job (self, &migration, &job, error)) {
             if (local != NULL)
@@ -380,7 +407,10 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
             return NULL;
         }
         result->timed_out = TRUE;
+        if (dest_uri != NULL)
+            g_unlink (dest);
     } else {
+        self->image_number++;
         if (g_unlink (self->image) < 0 && errno != ENOENT)
             g_warning ("cannot remove %s: %s", self->image, g_strerror (errno));
         g_free (self->image);
@@ -391,6 +421,10 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
                                       &result->before_lat_us);
     result->during_iops = guest_iops (self, round->workload, migration.start_mono,
                                       migration.synced_mono, &result->during_lat_us);
+    result->qemu_before_iops = qemu_iops (self, round->workload, before_start, migration.start_mono,
+                                          &result->qemu_before_lat_us);
+    result->qemu_during_iops = qemu_iops (self, round->workload, migration.start_mono,
+                                          migration.synced_mono, &result->qemu_during_lat_us);
     result->migration_s = migration.migration_s;
     result->mib_s = migration.migration_s > 0 && !result->timed_out
                         ? (gdouble) self->disk_size / MIB / migration.migration_s
@@ -411,104 +445,60 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
 
 /* ---- one workload in one round ---- */
 
-/* the bracket of the caps, scaled to what the unlimited copy achieved */
+/* the slowest cap tried that did not converge, 0 = none */
 static guint
-tolerance_mib (const JobResult *unlimited)
+slowest_stuck (const WorkloadRound *round)
 {
-    return CLAMP ((guint) (unlimited->mib_s / 8), 1, BRACKET_TOL_MIB);
-}
+    guint stuck = 0;
 
-/*
- * Bisects the static caps between the bracket start and the unlimited
- * rate until the fastest that kept the guest's IOPS and the slowest that
- * did not are within the tolerance, or max_caps caps were tried.
- */
-static gboolean
-bisect_caps (Bench *self, WorkloadRound *round, const JobResult *unlimited, GError **error)
-{
-    guint tolerance = tolerance_mib (unlimited);
-    guint cap = MIN (BRACKET_START_MIB, MAX ((guint) (unlimited->mib_s / 2), 1));
-    guint floor_mib
-        = (guint) (unlimited->before_iops * WRITE_SHARE * DIRTY_CHUNK * CONVERGE_MARGIN / MIB) + 1;
-
-    floor_mib = MIN (floor_mib, cap);
-    round->floor_mib = floor_mib;
-
-    round->bad_mib = MAX ((guint) unlimited->mib_s, 1);
-    if (job_kept (unlimited)) {
-        round->no_knee = TRUE;
-        return TRUE;
-    }
-    for (guint tried = 0; tried < self->max_caps; tried++) {
-        const JobResult *result = run_job (self, round, JOB_CAP, cap, error);
-
-        if (result == NULL)
-            return FALSE;
-        if (job_kept (result))
-            round->good_mib = cap;
-        else
-            round->bad_mib = cap;
-        if (round->good_mib > 0 && round->bad_mib - round->good_mib <= tolerance)
-            break;
-        if (round->good_mib == 0 && cap == floor_mib)
-            break;
-        cap = round->good_mib > 0 ? (round->good_mib + round->bad_mib) / 2
-                                  : MAX (cap / 2, floor_mib);
-        if (cap == 0 || cap == round->good_mib || cap >= round->bad_mib)
-            break;
-    }
-    return TRUE;
-}
-
-/*
- * On a fixed-rate guest the caps that keep its IOPS may still raise its
- * latency past (a)'s limit: the guest keeps its rate until its latency
- * nears the time between two of its I/Os. The same bracket for the caps
- * within (a), IOPS and latency, from the slowest cap that lets the copy
- * converge (tried first: a cap under it never reaches sync) up to the
- * slowest static job so far that was not within (a).
- */
-static gboolean
-bisect_gentle_caps (Bench *self, WorkloadRound *round, const JobResult *unlimited, GError **error)
-{
-    guint tolerance = tolerance_mib (unlimited);
-
-    round->gentle_bad_mib = 0;
     for (guint i = 0; i < round->jobs->len; i++) {
         const JobResult *result = g_ptr_array_index (round->jobs, i);
-        guint mib = result->kind == JOB_CAP ? result->cap_mib : (guint) result->mib_s;
 
-        if (result->kind != JOB_CAP && result->kind != JOB_UNLIMITED)
-            continue;
-        if (job_gentle (result))
-            round->gentle_good_mib = MAX (round->gentle_good_mib, mib);
-        else if (round->gentle_bad_mib == 0 || mib < round->gentle_bad_mib)
-            round->gentle_bad_mib = mib;
+        if (result->kind == JOB_CAP && result->timed_out && (stuck == 0 || result->cap_mib > stuck))
+            stuck = result->cap_mib;
     }
-    if (round->gentle_bad_mib == 0)
-        return TRUE;
-    for (guint tried = 0; tried < self->max_caps; tried++) {
-        const JobResult *result;
-        guint cap = round->gentle_good_mib > 0
-                        ? (round->gentle_good_mib + round->gentle_bad_mib) / 2
-                        : round->floor_mib;
+    return stuck;
+}
 
-        if (round->gentle_good_mib > 0
-            && round->gentle_bad_mib - round->gentle_good_mib <= tolerance)
-            break;
-        if (cap >= round->gentle_bad_mib || cap <= round->gentle_good_mib)
-            break;
-        result = run_job (self, round, JOB_CAP, cap, error);
-        if (result == NULL)
+/*
+ * The static frontier around @harm: bisects the caps until the two static
+ * copies that converged around it (the fastest with a harm of at most
+ * @harm, the gentlest with more) are within ADAPTIVE_BRACKET_SPREAD of each
+ * other in speed, or no cap that converges is gentle enough, or max_caps
+ * caps were run in the round. Reuses every static copy of the round.
+ */
+static gboolean
+bisect_frontier (Bench *self, WorkloadRound *round, const JobResult *unlimited, gdouble harm,
+                 GError **error)
+{
+    if (round->floor_mib == 0)
+        round->floor_mib = MAX (
+            (guint) (unlimited->before_iops * WRITE_SHARE * DIRTY_CHUNK * CONVERGE_MARGIN / MIB)
+                + 1,
+            1);
+    while (round->caps_tried < self->max_caps) {
+        const JobResult *gentle, *harsh;
+        gdouble low, high;
+        guint cap;
+
+        workload_round_bracket (round, harm, &gentle, &harsh);
+        if (harsh == NULL)
+            return TRUE; /* the unlimited copy is gentle enough */
+        high = job_static_speed (harsh);
+        low = gentle != NULL ? job_static_speed (gentle)
+                             : MAX (round->floor_mib, slowest_stuck (round));
+        if (gentle != NULL && high - low <= ADAPTIVE_BRACKET_SPREAD * high)
+            return TRUE;
+        cap = gentle != NULL || slowest_stuck (round) > 0
+                  ? (guint) ((low + high) / 2)
+                  : MAX ((guint) (high / 2), round->floor_mib);
+        if (cap <= low && (gentle != NULL || slowest_stuck (round) > 0))
+            return TRUE;
+        if (cap >= high)
+            return TRUE; /* no cap converges that could be gentler */
+        round->caps_tried++;
+        if (run_job (self, round, JOB_CAP, cap, error) == NULL)
             return FALSE;
-        if (job_gentle (result)) {
-            round->gentle_good_mib = cap;
-        } else {
-            round->gentle_bad_mib = cap;
-            /* not even the slowest cap that converges */
-            if (cap == round->floor_mib)
-                break;
-        }
     }
     return TRUE;
 }
@@ -539,13 +529,6 @@ measure_max_rate (Bench *self, guint *out_iops, GError **error)
     return ok;
 }
 
-/* whether @round runs its adaptive copies before its static ones: every other round */
-static gboolean
-adaptive_first (const WorkloadRound *round)
-{
-    return round->round % 2 == 0;
-}
-
 /* the adaptive copy, and the one at --granularity if asked */
 static gboolean
 run_adaptive (Bench *self, WorkloadRound *round, GError **error)
@@ -559,6 +542,19 @@ run_adaptive (Bench *self, WorkloadRound *round, GError **error)
         round->steady_iops = adaptive->before_iops;
     return self->granularity == NULL || round->workload->idle
            || run_job (self, round, JOB_ADAPTIVE_GRANULAR, 0, error) != NULL;
+}
+
+/* the harm the caps bracket: the adaptive copy's when it ran, else the target's */
+static gdouble
+frontier_harm (const Bench *self, const WorkloadRound *round)
+{
+    for (guint i = 0; i < round->jobs->len; i++) {
+        const JobResult *result = g_ptr_array_index (round->jobs, i);
+
+        if (result->kind == JOB_ADAPTIVE)
+            return job_harm (result);
+    }
+    return self->yardstick.target;
 }
 
 static gboolean
@@ -588,12 +584,15 @@ run_workload_round (Bench *self, WorkloadRound *round, GError **error)
     }
     /*
      * the copy that runs second in a round was seen slower by up to 15%
-     * whichever it was, and the guest's load drifts over a round: even
-     * rounds run the adaptive copies first, odd ones after the static ones
+     * whichever it was, and the guest's load drifts over a round: the
+     * adaptive copies go before or after the static ones as --seed draws
      * (the caps are bisected from the unlimited copy, which comes first of
-     * those)
+     * those, towards the adaptive copy's harm, or X before it ran)
      */
-    if (adaptive_first (round) && !run_adaptive (self, round, error))
+    round->adaptive_first = g_rand_boolean (self->order);
+    g_print ("  %-5u %-11s order: the adaptive copy %s the static ones\n", round->round,
+             workload->name, round->adaptive_first ? "before" : "after");
+    if (round->adaptive_first && !run_adaptive (self, round, error))
         return FALSE;
     unlimited = run_job (self, round, JOB_UNLIMITED, 0, error);
     if (unlimited == NULL)
@@ -601,17 +600,14 @@ run_workload_round (Bench *self, WorkloadRound *round, GError **error)
     /* the first baseline, right after the boot, is the guest's steady rate */
     if (round->steady_iops <= 0)
         round->steady_iops = unlimited->before_iops;
-    if (!workload->idle) {
-        if (!bisect_caps (self, round, unlimited, error))
-            return FALSE;
-        adaptive_print_knee (round, tolerance_mib (unlimited));
-    }
-    if (workload->fixed_rate) {
-        if (!bisect_gentle_caps (self, round, unlimited, error))
-            return FALSE;
-        adaptive_print_gentle_knee (round, tolerance_mib (unlimited));
-    }
-    if (!adaptive_first (round) && !run_adaptive (self, round, error))
+    if (!workload->idle
+        && !bisect_frontier (self, round, unlimited, frontier_harm (self, round), error))
+        return FALSE;
+    if (!round->adaptive_first && !run_adaptive (self, round, error))
+        return FALSE;
+    /* now that the adaptive copy's harm is known, the frontier around it */
+    if (!workload->idle && !round->adaptive_first
+        && !bisect_frontier (self, round, unlimited, frontier_harm (self, round), error))
         return FALSE;
     stop_workload (self);
     return TRUE;
@@ -623,7 +619,9 @@ static void
 bench_free (Bench *self)
 {
     stop_workload (self);
+    vmr_bench_storage_stop (&self->storage);
     vmr_bench_guest_clear (&self->guest);
+    g_clear_pointer (&self->order, g_rand_free);
     g_free (self->daemon_path);
     g_free (self->qemu_path);
     g_free (self->policy_file);
@@ -666,6 +664,13 @@ main (int argc, char **argv)
     g_autofree gchar *workload_opt = NULL;
     g_autofree gchar *granularity_opt = NULL;
     g_autofree gchar *buf_size_opt = NULL;
+    g_autofree gchar *storage_opt = NULL;
+    g_autofree gchar *storage_line = NULL;
+    gint target_pct = 25;
+    gint max_harm_pct = 100;
+    gint budget_mb = 200;
+    gdouble delay_ms = 0.3;
+    gint64 seed = -1;
     gint rounds = VMR_BENCH_MIN_ROUNDS;
     gint disk_mib = 0;
     gint settle_s = 4;
@@ -704,6 +709,21 @@ main (int argc, char **argv)
           "Every job of the run with this buf-size (the policy's key: what the mirror has in "
           "flight, e.g. 1M; default QEMU's 16 MiB)",
           "SIZE" },
+        { "storage", 's', 0, G_OPTION_ARG_STRING, &storage_opt,
+          "Where the guest's disk is: shared-array, local-file or memory (default shared-array)",
+          "NAME" },
+        { "target", 't', 0, G_OPTION_ARG_INT, &target_pct,
+          "X, the adaptive copy's guest-impact and the harm F1 allows, percent (default 25)",
+          "PCT" },
+        { "max-harm", 0, 0, G_OPTION_ARG_INT, &max_harm_pct,
+          "The policy's max-harm F3 judges under, percent (default 100, the built-in)", "PCT" },
+        { "budget", 0, 0, G_OPTION_ARG_INT, &budget_mb,
+          "shared-array: each server's budget, MB/s, reads and writes together (default 200)",
+          "MB" },
+        { "delay", 0, 0, G_OPTION_ARG_DOUBLE, &delay_ms,
+          "shared-array: the delay added to each request, ms (default 0.3)", "MS" },
+        { "seed", 0, 0, G_OPTION_ARG_INT64, &seed,
+          "The seed of the order of each round's copies (default: drawn, and printed)", "N" },
         { "quick", 'q', 0, G_OPTION_ARG_NONE, &quick,
           "A smoke run: one round, fixed-1400 unless --workload, a 512 MiB disk, shorter spans",
           NULL },
@@ -723,10 +743,10 @@ main (int argc, char **argv)
     guint n_picked = 0;
     gboolean ok;
 
-    g_option_context_set_summary (context,
-                                  "Migrates a busy guest's disk unlimited, at static caps that "
-                                  "bracket its knee, and with control = adaptive, and compares "
-                                  "the guest's IOPS and latency and the copy's time.");
+    g_option_context_set_summary (
+        context, "Migrates a busy guest's disk unlimited, at static caps bisected around the "
+                 "adaptive copy's harm, and with control = adaptive, on a storage profile, and "
+                 "judges the adaptive copy against the static frontier (harm, time).");
     g_option_context_add_main_entries (context, entries, NULL);
     if (!g_option_context_parse (context, &argc, &argv, &error)) {
         g_printerr ("bench-adaptive: %s\n", error->message);
@@ -754,6 +774,28 @@ main (int argc, char **argv)
         g_printerr ("bench-adaptive: bad arguments; see --help\n");
         return 2;
     }
+    if (!vmr_bench_storage_parse (storage_opt != NULL ? storage_opt : "shared-array",
+                                  &self->storage.kind)) {
+        g_printerr ("bench-adaptive: unknown storage %s: shared-array, local-file or memory\n",
+                    storage_opt);
+        return 2;
+    }
+    if (target_pct < 1 || target_pct > 300 || max_harm_pct < 1 || budget_mb < 1 || delay_ms < 0) {
+        g_printerr ("bench-adaptive: bad --target, --max-harm, --budget or --delay; see --help\n");
+        return 2;
+    }
+    if (seed < 0)
+        seed = g_random_int ();
+    self->order = g_rand_new_with_seed ((guint32) seed);
+    self->storage.budget_mb = (guint) budget_mb;
+    self->storage.delay_ms = delay_ms;
+    self->yardstick = (AdaptiveYardstick){
+        .target = target_pct / 100.0,
+        .max_harm = max_harm_pct / 100.0,
+        .shared = self->storage.kind == VMR_BENCH_STORAGE_SHARED_ARRAY,
+        .budget_mib = budget_mb * 1e6 / MIB,
+        .storage = vmr_bench_storage_name (self->storage.kind),
+    };
     self->daemon_path = vmr_bench_pick_program (daemon_opt, "VMR_DAEMON", VMR_BENCH_DAEMON);
     self->qemu_path = vmr_bench_pick_program (qemu_opt, "VMR_QEMU", "qemu-system-x86_64");
     self->disk_size = (guint64) disk_mib * MIB;
@@ -774,7 +816,9 @@ main (int argc, char **argv)
 
     load_at_start = vmr_bench_load_average ();
     ok = vmr_bench_guest_find (&self->guest, guest_opt, &error)
-         && make_dirs (self, dir_opt, &error);
+         && make_dirs (self, vmr_bench_storage_image_parent (self->storage.kind, dir_opt), &error)
+         && vmr_bench_storage_start (&self->storage, self->guest.run_dir, self->guest.image_dir,
+                                     START_TIMEOUT_S, &error);
     if (ok) {
         gint64 start = g_get_monotonic_time ();
 
@@ -783,9 +827,13 @@ main (int argc, char **argv)
         ok = vmr_bench_image_create_source (self->image, self->disk_size, 11, &error);
         g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
     }
-    if (ok)
-        adaptive_print_header (disk_mib, vmr_guest_disk_takes_o_direct (self->image),
-                               self->buf_size);
+    if (ok) {
+        adaptive_print_header (
+            disk_mib, !self->yardstick.shared && vmr_guest_disk_takes_o_direct (self->image),
+            self->buf_size, &self->yardstick);
+        storage_line = vmr_bench_storage_describe (&self->storage, self->guest.image_dir);
+        g_print ("  storage %s\n  order: seed %" G_GINT64_FORMAT " (--seed)\n", storage_line, seed);
+    }
     for (guint round = 1; ok && round <= (guint) rounds; round++) {
         for (guint w = 0; ok && w < n_picked; w++) {
             WorkloadRound *result = workload_round_new (picked[w], round);
@@ -804,7 +852,7 @@ main (int argc, char **argv)
     }
 
     vmr_bench_guest_print_host (&self->guest, load_at_start);
-    adaptive_print_targets (results, picked, n_picked);
+    adaptive_print_verdicts (results, picked, n_picked, &self->yardstick);
     g_print ("  data check: the destination of every job that reached `synced` equalled its source "
              "at the pivot: yes\n");
     return vmr_bench_exit_status ();

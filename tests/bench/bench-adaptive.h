@@ -8,25 +8,28 @@
 
 G_BEGIN_DECLS
 
-/* the guest keeps at least this share of its IOPS: the knee of the static caps */
-#define ADAPTIVE_KEEP_RATIO 0.95
+/* the static caps bracketing the adaptive copy's harm are at most this share of the faster apart */
+#define ADAPTIVE_BRACKET_SPREAD 0.15
+/* the guest's I/O size, for its bytes/s on the shared array */
+#define ADAPTIVE_GUEST_IO_BYTES 8192
 
 /* a workload of the test guest */
 typedef struct {
     const gchar *name;      /* for --workload */
     const gchar *load_args; /* the guest's command line; NULL: vmr.iops= the measured maximum */
     const gchar *what;      /* for the report */
-    gboolean fixed_rate;    /* target (a) */
-    gboolean bursty;        /* target (c): its IOPS are those of its busy seconds */
-    gboolean idle;          /* target (d): no I/O, no IOPS, no caps */
-    gboolean heavy;         /* target (e): writes faster than the copy may go; no caps */
+    gboolean fixed_rate;    /* at a fixed rate */
+    gboolean bursty;        /* its IOPS are those of its busy seconds */
+    gboolean idle;          /* (D): no I/O, no IOPS, no caps */
+    gboolean heavy;         /* writes faster than the copy may go; no caps */
+    gboolean full_load;     /* (S) on the shared array: the guest at its maximum */
 } Workload;
 
 /* how a job set the copy's speed */
 typedef enum {
     JOB_UNLIMITED,         /* control = static, no speed */
     JOB_CAP,               /* control = static, speed = cap */
-    JOB_ADAPTIVE,          /* control = adaptive, guest-impact = 5% */
+    JOB_ADAPTIVE,          /* control = adaptive, guest-impact = the target X */
     JOB_ADAPTIVE_GRANULAR, /* the same with --granularity's mirror granularity */
     /* the same, converge-after and a deadline, converge-by = speed or write-blocking */
     JOB_CONVERGE_SPEED,
@@ -41,10 +44,15 @@ typedef struct {
     JobKind kind;
     guint cap_mib;       /* MiB/s, for JOB_CAP */
     gchar *granularity;  /* for JOB_ADAPTIVE_GRANULAR, as the policy says it */
-    gdouble before_iops; /* the guest's, before `migrate`; -1 = no load */
+    gdouble before_iops; /* the guest's fio, before `migrate`; -1 = no load */
     gdouble during_iops; /* `migrate` to `synced` */
     gdouble before_lat_us;
     gdouble during_lat_us;
+    /* the same spans as QEMU's blockstats of the guest's device count them; -1 = no figure */
+    gdouble qemu_before_iops;
+    gdouble qemu_during_iops;
+    gdouble qemu_before_lat_us;
+    gdouble qemu_during_lat_us;
     gdouble migration_s; /* `migrate` to `synced`, plus `job-pivot` to `completed` */
     gboolean timed_out;  /* no `synced` within the job limit: cancelled, the time a floor */
     gdouble mib_s;       /* the disk / migration_s */
@@ -55,58 +63,81 @@ typedef struct {
 void job_result_free (JobResult *result);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (JobResult, job_result_free)
 
-/* during / before IOPS and latency, 0 when the guest had no load */
-gdouble job_iops_ratio (const JobResult *result);
-gdouble job_latency_ratio (const JobResult *result);
+/*
+ * The harm of a span against a baseline: max (latency during / before - 1,
+ * 1 - IOPS during / before), never under 0; 0 without a baseline.
+ */
+gdouble adaptive_harm (gdouble before_iops, gdouble before_lat_us, gdouble during_iops,
+                       gdouble during_lat_us);
 
-/* the guest's harm, as the controller counts it: max (latency ratio - 1, 1 - IOPS ratio) */
+/* the guest's harm in the copy as its fio saw it, and as QEMU's blockstats did */
+gdouble job_harm_fio (const JobResult *result);
+gdouble job_harm_qemu (const JobResult *result);
+
+/* the harm the verdicts judge: the larger of the two views */
 gdouble job_harm (const JobResult *result);
 
-/* TRUE when the guest kept ADAPTIVE_KEEP_RATIO of its IOPS */
-gboolean job_kept (const JobResult *result);
-
-/* TRUE when it kept them and its latency within target (a)'s limit too */
-gboolean job_gentle (const JobResult *result);
+/* a static copy (unlimited or a cap) that reached `synced` */
+gboolean job_static_converged (const JobResult *result);
 
 /* the jobs of one workload in one round */
 typedef struct {
     const Workload *workload;
     guint round;
-    guint fixed_iops;    /* the guest's rate when it was measured for this round, else 0 */
-    GPtrArray *jobs;     /* of JobResult, in the order they ran */
-    guint good_mib;      /* fastest cap that kept, 0 = none */
-    guint bad_mib;       /* slowest cap that did not, 0 = none */
-    gdouble steady_iops; /* the guest's before the first copy, 0 = not yet */
-    guint floor_mib;     /* the slowest cap that lets the copy converge, MiB/s */
-    gboolean no_knee;    /* the unlimited copy kept the guest's IOPS */
-    /* fixed-rate workloads: the same bracket for the caps within (a), IOPS and latency */
-    guint gentle_good_mib; /* fastest cap within (a), 0 = none */
-    guint gentle_bad_mib;  /* slowest cap tried that was not */
-    gchar *load_args;      /* the guest's kernel command line for its load */
-    guint revived;         /* the guest went silent, and a second stop and cont revived it */
-    guint restarted;       /* ... did not, and the guest was booted again on its disk */
+    guint fixed_iops;        /* the guest's rate when it was measured for this round, else 0 */
+    GPtrArray *jobs;         /* of JobResult, in the order they ran */
+    gdouble steady_iops;     /* the guest's before the first copy, 0 = not yet */
+    guint floor_mib;         /* the slowest cap that lets the copy converge, MiB/s */
+    guint caps_tried;        /* static caps run in this round */
+    gboolean adaptive_first; /* the round's order: the adaptive copy before the static ones */
+    gchar *load_args;        /* the guest's kernel command line for its load */
+    guint revived;           /* the guest went silent, and a second stop and cont revived it */
+    guint restarted;         /* ... did not, and the guest was booted again on its disk */
 } WorkloadRound;
 
 WorkloadRound *workload_round_new (const Workload *workload, guint round);
 void workload_round_free (WorkloadRound *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (WorkloadRound, workload_round_free)
 
-/* what the run is, and the column titles; then one line per job */
-void adaptive_print_header (gint disk_mib, gboolean direct, const gchar *buf_size);
-void adaptive_print_job (const WorkloadRound *round, const JobResult *result);
-
-/* the knee of @round's caps, one line */
-void adaptive_print_knee (const WorkloadRound *round, guint tolerance_mib);
-
-/* the knee of @round's caps within (a), one line */
-void adaptive_print_gentle_knee (const WorkloadRound *round, guint tolerance_mib);
+/*
+ * The noise of @round: the largest harm (the larger view) of one of its
+ * pre-copy windows against the median of them all
+ */
+gdouble workload_round_noise (const WorkloadRound *round);
 
 /*
- * The targets over @rounds (of WorkloadRound, every workload of every
- * round), for the workloads in @workloads: medians and PASS/MISS, or no
- * verdict with fewer than VMR_BENCH_MIN_ROUNDS rounds.
+ * The static points of @round around @harm: the fastest that converged
+ * with a harm of at most @harm (*@out_gentle, NULL = none) and the
+ * gentlest that converged with more (*@out_harsh, NULL = none)
  */
-void adaptive_print_targets (GPtrArray *rounds, const Workload *const *workloads,
-                             guint n_workloads);
+void workload_round_bracket (const WorkloadRound *round, gdouble harm, const JobResult **out_gentle,
+                             const JobResult **out_harsh);
+
+/* the speed of a static point: its cap, or the unlimited copy's MiB/s */
+gdouble job_static_speed (const JobResult *result);
+
+/* what the verdicts judge against */
+typedef struct {
+    gdouble target;       /* X, the adaptive copy's guest-impact, a fraction */
+    gdouble max_harm;     /* the policy's max-harm, a fraction */
+    gboolean shared;      /* the storage is the shared array */
+    gdouble budget_mib;   /* its budget, MiB/s */
+    const gchar *storage; /* the profile's name */
+} AdaptiveYardstick;
+
+/* what the run is, and the column titles; then one line per job */
+void adaptive_print_header (gint disk_mib, gboolean direct, const gchar *buf_size,
+                            const AdaptiveYardstick *yardstick);
+void adaptive_print_job (const WorkloadRound *round, const JobResult *result);
+
+/*
+ * The verdicts F1, F2, F3, D and S of each round in @rounds (of
+ * WorkloadRound, every workload of every round), a line a round, then per
+ * workload of @workloads: PASS when at least 2 of 3 rounds passed (a
+ * single round's verdict alone with fewer rounds); a MISS counts for the
+ * exit status.
+ */
+void adaptive_print_verdicts (GPtrArray *rounds, const Workload *const *workloads,
+                              guint n_workloads, const AdaptiveYardstick *yardstick);
 
 G_END_DECLS

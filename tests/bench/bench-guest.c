@@ -105,6 +105,29 @@ child_setup_cb (gpointer user_data)
     prctl (PR_SET_PDEATHSIG, SIGKILL);
 }
 
+/* the -blockdev of the guest's disk on @image: a file, or an NBD export over a UNIX socket */
+static gchar *
+disk_blockdev (VmrBenchGuest *self, const gchar *image, const gchar *escaped)
+{
+    g_autoptr (GUri) uri = NULL;
+    g_autoptr (GHashTable) query = NULL;
+
+    if (!g_str_has_prefix (image, "nbd+unix:")) {
+        self->direct = vmr_guest_disk_takes_o_direct (image);
+        return g_strdup_printf ("driver=file,filename=%s,node-name=f0%s", escaped,
+                                self->direct ? ",cache.direct=on,aio=native" : "");
+    }
+    self->direct = FALSE;
+    uri = g_uri_parse (image, G_URI_FLAGS_NONE, NULL);
+    query = uri != NULL && g_uri_get_query (uri) != NULL
+                ? g_uri_parse_params (g_uri_get_query (uri), -1, "&", G_URI_PARAMS_NONE, NULL)
+                : NULL;
+    g_return_val_if_fail (query != NULL && g_hash_table_contains (query, "socket"), NULL);
+    return g_strdup_printf ("driver=nbd,server.type=unix,server.path=%s,export=%s,node-name=f0",
+                            (const gchar *) g_hash_table_lookup (query, "socket"),
+                            g_uri_get_path (uri) + 1);
+}
+
 gboolean
 vmr_bench_guest_start (VmrBenchGuest *self, const gchar *image, const gchar *load_args,
                        guint run_number, GError **error)
@@ -130,9 +153,7 @@ vmr_bench_guest_start (VmrBenchGuest *self, const gchar *image, const gchar *loa
 
         escaped = g_strjoinv (",,", parts);
     }
-    self->direct = vmr_guest_disk_takes_o_direct (image);
-    file_arg = g_strdup_printf ("driver=file,filename=%s,node-name=f0%s", escaped,
-                                self->direct ? ",cache.direct=on,aio=native" : "");
+    file_arg = disk_blockdev (self, image, escaped);
     {
         const gchar *argv[] = { self->qemu_path,
                                 "-machine",
@@ -189,6 +210,7 @@ vmr_bench_guest_start (VmrBenchGuest *self, const gchar *image, const gchar *loa
         return FALSE;
     if (self->qemu_version == NULL)
         self->qemu_version = vmr_bench_qemu_version (self->qemu_watch);
+    self->blockstats = vmr_bench_blockstats_new (self->qemu_watch, "disk0");
     return TRUE;
 }
 
@@ -202,6 +224,7 @@ vmr_bench_guest_stop (VmrBenchGuest *self)
         reply = vmr_qmp_client_execute_sync (self->qemu_watch, "quit", NULL, 0, NULL);
         vmr_bench_wait_exit (self->qemu, self->stop_timeout_s);
     }
+    g_clear_pointer (&self->blockstats, vmr_bench_blockstats_free);
     vmr_bench_close (&self->qemu_watch, self);
     vmr_bench_kill (&self->qemu);
     g_clear_pointer (&self->console, vmr_guest_console_free);
@@ -530,8 +553,8 @@ vmr_bench_guest_describe (VmrBenchGuest *self)
 
 gboolean
 vmr_bench_guest_migrate (VmrBenchGuest *self, VmrQmpClient *control, const gchar *source,
-                         const gchar *dest, guint64 disk_size, VmrBenchMigration *out,
-                         JsonObject **out_job, GError **error)
+                         const gchar *dest, const gchar *dest_uri, guint64 disk_size,
+                         VmrBenchMigration *out, JsonObject **out_job, GError **error)
 {
     g_autoptr (JsonObject) migrate = json_object_new ();
     g_autoptr (JsonObject) pivot = json_object_new ();
@@ -542,7 +565,7 @@ vmr_bench_guest_migrate (VmrBenchGuest *self, VmrQmpClient *control, const gchar
     vmr_bench_guest_forget_job (self);
     json_object_set_string_member (migrate, "domain", "bench");
     json_object_set_string_member (migrate, "disk", "disk0");
-    json_object_set_string_member (migrate, "destination", dest);
+    json_object_set_string_member (migrate, "destination", dest_uri != NULL ? dest_uri : dest);
     json_object_set_boolean_member (migrate, "manual-pivot", TRUE);
     migrate_start = g_get_monotonic_time ();
     deadline = migrate_start + (gint64) self->job_timeout_s * G_USEC_PER_SEC;

@@ -9,6 +9,7 @@
 
 #include <gio/gio.h>
 
+#include "bench-blockstats.h"
 #include "bench-process.h"
 #include "guest-console.h"
 #include "qmp-client.h"
@@ -42,8 +43,9 @@ typedef struct {
     GSubprocess *qemu;
     VmrQmpClient *qemu_watch;
     VmrGuestConsole *console;
-    gchar *qemu_version; /* of the first guest */
-    gboolean direct;     /* its disk opened with O_DIRECT */
+    gchar *qemu_version;            /* of the first guest */
+    gboolean direct;                /* its disk opened with O_DIRECT */
+    VmrBenchBlockstats *blockstats; /* QEMU's view of its disk, sampled each second */
     /* the running job, from the daemon's events (vmr_bench_guest_watch_jobs ()) */
     gchar *job_id;
     gint64 job_synced_mono; /* when it reached `synced`, 0 = not yet */
@@ -85,9 +87,9 @@ gboolean vmr_bench_guest_find (VmrBenchGuest *self, const gchar *guest_opt, GErr
 void vmr_bench_guest_print_host (const VmrBenchGuest *self, const gchar *load_at_start);
 
 /*
- * Boots the guest on @image with "vmr.job=load ... @load_args" (e.g.
- * "vmr.iops=1400") on its command line, logs named after @run_number, and
- * connects the bench's monitor.
+ * Boots the guest on @image (a file, or an export "nbd+unix:///EXPORT?socket=PATH") with
+ * "vmr.job=load ... @load_args" (e.g. "vmr.iops=1400") on its command line, logs named after
+ * @run_number, and connects the bench's monitor.
  */
 gboolean vmr_bench_guest_start (VmrBenchGuest *self, const gchar *image, const gchar *load_args,
                                 guint run_number, GError **error);
@@ -152,7 +154,8 @@ gboolean vmr_bench_guest_revive (VmrBenchGuest *self, gboolean *out_resumed, gch
                                  GError **error);
 
 /*
- * Migrates disk0 of domain "bench" to @dest with a pivot by hand: the copy
+ * Migrates disk0 of domain "bench" to @dest (the daemon is handed @dest_uri
+ * instead when it is not NULL: the export that serves @dest) with a pivot by hand: the copy
  * while the guest runs, then, at `synced`, the guest paused, the pivot, the
  * byte check of @dest against @source (@disk_size bytes) while both are at
  * rest, and the guest resumed. Leaves the job's record in *@out_job (also
@@ -160,7 +163,7 @@ gboolean vmr_bench_guest_revive (VmrBenchGuest *self, gboolean *out_resumed, gch
  * `synced` within job_timeout_s is left running, with VMR_ERROR_TIMEOUT.
  */
 gboolean vmr_bench_guest_migrate (VmrBenchGuest *self, VmrQmpClient *control, const gchar *source,
-                                  const gchar *dest, guint64 disk_size, VmrBenchMigration *out,
-                                  JsonObject **out_job, GError **error);
+                                  const gchar *dest, const gchar *dest_uri, guint64 disk_size,
+                                  VmrBenchMigration *out, JsonObject **out_job, GError **error);
 
 G_END_DECLS

@@ -152,8 +152,8 @@ run_once (Bench *self, Variant variant, const gchar *source, RunResult *result, 
     if (!vmr_bench_guest_sleep (&self->guest, self->before_s, error))
         return FALSE;
 
-    migrated = vmr_bench_guest_migrate (&self->guest, self->control, source, dest, self->disk_size,
-                                        &migration, &job, error);
+    migrated = vmr_bench_guest_migrate (&self->guest, self->control, source, dest, NULL,
+                                        self->disk_size, &migration, &job, error);
     if (job != NULL)
         describe_job (job, result);
     if (!migrated)
