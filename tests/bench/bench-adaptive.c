@@ -34,6 +34,8 @@
 #include "bench-process.h"
 #include "bench-series.h"
 #include "bench-storage.h"
+#include "cli-report-data.h"
+#include "cli-report-svg.h"
 #include "guest-disk.h"
 #include "vmr-error.h"
 
@@ -93,6 +95,9 @@ typedef struct {
     AdaptiveYardstick yardstick; /* --target, the storage */
     VmrBenchStorage storage;     /* --storage */
     GRand *order;                /* which copies of a round go first, from --seed */
+    gchar *svg_path;             /* --svg, NULL = none */
+    gchar *report_svg;           /* the first adaptive copy's report picture, for --svg */
+    const WorkloadRound *svg_round; /* its round */
     /* places */
     gchar *policy_file; /* rewritten and reloaded before each copy */
     gchar *image;       /* the guest's disk now */
@@ -529,13 +534,40 @@ measure_max_rate (Bench *self, guint *out_iops, GError **error)
     return ok;
 }
 
+/*
+ * For --svg, the first adaptive copy's report picture: its series from
+ * the daemon, drawn by `virt-mirror report --svg`'s code
+ */
+static gboolean
+keep_report_svg (Bench *self, const WorkloadRound *round, GError **error)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonObject) reply = NULL;
+    g_autoptr (JsonNode) node = NULL;
+    g_autoptr (VmrReport) report = NULL;
+
+    if (self->svg_path == NULL || self->svg_round != NULL)
+        return TRUE;
+    json_object_set_string_member (args, "id", self->guest.job_id);
+    reply = vmr_bench_control_call (self->control, "query-job-series", args, error);
+    if (reply == NULL)
+        return FALSE;
+    node = json_node_init_object (json_node_alloc (), reply);
+    report = vmr_report_new (node, error);
+    if (report == NULL)
+        return FALSE;
+    self->report_svg = vmr_report_to_svg (report);
+    self->svg_round = round;
+    return TRUE;
+}
+
 /* the adaptive copy, and the one at --granularity if asked */
 static gboolean
 run_adaptive (Bench *self, WorkloadRound *round, GError **error)
 {
     const JobResult *adaptive = run_job (self, round, JOB_ADAPTIVE, 0, error);
 
-    if (adaptive == NULL)
+    if (adaptive == NULL || !keep_report_svg (self, round, error))
         return FALSE;
     /* the first copy of the round: its baseline, right after the boot, is the steady rate */
     if (round->steady_iops <= 0)
@@ -628,6 +660,8 @@ bench_free (Bench *self)
     g_free (self->image);
     g_free (self->granularity);
     g_free (self->buf_size);
+    g_free (self->svg_path);
+    g_free (self->report_svg);
     g_free (self);
 }
 
@@ -666,6 +700,7 @@ main (int argc, char **argv)
     g_autofree gchar *buf_size_opt = NULL;
     g_autofree gchar *storage_opt = NULL;
     g_autofree gchar *storage_line = NULL;
+    g_autofree gchar *svg_opt = NULL;
     gint target_pct = 25;
     gint max_harm_pct = 100;
     gint budget_mb = 200;
@@ -724,6 +759,10 @@ main (int argc, char **argv)
           "shared-array: the delay added to each request, ms (default 0.3)", "MS" },
         { "seed", 0, 0, G_OPTION_ARG_INT64, &seed,
           "The seed of the order of each round's copies (default: drawn, and printed)", "N" },
+        { "svg", 0, 0, G_OPTION_ARG_FILENAME, &svg_opt,
+          "Write the first adaptive copy's speed series (as `virt-mirror report --svg` draws it) "
+          "above its round's frontier points to FILE",
+          "FILE" },
         { "quick", 'q', 0, G_OPTION_ARG_NONE, &quick,
           "A smoke run: one round, fixed-1400 unless --workload, a 512 MiB disk, shorter spans",
           NULL },
@@ -805,6 +844,7 @@ main (int argc, char **argv)
     self->max_caps = (guint) max_caps;
     self->granularity = g_steal_pointer (&granularity_opt);
     self->buf_size = g_steal_pointer (&buf_size_opt);
+    self->svg_path = g_steal_pointer (&svg_opt);
     self->guest = (VmrBenchGuest){
         .qemu_path = self->qemu_path,
         .interrupted = &self->interrupted,
@@ -853,6 +893,16 @@ main (int argc, char **argv)
 
     vmr_bench_guest_print_host (&self->guest, load_at_start);
     adaptive_print_verdicts (results, picked, n_picked, &self->yardstick);
+    if (self->svg_round != NULL) {
+        g_autofree gchar *svg
+            = adaptive_frontier_svg (self->svg_round, self->report_svg, &self->yardstick);
+
+        if (!g_file_set_contents (self->svg_path, svg, -1, &error)) {
+            g_printerr ("bench-adaptive: %s\n", error->message);
+            return 1;
+        }
+        g_print ("  the picture: %s\n", self->svg_path);
+    }
     g_print ("  data check: the destination of every job that reached `synced` equalled its source "
              "at the pivot: yes\n");
     return vmr_bench_exit_status ();

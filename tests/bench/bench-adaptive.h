@@ -140,4 +140,12 @@ void adaptive_print_job (const WorkloadRound *round, const JobResult *result);
 void adaptive_print_verdicts (GPtrArray *rounds, const Workload *const *workloads,
                               guint n_workloads, const AdaptiveYardstick *yardstick);
 
+/*
+ * The picture of @round for --svg: @report_svg (the adaptive copy's
+ * `virt-mirror report --svg`, NULL = none) above the (harm, time) points of
+ * the round's copies. Free with g_free().
+ */
+gchar *adaptive_frontier_svg (const WorkloadRound *round, const gchar *report_svg,
+                              const AdaptiveYardstick *yardstick);
+
 G_END_DECLS
