@@ -9,6 +9,7 @@
 
 #include "bench-series.h"
 
+#include <math.h>
 #include <string.h>
 
 #define MIB (1024.0 * 1024.0)
@@ -101,6 +102,19 @@ add (GArray *values, gdouble value)
     g_array_append_val (values, value);
 }
 
+/* how far a window's @iops and @lat_us are from the medians, either way: max (|ratio - 1|) */
+static gdouble
+window_deviation (gdouble median_iops, gdouble median_lat_us, gdouble iops, gdouble lat_us)
+{
+    gdouble deviation = 0;
+
+    if (median_iops > 0)
+        deviation = fabs (iops / median_iops - 1);
+    if (median_lat_us > 0 && lat_us > 0)
+        deviation = MAX (deviation, fabs (lat_us / median_lat_us - 1));
+    return deviation;
+}
+
 gdouble
 workload_round_noise (const WorkloadRound *round)
 {
@@ -108,7 +122,7 @@ workload_round_noise (const WorkloadRound *round)
     g_autoptr (GArray) lat = g_array_new (FALSE, FALSE, sizeof (gdouble));
     g_autoptr (GArray) qemu_iops = g_array_new (FALSE, FALSE, sizeof (gdouble));
     g_autoptr (GArray) qemu_lat = g_array_new (FALSE, FALSE, sizeof (gdouble));
-    gdouble noise = 0;
+    g_autoptr (GArray) deviations = g_array_new (FALSE, FALSE, sizeof (gdouble));
 
     for (guint i = 0; i < round->jobs->len; i++) {
         const JobResult *result = g_ptr_array_index (round->jobs, i);
@@ -122,18 +136,23 @@ workload_round_noise (const WorkloadRound *round)
             add (qemu_lat, result->qemu_before_lat_us);
         }
     }
+    /* each window's larger view against the round's medians, then their median: the spread */
     for (guint i = 0; i < round->jobs->len; i++) {
         const JobResult *result = g_ptr_array_index (round->jobs, i);
+        gdouble deviation = 0;
 
-        if (result->before_iops > 0)
-            noise = MAX (noise, adaptive_harm (vmr_bench_median (iops), vmr_bench_median (lat),
-                                               result->before_iops, result->before_lat_us));
+        if (result->before_iops <= 0)
+            continue;
+        deviation = window_deviation (vmr_bench_median (iops), vmr_bench_median (lat),
+                                      result->before_iops, result->before_lat_us);
         if (result->qemu_before_iops > 0)
-            noise = MAX (noise,
-                         adaptive_harm (vmr_bench_median (qemu_iops), vmr_bench_median (qemu_lat),
-                                        result->qemu_before_iops, result->qemu_before_lat_us));
+            deviation
+                = MAX (deviation,
+                       window_deviation (vmr_bench_median (qemu_iops), vmr_bench_median (qemu_lat),
+                                         result->qemu_before_iops, result->qemu_before_lat_us));
+        add (deviations, deviation);
     }
-    return noise;
+    return vmr_bench_median (deviations);
 }
 
 void

@@ -100,8 +100,9 @@ void workload_round_free (WorkloadRound *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (WorkloadRound, workload_round_free)
 
 /*
- * The noise of @round: the largest harm (the larger view) of one of its
- * pre-copy windows against the median of them all
+ * The noise of @round: the spread of its pre-copy windows (the baselines
+ * of its jobs), each window's largest |ratio - 1| of IOPS or latency, in
+ * either view, against the medians of all of them; the median of those
  */
 gdouble workload_round_noise (const WorkloadRound *round);
 
