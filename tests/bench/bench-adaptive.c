@@ -576,14 +576,15 @@ run_adaptive (Bench *self, WorkloadRound *round, GError **error)
            || run_job (self, round, JOB_ADAPTIVE_GRANULAR, 0, error) != NULL;
 }
 
-/* the harm the caps bracket: the adaptive copy's when it ran, else the target's */
+/* the harm the caps bracket: the adaptive copy's when it converged, else X */
 static gdouble
 frontier_harm (const Bench *self, const WorkloadRound *round)
 {
     for (guint i = 0; i < round->jobs->len; i++) {
         const JobResult *result = g_ptr_array_index (round->jobs, i);
 
-        if (result->kind == JOB_ADAPTIVE)
+        /* an adaptive copy that did not converge is judged by X alone */
+        if (result->kind == JOB_ADAPTIVE && !result->timed_out)
             return job_harm (result);
     }
     return self->yardstick.target;
