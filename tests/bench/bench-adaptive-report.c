@@ -211,7 +211,6 @@ void
 adaptive_print_header (gint disk_mib, gboolean direct, const gchar *buf_size,
                        const AdaptiveYardstick *yardstick)
 {
-    g_print ("virt-mirror adaptive benchmark: the static frontier against control = adaptive\n");
     g_print ("  guest: fio 8 KiB, %d MiB raw disk (iothread%s); each workload boots one "
              "guest, whose disk every job migrates on\n",
              disk_mib, direct ? ", cache.direct=on, aio=native" : ", host cache");

@@ -735,7 +735,7 @@ main (int argc, char **argv)
           "Static caps tried at most per workload and round (default 6; 4 with --quick)", "N" },
         { "job-limit", 0, 0, G_OPTION_ARG_INT, &job_limit_s,
           "Seconds a copy may take to reach synced before it is cancelled and reported so "
-          "(default 300; 60 with --quick)",
+          "(default 300; 120 with --quick)",
           "S" },
         { "granularity", 0, 0, G_OPTION_ARG_STRING, &granularity_opt,
           "Also an adaptive copy with this mirror granularity (the policy's granularity key, "
@@ -798,8 +798,9 @@ main (int argc, char **argv)
         before_s = MIN (before_s, 6);
         gap_s = MIN (gap_s, 8);
         max_caps = MIN (max_caps, 4);
+        /* an adaptive copy held at min-speed (8 MiB/s) moves 512 MiB in about 64 s */
         if (job_limit_s == 0)
-            job_limit_s = 60;
+            job_limit_s = 120;
         if (workload_opt == NULL)
             workload_opt = g_strdup ("fixed-1400");
         if (disk_mib == 0)
@@ -869,11 +870,13 @@ main (int argc, char **argv)
         g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
     }
     if (ok) {
+        storage_line = vmr_bench_storage_describe (&self->storage, self->guest.image_dir);
+        g_print ("virt-mirror adaptive benchmark: the static frontier against control = "
+                 "adaptive\n  storage %s\n  order: seed %" G_GINT64_FORMAT " (--seed)\n",
+                 storage_line, seed);
         adaptive_print_header (
             disk_mib, !self->yardstick.shared && vmr_guest_disk_takes_o_direct (self->image),
             self->buf_size, &self->yardstick);
-        storage_line = vmr_bench_storage_describe (&self->storage, self->guest.image_dir);
-        g_print ("  storage %s\n  order: seed %" G_GINT64_FORMAT " (--seed)\n", storage_line, seed);
     }
     for (guint round = 1; ok && round <= (guint) rounds; round++) {
         for (guint w = 0; ok && w < n_picked; w++) {
