@@ -37,9 +37,10 @@ static void
 write_point (GString *svg, const JobResult *result, gdouble x, gdouble y)
 {
     gboolean adaptive = result->kind == JOB_ADAPTIVE;
-    g_autofree gchar *label = result->kind == JOB_CAP
-                                  ? g_strdup_printf ("cap %uM", result->cap_mib)
-                                  : g_strdup (adaptive ? "adaptive" : "unlimited");
+    g_autofree gchar *label = result->kind == JOB_CAP ? g_strdup_printf ("cap %uM", result->cap_mib)
+                              : adaptive
+                                  ? g_strdup ("adaptive")
+                                  : g_strdup_printf ("unlimited (harm %.2f)", job_harm (result));
 
     if (adaptive)
         g_string_append_printf (svg,
@@ -99,18 +100,21 @@ write_frontier (GString *svg, const WorkloadRound *round, const AdaptiveYardstic
     gdouble max_harm = yardstick->target + noise, max_time = 0;
     VmrSvgAxis harm, time;
 
+    /* the unlimited copy's harm can be ten times the others': it goes at the right edge */
     for (guint i = 0; i < round->jobs->len; i++) {
         const JobResult *result = g_ptr_array_index (round->jobs, i);
 
-        max_harm = MAX (max_harm, job_harm (result));
+        if (result->kind != JOB_UNLIMITED)
+            max_harm = MAX (max_harm, job_harm (result));
         max_time = MAX (max_time, result->migration_s);
     }
+    max_harm *= 1.2;
     vmr_svg_axis_for (max_harm, 10, &harm);
     vmr_svg_axis_for (max_time, 6, &time);
     g_string_append_printf (svg,
                             "<text x=\"%.0f\" y=\"24\" class=\"panel-title\">%s on %s, round "
-                            "%u: the static copies that converged (circles) and the adaptive "
-                            "copy (square); X = %.0f%%, noise %.3f (dashed)</text>\n",
+                            "%u: static copies (circles), adaptive (square), X = %.0f%% and "
+                            "X + noise %.3f (dashed)</text>\n",
                             PLOT_LEFT, round->workload->name, yardstick->storage, round->round,
                             yardstick->target * 100, noise);
     write_axes (svg, &harm, &time);
@@ -128,9 +132,10 @@ write_frontier (GString *svg, const WorkloadRound *round, const AdaptiveYardstic
 
         if (result->kind != JOB_ADAPTIVE && !job_static_converged (result))
             continue;
-        write_point (svg, result,
-                     vmr_svg_axis_place (job_harm (result), harm.top, PLOT_LEFT, PLOT_RIGHT),
-                     vmr_svg_axis_place (result->migration_s, time.top, PLOT_BOTTOM, PLOT_TOP));
+        write_point (
+            svg, result,
+            vmr_svg_axis_place (MIN (job_harm (result), harm.top), harm.top, PLOT_LEFT, PLOT_RIGHT),
+            vmr_svg_axis_place (result->migration_s, time.top, PLOT_BOTTOM, PLOT_TOP));
     }
 }
 

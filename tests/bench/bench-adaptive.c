@@ -469,19 +469,19 @@ slowest_stuck (const WorkloadRound *round)
  * The static frontier around @harm: bisects the caps until the two static
  * copies that converged around it (the fastest with a harm of at most
  * @harm, the gentlest with more) are within ADAPTIVE_BRACKET_SPREAD of each
- * other in speed, or no cap that converges is gentle enough, or max_caps
+ * other in speed, or no cap that converges is gentle enough, or @max_caps
  * caps were run in the round. Reuses every static copy of the round.
  */
 static gboolean
 bisect_frontier (Bench *self, WorkloadRound *round, const JobResult *unlimited, gdouble harm,
-                 GError **error)
+                 guint max_caps, GError **error)
 {
     if (round->floor_mib == 0)
         round->floor_mib = MAX (
             (guint) (unlimited->before_iops * WRITE_SHARE * DIRTY_CHUNK * CONVERGE_MARGIN / MIB)
                 + 1,
             1);
-    while (round->caps_tried < self->max_caps) {
+    while (round->caps_tried < max_caps) {
         const JobResult *gentle, *harsh;
         gdouble low, high;
         guint cap;
@@ -633,14 +633,17 @@ run_workload_round (Bench *self, WorkloadRound *round, GError **error)
     /* the first baseline, right after the boot, is the guest's steady rate */
     if (round->steady_iops <= 0)
         round->steady_iops = unlimited->before_iops;
+    /* before the adaptive copy, around X: half the caps, the rest around its harm after it */
     if (!workload->idle
-        && !bisect_frontier (self, round, unlimited, frontier_harm (self, round), error))
+        && !bisect_frontier (self, round, unlimited, frontier_harm (self, round),
+                             round->adaptive_first ? self->max_caps : self->max_caps / 2, error))
         return FALSE;
     if (!round->adaptive_first && !run_adaptive (self, round, error))
         return FALSE;
     /* now that the adaptive copy's harm is known, the frontier around it */
     if (!workload->idle && !round->adaptive_first
-        && !bisect_frontier (self, round, unlimited, frontier_harm (self, round), error))
+        && !bisect_frontier (self, round, unlimited, frontier_harm (self, round), self->max_caps,
+                             error))
         return FALSE;
     stop_workload (self);
     return TRUE;
@@ -732,7 +735,7 @@ main (int argc, char **argv)
           "Seconds not measured after each copy, while fio makes up for lost I/Os (default 10)",
           "S" },
         { "max-caps", 0, 0, G_OPTION_ARG_INT, &max_caps,
-          "Static caps tried at most per workload and round (default 6; 4 with --quick)", "N" },
+          "Static caps tried at most per workload and round (default 6, also with --quick)", "N" },
         { "job-limit", 0, 0, G_OPTION_ARG_INT, &job_limit_s,
           "Seconds a copy may take to reach synced before it is cancelled and reported so "
           "(default 300; 120 with --quick)",
@@ -797,7 +800,6 @@ main (int argc, char **argv)
         settle_s = MIN (settle_s, 3);
         before_s = MIN (before_s, 6);
         gap_s = MIN (gap_s, 8);
-        max_caps = MIN (max_caps, 4);
         /* an adaptive copy held at min-speed (8 MiB/s) moves 512 MiB in about 64 s */
         if (job_limit_s == 0)
             job_limit_s = 120;
