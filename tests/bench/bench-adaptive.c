@@ -322,6 +322,73 @@ describe_speeds (JsonObject *job, const gchar *converged_by)
     return g_string_free (g_steal_pointer (&text), FALSE);
 }
 
+/* the daemon's policy for a job of @kind (@cap_mib for JOB_CAP); free with g_free() */
+static gchar *
+job_policy (const Bench *self, JobKind kind, guint cap_mib)
+{
+    if (kind == JOB_ADAPTIVE)
+        return g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = %.0f%%\n",
+                                self->yardstick.target * 100);
+    if (kind == JOB_ADAPTIVE_GRANULAR)
+        return g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = %.0f%%\n"
+                                "granularity = %s\n",
+                                self->yardstick.target * 100, self->granularity);
+    if (kind == JOB_CONVERGE_SPEED || kind == JOB_CONVERGE_BLOCKING)
+        return g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = 5%%\n"
+                                "converge-after = 10s\nconverge-by = %s\ndeadline = %us\n"
+                                "on-deadline = continue\n",
+                                kind == JOB_CONVERGE_SPEED ? "speed" : "write-blocking",
+                                ADAPTIVE_HEAVY_DEADLINE_S);
+    if (kind == JOB_CAP)
+        return g_strdup_printf ("[defaults]\nspeed = %uM\n", cap_mib);
+    return g_strdup ("[defaults]\n");
+}
+
+/*
+ * The gap after the last copy, then the baseline of the next: its start in
+ * *@out_start. A guest that went silent is revived, and @policy set again
+ * on the daemon that may have been started anew.
+ */
+static gboolean
+measure_baseline (Bench *self, WorkloadRound *round, const gchar *policy, guint before_s,
+                  gint64 *out_start, GError **error)
+{
+    /*
+     * fio's rate limit keeps to its average: after the last copy's slow
+     * spell it runs faster until it has made up the I/Os it missed. The
+     * baseline starts once that is over.
+     */
+    if (!vmr_bench_guest_sleep (&self->guest, self->gap_s, error))
+        return FALSE;
+    for (guint attempt = 1;; attempt++) {
+        gdouble before;
+
+        if (round->steady_iops > 0 && !round->workload->bursty
+            && !wait_caught_up (self, round->steady_iops, error))
+            return FALSE;
+        *out_start = g_get_monotonic_time ();
+        if (!vmr_bench_guest_sleep (&self->guest, before_s, error))
+            return FALSE;
+        /*
+         * fio's catch-up comes in bursts: one that falls in the baseline
+         * makes it too high, and the copy look harmful. Measure again.
+         */
+        before = guest_iops (self, round->workload, *out_start, g_get_monotonic_time (), NULL);
+        /* a busy guest that stopped reporting would make the copy look like an idle one's */
+        if (before < 0 && !round->workload->idle && !round->workload->bursty) {
+            if (!revive_guest (self, round, before_s, error) || !set_policy (self, policy, error))
+                return FALSE;
+            continue;
+        }
+        if (round->steady_iops <= 0 || round->workload->bursty
+            || before <= CATCH_UP_RATIO * round->steady_iops || attempt == BEFORE_ATTEMPTS)
+            return TRUE;
+        g_printerr ("the guest did %.0f IOPS before the copy, over %.2f times its steady %.0f: "
+                    "still catching up, measuring again\n",
+                    before, CATCH_UP_RATIO, round->steady_iops);
+    }
+}
+
 /*
  * One migration of the guest's disk under the policy of @kind (@cap_mib for
  * JOB_CAP): the gap after the last copy, the baseline, the copy and the byte
@@ -344,59 +411,10 @@ run_job (Bench *self, WorkloadRound *round, JobKind kind, guint cap_mib, GError 
     result->cap_mib = cap_mib;
     if (kind == JOB_ADAPTIVE_GRANULAR)
         result->granularity = g_strdup (self->granularity);
-    if (kind == JOB_ADAPTIVE)
-        policy = g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = %.0f%%\n",
-                                  self->yardstick.target * 100);
-    else if (kind == JOB_ADAPTIVE_GRANULAR)
-        policy = g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = %.0f%%\n"
-                                  "granularity = %s\n",
-                                  self->yardstick.target * 100, self->granularity);
-    else if (kind == JOB_CONVERGE_SPEED || kind == JOB_CONVERGE_BLOCKING)
-        policy = g_strdup_printf ("[defaults]\ncontrol = adaptive\nguest-impact = 5%%\n"
-                                  "converge-after = 10s\nconverge-by = %s\ndeadline = %us\n"
-                                  "on-deadline = continue\n",
-                                  kind == JOB_CONVERGE_SPEED ? "speed" : "write-blocking",
-                                  ADAPTIVE_HEAVY_DEADLINE_S);
-    else if (kind == JOB_CAP)
-        policy = g_strdup_printf ("[defaults]\nspeed = %uM\n", cap_mib);
-    else
-        policy = g_strdup ("[defaults]\n");
-    if (!set_policy (self, policy, error))
+    policy = job_policy (self, kind, cap_mib);
+    if (!set_policy (self, policy, error)
+        || !measure_baseline (self, round, policy, before_s, &before_start, error))
         return NULL;
-    /*
-     * fio's rate limit keeps to its average: after the last copy's slow
-     * spell it runs faster until it has made up the I/Os it missed. The
-     * baseline starts once that is over.
-     */
-    if (!vmr_bench_guest_sleep (&self->guest, self->gap_s, error))
-        return NULL;
-    for (guint attempt = 1;; attempt++) {
-        gdouble before;
-
-        if (round->steady_iops > 0 && !round->workload->bursty
-            && !wait_caught_up (self, round->steady_iops, error))
-            return NULL;
-        before_start = g_get_monotonic_time ();
-        if (!vmr_bench_guest_sleep (&self->guest, before_s, error))
-            return NULL;
-        /*
-         * fio's catch-up comes in bursts: one that falls in the baseline
-         * makes it too high, and the copy look harmful. Measure again.
-         */
-        before = guest_iops (self, round->workload, before_start, g_get_monotonic_time (), NULL);
-        /* a busy guest that stopped reporting would make the copy look like an idle one's */
-        if (before < 0 && !round->workload->idle && !round->workload->bursty) {
-            if (!revive_guest (self, round, before_s, error) || !set_policy (self, policy, error))
-                return NULL;
-            continue;
-        }
-        if (round->steady_iops <= 0 || round->workload->bursty
-            || before <= CATCH_UP_RATIO * round->steady_iops || attempt == BEFORE_ATTEMPTS)
-            break;
-        g_printerr ("the guest did %.0f IOPS before the copy, over %.2f times its steady %.0f: "
-                    "still catching up, measuring again\n",
-                    before, CATCH_UP_RATIO, round->steady_iops);
-    }
 
     dest = g_strdup_printf ("%s/disk-%u.raw", self->guest.image_dir, self->image_number + 1);
     dest_uri = vmr_bench_storage_uri (&self->storage, dest, self->image_number + 1);
