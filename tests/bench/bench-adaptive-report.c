@@ -156,8 +156,8 @@ workload_round_noise (const WorkloadRound *round)
 }
 
 void
-workload_round_bracket (const WorkloadRound *round, gdouble harm, const JobResult **out_gentle,
-                        const JobResult **out_harsh)
+workload_round_bracket (const WorkloadRound *round, gdouble harm, gboolean by_speed,
+                        const JobResult **out_gentle, const JobResult **out_harsh)
 {
     *out_gentle = NULL;
     *out_harsh = NULL;
@@ -167,7 +167,9 @@ workload_round_bracket (const WorkloadRound *round, gdouble harm, const JobResul
         if (!job_static_converged (result))
             continue;
         if (job_harm (result) <= harm) {
-            if (*out_gentle == NULL || result->migration_s < (*out_gentle)->migration_s)
+            if (*out_gentle == NULL
+                || (by_speed ? job_static_speed (result) > job_static_speed (*out_gentle)
+                             : result->migration_s < (*out_gentle)->migration_s))
                 *out_gentle = result;
         } else if (*out_harsh == NULL || job_harm (result) < job_harm (*out_harsh)) {
             *out_harsh = result;
@@ -273,7 +275,7 @@ frontier_time (const WorkloadRound *round, gdouble harm, GString *text)
     const JobResult *gentle, *harsh;
     gdouble t;
 
-    workload_round_bracket (round, harm, &gentle, &harsh);
+    workload_round_bracket (round, harm, FALSE, &gentle, &harsh);
     if (gentle == NULL) {
         /* gentler than every static copy that converged: no point to read it off */
         g_string_append_printf (text, "no static copy as gentle; the gentlest took %.1f s",
@@ -322,7 +324,7 @@ static_meets (const WorkloadRound *round, gdouble target)
 {
     const JobResult *gentle, *harsh;
 
-    workload_round_bracket (round, target, &gentle, &harsh);
+    workload_round_bracket (round, target, FALSE, &gentle, &harsh);
     return gentle != NULL;
 }
 

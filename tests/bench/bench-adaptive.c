@@ -521,7 +521,7 @@ bisect_frontier (Bench *self, WorkloadRound *round, const JobResult *unlimited, 
         gdouble low, high;
         guint cap;
 
-        workload_round_bracket (round, harm, &gentle, &harsh);
+        workload_round_bracket (round, harm, TRUE, &gentle, &harsh);
         if (harsh == NULL)
             return TRUE; /* the unlimited copy is gentle enough */
         high = job_static_speed (harsh);

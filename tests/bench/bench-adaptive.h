@@ -107,12 +107,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (WorkloadRound, workload_round_free)
 gdouble workload_round_noise (const WorkloadRound *round);
 
 /*
- * The static points of @round around @harm: the fastest that converged
- * with a harm of at most @harm (*@out_gentle, NULL = none) and the
- * gentlest that converged with more (*@out_harsh, NULL = none)
+ * The static points of @round around @harm: among those that converged,
+ * the fastest (by its time, or by its speed with @by_speed) with a harm of
+ * at most @harm (*@out_gentle, NULL = none) and the gentlest with more
+ * (*@out_harsh, NULL = none)
  */
-void workload_round_bracket (const WorkloadRound *round, gdouble harm, const JobResult **out_gentle,
-                             const JobResult **out_harsh);
+void workload_round_bracket (const WorkloadRound *round, gdouble harm, gboolean by_speed,
+                             const JobResult **out_gentle, const JobResult **out_harsh);
 
 /* the speed of a static point: its cap, or the unlimited copy's MiB/s */
 gdouble job_static_speed (const JobResult *result);
