@@ -65,6 +65,25 @@ vmr_bench_spawn (const gchar *const *argv, const gchar *cwd, const gchar *log_pa
 }
 
 gboolean
+vmr_bench_wait_listening (GSubprocess *proc, const gchar *socket, const gchar *log_path,
+                          gint64 deadline_mono, GError **error)
+{
+    /* it creates its socket once it listens */
+    while (!g_file_test (socket, G_FILE_TEST_EXISTS)) {
+        g_main_context_iteration (NULL, FALSE);
+        if (!vmr_bench_is_running (proc) || g_get_monotonic_time () > deadline_mono) {
+            g_autofree gchar *tail = vmr_bench_log_tail (log_path, 3);
+
+            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "nbdkit did not listen on %s: %s",
+                         socket, tail);
+            return FALSE;
+        }
+        g_usleep (10 * 1000);
+    }
+    return TRUE;
+}
+
+gboolean
 vmr_bench_is_running (GSubprocess *proc)
 {
     return proc != NULL && g_subprocess_get_identifier (proc) != NULL;

@@ -38,6 +38,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VmrBenchTick, vmr_bench_tick_free)
 GSubprocess *vmr_bench_spawn (const gchar *const *argv, const gchar *cwd, const gchar *log_path,
                               GError **error);
 
+/*
+ * Waits until the server @proc (nbdkit) has created its UNIX socket
+ * @socket, iterating the main loop, until @deadline_mono; FALSE with
+ * @error (the last lines of @log_path in it) when it exited or did not.
+ */
+gboolean vmr_bench_wait_listening (GSubprocess *proc, const gchar *socket, const gchar *log_path,
+                                   gint64 deadline_mono, GError **error);
+
 /* TRUE while @proc has not exited */
 gboolean vmr_bench_is_running (GSubprocess *proc);
 

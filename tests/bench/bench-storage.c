@@ -42,23 +42,6 @@ vmr_bench_storage_image_parent (VmrBenchStorageKind kind, const gchar *dir_opt)
     return kind == VMR_BENCH_STORAGE_MEMORY ? MEMORY_PARENT : NULL;
 }
 
-/* waits for @socket to appear while @server runs, at most @timeout_s */
-static gboolean
-wait_socket (GSubprocess *server, const gchar *socket, guint timeout_s, GError **error)
-{
-    gint64 until = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
-
-    while (!g_file_test (socket, G_FILE_TEST_EXISTS)) {
-        if (!vmr_bench_is_running (server) || g_get_monotonic_time () > until) {
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "nbdkit made no socket %s in %u s",
-                         socket, timeout_s);
-            return FALSE;
-        }
-        g_usleep (20 * 1000);
-    }
-    return TRUE;
-}
-
 gboolean
 vmr_bench_storage_start (VmrBenchStorage *self, const gchar *run_dir, const gchar *image_dir,
                          guint timeout_s, GError **error)
@@ -74,13 +57,12 @@ vmr_bench_storage_start (VmrBenchStorage *self, const gchar *run_dir, const gcha
      * copy of 512 MiB after an idle spell go at 300 MiB/s of a 200 MB/s budget
      */
     g_autofree gchar *burst_arg = g_strdup_printf ("burstiness=%g", BURST_S);
+    gint64 deadline = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
 
     if (self->kind != VMR_BENCH_STORAGE_SHARED_ARRAY)
         return TRUE;
     for (guint i = 0; i < G_N_ELEMENTS (self->servers); i++) {
         g_autofree gchar *log = g_strdup_printf ("%s/nbdkit-%u.log", run_dir, i);
-        g_autoptr (GSubprocessLauncher) launcher
-            = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
 
         self->sockets[i] = g_strdup_printf ("%s/array-%u.sock", run_dir, i);
         {
@@ -95,18 +77,18 @@ vmr_bench_storage_start (VmrBenchStorage *self, const gchar *run_dir, const gcha
                                     "file",
                                     dir_arg,
                                     rate_arg,
+                                    burst_arg,
                                     read_arg,
                                     write_arg,
                                     NULL };
 
-            g_subprocess_launcher_set_stderr_file_path (launcher, log);
-            self->servers[i] = g_subprocess_launcher_spawnv (launcher, argv, error);
+            self->servers[i] = vmr_bench_spawn (argv, run_dir, log, error);
         }
         if (self->servers[i] == NULL) {
             g_prefix_error (error, "cannot start nbdkit: ");
             return FALSE;
         }
-        if (!wait_socket (self->servers[i], self->sockets[i], timeout_s, error))
+        if (!vmr_bench_wait_listening (self->servers[i], self->sockets[i], log, deadline, error))
             return FALSE;
     }
     return TRUE;

@@ -134,19 +134,7 @@ vmr_bench_thin_server_start (VmrBenchThin *self, VmrBenchThinServer *server,
         g_prefix_error (error, "cannot start nbdkit: ");
         return FALSE;
     }
-    /* it creates its socket once it listens */
-    while (!g_file_test (socket, G_FILE_TEST_EXISTS)) {
-        g_main_context_iteration (NULL, FALSE);
-        if (!vmr_bench_is_running (server->process) || g_get_monotonic_time () > deadline) {
-            g_autofree gchar *tail = vmr_bench_log_tail (log, 3);
-
-            g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED, "nbdkit did not listen on %s: %s",
-                         socket, tail);
-            return FALSE;
-        }
-        g_usleep (10 * 1000);
-    }
-    return TRUE;
+    return vmr_bench_wait_listening (server->process, socket, log, deadline, error);
 }
 
 void
