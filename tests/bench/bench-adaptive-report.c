@@ -171,7 +171,9 @@ workload_round_bracket (const WorkloadRound *round, gdouble harm, gboolean by_sp
                 || (by_speed ? job_static_speed (result) > job_static_speed (*out_gentle)
                              : result->migration_s < (*out_gentle)->migration_s))
                 *out_gentle = result;
-        } else if (*out_harsh == NULL || job_harm (result) < job_harm (*out_harsh)) {
+        } else if (*out_harsh == NULL
+                   || (by_speed ? job_static_speed (result) < job_static_speed (*out_harsh)
+                                : job_harm (result) < job_harm (*out_harsh))) {
             *out_harsh = result;
         }
     }

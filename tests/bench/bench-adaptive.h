@@ -109,8 +109,8 @@ gdouble workload_round_noise (const WorkloadRound *round);
 /*
  * The static points of @round around @harm: among those that converged,
  * the fastest (by its time, or by its speed with @by_speed) with a harm of
- * at most @harm (*@out_gentle, NULL = none) and the gentlest with more
- * (*@out_harsh, NULL = none)
+ * at most @harm (*@out_gentle, NULL = none) and the gentlest with more (the
+ * slowest with @by_speed: the bisection's upper end) (*@out_harsh, NULL = none)
  */
 void workload_round_bracket (const WorkloadRound *round, gdouble harm, gboolean by_speed,
                              const JobResult **out_gentle, const JobResult **out_harsh);
