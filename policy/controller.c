@@ -43,7 +43,7 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .approach_gain = 0.5,
         .fine_gain = 0.1,
         .knee_margin = 0.1,
-        .knee_forget = 2.0,
+        .knee_forget = 1.3,
         .knee_memory_us = 10 * G_USEC_PER_SEC,
         .backoff = 0.7,
         .severe_backoff = 0.5,
@@ -257,8 +257,16 @@ take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
         state->floor_harm = 0;
     state->probing = FALSE;
     out->baseline = input->load;
-    /* the load drifts: one sample, noisy as it is, moves a periodic baseline half-way */
-    if (!state->measure_replaces && idle == was_idle && !idle) {
+    /*
+     * the load drifts: one sample, noisy as it is, moves a periodic baseline
+     * half-way. Not a sample that shows more harm than the guest's noise: a
+     * spike of QEMU's, or the copy's last I/O still in the guest's figures,
+     * neither of which is the guest alone.
+     */
+    if (!state->measure_replaces && idle == was_idle && !idle
+        && latency_ratio (config, input) - 1 > config->target_harm)
+        out->baseline = input->baseline;
+    else if (!state->measure_replaces && idle == was_idle && !idle) {
         out->baseline.iops = (input->baseline.iops + input->load.iops) / 2;
         if (input->baseline.latency_us > 0 && input->load.latency_us > 0)
             out->baseline.latency_us = (input->baseline.latency_us + input->load.latency_us) / 2;
@@ -425,8 +433,12 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
         return;
     }
     if (state->knee_speed != 0
-        && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
+        && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget) {
+        /* a knee no probe found again, passed without harm, was a spell of noise: start again */
+        if (state->knee_found_again == 0)
+            state->felt = FALSE;
         state->knee_speed = 0;
+    }
     state->slow_start_raise = FALSE;
     if (state->knee_speed == 0 && !state->felt) {
         /* a slow start, as TCP's: no harm yet at any speed, double it */
@@ -547,7 +559,7 @@ judge_back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * is never a floor.
      */
     if (vmr_controller_over_floor (state, median) <= config->target_harm
-        || vmr_controller_window_low_at_speed (state)
+        || vmr_controller_window_low_at_speed (state) + MIN (input->noise, config->max_noise)
                < b->median * (1 + (gdouble) b->to / (gdouble) from) / 2
         || median > config->max_floor)
         return FALSE;
@@ -696,8 +708,9 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
      * wait for a third.
      */
     if (state->n_harms >= 2
-        && (vmr_controller_window_count_past (state, config->window, config->target_harm, TRUE)
-                > state->n_harms / 2
+        && ((vmr_controller_window_count_past (state, config->window, config->target_harm, TRUE)
+                 > state->n_harms / 2
+             && vmr_controller_window_count_past (state, 2, config->target_harm, TRUE) == 2)
             || (state->n_at_speed == 2 && state->slow_start_raise
                 && vmr_controller_window_count_past (
                        state, 2, config->severe_factor * config->target_harm, TRUE)

@@ -33,7 +33,8 @@
  *   latency QEMU sees for a guest's I/O is noisy (from one second to the
  *   next, 0.9x to 1.7x its mean was measured with the copy's speed fixed),
  *   and its noise comes in spikes. A back-off needs most of the last window
- *   samples over the target (more than half, at least two), a raise their
+ *   samples over the target (more than half, at least two, the newest two
+ *   among them: a pair of spikes is rarer than one), a raise their
  *   median under the hold band and the newest sample under the target;
  *   the size of a back-off follows their median. The window starts again after every back-off and
  * baseline.
@@ -59,9 +60,10 @@
  *   slower. So a back-off by 30% or more from over twice the target is
  *   judged on the next three samples at its speed (no further
  *   back-off meanwhile): when each of them is still over half-way from the
- *   old harm to what a harm that follows the speed would have come down to,
- *   and their median is over the target, the back-off is undone. The harm
- *   at the old speed becomes the floor, and the copy goes back there with
+ *   old harm to what a harm that follows the speed would have come down to
+ *   (give or take the guest's noise band), and their median is over the
+ *   target, the back-off is undone. The harm at the old speed becomes the
+ *   floor, and the copy goes back there with
  *   its knee and slow start as they were. A slower copy that spares the
  *   guest nothing is harm for longer: its harm times its time is larger.
  * - The slow start's overshoot: the first two samples after a doubling
@@ -118,7 +120,9 @@
  * caller then pauses the copy for one sample and passes that sample to the
  * next step, which takes it as the baseline (decision baseline-taken) and
  * resumes at the speed before the pause. A periodic baseline moves half-way
- * to the new sample, as one sample is noisy; one asked for by a change in
+ * to the new sample, as one sample is noisy, unless its latency is over the
+ * baseline's by more than the target (a spike, or the copy's last I/O still
+ * in the guest's figures: not the guest alone); one asked for by a change in
  * load replaces the old one:
  *
  *   copying --measure-baseline--> measuring --baseline-taken--> copying
@@ -163,8 +167,10 @@ typedef struct {
                              * a knee that has not moved is passed by 10% for a sample or two */
     gdouble knee_margin;    /* [0.1] how far under a fresh knee to stay, a fraction of it: room
                              * for noise and for a knee that moves with the load */
-    gdouble knee_forget;    /* [2] a stale knee passed by this factor is forgotten: the load has
-                             * changed, probe freely */
+    gdouble knee_forget;    /* [1.3] a stale knee passed by this factor, three probes' worth,
+                             * without a back-off is forgotten: the load has changed, probe
+                             * freely; one that no probe found again was a spell of noise
+                             * (QEMU's spikes two in a row), and the slow start goes on */
     gint64 knee_memory_us;  /* [10 s] how long a knee stays fresh, doubled each time a probe
                              * finds it again, up to 16 times: a copy of a few minutes cannot
                              * wait longer for a spell of harm that was no knee (the test
