@@ -210,6 +210,25 @@ describe_load_change (const VmrControllerConfig *config, const VmrControllerInpu
     return NULL;
 }
 
+/* the next sample is the guest alone: a new baseline (@replace) or a correction of the old */
+static void
+begin_measure (VmrControllerState *state, gboolean replace, guint64 resume_speed)
+{
+    state->phase = VMR_CONTROLLER_PHASE_MEASURING;
+    state->back_off.from = 0;
+    state->measure_replaces = replace;
+    state->resume_speed = resume_speed;
+}
+
+void
+vmr_controller_request_measure (VmrControllerState *state, guint64 resume_speed)
+{
+    g_return_if_fail (state != NULL);
+
+    if (state->phase != VMR_CONTROLLER_PHASE_MEASURING)
+        begin_measure (state, TRUE, resume_speed);
+}
+
 /* the copy pauses for one sample; @why is taken */
 static void
 ask_for_baseline (VmrControllerState *state, const VmrControllerInput *input, gboolean replace,
@@ -217,10 +236,7 @@ ask_for_baseline (VmrControllerState *state, const VmrControllerInput *input, gb
 {
     g_autofree gchar *owned_why = why;
 
-    state->phase = VMR_CONTROLLER_PHASE_MEASURING;
-    state->back_off.from = 0;
-    state->measure_replaces = replace;
-    state->resume_speed = input->speed;
+    begin_measure (state, replace, input->speed);
     set_decision (out, VMR_CONTROLLER_MEASURE_BASELINE, input->speed,
                   g_strdup_printf ("%s: pausing the copy for one sample to measure the guest alone",
                                    owned_why));

@@ -300,6 +300,15 @@ void vmr_controller_step (const VmrControllerConfig *config, VmrControllerState 
                           const VmrControllerInput *input, VmrControllerDecision *out);
 
 /*
+ * Asks for a baseline from outside a step (a copy with none: its daemon
+ * restarted, or its policy became adaptive): @state measures, the caller
+ * pauses the copy for one sample and passes that sample to the next step,
+ * which replaces the baseline with it and resumes at @resume_speed (bytes/s,
+ * 0 = unlimited). Nothing changes while @state already measures.
+ */
+void vmr_controller_request_measure (VmrControllerState *state, guint64 resume_speed);
+
+/*
  * the harm of @input's load against its baseline, >= 0; 0 when neither can
  * tell. The latency's excess counts against the larger of the baseline's
  * latency and config->latency_floor_us.

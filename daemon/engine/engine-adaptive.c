@@ -252,9 +252,7 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
         samples = vmr_load_history_get_samples (history, &n);
     /* the copy of a daemon that restarted, or of a policy that became adaptive */
     if (!a->has_baseline && a->state.phase != VMR_CONTROLLER_PHASE_MEASURING) {
-        a->state.phase = VMR_CONTROLLER_PHASE_MEASURING;
-        a->state.measure_replaces = TRUE;
-        a->state.resume_speed = job->speed;
+        vmr_controller_request_measure (&a->state, job->speed);
         a->load.time_us = n > 0 ? samples[n - 1].time_us : 0;
         note_decision (self, job, VMR_CONTROLLER_MEASURE_BASELINE,
                        "no baseline: pausing the copy for one sample to measure the guest alone");

@@ -723,6 +723,34 @@ test_baseline_refresh (void)
                                           "latency (0.95x)"));
 }
 
+/*
+ * a measure asked for from outside (a copy with no baseline): the next
+ * sample replaces the baseline, whole, and the copy resumes at the speed given
+ */
+static void
+test_request_measure (void)
+{
+    VmrControllerConfig config;
+    VmrControllerState state;
+    const StepSpec quieter = { 0.8, 0.5, 100 * MIB, 0, 0, 0 };
+    VmrControllerInput input = step_input (&quieter, 3 * SECOND);
+    g_auto (VmrControllerDecision) out = { 0 };
+
+    vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    vmr_controller_state_init (&state, 0);
+    vmr_controller_request_measure (&state, 40 * MIB);
+    g_assert_cmpint (state.phase, ==, VMR_CONTROLLER_PHASE_MEASURING);
+    /* asked again while measuring: the first request stands */
+    vmr_controller_request_measure (&state, 80 * MIB);
+    vmr_controller_step (&config, &state, &input, &out);
+    g_test_message ("%s: %s", vmr_controller_kind_to_string (out.kind), out.reason);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_BASELINE_TAKEN);
+    g_assert_cmpuint (out.speed, ==, 40 * MIB);
+    g_assert_cmpfloat (out.baseline.iops, ==, 0.5 * BASE_IOPS);
+    g_assert_cmpfloat (out.baseline.latency_us, ==, 0.8 * BASE_LAT);
+    g_assert_cmpint (state.phase, ==, VMR_CONTROLLER_PHASE_COPYING);
+}
+
 typedef struct {
     gdouble latency, iops; /* the sample's */
     gdouble baseline_latency, baseline_iops;
@@ -791,6 +819,7 @@ main (int argc, char **argv)
     g_test_add_func ("/controller/idle-then-busy", test_idle_then_busy);
     g_test_add_func ("/controller/storage-bound", test_storage_bound);
     g_test_add_func ("/controller/baseline-refresh", test_baseline_refresh);
+    g_test_add_func ("/controller/request-measure", test_request_measure);
     g_test_add_func ("/controller/harm", test_harm);
     g_test_add_func ("/controller/small-baseline", test_small_baseline);
     g_test_add_func ("/controller/noise-band", test_noise_band);
