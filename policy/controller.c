@@ -340,7 +340,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * load, which the factor answers.
      */
     gboolean knee_again = was_probing && state->knee_speed != 0
-                          && from <= state->knee_speed * (1 + 3 * config->fine_gain);
+                          && from <= state->knee_speed * config->knee_forget;
     /*
      * a shallow excess near a known knee: the load hovers there; or one that
      * a sample at this speed does not show: spikes. A small step answers
@@ -449,12 +449,8 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
         return;
     }
     if (state->knee_speed != 0
-        && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget) {
-        /* a knee no probe found again, passed without harm, was a spell of noise: start again */
-        if (state->knee_found_again == 0)
-            state->felt = FALSE;
+        && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
         state->knee_speed = 0;
-    }
     state->slow_start_raise = FALSE;
     if (state->knee_speed == 0 && !state->felt) {
         /* a slow start, as TCP's: no harm yet at any speed, double it */

@@ -169,8 +169,8 @@ typedef struct {
                              * for noise and for a knee that moves with the load */
     gdouble knee_forget;    /* [1.3] a stale knee passed by this factor, three probes' worth,
                              * without a back-off is forgotten: the load has changed, probe
-                             * freely; one that no probe found again was a spell of noise
-                             * (QEMU's spikes two in a row), and the slow start goes on */
+                             * freely (a pair of QEMU's spikes makes a knee where there is
+                             * none) */
     gint64 knee_memory_us;  /* [10 s] how long a knee stays fresh, doubled each time a probe
                              * finds it again, up to 16 times: a copy of a few minutes cannot
                              * wait longer for a spell of harm that was no knee (the test
