@@ -352,7 +352,13 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
     gdouble factor
         = small_step ? 1 - config->knee_margin
                      : CLAMP ((1 + target) / (1 + excess), config->severe_backoff, config->backoff);
-    guint64 to = clamp_speed (config, input, (gdouble) from * factor);
+    /*
+     * under the knee a probe found again, not under the probe's speed: the
+     * guest may show a speed a sample late, when the probe is a step past
+     */
+    guint64 to = clamp_speed (config, input,
+                              knee_again ? MIN ((gdouble) from, (gdouble) state->knee_speed) * factor
+                                         : (gdouble) from * factor);
     g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
     g_autofree gchar *ratios = format_ratios (config, input);
     g_autofree gchar *from_text = vmr_units_format_speed (from);
@@ -403,8 +409,10 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
         state->knee_found_again++;
     else
         state->knee_found_again = 0;
-    if (state->knee_speed == 0 || from >= state->knee_speed
-        || vmr_controller_over_floor (state, low_at_speed) > target)
+    if (knee_again)
+        state->knee_speed = MIN (from, state->knee_speed);
+    else if (state->knee_speed == 0 || from >= state->knee_speed
+             || vmr_controller_over_floor (state, low_at_speed) > target)
         state->knee_speed = from;
     else
         state->knee_speed
@@ -568,12 +576,14 @@ judge_back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * that follows the speed comes down with it): the speed matters, and
      * the next back-off goes on. QEMU's noise comes in spikes, so it takes
      * every sample to show that the harm stayed. Deeper than max-floor, it
-     * is never a floor.
+     * is never a floor. Nor a harm with more IOPS than the baseline's: the
+     * guest's own I/O queues behind itself (fio makes up what a slow second
+     * cost it), which no speed of the copy explains, and which ends.
      */
     if (vmr_controller_over_floor (state, median) <= config->target_harm
         || vmr_controller_window_low_at_speed (state) + MIN (input->noise, config->max_noise)
                < b->median * (1 + (gdouble) b->to / (gdouble) from) / 2
-        || median > config->max_floor)
+        || median > config->max_floor || iops_ratio (input) > 1 + config->target_harm)
         return FALSE;
 
     head = vmr_controller_format_harm (state, harm, median);

@@ -24,25 +24,71 @@ guest_harm (const Guest *guest, gdouble total)
     return (1 + guest->floor) * (1 + harm) - 1;
 }
 
-static VmrLoadSample
-guest_sample (const Guest *guest, gdouble total, gint64 time_us, GRand *rand)
+/*
+ * What a guest that catches up does in a second whose copy harms it by
+ * @harm, as a fraction of its rate: its rate and what it owes, as much as
+ * its queue allows. Updates @owed.
+ */
+static gdouble
+catch_up (const Guest *guest, gdouble harm, gdouble *owed)
+{
+    gdouble can = guest->headroom / (1 + harm);
+    gdouble done = MIN (1 + *owed, can);
+
+    *owed = 1 + *owed - done;
+    return done;
+}
+
+/*
+ * The guest's figures without noise when the copies move @total bytes/s:
+ * IOPS and latency as fractions of its own alone; @owed as catch_up()
+ */
+static void
+guest_figures (const Guest *guest, gdouble total, gdouble *owed, gdouble *iops, gdouble *latency)
 {
     gdouble harm = guest_harm (guest, total);
+
+    *iops = 1;
+    *latency = 1 + harm;
+    if (guest->kind == GUEST_IOPS_BOUND) {
+        *iops = MAX (1 - harm, 0.02);
+        *latency = 1;
+    } else if (guest->headroom > 0) {
+        /* the I/O it makes up queues behind its own */
+        *iops = catch_up (guest, harm, owed);
+        *latency = (1 + harm) * MAX (*iops, 1.0);
+    }
+}
+
+gdouble
+guest_felt (const Guest *guest, gdouble total, gdouble owed)
+{
+    gdouble iops, latency;
+
+    guest_figures (guest, total, &owed, &iops, &latency);
+    return MAX (0.0, MAX (latency - 1, 1 - iops));
+}
+
+static VmrLoadSample
+guest_sample (const Guest *guest, gdouble total, gint64 time_us, GRand *rand, gdouble *owed)
+{
     gdouble latency_noise = 1 + g_rand_double_range (rand, -guest->noise, guest->noise + 1e-12);
     gdouble iops_noise = 1 + g_rand_double_range (rand, -guest->noise, guest->noise + 1e-12);
     gdouble base_latency = guest->base_latency_us > 0 ? guest->base_latency_us : BASE_LAT;
     VmrLoadSample sample = { .time_us = time_us };
+    gdouble iops, latency;
 
     if (guest->spikes > 0 && g_rand_double (rand) < guest->spikes)
         latency_noise *= 1 + g_rand_double_range (rand, 0.2, 0.75);
+    guest_figures (guest, total, owed, &iops, &latency);
     switch (guest->kind) {
         case GUEST_FIXED_RATE:
-            sample.iops = BASE_IOPS * iops_noise;
-            sample.latency_us = base_latency * (1 + harm) * latency_noise;
+            sample.iops = BASE_IOPS * iops * iops_noise;
+            sample.latency_us = base_latency * latency * latency_noise;
             break;
         case GUEST_IOPS_BOUND:
-            sample.iops = BASE_IOPS * MAX (1 - harm, 0.02) * iops_noise;
-            sample.latency_us = base_latency * latency_noise;
+            sample.iops = BASE_IOPS * iops * iops_noise;
+            sample.latency_us = base_latency * latency * latency_noise;
             break;
         case GUEST_IDLE:
         default:
@@ -74,7 +120,7 @@ sim_init_seeded (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed
         VmrLoadSample alone[VMR_CONTROLLER_BASELINE_MAX];
 
         for (guint s = 0; s < G_N_ELEMENTS (alone); s++)
-            alone[s] = guest_sample (guest, 0, 0, sim->rand);
+            alone[s] = guest_sample (guest, 0, 0, sim->rand, &sim->owed);
         vmr_controller_baseline (&sim->config, alone, G_N_ELEMENTS (alone), &baseline, &sim->noise);
     }
     for (guint i = 0; i < n_copies; i++) {
@@ -143,8 +189,9 @@ sim_step (Sim *sim, const Guest *guest)
         sim->lagged_total = total;
         total = felt;
     }
-    load = guest_sample (guest, total, sim->now_us, sim->rand);
-    g_array_append_val (sim->harms, (gdouble){ guest_harm (guest, total) });
+    /* the harm the guest felt: with what it owed before this second */
+    g_array_append_val (sim->harms, (gdouble){ guest_felt (guest, total, sim->owed) });
+    load = guest_sample (guest, total, sim->now_us, sim->rand, &sim->owed);
 
     for (guint i = 0; i < sim->n_copies; i++) {
         VmrControllerInput input = {

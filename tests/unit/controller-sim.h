@@ -42,6 +42,15 @@ typedef struct {
      * (at most QUEUE_MAX_HARM); the knee and linear above are unused
      */
     gboolean queueing;
+    /*
+     * A guest that catches up, as fio under a rate limit does: it can do
+     * headroom times its rate at its baseline latency (its queue's room),
+     * fewer as the copy slows its I/O (headroom / (1 + harm)), and makes up
+     * every I/O a slow second cost it as fast as that allows; the I/O it
+     * makes up queues behind its own, its latency rising with it. 0 = a
+     * guest that drops what it missed
+     */
+    gdouble headroom;
 } Guest;
 
 #define QUEUE_MAX_HARM 20.0
@@ -80,10 +89,16 @@ typedef struct {
     gdouble backlog;    /* bytes left to copy */
     gdouble dirty_rate; /* what the guest's writes added to the backlog in the last sample */
     guint synced_at;    /* the first sample whose copy left no backlog, G_MAXUINT = none */
+    gdouble owed;       /* the I/Os a catching-up guest has still to make up */
 } Sim;
 
 /* @guest's harm when the copies move @total bytes/s */
 gdouble guest_harm (const Guest *guest, gdouble total);
+/*
+ * the harm @guest feels when the copies move @total bytes/s and it owes
+ * @owed of a second's I/O: guest_harm() for a guest that does not catch up
+ */
+gdouble guest_felt (const Guest *guest, gdouble total, gdouble owed);
 
 /* @n_copies copies at min-speed after a baseline of ten samples; @max_speed 0 = unlimited */
 void sim_init (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed);
