@@ -249,10 +249,10 @@ restart_slow (VmrControllerState *state)
     state->knee_speed = 0;
     state->knee_found_again = 0;
     state->felt = FALSE;
-    state->probing = FALSE;
     state->floor_harm = 0;
     state->n_harms = 0;
     state->back_off.from = 0;
+    state->last_raise = VMR_CONTROLLER_RAISE_NONE;
 }
 
 /* the sample of a paused copy: the new baseline */
@@ -271,7 +271,7 @@ take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
     /* a new load has its own floor; a periodic baseline only corrects the drift */
     if (state->measure_replaces)
         state->floor_harm = 0;
-    state->probing = FALSE;
+    state->last_raise = VMR_CONTROLLER_RAISE_NONE;
     out->baseline = input->load;
     /*
      * the load drifts: one sample, noisy as it is, moves a periodic baseline
@@ -325,8 +325,7 @@ knee_memory (const VmrControllerConfig *config, const VmrControllerState *state)
 /* the harm is over the target: slower, and the knee is where the copy was */
 static void
 back_off (const VmrControllerConfig *config, VmrControllerState *state,
-          const VmrControllerInput *input, gboolean was_probing, gdouble harm, gdouble median,
-          VmrControllerDecision *out)
+          const VmrControllerInput *input, gdouble harm, gdouble median, VmrControllerDecision *out)
 {
     gdouble target = config->target_harm;
     gdouble excess = vmr_controller_over_floor (state, median);
@@ -339,7 +338,8 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * it, no further. A deep excess at a speed that was held is a change in
      * load, which the factor answers.
      */
-    gboolean knee_again = was_probing && state->knee_speed != 0
+    gboolean knee_again = state->last_raise == VMR_CONTROLLER_RAISE_PAST_KNEE
+                          && state->knee_speed != 0
                           && from <= state->knee_speed * config->knee_forget;
     /*
      * a shallow excess near a known knee: the load hovers there; or one that
@@ -365,8 +365,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
     g_autofree gchar *to_text = vmr_units_format_speed (to);
 
     state->n_harms = 0;
-    state->probing = FALSE;
-    state->slow_start_raise = FALSE;
+    state->last_raise = VMR_CONTROLLER_RAISE_NONE;
     /*
      * judged: a back-off by 30% or more from over twice the target. A small
      * step from a harm that hovers near the target moves it by less than the
@@ -424,6 +423,64 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
                                    ratios));
 }
 
+/* the last percent of an approach is not worth a sample */
+#define APPROACH_CLOSE_ENOUGH 0.01
+
+/*
+ * The next speed up, in @next, and how: a slow start until the guest felt
+ * the copy, a probe with no knee known, an approach to a known knee, a probe
+ * past a stale one; NONE for a hold under a fresh knee.
+ */
+static VmrControllerRaiseKind
+next_raise (const VmrControllerConfig *config, const VmrControllerState *state,
+            const VmrControllerInput *input, gdouble *next)
+{
+    guint n_copies = MAX (input->n_copies, 1);
+    gdouble speed = (gdouble) input->speed;
+    gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
+
+    if (state->knee_speed == 0 && !state->felt) {
+        /* a slow start, as TCP's: no harm yet at any speed, double it */
+        *next = speed * (1 + config->start_gain / n_copies);
+        return VMR_CONTROLLER_RAISE_SLOW_START;
+    }
+    if (state->knee_speed == 0) {
+        *next = speed * (1 + config->probe_gain / n_copies);
+        return VMR_CONTROLLER_RAISE_PROBE;
+    }
+    if (speed < (1 - APPROACH_CLOSE_ENOUGH) * ceiling) {
+        *next = speed + (ceiling - speed) * config->approach_gain / n_copies;
+        if (ceiling - *next < APPROACH_CLOSE_ENOUGH * ceiling)
+            *next = ceiling;
+        return VMR_CONTROLLER_RAISE_APPROACH;
+    }
+    if (input->load.time_us - state->knee_time_us < knee_memory (config, state))
+        return VMR_CONTROLLER_RAISE_NONE;
+    *next = speed * (1 + config->fine_gain / n_copies);
+    return VMR_CONTROLLER_RAISE_PAST_KNEE;
+}
+
+/* "starting", "toward the knee at 150 MiB/s"; free with g_free() */
+static gchar *
+describe_raise (const VmrControllerState *state, VmrControllerRaiseKind kind)
+{
+    g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
+
+    switch (kind) {
+        case VMR_CONTROLLER_RAISE_SLOW_START:
+            return g_strdup ("starting");
+        case VMR_CONTROLLER_RAISE_PROBE:
+            return g_strdup ("probing");
+        case VMR_CONTROLLER_RAISE_APPROACH:
+            return g_strdup_printf ("toward the knee at %s", knee_text);
+        case VMR_CONTROLLER_RAISE_PAST_KNEE:
+            return g_strdup_printf ("probing past the knee at %s", knee_text);
+        case VMR_CONTROLLER_RAISE_NONE:
+        default:
+            return g_strdup ("holding");
+    }
+}
+
 /* harm under the hold band: faster, toward a fresh knee or probing */
 static void
 raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
@@ -431,13 +488,13 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
              VmrControllerDecision *out)
 {
     gint64 now = input->load.time_us;
-    guint n_copies = MAX (input->n_copies, 1);
     guint64 speed = input->speed;
     g_autofree gchar *ratios = format_ratios (config, input);
     g_autofree gchar *from_text = vmr_units_format_speed (speed);
     g_autofree gchar *to_text = NULL;
     g_autofree gchar *how = NULL;
     g_autofree gchar *harm_text = vmr_controller_format_harm (state, harm, median);
+    VmrControllerRaiseKind kind;
     g_autofree gchar *head = g_strdup_printf ("%s < %.1f%%", harm_text,
                                               config->hold_below * config->target_harm * 100);
     gdouble next;
@@ -459,43 +516,20 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     if (state->knee_speed != 0
         && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
         state->knee_speed = 0;
-    state->slow_start_raise = FALSE;
-    if (state->knee_speed == 0 && !state->felt) {
-        /* a slow start, as TCP's: no harm yet at any speed, double it */
-        next = (gdouble) speed * (1 + config->start_gain / n_copies);
-        how = g_strdup ("starting");
-        state->slow_start_raise = TRUE;
-    } else if (state->knee_speed == 0) {
-        next = (gdouble) speed * (1 + config->probe_gain / n_copies);
-        how = g_strdup ("probing");
-    } else {
-        gint64 memory = knee_memory (config, state);
-        gboolean fresh = now - state->knee_time_us < memory;
-        gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
+    kind = next_raise (config, state, input, &next);
+    if (kind == VMR_CONTROLLER_RAISE_NONE) {
         g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
+        g_autofree gchar *left = vmr_units_format_duration (knee_memory (config, state)
+                                                            - (now - state->knee_time_us));
 
-        /* the last percent is not worth a sample */
-        if ((gdouble) speed < 0.99 * ceiling) {
-            next = (gdouble) speed + (ceiling - (gdouble) speed) * config->approach_gain / n_copies;
-            if (ceiling - next < 0.01 * ceiling)
-                next = ceiling;
-            how = g_strdup_printf ("toward the knee at %s", knee_text);
-        } else if (fresh) {
-            g_autofree gchar *left
-                = vmr_units_format_duration (memory - (now - state->knee_time_us));
-
-            set_decision (out, VMR_CONTROLLER_HOLD, speed,
-                          g_strdup_printf ("%s: %s, under the knee at %s for another %s (%s)", head,
-                                           from_text, knee_text, left, ratios));
-            return;
-        } else {
-            next = (gdouble) speed * (1 + config->fine_gain / n_copies);
-            state->probing = TRUE;
-            how = g_strdup_printf ("probing past the knee at %s", knee_text);
-        }
+        set_decision (out, VMR_CONTROLLER_HOLD, speed,
+                      g_strdup_printf ("%s: %s, under the knee at %s for another %s (%s)", head,
+                                       from_text, knee_text, left, ratios));
+        return;
     }
-    if (how == NULL || !g_str_has_prefix (how, "probing past"))
-        state->probing = FALSE;
+    /* a probe past a stale knee lasts until the next raise or back-off */
+    state->last_raise = kind;
+    how = describe_raise (state, kind);
     to = clamp_speed (config, input, next);
     to_text = vmr_units_format_speed (to);
     set_decision (out, to > speed ? VMR_CONTROLLER_RAISE : VMR_CONTROLLER_HOLD, to,
@@ -594,7 +628,7 @@ judge_back_off (const VmrControllerConfig *config, VmrControllerState *state,
     state->knee_found_again = b->knee_found_again;
     state->felt = b->felt;
     state->n_harms = 0;
-    state->probing = FALSE;
+    state->last_raise = VMR_CONTROLLER_RAISE_NONE;
     ratios = format_ratios (config, input);
     at_text = vmr_units_format_speed (input->speed);
     from_text = vmr_units_format_speed (from);
@@ -638,7 +672,7 @@ turned_busy (const VmrControllerConfig *config, VmrControllerState *state,
 
 static void
 decide (const VmrControllerConfig *config, VmrControllerState *state,
-        const VmrControllerInput *input, gboolean was_probing, VmrControllerDecision *out)
+        const VmrControllerInput *input, VmrControllerDecision *out)
 {
     gint64 now = input->load.time_us;
     gboolean idle_now = input->load.iops < config->idle_iops;
@@ -733,7 +767,7 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
         && ((vmr_controller_window_count_past (state, config->window, config->target_harm, TRUE)
                  > state->n_harms / 2
              && vmr_controller_window_count_past (state, 2, config->target_harm, TRUE) == 2)
-            || (state->n_at_speed == 2 && state->slow_start_raise
+            || (state->n_at_speed == 2 && state->last_raise == VMR_CONTROLLER_RAISE_SLOW_START
                 && vmr_controller_window_count_past (
                        state, 2, config->severe_factor * config->target_harm, TRUE)
                        == 2))) {
@@ -750,7 +784,7 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
                                            JUDGE_SAMPLES, ratios));
             return;
         }
-        back_off (config, state, input, was_probing, harm, median, out);
+        back_off (config, state, input, harm, median, out);
         return;
     }
     /*
@@ -798,8 +832,7 @@ vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *stat
     g_autofree gchar *why = NULL;
 
     effective.target_harm = vmr_controller_target (config, state, input, &why);
-    /* a probe past a stale knee lasts until the next raise or back-off */
-    decide (&effective, state, input, state->probing, out);
+    decide (&effective, state, input, out);
     clamp_decision (&effective, input, out);
     if (why != NULL && out->kind != VMR_CONTROLLER_MEASURE_BASELINE
         && out->kind != VMR_CONTROLLER_BASELINE_TAKEN)

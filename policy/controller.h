@@ -216,6 +216,16 @@ typedef enum {
     VMR_CONTROLLER_PHASE_MEASURING, /* the copy is paused: the next sample is the baseline */
 } VmrControllerPhase;
 
+/* how the controller last raised the speed: what the samples after it say depends on it */
+typedef enum {
+    VMR_CONTROLLER_RAISE_NONE,       /* no raise since the last back-off or baseline */
+    VMR_CONTROLLER_RAISE_SLOW_START, /* the speed doubled: the guest had not felt the copy */
+    VMR_CONTROLLER_RAISE_PROBE,      /* by probe_gain: no knee known */
+    VMR_CONTROLLER_RAISE_APPROACH,   /* toward knee_margin under a known knee */
+    VMR_CONTROLLER_RAISE_PAST_KNEE,  /* by fine_gain past a stale knee: a back-off before the
+                                      * speed passes knee_forget times it finds the knee again */
+} VmrControllerRaiseKind;
+
 /*
  * The last back-off, until the samples after it tell whether it lowered the
  * harm, and what the controller was before it, for an undo.
@@ -239,14 +249,13 @@ typedef struct {
     guint n_harms;                            /* how many, 0 = none: the window starts again */
     guint n_at_speed;                         /* how many of them at the copy's speed now */
     gdouble floor_harm;            /* the harm the copy causes at min-speed, 0 = none found */
-    gboolean probing;              /* the last raise went past a stale knee */
     gboolean felt;                 /* the copy has backed off once: the slow start is over */
     guint knee_found_again;        /* probes in a row that found the knee where it was */
     gboolean measure_replaces;     /* while measuring: the sample replaces the baseline */
     guint64 resume_speed;          /* while measuring: the speed to go on at, 0 = unlimited */
     gint64 baseline_time_us;       /* when the baseline was measured */
     gint64 measure_time_us;        /* when a change in load last asked for a measure */
-    gboolean slow_start_raise;     /* the last raise was a slow start's: the speed doubled */
+    VmrControllerRaiseKind last_raise; /* until a back-off, a baseline or another raise */
     VmrControllerBackOff back_off; /* the last back-off, while it is judged */
 } VmrControllerState;
 

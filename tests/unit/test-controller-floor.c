@@ -178,7 +178,7 @@ test_overshoot_after_doubling (void)
 
         vmr_controller_state_init (&state, 0);
         state.felt = !doubled;
-        state.slow_start_raise = doubled;
+        state.last_raise = doubled ? VMR_CONTROLLER_RAISE_SLOW_START : VMR_CONTROLLER_RAISE_NONE;
         state.n_harms = 3;
         out.speed = 40 * MIB;
         feed (&config, &state, 1.12, &t, &out);
