@@ -11,6 +11,34 @@
 
 /* a knee found again and again stays fresh 2, 4, 8, at most 16 times knee_memory_us */
 #define KNEE_MEMORY_DOUBLINGS 4
+/* the samples at a back-off's speed that tell whether it lowered the harm */
+#define JUDGE_SAMPLES 3
+/*
+ * A back-off lowered the harm if a sample at its speed is lower by this
+ * share of what a harm that follows the speed would have come down: half,
+ * so that a harm that follows the speed less than linearly still counts
+ */
+#define JUDGE_SHARE 0.5
+/*
+ * one periodic sample, noisy as it is, moves the baseline this far toward
+ * it: half-way, as the load drifts slowly and one sample may be a spike
+ */
+#define REFRESH_WEIGHT 0.5
+/*
+ * fewer IOPS than the baseline by this many times the target, at no higher
+ * latency, ask for a measure: a copy that costs a guest that much shows it
+ * in the latency too, unless it holds the requests up before QEMU times
+ * them, which the paused sample tells
+ */
+#define FEWER_IOPS_TARGETS 2
+/* and not more often than every this many measure gaps, as it may be the copy after all */
+#define FEWER_IOPS_GAPS 3
+/*
+ * under a known knee, an excess that spikes make moves the knee down by
+ * this share of knee_margin at most: spike after spike would otherwise walk
+ * it down to min-speed
+ */
+#define SPIKE_KNEE_STEP 0.5
 
 static const gchar *const kind_names[] = {
     [VMR_CONTROLLER_RAISE] = "raise",
@@ -283,9 +311,12 @@ take_baseline (const VmrControllerConfig *config, VmrControllerState *state,
         && latency_ratio (config, input) - 1 > config->target_harm)
         out->baseline = input->baseline;
     else if (!state->measure_replaces && idle == was_idle && !idle) {
-        out->baseline.iops = (input->baseline.iops + input->load.iops) / 2;
+        out->baseline.iops
+            = input->baseline.iops + (input->load.iops - input->baseline.iops) * REFRESH_WEIGHT;
         if (input->baseline.latency_us > 0 && input->load.latency_us > 0)
-            out->baseline.latency_us = (input->baseline.latency_us + input->load.latency_us) / 2;
+            out->baseline.latency_us
+                = input->baseline.latency_us
+                  + (input->load.latency_us - input->baseline.latency_us) * REFRESH_WEIGHT;
     }
     if (idle)
         speed = config->max_speed;
@@ -332,7 +363,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
     gdouble low_at_speed = vmr_controller_window_low_at_speed (state);
     gdouble at_speed = vmr_controller_window_median_at_speed (state);
     guint64 from = current_rate (config, input);
-    gboolean severe = excess > 2 * target;
+    gboolean severe = excess > config->severe_factor * target;
     /*
      * a probe past a stale knee that found it again where it was: back under
      * it, no further. A deep excess at a speed that was held is a change in
@@ -372,7 +403,9 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * noise, which would tell nothing.
      */
     state->back_off = (VmrControllerBackOff){
-        .from = !small_step && vmr_controller_over_floor (state, at_speed) > 2 * target ? from : 0,
+        .from = !small_step && vmr_controller_over_floor (state, at_speed) > config->severe_factor * target
+                    ? from
+                    : 0,
         .to = to,
         .median = at_speed,
         .knee_speed = state->knee_speed,
@@ -415,7 +448,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
         state->knee_speed = from;
     else
         state->knee_speed
-            = MAX (from, (guint64) ((gdouble) state->knee_speed * (1 - config->knee_margin / 2)));
+            = MAX (from, (guint64) ((gdouble) state->knee_speed * (1 - config->knee_margin * SPIKE_KNEE_STEP)));
     state->knee_time_us = input->load.time_us;
     set_decision (out, VMR_CONTROLLER_BACK_OFF, to,
                   g_strdup_printf ("%s > %.1f%%: %s -> %s%s (%s)", head, target * 100, from_text,
@@ -570,8 +603,6 @@ clamp_decision (const VmrControllerConfig *config, const VmrControllerInput *inp
     set_decision (out, out->kind, clamped, reason);
 }
 
-/* the samples at a back-off's speed that tell whether it lowered the harm */
-#define JUDGE_SAMPLES 3
 
 /*
  * Whether the last back-off lowered the harm, once JUDGE_SAMPLES samples at
@@ -616,7 +647,7 @@ judge_back_off (const VmrControllerConfig *config, VmrControllerState *state,
      */
     if (vmr_controller_over_floor (state, median) <= config->target_harm
         || vmr_controller_window_low_at_speed (state) + MIN (input->noise, config->max_noise)
-               < b->median * (1 + (gdouble) b->to / (gdouble) from) / 2
+               < b->median * (1 - JUDGE_SHARE * (1 - (gdouble) b->to / (gdouble) from))
         || median > config->max_floor || iops_ratio (input) > 1 + config->target_harm)
         return FALSE;
 
@@ -708,8 +739,9 @@ decide (const VmrControllerConfig *config, VmrControllerState *state,
      * the copy after all.
      */
     if (change == NULL && !idle_now && !idle_before
-        && iops_ratio (input) < 1 - 2 * config->target_harm && latency_ratio (config, input) <= 1
-        && now - state->measure_time_us >= 3 * config->measure_gap_us)
+        && iops_ratio (input) < 1 - FEWER_IOPS_TARGETS * config->target_harm
+        && latency_ratio (config, input) <= 1
+        && now - state->measure_time_us >= FEWER_IOPS_GAPS * config->measure_gap_us)
         change = g_strdup_printf ("the guest does fewer IOPS than in its baseline (%.2fx) at no "
                                   "higher latency (%.2fx)",
                                   iops_ratio (input), latency_ratio (config, input));

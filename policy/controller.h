@@ -180,8 +180,11 @@ typedef struct {
                              * halve the copy for an excess of 1% */
     gdouble severe_backoff; /* [0.5] the deepest back-off factor: the next sample can back off
                              * again, while a copy slowed too far takes samples to recover */
-    gdouble severe_factor;  /* [2] the first two samples after a slow start's doubling over this
-                             * times the target back off at once: past the knee */
+    gdouble severe_factor;  /* [2] an excess over this times the target is severe: the first two
+                             * samples after a slow start's doubling over it back off at once
+                             * (past the knee); near a known knee it backs off by the factor,
+                             * not by knee_margin (a change in load); a back-off from it is
+                             * judged (a step by more than the noise) */
     gdouble max_floor;      /* [0.5] the copy's floor at most: harm beyond it is never a floor,
                              * whatever min-speed */
     guint window;           /* [5] the samples a decision reads: three of five over the target
