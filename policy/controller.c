@@ -701,150 +701,241 @@ turned_busy (const VmrControllerConfig *config, VmrControllerState *state,
                                    owned_why, lowest));
 }
 
-static void
-decide (const VmrControllerConfig *config, VmrControllerState *state,
-        const VmrControllerInput *input, VmrControllerDecision *out)
+/* what a sample says of the guest's load, before the harm is read */
+typedef enum {
+    SAMPLE_BASELINE,       /* the copy was paused for it: the guest alone */
+    SAMPLE_IDLE,           /* the guest was idle and is */
+    SAMPLE_LOAD_CHANGE,    /* a change in load no copy causes, and a measure may be taken */
+    SAMPLE_TURNED_BUSY,    /* the guest turned busy, measured too recently to pause again */
+    SAMPLE_TURNED_IDLE,    /* the guest turned idle, measured too recently to pause again */
+    SAMPLE_STALE_BASELINE, /* the baseline is baseline_refresh_us old */
+    SAMPLE_HARM,           /* the load of the baseline: its harm is the copy's */
+} SampleClass;
+
+/*
+ * fewer IOPS at no higher latency than the baseline's: by Little's law the
+ * guest keeps fewer I/Os in flight, it asks for less, or the baseline was
+ * taken in a burst. A copy that holds up the guest's requests before QEMU
+ * times them could do it too: the paused sample tells. Not more often than
+ * every FEWER_IOPS_GAPS measure gaps, as it may be the copy after all. NULL
+ * for none; free with g_free()
+ */
+static gchar *
+describe_fewer_iops (const VmrControllerConfig *config, const VmrControllerState *state,
+                     const VmrControllerInput *input)
+{
+    if (input->load.iops < config->idle_iops || input->baseline.iops < config->idle_iops
+        || iops_ratio (input) >= 1 - FEWER_IOPS_TARGETS * config->target_harm
+        || latency_ratio (config, input) > 1
+        || input->load.time_us - state->measure_time_us
+               < FEWER_IOPS_GAPS * config->measure_gap_us)
+        return NULL;
+    return g_strdup_printf ("the guest does fewer IOPS than in its baseline (%.2fx) at no higher "
+                            "latency (%.2fx)",
+                            iops_ratio (input), latency_ratio (config, input));
+}
+
+/* what @input says of the load; @change, for a change in load, says which (free with g_free()) */
+static SampleClass
+classify_sample (const VmrControllerConfig *config, const VmrControllerState *state,
+                 const VmrControllerInput *input, gchar **change)
 {
     gint64 now = input->load.time_us;
     gboolean idle_now = input->load.iops < config->idle_iops;
     gboolean idle_before = input->baseline.iops < config->idle_iops;
-    g_autofree gchar *change = NULL;
-    gdouble harm, median;
 
-    out->harm = 0;
-    out->baseline = input->baseline;
-
-    if (state->phase == VMR_CONTROLLER_PHASE_MEASURING) {
-        take_baseline (config, state, input, out);
-        return;
-    }
-
-    if (idle_now && idle_before) {
-        g_autofree gchar *full = vmr_units_format_speed (config->max_speed);
-
-        state->n_harms = 0;
-        set_decision (out, VMR_CONTROLLER_IDLE_FULL_SPEED, config->max_speed,
-                      g_strdup_printf ("guest idle (%.1f IOPS, baseline %.1f): full speed %s",
-                                       input->load.iops, input->baseline.iops, full));
-        return;
-    }
-
-    change = describe_load_change (config, input, idle_now, idle_before);
-    /*
-     * fewer IOPS at no higher latency than the baseline's: by Little's law
-     * the guest keeps fewer I/Os in flight, it asks for less, or the
-     * baseline was taken in a burst. A copy that holds up the guest's
-     * requests before QEMU times them could do it too: the paused sample
-     * tells. Not more often than every three measure gaps, as it may be
-     * the copy after all.
-     */
-    if (change == NULL && !idle_now && !idle_before
-        && iops_ratio (input) < 1 - FEWER_IOPS_TARGETS * config->target_harm
-        && latency_ratio (config, input) <= 1
-        && now - state->measure_time_us >= FEWER_IOPS_GAPS * config->measure_gap_us)
-        change = g_strdup_printf ("the guest does fewer IOPS than in its baseline (%.2fx) at no "
-                                  "higher latency (%.2fx)",
-                                  iops_ratio (input), latency_ratio (config, input));
-    if (change != NULL && now - state->measure_time_us >= config->measure_gap_us) {
-        state->measure_time_us = now;
-        /* the knee was the old load's: probe past it slowly */
-        if (state->knee_speed != 0)
-            state->knee_time_us = now - knee_memory (config, state);
-        ask_for_baseline (state, input, TRUE, g_steal_pointer (&change), out);
-        return;
-    }
-    if (change != NULL && idle_before && !idle_now) {
-        turned_busy (config, state, input, g_steal_pointer (&change), out);
-        return;
-    }
-    if (change != NULL && idle_now) {
-        /* no harm can be told from an idle guest */
-        set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                      g_strdup_printf ("%s; measured too recently to pause again", change));
-        return;
-    }
+    *change = NULL;
+    if (state->phase == VMR_CONTROLLER_PHASE_MEASURING)
+        return SAMPLE_BASELINE;
+    if (idle_now && idle_before)
+        return SAMPLE_IDLE;
+    *change = describe_load_change (config, input, idle_now, idle_before);
+    if (*change == NULL)
+        *change = describe_fewer_iops (config, state, input);
+    if (*change != NULL && now - state->measure_time_us >= config->measure_gap_us)
+        return SAMPLE_LOAD_CHANGE;
+    if (*change != NULL && idle_before && !idle_now)
+        return SAMPLE_TURNED_BUSY;
+    if (*change != NULL && idle_now)
+        return SAMPLE_TURNED_IDLE;
+    /* a change too soon after the last measure: the control goes on against the old baseline */
+    g_clear_pointer (change, g_free);
     if (config->baseline_refresh_us > 0
-        && now - state->baseline_time_us >= config->baseline_refresh_us) {
-        g_autofree gchar *age = vmr_units_format_duration (now - state->baseline_time_us);
+        && now - state->baseline_time_us >= config->baseline_refresh_us)
+        return SAMPLE_STALE_BASELINE;
+    return SAMPLE_HARM;
+}
 
-        ask_for_baseline (state, input, FALSE, g_strdup_printf ("the baseline is %s old", age),
-                          out);
-        return;
-    }
+/* what the window of harms says */
+typedef enum {
+    HARM_OVER,         /* most of it over the target: back off */
+    HARM_OVER_JUDGED,  /* the same while the last back-off is judged: hold */
+    HARM_SPIKES,       /* the newest sample over the target, not most of the window: noise */
+    HARM_IN_BAND,      /* in the hold band */
+    HARM_UNDER,        /* the median and the newest sample under the band: raise */
+} HarmClass;
 
-    harm = vmr_controller_harm (config, input);
+/*
+ * Most of the window over the target (both of a window just begun), the
+ * newest two among them: a spike or two is noise. Or the first two samples
+ * after a slow start's doubling both severely over it: the new speed is past
+ * the knee, no need to wait for a third. A back-off is judged before the
+ * next: a floor makes no cascade down to min-speed. A raise needs the
+ * window's median under the band, and the newest sample too: noise either
+ * way leaves the median alone.
+ */
+static HarmClass
+classify_harm (const VmrControllerConfig *config, const VmrControllerState *state, gdouble harm,
+               gdouble median)
+{
+    gdouble target = config->target_harm;
+    gboolean most_over
+        = vmr_controller_window_count_past (state, config->window, target, TRUE)
+              > state->n_harms / 2
+          && vmr_controller_window_count_past (state, 2, target, TRUE) == 2;
+    gboolean overshoot
+        = state->n_at_speed == 2 && state->last_raise == VMR_CONTROLLER_RAISE_SLOW_START
+          && vmr_controller_window_count_past (state, 2, config->severe_factor * target, TRUE)
+                 == 2;
+
+    if (state->n_harms >= 2 && (most_over || overshoot))
+        return state->back_off.from != 0 && median <= config->max_floor ? HARM_OVER_JUDGED
+                                                                          : HARM_OVER;
+    if (vmr_controller_over_floor (state, harm) > target)
+        return HARM_SPIKES;
+    if (vmr_controller_over_floor (state, median) >= config->hold_below * target
+        || vmr_controller_over_floor (state, harm) >= config->hold_below * target)
+        return HARM_IN_BAND;
+    return HARM_UNDER;
+}
+
+/* holds the speed for @class, one of the holds of classify_harm() */
+static void
+hold_for_harm (const VmrControllerConfig *config, const VmrControllerState *state,
+               const VmrControllerInput *input, HarmClass class, gdouble harm, gdouble median,
+               VmrControllerDecision *out)
+{
+    g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
+    g_autofree gchar *ratios = format_ratios (config, input);
+    g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
+    gchar *reason;
+
+    if (class == HARM_OVER_JUDGED)
+        reason = g_strdup_printf ("%s > %.1f%%: holding %s for %u samples, to tell whether the "
+                                  "last back-off lowered the harm (%s)",
+                                  head, config->target_harm * 100, speed_text, JUDGE_SAMPLES,
+                                  ratios);
+    else if (class == HARM_SPIKES)
+        reason = g_strdup_printf (
+            "%s > %.1f%% in %u of the last %u samples: noise until most show it; holding %s (%s)",
+            head, config->target_harm * 100,
+            vmr_controller_window_count_past (state, config->window, config->target_harm, TRUE),
+            state->n_harms, speed_text, ratios);
+    else
+        reason = g_strdup_printf ("%s in the hold band %.1f%%..%.1f%%: %s (%s)", head,
+                                  config->hold_below * config->target_harm * 100,
+                                  config->target_harm * 100, speed_text, ratios);
+    set_decision (out, VMR_CONTROLLER_HOLD, input->speed, reason);
+}
+
+/*
+ * A sample of the baseline's load: its harm into the window, then what the
+ * window says. A floor over what a full window of the copy now harms, by
+ * more than the target (not by noise), was no floor: the spell at min-speed
+ * it came from passed (the start of a copy, whose first seconds hurt the
+ * test guest at any speed, up to 13 times its latency).
+ */
+static void
+control_harm (const VmrControllerConfig *config, VmrControllerState *state,
+              const VmrControllerInput *input, VmrControllerDecision *out)
+{
+    gdouble harm = vmr_controller_harm (config, input);
+    gdouble median;
+    HarmClass class;
+
     out->harm = harm;
     vmr_controller_window_push (config, state, harm);
     median = vmr_controller_window_median (state);
-    /*
-     * a floor over what a full window of the copy now harms, by more than
-     * the target (not by noise), was no floor:
-     * the spell at min-speed it came from passed (the start of a copy, whose
-     * first seconds hurt the test guest at any speed, up to 13 times its
-     * latency)
-     */
     if (state->floor_harm > 0 && state->n_harms >= config->window
         && vmr_controller_over_floor (state, median) == 0
         && (1 + state->floor_harm) / (1 + median) - 1 > config->target_harm)
         state->floor_harm = median;
     if (judge_back_off (config, state, input, harm, median, out))
         return;
-    /*
-     * most of the window over the target (both of a window just begun): a
-     * spike or two is noise. Or the first two samples after a slow start's
-     * doubling both far over it: the new speed is past the knee, no need to
-     * wait for a third.
-     */
-    if (state->n_harms >= 2
-        && ((vmr_controller_window_count_past (state, config->window, config->target_harm, TRUE)
-                 > state->n_harms / 2
-             && vmr_controller_window_count_past (state, 2, config->target_harm, TRUE) == 2)
-            || (state->n_at_speed == 2 && state->last_raise == VMR_CONTROLLER_RAISE_SLOW_START
-                && vmr_controller_window_count_past (
-                       state, 2, config->severe_factor * config->target_harm, TRUE)
-                       == 2))) {
-        /* a back-off is judged before the next: a floor makes no cascade down to min-speed */
-        if (state->back_off.from != 0 && median <= config->max_floor) {
-            g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
-            g_autofree gchar *ratios = format_ratios (config, input);
-            g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
-
-            set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                          g_strdup_printf ("%s > %.1f%%: holding %s for %u samples, to tell "
-                                           "whether the last back-off lowered the harm (%s)",
-                                           head, config->target_harm * 100, speed_text,
-                                           JUDGE_SAMPLES, ratios));
-            return;
-        }
-        back_off (config, state, input, harm, median, out);
-        return;
+    class = classify_harm (config, state, harm, median);
+    switch (class) {
+        case HARM_OVER:
+            back_off (config, state, input, harm, median, out);
+            break;
+        case HARM_UNDER:
+            raise_speed (config, state, input, harm, median, out);
+            break;
+        case HARM_OVER_JUDGED:
+        case HARM_SPIKES:
+        case HARM_IN_BAND:
+        default:
+            hold_for_harm (config, state, input, class, harm, median, out);
+            break;
     }
-    /*
-     * a raise needs the window's median under the band, and the newest
-     * sample too: noise either way leaves the median alone
-     */
-    if (vmr_controller_over_floor (state, median) >= config->hold_below * config->target_harm
-        || vmr_controller_over_floor (state, harm) >= config->hold_below * config->target_harm) {
-        g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
-        g_autofree gchar *ratios = format_ratios (config, input);
-        g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
+}
 
-        if (vmr_controller_over_floor (state, harm) > config->target_harm)
+/* a change in load that a measure may answer: the new load's baseline; @change is taken */
+static void
+measure_for_change (const VmrControllerConfig *config, VmrControllerState *state,
+                    const VmrControllerInput *input, gchar *change, VmrControllerDecision *out)
+{
+    gint64 now = input->load.time_us;
+
+    state->measure_time_us = now;
+    /* the knee was the old load's: probe past it slowly */
+    if (state->knee_speed != 0)
+        state->knee_time_us = now - knee_memory (config, state);
+    ask_for_baseline (state, input, TRUE, change, out);
+}
+
+/* classifies the sample, then acts on what it says */
+static void
+decide (const VmrControllerConfig *config, VmrControllerState *state,
+        const VmrControllerInput *input, VmrControllerDecision *out)
+{
+    g_autofree gchar *change = NULL;
+    g_autofree gchar *full = NULL;
+    g_autofree gchar *age = NULL;
+
+    out->harm = 0;
+    out->baseline = input->baseline;
+    switch (classify_sample (config, state, input, &change)) {
+        case SAMPLE_BASELINE:
+            take_baseline (config, state, input, out);
+            break;
+        case SAMPLE_IDLE:
+            full = vmr_units_format_speed (config->max_speed);
+            state->n_harms = 0;
+            set_decision (out, VMR_CONTROLLER_IDLE_FULL_SPEED, config->max_speed,
+                          g_strdup_printf ("guest idle (%.1f IOPS, baseline %.1f): full speed %s",
+                                           input->load.iops, input->baseline.iops, full));
+            break;
+        case SAMPLE_LOAD_CHANGE:
+            measure_for_change (config, state, input, g_steal_pointer (&change), out);
+            break;
+        case SAMPLE_TURNED_BUSY:
+            turned_busy (config, state, input, g_steal_pointer (&change), out);
+            break;
+        case SAMPLE_TURNED_IDLE:
+            /* no harm can be told from an idle guest */
             set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                          g_strdup_printf ("%s > %.1f%% in %u of the last %u samples: noise until "
-                                           "most show it; holding %s (%s)",
-                                           head, config->target_harm * 100,
-                                           vmr_controller_window_count_past (
-                                               state, config->window, config->target_harm, TRUE),
-                                           state->n_harms, speed_text, ratios));
-        else
-            set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
-                          g_strdup_printf ("%s in the hold band %.1f%%..%.1f%%: %s (%s)", head,
-                                           config->hold_below * config->target_harm * 100,
-                                           config->target_harm * 100, speed_text, ratios));
-        return;
+                          g_strdup_printf ("%s; measured too recently to pause again", change));
+            break;
+        case SAMPLE_STALE_BASELINE:
+            age = vmr_units_format_duration (input->load.time_us - state->baseline_time_us);
+            ask_for_baseline (state, input, FALSE, g_strdup_printf ("the baseline is %s old", age),
+                              out);
+            break;
+        case SAMPLE_HARM:
+        default:
+            control_harm (config, state, input, out);
+            break;
     }
-    raise_speed (config, state, input, harm, median, out);
 }
 
 /* appends @what to @out's reason */
