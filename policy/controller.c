@@ -8,6 +8,7 @@
 #include "controller-private.h"
 
 #include "units.h"
+#include "vmr-stats.h"
 
 /* a knee found again and again stays fresh 2, 4, 8, at most 16 times knee_memory_us */
 #define KNEE_MEMORY_DOUBLINGS 4
@@ -39,6 +40,103 @@
  * it down to min-speed
  */
 #define SPIKE_KNEE_STEP 0.5
+
+/* the window of harms: the harm of the last samples, their median, and the harm counted over
+ * the copy's floor */
+
+/* the harm counted: over the copy's floor, if it has one */
+static gdouble
+over_floor (const VmrControllerState *state, gdouble harm)
+{
+    return MAX (0.0, (1 + harm) / (1 + state->floor_harm) - 1);
+}
+
+/* the median of the window's harms (raw), 0 for none */
+static gdouble
+window_median (const VmrControllerState *state)
+{
+    gdouble harms[VMR_CONTROLLER_WINDOW_MAX];
+
+    memcpy (harms, state->harms, state->n_harms * sizeof (gdouble));
+    return vmr_median (harms, state->n_harms);
+}
+
+/*
+ * the median of the window's harms (raw) at the copy's speed now: what this
+ * speed costs the guest; the window's when it holds none of them
+ */
+static gdouble
+window_median_at_speed (const VmrControllerState *state)
+{
+    gdouble at_speed[VMR_CONTROLLER_WINDOW_MAX];
+    guint n = MIN (state->n_at_speed, state->n_harms);
+
+    if (n == 0)
+        return window_median (state);
+    memcpy (at_speed, state->harms + state->n_harms - n, n * sizeof (gdouble));
+    return vmr_median (at_speed, n);
+}
+
+/* the lowest harm (raw) of the window's samples at the copy's speed now; 0 for fewer than two */
+static gdouble
+window_low_at_speed (const VmrControllerState *state)
+{
+    guint n = MIN (state->n_at_speed, state->n_harms);
+    gdouble low = G_MAXDOUBLE;
+
+    if (n < 2)
+        return 0;
+    for (guint i = state->n_harms - n; i < state->n_harms; i++)
+        low = MIN (low, state->harms[i]);
+    return low;
+}
+
+/* how many of the newest @last harms of the window, over the floor, are over (or under) @level */
+static guint
+window_count_past (const VmrControllerState *state, guint last, gdouble level, gboolean over)
+{
+    guint count = 0;
+
+    for (guint i = state->n_harms > last ? state->n_harms - last : 0; i < state->n_harms; i++) {
+        gdouble harm = over_floor (state, state->harms[i]);
+
+        if (over ? harm > level : harm < level)
+            count++;
+    }
+    return count;
+}
+
+static void
+window_push (const VmrControllerConfig *config, VmrControllerState *state, gdouble harm)
+{
+    guint size = CLAMP (config->window, 1, VMR_CONTROLLER_WINDOW_MAX);
+
+    if (state->n_harms >= size) {
+        memmove (state->harms, state->harms + 1, (size - 1) * sizeof (gdouble));
+        state->n_harms = size - 1;
+    }
+    state->harms[state->n_harms++] = harm;
+    state->n_at_speed++;
+}
+
+/*
+ * "harm 7.2%", "harm 7.2% (median 4.6%)"; with a floor the harm counted,
+ * "harm 2.0% over the floor of 20.0% (median 1.0%)"; free with g_free()
+ */
+static gchar *
+format_harm (const VmrControllerState *state, gdouble harm, gdouble median)
+{
+    g_autofree gchar *floor_text
+        = state->floor_harm > 0
+              ? g_strdup_printf (" over the floor of %.1f%%", state->floor_harm * 100)
+              : g_strdup ("");
+
+    harm = over_floor (state, harm);
+    median = over_floor (state, median);
+    if (ABS (harm - median) < 0.0005)
+        return g_strdup_printf ("harm %.1f%%%s", harm * 100, floor_text);
+    return g_strdup_printf ("harm %.1f%%%s (median %.1f%%)", harm * 100, floor_text, median * 100);
+}
 
 static const gchar *const kind_names[] = {
     [VMR_CONTROLLER_RAISE] = "raise",
@@ -359,9 +457,9 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
           const VmrControllerInput *input, gdouble harm, gdouble median, VmrControllerDecision *out)
 {
     gdouble target = config->target_harm;
-    gdouble excess = vmr_controller_over_floor (state, median);
-    gdouble low_at_speed = vmr_controller_window_low_at_speed (state);
-    gdouble at_speed = vmr_controller_window_median_at_speed (state);
+    gdouble excess = over_floor (state, median);
+    gdouble low_at_speed = window_low_at_speed (state);
+    gdouble at_speed = window_median_at_speed (state);
     guint64 from = current_rate (config, input);
     gboolean severe = excess > config->severe_factor * target;
     /*
@@ -377,8 +475,7 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * a sample at this speed does not show: spikes. A small step answers
      * either.
      */
-    gboolean spikes
-        = state->n_at_speed >= 2 && vmr_controller_over_floor (state, low_at_speed) <= target;
+    gboolean spikes = state->n_at_speed >= 2 && over_floor (state, low_at_speed) <= target;
     gboolean small_step = knee_again || (state->knee_speed != 0 && (!severe || spikes));
     gdouble factor
         = small_step ? 1 - config->knee_margin
@@ -387,10 +484,11 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * under the knee a probe found again, not under the probe's speed: the
      * guest may show a speed a sample late, when the probe is a step past
      */
-    guint64 to = clamp_speed (config, input,
-                              knee_again ? MIN ((gdouble) from, (gdouble) state->knee_speed) * factor
-                                         : (gdouble) from * factor);
-    g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
+    guint64 to
+        = clamp_speed (config, input,
+                       knee_again ? MIN ((gdouble) from, (gdouble) state->knee_speed) * factor
+                                  : (gdouble) from * factor);
+    g_autofree gchar *head = format_harm (state, harm, median);
     g_autofree gchar *ratios = format_ratios (config, input);
     g_autofree gchar *from_text = vmr_units_format_speed (from);
     g_autofree gchar *to_text = vmr_units_format_speed (to);
@@ -403,9 +501,8 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * noise, which would tell nothing.
      */
     state->back_off = (VmrControllerBackOff){
-        .from = !small_step && vmr_controller_over_floor (state, at_speed) > config->severe_factor * target
-                    ? from
-                    : 0,
+        .from
+        = !small_step && over_floor (state, at_speed) > config->severe_factor * target ? from : 0,
         .to = to,
         .median = at_speed,
         .knee_speed = state->knee_speed,
@@ -444,11 +541,11 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
     if (knee_again)
         state->knee_speed = MIN (from, state->knee_speed);
     else if (state->knee_speed == 0 || from >= state->knee_speed
-             || vmr_controller_over_floor (state, low_at_speed) > target)
+             || over_floor (state, low_at_speed) > target)
         state->knee_speed = from;
     else
-        state->knee_speed
-            = MAX (from, (guint64) ((gdouble) state->knee_speed * (1 - config->knee_margin * SPIKE_KNEE_STEP)));
+        state->knee_speed = MAX (from, (guint64) ((gdouble) state->knee_speed
+                                                  * (1 - config->knee_margin * SPIKE_KNEE_STEP)));
     state->knee_time_us = input->load.time_us;
     set_decision (out, VMR_CONTROLLER_BACK_OFF, to,
                   g_strdup_printf ("%s > %.1f%%: %s -> %s%s (%s)", head, target * 100, from_text,
@@ -526,7 +623,7 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     g_autofree gchar *from_text = vmr_units_format_speed (speed);
     g_autofree gchar *to_text = NULL;
     g_autofree gchar *how = NULL;
-    g_autofree gchar *harm_text = vmr_controller_format_harm (state, harm, median);
+    g_autofree gchar *harm_text = format_harm (state, harm, median);
     VmrControllerRaiseKind kind;
     g_autofree gchar *head = g_strdup_printf ("%s < %.1f%%", harm_text,
                                               config->hold_below * config->target_harm * 100);
@@ -552,8 +649,8 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     kind = next_raise (config, state, input, &next);
     if (kind == VMR_CONTROLLER_RAISE_NONE) {
         g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
-        g_autofree gchar *left = vmr_units_format_duration (knee_memory (config, state)
-                                                            - (now - state->knee_time_us));
+        g_autofree gchar *left
+            = vmr_units_format_duration (knee_memory (config, state) - (now - state->knee_time_us));
 
         set_decision (out, VMR_CONTROLLER_HOLD, speed,
                       g_strdup_printf ("%s: %s, under the knee at %s for another %s (%s)", head,
@@ -603,7 +700,6 @@ clamp_decision (const VmrControllerConfig *config, const VmrControllerInput *inp
     set_decision (out, out->kind, clamped, reason);
 }
 
-
 /*
  * Whether the last back-off lowered the harm, once JUDGE_SAMPLES samples at
  * its speed tell. One that did not was no knee: what harms the guest is the
@@ -645,13 +741,13 @@ judge_back_off (const VmrControllerConfig *config, VmrControllerState *state,
      * guest's own I/O queues behind itself (fio makes up what a slow second
      * cost it), which no speed of the copy explains, and which ends.
      */
-    if (vmr_controller_over_floor (state, median) <= config->target_harm
-        || vmr_controller_window_low_at_speed (state) + MIN (input->noise, config->max_noise)
+    if (over_floor (state, median) <= config->target_harm
+        || window_low_at_speed (state) + MIN (input->noise, config->max_noise)
                < b->median * (1 - JUDGE_SHARE * (1 - (gdouble) b->to / (gdouble) from))
         || median > config->max_floor || iops_ratio (input) > 1 + config->target_harm)
         return FALSE;
 
-    head = vmr_controller_format_harm (state, harm, median);
+    head = format_harm (state, harm, median);
     /* the floor is what the guest felt at the speed the copy goes back to, at most */
     state->floor_harm = MIN (MAX (state->floor_harm, MIN (median, b->median)), config->max_floor);
     state->knee_speed = b->knee_speed;
@@ -727,8 +823,7 @@ describe_fewer_iops (const VmrControllerConfig *config, const VmrControllerState
     if (input->load.iops < config->idle_iops || input->baseline.iops < config->idle_iops
         || iops_ratio (input) >= 1 - FEWER_IOPS_TARGETS * config->target_harm
         || latency_ratio (config, input) > 1
-        || input->load.time_us - state->measure_time_us
-               < FEWER_IOPS_GAPS * config->measure_gap_us)
+        || input->load.time_us - state->measure_time_us < FEWER_IOPS_GAPS * config->measure_gap_us)
         return NULL;
     return g_strdup_printf ("the guest does fewer IOPS than in its baseline (%.2fx) at no higher "
                             "latency (%.2fx)",
@@ -768,11 +863,11 @@ classify_sample (const VmrControllerConfig *config, const VmrControllerState *st
 
 /* what the window of harms says */
 typedef enum {
-    HARM_OVER,         /* most of it over the target: back off */
-    HARM_OVER_JUDGED,  /* the same while the last back-off is judged: hold */
-    HARM_SPIKES,       /* the newest sample over the target, not most of the window: noise */
-    HARM_IN_BAND,      /* in the hold band */
-    HARM_UNDER,        /* the median and the newest sample under the band: raise */
+    HARM_OVER,        /* most of it over the target: back off */
+    HARM_OVER_JUDGED, /* the same while the last back-off is judged: hold */
+    HARM_SPIKES,      /* the newest sample over the target, not most of the window: noise */
+    HARM_IN_BAND,     /* in the hold band */
+    HARM_UNDER,       /* the median and the newest sample under the band: raise */
 } HarmClass;
 
 /*
@@ -790,21 +885,19 @@ classify_harm (const VmrControllerConfig *config, const VmrControllerState *stat
 {
     gdouble target = config->target_harm;
     gboolean most_over
-        = vmr_controller_window_count_past (state, config->window, target, TRUE)
-              > state->n_harms / 2
-          && vmr_controller_window_count_past (state, 2, target, TRUE) == 2;
-    gboolean overshoot
-        = state->n_at_speed == 2 && state->last_raise == VMR_CONTROLLER_RAISE_SLOW_START
-          && vmr_controller_window_count_past (state, 2, config->severe_factor * target, TRUE)
-                 == 2;
+        = window_count_past (state, config->window, target, TRUE) > state->n_harms / 2
+          && window_count_past (state, 2, target, TRUE) == 2;
+    gboolean overshoot = state->n_at_speed == 2
+                         && state->last_raise == VMR_CONTROLLER_RAISE_SLOW_START
+                         && window_count_past (state, 2, config->severe_factor * target, TRUE) == 2;
 
     if (state->n_harms >= 2 && (most_over || overshoot))
         return state->back_off.from != 0 && median <= config->max_floor ? HARM_OVER_JUDGED
-                                                                          : HARM_OVER;
-    if (vmr_controller_over_floor (state, harm) > target)
+                                                                        : HARM_OVER;
+    if (over_floor (state, harm) > target)
         return HARM_SPIKES;
-    if (vmr_controller_over_floor (state, median) >= config->hold_below * target
-        || vmr_controller_over_floor (state, harm) >= config->hold_below * target)
+    if (over_floor (state, median) >= config->hold_below * target
+        || over_floor (state, harm) >= config->hold_below * target)
         return HARM_IN_BAND;
     return HARM_UNDER;
 }
@@ -815,22 +908,22 @@ hold_for_harm (const VmrControllerConfig *config, const VmrControllerState *stat
                const VmrControllerInput *input, HarmClass class, gdouble harm, gdouble median,
                VmrControllerDecision *out)
 {
-    g_autofree gchar *head = vmr_controller_format_harm (state, harm, median);
+    g_autofree gchar *head = format_harm (state, harm, median);
     g_autofree gchar *ratios = format_ratios (config, input);
     g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
     gchar *reason;
 
     if (class == HARM_OVER_JUDGED)
-        reason = g_strdup_printf ("%s > %.1f%%: holding %s for %u samples, to tell whether the "
-                                  "last back-off lowered the harm (%s)",
-                                  head, config->target_harm * 100, speed_text, JUDGE_SAMPLES,
-                                  ratios);
+        reason
+            = g_strdup_printf ("%s > %.1f%%: holding %s for %u samples, to tell whether the "
+                               "last back-off lowered the harm (%s)",
+                               head, config->target_harm * 100, speed_text, JUDGE_SAMPLES, ratios);
     else if (class == HARM_SPIKES)
         reason = g_strdup_printf (
             "%s > %.1f%% in %u of the last %u samples: noise until most show it; holding %s (%s)",
             head, config->target_harm * 100,
-            vmr_controller_window_count_past (state, config->window, config->target_harm, TRUE),
-            state->n_harms, speed_text, ratios);
+            window_count_past (state, config->window, config->target_harm, TRUE), state->n_harms,
+            speed_text, ratios);
     else
         reason = g_strdup_printf ("%s in the hold band %.1f%%..%.1f%%: %s (%s)", head,
                                   config->hold_below * config->target_harm * 100,
@@ -854,10 +947,9 @@ control_harm (const VmrControllerConfig *config, VmrControllerState *state,
     HarmClass class;
 
     out->harm = harm;
-    vmr_controller_window_push (config, state, harm);
-    median = vmr_controller_window_median (state);
-    if (state->floor_harm > 0 && state->n_harms >= config->window
-        && vmr_controller_over_floor (state, median) == 0
+    window_push (config, state, harm);
+    median = window_median (state);
+    if (state->floor_harm > 0 && state->n_harms >= config->window && over_floor (state, median) == 0
         && (1 + state->floor_harm) / (1 + median) - 1 > config->target_harm)
         state->floor_harm = median;
     if (judge_back_off (config, state, input, harm, median, out))

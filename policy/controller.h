@@ -251,15 +251,15 @@ typedef struct {
     gdouble harms[VMR_CONTROLLER_WINDOW_MAX]; /* the harm of the last samples, newest last */
     guint n_harms;                            /* how many, 0 = none: the window starts again */
     guint n_at_speed;                         /* how many of them at the copy's speed now */
-    gdouble floor_harm;            /* the harm the copy causes at min-speed, 0 = none found */
-    gboolean felt;                 /* the copy has backed off once: the slow start is over */
-    guint knee_found_again;        /* probes in a row that found the knee where it was */
-    gboolean measure_replaces;     /* while measuring: the sample replaces the baseline */
-    guint64 resume_speed;          /* while measuring: the speed to go on at, 0 = unlimited */
-    gint64 baseline_time_us;       /* when the baseline was measured */
-    gint64 measure_time_us;        /* when a change in load last asked for a measure */
+    gdouble floor_harm;                /* the harm the copy causes at min-speed, 0 = none found */
+    gboolean felt;                     /* the copy has backed off once: the slow start is over */
+    guint knee_found_again;            /* probes in a row that found the knee where it was */
+    gboolean measure_replaces;         /* while measuring: the sample replaces the baseline */
+    guint64 resume_speed;              /* while measuring: the speed to go on at, 0 = unlimited */
+    gint64 baseline_time_us;           /* when the baseline was measured */
+    gint64 measure_time_us;            /* when a change in load last asked for a measure */
     VmrControllerRaiseKind last_raise; /* until a back-off, a baseline or another raise */
-    VmrControllerBackOff back_off; /* the last back-off, while it is judged */
+    VmrControllerBackOff back_off;     /* the last back-off, while it is judged */
 } VmrControllerState;
 
 /* a fresh controller whose baseline was measured at @baseline_time_us */
