@@ -11,9 +11,10 @@
  * virt_mirror_job_data_processed_bytes of the job, rising during the copy
  * and ending at the completed job's figure. The moved disk holds every byte
  * the guest sees. The test guest, reading its disk with fio, shows in the
- * guest metrics as fio counts its load, and its I/O thread's CPU time
- * grows. A bad --metrics-listen, or a port another socket holds, stops the
- * daemon with one line before it serves anything.
+ * guest metrics as fio counts its load (within 10% over the daemon's own
+ * sample windows), and its I/O thread's CPU time grows. A bad
+ * --metrics-listen, or a port another socket holds, stops the daemon with
+ * one line before it serves anything.
  */
 
 #include <libsoup/soup.h>
