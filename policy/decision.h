@@ -16,6 +16,7 @@ typedef struct {
     gint64 time_us;     /* monotonic time at the end of the interval */
     gdouble iops;       /* guest reads + writes per second */
     gdouble latency_us; /* mean guest I/O latency, 0 when there was no I/O */
+    gint64 interval_us; /* the interval's length: since the reading before */
 } VmrLoadSample;
 
 /* where the policy stands with a job */

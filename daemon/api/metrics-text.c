@@ -161,24 +161,57 @@ append_jobs (GString *out, const VmrEngineStats *stats)
     }
 }
 
+/* the per-disk gauges of the guests' latest load samples */
+typedef enum {
+    GUEST_IOPS,
+    GUEST_LATENCY,
+    GUEST_SAMPLE_TIME,
+    GUEST_SAMPLE_INTERVAL,
+} GuestGauge;
+
+static const struct {
+    const gchar *name;
+    const gchar *help;
+} guest_gauges[] = {
+    [GUEST_IOPS]
+    = { "guest_iops", "The guest's reads and writes per second on the disk, latest load sample." },
+    [GUEST_LATENCY] = { "guest_latency_seconds",
+                        "The mean latency of the guest's requests on the disk, latest load "
+                        "sample." },
+    [GUEST_SAMPLE_TIME] = { "guest_sample_time_seconds",
+                            "When the latest load sample's interval ended, in seconds since the "
+                            "epoch." },
+    [GUEST_SAMPLE_INTERVAL] = { "guest_sample_interval_seconds",
+                                "The length of the latest load sample's interval, in seconds." },
+};
+
+static gdouble
+guest_value (const VmrDiskStats *disk, GuestGauge gauge)
+{
+    switch (gauge) {
+        case GUEST_IOPS:
+            return disk->iops;
+        case GUEST_LATENCY:
+            return disk->latency_s;
+        case GUEST_SAMPLE_TIME:
+            return (gdouble) disk->sample_time_us / G_USEC_PER_SEC;
+        case GUEST_SAMPLE_INTERVAL:
+        default:
+            return disk->sample_interval_s;
+    }
+}
+
 static void
 append_guests (GString *out, const VmrEngineStats *stats)
 {
-    append_family (out, "guest_iops", "gauge",
-                   "The guest's reads and writes per second on the disk, latest load sample.");
-    for (guint i = 0; i < stats->disks->len; i++) {
-        const VmrDiskStats *disk = g_ptr_array_index (stats->disks, i);
-        const gchar *labels[] = { "domain", disk->domain, "disk", disk->disk, NULL };
+    for (guint f = 0; f < G_N_ELEMENTS (guest_gauges); f++) {
+        append_family (out, guest_gauges[f].name, "gauge", guest_gauges[f].help);
+        for (guint i = 0; i < stats->disks->len; i++) {
+            const VmrDiskStats *disk = g_ptr_array_index (stats->disks, i);
+            const gchar *labels[] = { "domain", disk->domain, "disk", disk->disk, NULL };
 
-        append_sample (out, "guest_iops", labels, disk->iops);
-    }
-    append_family (out, "guest_latency_seconds", "gauge",
-                   "The mean latency of the guest's requests on the disk, latest load sample.");
-    for (guint i = 0; i < stats->disks->len; i++) {
-        const VmrDiskStats *disk = g_ptr_array_index (stats->disks, i);
-        const gchar *labels[] = { "domain", disk->domain, "disk", disk->disk, NULL };
-
-        append_sample (out, "guest_latency_seconds", labels, disk->latency_s);
+            append_sample (out, guest_gauges[f].name, labels, guest_value (disk, (GuestGauge) f));
+        }
     }
     append_family (out, "iothread_cpu_seconds_total", "counter",
                    "CPU time (user and system) the domain's I/O thread has used.");

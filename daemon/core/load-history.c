@@ -49,6 +49,7 @@ vmr_load_history_add (VmrLoadHistory *self, const VmrIoCounters *counters, gint6
             .time_us = now_us,
             .iops = (gdouble) ops / seconds,
             .latency_us = ops > 0 ? (gdouble) time_ns / 1000.0 / (gdouble) ops : 0,
+            .interval_us = now_us - self->base_time_us,
         };
 
         g_array_append_val (self->samples, sample);

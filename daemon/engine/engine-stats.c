@@ -122,6 +122,7 @@ static void
 add_domain (VmrEngineStats *stats, DomainEntry *entry)
 {
     g_autoptr (GList) disks = entry->load != NULL ? g_hash_table_get_keys (entry->load) : NULL;
+    gint64 now_mono = g_get_monotonic_time ();
 
     disks = g_list_sort (disks, (GCompareFunc) g_strcmp0);
     for (GList *l = disks; l != NULL; l = l->next) {
@@ -136,6 +137,9 @@ add_domain (VmrEngineStats *stats, DomainEntry *entry)
         disk->disk = g_strdup (l->data);
         disk->iops = sample->iops;
         disk->latency_s = sample->latency_us / G_USEC_PER_SEC;
+        /* the sample's monotonic time on the snapshot's wall clock */
+        disk->sample_time_us = stats->time_us - (now_mono - sample->time_us);
+        disk->sample_interval_s = (gdouble) sample->interval_us / G_USEC_PER_SEC;
         g_ptr_array_add (stats->disks, disk);
     }
     for (guint i = 0; entry->iothreads != NULL && i < entry->iothreads->len; i++) {

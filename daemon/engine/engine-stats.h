@@ -30,8 +30,10 @@ typedef struct {
 typedef struct {
     gchar *domain;
     gchar *disk;
-    gdouble iops;      /* guest reads + writes per second */
-    gdouble latency_s; /* mean latency of one guest request, 0 without I/O */
+    gdouble iops;              /* guest reads + writes per second */
+    gdouble latency_s;         /* mean latency of one guest request, 0 without I/O */
+    gint64 sample_time_us;     /* wall clock: when the sample's interval ended */
+    gdouble sample_interval_s; /* the interval's length */
 } VmrDiskStats;
 
 /* one I/O thread of a domain */

@@ -77,8 +77,14 @@ void assert_state_at_points (VmrHarness *h, const gchar *id, const gchar *state,
 void assert_left_after (JsonObject *job, const gchar *state, gint64 done_us);
 
 /*
- * The guest's load has started: two VMR-IOPS lines with I/O in them. Returns
- * their mean read + write IOPS, the guest's rate on this machine now, from
+ * The guest's rate on this machine now, from its own reports: the mean read
+ * + write IOPS of its first @reports VMR-IOPS lines with I/O in them after
+ * the first (which holds fio's start), waiting for them
+ */
+gdouble wait_guest_rate (VmrHarness *h, guint reports);
+
+/*
+ * The guest's load has started: wait_guest_rate() of two reports, from
  * which a test sets its policy's thresholds
  */
 gdouble wait_load_baseline (VmrHarness *h);

@@ -196,6 +196,165 @@ test_pause_while_busy (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_migrated (h, id, "disk0", source, dest, "raw", expected);
 }
 
+/* ---- thresholds near the guest's rate ---- */
+
+/* a rate the guest keeps on a loaded machine, so that its rate holds near its mean */
+#define STEADY_IOPS 200
+
+/*
+ * The policies of the case below: @threshold_key at THRESHOLD, samples every
+ * @interval, a copy at 2 MiB/s, slowed to 1 MiB/s, resumed after 1 s under
+ * @resume_below percent
+ */
+static gchar *
+near_rate_policy (const gchar *interval, const gchar *threshold_key, guint resume_below)
+{
+    return g_strdup_printf ("[defaults]\nsample-interval = %s\nspeed = 2M\n"
+                            "%s = THRESHOLD\nthrottle-speed = 1M\n"
+                            "resume-below = %u%%\nhold = 1s\n",
+                            interval, threshold_key, resume_below);
+}
+
+/* @policy_text with the guest's @rate times @factor for THRESHOLD, reloaded */
+static guint
+reload_near_rate (VmrHarness *h, const gchar *policy_text, gdouble rate, gdouble factor)
+{
+    guint threshold = (guint) (rate * factor + 0.5);
+
+    reload_policy_with (h, policy_text, threshold);
+    return threshold;
+}
+
+/*
+ * @n more samples of the job @id, each in @state and with the guest busy
+ * (at least a quarter of @rate); printed with @what
+ */
+static void
+assert_next_samples (VmrHarness *h, const gchar *id, guint n, const gchar *state, gdouble rate,
+                     const gchar *what)
+{
+    g_autoptr (JsonArray) points = vmr_harness_wait_job_samples (h, id, n);
+    g_autoptr (GString) text = g_string_new (NULL);
+
+    for (guint i = 0; i < json_array_get_length (points); i++)
+        g_string_append_printf (
+            text, " %.0f",
+            json_object_get_double_member (vmr_harness_json_element (points, i), "iops"));
+    g_test_message ("%s: %s at%s IOPS", what, state, text->str);
+    for (guint i = 0; i < json_array_get_length (points); i++) {
+        if (json_object_get_double_member (vmr_harness_json_element (points, i), "iops") < rate / 4)
+            vmr_fail ("%s: the guest was not busy:%s", what, text->str);
+    }
+    vmr_harness_assert_samples_state (points, state);
+}
+
+/* the job's history enters @state @count times */
+static void
+assert_entered (JsonObject *job, const gchar *state, guint count)
+{
+    JsonArray *history = vmr_harness_json_array (job, "history");
+    guint entered = 0;
+
+    g_assert_nonnull (history);
+    for (guint i = 0; i < json_array_get_length (history); i++) {
+        if (g_strcmp0 (vmr_harness_json_string (vmr_harness_json_element (history, i), "state"),
+                       state)
+            == 0)
+            entered++;
+    }
+    if (entered != count) {
+        g_autofree gchar *text = job_text (job);
+
+        vmr_fail ("the job entered %s %u times, not %u: %s", state, entered, count, text);
+    }
+}
+
+/*
+ * The thresholds at 0.8 and 1.25 times the guest's rate R, measured from
+ * its own reports, the guest busy all along:
+ * - at 0.8 R, iops-delay holds the copy back, then iops-throttle slows it;
+ * - raised to 1.25 R, iops-throttle keeps the copy slow while the guest
+ *   stays above resume-below of it (25%: 0.31 R; on a loaded machine the
+ *   guest has half seconds at half its rate), and lets it go once
+ *   resume-below puts that level above the guest (95%: 1.19 R);
+ * - at 1.25 R, neither iops-throttle nor iops-delay acts on the running
+ *   copy, sample after sample (1 s samples there: fio makes up for a slow
+ *   half second with a faster one, up to 1.5 R).
+ */
+static void
+test_iops_near_rate (VmrHarness *h, gconstpointer user_data)
+{
+    g_autofree gchar *delay = near_rate_policy ("500ms", "iops-delay", 50);
+    g_autofree gchar *throttle = near_rate_policy ("500ms", "iops-throttle", 25);
+    g_autofree gchar *release = near_rate_policy ("500ms", "iops-throttle", 95);
+    g_autofree gchar *throttle_1s = near_rate_policy ("1s", "iops-throttle", 95);
+    g_autofree gchar *delay_1s = near_rate_policy ("1s", "iops-delay", 50);
+    const VmrHarnessGuestJob load = { "load", STEADY_IOPS, 60, "randread", NULL, "idle" };
+    g_auto (GuestCopy) c = { 0 };
+    g_autoptr (JsonObject) delayed = NULL;
+    g_autoptr (JsonObject) throttled = NULL;
+    g_autoptr (JsonObject) released = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    g_autoptr (VmrCliResult) speed = NULL;
+    g_autofree gchar *named = NULL;
+    g_autofree gchar *what = NULL;
+    gdouble rate;
+    guint threshold;
+
+    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+        return;
+    idle_guest_start (h, &c, &load, 32 * MIB, QUIET_POLICY);
+    rate = wait_guest_rate (h, 3);
+
+    threshold = reload_near_rate (h, delay, rate, 0.8);
+    c.id = vmr_harness_migrate (h, "vm", "disk0", c.dest, NULL);
+    delayed = vmr_harness_wait_job (h, c.id, "delayed", 15);
+    named = g_strdup_printf ("iops-delay %u", threshold);
+    assert_contains (policy_reason (delayed), named, "the policy's reason");
+    vmr_harness_assert_no_block_jobs (h);
+    g_clear_pointer (&named, g_free);
+
+    threshold = reload_near_rate (h, throttle, rate, 0.8);
+    throttled = vmr_harness_wait_job (h, c.id, "throttled", 15);
+    named = g_strdup_printf ("iops-throttle %u", threshold);
+    assert_contains (policy_reason (throttled), named, "the policy's reason");
+    g_assert_cmpint (block_job_speed (h), ==, 1 * MIB);
+
+    /* under the threshold now, but above the level to resume at: still slow, beyond hold */
+    threshold = reload_near_rate (h, throttle, rate, 1.25);
+    what = g_strdup_printf ("iops-throttle %u (1.25 x %.0f), resume-below 25%%", threshold, rate);
+    assert_next_samples (h, c.id, 3, "throttled", rate, what);
+    g_assert_cmpint (block_job_speed (h), ==, 1 * MIB);
+    g_clear_pointer (&what, g_free);
+
+    /* the level above the guest's rate: the copy goes back to its speed while the guest works */
+    reload_near_rate (h, release, rate, 1.25);
+    released = vmr_harness_wait_job (h, c.id, "copying", 15);
+    g_test_message ("released: %s", policy_reason (released));
+    g_assert_cmpstr (policy_decision (released), ==, "unthrottle");
+    g_assert_cmpint (block_job_speed (h), ==, 2 * MIB);
+
+    /* at 1.25 R, neither threshold acts */
+    threshold = reload_near_rate (h, throttle_1s, rate, 1.25);
+    what = g_strdup_printf ("iops-throttle %u (1.25 x %.0f)", threshold, rate);
+    assert_next_samples (h, c.id, 3, "copying", rate, what);
+    g_clear_pointer (&what, g_free);
+    threshold = reload_near_rate (h, delay_1s, rate, 1.25);
+    what = g_strdup_printf ("iops-delay %u (1.25 x %.0f)", threshold, rate);
+    assert_next_samples (h, c.id, 3, "copying", rate, what);
+    g_assert_cmpint (block_job_speed (h), ==, 2 * MIB);
+    g_assert_false (vmr_harness_guest_has_line (h, "VMR-DONE"));
+
+    /* the rest at full speed, not to wait */
+    speed = vmr_harness_cli (h, "set-speed", c.id, "0", NULL);
+    vmr_cli_result_assert_ok (speed);
+    final = vmr_harness_wait_job (h, c.id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    assert_history (final, "delayed", "throttled", "copying", "synced", "completed", NULL);
+    assert_entered (final, "throttled", 1);
+    assert_entered (final, "paused", 0);
+    vmr_harness_assert_migrated (h, c.id, "disk0", c.source, c.dest, "raw", c.expected);
+}
+
 /* ---- what counts as guest I/O ---- */
 
 /*
@@ -336,6 +495,7 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/delay-while-busy", NULL, test_delay_while_busy);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/throttle-while-busy", NULL, test_throttle_while_busy);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/pause-while-busy", NULL, test_pause_while_busy);
+    VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/iops-near-rate", NULL, test_iops_near_rate);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/copy-not-counted", NULL, test_copy_not_counted);
     VMR_HARNESS_ADD_NO_DAEMON ("/policy/guest/verify-through-throttle-and-pause", NULL,
                                test_verify_guest);

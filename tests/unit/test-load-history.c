@@ -91,6 +91,19 @@ static const HistoryCase history_cases[] = {
       { { 2000, 100, 0 }, { 3000, 200, 0 }, { 4000, 300, 0 } } },
 };
 
+/* the time of the last reading of @c before the last one at @time_ms */
+static gint64
+reading_before (const HistoryCase *c, gint64 time_ms)
+{
+    gint64 before = 0;
+
+    for (guint r = 1; r < G_N_ELEMENTS (c->readings) && c->readings[r].time_ms > 0; r++) {
+        if (c->readings[r].time_ms == time_ms)
+            before = c->readings[r - 1].time_ms;
+    }
+    return before;
+}
+
 static void
 test_load_history_table (void)
 {
@@ -121,6 +134,10 @@ test_load_history_table (void)
             g_assert_cmpint (samples[s].time_us, ==, c->samples[s].time_ms * MS);
             g_assert_cmpfloat_with_epsilon (samples[s].iops, c->samples[s].iops, 1e-6);
             g_assert_cmpfloat_with_epsilon (samples[s].latency_us, c->samples[s].latency_us, 1e-6);
+            /* each interval runs from the reading before, whether that one made a sample or not */
+            g_assert_cmpint (samples[s].interval_us, ==,
+                             (c->samples[s].time_ms - reading_before (c, c->samples[s].time_ms))
+                                 * MS);
         }
         if (n == 0)
             g_assert_null (vmr_load_history_latest (history));

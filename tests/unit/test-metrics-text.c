@@ -51,6 +51,8 @@ sample_stats (void)
     disk->disk = g_strdup ("disk0");
     disk->iops = 1400.5;
     disk->latency_s = 0.000125;
+    disk->sample_time_us = G_GINT64_CONSTANT (1764621299500000);
+    disk->sample_interval_s = 0.5;
     g_ptr_array_add (stats->disks, disk);
     thread->domain = g_strdup ("web01");
     thread->iothread = g_strdup ("io0");
@@ -125,6 +127,14 @@ static const gchar expected_text[]
       "disk, latest load sample.\n"
       "# TYPE virt_mirror_guest_latency_seconds gauge\n"
       "virt_mirror_guest_latency_seconds{domain=\"web01\",disk=\"disk0\"} 0.000125\n"
+      "# HELP virt_mirror_guest_sample_time_seconds When the latest load sample's interval ended, "
+      "in seconds since the epoch.\n"
+      "# TYPE virt_mirror_guest_sample_time_seconds gauge\n"
+      "virt_mirror_guest_sample_time_seconds{domain=\"web01\",disk=\"disk0\"} 1764621299.5\n"
+      "# HELP virt_mirror_guest_sample_interval_seconds The length of the latest load sample's "
+      "interval, in seconds.\n"
+      "# TYPE virt_mirror_guest_sample_interval_seconds gauge\n"
+      "virt_mirror_guest_sample_interval_seconds{domain=\"web01\",disk=\"disk0\"} 0.5\n"
       "# HELP virt_mirror_iothread_cpu_seconds_total CPU time (user and system) the domain's I/O "
       "thread has used.\n"
       "# TYPE virt_mirror_iothread_cpu_seconds_total counter\n"
@@ -175,6 +185,8 @@ test_format_empty (void)
         "job_end_time_seconds",
         "guest_iops",
         "guest_latency_seconds",
+        "guest_sample_time_seconds",
+        "guest_sample_interval_seconds",
         "iothread_cpu_seconds_total",
         "jobs",
         "policy_decisions_total",
