@@ -72,15 +72,45 @@ add_device (GPtrArray *argv, JsonObject *dev)
     g_ptr_array_add (argv, vmr_harness_json_arg (dev));
 }
 
+const gchar *
+vmr_harness_qemu_program (void)
+{
+    const gchar *qemu = g_getenv ("VMR_QEMU");
+
+    return qemu != NULL && *qemu != '\0' ? qemu : "qemu-system-x86_64";
+}
+
+void
+vmr_harness_report_qemu (void)
+{
+    static gboolean reported;
+    const gchar *argv[] = { vmr_harness_qemu_program (), "--version", NULL };
+    g_autofree gchar *out = NULL;
+    g_autoptr (GError) error = NULL;
+    gint status = 0;
+
+    if (reported)
+        return;
+    reported = TRUE;
+    if (!g_spawn_sync (NULL, (gchar **) argv, NULL,
+                       G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL,
+                       &status, &error)
+        || !g_spawn_check_wait_status (status, &error))
+        vmr_fail ("%s --version: %s", argv[0], error->message);
+    g_strdelimit (out, "\n", '\0');
+    g_test_message ("QEMU: %s (%s)", out, argv[0]);
+}
+
 void
 vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disks)
 {
     g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
     g_autoptr (GHashTable) iothreads = g_hash_table_new (g_str_hash, g_str_equal);
-    const gchar *fixed[] = { "qemu-system-x86_64", "-machine", "pc",  "-accel", "tcg", "-S",
-                             "-nodefaults",        "-display", "none" };
+    const gchar *fixed[]
+        = { "-machine", "pc", "-accel", "tcg", "-S", "-nodefaults", "-display", "none" };
 
     g_assert_null (h->qemu);
+    g_ptr_array_add (argv, g_strdup (vmr_harness_qemu_program ()));
     for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
         g_ptr_array_add (argv, g_strdup (fixed[i]));
     for (guint i = 0; i < n_disks; i++) {

@@ -215,6 +215,12 @@ guint64 vmr_harness_free_bytes (const gchar *dir);
  */
 gchar *vmr_harness_fill_leaving (const gchar *dir, guint64 leave);
 
+/* the QEMU the tests start: $VMR_QEMU, or qemu-system-x86_64 from PATH */
+const gchar *vmr_harness_qemu_program (void);
+
+/* says once per program, in the TAP log, which QEMU the tests run (its --version) */
+void vmr_harness_report_qemu (void);
+
 /* runs qemu-img with the NULL-terminated arguments and asserts success */
 void vmr_harness_qemu_img (const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
 
