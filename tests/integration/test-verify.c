@@ -270,6 +270,39 @@ test_refusals (VmrHarness *h, gconstpointer user_data)
  * policy, and verified once more with `verify ID`: no false alarm, and the
  * guest reads back right every block it wrote.
  */
+static gint64
+qemu_major (VmrHarness *h)
+{
+    g_autoptr (JsonNode) version = vmr_harness_qmp (h, "query-version", NULL);
+
+    return vmr_harness_json_int (
+        vmr_harness_json_object (vmr_harness_json_node_object (version), "qemu"), "major");
+}
+
+/*
+ * a QEMU before 10.0 (7.2) would abort when the verification's NBD client of
+ * a disk on an I/O thread leaves: the daemon does not verify it, says why in
+ * one line, and the guest goes on writing to its new disk
+ */
+static void
+guest_writes_not_verified (VmrHarness *h, const gchar *id)
+{
+    g_autoptr (JsonObject) job = NULL;
+    JsonObject *v;
+
+    for (guint tries = 0; tries < 600 && !vmr_harness_verification_ended (h, id); tries++)
+        g_usleep (100 * 1000);
+    job = vmr_harness_get_job (h, id);
+    v = verification_of (job);
+    g_test_message ("verification: %s: %s", vmr_harness_json_string (v, "state"),
+                    vmr_harness_json_string (v, "error"));
+    g_assert_cmpstr (vmr_harness_json_string (v, "state"), ==, "error");
+    assert_contains (vmr_harness_json_string (v, "error"), "runs on I/O thread io0",
+                     "the verification's error");
+    g_assert_null (strchr (vmr_harness_json_string (v, "error"), '\n'));
+    vmr_harness_guest_wait_iops (h, 2, 1, 60);
+}
+
 static void
 test_guest_writes (VmrHarness *h, gconstpointer user_data)
 {
@@ -287,6 +320,10 @@ test_guest_writes (VmrHarness *h, gconstpointer user_data)
     c.id = vmr_harness_migrate (h, "vm", "disk0", c.dest, NULL);
     final = vmr_harness_wait_job (h, c.id, "completed", 120);
     g_assert_true (vmr_harness_json_bool (final, "verify"));
+    if (qemu_major (h) < 10) {
+        guest_writes_not_verified (h, c.id);
+        return;
+    }
     for (guint i = 0; i < 2; i++) {
         JsonObject *v;
 
