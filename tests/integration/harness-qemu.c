@@ -319,6 +319,25 @@ vmr_harness_qmp (VmrHarness *h, const gchar *command, JsonObject *arguments)
 
 /* ---- checks on the test monitor ---- */
 
+gboolean
+vmr_harness_lists_property (VmrHarness *h, const gchar *command, const gchar *arg,
+                            const gchar *value, const gchar *name)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonNode) props = NULL;
+    JsonArray *array;
+
+    json_object_set_string_member (args, arg, value);
+    props = vmr_harness_qmp (h, command, args);
+    array = vmr_harness_json_node_array (props);
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++)
+        if (g_strcmp0 (vmr_harness_json_string (vmr_harness_json_element (array, i), "name"), name)
+            == 0)
+            return TRUE;
+    return FALSE;
+}
+
 JsonObject *
 vmr_harness_get_block_job (VmrHarness *h)
 {

@@ -96,24 +96,6 @@ iothread_id (const gchar *path)
  * QEMU has no query for the AioContext of a node; a node the device uses runs
  * in the device's context, so these two facts together are what can be checked.
  */
-/* whether the QOM object at @path has the property @name (qom-list) */
-static gboolean
-has_qom_property (VmrHarness *h, const gchar *path, const gchar *name)
-{
-    g_autoptr (JsonObject) args = json_object_new ();
-    g_autoptr (JsonNode) props = NULL;
-    JsonArray *array;
-
-    json_object_set_string_member (args, "path", path);
-    props = vmr_harness_qmp (h, "qom-list", args);
-    array = vmr_harness_json_node_array (props);
-    for (guint i = 0; i < json_array_get_length (array); i++)
-        if (g_strcmp0 (vmr_harness_json_string (vmr_harness_json_element (array, i), "name"), name)
-            == 0)
-            return TRUE;
-    return FALSE;
-}
-
 static void
 assert_device_threads (VmrHarness *h, const VmrHarnessDisk *disk, const gchar *single,
                        const gchar *const *vq, const gchar *dest)
@@ -140,7 +122,8 @@ assert_device_threads (VmrHarness *h, const VmrHarnessDisk *disk, const gchar *s
     else
         g_assert_cmpstr (iothread_id (vmr_json_node_string (io)), ==, single);
     /* a QEMU before 9.0 (virtio-scsi: 10.0) has no per-queue mapping to ask */
-    if (vq != NULL || has_qom_property (h, holder, "iothread-vq-mapping")) {
+    if (vq != NULL
+        || vmr_harness_lists_property (h, "qom-list", "path", holder, "iothread-vq-mapping")) {
         json_object_set_string_member (args, "property", "iothread-vq-mapping");
         mapping = vmr_harness_qmp (h, "qom-get", args);
         g_assert_true (JSON_NODE_HOLDS_ARRAY (mapping));

@@ -16,7 +16,6 @@
 
 #include "harness.h"
 #include "qmp-client.h"
-#include "vmr-json.h"
 
 /* one row of the table that names a probe */
 typedef struct {
@@ -113,24 +112,6 @@ read_table (void)
     return rows;
 }
 
-/* whether the device type @typename has the property @name */
-static gboolean
-has_property (VmrHarness *h, const gchar *typename, const gchar *name)
-{
-    g_autoptr (JsonObject) args = json_object_new ();
-    g_autoptr (JsonNode) reply = NULL;
-    JsonArray *props;
-
-    json_object_set_string_member (args, "typename", typename);
-    reply = vmr_harness_qmp (h, "device-list-properties", args);
-    props = vmr_json_node_array (reply);
-    g_assert_nonnull (props);
-    for (guint i = 0; i < json_array_get_length (props); i++)
-        if (g_strcmp0 (vmr_json_get_string (vmr_json_array_object (props, i), "name"), name) == 0)
-            return TRUE;
-    return FALSE;
-}
-
 static void
 test_table (VmrHarness *h, gconstpointer user_data)
 {
@@ -157,7 +138,8 @@ test_table (VmrHarness *h, gconstpointer user_data)
         gboolean expected = major > row->major || (major == row->major && minor >= row->minor);
         gboolean has = g_str_equal (row->kind, "command")
                            ? vmr_qmp_schema_has_command (schema, row->name)
-                           : has_property (h, row->typename, row->name);
+                           : vmr_harness_lists_property (h, "device-list-properties", "typename",
+                                                         row->typename, row->name);
 
         g_autofree gchar *what
             = g_strdup_printf ("%s %s%s%s", row->kind, row->typename != NULL ? row->typename : "",
