@@ -187,8 +187,8 @@ vmr_verification_qemu_can_verify (const VmrDisk *disk, guint qemu_major, GError 
     if (qemu_major >= VERIFY_IOTHREAD_QEMU_MAJOR || disk->iothread == NULL)
         return TRUE;
     g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
-                 "not verified: %s runs on I/O thread %s, and QEMU %u aborts when the "
-                 "verification's NBD client of such a disk leaves (QEMU %d.0 does not)",
+                 "%s runs on I/O thread %s, and QEMU %u aborts when the verification's NBD "
+                 "client of such a disk leaves (QEMU %d.0 does not)",
                  disk->id, disk->iothread, qemu_major, VERIFY_IOTHREAD_QEMU_MAJOR);
     return FALSE;
 }
