@@ -2,6 +2,7 @@
 
 #include "verification.h"
 
+#include "vmr-error.h"
 #include "vmr-json.h"
 
 static const gchar *const state_names[] = {
@@ -175,4 +176,19 @@ vmr_verification_from_json (JsonObject *obj)
         self->error = g_strdup ("virt-mirrord stopped before the verification finished");
     }
     return self;
+}
+
+/* the first QEMU whose NBD exports of nodes on I/O threads the tests prove */
+#define VERIFY_IOTHREAD_QEMU_MAJOR 10
+
+gboolean
+vmr_verification_qemu_can_verify (const VmrDisk *disk, guint qemu_major, GError **error)
+{
+    if (qemu_major >= VERIFY_IOTHREAD_QEMU_MAJOR || disk->iothread == NULL)
+        return TRUE;
+    g_set_error (error, VMR_ERROR, VMR_ERROR_FAILED,
+                 "%s runs on I/O thread %s, and QEMU %u aborts when the verification's NBD "
+                 "client of such a disk leaves (QEMU %d.0 does not)",
+                 disk->id, disk->iothread, qemu_major, VERIFY_IOTHREAD_QEMU_MAJOR);
+    return FALSE;
 }

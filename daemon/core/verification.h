@@ -8,6 +8,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+#include "disk.h"
 #include "nbd-compare.h"
 
 G_BEGIN_DECLS
@@ -75,5 +76,15 @@ JsonObject *vmr_verification_to_json (const VmrVerification *self);
  * finish: it reads back as an error saying so.
  */
 VmrVerification *vmr_verification_from_json (JsonObject *obj);
+
+/*
+ * Whether @disk can be verified in a QEMU of major version @qemu_major.
+ * QEMU 7.2 aborts when a client leaves an NBD export of a node on an I/O
+ * thread (nbd_blockdev_client_closed() asserts it runs in the main thread);
+ * QEMU 10.0 does not, and no probe tells the two apart: before 10.0, a disk
+ * on an I/O thread is not verified (FALSE with one line in @error), which
+ * keeps the VM running.
+ */
+gboolean vmr_verification_qemu_can_verify (const VmrDisk *disk, guint qemu_major, GError **error);
 
 G_END_DECLS

@@ -462,6 +462,18 @@ libvirt_down (void)
     crash_cmd[0] = '\0';
 }
 
+/* which libvirtd and QEMU the program runs against, once, in its TAP log */
+static void
+report_versions (void)
+{
+    g_autoptr (VmrCliResult) version = vmr_e2e_virsh ("version", "--daemon", NULL);
+    g_auto (GStrv) lines = g_strsplit (version->out != NULL ? version->out : "", "\n", -1);
+
+    for (guint i = 0; lines[i] != NULL; i++)
+        if (g_str_has_prefix (lines[i], "Running "))
+            g_test_message ("%s", lines[i]);
+}
+
 int
 vmr_e2e_run (gboolean libvirt)
 {
@@ -473,6 +485,8 @@ vmr_e2e_run (gboolean libvirt)
         env.ready = libvirt_up (&error);
         if (!env.ready)
             env.problem = g_strdup_printf ("libvirt is not usable here: %s", error->message);
+        else
+            report_versions ();
     }
     status = g_test_run ();
     if (libvirt)

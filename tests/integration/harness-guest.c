@@ -126,13 +126,14 @@ vmr_harness_start_guest (VmrHarness *h, const VmrHarnessDisk *disk, const VmrHar
     g_autofree gchar *log = vmr_harness_path (h, "console.log");
     gboolean direct = vmr_guest_disk_takes_o_direct (disk->path);
     const gchar *fixed[]
-        = { "qemu-system-x86_64", "-machine", "q35",  "-accel",       "tcg",     "-m",   "256",
-            "-nodefaults",        "-display", "none", "-no-shutdown", "-serial", "stdio" };
+        = { "-machine",    "q35",      "-accel", "tcg",          "-m",      "256",
+            "-nodefaults", "-display", "none",   "-no-shutdown", "-serial", "stdio" };
     GInputStream *console;
 
     g_assert_nonnull (guest_kernel);
     g_assert_null (h->guest);
     g_assert_true (g_path_is_absolute (disk->path));
+    g_ptr_array_add (argv, g_strdup (vmr_harness_qemu_program ()));
     for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
         g_ptr_array_add (argv, g_strdup (fixed[i]));
     g_ptr_array_add (argv, g_strdup ("-kernel"));

@@ -72,15 +72,45 @@ add_device (GPtrArray *argv, JsonObject *dev)
     g_ptr_array_add (argv, vmr_harness_json_arg (dev));
 }
 
+const gchar *
+vmr_harness_qemu_program (void)
+{
+    const gchar *qemu = g_getenv ("VMR_QEMU");
+
+    return qemu != NULL && *qemu != '\0' ? qemu : "qemu-system-x86_64";
+}
+
+void
+vmr_harness_report_qemu (void)
+{
+    static gboolean reported;
+    const gchar *argv[] = { vmr_harness_qemu_program (), "--version", NULL };
+    g_autofree gchar *out = NULL;
+    g_autoptr (GError) error = NULL;
+    gint status = 0;
+
+    if (reported)
+        return;
+    reported = TRUE;
+    if (!g_spawn_sync (NULL, (gchar **) argv, NULL,
+                       G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL,
+                       &status, &error)
+        || !g_spawn_check_wait_status (status, &error))
+        vmr_fail ("%s --version: %s", argv[0], error->message);
+    g_strdelimit (out, "\n", '\0');
+    g_test_message ("QEMU: %s (%s)", out, argv[0]);
+}
+
 void
 vmr_harness_start_qemu (VmrHarness *h, const VmrHarnessDisk *disks, guint n_disks)
 {
     g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
     g_autoptr (GHashTable) iothreads = g_hash_table_new (g_str_hash, g_str_equal);
-    const gchar *fixed[] = { "qemu-system-x86_64", "-machine", "pc",  "-accel", "tcg", "-S",
-                             "-nodefaults",        "-display", "none" };
+    const gchar *fixed[]
+        = { "-machine", "pc", "-accel", "tcg", "-S", "-nodefaults", "-display", "none" };
 
     g_assert_null (h->qemu);
+    g_ptr_array_add (argv, g_strdup (vmr_harness_qemu_program ()));
     for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
         g_ptr_array_add (argv, g_strdup (fixed[i]));
     for (guint i = 0; i < n_disks; i++) {
@@ -289,6 +319,25 @@ vmr_harness_qmp (VmrHarness *h, const gchar *command, JsonObject *arguments)
 
 /* ---- checks on the test monitor ---- */
 
+gboolean
+vmr_harness_lists_property (VmrHarness *h, const gchar *command, const gchar *arg,
+                            const gchar *value, const gchar *name)
+{
+    g_autoptr (JsonObject) args = json_object_new ();
+    g_autoptr (JsonNode) props = NULL;
+    JsonArray *array;
+
+    json_object_set_string_member (args, arg, value);
+    props = vmr_harness_qmp (h, command, args);
+    array = vmr_harness_json_node_array (props);
+    g_assert_nonnull (array);
+    for (guint i = 0; i < json_array_get_length (array); i++)
+        if (g_strcmp0 (vmr_harness_json_string (vmr_harness_json_element (array, i), "name"), name)
+            == 0)
+            return TRUE;
+    return FALSE;
+}
+
 JsonObject *
 vmr_harness_get_block_job (VmrHarness *h)
 {
@@ -388,17 +437,53 @@ vmr_harness_node_file (VmrHarness *h, const gchar *file)
     return g_strdup (path);
 }
 
-void
-vmr_harness_assert_no_fdset (VmrHarness *h, const gchar *path)
+/* the id of the fd set of the daemon that passes @path, or -1 */
+static gint64
+fdset_of (VmrHarness *h, const gchar *path)
 {
     g_autoptr (GHashTable) sets = vmr_harness_daemon_fdsets (h);
     GHashTableIter iter;
     gpointer id, passed;
 
     g_hash_table_iter_init (&iter, sets);
-    while (g_hash_table_iter_next (&iter, &id, &passed)) {
+    while (g_hash_table_iter_next (&iter, &id, &passed))
         if (g_strcmp0 (passed, path) == 0)
-            vmr_fail ("QEMU still holds fd set %" G_GINT64_FORMAT " of %s", *(gint64 *) id, path);
+            return *(gint64 *) id;
+    return -1;
+}
+
+static gboolean
+guest_running (VmrHarness *h)
+{
+    g_autoptr (JsonNode) status = vmr_harness_qmp (h, "query-status", NULL);
+
+    return vmr_harness_json_bool (vmr_harness_json_node_object (status), "running");
+}
+
+void
+vmr_harness_assert_no_fdset (VmrHarness *h, const gchar *path)
+{
+    g_autoptr (JsonNode) resumed = NULL;
+    gint64 id = fdset_of (h, path);
+    gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_TIME_SPAN_SECOND;
+
+    if (id < 0)
+        return;
+    /*
+     * An older QEMU (7.2) keeps a removed fd set while its guest is stopped,
+     * as the tests' QEMU is: the daemon removes it again when the guest
+     * resumes, which is what is checked then
+     */
+    if (guest_running (h))
+        vmr_fail ("QEMU still holds fd set %" G_GINT64_FORMAT " of %s", id, path);
+    g_test_message ("QEMU keeps fd set %" G_GINT64_FORMAT " of %s while stopped: resuming it", id,
+                    path);
+    resumed = vmr_harness_qmp (h, "cont", NULL);
+    while (fdset_of (h, path) >= 0) {
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("QEMU still holds fd set %" G_GINT64_FORMAT " of %s after the guest resumed",
+                      id, path);
+        g_usleep (50 * 1000);
     }
 }
 

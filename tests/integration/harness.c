@@ -542,8 +542,9 @@ setup (VmrHarness *h, SetupKind kind)
     h->qemu_monitor = g_build_filename (h->dir, "qmp.sock", NULL);
     h->test_monitor = g_build_filename (h->dir, "test.sock", NULL);
 
-    if (!vmr_harness_require (h, "qemu-system-x86_64", "qemu-img", NULL))
+    if (!vmr_harness_require (h, vmr_harness_qemu_program (), "qemu-img", NULL))
         return;
+    vmr_harness_report_qemu ();
     if (kind == SETUP_QEMU_ONLY)
         return;
     if (!require_env_program (h, "VMR_DAEMON") || !require_env_program (h, "VMR_CLI"))

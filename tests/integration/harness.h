@@ -215,6 +215,20 @@ guint64 vmr_harness_free_bytes (const gchar *dir);
  */
 gchar *vmr_harness_fill_leaving (const gchar *dir, guint64 leave);
 
+/*
+ * Whether the reply of the QMP command @command with the one string argument
+ * @arg = @value (qom-list with "path", device-list-properties with
+ * "typename") lists a property named @name
+ */
+gboolean vmr_harness_lists_property (VmrHarness *h, const gchar *command, const gchar *arg,
+                                     const gchar *value, const gchar *name);
+
+/* the QEMU the tests start: $VMR_QEMU, or qemu-system-x86_64 from PATH */
+const gchar *vmr_harness_qemu_program (void);
+
+/* says once per program, in the TAP log, which QEMU the tests run (its --version) */
+void vmr_harness_report_qemu (void);
+
 /* runs qemu-img with the NULL-terminated arguments and asserts success */
 void vmr_harness_qemu_img (const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
 

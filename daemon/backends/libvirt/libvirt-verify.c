@@ -16,6 +16,7 @@
 
 #include "libvirt-domain.h"
 #include "qmp-export.h"
+#include "verification.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
 
@@ -25,6 +26,7 @@
 
 struct _VmrLibvirtVerify {
     gchar *job_id;
+    gchar *disk;   /* the job's target */
     gchar *source; /* the old source image */
     gchar *source_format;
     VmrDestination *destination;
@@ -153,6 +155,7 @@ vmr_libvirt_verify_new (VmrJob *job, const gchar *work_dir)
     VmrNbdCompareSpec spec = { 0 };
 
     self->job_id = g_strdup (job->id);
+    self->disk = g_strdup (job->disk);
     self->source = g_strdup (job->source);
     self->source_format = g_strdup (format);
     self->destination = vmr_destination_ref (job->dest);
@@ -189,6 +192,7 @@ void
 vmr_libvirt_verify_free (VmrLibvirtVerify *self)
 {
     g_free (self->job_id);
+    g_free (self->disk);
     g_free (self->source);
     g_free (self->source_format);
     vmr_destination_unref (self->destination);
@@ -363,12 +367,36 @@ snapshot_cb (gpointer user_data, guint round, gchar **export_name, gchar **conte
     return TRUE;
 }
 
+/* whether the domain's QEMU can export the job's disk safely, see verification.h */
+static gboolean
+qemu_can_verify (VmrLibvirtVerify *self, virDomain *dom, GError **error)
+{
+    g_autoptr (GPtrArray) disks = NULL;
+    unsigned long version = 0;
+
+    /* the QEMU driver's version is QEMU's, 1000000 * major + 1000 * minor + micro */
+    if (virConnectGetVersion (virDomainGetConnect (dom), &version) < 0) {
+        g_debug ("job %s: no QEMU version: %s", self->job_id, virGetLastErrorMessage ());
+        return TRUE;
+    }
+    disks = vmr_libvirt_domain_read_disks (dom, NULL);
+    for (guint i = 0; disks != NULL && i < disks->len; i++) {
+        VmrDisk *disk = disks->pdata[i];
+
+        if (g_strcmp0 (disk->id, self->disk) == 0)
+            return vmr_verification_qemu_can_verify (disk, (guint) (version / 1000000), error);
+    }
+    return TRUE;
+}
+
 gboolean
 vmr_libvirt_verify_run (VmrLibvirtVerify *self, virDomain *dom, GCancellable *cancellable,
                         GError **error)
 {
     gboolean ok;
 
+    if (!qemu_can_verify (self, dom, error))
+        return FALSE;
     self->dom = dom;
     g_clear_pointer (&self->dest_node, g_free);
     self->dest_node = find_node (dom, self->destination, self->bitmap, error);

@@ -95,6 +95,50 @@ prune_data_free (PruneData *data)
     g_free (data);
 }
 
+typedef struct {
+    VmrBackendQmp *self;
+    GHashTable *removed; /* fd set id -> path, of the sets just removed */
+} KeptData;
+
+static KeptData *
+kept_data_new (VmrBackendQmp *self, GHashTable *removed)
+{
+    KeptData *data = g_new0 (KeptData, 1);
+
+    data->self = g_object_ref (self);
+    data->removed = removed;
+    return data;
+}
+
+/* the fd sets still listed after their removal: one line each, the first time */
+static void
+kept_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    KeptData *data = user_data;
+    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (GHashTable) listed = NULL;
+    GHashTableIter iter;
+    gint64 *id;
+    const gchar *path;
+
+    reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, NULL);
+    listed = reply != NULL ? vmr_qmp_parse_fdsets (reply) : NULL;
+    g_hash_table_iter_init (&iter, data->removed);
+    while (listed != NULL && g_hash_table_iter_next (&iter, (gpointer *) &id, (gpointer *) &path)) {
+        if (!g_hash_table_contains (listed, id)) {
+            g_hash_table_remove (data->self->kept_fdsets, id);
+        } else if (g_hash_table_add (data->self->kept_fdsets, g_memdup2 (id, sizeof *id))) {
+            g_message ("QEMU keeps its descriptor of %s (fd set %" G_GINT64_FORMAT
+                       ") while the guest is stopped (this QEMU closes removed descriptors only "
+                       "while the guest runs): removed again when it resumes",
+                       path, *id);
+        }
+    }
+    g_object_unref (data->self);
+    g_hash_table_unref (data->removed);
+    g_free (data);
+}
+
 static void
 nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -119,12 +163,18 @@ nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     while (g_hash_table_iter_next (&iter, (gpointer *) &id, (gpointer *) &path)) {
         g_autoptr (JsonObject) args = json_object_new ();
 
-        if (g_hash_table_contains (in_use, id))
+        if (g_hash_table_contains (in_use, id)) {
+            g_hash_table_iter_remove (&iter);
             continue;
+        }
         g_debug ("removing fd set %" G_GINT64_FORMAT " of %s", *id, path);
         json_object_set_int_member (args, "fdset-id", *id);
         vmr_qmp_client_execute_async (self->client, "remove-fd", args, 0, NULL, remove_fd_cb, NULL);
     }
+    /* what QEMU kept of them */
+    if (g_hash_table_size (data->ours) > 0)
+        vmr_qmp_client_execute_async (self->client, "query-fdsets", NULL, 0, NULL, kept_cb,
+                                      kept_data_new (self, g_steal_pointer (&data->ours)));
     /* the commands keep their order: the removals are done before whatever comes next */
     g_task_return_boolean (task, TRUE);
 }
@@ -158,4 +208,13 @@ vmr_backend_qmp_prune_fdsets_async (VmrBackendQmp *self, GAsyncReadyCallback cal
 
     g_task_set_task_data (task, g_new0 (PruneData, 1), (GDestroyNotify) prune_data_free);
     vmr_qmp_client_execute_async (self->client, "query-fdsets", NULL, 0, NULL, fdsets_cb, task);
+}
+
+void
+vmr_backend_qmp_fdsets_guest_resumed (VmrBackendQmp *self)
+{
+    if (g_hash_table_size (self->kept_fdsets) == 0)
+        return;
+    g_debug ("the guest resumed: removing the fd sets QEMU kept again");
+    vmr_backend_qmp_prune_fdsets_async (self, NULL, NULL);
 }

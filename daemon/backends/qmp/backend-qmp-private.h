@@ -49,6 +49,8 @@ struct _VmrBackendQmp {
     GHashTable *iothread_cpu; /* I/O thread id -> IothreadReading *, owned */
     GQueue *verify_queue;     /* verifications waiting for QEMU's one NBD server */
     gboolean verify_running;
+    /* fd set ids QEMU kept after remove-fd, while its guest was stopped */
+    GHashTable *kept_fdsets;
 };
 
 /* CPU time of one I/O thread at one moment, for the next reading's difference */
@@ -139,6 +141,13 @@ gchar *vmr_backend_qmp_pass_destination_finish (GAsyncResult *res, GError **erro
  */
 void vmr_backend_qmp_prune_fdsets_async (VmrBackendQmp *self, GAsyncReadyCallback callback,
                                          gpointer user_data);
+
+/*
+ * An older QEMU (7.2, Debian 12's; not 10.0) closes the descriptors of a
+ * removed fd set only while its guest runs, and only when asked: when an fd set was
+ * kept, the removal is sent again once the guest resumes (QMP's RESUME).
+ */
+void vmr_backend_qmp_fdsets_guest_resumed (VmrBackendQmp *self);
 
 /* ---- the VmrBackend methods that live in the other files ---- */
 

@@ -543,6 +543,37 @@ run_next (VmrBackendQmp *self)
     setup_next (run);
 }
 
+/* the verification goes on only for a disk this QEMU can export safely */
+
+static guint
+qemu_major (VmrBackendQmp *self)
+{
+    return vmr_qmp_parse_greeting_major (vmr_qmp_client_get_greeting (self->client));
+}
+
+static void
+verify_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    VerifyRun *run = user_data;
+    VmrBackendQmp *self = run->self;
+    g_autoptr (GPtrArray) disks = NULL;
+    g_autoptr (GError) error = NULL;
+
+    disks = vmr_backend_qmp_query_disks_finish (VMR_BACKEND (self), res, &error);
+    for (guint i = 0; disks != NULL && i < disks->len; i++) {
+        VmrDisk *disk = disks->pdata[i];
+
+        if (g_strcmp0 (disk->id, run->job->disk) == 0
+            && !vmr_verification_qemu_can_verify (disk, qemu_major (self), &error)) {
+            g_task_return_error (run->task, g_steal_pointer (&error));
+            verify_run_free (run);
+            return;
+        }
+    }
+    g_queue_push_tail (self->verify_queue, run);
+    run_next (self);
+}
+
 void
 vmr_backend_qmp_verify_copy_async (VmrBackend *backend, VmrJob *job, VmrVerification *verification,
                                    const gchar *work_dir, GCancellable *cancellable,
@@ -564,8 +595,8 @@ vmr_backend_qmp_verify_copy_async (VmrBackend *backend, VmrJob *job, VmrVerifica
     run->bitmap = vmr_backend_qmp_pivot_bitmap (job->id);
     run->snapshot_exports = g_ptr_array_new_with_free_func (g_free);
     run->snapshot_bitmaps = g_ptr_array_new_with_free_func (g_free);
-    g_queue_push_tail (self->verify_queue, run);
-    run_next (self);
+    /* the disk as it is now: whether this QEMU can export it safely */
+    vmr_backend_qmp_query_disks_async (backend, NULL, verify_disks_cb, run);
 }
 
 gboolean

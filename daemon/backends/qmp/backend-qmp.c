@@ -310,6 +310,8 @@ client_event_cb (VmrQmpClient *client, const gchar *name, JsonObject *event_data
     VmrQmpJobEvent event;
     MirrorTrack *track;
 
+    if (g_strcmp0 (name, "RESUME") == 0)
+        vmr_backend_qmp_fdsets_guest_resumed (self);
     if (!vmr_qmp_parse_job_event (name, event_data, &event))
         return;
     track = g_hash_table_lookup (self->tracks, event.job_id);
@@ -449,6 +451,7 @@ vmr_backend_qmp_finalize (GObject *object)
     g_clear_object (&self->client);
     g_hash_table_unref (self->tracks);
     g_hash_table_unref (self->iothread_cpu);
+    g_hash_table_unref (self->kept_fdsets);
     g_clear_pointer (&self->iothreads, json_array_unref);
     /* a verification holds a reference: none is queued by now */
     g_queue_free (self->verify_queue);
@@ -462,6 +465,7 @@ vmr_backend_qmp_init (VmrBackendQmp *self)
     self->tracks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                           (GDestroyNotify) vmr_backend_qmp_track_free);
     self->iothread_cpu = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+    self->kept_fdsets = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
     self->verify_queue = g_queue_new ();
 }
 

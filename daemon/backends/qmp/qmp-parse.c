@@ -28,6 +28,16 @@ vmr_qmp_parse_greeting_is_qemu (JsonObject *greeting)
     return vmr_json_get_object (vmr_json_get_object (greeting, "version"), "qemu") != NULL;
 }
 
+guint
+vmr_qmp_parse_greeting_major (JsonObject *greeting)
+{
+    JsonObject *qemu = vmr_json_get_object (vmr_json_get_object (greeting, "version"), "qemu");
+    gint64 major = 0;
+
+    return qemu != NULL && vmr_json_get_int (qemu, "major", &major) && major > 0 ? (guint) major
+                                                                                 : 0;
+}
+
 gchar *
 vmr_qmp_parse_plain_filename (const gchar *name)
 {

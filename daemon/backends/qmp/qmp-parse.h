@@ -24,6 +24,9 @@ JsonArray *vmr_qmp_parse_reply_array (JsonNode *reply, const gchar *command, GEr
 /* TRUE if the "QMP" object of a greeting names a QEMU version */
 gboolean vmr_qmp_parse_greeting_is_qemu (JsonObject *greeting);
 
+/* the QEMU major version the "QMP" object of a greeting names, 0 if none */
+guint vmr_qmp_parse_greeting_major (JsonObject *greeting);
+
 /*
  * The plain file name of an image name: QEMU names an image "json:{...}"
  * when it was opened with options beyond a file name, which then sits in the
