@@ -88,8 +88,11 @@ typedef struct {
     VmrDestinationHandle *dest_handle;
     VmrNbdExportFacts *nbd; /* what the preflight found on an NBD export, owned; NULL otherwise */
     gboolean manual_pivot;
-    guint pivot_retry_ms;    /* the wait before the next try of an automatic pivot that was
-                              * refused, 0 = none refused yet; not saved */
+    guint pivot_retry_ms; /* the wait before the next try of an automatic pivot that was
+                           * refused, 0 = none refused yet; not saved */
+    /* the last pivot sent got no answer: the connection to the hypervisor broke first; not
+     * saved */
+    gboolean pivot_unanswered;
     gboolean ready;          /* QEMU reported the copy in sync; it stays so until the end */
     gboolean write_blocking; /* copy-mode write-blocking: guest writes reach both images */
     guint64 granularity;     /* bytes of the mirror's dirty bitmap, 0 = the hypervisor's default */

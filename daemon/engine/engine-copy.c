@@ -150,6 +150,7 @@ pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     if (!vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
         vmr_job_message (data->job, "job %s: pivot refused: %s", data->job->id, error->message);
+        vmr_engine_pivot_note_refusal (data->job, error);
         if (data->job->state == VMR_JOB_STATE_PIVOTING)
             vmr_engine_set_job_state (data->engine, data->job, VMR_JOB_STATE_SYNCED, NULL);
         if (data->task != NULL)
@@ -189,6 +190,7 @@ vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *t
     data->job = vmr_job_ref (job);
     data->task = task;
     /* QEMU first: saving the records costs fsyncs the pivot need not wait for */
+    job->pivot_unanswered = FALSE;
     vmr_backend_job_command_async (entry->backend, job, VMR_BACKEND_COMMAND_PIVOT, 0, NULL,
                                    pivot_cb, data);
     if (job->state != VMR_JOB_STATE_SYNCED)
@@ -197,6 +199,19 @@ vmr_engine_pivot_job (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask *t
 }
 
 /* ---- an automatic pivot refused ---- */
+
+void
+vmr_engine_pivot_note_refusal (VmrJob *job, const GError *error)
+{
+    /*
+     * no answer: the connection broke while the pivot was on its way. QEMU
+     * answers job-complete before the mirror switches the disk (the switch
+     * comes when the job finishes, later in QEMU's main loop): a QEMU that
+     * never answered never switched, and a monitor lost now leaves the VM
+     * on its source (engine-domains.c)
+     */
+    job->pivot_unanswered = g_error_matches (error, VMR_ERROR, VMR_ERROR_DISCONNECTED);
+}
 
 #define PIVOT_RETRY_FIRST_MS 1000
 #define PIVOT_RETRY_MAX_MS   30000

@@ -132,6 +132,10 @@ loss_reason (DomainLoss loss, const gchar *cause, VmrJob *job)
                                 "the domain's definition names",
                                 cause, job->source, job->dest->location);
     }
+    if (loss == MONITOR_LOST && job->pivot_unanswered)
+        return g_strdup_printf ("QEMU monitor connection lost before QEMU took the pivot (%s); "
+                                "the VM stays on its source %s",
+                                cause, job->source);
     if (loss == MONITOR_LOST)
         return g_strdup_printf ("QEMU monitor connection lost (%s); the source %s "
                                 "was not changed",

@@ -78,6 +78,7 @@ member_pivot_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         /* the members that did pivot stay pivoted: each image is whole */
         vmr_job_warning (member->job, "job %s: pivot of group %s refused: %s", member->job->id,
                          member->job->group, error->message);
+        vmr_engine_pivot_note_refusal (member->job, error);
         if (member->job->state == VMR_JOB_STATE_PIVOTING)
             vmr_engine_set_job_state (pivot->engine, member->job, VMR_JOB_STATE_SYNCED, NULL);
         if (pivot->error == NULL) {
@@ -149,6 +150,7 @@ vmr_engine_pivot_group (VmrEngine *self, DomainEntry *entry, VmrJob *job, GTask 
 
         member->pivot = pivot;
         member->job = vmr_job_ref (g_ptr_array_index (members, i));
+        member->job->pivot_unanswered = FALSE;
         vmr_backend_job_command_async (entry->backend, member->job, VMR_BACKEND_COMMAND_PIVOT, 0,
                                        NULL, member_pivot_cb, member);
     }

@@ -242,6 +242,13 @@ void vmr_engine_fail_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, con
  */
 void vmr_engine_pivot_retry_later (VmrEngine *self, VmrJob *job);
 
+/*
+ * Notes why @job's pivot was refused (@error): with no answer at all, the
+ * hypervisor's connection broke first, and a QEMU that never answered
+ * never switched the disk
+ */
+void vmr_engine_pivot_note_refusal (VmrJob *job, const GError *error);
+
 /* engine-verify.c */
 
 /* after a transition: a job that completed with verify set is verified */

@@ -246,7 +246,8 @@ find_active_job (JsonArray *jobs, const gchar *domain, const gchar *disk)
 }
 
 gboolean
-chaos_migrate (Chaos *c, ChaosDisk **disks, const gchar *const *dests, guint n, const gchar *speed)
+chaos_migrate (Chaos *c, ChaosDisk **disks, const gchar *const *dests, guint n, const gchar *speed,
+               gboolean manual_pivot)
 {
     VmrHarness *h = &c->e->h;
     const gchar *domain = disks[0]->domain->name;
@@ -262,6 +263,8 @@ chaos_migrate (Chaos *c, ChaosDisk **disks, const gchar *const *dests, guint n, 
     }
     g_ptr_array_add (args, "--speed");
     g_ptr_array_add (args, (gpointer) speed);
+    if (manual_pivot)
+        g_ptr_array_add (args, "--manual-pivot");
     g_ptr_array_add (args, NULL);
     result = vmr_harness_cliv (h, (const gchar *const *) args->pdata);
     if (result->status != 0) {

@@ -93,11 +93,12 @@ const gchar *chaos_other_dir (Chaos *c, ChaosDisk *disk);
 
 /*
  * Starts one migration of @n disks of one domain (a group when @n > 1) to
- * @dests at @speed; records its jobs. Returns FALSE, with the CLI's error
- * line noted, when the daemon refused it (nothing started).
+ * @dests at @speed, with --manual-pivot when @manual_pivot; records its
+ * jobs. Returns FALSE, with the CLI's error line noted, when the daemon
+ * refused it (nothing started).
  */
 gboolean chaos_migrate (Chaos *c, ChaosDisk **disks, const gchar *const *dests, guint n,
-                        const gchar *speed);
+                        const gchar *speed, gboolean manual_pivot);
 
 /* writes @count extents through every writer of a running domain */
 void chaos_write (Chaos *c, guint count);

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -608,6 +609,68 @@ test_bad_input (VmrHarness *h, gconstpointer user_data)
     assert_group_migrated (h, &g);
 }
 
+/*
+ * QEMU killed while the daemon pivots: the pivot is sent (QEMU stopped with
+ * SIGSTOP first, so that it cannot answer), the job is `pivoting`, then
+ * SIGKILL. QEMU never took the pivot: the VM is on its sources alone, each
+ * holding every write; each job failed with a reason that says so and names
+ * the source; no destination file is left; the daemon serves on. With
+ * @user_data 1, a single disk's job (disk1 is not copied); with 2, a group.
+ */
+static void
+test_qemu_killed_during_pivot (VmrHarness *h, gconstpointer user_data)
+{
+    guint copied = GPOINTER_TO_UINT (user_data);
+    g_auto (Group) g = { 0 };
+    const gchar *const extra[] = { "--manual-pivot", NULL };
+    VmrCliRun *run;
+    g_autoptr (VmrCliResult) pivot = NULL;
+
+    if (vmr_harness_skipped (h))
+        return;
+    group_start_vm (h, &g, SMALL_SIZE, SMALL_SIZE, TRUE, NULL);
+    if (copied == 1)
+        g.jobs[0] = vmr_harness_migrate (h, "vm", "disk0", g.dests[0], "--manual-pivot", NULL);
+    else
+        group_migrate (h, &g, extra);
+    group_write (&g);
+    for (guint i = 0; i < copied; i++)
+        json_object_unref (
+            vmr_harness_wait_job (h, g.jobs[i], "synced", VMR_HARNESS_JOB_TIMEOUT_S));
+    /* in sync, every write on both sides */
+    group_write (&g);
+
+    g_assert_cmpint (kill (h->qemu_pid, SIGSTOP), ==, 0);
+    run = vmr_harness_cli_spawn (h, "pivot", g.jobs[0], NULL);
+    for (guint i = 0; i < copied; i++)
+        json_object_unref (
+            vmr_harness_wait_job (h, g.jobs[i], "pivoting", VMR_HARNESS_JOB_TIMEOUT_S));
+    vmr_harness_kill_qemu (h);
+    pivot = vmr_harness_cli_wait (run);
+    g_test_message ("pivot: %s", pivot->err);
+    vmr_cli_result_assert_error (pivot, 1);
+
+    for (guint i = 0; i < copied; i++) {
+        g_autoptr (JsonObject) final
+            = vmr_harness_wait_job (h, g.jobs[i], "failed", VMR_HARNESS_JOB_TIMEOUT_S);
+        const gchar *reason = vmr_harness_json_string (final, "reason");
+
+        g_test_message ("%s failed: %s", g.jobs[i], reason);
+        if (strstr (reason, "before QEMU took the pivot") == NULL
+            || strstr (reason, g.sources[i]) == NULL)
+            vmr_fail ("%s: the reason does not say that the VM stays on %s: %s", g.jobs[i],
+                      g.sources[i], reason);
+        vmr_harness_assert_job_record (h, g.jobs[i], "failed");
+        if (g_file_test (g.dests[i], G_FILE_TEST_EXISTS))
+            vmr_fail ("%s: the destination %s is left, and the VM does not use it", g.jobs[i],
+                      g.dests[i]);
+    }
+    /* the VM's side: its sources, with every write it made */
+    for (guint i = 0; i < g.n; i++)
+        vmr_harness_assert_image_equals (g.sources[i], "raw", g.expected[i]);
+    vmr_harness_assert_daemon_serving (h);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -616,5 +679,9 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD ("/group/manual-pivot", NULL, test_manual_pivot);
     VMR_HARNESS_ADD_NO_DAEMON ("/group/member-fails", NULL, test_member_fails);
     VMR_HARNESS_ADD ("/group/bad-input", NULL, test_bad_input);
+    VMR_HARNESS_ADD ("/group/qemu-killed-during-pivot/single", GUINT_TO_POINTER (1),
+                     test_qemu_killed_during_pivot);
+    VMR_HARNESS_ADD ("/group/qemu-killed-during-pivot/group", GUINT_TO_POINTER (2),
+                     test_qemu_killed_during_pivot);
     return g_test_run ();
 }
