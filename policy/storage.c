@@ -40,36 +40,18 @@ vmr_storage_free (VmrStorage *self)
     g_free (self);
 }
 
-/* patterns separated by commas */
-static gboolean
-parse_paths (const gchar *text, GStrv *out, GError **error)
-{
-    g_auto (GStrv) items = g_strsplit (text, ",", -1);
-    g_autoptr (GStrvBuilder) builder = g_strv_builder_new ();
-    guint count = 0;
-
-    for (guint i = 0; items[i] != NULL; i++) {
-        g_autofree gchar *pattern = vmr_destination_pattern_parse (g_strstrip (items[i]), error);
-
-        if (pattern == NULL)
-            return FALSE;
-        g_strv_builder_add (builder, pattern);
-        count++;
-    }
-    if (count == 0) {
-        g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT, "no path");
-        return FALSE;
-    }
-    g_strfreev (*out);
-    *out = g_strv_builder_end (builder);
-    return TRUE;
-}
-
 gboolean
 vmr_storage_parse_key (VmrStorage *self, const gchar *key, const gchar *text, GError **error)
 {
-    if (g_strcmp0 (key, "paths") == 0)
-        return parse_paths (text, &self->paths, error);
+    if (g_strcmp0 (key, "paths") == 0) {
+        GStrv paths = vmr_destination_patterns_parse (text, error);
+
+        if (paths == NULL)
+            return FALSE;
+        g_strfreev (self->paths);
+        self->paths = paths;
+        return TRUE;
+    }
     if (g_strcmp0 (key, "budget") == 0)
         return vmr_units_parse_bytes (text, &self->budget, error);
     g_set_error_literal (error, VMR_ERROR, VMR_ERROR_INVALID_ARGUMENT,
