@@ -78,10 +78,10 @@ add_disk_row (VmrCliTable *table, JsonObject *disk)
 
     if (vmr_json_get_double (disk, "size", &size_bytes) && size_bytes >= 0)
         size = vmr_units_format_bytes ((guint64) size_bytes);
-    vmr_cli_table_add_row (table, vmr_json_get_string (disk, "id"),
-                           vmr_json_get_string (disk, "node"), vmr_json_get_string (disk, "format"),
-                           size, iothreads, vmr_json_get_string (disk, "job"),
-                           vmr_json_get_string (disk, "path"), NULL);
+    vmr_cli_table_add_row (
+        table, vmr_json_get_string (disk, "id"), vmr_json_get_string (disk, "node"),
+        vmr_json_get_string (disk, "format"), size, iothreads, vmr_json_get_string (disk, "job"),
+        vmr_json_get_string (disk, "storage"), vmr_json_get_string (disk, "path"), NULL);
 }
 
 /* "  iothreads: io0 12.5% (tid 1234), io1 (tid 1235)": no figure before a second reading */
@@ -131,7 +131,8 @@ print_domain (JsonObject *domain)
         g_print ("  no disks\n");
         return;
     }
-    table = vmr_cli_table_new ("DISK", "NODE", "FORMAT", "SIZE", "IOTHREAD", "JOB", "PATH", NULL);
+    table = vmr_cli_table_new ("DISK", "NODE", "FORMAT", "SIZE", "IOTHREAD", "JOB", "STORAGE",
+                               "PATH", NULL);
     for (guint i = 0; i < json_array_get_length (disks); i++) {
         JsonObject *disk = vmr_json_array_object (disks, i);
 

@@ -6,6 +6,7 @@
 #include "cli-output.h"
 #include "cli-table.h"
 #include "policy.h"
+#include "units.h"
 #include "vmr-config.h"
 #include "vmr-error.h"
 #include "vmr-json.h"
@@ -173,6 +174,56 @@ print_load_times (JsonObject *obj)
     }
 }
 
+/* "web01 vda, db02 vdb" of a storage's disks, "-" without any */
+static gchar *
+describe_storage_disks (JsonArray *disks)
+{
+    g_autoptr (GString) text = g_string_new (NULL);
+
+    for (guint i = 0; disks != NULL && i < json_array_get_length (disks); i++) {
+        JsonObject *disk = vmr_json_array_object (disks, i);
+
+        g_string_append_printf (text, "%s%s %s", text->len > 0 ? ", " : "",
+                                vmr_json_get_string (disk, "domain"),
+                                vmr_json_get_string (disk, "disk"));
+    }
+    return text->len > 0 ? g_string_free (g_steal_pointer (&text), FALSE) : g_strdup ("-");
+}
+
+/* the [storage NAME] sections, one row each: name, budget, paths and the disks in it */
+static void
+print_storages (JsonArray *storages)
+{
+    g_autoptr (VmrCliTable) table = NULL;
+    g_autofree gchar *text = NULL;
+
+    if (storages == NULL || json_array_get_length (storages) == 0)
+        return;
+    g_print ("Storages:\n");
+    table = vmr_cli_table_new ("STORAGE", "BUDGET", "PATHS", "DISKS", NULL);
+    for (guint i = 0; i < json_array_get_length (storages); i++) {
+        JsonObject *storage = vmr_json_array_object (storages, i);
+        JsonArray *paths = vmr_json_get_array (storage, "paths");
+        g_autoptr (GStrvBuilder) builder = g_strv_builder_new ();
+        g_auto (GStrv) path_list = NULL;
+        g_autofree gchar *joined = NULL;
+        g_autofree gchar *budget = NULL;
+        g_autofree gchar *disks = describe_storage_disks (vmr_json_get_array (storage, "disks"));
+        gint64 bytes = 0;
+
+        for (guint p = 0; paths != NULL && p < json_array_get_length (paths); p++)
+            g_strv_builder_add (builder, vmr_json_array_string (paths, p));
+        path_list = g_strv_builder_end (builder);
+        joined = g_strjoinv (", ", path_list);
+        if (vmr_json_get_int (storage, "budget", &bytes) && bytes > 0)
+            budget = vmr_units_format_speed ((guint64) bytes);
+        vmr_cli_table_add_row (table, vmr_json_get_string (storage, "name"),
+                               budget != NULL ? budget : "none", joined, disks, NULL);
+    }
+    text = vmr_cli_table_to_string (table, "  ");
+    g_print ("%s", text);
+}
+
 static gboolean
 print_policy (JsonNode *reply, GError **error)
 {
@@ -220,6 +271,7 @@ print_policy (JsonNode *reply, GError **error)
     }
     text = vmr_cli_table_to_string (table, "  ");
     g_print ("%s", text);
+    print_storages (vmr_json_get_array (obj, "storages"));
     return TRUE;
 }
 

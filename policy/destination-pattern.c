@@ -203,3 +203,19 @@ vmr_destination_pattern_literal_dir (const gchar *pattern)
     joined = g_strjoinv ("/", (gchar **) literal->pdata);
     return g_strconcat ("/", joined, NULL);
 }
+
+GStrv
+vmr_destination_patterns_parse (const gchar *text, GError **error)
+{
+    g_auto (GStrv) items = g_strsplit (text, ",", -1);
+    g_autoptr (GStrvBuilder) builder = g_strv_builder_new ();
+
+    for (guint i = 0; items[i] != NULL; i++) {
+        g_autofree gchar *pattern = vmr_destination_pattern_parse (g_strstrip (items[i]), error);
+
+        if (pattern == NULL)
+            return NULL;
+        g_strv_builder_add (builder, pattern);
+    }
+    return g_strv_builder_end (builder);
+}

@@ -24,6 +24,12 @@ G_BEGIN_DECLS
  */
 gchar *vmr_destination_pattern_parse (const gchar *text, GError **error);
 
+/*
+ * Patterns separated by commas, each read by vmr_destination_pattern_parse();
+ * NULL with @error at the first bad one. Free with g_strfreev().
+ */
+GStrv vmr_destination_patterns_parse (const gchar *text, GError **error);
+
 /* TRUE when @location (a canonical path or URI) matches @pattern, a parsed pattern */
 gboolean vmr_destination_pattern_match (const gchar *pattern, const gchar *location);
 

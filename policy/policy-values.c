@@ -407,23 +407,11 @@ vmr_policy_parse_tls_creds (const gchar *text, gchar **out, GError **error)
 static gboolean
 parse_destinations (const gchar *text, GStrv *out, GError **error)
 {
-    g_auto (GStrv) items = NULL;
-    g_autoptr (GPtrArray) patterns = g_ptr_array_new_with_free_func (g_free);
-
     g_clear_pointer (out, g_strfreev);
     if (g_strcmp0 (text, "any") == 0)
         return TRUE;
-    items = g_strsplit (text, ",", -1);
-    for (guint i = 0; items[i] != NULL; i++) {
-        gchar *pattern = vmr_destination_pattern_parse (g_strstrip (items[i]), error);
-
-        if (pattern == NULL)
-            return FALSE;
-        g_ptr_array_add (patterns, pattern);
-    }
-    g_ptr_array_add (patterns, NULL);
-    *out = (GStrv) g_ptr_array_free (g_steal_pointer (&patterns), FALSE);
-    return TRUE;
+    *out = vmr_destination_patterns_parse (text, error);
+    return *out != NULL;
 }
 
 /* reads @text into the field of @key, a key of a common kind */

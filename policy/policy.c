@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cluster-config.h"
+#include "storage.h"
 #include "vmr-error.h"
 
 #define BUILT_IN "built-in"
@@ -26,6 +27,7 @@ struct _VmrPolicy {
     gchar *source;
     GPtrArray *sections;       /* of PolicySection *, in file order */
     VmrClusterConfig *cluster; /* the [cluster] section, NULL without one */
+    GPtrArray *storages;       /* of VmrStorage *, the [storage NAME] sections in file order */
 };
 
 static void
@@ -264,8 +266,8 @@ parse_section_name (Loader *loader, const gchar *group, guint order)
         return section;
     }
     add_error (loader, group, NULL, 0,
-               "unknown section (expected [defaults], [domain GLOB], [domain GLOB disk NAME] or "
-               "[cluster])");
+               "unknown section (expected [defaults], [domain GLOB], [domain GLOB disk NAME], "
+               "[storage NAME] or [cluster])");
     section_free (section);
     return NULL;
 }
@@ -425,6 +427,101 @@ load_cluster (Loader *loader, GKeyFile *keyfile, const gchar *group, GStrv keys)
     return valid ? g_steal_pointer (&config) : NULL;
 }
 
+/* the [storage NAME] section @group, or NULL when it is in error */
+static VmrStorage *
+load_storage (Loader *loader, GKeyFile *keyfile, const gchar *group, GStrv keys)
+{
+    g_autofree gchar *name = g_strstrip (g_strdup (group + strlen ("storage ")));
+    g_autoptr (VmrStorage) storage = NULL;
+    g_autoptr (GError) name_error = NULL;
+    gboolean valid = TRUE;
+
+    storage = vmr_storage_new (name, &name_error);
+    if (storage == NULL) {
+        add_error (loader, group, NULL, 0, "%s", name_error->message);
+        return NULL;
+    }
+    for (guint k = 0; keys != NULL && keys[k] != NULL; k++) {
+        g_autofree gchar *value = g_key_file_get_value (keyfile, group, keys[k], NULL);
+        g_autoptr (GError) value_error = NULL;
+
+        if (!vmr_storage_parse_key (storage, keys[k], g_strstrip (value), &value_error)) {
+            add_error (loader, group, keys[k], 0, "%s", value_error->message);
+            valid = FALSE;
+        }
+    }
+    if (valid && storage->paths == NULL) {
+        add_error (loader, group, NULL, 0,
+                   "paths is missing: the directories, devices or NBD URIs of the storage");
+        valid = FALSE;
+    }
+    return valid ? g_steal_pointer (&storage) : NULL;
+}
+
+/*
+ * A location lies in one storage at most: a storage whose paths meet an
+ * earlier one's is refused at its paths; and the [cluster] section's older
+ * storage key names storages too, so it may not stand beside the sections
+ */
+static void
+check_storages (Loader *loader, VmrPolicy *self)
+{
+    for (guint i = 0; i < self->storages->len; i++) {
+        VmrStorage *storage = g_ptr_array_index (self->storages, i);
+
+        for (guint j = 0; j < i; j++) {
+            VmrStorage *earlier = g_ptr_array_index (self->storages, j);
+            g_autofree gchar *group = g_strconcat ("storage ", storage->name, NULL);
+            g_autofree gchar *earlier_group = g_strconcat ("storage ", earlier->name, NULL);
+            const gchar *shared = vmr_storage_overlap (storage, earlier);
+
+            if (shared != NULL)
+                add_error (loader, group, "paths", 0,
+                           "'%s' is also in [storage %s] (line %u): a location belongs to one "
+                           "storage",
+                           shared, earlier->name, line_of (loader, earlier_group, "paths"));
+        }
+    }
+    if (self->cluster != NULL && self->cluster->storage != NULL && self->storages->len > 0)
+        add_error (loader, "cluster", "storage", 0,
+                   "set beside [storage NAME] sections: name these directories in a [storage] "
+                   "section's paths instead");
+}
+
+/* the keys of the selector section @section ([defaults] or [domain ...]) */
+static void
+load_rule_keys (Loader *loader, GKeyFile *keyfile, const gchar *group, GStrv keys,
+                PolicySection *section)
+{
+    for (guint k = 0; keys != NULL && keys[k] != NULL; k++) {
+        g_autofree gchar *value = g_key_file_get_value (keyfile, group, keys[k], NULL);
+        g_autoptr (GError) value_error = NULL;
+        gint key = -1;
+
+        for (guint i = 0; i < VMR_POLICY_KEY_LAST; i++) {
+            if (g_strcmp0 (vmr_policy_key_name ((VmrPolicyKey) i), keys[k]) == 0)
+                key = (gint) i;
+        }
+        if (key < 0) {
+            add_error (loader, group, keys[k], 0, "unknown key");
+            continue;
+        }
+        g_strstrip (value);
+        if (vmr_policy_key_is_host_wide (key) && section->specificity > 0) {
+            add_error (loader, group, keys[k], 0,
+                       key == VMR_POLICY_KEY_MAX_PARALLEL
+                           ? "counts the copies of the whole host: set it in [defaults]"
+                           : "is about the whole host: set it in [defaults]");
+            continue;
+        }
+        if (!vmr_policy_rule_parse_value (&section->values, key, value, &value_error)) {
+            add_error (loader, group, keys[k], 0, "%s", value_error->message);
+            continue;
+        }
+        section->set[key] = TRUE;
+    }
+}
+
 VmrPolicy *
 vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
 {
@@ -451,6 +548,7 @@ vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
     self->ref_count = 1;
     self->source = g_strdup (name);
     self->sections = g_ptr_array_new_with_free_func ((GDestroyNotify) section_free);
+    self->storages = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_storage_free);
     groups = g_key_file_get_groups (keyfile, NULL);
     for (guint g = 0; groups[g] != NULL; g++) {
         g_auto (GStrv) keys = g_key_file_get_keys (keyfile, groups[g], NULL, NULL);
@@ -460,41 +558,22 @@ vmr_policy_load_from_data (const gchar *name, const gchar *text, GError **error)
             self->cluster = load_cluster (&loader, keyfile, groups[g], keys);
             continue;
         }
-        section = parse_section_name (&loader, groups[g], g);
+        if (g_str_has_prefix (groups[g], "storage ")) {
+            VmrStorage *storage = load_storage (&loader, keyfile, groups[g], keys);
 
+            if (storage != NULL)
+                g_ptr_array_add (self->storages, storage);
+            continue;
+        }
+        section = parse_section_name (&loader, groups[g], g);
         if (section == NULL)
             continue;
-        for (guint k = 0; keys != NULL && keys[k] != NULL; k++) {
-            g_autofree gchar *value = g_key_file_get_value (keyfile, groups[g], keys[k], NULL);
-            g_autoptr (GError) value_error = NULL;
-            gint key = -1;
-
-            for (guint i = 0; i < VMR_POLICY_KEY_LAST; i++) {
-                if (g_strcmp0 (vmr_policy_key_name ((VmrPolicyKey) i), keys[k]) == 0)
-                    key = (gint) i;
-            }
-            if (key < 0) {
-                add_error (&loader, groups[g], keys[k], 0, "unknown key");
-                continue;
-            }
-            g_strstrip (value);
-            if (vmr_policy_key_is_host_wide (key) && section->specificity > 0) {
-                add_error (&loader, groups[g], keys[k], 0,
-                           key == VMR_POLICY_KEY_MAX_PARALLEL
-                               ? "counts the copies of the whole host: set it in [defaults]"
-                               : "is about the whole host: set it in [defaults]");
-                continue;
-            }
-            if (!vmr_policy_rule_parse_value (&section->values, key, value, &value_error)) {
-                add_error (&loader, groups[g], keys[k], 0, "%s", value_error->message);
-                continue;
-            }
-            section->set[key] = TRUE;
-        }
+        load_rule_keys (&loader, keyfile, groups[g], keys, section);
         if (section->specificity == 0)
             defaults = section;
         g_ptr_array_add (self->sections, section);
     }
+    check_storages (&loader, self);
     for (guint i = 0; i < self->sections->len; i++)
         check_combination (&loader, self->sections, g_ptr_array_index (self->sections, i),
                            defaults);
@@ -527,6 +606,7 @@ vmr_policy_new_default (void)
     self->ref_count = 1;
     self->source = g_strdup (BUILT_IN);
     self->sections = g_ptr_array_new_with_free_func ((GDestroyNotify) section_free);
+    self->storages = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_storage_free);
     return self;
 }
 
@@ -543,6 +623,7 @@ vmr_policy_unref (VmrPolicy *self)
     if (self == NULL || !g_atomic_int_dec_and_test (&self->ref_count))
         return;
     g_ptr_array_unref (self->sections);
+    g_ptr_array_unref (self->storages);
     vmr_cluster_config_free (self->cluster);
     g_free (self->source);
     g_free (self);
@@ -558,6 +639,36 @@ const VmrClusterConfig *
 vmr_policy_get_cluster (VmrPolicy *self)
 {
     return self->cluster;
+}
+
+GPtrArray *
+vmr_policy_get_storages (VmrPolicy *self)
+{
+    return self->storages;
+}
+
+const VmrStorage *
+vmr_policy_find_storage (VmrPolicy *self, const gchar *location)
+{
+    for (guint i = 0; location != NULL && i < self->storages->len; i++) {
+        const VmrStorage *storage = g_ptr_array_index (self->storages, i);
+
+        if (vmr_storage_contains (storage, location))
+            return storage;
+    }
+    return NULL;
+}
+
+gchar *
+vmr_policy_storage_key (VmrPolicy *self, const gchar *location, const gchar *fallback)
+{
+    const VmrStorage *storage = vmr_policy_find_storage (self, location);
+
+    if (storage != NULL)
+        return g_strdup (storage->name);
+    if (self->cluster != NULL)
+        return vmr_cluster_config_storage_key (self->cluster, fallback);
+    return g_strdup (fallback);
 }
 
 static gboolean

@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include "cluster-config.h"
+#include "storage.h"
 
 G_BEGIN_DECLS
 
@@ -183,6 +184,20 @@ const gchar *vmr_policy_get_source (VmrPolicy *self);
 
 /* the [cluster] section, or NULL when the file has none (admission by this host alone) */
 const VmrClusterConfig *vmr_policy_get_cluster (VmrPolicy *self);
+
+/* the [storage NAME] sections, of VmrStorage *, in the order of the file */
+GPtrArray *vmr_policy_get_storages (VmrPolicy *self);
+
+/* the storage @location (a canonical path or NBD URI) lies in, or NULL */
+const VmrStorage *vmr_policy_find_storage (VmrPolicy *self, const gchar *location);
+
+/*
+ * What the cluster's per-storage limits count @location under: the name of
+ * its [storage] section, else the [cluster] storage prefix @fallback (the
+ * directory of a file, a block device, an NBD server) lies under, else
+ * @fallback itself. Free with g_free().
+ */
+gchar *vmr_policy_storage_key (VmrPolicy *self, const gchar *location, const gchar *fallback);
 
 /* the effective values for @disk of @domain (@disk may be NULL) */
 VmrPolicyRule *vmr_policy_lookup (VmrPolicy *self, const gchar *domain, const gchar *disk);

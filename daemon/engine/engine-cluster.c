@@ -111,17 +111,20 @@ vmr_engine_cluster_update (VmrEngine *self)
     cluster_join (self, config);
 }
 
-/* the storages @job reads from and writes to, as the cluster's limits count them */
+/*
+ * The storages @job reads from and writes to, as the cluster's limits count
+ * them: a [storage] section's name, else vmr_cluster_config_storage_key()
+ */
 static void
 job_storages (VmrEngine *self, VmrJob *job, gchar **out_source, gchar **out_destination)
 {
-    const VmrClusterConfig *config = vmr_cluster_get_config (self->cluster);
     g_autofree gchar *source_dir = g_path_is_absolute (job->source)
                                        ? g_path_get_dirname (job->source)
                                        : g_strdup (job->source);
 
-    *out_source = vmr_cluster_config_storage_key (config, source_dir);
-    *out_destination = vmr_cluster_config_storage_key (config, job->dest->admission_key);
+    *out_source = vmr_policy_storage_key (self->policy, job->source, source_dir);
+    *out_destination
+        = vmr_policy_storage_key (self->policy, job->dest->location, job->dest->admission_key);
 }
 
 gboolean

@@ -292,9 +292,12 @@ domain_to_json (VmrEngine *self, DomainEntry *entry)
     for (guint i = 0; entry->disks != NULL && i < entry->disks->len; i++) {
         VmrDisk *disk = g_ptr_array_index (entry->disks, i);
         VmrJob *job = vmr_job_table_active_for_disk (self->jobs, entry->name, disk->id);
+        const VmrStorage *storage = vmr_policy_find_storage (self->policy, disk->path);
+        JsonObject *disk_obj = vmr_disk_to_json (disk, job != NULL ? job->id : NULL);
 
-        json_array_add_object_element (disks,
-                                       vmr_disk_to_json (disk, job != NULL ? job->id : NULL));
+        if (storage != NULL)
+            json_object_set_string_member (disk_obj, "storage", storage->name);
+        json_array_add_object_element (disks, disk_obj);
     }
     json_object_set_array_member (obj, "disks", disks);
     return obj;

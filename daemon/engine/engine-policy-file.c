@@ -81,6 +81,55 @@ vmr_engine_reload_policy (VmrEngine *self, GError **error)
     return TRUE;
 }
 
+/* the disks of the running domains that lie in @storage */
+static JsonArray *
+storage_disks (VmrEngine *self, const VmrStorage *storage)
+{
+    JsonArray *disks = json_array_new ();
+    GHashTableIter iter;
+    DomainEntry *entry;
+
+    g_hash_table_iter_init (&iter, self->domains);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
+        for (guint i = 0; entry->disks != NULL && i < entry->disks->len; i++) {
+            VmrDisk *disk = g_ptr_array_index (entry->disks, i);
+            JsonObject *obj;
+
+            if (disk->path == NULL || !vmr_storage_contains (storage, disk->path))
+                continue;
+            obj = json_object_new ();
+            json_object_set_string_member (obj, "domain", entry->name);
+            json_object_set_string_member (obj, "disk", disk->id);
+            json_object_set_string_member (obj, "path", disk->path);
+            json_array_add_object_element (disks, obj);
+        }
+    }
+    return disks;
+}
+
+/* the [storage NAME] sections: name, paths, budget (bytes/s, 0 = none) and the disks in each */
+static JsonArray *
+storages_to_json (VmrEngine *self)
+{
+    GPtrArray *storages = vmr_policy_get_storages (self->policy);
+    JsonArray *array = json_array_new ();
+
+    for (guint i = 0; i < storages->len; i++) {
+        const VmrStorage *storage = g_ptr_array_index (storages, i);
+        JsonObject *obj = json_object_new ();
+        JsonArray *paths = json_array_new ();
+
+        for (guint p = 0; storage->paths[p] != NULL; p++)
+            json_array_add_string_element (paths, storage->paths[p]);
+        json_object_set_string_member (obj, "name", storage->name);
+        json_object_set_array_member (obj, "paths", paths);
+        json_object_set_int_member (obj, "budget", (gint64) storage->budget);
+        json_object_set_array_member (obj, "disks", storage_disks (self, storage));
+        json_array_add_object_element (array, obj);
+    }
+    return array;
+}
+
 JsonObject *
 vmr_engine_show_policy (VmrEngine *self, const gchar *domain, const gchar *disk, GError **error)
 {
@@ -119,6 +168,7 @@ vmr_engine_show_policy (VmrEngine *self, const gchar *domain, const gchar *disk,
         json_array_add_object_element (values, value);
     }
     json_object_set_array_member (obj, "values", values);
+    json_object_set_array_member (obj, "storages", storages_to_json (self));
     return obj;
 }
 

@@ -190,10 +190,66 @@ test_progress (void)
     engine_fixture_teardown (&f);
 }
 
+/* a [storage] section every path lies in, and one no disk does */
+static const EngineCase storage_case = {
+    "/engine/query/storages",
+    .domains = "web01=disk0 db01=disk0",
+    .policy = ENGINE_TEST_POLICY "[storage all]\npaths = /**\nbudget = 60M\n"
+                                 "[storage none]\npaths = nbd://nowhere/**\n",
+};
+
+static void
+domains_done (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    JsonArray **out = user_data;
+    g_autoptr (GError) error = NULL;
+
+    *out = vmr_engine_query_domains_finish (VMR_ENGINE (source), res, &error);
+    g_assert_no_error (error);
+}
+
+/* the storage of each disk in domains, and each storage's budget and disks in policy show */
+static void
+test_storages (void)
+{
+    EngineFixture f;
+    g_autoptr (JsonArray) domains = NULL;
+    g_autoptr (JsonObject) policy = NULL;
+    JsonArray *storages;
+    JsonObject *all;
+    JsonObject *none;
+
+    engine_fixture_setup (&f, &storage_case);
+    vmr_engine_query_domains_async (f.engine, NULL, domains_done, &domains);
+    while (domains == NULL)
+        engine_fixture_iterate ();
+    g_assert_cmpuint (json_array_get_length (domains), ==, 2);
+    for (guint i = 0; i < 2; i++) {
+        JsonObject *domain = json_array_get_object_element (domains, i);
+        JsonArray *disks = json_object_get_array_member (domain, "disks");
+        JsonObject *disk = json_array_get_object_element (disks, 0);
+
+        g_assert_cmpstr (json_object_get_string_member (disk, "storage"), ==, "all");
+    }
+    policy = vmr_engine_show_policy (f.engine, NULL, NULL, NULL);
+    storages = json_object_get_array_member (policy, "storages");
+    g_assert_cmpuint (json_array_get_length (storages), ==, 2);
+    all = json_array_get_object_element (storages, 0);
+    none = json_array_get_object_element (storages, 1);
+    g_assert_cmpstr (json_object_get_string_member (all, "name"), ==, "all");
+    g_assert_cmpint (json_object_get_int_member (all, "budget"), ==, 60 * 1024 * 1024);
+    g_assert_cmpuint (json_array_get_length (json_object_get_array_member (all, "disks")), ==, 2);
+    g_assert_cmpstr (json_object_get_string_member (none, "name"), ==, "none");
+    g_assert_cmpint (json_object_get_int_member (none, "budget"), ==, 0);
+    g_assert_cmpuint (json_array_get_length (json_object_get_array_member (none, "disks")), ==, 0);
+    engine_fixture_teardown (&f);
+}
+
 void
 engine_add_policy_cases (void)
 {
     for (guint i = 0; i < G_N_ELEMENTS (load_cases); i++)
         g_test_add_data_func (load_cases[i].engine.name, &load_cases[i], test_load);
     g_test_add_func (progress_case.name, test_progress);
+    g_test_add_func (storage_case.name, test_storages);
 }
