@@ -553,6 +553,33 @@ setup (VmrHarness *h, SetupKind kind)
         start_daemon (h, NULL);
 }
 
+/* a case of vmr_harness_add(): its body and the data it was given */
+typedef struct {
+    VmrHarnessFunc func;
+    gconstpointer user_data;
+} HarnessCase;
+
+static void
+run_case (VmrHarness *h, gconstpointer data)
+{
+    const HarnessCase *c = data;
+
+    if (!vmr_harness_skipped (h))
+        c->func (h, c->user_data);
+}
+
+void
+vmr_harness_add (const gchar *path, gconstpointer user_data, VmrHarnessFunc set_up,
+                 VmrHarnessFunc func)
+{
+    /* kept as long as GLib keeps the case: for the whole run */
+    HarnessCase *c = g_new0 (HarnessCase, 1);
+
+    c->func = func;
+    c->user_data = user_data;
+    g_test_add (path, VmrHarness, c, set_up, run_case, vmr_harness_teardown);
+}
+
 void
 vmr_harness_setup (VmrHarness *h, gconstpointer user_data)
 {

@@ -117,11 +117,21 @@ void vmr_harness_teardown (VmrHarness *h, gconstpointer user_data);
  */
 void vmr_harness_setup_no_daemon (VmrHarness *h, gconstpointer user_data);
 
+typedef void (*VmrHarnessFunc) (VmrHarness *h, gconstpointer user_data);
+
+/*
+ * Adds the case @path: @set_up, then @func with @user_data unless the setup
+ * skipped the case (a missing QEMU, say: a failure under
+ * REQUIRE_INTEGRATION=1), then the teardown. A case's body need not ask
+ * vmr_harness_skipped() first.
+ */
+void vmr_harness_add (const gchar *path, gconstpointer user_data, VmrHarnessFunc set_up,
+                      VmrHarnessFunc func);
+
 #define VMR_HARNESS_ADD(path, data, func)                                                          \
-    g_test_add ((path), VmrHarness, (data), vmr_harness_setup, (func), vmr_harness_teardown)
+    vmr_harness_add ((path), (data), vmr_harness_setup, (func))
 #define VMR_HARNESS_ADD_NO_DAEMON(path, data, func)                                                \
-    g_test_add ((path), VmrHarness, (data), vmr_harness_setup_no_daemon, (func),                   \
-                vmr_harness_teardown)
+    vmr_harness_add ((path), (data), vmr_harness_setup_no_daemon, (func))
 
 /*
  * Calls g_test_init() and sets what every integration test program needs.

@@ -176,7 +176,7 @@ test_busy_guest_under_target (VmrHarness *h, gconstpointer user_data)
     gint64 highest = 0;
     gboolean went_unlimited = FALSE;
 
-    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+    if (!vmr_harness_require_guest (h))
         return;
     load_start = adaptive_copy_start (h, &c, &load, SMALL_DISK, policy);
     final = vmr_harness_wait_job (h, c.id, "completed", 120);
@@ -239,7 +239,7 @@ test_load_stops_full_speed (VmrHarness *h, gconstpointer user_data)
     JsonArray *speeds;
     gint64 completed;
 
-    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+    if (!vmr_harness_require_guest (h))
         return;
     adaptive_copy_start (h, &c, &load, DISK_SIZE, policy);
     done = vmr_harness_guest_wait_line (h, "VMR-DONE", 60);
@@ -328,7 +328,7 @@ test_write_verify (VmrHarness *h, gconstpointer user_data)
     JsonObject *convergence;
     JsonArray *speeds;
 
-    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+    if (!vmr_harness_require_guest (h))
         return;
     adaptive_copy_start (h, &c, &verify, SMALL_DISK, policy);
     watch_progress_floor (h, c.id);
@@ -371,7 +371,7 @@ test_heavy_writer_converges (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) final = NULL;
     JsonObject *convergence;
 
-    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+    if (!vmr_harness_require_guest (h))
         return;
     adaptive_copy_start (h, &c, &verify, SMALL_DISK, policy);
     final = vmr_harness_wait_job (h, c.id, "completed", 120);
@@ -401,7 +401,7 @@ test_deadline_fail_stays_on_source (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) final = NULL;
     g_autoptr (VmrConsoleLine) done = NULL;
 
-    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+    if (!vmr_harness_require_guest (h))
         return;
     adaptive_copy_start (h, &c, &verify, SMALL_DISK, policy);
     final = vmr_harness_wait_job (h, c.id, "failed", 60);
@@ -423,7 +423,7 @@ test_idle_guest (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) final = NULL;
     JsonArray *speeds;
 
-    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+    if (!vmr_harness_require_guest (h))
         return;
     idle_guest_start (h, &c, &idle, SMALL_DISK, policy);
     /* the baseline is the newest five samples: past the boot's reads, 2.5 s at 500 ms */

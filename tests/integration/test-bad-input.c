@@ -146,8 +146,6 @@ test_unknown_domain (VmrHarness *h, gconstpointer user_data)
     g_auto (Vm) vm = { 0 };
     g_autofree gchar *dest = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     dest = vmr_harness_path (h, "dest.raw");
     assert_migrate_refused (h, &vm, 1, "unknown domain 'nosuch'", "nosuch", "disk0", dest, NULL);
@@ -159,8 +157,6 @@ test_unknown_disk (VmrHarness *h, gconstpointer user_data)
     g_auto (Vm) vm = { 0 };
     g_autofree gchar *dest = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     dest = vmr_harness_path (h, "dest.raw");
     assert_migrate_refused (h, &vm, 1, "domain vm has no disk 'nosuch'", "vm", "nosuch", dest,
@@ -181,8 +177,6 @@ test_already_migrating (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) cancelled = NULL;
     g_autoptr (JsonObject) block_job = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     dest = vmr_harness_path (h, "dest.raw");
     dest2 = vmr_harness_path (h, "dest2.raw");
@@ -230,8 +224,6 @@ test_existing_dest (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *dest = NULL;
     g_autofree gchar *pristine = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     dest = vmr_harness_create_file (h, "dest.raw", c->size, 0xaa);
     pristine = vmr_harness_create_file (h, "dest.pristine", c->size, 0xaa);
@@ -252,8 +244,6 @@ test_dest_is_a_disk (VmrHarness *h, gconstpointer user_data)
     g_auto (Vm) vm = { 0 };
     g_autofree gchar *disk_path = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     disk_path = g_strdup (other_disk ? vm.source1 : vm.source0);
     assert_migrate_refused (h, &vm, 1, "is a disk of the domain already", "vm", "disk0", disk_path,
@@ -277,8 +267,6 @@ test_reuse_symlink (VmrHarness *h, gconstpointer user_data)
     VmrHarnessDisk other_disk = { "disk0", NULL, "raw", NULL, .no_locking = TRUE };
     VmrHarness *other = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     other_source = vmr_harness_create_image (h, "other.raw", "raw", IMAGE_SIZE, 12);
     other_expected = vmr_harness_expected_path (other_source);
@@ -319,8 +307,6 @@ test_dest_dir_missing (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *dir = NULL;
     g_autofree gchar *dest = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     dir = vmr_harness_path (h, "nosuch");
     dest = g_build_filename (dir, "dest.raw", NULL);
@@ -336,8 +322,6 @@ test_dest_dir_unwritable (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *dir = NULL;
     g_autofree gchar *dest = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     dir = vmr_harness_unwritable_dir (h);
     if (dir == NULL)
         return;
@@ -361,8 +345,6 @@ test_qemu_refuses (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonNode) jobs = NULL;
     JsonArray *array;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     dest = vmr_harness_create_file (h, "dest.qcow2", IMAGE_SIZE, 0);
     pristine = vmr_harness_create_file (h, "dest.pristine", IMAGE_SIZE, 0);
@@ -405,8 +387,6 @@ test_attach_plain_file (VmrHarness *h, gconstpointer user_data)
     g_auto (Vm) vm = { 0 };
     g_autofree gchar *path = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     path = vmr_harness_create_file (h, "not-a-monitor", 4096, 'x');
     assert_attach_refused (h, &vm, path, REASON_PLAIN_FILE);
@@ -418,8 +398,6 @@ test_attach_silent (VmrHarness *h, gconstpointer user_data)
     g_auto (Vm) vm = { 0 };
     g_autofree gchar *path = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     path = vmr_harness_silent_listener (h);
     assert_attach_refused (h, &vm, path, REASON_SILENT);
@@ -431,8 +409,6 @@ test_attach_missing (VmrHarness *h, gconstpointer user_data)
     g_auto (Vm) vm = { 0 };
     g_autofree gchar *path = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     path = vmr_harness_path (h, "nosuch.sock");
     assert_attach_refused (h, &vm, path, REASON_MISSING);
@@ -444,8 +420,6 @@ test_attach_not_qemu (VmrHarness *h, gconstpointer user_data)
 {
     g_auto (Vm) vm = { 0 };
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     assert_attach_refused (h, &vm, h->socket, REASON_NOT_QEMU);
 }
@@ -503,8 +477,6 @@ test_attach_endless_line (VmrHarness *h, gconstpointer user_data)
     EndlessPeer peer = { 0 };
     guint64 before_kib, after_kib;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     path = vmr_harness_path (h, "endless.sock");
     address = g_unix_socket_address_new (path);
@@ -537,8 +509,6 @@ test_unknown_command (VmrHarness *h, gconstpointer user_data)
 {
     g_autoptr (VmrCliResult) result = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     result = vmr_harness_cli (h, "frobnicate", "vm", NULL);
     vmr_cli_result_assert_error (result, 2);
     g_assert_cmpuint (vmr_harness_count_jobs (h), ==, 0);
@@ -551,8 +521,6 @@ test_unknown_option (VmrHarness *h, gconstpointer user_data)
     g_auto (Vm) vm = { 0 };
     g_autofree gchar *dest = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     dest = vmr_harness_path (h, "dest.raw");
     assert_migrate_refused (h, &vm, 2, "--frobnicate", "vm", "disk0", dest, "--frobnicate", NULL);
@@ -564,8 +532,6 @@ test_bad_rate (VmrHarness *h, gconstpointer user_data)
     g_auto (Vm) vm = { 0 };
     g_autofree gchar *dest = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vm_start (h, &vm);
     dest = vmr_harness_path (h, "dest.raw");
     assert_migrate_refused (h, &vm, 2, "fast", "vm", "disk0", dest, "--speed", "fast", NULL);
@@ -578,8 +544,6 @@ test_no_cluster (VmrHarness *h, gconstpointer user_data)
 {
     const gchar *const commands[] = { "status", "jobs" };
 
-    if (vmr_harness_skipped (h))
-        return;
     for (guint i = 0; i < G_N_ELEMENTS (commands); i++) {
         g_autoptr (VmrCliResult) result = vmr_harness_cli (h, "cluster", commands[i], NULL);
         g_autoptr (VmrCliResult) extra = vmr_harness_cli (h, "cluster", commands[i], "x", NULL);

@@ -28,8 +28,6 @@ test_cancel (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (JsonObject) cancelled = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
     job = vmr_harness_get_job (h, id);
@@ -63,8 +61,6 @@ test_manual_pivot (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) completed = NULL;
     g_autoptr (JsonArray) samples = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, "--manual-pivot", NULL);
     vmr_harness_writer_write (vm.writer, WRITES);
@@ -108,8 +104,6 @@ test_pause_resume (VmrHarness *h, gconstpointer user_data)
     JsonObject *progress;
     gint64 offset;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
     vmr_harness_writer_write (vm.writer, WRITES);
@@ -175,8 +169,6 @@ test_set_speed (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) unlimited = NULL;
     g_autoptr (JsonObject) completed = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
     job = vmr_harness_get_job (h, id);
@@ -268,8 +260,6 @@ test_copy_mode (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrCliResult) backwards = NULL;
     g_autoptr (VmrCliResult) again = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, "--manual-pivot");
     job = vmr_harness_get_job (h, id);
@@ -322,8 +312,6 @@ test_detach_busy (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) cancelled = NULL;
     g_autoptr (JsonNode) domains = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
     refused = vmr_harness_cli (h, "detach", "vm", NULL);
@@ -354,8 +342,6 @@ test_qemu_killed (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonNode) domains = NULL;
     JsonObject *domain;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
     vmr_harness_writer_write (vm.writer, WRITES);
@@ -389,8 +375,6 @@ test_wait_cancelled (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) copying = NULL;
     VmrCliRun *run;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", vm.dest, "--speed",
                                  VMR_HARNESS_SLOW_SPEED, "--wait", NULL);
@@ -418,8 +402,6 @@ test_sigterm_while_copying (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *record_name = NULL;
     g_autofree gchar *record = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0xc0de);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
     vmr_harness_stop_daemon (h);

@@ -206,7 +206,7 @@ test_hook_hostile (VmrHarness *h, gconstpointer user_data)
     gint64 deadline;
     guint n_sent = 0;
 
-    if (vmr_harness_skipped (h) || !vmr_harness_require (h, "strace", NULL))
+    if (!vmr_harness_require (h, "strace", NULL))
         return;
     g_assert_nonnull (hook);
     policy = vmr_harness_write_policy (h, "[defaults]\n");

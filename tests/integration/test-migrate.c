@@ -235,8 +235,6 @@ test_migrate (VmrHarness *h, gconstpointer user_data)
     gboolean writes = TRUE;
     VmrCliRun *waiting = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     source_name = g_strdup_printf ("source.%s", c->source_format);
     dest_name = g_strdup_printf ("dest.%s", c->dest_format);
     source = vmr_harness_create_image (h, source_name, c->source_format, IMAGE_SIZE, 0x5eed);
@@ -382,8 +380,6 @@ test_vq_mapping (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrHarnessWriter) writer = NULL;
     VmrHarnessDisk vm_disk = { "disk0", NULL, "raw", NULL, threads, .scsi = TRUE };
 
-    if (vmr_harness_skipped (h))
-        return;
     source = vmr_harness_create_image (h, "source.raw", "raw", IMAGE_SIZE, 0x7a);
     expected = vmr_harness_expected_path (source);
     dest = vmr_harness_path (h, "dest.raw");
@@ -429,8 +425,6 @@ test_second_disk (VmrHarness *h, gconstpointer user_data)
         { "disk1", NULL, "qcow2", "io0", .scsi = TRUE },
     };
 
-    if (vmr_harness_skipped (h))
-        return;
     source0 = vmr_harness_create_image (h, "source0.raw", "raw", IMAGE_SIZE, 100);
     source1 = vmr_harness_create_image (h, "source1.qcow2", "qcow2", IMAGE_SIZE, 101);
     expected0 = vmr_harness_expected_path (source0);
@@ -482,8 +476,6 @@ test_moved_twice (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (JsonObject) disk = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 102);
     vmr_harness_writer_write (vm.writer, WRITES);
     first_id = vmr_harness_migrate (h, "vm", "disk0", vm.dest, NULL);

@@ -30,8 +30,6 @@ test_socket_mode (VmrHarness *h, gconstpointer user_data)
 {
     GStatBuf st;
 
-    if (vmr_harness_skipped (h))
-        return;
     g_assert_cmpint (g_stat (h->socket, &st), ==, 0);
     g_assert_true (S_ISSOCK (st.st_mode));
     g_assert_cmpint (st.st_mode & 07777, ==, 0600);
@@ -51,8 +49,6 @@ test_second_daemon (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) job = NULL;
     GStatBuf before, after;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x2d);
     id = vmr_harness_start_slow_migration (h, &vm, NULL);
     g_assert_cmpint (g_stat (h->socket, &before), ==, 0);
@@ -114,8 +110,6 @@ test_cache_mode (VmrHarness *h, gconstpointer user_data)
     const gchar *nodes[2];
     const gchar *const source_nodes[2] = { "test-fmt0", "test-file0" };
 
-    if (vmr_harness_skipped (h))
-        return;
     source = vmr_harness_create_image (h, "source.raw", "raw", IMAGE_SIZE, 0xcac);
     if (!vmr_guest_disk_takes_o_direct (source)) {
         vmr_harness_skip (h, "the test directory does not take O_DIRECT (cache.direct=on)");
@@ -204,8 +198,6 @@ test_reuse_larger (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (JsonObject) completed = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x1a);
     g_free (vmr_harness_create_file (h, "dest.raw", 2 * IMAGE_SIZE, 0x5a));
     tail = vmr_harness_create_file (h, "tail.raw", 2 * IMAGE_SIZE, 0x5a);
@@ -262,8 +254,6 @@ test_policy_check (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonNode) reply = NULL;
     JsonObject *obj;
 
-    if (vmr_harness_skipped (h))
-        return;
     good = vmr_harness_write_policy (h, "[defaults]\nspeed = 100M\n[domain web*]\nhold = 10s\n");
     passed = vmr_harness_cli (h, "policy", "check", good, NULL);
     vmr_cli_result_assert_ok (passed);
@@ -315,8 +305,6 @@ test_policy_check_tls_http (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrCliResult) checked = NULL;
     g_autoptr (VmrCliResult) reloaded = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     policy = vmr_harness_write_policy (h, "[defaults]\nspeed = 100M\n");
     vmr_harness_start_daemon (h, "--policy", policy, NULL);
     g_assert_true (g_file_set_contents (policy, text, -1, NULL));
@@ -354,8 +342,6 @@ test_wait_sigint (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) completed = NULL;
     VmrCliRun *run;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x5167);
     run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", vm.dest, "--speed",
                                  VMR_HARNESS_SLOW_SPEED, "--wait", NULL);
@@ -422,8 +408,6 @@ test_retention (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrCliResult) reload = NULL;
     gint64 deadline;
 
-    if (vmr_harness_skipped (h))
-        return;
     policy = vmr_harness_write_policy (h, "[defaults]\nkeep-finished-count = 1\n");
     vmr_harness_start_daemon (h, "--policy", policy, NULL);
     vmr_harness_start_vm (h, &vm, IMAGE_SIZE, 0x4e);

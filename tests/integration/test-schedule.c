@@ -240,8 +240,6 @@ test_schedule (VmrHarness *h, gconstpointer user_data)
     VmrHarnessDisk disks[N_DISKS];
     GStrv mappings[N_DISKS] = { NULL };
 
-    if (vmr_harness_skipped (h))
-        return;
     for (guint d = 0; d < N_DISKS; d++) {
         g_autofree gchar *name = g_strdup_printf ("source%u.raw", d);
         g_autofree gchar *dest_name = g_strdup_printf ("dest%u.raw", d);

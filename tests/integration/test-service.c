@@ -163,8 +163,6 @@ test_notify (VmrHarness *h, gconstpointer data)
     g_autoptr (JsonObject) job = NULL;
     g_autoptr (JsonNode) jobs = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     if (g_strcmp0 (g_getenv ("VMR_SD_NOTIFY"), "1") != 0) {
         vmr_harness_skip (h, "virt-mirrord was built without libsystemd (no sd_notify)");
         return;
@@ -352,8 +350,6 @@ test_journal (VmrHarness *h, gconstpointer data)
     const gchar *real_daemon = g_getenv ("VMR_DAEMON");
     gint64 deadline;
 
-    if (vmr_harness_skipped (h))
-        return;
     if (journal_unavailable != NULL) {
         vmr_harness_skip (h, journal_unavailable);
         return;

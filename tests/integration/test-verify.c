@@ -78,8 +78,6 @@ test_clean (VmrHarness *h, gconstpointer user_data)
     JsonObject *v;
     VmrCliRun *run;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, 64 * MIB, 41);
     dest = dest_path (h, format);
     run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", dest, "--format", format, "--verify",
@@ -137,8 +135,6 @@ test_mismatch (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *range = g_strdup_printf ("%d+%d", FLIP_OFFSET, FLIP_LENGTH);
     VmrCliRun *run;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, 64 * MIB, 42);
     dest = dest_path (h, format);
     run = vmr_harness_cli_spawn (h, "migrate", "vm", "disk0", dest, "--format", format, "--verify",
@@ -193,8 +189,6 @@ test_after_restart (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) job = NULL;
     VmrCliRun *run;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, 64 * MIB, 44);
     dest = dest_path (h, "raw");
     result = vmr_harness_cli (h, "migrate", "vm", "disk0", dest, "--verify", "--wait", NULL);
@@ -237,8 +231,6 @@ test_refusals (VmrHarness *h, gconstpointer user_data)
     g_autoptr (JsonObject) job = NULL;
     g_autofree gchar *id = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     vmr_harness_start_vm (h, &vm, 16 * MIB, 43);
     unknown = vmr_harness_cli (h, "verify", "vmr-77", NULL);
     vmr_cli_result_assert_error (unknown, 1);
@@ -356,7 +348,7 @@ test_guest_writes (VmrHarness *h, gconstpointer user_data)
     g_autoptr (VmrCliResult) again = NULL;
     gint64 written_total = 0;
 
-    if (vmr_harness_skipped (h) || !vmr_harness_require_guest (h))
+    if (!vmr_harness_require_guest (h))
         return;
     idle_guest_start (h, &c, &verify, 128 * MIB, policy);
     vmr_harness_guest_wait_iops (h, 2, 1, 60);
