@@ -618,8 +618,6 @@ test_qemu_killed_during_pivot (VmrHarness *h, gconstpointer user_data)
     VmrCliRun *run;
     g_autoptr (VmrCliResult) pivot = NULL;
 
-    if (vmr_harness_skipped (h))
-        return;
     group_start_vm (h, &g, SMALL_SIZE, SMALL_SIZE, TRUE, NULL);
     if (copied == 1)
         g.jobs[0] = vmr_harness_migrate (h, "vm", "disk0", g.dests[0], "--manual-pivot", NULL);
