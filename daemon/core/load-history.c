@@ -9,7 +9,8 @@ struct _VmrLoadHistory {
     gboolean have_base;
     VmrIoCounters base;
     gint64 base_time_us;
-    GArray *samples; /* of VmrLoadSample, oldest first */
+    GArray *samples;       /* of VmrLoadSample, oldest first */
+    gint64 latest_wall_us; /* the wall clock when the newest sample was added */
 };
 
 VmrLoadHistory *
@@ -53,6 +54,7 @@ vmr_load_history_add (VmrLoadHistory *self, const VmrIoCounters *counters, gint6
         };
 
         g_array_append_val (self->samples, sample);
+        self->latest_wall_us = g_get_real_time ();
     }
     self->base = *counters;
     self->base_time_us = now_us;
@@ -71,6 +73,12 @@ vmr_load_history_get_samples (VmrLoadHistory *self, guint *out_n)
 {
     *out_n = self->samples->len;
     return (const VmrLoadSample *) self->samples->data;
+}
+
+gint64
+vmr_load_history_latest_wall_time (VmrLoadHistory *self)
+{
+    return self->samples->len > 0 ? self->latest_wall_us : 0;
 }
 
 const VmrLoadSample *

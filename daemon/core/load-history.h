@@ -40,4 +40,10 @@ const VmrLoadSample *vmr_load_history_get_samples (VmrLoadHistory *self, guint *
 /* the newest sample, or NULL */
 const VmrLoadSample *vmr_load_history_latest (VmrLoadHistory *self);
 
+/*
+ * The wall clock (g_get_real_time()) when the newest sample was added, its
+ * interval's end as metrics give it, the same at every read; 0 without one
+ */
+gint64 vmr_load_history_latest_wall_time (VmrLoadHistory *self);
+
 G_END_DECLS

@@ -122,12 +122,11 @@ static void
 add_domain (VmrEngineStats *stats, DomainEntry *entry)
 {
     g_autoptr (GList) disks = entry->load != NULL ? g_hash_table_get_keys (entry->load) : NULL;
-    gint64 now_mono = g_get_monotonic_time ();
 
     disks = g_list_sort (disks, (GCompareFunc) g_strcmp0);
     for (GList *l = disks; l != NULL; l = l->next) {
-        const VmrLoadSample *sample
-            = vmr_load_history_latest (g_hash_table_lookup (entry->load, l->data));
+        VmrLoadHistory *history = g_hash_table_lookup (entry->load, l->data);
+        const VmrLoadSample *sample = vmr_load_history_latest (history);
         VmrDiskStats *disk;
 
         if (sample == NULL)
@@ -137,8 +136,8 @@ add_domain (VmrEngineStats *stats, DomainEntry *entry)
         disk->disk = g_strdup (l->data);
         disk->iops = sample->iops;
         disk->latency_s = sample->latency_us / G_USEC_PER_SEC;
-        /* the sample's monotonic time on the snapshot's wall clock */
-        disk->sample_time_us = stats->time_us - (now_mono - sample->time_us);
+        /* read once when the sample came, so that two scrapes between samples agree */
+        disk->sample_time_us = vmr_load_history_latest_wall_time (history);
         disk->sample_interval_s = (gdouble) sample->interval_us / G_USEC_PER_SEC;
         g_ptr_array_add (stats->disks, disk);
     }
