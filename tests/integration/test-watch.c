@@ -314,6 +314,105 @@ follow_copy (VmrHarness *h, Tmux *tmux, VmrHarnessVm *vm, ProgressEvents *events
     }
 }
 
+/* the end: completed on both screens, exit 0 for --wait */
+static void
+assert_completed_screens (Tmux *tmux)
+{
+    g_autofree gchar *final_watch = NULL;
+    g_autofree gchar *final_migrate = NULL;
+
+    final_migrate = wait_screen (tmux, "vmr:migrate", "MIGRATE-EXIT=0", 10);
+    g_assert_nonnull (strstr (final_migrate, "Job vmr-1 completed: disk0 of vm is now on"));
+    final_watch = wait_screen (tmux, "vmr:watch", "1 completed", 10);
+    {
+        g_autofree gchar *line = find_line (final_watch, "vmr-1 ");
+        gdouble percent = 0, filled = 0, cell = 0;
+
+        g_test_message ("final watch:\n%s", final_watch);
+        g_assert_nonnull (line);
+        g_assert_nonnull (strstr (line, " completed "));
+        g_assert_true (read_bar (line, &percent, &filled, &cell));
+        g_assert_cmpfloat (percent, ==, 100.0);
+        g_assert_cmpfloat (filled, ==, 1.0);
+    }
+}
+
+/* a narrower terminal (SIGWINCH): drawn again to its width, without the bar */
+static void
+assert_redrawn_narrower (Tmux *tmux)
+{
+    g_free (tmux_run (tmux, "resize-window", "-t", "vmr:watch", "-x", "70", NULL));
+    {
+        gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+
+        while (TRUE) {
+            g_autofree gchar *screen = capture (tmux, "vmr:watch");
+            g_autofree gchar *line = find_line (screen, "vmr-1 ");
+            g_auto (GStrv) lines = g_strsplit (screen, "\n", -1);
+            gboolean fits = TRUE;
+
+            for (guint i = 0; lines[i] != NULL; i++)
+                fits &= g_utf8_strlen (lines[i], -1) <= 69;
+            if (line != NULL && strchr (line, '[') == NULL && strstr (line, "100%") != NULL
+                && fits) {
+                g_test_message ("resized:\n%s", screen);
+                break;
+            }
+            if (g_get_monotonic_time () > deadline)
+                vmr_fail ("the view was not drawn again for 70 columns:\n%s", screen);
+            g_usleep (100 * 1000);
+        }
+    }
+}
+
+/* Ctrl-C: the view ends, exit 0 without named jobs, and the cursor is back */
+static void
+assert_interrupted (Tmux *tmux)
+{
+    g_autofree gchar *done_watch = NULL;
+    g_autofree gchar *cursor = NULL;
+
+    g_free (tmux_run (tmux, "send-keys", "-t", "vmr:watch", "C-c", NULL));
+    done_watch = wait_screen (tmux, "vmr:watch", "WATCH-EXIT=0", 10);
+    g_assert_nonnull (strstr (done_watch, "vmr-1 "));
+    cursor = tmux_run (tmux, "display-message", "-p", "-t", "vmr:watch", "#{cursor_flag}", NULL);
+    g_assert_cmpstr (g_strstrip (cursor), ==, "1");
+    g_free (tmux_run (tmux, "kill-server", NULL));
+}
+
+/* piped: plain lines, no escapes, exit 0 once the named job completed */
+static void
+assert_piped (VmrCliRun *piped_run)
+{
+    g_autoptr (VmrCliResult) piped = NULL;
+
+    piped = vmr_harness_cli_wait (piped_run);
+    g_test_message ("piped watch:\n%s", piped->out);
+    vmr_cli_result_assert_ok (piped);
+    g_assert_null (strchr (piped->out, '\033'));
+    g_assert_nonnull (strstr (piped->out, "vmr-1: copying\n"));
+    g_assert_nonnull (strstr (piped->out, "vmr-1: copying "));
+    g_assert_nonnull (strstr (piped->out, "% ("));
+    g_assert_nonnull (strstr (piped->out, "vmr-1: completed\n"));
+}
+
+/* JOB_PROGRESS: the job's figures, growing, at most once a second */
+static void
+assert_progress_events (const ProgressEvents *events)
+{
+    g_test_message ("%u JOB_PROGRESS events", events->times_us->len);
+    g_assert_false (events->bad_shape);
+    g_assert_cmpuint (events->times_us->len, >=, 3);
+    for (guint i = 1; i < events->times_us->len; i++) {
+        gint64 gap = g_array_index (events->times_us, gint64, i)
+                     - g_array_index (events->times_us, gint64, i - 1);
+
+        g_assert_cmpint (gap, >=, 950 * 1000);
+        g_assert_cmpint (g_array_index (events->done, gint64, i), >=,
+                         g_array_index (events->done, gint64, i - 1));
+    }
+}
+
 static void
 test_live_view (VmrHarness *h, gconstpointer user_data)
 {
@@ -324,12 +423,8 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
     g_autofree gchar *watch_cmd = NULL;
     g_autofree gchar *migrate_cmd = NULL;
     g_autoptr (VmrCliResult) unknown = NULL;
-    g_autoptr (VmrCliResult) piped = NULL;
     VmrCliRun *piped_run;
     g_autoptr (JsonObject) final = NULL;
-    g_autofree gchar *final_watch = NULL;
-    g_autofree gchar *final_migrate = NULL;
-    g_autofree gchar *done_watch = NULL;
     g_autofree gchar *cursor = NULL;
     LiveSeen seen = { -1, -1, 0, 0, 0, 0 };
     gulong event_id;
@@ -378,75 +473,11 @@ test_live_view (VmrHarness *h, gconstpointer user_data)
     final = vmr_harness_wait_job (h, "vmr-1", "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     g_signal_handler_disconnect (h->control, event_id);
 
-    /* the end: completed on both screens, exit 0 for --wait */
-    final_migrate = wait_screen (&tmux, "vmr:migrate", "MIGRATE-EXIT=0", 10);
-    g_assert_nonnull (strstr (final_migrate, "Job vmr-1 completed: disk0 of vm is now on"));
-    final_watch = wait_screen (&tmux, "vmr:watch", "1 completed", 10);
-    {
-        g_autofree gchar *line = find_line (final_watch, "vmr-1 ");
-        gdouble percent = 0, filled = 0, cell = 0;
-
-        g_test_message ("final watch:\n%s", final_watch);
-        g_assert_nonnull (line);
-        g_assert_nonnull (strstr (line, " completed "));
-        g_assert_true (read_bar (line, &percent, &filled, &cell));
-        g_assert_cmpfloat (percent, ==, 100.0);
-        g_assert_cmpfloat (filled, ==, 1.0);
-    }
-    /* a narrower terminal (SIGWINCH): drawn again to its width, without the bar */
-    g_free (tmux_run (&tmux, "resize-window", "-t", "vmr:watch", "-x", "70", NULL));
-    {
-        gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-
-        while (TRUE) {
-            g_autofree gchar *screen = capture (&tmux, "vmr:watch");
-            g_autofree gchar *line = find_line (screen, "vmr-1 ");
-            g_auto (GStrv) lines = g_strsplit (screen, "\n", -1);
-            gboolean fits = TRUE;
-
-            for (guint i = 0; lines[i] != NULL; i++)
-                fits &= g_utf8_strlen (lines[i], -1) <= 69;
-            if (line != NULL && strchr (line, '[') == NULL && strstr (line, "100%") != NULL
-                && fits) {
-                g_test_message ("resized:\n%s", screen);
-                break;
-            }
-            if (g_get_monotonic_time () > deadline)
-                vmr_fail ("the view was not drawn again for 70 columns:\n%s", screen);
-            g_usleep (100 * 1000);
-        }
-    }
-    /* Ctrl-C: the view ends, exit 0 without named jobs, and the cursor is back */
-    g_free (tmux_run (&tmux, "send-keys", "-t", "vmr:watch", "C-c", NULL));
-    done_watch = wait_screen (&tmux, "vmr:watch", "WATCH-EXIT=0", 10);
-    g_assert_nonnull (strstr (done_watch, "vmr-1 "));
-    g_free (cursor);
-    cursor = tmux_run (&tmux, "display-message", "-p", "-t", "vmr:watch", "#{cursor_flag}", NULL);
-    g_assert_cmpstr (g_strstrip (cursor), ==, "1");
-    g_free (tmux_run (&tmux, "kill-server", NULL));
-
-    /* piped: plain lines, no escapes, exit 0 once the named job completed */
-    piped = vmr_harness_cli_wait (piped_run);
-    g_test_message ("piped watch:\n%s", piped->out);
-    vmr_cli_result_assert_ok (piped);
-    g_assert_null (strchr (piped->out, '\033'));
-    g_assert_nonnull (strstr (piped->out, "vmr-1: copying\n"));
-    g_assert_nonnull (strstr (piped->out, "vmr-1: copying "));
-    g_assert_nonnull (strstr (piped->out, "% ("));
-    g_assert_nonnull (strstr (piped->out, "vmr-1: completed\n"));
-
-    /* JOB_PROGRESS: the job's figures, growing, at most once a second */
-    g_test_message ("%u JOB_PROGRESS events", events.times_us->len);
-    g_assert_false (events.bad_shape);
-    g_assert_cmpuint (events.times_us->len, >=, 3);
-    for (guint i = 1; i < events.times_us->len; i++) {
-        gint64 gap = g_array_index (events.times_us, gint64, i)
-                     - g_array_index (events.times_us, gint64, i - 1);
-
-        g_assert_cmpint (gap, >=, 950 * 1000);
-        g_assert_cmpint (g_array_index (events.done, gint64, i), >=,
-                         g_array_index (events.done, gint64, i - 1));
-    }
+    assert_completed_screens (&tmux);
+    assert_redrawn_narrower (&tmux);
+    assert_interrupted (&tmux);
+    assert_piped (piped_run);
+    assert_progress_events (&events);
     g_array_unref (events.times_us);
     g_array_unref (events.done);
 
