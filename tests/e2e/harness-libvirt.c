@@ -255,6 +255,43 @@ vmr_e2e_point_hook (const gchar *socket)
     g_assert_no_error (error);
 }
 
+/* the first line after the shebang of every wrapper this harness writes */
+#define WRAPPER_MARK "# virt-mirror's e2e tests: the hook under test, for as long as they run"
+
+/*
+ * Removes the wrappers of e2e runs that died before they could remove
+ * their own (a killed test): each names a hook in a build tree that may be
+ * gone, and libvirtd refuses to start a domain when a hook fails. Only a
+ * file of this harness's name and first lines, whose process is gone, is
+ * removed: nothing another program put there.
+ */
+static void
+remove_stale_wrappers (void)
+{
+    g_autoptr (GDir) dir = g_dir_open (HOOKS_DIR, 0, NULL);
+    const gchar *name;
+
+    while (dir != NULL && (name = g_dir_read_name (dir)) != NULL) {
+        g_autofree gchar *path = g_build_filename (HOOKS_DIR, name, NULL);
+        g_autofree gchar *text = NULL;
+        gchar *end = NULL;
+        gint64 pid;
+
+        if (!g_str_has_prefix (name, "vmr-e2e-"))
+            continue;
+        pid = g_ascii_strtoll (name + strlen ("vmr-e2e-"), &end, 10);
+        if (end == NULL || *end != '\0' || pid <= 0 || pid > G_MAXINT)
+            continue;
+        if (kill ((pid_t) pid, 0) == 0 || errno != ESRCH)
+            continue;
+        if (!g_file_get_contents (path, &text, NULL, NULL)
+            || strstr (text, "\n" WRAPPER_MARK "\n") == NULL)
+            continue;
+        if (g_unlink (path) == 0)
+            g_test_message ("removed %s, left by an e2e run whose process is gone", path);
+    }
+}
+
 static gboolean
 install_wrapper (GError **error)
 {
@@ -275,9 +312,7 @@ install_wrapper (GError **error)
     }
     q_hook = g_shell_quote (hook);
     /* the hook's own exit status goes back to libvirtd, as it would installed */
-    script = g_strdup_printf ("#!/bin/sh\n"
-                              "# virt-mirror's e2e tests: the hook under test, for as long as "
-                              "they run\n"
+    script = g_strdup_printf ("#!/bin/sh\n" WRAPPER_MARK "\n"
                               "start=$(date +%%s%%N)\n"
                               "VIRT_MIRROR_HOOK_CONFIG=%s %s \"$@\"\n"
                               "status=$?\n"
@@ -292,6 +327,7 @@ install_wrapper (GError **error)
                      HOOKS_DIR, g_strerror (errno));
         return FALSE;
     }
+    remove_stale_wrappers ();
     env.wrapper = g_strdup_printf ("%s/vmr-e2e-%d", HOOKS_DIR, (int) getpid ());
     if (!g_file_set_contents_full (env.wrapper, script, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0755,
                                    error))
