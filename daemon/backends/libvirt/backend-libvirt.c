@@ -16,9 +16,6 @@
 #include "libvirt-verify.h"
 #include "vmr-error.h"
 
-/* how often the figures of a running comparison reach the job */
-#define VERIFY_PROGRESS_INTERVAL_MS 250
-
 struct _VmrBackendLibvirt {
     VmrBackend parent_instance;
 
@@ -28,8 +25,7 @@ struct _VmrBackendLibvirt {
     GHashTable *tracks; /* job id -> CopyTrack *, owned */
     gulong block_job_handler;
     gulong connected_handler;
-    GQueue *verify_queue;    /* of GTask *, verifications waiting: QEMU has one NBD server */
-    gboolean verify_running; /* one runs */
+    VmrVerifier *verifier; /* the verifications, one at a time: QEMU has one NBD server */
 };
 
 G_DEFINE_TYPE (VmrBackendLibvirt, vmr_backend_libvirt, VMR_TYPE_BACKEND)
@@ -538,87 +534,6 @@ vmr_backend_libvirt_adopt_copy_finish (VmrBackend *backend, GAsyncResult *res, G
 
 /* ---- verifying a copy after its pivot, one at a time ---- */
 
-typedef struct {
-    Call *call;
-    VmrLibvirtVerify *verify;
-    VmrVerification *verification; /* the caller's */
-    guint progress_source;
-} VerifyRun;
-
-static void
-verify_run_free (VerifyRun *run)
-{
-    g_clear_handle_id (&run->progress_source, g_source_remove);
-    call_free (run->call);
-    vmr_libvirt_verify_free (run->verify);
-    g_free (run);
-}
-
-static gboolean
-verify_progress_cb (gpointer user_data)
-{
-    VerifyRun *run = user_data;
-
-    vmr_verification_take_figures (run->verification, vmr_libvirt_verify_get_compare (run->verify));
-    return G_SOURCE_CONTINUE;
-}
-
-static void
-verify_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    VerifyRun *run = task_data;
-    g_autoptr (GError) error = NULL;
-    g_autoptr (virDomain) dom
-        = vmr_libvirt_connection_lookup (run->call->connection, run->call->uuid, &error);
-
-    if (dom == NULL || !vmr_libvirt_verify_run (run->verify, dom, cancellable, &error))
-        g_task_return_error (task, g_steal_pointer (&error));
-    else
-        g_task_return_boolean (task, TRUE);
-}
-
-static void verify_next (VmrBackendLibvirt *self);
-
-static void
-verified_cb (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-    g_autoptr (GTask) task = user_data;
-    VmrBackendLibvirt *self = VMR_BACKEND_LIBVIRT (source);
-    VerifyRun *run = g_task_get_task_data (task);
-    VmrNbdCompare *compare = vmr_libvirt_verify_get_compare (run->verify);
-    g_autoptr (GError) error = NULL;
-
-    g_clear_handle_id (&run->progress_source, g_source_remove);
-    if (!g_task_propagate_boolean (G_TASK (res), &error)) {
-        vmr_verification_take_figures (run->verification, compare);
-        g_task_return_error (task, g_steal_pointer (&error));
-    } else {
-        vmr_verification_take_result (run->verification, compare);
-        g_task_return_boolean (task, TRUE);
-    }
-    self->verify_running = FALSE;
-    verify_next (self);
-}
-
-static void
-verify_next (VmrBackendLibvirt *self)
-{
-    GTask *task;
-    GTask *thread_task;
-    VerifyRun *run;
-
-    if (self->verify_running || (task = g_queue_pop_head (self->verify_queue)) == NULL)
-        return;
-    self->verify_running = TRUE;
-    run = g_task_get_task_data (task);
-    run->progress_source = g_timeout_add (VERIFY_PROGRESS_INTERVAL_MS, verify_progress_cb, run);
-    /* the run lives in @task until the thread has ended */
-    thread_task = g_task_new (self, g_task_get_cancellable (task), verified_cb, task);
-    g_task_set_task_data (thread_task, run, NULL);
-    g_task_run_in_thread (thread_task, verify_thread);
-    g_object_unref (thread_task);
-}
-
 static void
 vmr_backend_libvirt_verify_copy_async (VmrBackend *backend, VmrJob *job,
                                        VmrVerification *verification, const gchar *work_dir,
@@ -626,15 +541,9 @@ vmr_backend_libvirt_verify_copy_async (VmrBackend *backend, VmrJob *job,
                                        gpointer user_data)
 {
     VmrBackendLibvirt *self = VMR_BACKEND_LIBVIRT (backend);
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-    VerifyRun *run = g_new0 (VerifyRun, 1);
 
-    run->call = call_new (self, NULL);
-    run->verify = vmr_libvirt_verify_new (job, work_dir);
-    run->verification = verification;
-    g_task_set_task_data (task, run, (GDestroyNotify) verify_run_free);
-    g_queue_push_tail (self->verify_queue, task);
-    verify_next (self);
+    vmr_libvirt_verify_async (self->verifier, self, self->connection, self->uuid, job, verification,
+                              work_dir, cancellable, callback, user_data);
 }
 
 /* ---- object ---- */
@@ -702,7 +611,7 @@ vmr_backend_libvirt_finalize (GObject *object)
     g_object_unref (self->connection);
     g_hash_table_unref (self->tracks);
     /* a verification holds the object: none is waiting or running now */
-    g_queue_free (self->verify_queue);
+    vmr_verifier_free (self->verifier);
     g_free (self->name);
     g_free (self->uuid);
     G_OBJECT_CLASS (vmr_backend_libvirt_parent_class)->finalize (object);
@@ -713,7 +622,7 @@ vmr_backend_libvirt_init (VmrBackendLibvirt *self)
 {
     self->tracks
         = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) copy_track_free);
-    self->verify_queue = g_queue_new ();
+    self->verifier = vmr_verifier_new ();
 }
 
 static void

@@ -5,7 +5,7 @@
  *   backend-qmp.c          the object, the connection, QEMU's events, starting a copy
  *   backend-qmp-disks.c    disks, I/O threads, guest load
  *   backend-qmp-commands.c commands on a running copy, progress
- *   backend-qmp-verify.c   the bitmap of a pivot, verifying a copy after it
+ *   backend-qmp-verify.c   the bitmap of a pivot, the verification's transport
  *   backend-qmp-adopt.c    picking up a copy of an earlier run
  *   backend-qmp-track.c    a tracked job and its end in QEMU, the shared helpers
  *   backend-qmp-fdset.c    a destination passed to QEMU by descriptor, fd sets no node uses
@@ -19,6 +19,7 @@
 
 #include "destination-handle.h"
 #include "qmp-client.h"
+#include "verifier.h"
 
 G_BEGIN_DECLS
 /* what we track of a mirror job of ours inside QEMU */
@@ -47,8 +48,7 @@ struct _VmrBackendQmp {
     GHashTable *tracks;       /* job id -> MirrorTrack *, owned */
     JsonArray *iothreads;     /* the domain's I/O threads as last queried, NULL before */
     GHashTable *iothread_cpu; /* I/O thread id -> IothreadReading *, owned */
-    GQueue *verify_queue;     /* verifications waiting for QEMU's one NBD server */
-    gboolean verify_running;
+    VmrVerifier *verifier;    /* the verifications, one at a time: QEMU has one NBD server */
     /* fd set ids QEMU kept after remove-fd, while its guest was stopped */
     GHashTable *kept_fdsets;
 };
@@ -74,9 +74,6 @@ vmr_backend_qmp_of (VmrBackend *backend)
 }
 
 /* ---- backend-qmp-verify.c ---- */
-
-/* the name of the dirty bitmap that records the guest's writes after @job_id's pivot */
-gchar *vmr_backend_qmp_pivot_bitmap (const gchar *job_id);
 
 /* starts recording the writes to @job's destination node: called just before job-complete */
 void vmr_backend_qmp_mark_pivot (VmrBackendQmp *self, VmrJob *job);

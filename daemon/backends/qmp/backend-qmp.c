@@ -454,7 +454,7 @@ vmr_backend_qmp_finalize (GObject *object)
     g_hash_table_unref (self->kept_fdsets);
     g_clear_pointer (&self->iothreads, json_array_unref);
     /* a verification holds a reference: none is queued by now */
-    g_queue_free (self->verify_queue);
+    vmr_verifier_free (self->verifier);
     g_free (self->monitor_path);
     G_OBJECT_CLASS (vmr_backend_qmp_parent_class)->finalize (object);
 }
@@ -466,7 +466,7 @@ vmr_backend_qmp_init (VmrBackendQmp *self)
                                           (GDestroyNotify) vmr_backend_qmp_track_free);
     self->iothread_cpu = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->kept_fdsets = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
-    self->verify_queue = g_queue_new ();
+    self->verifier = vmr_verifier_new ();
 }
 
 static void
