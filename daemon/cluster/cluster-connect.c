@@ -291,6 +291,9 @@ range_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointe
         vmr_cluster_set_unavailable (self, error);
         return;
     }
+    /* the lease was given up while the sync was on its way: the next one reads again */
+    if (self->lease_id == NULL)
+        return;
     vmr_cluster_queue_clear (self->view);
     kvs = vmr_json_get_array (reply, "kvs");
     for (guint i = 0; kvs != NULL && i < json_array_get_length (kvs); i++) {
@@ -363,7 +366,7 @@ host_claimed (VmrCluster *self, const GError *error)
     LocalJob *local;
     const gchar *key;
 
-    if (error != NULL) {
+    if (error != NULL || self->lease_id == NULL) {
         /* another daemon's name, or etcd lost: the copies wait as when etcd is lost */
         self->syncing = FALSE;
         vmr_cluster_set_unavailable (self, error);
@@ -410,9 +413,122 @@ vmr_cluster_resync (VmrCluster *self)
     start_sync (self);
 }
 
+/* what a grant or a keep-alive was sent with */
+typedef struct {
+    gchar *lease_id; /* the keep-alive's lease; NULL for a grant */
+    gint64 sent;     /* monotonic µs */
+} LeaseCall;
+
+static LeaseCall *
+lease_call_new (const gchar *lease_id)
+{
+    LeaseCall *call = g_new0 (LeaseCall, 1);
+
+    call->lease_id = g_strdup (lease_id);
+    call->sent = g_get_monotonic_time ();
+    return call;
+}
+
+static void
+lease_call_free (LeaseCall *call)
+{
+    g_free (call->lease_id);
+    g_free (call);
+}
+
+static gboolean lease_deadline_cb (gpointer user_data);
+
+/*
+ * The copies stop this long after the last keep-alive etcd answered was
+ * sent: a third of the TTL before the lease can expire, and a third after
+ * the next keep-alive went, so that one answered late stops nothing.
+ */
+#define LEASE_DEADLINE(ttl_us) ((ttl_us) *2 / 3)
+
+/*
+ * etcd answered for the lease a call sent at @sent: it lives until at least
+ * TTL after @sent. The copies stop at LEASE_DEADLINE unless etcd answers again.
+ */
+static void
+lease_confirmed (VmrCluster *self, gint64 sent)
+{
+    gint64 deadline = sent + LEASE_DEADLINE (self->config->lease_ttl_us);
+    gint64 now = g_get_monotonic_time ();
+
+    if (sent < self->lease_confirmed)
+        return;
+    self->lease_confirmed = sent;
+    g_clear_handle_id (&self->lease_deadline_source, g_source_remove);
+    self->lease_deadline_source
+        = g_timeout_add ((guint) (MAX (deadline - now, 0) / 1000), lease_deadline_cb, self);
+}
+
+/*
+ * No keep-alive answered for two thirds of the lease's TTL: the lease may expire
+ * before etcd is back, and the other hosts then take the slots of the copies
+ * that run here. The slots are given up now, while the lease still holds
+ * them: the copies stop (the engine pauses them) and take a slot again
+ * through the queue under a new lease. What is on its way under the old
+ * lease is answered to nobody (the calls check the lease they were made
+ * with); the old lease is revoked once etcd answers.
+ */
+static gboolean
+lease_deadline_cb (gpointer user_data)
+{
+    VmrCluster *self = user_data;
+    GHashTableIter iter;
+    LocalJob *local;
+    guint given_up = 0;
+
+    self->lease_deadline_source = 0;
+    g_hash_table_iter_init (&iter, self->local);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &local)) {
+        local->registered = FALSE;
+        if (!local->started)
+            continue;
+        local->started = FALSE;
+        local->suspended = TRUE;
+        given_up++;
+    }
+    g_warning (
+        "cluster %s: no keep-alive of lease %s answered for %" G_GINT64_FORMAT
+        " ms (two thirds of its TTL): giving up its %u slots; their copies stop until they take a "
+        "slot again under a new lease",
+        self->config->name, self->lease_id,
+        (g_get_monotonic_time () - self->lease_confirmed) / 1000, given_up);
+    g_free (self->lost_lease);
+    self->lost_lease = g_steal_pointer (&self->lease_id);
+    g_clear_pointer (&self->watch, vmr_etcd_watch_free);
+    self->available = FALSE;
+    vmr_cluster_emit_changed (self);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+lost_revoked_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
+{
+    if (reply == NULL)
+        g_debug ("cluster: the lease given up was not revoked: %s", error->message);
+}
+
+/* the lease given up, if any: its keys not yet put again under the new one go at once */
+static void
+revoke_lost_lease (VmrCluster *self)
+{
+    JsonObject *request;
+
+    if (self->lost_lease == NULL)
+        return;
+    request = json_object_new ();
+    json_object_set_string_member (request, "ID", self->lost_lease);
+    vmr_cluster_call (self, "lease/revoke", request, lost_revoked_cb, NULL, NULL);
+    g_clear_pointer (&self->lost_lease, g_free);
+}
+
 static void
 grant_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
+    LeaseCall *call = user_data;
     GHashTableIter iter;
     LocalJob *local;
 
@@ -424,6 +540,8 @@ grant_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointe
     }
     g_free (self->lease_id);
     self->lease_id = g_strdup (vmr_json_get_string (reply, "ID"));
+    lease_confirmed (self, call->sent);
+    revoke_lost_lease (self);
     /* the keys of the old lease, if any are left, are taken over by the puts */
     g_hash_table_iter_init (&iter, self->local);
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &local))
@@ -438,19 +556,46 @@ grant_lease (VmrCluster *self)
 
     self->syncing = TRUE;
     json_object_set_int_member (grant, "TTL", self->config->lease_ttl_us / G_USEC_PER_SEC);
-    vmr_cluster_call (self, "lease/grant", grant, grant_done_cb, NULL, NULL);
+    vmr_cluster_call (self, "lease/grant", grant, grant_done_cb, lease_call_new (NULL),
+                      (GDestroyNotify) lease_call_free);
+}
+
+static gboolean keepalive_cb (gpointer user_data);
+
+static gboolean
+keepalive_retry_cb (gpointer user_data)
+{
+    VmrCluster *self = user_data;
+
+    self->keepalive_retry_source = 0;
+    keepalive_cb (self);
+    return G_SOURCE_REMOVE;
+}
+
+/* a keep-alive that failed is sent again soon, not a third of the TTL later */
+static void
+retry_keepalive (VmrCluster *self)
+{
+    if (self->keepalive_retry_source == 0 && self->lease_id != NULL)
+        self->keepalive_retry_source = g_timeout_add (
+            (guint) (self->config->lease_ttl_us / 1000 / 12), keepalive_retry_cb, self);
 }
 
 static void
 keepalive_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
+    LeaseCall *call = user_data;
     JsonObject *answer = reply != NULL ? vmr_json_get_object (reply, "result") : NULL;
 
     self->keepalive_in_flight = FALSE;
     if (reply == NULL) {
         vmr_cluster_set_unavailable (self, error);
+        retry_keepalive (self);
         return;
     }
+    /* a lease given up meanwhile: the next tick asks for a new one */
+    if (g_strcmp0 (call->lease_id, self->lease_id) != 0)
+        return;
     if (answer == NULL || vmr_etcd_json_int64 (answer, "TTL") <= 0) {
         /* the lease expired while etcd could not be reached: a new one, and register again */
         g_warning ("cluster %s: the lease expired: registering again", self->config->name);
@@ -460,6 +605,7 @@ keepalive_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpo
         grant_lease (self);
         return;
     }
+    lease_confirmed (self, call->sent);
     if (!self->available && !self->syncing)
         start_sync (self);
 }
@@ -480,7 +626,8 @@ keepalive_cb (gpointer user_data)
     self->keepalive_in_flight = TRUE;
     request = json_object_new ();
     json_object_set_string_member (request, "ID", self->lease_id);
-    vmr_cluster_call (self, "lease/keepalive", request, keepalive_done_cb, NULL, NULL);
+    vmr_cluster_call (self, "lease/keepalive", request, keepalive_done_cb,
+                      lease_call_new (self->lease_id), (GDestroyNotify) lease_call_free);
     return G_SOURCE_CONTINUE;
 }
 

@@ -22,6 +22,7 @@ typedef struct {
     gboolean started;    /* it holds a slot: its bulk copy runs */
     gboolean registered; /* its key is in etcd under the current lease, as it stands */
     gboolean in_flight;  /* a put or a transaction on its key is on its way */
+    gboolean suspended;  /* its slot went with a lease that could not be kept alive */
 } LocalJob;
 
 struct _VmrCluster {
@@ -42,10 +43,14 @@ struct _VmrCluster {
     gint64 last_sync;     /* when the last sync started, monotonic µs */
     guint keepalive_source;
     gboolean keepalive_in_flight;
-    GHashTable *local;     /* job id -> LocalJob * */
-    GHashTable *released;  /* queue keys to delete once etcd answers */
-    GHashTable *published; /* job id -> its summary as published, JSON text */
-    GHashTable *kept;      /* key -> value (text) put again at every sync */
+    gint64 lease_confirmed; /* when the last keep-alive etcd answered was sent, monotonic µs */
+    guint lease_deadline_source;  /* ... two thirds of the TTL after it: the slots are given up */
+    guint keepalive_retry_source; /* a keep-alive failed: the next one sooner */
+    gchar *lost_lease;            /* a lease given up so, revoked once etcd answers */
+    GHashTable *local;            /* job id -> LocalJob * */
+    GHashTable *released;         /* queue keys to delete once etcd answers */
+    GHashTable *published;        /* job id -> its summary as published, JSON text */
+    GHashTable *kept;             /* key -> value (text) put again at every sync */
     GHashTable *writes;    /* key -> its writes (cluster-publish.c), while one is on its way */
     VmrClusterQueue *view; /* every host's queue keys */
     gint64 view_revision;  /* etcd's revision the view stands at */

@@ -31,6 +31,8 @@ vmr_cluster_dispose (GObject *object)
 
     g_cancellable_cancel (self->cancellable);
     g_clear_handle_id (&self->keepalive_source, g_source_remove);
+    g_clear_handle_id (&self->lease_deadline_source, g_source_remove);
+    g_clear_handle_id (&self->keepalive_retry_source, g_source_remove);
     g_clear_pointer (&self->watch, vmr_etcd_watch_free);
     g_clear_pointer (&self->holder_watch, vmr_etcd_watch_free);
     G_OBJECT_CLASS (vmr_cluster_parent_class)->dispose (object);
@@ -48,6 +50,7 @@ vmr_cluster_finalize (GObject *object)
     g_free (self->prefix_b64);
     g_free (self->prefix_end);
     g_free (self->lease_id);
+    g_free (self->lost_lease);
     g_free (self->instance);
     g_free (self->machine_id);
     g_free (self->refused_by);
@@ -247,6 +250,7 @@ take_slot_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpo
     }
     g_debug ("cluster: %s took a slot", local->job);
     local->started = TRUE;
+    local->suspended = FALSE;
     vmr_cluster_emit_changed (self);
 }
 
@@ -318,7 +322,8 @@ vmr_cluster_hold (VmrCluster *self, const gchar *job, const gchar *source, const
 {
     LocalJob *local = local_job (self, job, source, destination);
 
-    if (local->started)
+    /* a copy whose slot went with the lease takes one again through the queue only */
+    if (local->started || local->suspended)
         return;
     /* a copy runs that the cluster did not grant here: an earlier run's, picked up */
     local->started = TRUE;
@@ -329,6 +334,14 @@ vmr_cluster_hold (VmrCluster *self, const gchar *job, const gchar *source, const
         vmr_cluster_call (self, "kv/put", vmr_cluster_put_job (self, local), register_done_cb,
                           key_request_new (self, local), (GDestroyNotify) key_request_free);
     }
+}
+
+gboolean
+vmr_cluster_is_suspended (VmrCluster *self, const gchar *job)
+{
+    LocalJob *local = g_hash_table_lookup (self->local, job);
+
+    return local != NULL && local->suspended;
 }
 
 static void
@@ -393,6 +406,8 @@ vmr_cluster_leave (VmrCluster *self)
     g_object_unref (self->cancellable);
     self->cancellable = g_cancellable_new ();
     g_clear_handle_id (&self->keepalive_source, g_source_remove);
+    g_clear_handle_id (&self->lease_deadline_source, g_source_remove);
+    g_clear_handle_id (&self->keepalive_retry_source, g_source_remove);
     g_clear_pointer (&self->watch, vmr_etcd_watch_free);
     self->available = FALSE;
     self->left = TRUE;

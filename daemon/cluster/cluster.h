@@ -60,6 +60,14 @@ gboolean vmr_cluster_admit (VmrCluster *self, const gchar *job, const gchar *sou
 void vmr_cluster_hold (VmrCluster *self, const gchar *job, const gchar *source,
                        const gchar *destination);
 
+/*
+ * Whether @job's slot was given up with the lease: no keep-alive was
+ * answered for two thirds of the lease's TTL, so the lease may expire and another
+ * host take the slot. Its bulk copy must stop now and wait until
+ * vmr_cluster_admit() grants it a slot again, under a new lease.
+ */
+gboolean vmr_cluster_is_suspended (VmrCluster *self, const gchar *job);
+
 /* @job's bulk copy is over, or it will never run: its key goes */
 void vmr_cluster_release (VmrCluster *self, const gchar *job);
 

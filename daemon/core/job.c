@@ -127,6 +127,7 @@ vmr_job_unref (VmrJob *self)
     g_free (self->group_cancel_reason);
     g_free (self->convergence_reason);
     g_free (self->space_paused);
+    g_free (self->cluster_paused);
     g_clear_pointer (&self->backlog, g_array_unref);
     g_clear_pointer (&self->verification, vmr_verification_free);
     g_array_unref (self->history);

@@ -128,6 +128,10 @@ typedef struct {
     gboolean space_watched; /* space-check is not off: a full file stops the copy (QMP's
                              * on-target-error = enospc) instead of failing it; not saved */
 
+    /* a copy whose cluster slot went with a lease that could not be kept alive */
+    gchar *cluster_paused;   /* why the daemon paused it, NULL = it did not; not saved */
+    gboolean cluster_resume; /* ... it was copying: it resumes once it holds a slot again */
+
     /* a member of a group: the disks of one domain that cut over together */
     gchar *group;               /* the first member's id, NULL for a job of its own */
     gchar *group_cancel_reason; /* the group failed: cancel this one with this reason */

@@ -76,11 +76,92 @@ hold_job (VmrEngine *self, VmrJob *job, const gchar *key, const gchar *reason)
     job->decision_reason = g_strdup (reason);
 }
 
+/* ---- copies whose cluster slot went with the lease ---- */
+
+#define CLUSTER_PAUSE_REASON                                                                       \
+    "the cluster's lease could not be kept alive: the copy waits for a slot under a new lease"
+
+static void
+note_action (VmrJob *job, const gchar *action, const gchar *reason)
+{
+    g_free (job->decision);
+    job->decision = g_strdup (action);
+    g_free (job->decision_reason);
+    job->decision_reason = g_strdup (reason);
+    vmr_job_message (job, "job %s (%s %s): %s: %s", job->id, job->domain, job->disk, action,
+                     reason);
+}
+
+/* stops @job's bulk copy before the lease can expire; a copy paused already stays so */
+static void
+cluster_pause (VmrEngine *self, VmrJob *job)
+{
+    job->cluster_paused = g_strdup (CLUSTER_PAUSE_REASON);
+    job->cluster_resume
+        = job->state == VMR_JOB_STATE_COPYING || job->state == VMR_JOB_STATE_THROTTLED;
+    note_action (job, "pause", CLUSTER_PAUSE_REASON);
+    if (job->cluster_resume)
+        vmr_engine_action_step (vmr_engine_action_new (self, job, VMR_JOB_STATE_PAUSED),
+                                VMR_BACKEND_COMMAND_PAUSE, 0);
+}
+
+/* @job holds a slot again: it copies as before it was paused for the cluster */
+static void
+cluster_resume (VmrEngine *self, VmrJob *job)
+{
+    gboolean resume = job->cluster_resume && job->state == VMR_JOB_STATE_PAUSED
+                      && job->space_paused == NULL && !job->user_paused;
+
+    g_clear_pointer (&job->cluster_paused, g_free);
+    g_clear_pointer (&job->waiting_for, g_free);
+    job->cluster_resume = FALSE;
+    note_action (job, "resume", "it holds a slot of the cluster again");
+    if (resume)
+        vmr_engine_action_step (vmr_engine_action_new (self, job,
+                                                       job->speed != job->base_speed
+                                                           ? VMR_JOB_STATE_THROTTLED
+                                                           : VMR_JOB_STATE_COPYING),
+                                VMR_BACKEND_COMMAND_RESUME, 0);
+}
+
+static void hold_job (VmrEngine *self, VmrJob *job, const gchar *key, const gchar *reason);
+
+/*
+ * A copy whose slot went with the lease is paused at once, and resumed once
+ * the cluster grants it a slot again: the limit holds while the lease
+ * cannot be renewed, since the copy stopped before it could expire.
+ */
+static void
+cluster_suspended_step (VmrEngine *self, VmrJob *job)
+{
+    g_autofree gchar *reason = NULL;
+    const gchar *limit = NULL;
+
+    /* a command on its way (the copy's start, a speed): the next pass, when it is answered */
+    if (job->policy_busy || job->orphaned)
+        return;
+    if (job->cluster_paused == NULL) {
+        cluster_pause (self, job);
+        return;
+    }
+    if (!vmr_engine_cluster_admit (self, job, &limit, &reason)) {
+        g_autofree gchar *key = g_strcmp0 (limit, "cluster") == 0
+                                    ? g_strdup (limit)
+                                    : g_strconcat ("cluster ", limit, NULL);
+
+        hold_job (self, job, key, reason);
+        return;
+    }
+    cluster_resume (self, job);
+}
+
 void
 vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
 {
     g_autoptr (VmrAdmission) admission = vmr_admission_new ();
     g_autoptr (GPtrArray) waiting = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
+    g_autoptr (GPtrArray) suspended
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
     GPtrArray *active = vmr_job_table_get_active (self->jobs);
 
     for (guint i = 0; i < active->len; i++) {
@@ -88,10 +169,15 @@ vmr_engine_admission_run (VmrEngine *self, VmrJob *new_job, GTask *task)
 
         if (job_is_waiting (job))
             g_ptr_array_add (waiting, vmr_job_ref (job));
+        else if (vmr_engine_job_holds_copy (job) && vmr_engine_cluster_suspended (self, job))
+            g_ptr_array_add (suspended, vmr_job_ref (job));
         else if (vmr_engine_job_holds_copy (job))
             /* a copy the cluster must count, an earlier run's included */
             vmr_engine_cluster_hold (self, job);
     }
+    /* they were in the queue first: they take their slots back before a new copy */
+    for (guint i = 0; i < suspended->len; i++)
+        cluster_suspended_step (self, g_ptr_array_index (suspended, i));
     /* the common case at every load sample: nothing waits */
     if (waiting->len == 0) {
         if (task != NULL)

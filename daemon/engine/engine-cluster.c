@@ -156,6 +156,14 @@ vmr_engine_cluster_hold (VmrEngine *self, VmrJob *job)
     vmr_cluster_hold (self->cluster, job->id, source, destination);
 }
 
+gboolean
+vmr_engine_cluster_suspended (VmrEngine *self, VmrJob *job)
+{
+    if (job->cluster_paused != NULL)
+        return TRUE;
+    return self->cluster != NULL && vmr_cluster_is_suspended (self->cluster, job->id);
+}
+
 /* what `cluster jobs` shows of @job */
 static JsonObject *
 job_summary (VmrJob *job)
@@ -177,6 +185,11 @@ job_summary (VmrJob *job)
 void
 vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous)
 {
+    /* a copy in sync or ended no longer waits for a slot */
+    if (vmr_job_state_is_final (job->state) || job->state == VMR_JOB_STATE_SYNCED) {
+        g_clear_pointer (&job->cluster_paused, g_free);
+        job->cluster_resume = FALSE;
+    }
     if (self->cluster == NULL)
         return;
     /* as the host's limits count it: a synced copy's bulk copy is over */

@@ -138,6 +138,13 @@ check_command (VmrJob *job, VmrBackendCommand command, GError **error)
                              job->id, job->space_paused);
                 return FALSE;
             }
+            if (job->cluster_paused != NULL) {
+                g_set_error (error, VMR_ERROR, VMR_ERROR_BUSY,
+                             "job %s is paused for the cluster (%s); it resumes by itself once "
+                             "it holds a slot again",
+                             job->id, job->cluster_paused);
+                return FALSE;
+            }
             return TRUE;
         case VMR_BACKEND_COMMAND_CANCEL:
             if (job->state == VMR_JOB_STATE_PIVOTING) {

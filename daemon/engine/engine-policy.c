@@ -64,9 +64,10 @@ static VmrPolicyPhase
 phase_of (VmrJob *job, gboolean *out_managed)
 {
     /* a copy set to full speed to converge stays so, like a user's speed; a copy paused
-     * for space is the space watch's (engine-space.c); a copy being cancelled is left to end */
-    *out_managed
-        = !vmr_job_converges_at_full_speed (job) && job->space_paused == NULL && !job->cancel_sent;
+     * for space is the space watch's (engine-space.c), one paused for the cluster the
+     * admission's (engine-admission.c); a copy being cancelled is left to end */
+    *out_managed = !vmr_job_converges_at_full_speed (job) && job->space_paused == NULL
+                   && job->cluster_paused == NULL && !job->cancel_sent;
     if (!*out_managed)
         return VMR_POLICY_PHASE_RUNNING;
     switch (job->state) {

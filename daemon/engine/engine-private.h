@@ -363,6 +363,13 @@ gboolean vmr_engine_cluster_admit (VmrEngine *self, VmrJob *job, const gchar **o
 /* @job runs a bulk copy: the cluster counts it, registered again if it must be */
 void vmr_engine_cluster_hold (VmrEngine *self, VmrJob *job);
 
+/*
+ * Whether @job's bulk copy must stop, or stays stopped, for the cluster: its
+ * slot went with a lease that could not be kept alive (cluster.h), or the
+ * daemon paused it so and it has not taken a slot again
+ */
+gboolean vmr_engine_cluster_suspended (VmrEngine *self, VmrJob *job);
+
 /* a job in sync or ended gives its slot back */
 void vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
 

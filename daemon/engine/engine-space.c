@@ -303,7 +303,7 @@ watch_fs (VmrEngine *self, const SpaceFs *fs)
         VmrJob *job = g_ptr_array_index (fs->jobs, i);
 
         if (job->space_paused != NULL && job->state == VMR_JOB_STATE_PAUSED && !job->policy_busy
-            && !job->orphaned)
+            && !job->orphaned && job->cluster_paused == NULL)
             resume_job (self, job, reason);
     }
 }
@@ -319,7 +319,8 @@ release_unchecked (VmrEngine *self)
         VmrJob *job = g_ptr_array_index (active, i);
         g_autoptr (VmrPolicyRule) rule = NULL;
 
-        if (job->space_paused == NULL || job->policy_busy || job->orphaned)
+        if (job->space_paused == NULL || job->policy_busy || job->orphaned
+            || job->cluster_paused != NULL)
             continue;
         rule = vmr_policy_lookup (self->policy, job->domain, job->disk);
         if (rule->space_check == VMR_SPACE_CHECK_OFF && job->state == VMR_JOB_STATE_PAUSED)
