@@ -1,0 +1,361 @@
+#define G_LOG_DOMAIN "vmr-test"
+
+/*
+ * A lease that expires while its copy runs: two daemons as two hosts on a
+ * real 3-member etcd cluster, under a cluster max-parallel of 1. Host a
+ * reaches etcd through proxies the test cuts; host b directly. Host a's
+ * copy runs, host b's waits; then host a is cut off etcd for longer than
+ * the lease's TTL. Host a pauses its copy before its lease can expire,
+ * host b takes the slot once it has, and host a's copy runs again only once
+ * it holds a slot under a new lease, after host b's copy is in sync. The
+ * job histories of both daemons, on the one clock they share, never show
+ * two copies moving data at once; both destinations hold their source's
+ * bytes.
+ *
+ * Then etcd's leader is stopped while a copy reaches sync: the copy pivots,
+ * the slot it gives back at sync reaches etcd through the members left, and
+ * the other host's copy runs after it, never with it.
+ */
+
+#include <string.h>
+
+#include "cut-proxy.h"
+#include "etcd-fixture.h"
+#include "harness.h"
+
+#define N_HOSTS   2
+#define TTL_S     3
+#define TIMEOUT_S 60
+/* host a's copy runs 8 s at 1 MiB/s, host b's 2 s */
+static const gsize sizes[N_HOSTS] = { 8 * 1024 * 1024, 2 * 1024 * 1024 };
+
+static struct {
+    VmrHarness *hosts[N_HOSTS];
+    VmrEtcdCluster etcd;
+    VmrCutProxy *proxies[VMR_ETCD_MEMBERS]; /* host a's way to each member */
+    gchar *images[N_HOSTS];
+    gchar *dests[N_HOSTS];
+} lease;
+
+/* host @i: its QEMU with one disk, its daemon under a cluster max-parallel of 1 */
+static void
+start_host (guint i)
+{
+    VmrHarness *h = lease.hosts[i];
+    g_autofree gchar *endpoints = NULL;
+    g_autofree gchar *text = NULL;
+    g_autofree gchar *policy = NULL;
+    VmrHarnessDisk disk;
+
+    if (i == 0) {
+        g_autoptr (GPtrArray) urls = g_ptr_array_new_with_free_func (g_free);
+
+        for (guint m = 0; m < VMR_ETCD_MEMBERS; m++)
+            g_ptr_array_add (urls, g_strdup_printf ("http://127.0.0.1:%u",
+                                                    vmr_cut_proxy_get_port (lease.proxies[m])));
+        g_ptr_array_add (urls, NULL);
+        endpoints = g_strjoinv (",", (gchar **) urls->pdata);
+    } else {
+        endpoints = vmr_etcd_cluster_endpoints (&lease.etcd);
+    }
+    text = g_strdup_printf ("[defaults]\nmax-parallel = 2\nmax-parallel-per-iothread = 0\n"
+                            "[cluster]\nname = lease\netcd = %s\nhost = host-%c\n"
+                            "max-parallel = 1\nlease-ttl = %us\n",
+                            endpoints, 'a' + i, TTL_S);
+    policy = vmr_harness_write_policy (h, text);
+    lease.images[i] = vmr_harness_create_image (h, "disk0.raw", "raw", sizes[i], 0x51 + i);
+    lease.dests[i] = vmr_harness_path (h, "dest.raw");
+    disk = (VmrHarnessDisk){ "disk0", lease.images[i], "raw", NULL };
+    h->daemon_log = vmr_harness_path (h, "daemon.log");
+    vmr_harness_start_qemu (h, &disk, 1);
+    vmr_harness_start_daemon (h, "--policy", policy, NULL);
+    vmr_harness_attach (h, "vm");
+}
+
+/* waits until host @i's `cluster status` says it is available */
+static void
+wait_available (guint i)
+{
+    gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr (JsonNode) node
+            = vmr_harness_cli_json (lease.hosts[i], "cluster", "status", NULL);
+
+        if (vmr_harness_json_bool (vmr_harness_json_node_object (node), "available"))
+            return;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("host %u is not available in its cluster after %d s", i, TIMEOUT_S);
+        g_usleep (50 * 1000);
+    }
+}
+
+/* whether @state moves data in bulk */
+static gboolean
+moves_data (const gchar *state)
+{
+    return g_strcmp0 (state, "copying") == 0 || g_strcmp0 (state, "throttled") == 0;
+}
+
+/* the spans of @job's history in which it copied in bulk, [start, end) pairs appended to @spans */
+static void
+add_spans (JsonObject *job, GArray *spans)
+{
+    JsonArray *history = vmr_harness_json_array (job, "history");
+    gint64 start = 0;
+
+    for (guint k = 0; k < json_array_get_length (history); k++) {
+        JsonObject *entry = json_array_get_object_element (history, k);
+        gint64 time = vmr_harness_json_int (entry, "time");
+
+        if (moves_data (vmr_harness_json_string (entry, "state"))) {
+            if (start == 0)
+                start = time;
+            continue;
+        }
+        if (start != 0) {
+            gint64 span[2] = { start, time };
+
+            g_array_append_vals (spans, span, 2);
+            start = 0;
+        }
+    }
+    g_assert_cmpint (start, ==, 0);
+}
+
+/* the most of @spans that overlap: at the start of each, those begun by then and not ended */
+static guint
+most_at_once (GArray *spans)
+{
+    const gint64 *s = (const gint64 *) spans->data;
+    guint most = 0;
+
+    for (guint i = 0; i < spans->len; i += 2) {
+        guint running = 0;
+
+        for (guint j = 0; j < spans->len; j += 2)
+            if (s[j] <= s[i] && s[j + 1] > s[i])
+                running++;
+        most = MAX (most, running);
+    }
+    return most;
+}
+
+/* the time of the @nth (from 0) transition of @job to @state */
+static gint64
+nth_time (JsonObject *job, const gchar *state, guint nth)
+{
+    JsonArray *history = vmr_harness_json_array (job, "history");
+
+    for (guint k = 0; k < json_array_get_length (history); k++) {
+        JsonObject *entry = json_array_get_object_element (history, k);
+
+        if (g_strcmp0 (vmr_harness_json_string (entry, "state"), state) == 0 && nth-- == 0)
+            return vmr_harness_json_int (entry, "time");
+    }
+    vmr_fail ("job %s was %s fewer than %u times", vmr_harness_json_string (job, "id"), state,
+              nth + 1);
+}
+
+static void
+cut (gboolean cut_off)
+{
+    for (guint m = 0; m < VMR_ETCD_MEMBERS; m++)
+        vmr_cut_proxy_set_cut (lease.proxies[m], cut_off);
+}
+
+static void
+test_expires (void)
+{
+    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
+    g_autoptr (JsonObject) paused = NULL;
+    g_autoptr (JsonObject) b_copying = NULL;
+    g_autoptr (JsonObject) a_waiting = NULL;
+    JsonObject *ended[N_HOSTS];
+    g_autofree gchar *ids[N_HOSTS] = { NULL };
+    g_autofree gchar *log = NULL;
+    gint64 cut_at;
+
+    ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", lease.dests[0], "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, NULL);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[0], ids[0], "copying", TIMEOUT_S));
+    ids[1] = vmr_harness_migrate (lease.hosts[1], "vm", "disk0", lease.dests[1], "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, NULL);
+
+    /* host a cut off: it pauses its copy before its lease can expire */
+    cut (TRUE);
+    cut_at = g_get_real_time ();
+    paused = vmr_harness_wait_job (lease.hosts[0], ids[0], "paused", TIMEOUT_S);
+    g_test_message ("host a paused its copy %.2f s after it was cut off (TTL %d s)",
+                    (nth_time (paused, "paused", 0) - cut_at) / 1e6, TTL_S);
+    g_assert_true (g_file_get_contents (lease.hosts[0]->daemon_log, &log, NULL, NULL));
+    g_assert_cmpuint (
+        vmr_harness_count_lines (log, "(two thirds of its TTL): giving up its 1 slots"), ==, 1);
+
+    /* host b takes the slot once host a's lease expired; host a back after that */
+    b_copying = vmr_harness_wait_job (lease.hosts[1], ids[1], "copying", TIMEOUT_S);
+    g_test_message ("host b copies %.2f s after host a was cut off",
+                    (vmr_json_job_time_of (b_copying, "copying") - cut_at) / 1e6);
+    g_assert_cmpint (vmr_json_job_time_of (b_copying, "copying"), >,
+                     nth_time (paused, "paused", 0));
+    cut (FALSE);
+    a_waiting = vmr_harness_get_job (lease.hosts[0], ids[0]);
+    g_assert_cmpstr (vmr_json_job_state (a_waiting), ==, "paused");
+
+    /* host a resumes only after host b's copy is in sync; both end with their bytes */
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
+
+        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
+        vmr_harness_assert_image_equals (lease.dests[i], "raw", expected);
+        add_spans (ended[i], spans);
+    }
+    g_assert_cmpint (nth_time (ended[0], "copying", 1), >=,
+                     vmr_json_job_time_of (ended[1], "synced"));
+    g_assert_cmpuint (most_at_once (spans), ==, 1);
+    for (guint i = 0; i < N_HOSTS; i++)
+        json_object_unref (ended[i]);
+}
+
+/* the index of the member etcd's leader is, from `etcdctl endpoint status` */
+static guint
+leader_member (void)
+{
+    g_autofree gchar *out
+        = vmr_etcd_cluster_ctl (&lease.etcd, "endpoint", "status", "-w", "simple", NULL);
+    g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+
+    /* ENDPOINT, ID, VERSION, DB SIZE, IS LEADER, ... */
+    for (guint l = 0; lines[l] != NULL; l++) {
+        g_auto (GStrv) fields = g_strsplit (lines[l], ", ", -1);
+
+        if (g_strv_length (fields) < 5 || !g_str_equal (fields[4], "true"))
+            continue;
+        for (guint m = 0; m < VMR_ETCD_MEMBERS; m++) {
+            g_autofree gchar *url
+                = g_strdup_printf ("http://127.0.0.1:%u", lease.etcd.client_ports[m]);
+
+            if (g_str_equal (fields[0], url))
+                return m;
+        }
+    }
+    vmr_fail ("no leader in etcdctl's endpoint status:\n%s", out);
+}
+
+/* waits until the job @id of host @i has copied at least half its bytes */
+static void
+wait_half_copied (guint i, const gchar *id)
+{
+    gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr (JsonObject) job = vmr_harness_get_job (lease.hosts[i], id);
+        JsonObject *progress = vmr_harness_json_object (job, "progress");
+        gint64 total = vmr_harness_json_int (progress, "total");
+
+        if (total > 0 && vmr_harness_json_int (progress, "done") * 2 >= total)
+            return;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("job %s has not copied half its bytes after %d s", id, TIMEOUT_S);
+        g_usleep (20 * 1000);
+    }
+}
+
+/* etcd's leader stopped while host b's copy reaches sync, host a's waiting behind it */
+static void
+test_leader_at_sync (void)
+{
+    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
+    g_autofree gchar *dests[N_HOSTS] = { NULL };
+    g_autofree gchar *ids[N_HOSTS] = { NULL };
+    JsonObject *ended[N_HOSTS];
+    guint leader;
+
+    for (guint i = 0; i < N_HOSTS; i++)
+        dests[i] = vmr_harness_path (lease.hosts[i], "dest-2.raw");
+    /* back from the first case: each disk is on its destination now */
+    ids[1] = vmr_harness_migrate (lease.hosts[1], "vm", "disk0", dests[1], "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, NULL);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[1], ids[1], "copying", TIMEOUT_S));
+    ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", dests[0], "--speed", "8M", NULL);
+    wait_half_copied (1, ids[1]);
+    leader = leader_member ();
+    g_test_message ("stopping etcd's leader, member %u, as host b's copy reaches sync", leader);
+    vmr_etcd_cluster_stop_member (&lease.etcd, leader);
+    for (guint i = N_HOSTS; i-- > 0;) {
+        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
+
+        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
+        vmr_harness_assert_image_equals (dests[i], "raw", expected);
+        add_spans (ended[i], spans);
+    }
+    g_assert_cmpint (vmr_json_job_time_of (ended[0], "copying"), >=,
+                     vmr_json_job_time_of (ended[1], "synced"));
+    g_assert_cmpuint (most_at_once (spans), ==, 1);
+    for (guint i = 0; i < N_HOSTS; i++)
+        json_object_unref (ended[i]);
+    vmr_etcd_cluster_start_member (&lease.etcd, leader);
+    vmr_etcd_cluster_wait_healthy (&lease.etcd);
+}
+
+static void
+run_case (gconstpointer user_data)
+{
+    void (*body) (void) = user_data;
+
+    if (vmr_harness_skipped (lease.hosts[0]) || lease.etcd.dir == NULL) {
+        vmr_harness_skip (lease.hosts[0], "the cluster could not be set up");
+        return;
+    }
+    body ();
+}
+
+static void
+set_up (void)
+{
+    for (guint i = 0; i < N_HOSTS; i++) {
+        lease.hosts[i] = g_new0 (VmrHarness, 1);
+        vmr_harness_setup_no_daemon (lease.hosts[i], NULL);
+        if (vmr_harness_skipped (lease.hosts[i]))
+            return;
+    }
+    if (!vmr_harness_require (lease.hosts[0], "etcd", "etcdctl", NULL))
+        return;
+    vmr_etcd_cluster_start (&lease.etcd, lease.hosts[0]->dir);
+    for (guint m = 0; m < VMR_ETCD_MEMBERS; m++)
+        lease.proxies[m] = vmr_cut_proxy_new (lease.etcd.client_ports[m]);
+    for (guint i = 0; i < N_HOSTS; i++)
+        start_host (i);
+    for (guint i = 0; i < N_HOSTS; i++)
+        wait_available (i);
+}
+
+static void
+tear_down (void)
+{
+    vmr_etcd_cluster_clear (&lease.etcd);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        if (lease.hosts[i] == NULL)
+            continue;
+        vmr_harness_teardown (lease.hosts[i], NULL);
+        g_free (lease.hosts[i]);
+        g_free (lease.images[i]);
+        g_free (lease.dests[i]);
+    }
+    for (guint m = 0; m < VMR_ETCD_MEMBERS; m++)
+        g_clear_pointer (&lease.proxies[m], vmr_cut_proxy_free);
+}
+
+int
+main (int argc, char **argv)
+{
+    gint status;
+
+    vmr_harness_init (&argc, &argv);
+    g_test_add_data_func ("/cluster-lease/expires", test_expires, run_case);
+    g_test_add_data_func ("/cluster-lease/leader-at-sync", test_leader_at_sync, run_case);
+    set_up ();
+    status = vmr_harness_run_shared (lease.hosts[0]);
+    tear_down ();
+    return status;
+}
