@@ -12,6 +12,15 @@
 
 /* a knee found again and again stays fresh 2, 4, 8, at most 16 times knee_memory_us */
 #define KNEE_MEMORY_DOUBLINGS 4
+/*
+ * the newest samples that must all be over the target for a back-off, and
+ * the window's median over it by more than the noise band allows: one of
+ * QEMU's latency spikes (a second at up to 1.7 times the mean) must not
+ * slow the copy. Three were tried: a guest that makes up its missed I/O (as
+ * fio under a rate limit does) then stayed over a sharp knee long enough to
+ * owe seconds of I/O, and its harm over two minutes doubled.
+ */
+#define OVER_SAMPLES 2
 /* the samples at a back-off's speed that tell whether it lowered the harm */
 #define JUDGE_SAMPLES 3
 /*
@@ -163,6 +172,7 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .min_speed = min_speed,
         .max_speed = max_speed,
         .min_progress = 0.25,
+        .start_speed = 64 * 1024 * 1024,
         .hold_below = 0.6,
         .start_gain = 1.0,
         .probe_gain = 0.25,
@@ -184,6 +194,14 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .max_noise = 0.1,
         .max_harm = 1.0,
     };
+}
+
+guint64
+vmr_controller_start_speed (const VmrControllerConfig *config)
+{
+    guint64 speed = MAX (config->start_speed, config->min_speed);
+
+    return config->max_speed != 0 ? MIN (speed, config->max_speed) : speed;
 }
 
 void
@@ -871,27 +889,31 @@ typedef enum {
 } HarmClass;
 
 /*
- * Most of the window over the target (both of a window just begun), the
- * newest two among them: a spike or two is noise. Or the first two samples
- * after a slow start's doubling both severely over it: the new speed is past
- * the knee, no need to wait for a third. A back-off is judged before the
+ * The newest OVER_SAMPLES samples over the target, and the window's median
+ * less the noise band of the baseline over sqrt (n) still over it (a lower
+ * bound of the harm: evidence larger than the noise), where a spike or two
+ * is noise. Or the first two samples
+ * after a raise both severely over it: the new speed is past the knee (a
+ * sharp knee's harm shows at once), no need to wait for a third; spikes at
+ * a speed held take three. A back-off is judged before the
  * next: a floor makes no cascade down to min-speed. A raise needs the
  * window's median under the band, and the newest sample too: noise either
  * way leaves the median alone.
  */
 static HarmClass
-classify_harm (const VmrControllerConfig *config, const VmrControllerState *state, gdouble harm,
-               gdouble median)
+classify_harm (const VmrControllerConfig *config, const VmrControllerState *state,
+               const VmrControllerInput *input, gdouble harm, gdouble median)
 {
     gdouble target = config->target_harm;
-    gboolean most_over
-        = window_count_past (state, config->window, target, TRUE) > state->n_harms / 2
-          && window_count_past (state, 2, target, TRUE) == 2;
-    gboolean overshoot = state->n_at_speed == 2
+    gdouble band = MIN (input->noise, config->max_noise);
+    gboolean over = state->n_harms >= OVER_SAMPLES
+                    && window_count_past (state, OVER_SAMPLES, target, TRUE) == OVER_SAMPLES
+                    && over_floor (state, median) - band / sqrt ((gdouble) state->n_harms) > target;
+    gboolean overshoot = state->n_harms >= 2 && state->n_at_speed == 2
                          && state->last_raise == VMR_CONTROLLER_RAISE_SLOW_START
                          && window_count_past (state, 2, config->severe_factor * target, TRUE) == 2;
 
-    if (state->n_harms >= 2 && (most_over || overshoot))
+    if (over || overshoot)
         return state->back_off.from != 0 && median <= config->max_floor ? HARM_OVER_JUDGED
                                                                         : HARM_OVER;
     if (over_floor (state, harm) > target)
@@ -954,7 +976,7 @@ control_harm (const VmrControllerConfig *config, VmrControllerState *state,
         state->floor_harm = median;
     if (judge_back_off (config, state, input, harm, median, out))
         return;
-    class = classify_harm (config, state, harm, median);
+    class = classify_harm (config, state, input, harm, median);
     switch (class) {
         case HARM_OVER:
             back_off (config, state, input, harm, median, out);

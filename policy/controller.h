@@ -32,12 +32,13 @@
  * - The decisions read the harm of the last samples, never of one: the
  *   latency QEMU sees for a guest's I/O is noisy (from one second to the
  *   next, 0.9x to 1.7x its mean was measured with the copy's speed fixed),
- *   and its noise comes in spikes. A back-off needs most of the last window
- *   samples over the target (more than half, at least two, the newest two
- *   among them: a pair of spikes is rarer than one), a raise their
- *   median under the hold band and the newest sample under the target;
- *   the size of a back-off follows their median. The window starts again after every back-off and
- * baseline.
+ *   and its noise comes in spikes. A back-off needs the newest two samples
+ *   over the target and evidence larger than the baseline's noise band: the
+ *   window's median less the band over sqrt (samples) still over the target
+ *   (a lower bound of the harm; a single spike never lowers the speed), a
+ *   raise their median under the hold band and the newest sample under the
+ *   target; the size of a back-off follows their median. The window starts
+ *   again after every back-off and baseline.
  * - The copy's floor. A copy costs its guest something at any speed (its
  *   I/O on the guest's I/O thread, its reads and writes on the same
  *   storage): measured with the test guest, 8 MiB/s added 20% to the latency
@@ -79,7 +80,7 @@
  * - Harm in the hold band [hold_below * target, target]: keep the speed.
  * - Harm under the band, in the window's median: raise. Until the copy
  *   first backs off, by start_gain a sample (a slow start, as TCP's: from
- *   min-speed to 128 MiB/s in 4 samples); then with no knee known, by
+ *   start_speed, 64 MiB/s, to 256 MiB/s in 2 samples); then with no knee known, by
  *   probe_gain a sample. With a knee known, close approach_gain
  *   of the gap to knee_margin under it; while the knee is fresh (seen less
  *   than knee_memory_us ago) stay there: no probing into a knee just found,
@@ -154,10 +155,15 @@ typedef struct {
      * The tuning. vmr_controller_config_init() sets the values in brackets,
      * chosen for a sample interval of about a second, for these reasons.
      */
+    guint64 start_speed;    /* [64 MiB/s] where a busy guest's copy starts, within min-speed and
+                             * max-speed: a slow start from min-speed spent 3 to 4 samples under
+                             * the knee (8, 16, 32 MiB/s) of a copy that a static cap near 100
+                             * MiB/s finished in 6 s; over the knee, the harm shows in a sample
+                             * or two and the copy backs off from there */
     gdouble hold_below;     /* [0.6] the hold band starts at this fraction of the target: a guest's
                              * figures wobble by a few percent from second to second */
     gdouble start_gain;     /* [1] raise a sample until the copy first harms the guest: TCP's
-                             * slow start, 8 MiB/s to 128 MiB/s in 4 samples, as a short copy
+                             * slow start, 64 MiB/s to 256 MiB/s in 2 samples, as a short copy
                              * would spend its life ramping up otherwise */
     gdouble probe_gain;     /* [0.25] raise a sample with no knee known once the guest has felt
                              * the copy: past a knee by 25% at most */
@@ -262,6 +268,12 @@ typedef struct {
     VmrControllerBackOff back_off;     /* the last back-off, while it is judged */
 } VmrControllerState;
 
+/*
+ * The speed a busy guest's copy starts at, bytes/s: config->start_speed
+ * within [min-speed, max-speed], from which the slow start goes on
+ */
+guint64 vmr_controller_start_speed (const VmrControllerConfig *config);
+
 /* a fresh controller whose baseline was measured at @baseline_time_us */
 void vmr_controller_state_init (VmrControllerState *state, gint64 baseline_time_us);
 
@@ -301,7 +313,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmrControllerDecision, vmr_controller_decision
 
 /*
  * Decides the copy's speed after the sample in @input and updates @state.
- * A copy starts at min-speed, with the baseline the caller measured before.
+ * A busy guest's copy starts at vmr_controller_start_speed(), with the
+ * baseline the caller measured before.
  * @out->reason is always set (free it with vmr_controller_decision_clear();
  * @out may be reused). With measure-baseline the caller pauses the copy for
  * one sample interval and passes that sample next; the decision after it is

@@ -129,8 +129,14 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     if (changed)
         a->has_baseline = FALSE;
     idle = a->has_baseline && a->baseline.iops < config.idle_iops;
-    /* an idle guest feels nothing: full speed from the start; a busy one from the bottom */
-    speed = idle ? config.max_speed : config.min_speed;
+    /*
+     * an idle guest feels nothing: full speed from the start; a busy one from
+     * start_speed; one with no baseline (no sample yet, or it just turned
+     * busy or idle) from the bottom, until its first sample measures it
+     */
+    speed = idle               ? config.max_speed
+            : !a->has_baseline ? config.min_speed
+                               : vmr_controller_start_speed (&config);
     speed_text = vmr_units_format_speed (speed);
     if (a->has_baseline)
         reason = g_strdup_printf ("starting at %s: baseline %.0f IOPS, %.0f us, noise %.1f%%",

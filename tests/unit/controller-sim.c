@@ -126,7 +126,7 @@ sim_init_seeded (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed
     for (guint i = 0; i < n_copies; i++) {
         sim->baselines[i] = baseline;
         vmr_controller_state_init (&sim->states[i], 0);
-        sim->speeds[i] = MIN_SPEED;
+        sim->speeds[i] = vmr_controller_start_speed (&sim->config);
     }
 }
 
@@ -293,8 +293,8 @@ step_once (const StepSpec *spec, VmrControllerDecision *out)
         config.min_progress = MAX (spec->min_progress, 0);
     vmr_controller_state_init (&state, 0);
     if (spec->prior_harm > 0) {
-        state.harms[0] = spec->prior_harm;
-        state.n_harms = 1;
+        state.harms[0] = state.harms[1] = spec->prior_harm;
+        state.n_harms = 2;
     }
     vmr_controller_step (&config, &state, &input, out);
 }

@@ -126,7 +126,7 @@ typedef struct {
     guint64 speed;        /* the copy's cap, 0 = unlimited */
     guint64 copy_rate;    /* 0 = the cap */
     guint64 max_speed;    /* 0 = unlimited */
-    gdouble prior_harm;   /* the harm of the sample before, in the window, 0 = none */
+    gdouble prior_harm;   /* the harm of the two samples before, in the window, 0 = none */
     guint64 dirty_rate;   /* what the guest's writes add to the backlog, bytes/s, 0 = unknown */
     gdouble min_progress; /* 0 = the built-in, < 0 = off */
 } StepSpec;

@@ -58,12 +58,12 @@ latency_at (const Guest *guest, guint64 speed)
 }
 
 static const AdaptiveCase adaptive_cases[] = {
-    /* a fixed-rate guest: the copy climbs from min-speed (1M) to the knee (8M) and stays near it,
-     * not past 10M where the guest's latency would be 1.5 times its own */
+    /* a fixed-rate guest: the copy starts at 64M, far past the knee (8M), backs off to it and
+     * stays near it, not past 10M where the guest's latency would be 1.5 times its own */
     { { "/engine/adaptive/fixed-rate-finds-the-knee", .policy = ADAPTIVE },
       { FALSE, 2000, 8 * MIB },
       2500,
-      "start_copy vmr-1 1048576",
+      "start_copy vmr-1 67108864",
       3 * MIB,
       10 * MIB,
       "*" },
@@ -71,7 +71,7 @@ static const AdaptiveCase adaptive_cases[] = {
     { { "/engine/adaptive/closed-loop-finds-the-knee", .policy = ADAPTIVE },
       { TRUE, 2000, 8 * MIB },
       2500,
-      "start_copy vmr-1 1048576",
+      "start_copy vmr-1 67108864",
       3 * MIB,
       10 * MIB,
       "*" },
@@ -263,7 +263,7 @@ static const AdaptiveCase user_speed_case
     = { { "/engine/adaptive/user-speed-wins", .policy = ADAPTIVE },
         { FALSE, 2000, 8 * MIB },
         1000,
-        "start_copy vmr-1 1048576" };
+        "start_copy vmr-1 67108864" };
 
 static void
 test_user_speed (gconstpointer data)
@@ -301,7 +301,7 @@ static const AdaptiveCase progress_case
     = { { "/engine/adaptive/progress-floor", .policy = ADAPTIVE "min-progress = 25%\n" },
         { FALSE, 2000, 2 * MIB },
         3000,
-        "start_copy vmr-1 1048576" };
+        "start_copy vmr-1 67108864" };
 #define PROGRESS_DIRTY_RATE (8.0 * MIB)
 
 static void
