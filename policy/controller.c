@@ -879,6 +879,19 @@ classify_sample (const VmrControllerConfig *config, const VmrControllerState *st
     return SAMPLE_HARM;
 }
 
+/*
+ * The noise band a back-off's evidence must clear: the baseline's, up to
+ * the ceiling. Not capped at max_noise as the target's raise is: a guest
+ * whose own seconds swing by more (seen on a loaded host: 147%, its IOPS
+ * from 0.05 to 4.2 times the baseline's between seconds with the copy's
+ * speed fixed) made the copy back off nine times on harm that was its own.
+ */
+static gdouble
+evidence_band (const VmrControllerConfig *config, const VmrControllerInput *input)
+{
+    return MIN (input->noise, config->max_harm > 0 ? config->max_harm : 1.0);
+}
+
 /* what the window of harms says */
 typedef enum {
     HARM_OVER,        /* most of it over the target: back off */
@@ -893,9 +906,9 @@ typedef enum {
  * less the noise band of the baseline over sqrt (n) still over it (a lower
  * bound of the harm: evidence larger than the noise), where a spike or two
  * is noise. Or the first two samples
- * after a raise both severely over it: the new speed is past the knee (a
- * sharp knee's harm shows at once), no need to wait for a third; spikes at
- * a speed held take three. A back-off is judged before the
+ * after a slow start's doubling both severely over it: the new speed is
+ * past the knee, no need to wait for a third. Either must clear the noise
+ * band (evidence_band()). A back-off is judged before the
  * next: a floor makes no cascade down to min-speed. A raise needs the
  * window's median under the band, and the newest sample too: noise either
  * way leaves the median alone.
@@ -905,13 +918,16 @@ classify_harm (const VmrControllerConfig *config, const VmrControllerState *stat
                const VmrControllerInput *input, gdouble harm, gdouble median)
 {
     gdouble target = config->target_harm;
-    gdouble band = MIN (input->noise, config->max_noise);
+    gdouble band = evidence_band (config, input);
     gboolean over = state->n_harms >= OVER_SAMPLES
                     && window_count_past (state, OVER_SAMPLES, target, TRUE) == OVER_SAMPLES
-                    && over_floor (state, median) - band / sqrt ((gdouble) state->n_harms) > target;
-    gboolean overshoot = state->n_harms >= 2 && state->n_at_speed == 2
-                         && state->last_raise == VMR_CONTROLLER_RAISE_SLOW_START
-                         && window_count_past (state, 2, config->severe_factor * target, TRUE) == 2;
+                    && over_floor (state, median) - band / sqrt (state->n_harms) > target;
+    /* the two samples at the new speed are its evidence */
+    gboolean overshoot
+        = state->n_harms >= 2 && state->n_at_speed == 2
+          && state->last_raise == VMR_CONTROLLER_RAISE_SLOW_START
+          && window_count_past (state, 2, config->severe_factor * target, TRUE) == 2
+          && over_floor (state, window_median_at_speed (state)) - band / sqrt (2) > target;
 
     if (over || overshoot)
         return state->back_off.from != 0 && median <= config->max_floor ? HARM_OVER_JUDGED
