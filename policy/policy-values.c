@@ -79,6 +79,7 @@ static const KeyInfo keys[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_GUEST_IMPACT] = { "guest-impact", KIND_PERCENT, FIELD (guest_impact), 1, 50 },
     [VMR_POLICY_KEY_MIN_SPEED] = { "min-speed", KIND_BYTES, FIELD (min_speed) },
     [VMR_POLICY_KEY_MAX_SPEED] = { "max-speed", KIND_BYTES, FIELD (max_speed) },
+    [VMR_POLICY_KEY_START_SPEED] = { "start-speed", KIND_BYTES, FIELD (start_speed) },
     [VMR_POLICY_KEY_MIN_PROGRESS] = { "min-progress", KIND_OTHER, FIELD (min_progress) },
     [VMR_POLICY_KEY_LATENCY_FLOOR] = { "latency-floor", KIND_DURATION, FIELD (latency_floor_us) },
     /* over the highest guest-impact, up to four times the latency */
@@ -211,6 +212,8 @@ vmr_policy_rule_set_built_in (VmrPolicyRule *rule)
     rule->guest_impact = 20;
     rule->min_speed = 8 * 1024 * 1024;
     rule->max_speed = 0;
+    /* docs/policy.md says why: over the knee of few storages, under what most move */
+    rule->start_speed = 64 * 1024 * 1024;
     rule->min_progress = 25;
     rule->latency_floor_us = 100;
     rule->max_harm = 100;
@@ -498,6 +501,7 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
             rule->keep_finished = (guint) number;
             return TRUE;
         case VMR_POLICY_KEY_MIN_SPEED:
+        case VMR_POLICY_KEY_START_SPEED:
             if (!vmr_units_parse_bytes (text, &number, error))
                 return FALSE;
             if (number == 0) {
@@ -505,7 +509,7 @@ vmr_policy_rule_parse_value (VmrPolicyRule *rule, VmrPolicyKey key, const gchar 
                              "'%s' is not above 0: a copy must go on", text);
                 return FALSE;
             }
-            rule->min_speed = number;
+            *(guint64 *) key_field (rule, key) = number;
             return TRUE;
         case VMR_POLICY_KEY_MIN_PROGRESS:
             return parse_min_progress (text, &rule->min_progress, error);

@@ -74,6 +74,7 @@ typedef enum {
     VMR_POLICY_KEY_GUEST_IMPACT,
     VMR_POLICY_KEY_MIN_SPEED,
     VMR_POLICY_KEY_MAX_SPEED,
+    VMR_POLICY_KEY_START_SPEED,
     VMR_POLICY_KEY_MIN_PROGRESS,
     VMR_POLICY_KEY_LATENCY_FLOOR,
     VMR_POLICY_KEY_MAX_HARM,
@@ -131,10 +132,11 @@ typedef struct {
     gint64 keep_finished_us; /* a finished job is forgotten this long after it ended, 0 = never */
     guint keep_finished;     /* at most this many finished jobs are kept, 0 = no limit */
     VmrControl control;
-    guint guest_impact; /* percent of its performance the guest may lose, adaptive */
-    guint64 min_speed;  /* bytes/s, > 0: the slowest adaptive copy */
-    guint64 max_speed;  /* bytes/s, 0 = unlimited: the fastest adaptive copy */
-    guint min_progress; /* percent an adaptive copy moves over what the guest dirties, 0 = off */
+    guint guest_impact;  /* percent of its performance the guest may lose, adaptive */
+    guint64 min_speed;   /* bytes/s, > 0: the slowest adaptive copy */
+    guint64 max_speed;   /* bytes/s, 0 = unlimited: the fastest adaptive copy */
+    guint64 start_speed; /* bytes/s, > 0: where a busy guest's adaptive copy starts */
+    guint min_progress;  /* percent an adaptive copy moves over what the guest dirties, 0 = off */
     gint64 latency_floor_us;    /* an adaptive copy's added latency counts against at least this */
     guint max_harm;             /* percent of harm an adaptive copy never passes, floor included */
     guint64 granularity;        /* bytes a guest write makes the mirror copy again, 0 = QEMU's */

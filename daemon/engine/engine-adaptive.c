@@ -27,6 +27,7 @@ config_of (const VmrPolicyRule *rule, VmrControllerConfig *config)
     config->min_progress = rule->min_progress / 100.0;
     config->latency_floor_us = (gdouble) rule->latency_floor_us;
     config->max_harm = rule->max_harm / 100.0;
+    config->start_speed = rule->start_speed;
 }
 
 static VmrJobAdaptive *

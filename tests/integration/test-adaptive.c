@@ -163,7 +163,7 @@ test_busy_guest_under_target (VmrHarness *h, gconstpointer user_data)
      * guest-impact 10%: what the guest may lose; min-speed 2M, to rise from:
      * the disk takes half a minute at it, should the controller never raise
      */
-    static const gchar policy[] = ADAPTIVE_POLICY ("1s") "min-speed = 2M\n";
+    static const gchar policy[] = ADAPTIVE_POLICY ("1s") "min-speed = 2M\nstart-speed = 2M\n";
     const gdouble impact = 0.10;
     /* long enough for the load to outlast the copy; the test does not wait for its end */
     const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 90, "randread", NULL, "idle" };
@@ -195,7 +195,7 @@ test_busy_guest_under_target (VmrHarness *h, gconstpointer user_data)
         vmr_fail ("the guest fell from %.0f to %.0f IOPS during an adaptive copy at %.0f%%", before,
                   during, 100 * impact);
 
-    /* the controller moved the speed from min-speed, on samples it recorded */
+    /* the controller moved the speed from start-speed, on samples it recorded */
     speeds = controller_speeds (final);
     g_assert_cmpint (speed_point (speeds, 0), ==, 2 * MIB);
     g_assert_cmpuint (json_array_get_length (speeds), >, 1);
@@ -230,7 +230,7 @@ test_busy_guest_under_target (VmrHarness *h, gconstpointer user_data)
 static void
 test_load_stops_full_speed (VmrHarness *h, gconstpointer user_data)
 {
-    static const gchar policy[] = ADAPTIVE_POLICY ("1s") "min-speed = 1M\n";
+    static const gchar policy[] = ADAPTIVE_POLICY ("1s") "min-speed = 1M\nstart-speed = 1M\n";
     /* ten seconds of load: the copy from 1M is a few MiB in when it ends */
     const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 10, "randread", NULL, "idle" };
     g_auto (GuestCopy) c = { 0 };
@@ -251,7 +251,7 @@ test_load_stops_full_speed (VmrHarness *h, gconstpointer user_data)
     g_assert_cmpint (completed, >, done->real_us);
 
     speeds = controller_speeds (final);
-    /* a busy guest's copy starts at min-speed and ends unlimited */
+    /* a busy guest's copy starts at start-speed and ends unlimited */
     g_assert_cmpint (speed_point (speeds, 0), ==, 1 * MIB);
     g_assert_cmpint (speed_point (speeds, -1), ==, 0);
     vmr_harness_assert_migrated (h, c.id, "disk0", c.source, c.dest, "raw", c.expected);

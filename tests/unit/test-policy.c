@@ -92,6 +92,8 @@ static const ValueCase value_cases[] = {
     { "latency-floor = 0", VMR_POLICY_KEY_LATENCY_FLOOR, "0" },
     { "latency-floor = 2ms", VMR_POLICY_KEY_LATENCY_FLOOR, "2ms" },
     { "max-harm = 50%", VMR_POLICY_KEY_MAX_HARM, "50%" },
+    { "start-speed = 16M", VMR_POLICY_KEY_START_SPEED, "16M" },
+    { "start-speed = 1G", VMR_POLICY_KEY_START_SPEED, "1G" },
     { "max-harm = 300", VMR_POLICY_KEY_MAX_HARM, "300%" },
     { "granularity = 8K", VMR_POLICY_KEY_GRANULARITY, "8K" },
     { "granularity = 512", VMR_POLICY_KEY_GRANULARITY, "512" },
@@ -166,6 +168,7 @@ test_policy_fields (void)
                                          "guest-impact = 10%\n"
                                          "min-speed = 16M\n"
                                          "max-speed = 1G\n"
+                                         "start-speed = 32M\n"
                                          "min-progress = 50%\n"
                                          "latency-floor = 250us\n"
                                          "max-harm = 150%\n"
@@ -216,6 +219,7 @@ test_policy_fields (void)
     g_assert_cmpuint (rule->guest_impact, ==, 10);
     g_assert_cmpuint (rule->min_speed, ==, 16 * 1024 * 1024);
     g_assert_cmpuint (rule->max_speed, ==, G_GUINT64_CONSTANT (1024) * 1024 * 1024);
+    g_assert_cmpuint (rule->start_speed, ==, 32 * 1024 * 1024);
     g_assert_cmpuint (rule->min_progress, ==, 50);
     g_assert_cmpint (rule->latency_floor_us, ==, 250);
     g_assert_cmpuint (rule->max_harm, ==, 150);
@@ -263,6 +267,7 @@ static const gchar *const built_in_values[VMR_POLICY_KEY_LAST] = {
     [VMR_POLICY_KEY_GUEST_IMPACT] = "20%",
     [VMR_POLICY_KEY_MIN_SPEED] = "8M",
     [VMR_POLICY_KEY_MAX_SPEED] = "0",
+    [VMR_POLICY_KEY_START_SPEED] = "64M",
     [VMR_POLICY_KEY_MIN_PROGRESS] = "25%",
     [VMR_POLICY_KEY_LATENCY_FLOOR] = "100us",
     [VMR_POLICY_KEY_MAX_HARM] = "100%",
