@@ -101,6 +101,8 @@ typedef struct {
     /* what the policy did and why */
     guint64 base_speed;       /* bytes/s when not throttled, 0 = unlimited */
     gboolean speed_from_user; /* base_speed was asked for, not taken from the policy */
+    gboolean under_budget;    /* a storage's budget caps the speed: never unlimited, not even
+                               * for the moment a pivot lifts the limit to wake the copy */
     gboolean user_paused;     /* paused by a user: the policy leaves it alone */
     gboolean policy_released; /* max-delay passed with proceed */
     gint64 held_since_us;     /* monotonic; when the policy began holding it back, 0 = not */

@@ -59,8 +59,15 @@ vmr_engine_action_step (VmrEngineAction *data, VmrBackendCommand command, guint6
         action_data_free (data);
         return;
     }
-    if (command == VMR_BACKEND_COMMAND_SET_SPEED)
+    /* a copy that resumes takes its share of its storages' budgets first */
+    if (data->next_state != VMR_JOB_STATE_PAUSED && data->job->state == VMR_JOB_STATE_PAUSED)
+        vmr_engine_budget_join (data->engine, data->job,
+                                command == VMR_BACKEND_COMMAND_SET_SPEED ? speed
+                                                                         : data->job->speed);
+    if (command == VMR_BACKEND_COMMAND_SET_SPEED) {
+        speed = vmr_engine_budget_cap (data->engine, data->job, speed);
         data->job->speed = speed;
+    }
     vmr_backend_job_command_async (entry->backend, data->job, command, speed, NULL, action_cb,
                                    data);
 }

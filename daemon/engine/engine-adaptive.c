@@ -19,11 +19,14 @@
 /* the speeds a job remembers: ten minutes of one-second samples */
 #define SPEED_POINTS_MAX 600
 
+/* the rule's controller for @job, its max-speed no more than the job's share of a budget */
 static void
-config_of (const VmrPolicyRule *rule, VmrControllerConfig *config)
+config_of (VmrEngine *self, VmrJob *job, const VmrPolicyRule *rule, VmrControllerConfig *config)
 {
-    vmr_controller_config_init (config, rule->guest_impact / 100.0, rule->min_speed,
-                                rule->max_speed);
+    guint64 max_speed = vmr_engine_budget_max_speed (self, job, rule->max_speed);
+    guint64 min_speed = max_speed > 0 ? MIN (rule->min_speed, max_speed) : rule->min_speed;
+
+    vmr_controller_config_init (config, rule->guest_impact / 100.0, min_speed, max_speed);
     config->min_progress = rule->min_progress / 100.0;
     config->latency_floor_us = (gdouble) rule->latency_floor_us;
     config->max_harm = rule->max_harm / 100.0;
@@ -114,7 +117,7 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     guint64 speed;
     gboolean idle, changed;
 
-    config_of (rule, &config);
+    config_of (self, job, rule, &config);
     if (job->adaptive == NULL)
         job->adaptive = adaptive_new (now);
     a = job->adaptive;
@@ -270,7 +273,7 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     if (n == 0 || samples[n - 1].time_us == a->load.time_us)
         return TRUE;
 
-    config_of (rule, &config);
+    config_of (self, job, rule, &config);
     input.load = samples[n - 1];
     input.baseline = a->baseline;
     input.speed = job->speed;

@@ -269,6 +269,12 @@ vmr_engine_job_command_async (VmrEngine *self, const gchar *id, VmrJobCommand us
                                  "the QEMU monitor of %s is gone", job->domain);
         return;
     }
+    /* a user's speed and resume stay under the storages' budgets too */
+    if (command == VMR_BACKEND_COMMAND_SET_SPEED)
+        speed = vmr_engine_budget_cap (self, job, speed);
+    if (job->state == VMR_JOB_STATE_PAUSED
+        && (command == VMR_BACKEND_COMMAND_RESUME || command == VMR_BACKEND_COMMAND_PIVOT))
+        vmr_engine_budget_join (self, job, job->speed);
     data = g_new0 (CommandData, 1);
     data->job = vmr_job_ref (job);
     data->command = command;

@@ -64,6 +64,7 @@ add_sample (VmrJob *job, gint64 window_us)
 typedef struct {
     VmrEngine *engine;
     VmrJob *job;
+    guint64 speed; /* bytes/s sent to converge by speed: 0, or a budget's share */
 } ConvergeData;
 
 static void converge_step (ConvergeData *data, DomainEntry *entry);
@@ -78,7 +79,7 @@ converge_data_free (ConvergeData *data)
 }
 
 static void
-converged (VmrEngine *self, VmrJob *job)
+converged (VmrEngine *self, VmrJob *job, guint64 speed)
 {
     vmr_job_message (job, "job %s (%s %s): converging by %s: %s", job->id, job->domain, job->disk,
                      job->converged_by, job->convergence_reason);
@@ -87,9 +88,9 @@ converged (VmrEngine *self, VmrJob *job)
         vmr_engine_save_job (self, job);
         return;
     }
-    /* full speed from now on: the policy leaves the copy alone */
-    job->speed = 0;
-    job->base_speed = 0;
+    /* full speed from now on (its share of a budget): the policy leaves the copy alone */
+    job->speed = speed;
+    job->base_speed = speed;
     g_free (job->decision);
     job->decision = g_strdup ("converge");
     g_free (job->decision_reason);
@@ -109,7 +110,7 @@ converge_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 
     if (vmr_backend_job_command_finish (VMR_BACKEND (source), res, &error)) {
         if (vmr_engine_job_is_active (job))
-            converged (data->engine, job);
+            converged (data->engine, job, data->speed);
         converge_data_free (data);
         return;
     }
@@ -147,10 +148,11 @@ converge_step (ConvergeData *data, DomainEntry *entry)
         converge_data_free (data);
         return;
     }
+    data->speed = write_blocking ? 0 : vmr_engine_budget_cap (data->engine, data->job, 0);
     vmr_backend_job_command_async (entry->backend, data->job,
                                    write_blocking ? VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE
                                                   : VMR_BACKEND_COMMAND_SET_SPEED,
-                                   0, NULL, converge_cb, data);
+                                   data->speed, NULL, converge_cb, data);
 }
 
 /* makes @job converge by @by, for @why (consumed) */

@@ -108,7 +108,9 @@ vmr_engine_start_copy (VmrEngine *self, DomainEntry *entry, VmrJob *job, guint64
     data->job = vmr_job_ref (job);
     data->state = state;
     data->task = task;
-    job->speed = speed;
+    /* the copy takes its share of its storages' budgets before it moves anything */
+    vmr_engine_budget_join (self, job, speed);
+    job->speed = vmr_engine_budget_cap (self, job, speed);
     job->policy_busy = TRUE;
     /* the checks again, then the file opened or made: the copy gets it by descriptor */
     vmr_engine_open_destination_async (self, job, disk, destination_opened_cb, data);

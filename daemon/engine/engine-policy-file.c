@@ -76,8 +76,9 @@ vmr_engine_reload_policy (VmrEngine *self, GError **error)
         vmr_engine_sampling_schedule (self, entry);
     /* the guards may refuse a queued job's destination now */
     vmr_engine_recheck_queued (self);
-    /* the limits may have changed */
+    /* the limits and the budgets may have changed */
     vmr_engine_admission_schedule (self);
+    vmr_engine_budget_policy_changed (self);
     return TRUE;
 }
 

@@ -223,7 +223,7 @@ apply_decision (VmrEngine *self, DomainEntry *entry, VmrJob *job, VmrPolicyPhase
         default:
             /* a reloaded policy may have changed the full speed */
             if (job->state == VMR_JOB_STATE_COPYING && !job->speed_from_user
-                && job->speed != rule->speed) {
+                && job->speed != vmr_engine_budget_cap (self, job, rule->speed)) {
                 job->base_speed = rule->speed;
                 data = vmr_engine_action_new (self, job, VMR_JOB_STATE_COPYING);
                 vmr_engine_action_step (data, VMR_BACKEND_COMMAND_SET_SPEED, rule->speed);

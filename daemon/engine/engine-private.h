@@ -4,6 +4,7 @@
  * The parts, each calling only those listed before it:
  *   engine-destination.c  a job's destination: the refusals, opening it, removing a file made
  *   engine-domains.c    the domain table, the backends' events, progress
+ *   engine-budget.c     the storages' bandwidth budgets, shared by the copies on them
  *   engine-copy.c       starting a copy, cutting a job over
  *   engine-verify.c     comparing the old source with the destination after the pivot
  *   engine-converge.c   a copy that does not converge, a copy's deadline
@@ -38,6 +39,7 @@ G_BEGIN_DECLS
 #define PROGRESS_INTERVAL_MS 500
 
 typedef struct _DomainEntry DomainEntry;
+typedef struct _VmrEngineBudget VmrEngineBudget;
 
 struct _DomainEntry {
     VmrEngine *engine; /* not a reference: the engine owns the entry */
@@ -92,6 +94,7 @@ struct _VmrEngine {
     gint64 policy_refused;       /* when a reload was last refused after that, or 0 */
     gchar *policy_refusal;       /* why, or NULL */
     guint admission_source;      /* an admission pass is due */
+    VmrEngineBudget *budget;     /* the copies holding a share of a storage's budget */
     struct _VmrCluster *cluster; /* the [cluster] section's, NULL without one */
     gchar *cluster_error;        /* why the cluster could not be joined, or NULL */
     struct _VmrClusterEvacuations *evacuations; /* the cluster's evacuations, with it */
@@ -214,6 +217,38 @@ VmrLoadHistory *vmr_engine_domain_load (DomainEntry *entry, const gchar *disk);
 
 /* starts or stops the domain's progress timer as its jobs need */
 void vmr_engine_update_timers (VmrEngine *self, DomainEntry *entry);
+
+/* engine-budget.c */
+
+VmrEngineBudget *vmr_engine_budget_new (void);
+void vmr_engine_budget_free (VmrEngineBudget *budget);
+
+/*
+ * The speed to send for @job when @speed (bytes/s, 0 = unlimited) is asked:
+ * @speed, or, on a storage with a budget, no more than @job's share and
+ * than what the other copies' speeds leave of it, never 0; the job's reason
+ * then names the budget. Remembers @speed as what @job asks for.
+ */
+guint64 vmr_engine_budget_cap (VmrEngine *self, VmrJob *job, guint64 speed);
+
+/* the controller's max-speed @max_speed (0 = unlimited) for @job, no more than its share */
+guint64 vmr_engine_budget_max_speed (VmrEngine *self, VmrJob *job, guint64 max_speed);
+
+/*
+ * @job is about to move data (its copy starts or resumes) asking for
+ * @wanted bytes/s: it takes its share of its storages' budgets; the copies
+ * over their new share are lowered at once. Nothing when it holds one.
+ */
+void vmr_engine_budget_join (VmrEngine *self, VmrJob *job, guint64 wanted);
+
+/* after a transition: a copy that paused or ended gives its share to the others */
+void vmr_engine_budget_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
+
+/* after a reload: the shares under the new budgets, lowers first */
+void vmr_engine_budget_policy_changed (VmrEngine *self);
+
+/* the sum of the speeds set on the copies holding @storage's budget, bytes/s */
+guint64 vmr_engine_budget_used (VmrEngine *self, const VmrStorage *storage);
 
 /* engine-copy.c */
 

@@ -124,6 +124,7 @@ job_changed_cb (VmrJobTable *table, gpointer job_ptr, gint previous, gpointer us
     vmr_engine_group_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_cluster_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_admission_job_changed (self, job, (VmrJobState) previous);
+    vmr_engine_budget_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_verify_job_changed (self, job, (VmrJobState) previous);
     vmr_engine_destination_job_changed (self, job, (VmrJobState) previous);
     entry = g_hash_table_lookup (self->domains, job->domain);
@@ -223,6 +224,7 @@ vmr_engine_finalize (GObject *object)
     g_hash_table_unref (self->protected_dirs);
     g_ptr_array_unref (self->defined_disks);
     g_hash_table_unref (self->decision_counts);
+    vmr_engine_budget_free (self->budget);
     G_OBJECT_CLASS (vmr_engine_parent_class)->finalize (object);
 }
 
@@ -236,6 +238,7 @@ vmr_engine_init (VmrEngine *self)
     self->defined_disks
         = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_engine_defined_disk_free);
     self->decision_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+    self->budget = vmr_engine_budget_new ();
 }
 
 void

@@ -170,6 +170,7 @@ void engine_add_domain_cases (void);
 void engine_add_policy_cases (void);
 void engine_add_adaptive_cases (void);
 void engine_add_converge_cases (void);
+void engine_add_budget_cases (void);
 void engine_add_space_cases (void);
 void engine_add_destination_cases (void);
 

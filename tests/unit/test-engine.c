@@ -447,6 +447,7 @@ main (int argc, char **argv)
     engine_add_destination_cases ();
     engine_add_adaptive_cases ();
     engine_add_converge_cases ();
+    engine_add_budget_cases ();
     g_test_add_func ("/engine/progress/signal", test_job_progress);
     g_test_add_func ("/engine/stats", test_stats);
     g_test_add_func ("/engine/job/pivot-retried", test_pivot_retried);

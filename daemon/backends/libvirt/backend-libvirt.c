@@ -331,7 +331,8 @@ vmr_backend_libvirt_job_command_async (VmrBackend *backend, VmrJob *job, VmrBack
     call->command = command;
     call->mark_pivot = command == VMR_BACKEND_COMMAND_PIVOT && job->verify;
     call->speed = speed;
-    call->old_speed = job->speed;
+    /* a copy under a storage's budget keeps its limit through the pivot */
+    call->old_speed = job->under_budget ? 0 : job->speed;
     run_call (self, call, vmr_backend_libvirt_job_command_thread, cancellable, job_command_cb,
               task);
 }

@@ -80,8 +80,9 @@ vmr_backend_qmp_job_command_async (VmrBackend *backend, VmrJob *job, VmrBackendC
             break;
         case VMR_BACKEND_COMMAND_PIVOT:
             /* a rate-limited job sleeps between chunks; lifting the limit
-             * wakes it so that the pivot does not wait for the next chunk */
-            if (job->speed > 0) {
+             * wakes it so that the pivot does not wait for the next chunk; a
+             * copy under a storage's budget waits instead */
+            if (job->speed > 0 && !job->under_budget) {
                 g_autoptr (JsonObject) speed_args = vmr_backend_qmp_args_device ("device", job->id);
 
                 json_object_set_int_member (speed_args, "speed", 0);
