@@ -250,6 +250,35 @@ append_totals (GString *out, const VmrEngineStats *stats)
     }
 }
 
+/* the per-storage gauges: each [storage] section's budget and what the copies use of it */
+static const struct {
+    const gchar *name;
+    const gchar *help;
+    gsize offset; /* of the guint64 in VmrStorageStats */
+} storage_gauges[] = {
+    { "storage_budget_bytes",
+      "The storage's bandwidth budget for all copies together, bytes/s (0 = none).",
+      G_STRUCT_OFFSET (VmrStorageStats, budget_bytes) },
+    { "storage_used_bytes",
+      "The sum of the speeds set on the copies that read from or write to the storage, bytes/s.",
+      G_STRUCT_OFFSET (VmrStorageStats, used_bytes) },
+};
+
+static void
+append_storages (GString *out, const VmrEngineStats *stats)
+{
+    for (guint f = 0; f < G_N_ELEMENTS (storage_gauges); f++) {
+        append_family (out, storage_gauges[f].name, "gauge", storage_gauges[f].help);
+        for (guint i = 0; i < stats->storages->len; i++) {
+            const VmrStorageStats *storage = g_ptr_array_index (stats->storages, i);
+            const gchar *labels[] = { "storage", storage->name, NULL };
+            guint64 value = G_STRUCT_MEMBER (guint64, storage, storage_gauges[f].offset);
+
+            append_sample (out, storage_gauges[f].name, labels, (gdouble) value);
+        }
+    }
+}
+
 gchar *
 vmr_metrics_format (const VmrEngineStats *stats)
 {
@@ -258,5 +287,6 @@ vmr_metrics_format (const VmrEngineStats *stats)
     append_jobs (out, stats);
     append_guests (out, stats);
     append_totals (out, stats);
+    append_storages (out, stats);
     return g_string_free (out, FALSE);
 }

@@ -43,6 +43,13 @@ decision_stats_free (VmrDecisionStats *self)
     g_free (self);
 }
 
+static void
+storage_stats_free (VmrStorageStats *self)
+{
+    g_free (self->name);
+    g_free (self);
+}
+
 VmrEngineStats *
 vmr_engine_stats_new (void)
 {
@@ -53,6 +60,7 @@ vmr_engine_stats_new (void)
     self->disks = g_ptr_array_new_with_free_func ((GDestroyNotify) disk_stats_free);
     self->iothreads = g_ptr_array_new_with_free_func ((GDestroyNotify) iothread_stats_free);
     self->decisions = g_ptr_array_new_with_free_func ((GDestroyNotify) decision_stats_free);
+    self->storages = g_ptr_array_new_with_free_func ((GDestroyNotify) storage_stats_free);
     return self;
 }
 
@@ -65,6 +73,7 @@ vmr_engine_stats_free (VmrEngineStats *self)
     g_ptr_array_unref (self->disks);
     g_ptr_array_unref (self->iothreads);
     g_ptr_array_unref (self->decisions);
+    g_ptr_array_unref (self->storages);
     g_free (self);
 }
 
@@ -191,6 +200,23 @@ add_decisions (VmrEngine *self, VmrEngineStats *stats)
     g_ptr_array_sort (stats->decisions, compare_decisions);
 }
 
+/* each storage's budget and the speeds set on the copies that hold it */
+static void
+add_storages (VmrEngine *self, VmrEngineStats *stats)
+{
+    GPtrArray *storages = vmr_policy_get_storages (self->policy);
+
+    for (guint i = 0; i < storages->len; i++) {
+        const VmrStorage *storage = g_ptr_array_index (storages, i);
+        VmrStorageStats *s = g_new0 (VmrStorageStats, 1);
+
+        s->name = g_strdup (storage->name);
+        s->budget_bytes = storage->budget;
+        s->used_bytes = vmr_engine_budget_used (self, storage);
+        g_ptr_array_add (stats->storages, s);
+    }
+}
+
 VmrEngineStats *
 vmr_engine_get_stats (VmrEngine *self)
 {
@@ -213,6 +239,7 @@ vmr_engine_get_stats (VmrEngine *self)
     for (guint i = 0; i < names->len; i++)
         add_domain (stats, g_hash_table_lookup (self->domains, g_ptr_array_index (names, i)));
     add_decisions (self, stats);
+    add_storages (self, stats);
     for (guint i = 0; i < G_N_ELEMENTS (stats->jobs_ended); i++)
         stats->jobs_ended[i] = self->jobs_ended[i];
     return stats;

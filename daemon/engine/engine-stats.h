@@ -49,12 +49,20 @@ typedef struct {
     guint64 count;
 } VmrDecisionStats;
 
+/* one [storage NAME] section of the policy, with a budget or without */
+typedef struct {
+    gchar *name;
+    guint64 budget_bytes; /* bytes/s for all the copies on it together, 0 = none */
+    guint64 used_bytes;   /* bytes/s: the sum of the speeds set on the copies holding it */
+} VmrStorageStats;
+
 typedef struct {
     gint64 time_us;       /* wall clock of the snapshot */
     GPtrArray *jobs;      /* of VmrJobStats *, every job the daemon keeps, oldest first */
     GPtrArray *disks;     /* of VmrDiskStats *, the disks with a load sample, by domain */
     GPtrArray *iothreads; /* of VmrIothreadStats *, by domain; none for a backend without */
     GPtrArray *decisions; /* of VmrDecisionStats *, by action name */
+    GPtrArray *storages;  /* of VmrStorageStats *, in the policy's order */
     guint jobs_by_state[VMR_JOB_STATE_LAST]; /* the jobs of @jobs in each state */
     /* the jobs that ended since the daemon started: completed, failed, cancelled */
     guint64 jobs_ended[VMR_JOB_STATE_LAST - VMR_JOB_STATE_COMPLETED];

@@ -320,6 +320,11 @@ check_metrics_during_copy (VmrHarness *h, const gchar *url, const gchar *id)
         >=, 0);
     g_assert_cmpfloat (sample_value (text, "virt_mirror_policy_decisions_total{action=\"start\"}"),
                        ==, 1);
+    /* the storage's budget, and the copy's speed as what it uses of it */
+    g_assert_cmpfloat (sample_value (text, "virt_mirror_storage_budget_bytes{storage=\"array-a\"}"),
+                       ==, 60 * 1024 * 1024);
+    g_assert_cmpfloat (sample_value (text, "virt_mirror_storage_used_bytes{storage=\"array-a\"}"),
+                       ==, 4 * 1024 * 1024);
     g_assert_cmpuint (http_status ("POST", url), ==, SOUP_STATUS_METHOD_NOT_ALLOWED);
 }
 
@@ -377,6 +382,8 @@ test_scraped (Scraper *s, gconstpointer user_data)
     g_autofree gchar *dest = NULL;
     g_autofree gchar *id = NULL;
     g_autofree gchar *text = NULL;
+    g_autofree gchar *policy_text = NULL;
+    g_autofree gchar *policy = NULL;
     g_autofree gchar *processed = NULL;
     g_autofree gchar *completed = NULL;
     g_autoptr (VmrHarnessWriter) writer = NULL;
@@ -387,11 +394,14 @@ test_scraped (Scraper *s, gconstpointer user_data)
 
     if (vmr_harness_skipped (h))
         return;
-    vmr_harness_start_daemon (h, "--metrics-listen", listen, NULL);
+    dest = vmr_harness_path (h, "dest.raw");
+    /* the destination's storage has a budget well over the copy's speed */
+    policy_text = g_strdup_printf ("[storage array-a]\npaths = %s\nbudget = 60M\n", dest);
+    policy = vmr_harness_write_policy (h, policy_text);
+    vmr_harness_start_daemon (h, "--metrics-listen", listen, "--policy", policy, NULL);
     start_prometheus (s, port);
     source = vmr_harness_create_image (h, "source.raw", "raw", IMAGE_SIZE, 0x3e7);
     expected = vmr_harness_expected_path (source);
-    dest = vmr_harness_path (h, "dest.raw");
     disk.path = source;
     vmr_harness_start_qemu (h, &disk, 1);
     writer = vmr_harness_writer_new (h, "disk0", expected, 0x3e7);

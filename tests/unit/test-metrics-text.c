@@ -23,7 +23,7 @@ job_new (const gchar *id, const gchar *domain, const gchar *disk, VmrJobState st
     return job;
 }
 
-/* two jobs, one disk, one I/O thread, two decisions and ended jobs */
+/* two jobs, one disk, one I/O thread, two decisions, ended jobs and a storage with a budget */
 static VmrEngineStats *
 sample_stats (void)
 {
@@ -34,6 +34,7 @@ sample_stats (void)
     VmrIothreadStats *thread = g_new0 (VmrIothreadStats, 1);
     VmrDecisionStats *keep = g_new0 (VmrDecisionStats, 1);
     VmrDecisionStats *wait = g_new0 (VmrDecisionStats, 1);
+    VmrStorageStats *storage = g_new0 (VmrStorageStats, 1);
 
     done->total_bytes = G_GUINT64_CONSTANT (21474836480);
     done->processed_bytes = done->total_bytes;
@@ -68,6 +69,10 @@ sample_stats (void)
     stats->jobs_by_state[VMR_JOB_STATE_COMPLETED] = 1;
     stats->jobs_ended[0] = 1;
     stats->jobs_ended[2] = 3;
+    storage->name = g_strdup ("array-a");
+    storage->budget_bytes = 62914560;
+    storage->used_bytes = 41943040;
+    g_ptr_array_add (stats->storages, storage);
     return stats;
 }
 
@@ -159,7 +164,15 @@ static const gchar expected_text[]
       "# TYPE virt_mirror_jobs_total counter\n"
       "virt_mirror_jobs_total{result=\"completed\"} 1\n"
       "virt_mirror_jobs_total{result=\"failed\"} 0\n"
-      "virt_mirror_jobs_total{result=\"cancelled\"} 3\n";
+      "virt_mirror_jobs_total{result=\"cancelled\"} 3\n"
+      "# HELP virt_mirror_storage_budget_bytes The storage's bandwidth budget for all copies "
+      "together, bytes/s (0 = none).\n"
+      "# TYPE virt_mirror_storage_budget_bytes gauge\n"
+      "virt_mirror_storage_budget_bytes{storage=\"array-a\"} 62914560\n"
+      "# HELP virt_mirror_storage_used_bytes The sum of the speeds set on the copies that read "
+      "from or write to the storage, bytes/s.\n"
+      "# TYPE virt_mirror_storage_used_bytes gauge\n"
+      "virt_mirror_storage_used_bytes{storage=\"array-a\"} 41943040\n";
 
 static void
 test_format (void)
@@ -191,6 +204,8 @@ test_format_empty (void)
         "jobs",
         "policy_decisions_total",
         "jobs_total",
+        "storage_budget_bytes",
+        "storage_used_bytes",
     };
     g_autoptr (VmrEngineStats) stats = vmr_engine_stats_new ();
     g_autofree gchar *text = vmr_metrics_format (stats);
