@@ -161,12 +161,33 @@ note_budget (VmrJob *job, const BudgetCeiling *ceiling)
     job->decision_reason = g_steal_pointer (&reason);
 }
 
+/* whether a copy in @state moves data, or still holds the speed it was set to */
+static gboolean
+moves_data (VmrJobState state)
+{
+    switch (state) {
+        case VMR_JOB_STATE_COPYING:
+        case VMR_JOB_STATE_THROTTLED:
+        case VMR_JOB_STATE_SYNCED:
+        case VMR_JOB_STATE_PIVOTING:
+            return TRUE;
+        default:
+            return FALSE;
+    }
+}
+
 guint64
 vmr_engine_budget_cap (VmrEngine *self, VmrJob *job, guint64 speed)
 {
     BudgetHold *hold = g_hash_table_lookup (self->budget->holds, job->id);
-    BudgetCeiling ceiling = ceiling_of (self, job, TRUE);
+    BudgetCeiling ceiling;
 
+    /* a running copy that joined no other way (one an earlier run left) holds its share now */
+    if (hold == NULL && moves_data (job->state)) {
+        vmr_engine_budget_join (self, job, speed);
+        hold = g_hash_table_lookup (self->budget->holds, job->id);
+    }
+    ceiling = ceiling_of (self, job, TRUE);
     if (hold != NULL)
         hold->wanted = speed;
     job->under_budget = ceiling.speed != NO_CEILING;
@@ -286,21 +307,6 @@ vmr_engine_budget_join (VmrEngine *self, VmrJob *job, guint64 wanted)
     hold->wanted = wanted;
     g_hash_table_insert (self->budget->holds, hold->job->id, hold);
     rebalance (self);
-}
-
-/* whether a copy in @state moves data, or still holds the speed it was set to */
-static gboolean
-moves_data (VmrJobState state)
-{
-    switch (state) {
-        case VMR_JOB_STATE_COPYING:
-        case VMR_JOB_STATE_THROTTLED:
-        case VMR_JOB_STATE_SYNCED:
-        case VMR_JOB_STATE_PIVOTING:
-            return TRUE;
-        default:
-            return FALSE;
-    }
 }
 
 void
