@@ -344,9 +344,8 @@ vmr_harness_get_job (VmrHarness *h, const gchar *id)
     return json_object_ref (vmr_harness_json_node_object (reply));
 }
 
-/* the points of the job @id's query-job-series */
-static JsonArray *
-job_series_points (VmrHarness *h, const gchar *id)
+JsonArray *
+vmr_harness_job_series_points (VmrHarness *h, const gchar *id)
 {
     g_autoptr (JsonObject) args = json_object_new ();
     g_autoptr (JsonNode) reply = NULL;
@@ -364,11 +363,11 @@ JsonArray *
 vmr_harness_wait_job_samples (VmrHarness *h, const gchar *id, guint n)
 {
     gint64 deadline = g_get_monotonic_time () + VMR_HARNESS_JOB_TIMEOUT_S * G_USEC_PER_SEC;
-    g_autoptr (JsonArray) first = job_series_points (h, id);
+    g_autoptr (JsonArray) first = vmr_harness_job_series_points (h, id);
     guint from = json_array_get_length (first);
 
     while (TRUE) {
-        g_autoptr (JsonArray) points = job_series_points (h, id);
+        g_autoptr (JsonArray) points = vmr_harness_job_series_points (h, id);
         guint length = json_array_get_length (points);
 
         if (length >= from + n) {

@@ -443,6 +443,9 @@ JsonObject *vmr_harness_get_job (VmrHarness *h, const gchar *id);
  */
 JsonArray *vmr_harness_wait_job_samples (VmrHarness *h, const gchar *id, guint n);
 
+/* the points of the job @id's query-job-series, oldest first (a new reference) */
+JsonArray *vmr_harness_job_series_points (VmrHarness *h, const gchar *id);
+
 /* asserts that the job was in @state at each of @points (query-job-series points) */
 void vmr_harness_assert_samples_state (JsonArray *points, const gchar *state);
 
