@@ -95,7 +95,9 @@ migrate_all (VmrHarness *h, gchar **dests, gchar **ids, BudgetSeen *seen)
     for (guint d = 0; d < N_DISKS; d++)
         runs[d] = vmr_harness_cli_spawn (h, "--json", "migrate", "vm", disk_ids[d], dests[d], NULL);
     while (running) {
-        seen->most = MAX (seen->most, poll_speeds (h, NULL, speeds));
+        guint64 sum = poll_speeds (h, NULL, speeds);
+
+        seen->most = MAX (seen->most, sum);
         running = FALSE;
         for (guint d = 0; d < N_DISKS; d++)
             running = running || !vmr_harness_cli_run_exited (runs[d]);
@@ -150,7 +152,9 @@ watch_speeds (VmrHarness *h, gchar **ids, BudgetSeen *seen)
         guint64 speeds[N_DISKS];
         gint64 now = g_get_monotonic_time ();
 
-        seen->most = MAX (seen->most, poll_speeds (h, ids, speeds));
+        guint64 sum = poll_speeds (h, ids, speeds);
+
+        seen->most = MAX (seen->most, sum);
         if (speeds[0] > 0 && speeds[0] == BUDGET / 3 && speeds[1] == BUDGET / 3
             && speeds[2] == BUDGET / 3) {
             seen->saw_thirds = TRUE;
