@@ -7,6 +7,7 @@
  */
 
 #include "destination-private.h"
+#include "qmp-vocab.h"
 
 #include "vmr-error.h"
 #include "vmr-json.h"
@@ -222,43 +223,26 @@ JsonObject *
 vmr_destination_to_tls_object_add (const VmrDestination *self, const gchar *node_name)
 {
     g_autofree gchar *id = vmr_destination_tls_object_id (self, node_name);
-    JsonObject *args;
 
     if (id == NULL)
         return NULL;
-    args = json_object_new ();
-    json_object_set_string_member (args, "qom-type", "tls-creds-x509");
-    json_object_set_string_member (args, "id", id);
-    json_object_set_string_member (args, "dir", self->tls_creds);
-    json_object_set_string_member (args, "endpoint", "client");
-    json_object_set_boolean_member (args, "verify-peer", TRUE);
-    return args;
+    return vmr_qmp_tls_creds_args (id, self->tls_creds);
 }
 
 JsonObject *
 vmr_destination_nbd_blockdev_file (const VmrDestination *self, const gchar *node_name)
 {
-    JsonObject *file = json_object_new ();
-    JsonObject *server = json_object_new ();
     g_autofree gchar *tls_id = vmr_destination_tls_object_id (self, node_name);
+    const VmrQmpNbdArgs args = {
+        .socket = self->nbd->socket,
+        .host = self->nbd->host,
+        .port = self->nbd->port,
+        .export_name = self->nbd->export_name,
+        .reconnect_delay_s = self->reconnect_delay_s,
+        .tls_creds = tls_id,
+    };
 
-    if (self->nbd->socket != NULL) {
-        json_object_set_string_member (server, "type", "unix");
-        json_object_set_string_member (server, "path", self->nbd->socket);
-    } else {
-        g_autofree gchar *port = g_strdup_printf ("%u", self->nbd->port);
-
-        json_object_set_string_member (server, "type", "inet");
-        json_object_set_string_member (server, "host", self->nbd->host);
-        json_object_set_string_member (server, "port", port);
-    }
-    json_object_set_string_member (file, "driver", "nbd");
-    json_object_set_object_member (file, "server", server);
-    json_object_set_string_member (file, "export", self->nbd->export_name);
-    json_object_set_int_member (file, "reconnect-delay", self->reconnect_delay_s);
-    if (tls_id != NULL)
-        json_object_set_string_member (file, "tls-creds", tls_id);
-    return file;
+    return vmr_qmp_blockdev_nbd (&args);
 }
 
 gchar *

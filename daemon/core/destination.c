@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qmp-vocab.h"
 #include "units.h"
 #include "vmr-error.h"
 
@@ -356,61 +357,50 @@ vmr_destination_check (const VmrDestination *self, guint64 source_size, const gc
 
 /* ---- how the backends name it ---- */
 
-static JsonObject *
-cache_object (gboolean direct, gboolean no_flush)
+/* the size of the node, 0 for all of its file: a larger raw file, device or export is used for
+ * its first bytes only */
+static guint64
+node_size (const VmrDestination *self, const VmrDisk *source)
 {
-    JsonObject *cache = json_object_new ();
+    guint64 dest_size = 0;
 
-    json_object_set_boolean_member (cache, "direct", direct);
-    json_object_set_boolean_member (cache, "no-flush", no_flush);
-    return cache;
+    if (self->kind == VMR_DESTINATION_NBD)
+        return source->size;
+    if (!vmr_destination_has_virtual_size (self) && !self->created
+        && get_size (self->location, &dest_size, NULL) && dest_size > source->size)
+        return source->size;
+    return 0;
 }
 
 JsonObject *
 vmr_destination_to_blockdev_add (const VmrDestination *self, const gchar *node_name,
                                  const VmrDisk *source, const VmrNbdExportFacts *facts)
 {
-    JsonObject *args = json_object_new ();
-    JsonObject *file = NULL;
+    g_autoptr (JsonObject) file = NULL;
     g_autofree gchar *file_node = g_strdup_printf ("%s-file", node_name);
+    VmrQmpBlockdevArgs args = {
+        .driver = self->format,
+        .node_name = node_name,
+        .cache_direct = source->cache_direct,
+        .cache_no_flush = source->cache_no_flush,
+        .size = node_size (self, source),
+    };
 
     switch (self->kind) {
         case VMR_DESTINATION_FILE:
         case VMR_DESTINATION_BLOCK:
-            file = json_object_new ();
-            json_object_set_string_member (
-                file, "driver", self->kind == VMR_DESTINATION_FILE ? "file" : "host_device");
-            json_object_set_string_member (file, "filename", self->location);
-            json_object_set_string_member (file, "node-name", file_node);
-            json_object_set_object_member (
-                file, "cache",
-                cache_object (source->file_cache_direct, source->file_cache_no_flush));
+            file = vmr_qmp_blockdev_local (
+                self->kind == VMR_DESTINATION_FILE ? "file" : "host_device", self->location,
+                file_node, source->file_cache_direct, source->file_cache_no_flush);
             break;
         case VMR_DESTINATION_NBD:
             file = vmr_destination_nbd_blockdev_file (self, node_name);
             json_object_set_string_member (file, "node-name", file_node);
+            args.detect_zeroes = vmr_destination_nbd_detect_zeroes (facts);
             break;
     }
-
-    json_object_set_string_member (args, "driver", self->format);
-    json_object_set_string_member (args, "node-name", node_name);
-    json_object_set_object_member (args, "file", file);
-    json_object_set_object_member (args, "cache",
-                                   cache_object (source->cache_direct, source->cache_no_flush));
-    json_object_set_string_member (args, "discard", "unmap");
-    if (self->kind == VMR_DESTINATION_NBD && vmr_destination_nbd_detect_zeroes (facts) != NULL)
-        json_object_set_string_member (args, "detect-zeroes",
-                                       vmr_destination_nbd_detect_zeroes (facts));
-    /* a larger raw file, device or export is used for its first bytes only */
-    if (self->kind == VMR_DESTINATION_NBD)
-        json_object_set_int_member (args, "size", (gint64) source->size);
-    else if (!vmr_destination_has_virtual_size (self) && !self->created) {
-        guint64 dest_size = 0;
-
-        if (get_size (self->location, &dest_size, NULL) && dest_size > source->size)
-            json_object_set_int_member (args, "size", (gint64) source->size);
-    }
-    return args;
+    args.file = file;
+    return vmr_qmp_blockdev_format (&args);
 }
 
 gchar *

@@ -172,12 +172,10 @@ vmr_backend_libvirt_job_command_thread (GTask *task, gpointer source, gpointer t
     g_autoptr (virDomain) dom
         = vmr_libvirt_connection_lookup (call->connection, call->uuid, &error);
     g_autofree gchar *qemu_job = NULL;
-    g_autoptr (JsonObject) args = json_object_new ();
-    g_autoptr (JsonObject) change_args = NULL;
+    g_autoptr (VmrQmpCmd) change = NULL;
     g_autoptr (JsonNode) reply = NULL;
     const unsigned int bytes = VIR_DOMAIN_BLOCK_JOB_SPEED_BANDWIDTH_BYTES;
     const gchar *what = "";
-    const gchar *qmp_command;
     int rc = 0;
 
     if (dom == NULL) {
@@ -188,13 +186,13 @@ vmr_backend_libvirt_job_command_thread (GTask *task, gpointer source, gpointer t
         case VMR_BACKEND_COMMAND_PAUSE:
         case VMR_BACKEND_COMMAND_RESUME:
             /* libvirt has no API for this: QMP on libvirt's own job */
-            qmp_command = call->command == VMR_BACKEND_COMMAND_PAUSE ? "block-job-pause"
-                                                                     : "block-job-resume";
             qemu_job = vmr_libvirt_domain_find_copy_job (dom, call->target, &error);
-            if (qemu_job != NULL) {
-                json_object_set_string_member (args, "device", qemu_job);
-                reply = vmr_libvirt_domain_qemu_command (dom, qmp_command, args, &error);
-            }
+            if (qemu_job != NULL)
+                reply = vmr_libvirt_domain_run (dom,
+                                                call->command == VMR_BACKEND_COMMAND_PAUSE
+                                                    ? vmr_qmp_cmd_block_job_pause (qemu_job)
+                                                    : vmr_qmp_cmd_block_job_resume (qemu_job),
+                                                &error);
             if (reply == NULL) {
                 g_task_return_error (task, g_steal_pointer (&error));
                 return;
@@ -202,16 +200,14 @@ vmr_backend_libvirt_job_command_thread (GTask *task, gpointer source, gpointer t
             break;
         case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
             /* libvirt has no API for this either; the schema says whether QEMU can */
-            reply = vmr_libvirt_domain_qemu_command (dom, "query-qmp-schema", NULL, &error);
+            reply = vmr_libvirt_domain_run (dom, vmr_qmp_cmd_query_qmp_schema (), &error);
             if (reply != NULL)
                 qemu_job = vmr_libvirt_domain_find_copy_job (dom, call->target, &error);
             if (qemu_job != NULL)
-                change_args = vmr_qmp_schema_copy_mode_args (reply, qemu_job, &error);
+                change = vmr_qmp_cmd_block_job_change_copy_mode (reply, qemu_job, &error);
             g_clear_pointer (&reply, json_node_unref);
-            if (change_args != NULL) {
-                reply = vmr_libvirt_domain_qemu_command (dom, "block-job-change", change_args,
-                                                         &error);
-            }
+            if (change != NULL)
+                reply = vmr_libvirt_domain_run (dom, g_steal_pointer (&change), &error);
             if (reply == NULL) {
                 g_task_return_error (task, g_steal_pointer (&error));
                 return;

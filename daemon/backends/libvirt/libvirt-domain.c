@@ -133,23 +133,15 @@ vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObjec
     return vmr_libvirt_domain_qemu_command_with_fd (dom, command, args, -1, error);
 }
 
-JsonNode *
-vmr_libvirt_domain_qemu_command_with_fd (virDomain *dom, const gchar *command, JsonObject *args,
-                                         gint fd, GError **error)
+/* sends the QMP @text of @command through libvirt; the "return" of its reply */
+static JsonNode *
+passthrough (virDomain *dom, const gchar *command, const gchar *text, gint fd, GError **error)
 {
-    g_autoptr (JsonObject) msg = json_object_new ();
-    g_autoptr (JsonNode) msg_node = json_node_new (JSON_NODE_OBJECT);
     g_autoptr (JsonParser) parser = json_parser_new ();
-    g_autofree gchar *text = NULL;
     g_autofree gchar *result = NULL;
     g_autoptr (GError) parse_error = NULL;
     JsonObject *reply;
 
-    json_object_set_string_member (msg, "execute", command);
-    if (args != NULL)
-        json_object_set_object_member (msg, "arguments", json_object_ref (args));
-    json_node_set_object (msg_node, msg);
-    text = json_to_string (msg_node, FALSE);
     if ((fd >= 0 ? virDomainQemuMonitorCommandWithFiles (dom, text, 1, &fd, NULL, NULL, &result, 0)
                  : virDomainQemuMonitorCommand (dom, text, &result, 0))
         < 0) {
@@ -186,11 +178,36 @@ vmr_libvirt_domain_qemu_command_with_fd (virDomain *dom, const gchar *command, J
     return json_node_copy (json_object_get_member (reply, "return"));
 }
 
+JsonNode *
+vmr_libvirt_domain_qemu_command_with_fd (virDomain *dom, const gchar *command, JsonObject *args,
+                                         gint fd, GError **error)
+{
+    g_autoptr (JsonObject) msg = json_object_new ();
+    g_autoptr (JsonNode) msg_node = json_node_new (JSON_NODE_OBJECT);
+    g_autofree gchar *text = NULL;
+
+    json_object_set_string_member (msg, "execute", command);
+    if (args != NULL)
+        json_object_set_object_member (msg, "arguments", json_object_ref (args));
+    json_node_set_object (msg_node, msg);
+    text = json_to_string (msg_node, FALSE);
+    return passthrough (dom, command, text, fd, error);
+}
+
+JsonNode *
+vmr_libvirt_domain_run (virDomain *dom, VmrQmpCmd *cmd, GError **error)
+{
+    g_autoptr (VmrQmpCmd) owned = cmd;
+    g_autofree gchar *text = vmr_qmp_cmd_to_string (cmd);
+
+    return passthrough (dom, vmr_qmp_cmd_name (cmd), text, -1, error);
+}
+
 JsonObject *
 vmr_libvirt_domain_query_copy_job (virDomain *dom, const gchar *target, GError **error)
 {
     g_autoptr (JsonNode) reply
-        = vmr_libvirt_domain_qemu_command (dom, "query-block-jobs", NULL, error);
+        = vmr_libvirt_domain_run (dom, vmr_qmp_cmd_query_block_jobs (), error);
     g_autofree gchar *prefix = g_strdup_printf ("copy-%s-", target);
     JsonArray *jobs;
 

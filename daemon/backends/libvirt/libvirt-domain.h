@@ -10,6 +10,7 @@
 
 #include "destination.h"
 #include "libvirt-connection.h"
+#include "qmp-vocab.h"
 
 G_BEGIN_DECLS
 
@@ -39,6 +40,12 @@ GHashTable *vmr_libvirt_domain_read_load (virDomain *dom, GError **error);
  */
 JsonNode *vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObject *args,
                                            GError **error);
+
+/*
+ * Runs @cmd (a builder's of qmp-vocab.h, consumed) through libvirt, as
+ * vmr_libvirt_domain_qemu_command(): the same JSON as the QMP backend sends.
+ */
+JsonNode *vmr_libvirt_domain_run (virDomain *dom, VmrQmpCmd *cmd, GError **error);
 
 /*
  * As vmr_libvirt_domain_qemu_command(), handing QEMU the file descriptor

@@ -160,8 +160,8 @@ adopt_fdsets_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         return;
     }
     data->fdsets = vmr_qmp_parse_fdsets (reply);
-    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "query-block", NULL, 0,
-                                  g_task_get_cancellable (task), adopt_block_cb, task);
+    vmr_qmp_client_run_async (VMR_QMP_CLIENT (source), vmr_qmp_cmd_query_block (), 0,
+                              g_task_get_cancellable (task), adopt_block_cb, task);
 }
 
 static void
@@ -183,8 +183,8 @@ adopt_jobs_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     }
     if (g_ptr_array_find (jobs, vmr_qmp_block_jobs_find (jobs, data->job->id), &index))
         data->info = g_ptr_array_steal_index (jobs, index);
-    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "query-fdsets", NULL, 0,
-                                  g_task_get_cancellable (task), adopt_fdsets_cb, task);
+    vmr_qmp_client_run_async (VMR_QMP_CLIENT (source), vmr_qmp_cmd_query_fdsets (), 0,
+                              g_task_get_cancellable (task), adopt_fdsets_cb, task);
 }
 
 void
@@ -198,8 +198,8 @@ vmr_backend_qmp_adopt_copy_async (VmrBackend *backend, VmrJob *job, GCancellable
     data->job = vmr_job_ref (job);
     data->adoption = g_new0 (VmrBackendAdoption, 1);
     g_task_set_task_data (task, data, (GDestroyNotify) adopt_data_free);
-    vmr_qmp_client_execute_async (self->client, "query-block-jobs", NULL, 0, cancellable,
-                                  adopt_jobs_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_block_jobs (), 0, cancellable,
+                              adopt_jobs_cb, task);
 }
 
 VmrBackendAdoption *

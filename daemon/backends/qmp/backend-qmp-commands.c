@@ -29,6 +29,14 @@ command_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_task_return_boolean (task, TRUE);
 }
 
+/* runs @cmd for @task, which @command_cb completes */
+static void
+run_command (VmrQmpClient *client, VmrQmpCmd *cmd, GTask *task)
+{
+    g_task_set_task_data (task, g_strdup (vmr_qmp_cmd_name (cmd)), g_free);
+    vmr_qmp_client_run_async (client, cmd, 0, g_task_get_cancellable (task), command_cb, task);
+}
+
 static void
 copy_mode_schema_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -36,21 +44,35 @@ copy_mode_schema_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autofree gchar *job_id = g_strdup (g_task_get_task_data (task));
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) schema = NULL;
-    g_autoptr (JsonObject) args = NULL;
+    VmrQmpCmd *cmd = NULL;
 
     schema = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
     if (schema == NULL)
         g_prefix_error (&error, "QEMU refused 'query-qmp-schema': ");
     else
-        args = vmr_qmp_schema_copy_mode_args (schema, job_id, &error);
-    if (args == NULL) {
+        cmd = vmr_qmp_cmd_block_job_change_copy_mode (schema, job_id, &error);
+    if (cmd == NULL) {
         g_task_return_error (task, g_steal_pointer (&error));
         g_object_unref (task);
         return;
     }
-    g_task_set_task_data (task, g_strdup ("block-job-change"), g_free);
-    vmr_qmp_client_execute_async (VMR_QMP_CLIENT (source), "block-job-change", args, 0,
-                                  g_task_get_cancellable (task), command_cb, task);
+    run_command (VMR_QMP_CLIENT (source), cmd, task);
+}
+
+/* job-complete of @job, after lifting its speed limit unless a storage's budget holds it */
+static VmrQmpCmd *
+pivot_command (VmrBackendQmp *self, VmrJob *job)
+{
+    /* a rate-limited job sleeps between chunks; lifting the limit
+     * wakes it so that the pivot does not wait for the next chunk; a
+     * copy under a storage's budget waits instead */
+    if (job->speed > 0 && !job->under_budget) {
+        vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_block_job_set_speed (job->id, 0), 0,
+                                  NULL, vmr_backend_qmp_best_effort_cb,
+                                  g_strdup_printf ("unthrottling %s", job->id));
+    }
+    vmr_backend_qmp_mark_pivot (self, job);
+    return vmr_qmp_cmd_job_complete (job->id);
 }
 
 void
@@ -61,58 +83,39 @@ vmr_backend_qmp_job_command_async (VmrBackend *backend, VmrJob *job, VmrBackendC
     VmrBackendQmp *self = vmr_backend_qmp_of (backend);
     GTask *task = g_task_new (self, cancellable, callback, user_data);
     MirrorTrack *track = g_hash_table_lookup (self->tracks, job->id);
-    g_autoptr (JsonObject) args = vmr_backend_qmp_args_device ("device", job->id);
-    const gchar *qmp_command = NULL;
+    VmrQmpCmd *cmd = NULL;
 
     switch (command) {
         case VMR_BACKEND_COMMAND_PAUSE:
-            qmp_command = "block-job-pause";
+            cmd = vmr_qmp_cmd_block_job_pause (job->id);
             break;
         case VMR_BACKEND_COMMAND_RESUME:
-            qmp_command = "block-job-resume";
+            cmd = vmr_qmp_cmd_block_job_resume (job->id);
             break;
         case VMR_BACKEND_COMMAND_CANCEL:
             /* force: a READY mirror must not complete, it must abort */
-            qmp_command = "block-job-cancel";
-            json_object_set_boolean_member (args, "force", TRUE);
+            cmd = vmr_qmp_cmd_block_job_cancel (job->id, TRUE);
             if (track != NULL)
                 track->cancel_requested = TRUE;
             break;
         case VMR_BACKEND_COMMAND_PIVOT:
-            /* a rate-limited job sleeps between chunks; lifting the limit
-             * wakes it so that the pivot does not wait for the next chunk; a
-             * copy under a storage's budget waits instead */
-            if (job->speed > 0 && !job->under_budget) {
-                g_autoptr (JsonObject) speed_args = vmr_backend_qmp_args_device ("device", job->id);
-
-                json_object_set_int_member (speed_args, "speed", 0);
-                vmr_qmp_client_execute_async (self->client, "block-job-set-speed", speed_args, 0,
-                                              NULL, vmr_backend_qmp_best_effort_cb,
-                                              g_strdup_printf ("unthrottling %s", job->id));
-            }
-            vmr_backend_qmp_mark_pivot (self, job);
-            qmp_command = "job-complete";
-            json_object_remove_member (args, "device");
-            json_object_set_string_member (args, "id", job->id);
+            cmd = pivot_command (self, job);
             if (track != NULL)
                 track->pivot_requested = TRUE;
             break;
         case VMR_BACKEND_COMMAND_SET_SPEED:
-            qmp_command = "block-job-set-speed";
-            json_object_set_int_member (args, "speed", (gint64) speed);
+            cmd = vmr_qmp_cmd_block_job_set_speed (job->id, speed);
             break;
         case VMR_BACKEND_COMMAND_SET_COPY_MODE_ACTIVE:
             /* the schema says whether this QEMU can */
             g_task_set_task_data (task, g_strdup (job->id), g_free);
-            vmr_qmp_client_execute_async (self->client, "query-qmp-schema", NULL, 0, cancellable,
-                                          copy_mode_schema_cb, task);
+            vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_qmp_schema (), 0, cancellable,
+                                      copy_mode_schema_cb, task);
             return;
         default:
             g_assert_not_reached ();
     }
-    g_task_set_task_data (task, g_strdup (qmp_command), g_free);
-    vmr_qmp_client_execute_async (self->client, qmp_command, args, 0, cancellable, command_cb,
-                                  task);
+    run_command (self->client, cmd, task);
 }
 
 gboolean
@@ -155,8 +158,8 @@ vmr_backend_qmp_query_progress_async (VmrBackend *backend, GCancellable *cancell
     VmrBackendQmp *self = vmr_backend_qmp_of (backend);
     GTask *task = g_task_new (self, cancellable, callback, user_data);
 
-    vmr_qmp_client_execute_async (self->client, "query-block-jobs", NULL, 0, cancellable,
-                                  query_jobs_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_block_jobs (), 0, cancellable,
+                              query_jobs_cb, task);
 }
 
 GPtrArray *

@@ -207,15 +207,13 @@ look_up_iothreads (VmrBackendQmp *self, GTask *task, VmrDisk *disk, const gchar 
     QueryDisksData *data = g_task_get_task_data (task);
 
     for (guint p = 0; p < G_N_ELEMENTS (properties); p++) {
-        g_autoptr (JsonObject) args = vmr_backend_qmp_args_device ("path", qdev);
         IothreadLookup *lookup = g_new0 (IothreadLookup, 1);
 
-        json_object_set_string_member (args, "property", properties[p]);
         lookup->task = g_object_ref (task);
         lookup->disk = disk;
         data->pending++;
-        vmr_qmp_client_execute_async (self->client, "qom-get", args, 0,
-                                      g_task_get_cancellable (task), iothread_lookup_cb, lookup);
+        vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_qom_get (qdev, properties[p]), 0,
+                                  g_task_get_cancellable (task), iothread_lookup_cb, lookup);
     }
 }
 
@@ -280,8 +278,8 @@ named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     }
     data->pending = 3;
     /* after the file nodes, which are found by the names QEMU gives them */
-    vmr_qmp_client_execute_async (self->client, "query-fdsets", NULL, 0,
-                                  g_task_get_cancellable (task), fdsets_cb, g_object_ref (task));
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_fdsets (), 0,
+                              g_task_get_cancellable (task), fdsets_cb, g_object_ref (task));
     for (guint i = 0; i < data->disks->len; i++) {
         const gchar *qdev = g_ptr_array_index (data->qdev_paths, i);
         VmrDisk *disk = g_ptr_array_index (data->disks, i);
@@ -293,20 +291,18 @@ named_nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         } else {
             /* a device of a bus (scsi-hd): the I/O thread is its controller's */
             g_autofree gchar *path = g_strdup_printf ("/machine/peripheral/%s", qdev);
-            g_autoptr (JsonObject) args = vmr_backend_qmp_args_device ("path", path);
             IothreadLookup *lookup = g_new0 (IothreadLookup, 1);
 
-            json_object_set_string_member (args, "property", "parent_bus");
             lookup->task = g_object_ref (task);
             lookup->disk = disk;
             data->pending++;
-            vmr_qmp_client_execute_async (self->client, "qom-get", args, 0,
-                                          g_task_get_cancellable (task), parent_bus_cb, lookup);
+            vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_qom_get (path, "parent_bus"), 0,
+                                      g_task_get_cancellable (task), parent_bus_cb, lookup);
         }
     }
-    vmr_qmp_client_execute_async (self->client, "query-iothreads", NULL, 0,
-                                  g_task_get_cancellable (task), query_iothreads_cb,
-                                  g_object_ref (task));
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_iothreads (), 0,
+                              g_task_get_cancellable (task), query_iothreads_cb,
+                              g_object_ref (task));
     query_disks_done_one (task);
 }
 
@@ -318,7 +314,6 @@ query_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     QueryDisksData *data = g_task_get_task_data (task);
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (JsonObject) args = json_object_new ();
     g_autoptr (GPtrArray) disks = NULL;
     g_autoptr (GPtrArray) qdev_paths = NULL;
 
@@ -332,10 +327,8 @@ query_block_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     data->disks = g_steal_pointer (&disks);
     g_ptr_array_unref (data->qdev_paths);
     data->qdev_paths = g_steal_pointer (&qdev_paths);
-    json_object_set_boolean_member (args, "flat", TRUE);
-    vmr_qmp_client_execute_async (self->client, "query-named-block-nodes", args, 0,
-                                  g_task_get_cancellable (task), named_nodes_cb,
-                                  g_object_ref (task));
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_named_block_nodes (TRUE), 0,
+                              g_task_get_cancellable (task), named_nodes_cb, g_object_ref (task));
 }
 
 void
@@ -349,8 +342,8 @@ vmr_backend_qmp_query_disks_async (VmrBackend *backend, GCancellable *cancellabl
     data->disks = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_disk_free);
     data->qdev_paths = g_ptr_array_new_with_free_func (g_free);
     g_task_set_task_data (task, data, (GDestroyNotify) query_disks_data_free);
-    vmr_qmp_client_execute_async (self->client, "query-block", NULL, 0, cancellable, query_block_cb,
-                                  task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_block (), 0, cancellable,
+                              query_block_cb, task);
 }
 
 GPtrArray *
@@ -385,8 +378,8 @@ vmr_backend_qmp_query_load_async (VmrBackend *backend, GCancellable *cancellable
     VmrBackendQmp *self = vmr_backend_qmp_of (backend);
     GTask *task = g_task_new (self, cancellable, callback, user_data);
 
-    vmr_qmp_client_execute_async (self->client, "query-blockstats", NULL, 0, cancellable,
-                                  blockstats_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_blockstats (), 0, cancellable,
+                              blockstats_cb, task);
 }
 
 GHashTable *
@@ -422,8 +415,8 @@ vmr_backend_qmp_query_iothreads_async (VmrBackend *backend, GCancellable *cancel
     VmrBackendQmp *self = vmr_backend_qmp_of (backend);
     GTask *task = g_task_new (self, cancellable, callback, user_data);
 
-    vmr_qmp_client_execute_async (self->client, "query-iothreads", NULL, 0, cancellable,
-                                  sampled_iothreads_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_iothreads (), 0, cancellable,
+                              sampled_iothreads_cb, task);
 }
 
 GPtrArray *

@@ -48,7 +48,6 @@ vmr_backend_qmp_pass_destination_async (VmrBackendQmp *self, VmrDestinationHandl
 {
     GTask *task = g_task_new (self, cancellable, callback, user_data);
     VmrDestination *dest = vmr_destination_handle_get_destination (handle);
-    g_autoptr (JsonObject) args = json_object_new ();
     g_autofree gchar *opaque = vmr_qmp_parse_fdset_opaque (dest->location);
     g_autoptr (GError) error = NULL;
     /* QEMU takes a descriptor of the set whose access mode and O_DIRECT match its own open */
@@ -59,9 +58,8 @@ vmr_backend_qmp_pass_destination_async (VmrBackendQmp *self, VmrDestinationHandl
         g_object_unref (task);
         return;
     }
-    json_object_set_string_member (args, "opaque", opaque);
-    vmr_qmp_client_execute_with_fd_async (self->client, "add-fd", args, fd, 0, cancellable,
-                                          add_fd_cb, task);
+    vmr_qmp_client_run_with_fd_async (self->client, vmr_qmp_cmd_add_fd (opaque), fd, 0, cancellable,
+                                      add_fd_cb, task);
     close (fd);
 }
 
@@ -161,20 +159,18 @@ nodes_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     in_use = vmr_qmp_parse_fdsets_in_use (reply);
     g_hash_table_iter_init (&iter, data->ours);
     while (g_hash_table_iter_next (&iter, (gpointer *) &id, (gpointer *) &path)) {
-        g_autoptr (JsonObject) args = json_object_new ();
-
         if (g_hash_table_contains (in_use, id)) {
             g_hash_table_iter_remove (&iter);
             continue;
         }
         g_debug ("removing fd set %" G_GINT64_FORMAT " of %s", *id, path);
-        json_object_set_int_member (args, "fdset-id", *id);
-        vmr_qmp_client_execute_async (self->client, "remove-fd", args, 0, NULL, remove_fd_cb, NULL);
+        vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_remove_fd (*id), 0, NULL, remove_fd_cb,
+                                  NULL);
     }
     /* what QEMU kept of them */
     if (g_hash_table_size (data->ours) > 0)
-        vmr_qmp_client_execute_async (self->client, "query-fdsets", NULL, 0, NULL, kept_cb,
-                                      kept_data_new (self, g_steal_pointer (&data->ours)));
+        vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_fdsets (), 0, NULL, kept_cb,
+                                  kept_data_new (self, g_steal_pointer (&data->ours)));
     /* the commands keep their order: the removals are done before whatever comes next */
     g_task_return_boolean (task, TRUE);
 }
@@ -187,7 +183,6 @@ fdsets_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     PruneData *data = g_task_get_task_data (task);
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) reply = NULL;
-    g_autoptr (JsonObject) args = json_object_new ();
 
     reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
     data->ours = reply != NULL ? vmr_qmp_parse_fdsets (reply) : NULL;
@@ -195,9 +190,8 @@ fdsets_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         g_task_return_boolean (task, TRUE);
         return;
     }
-    json_object_set_boolean_member (args, "flat", TRUE);
-    vmr_qmp_client_execute_async (self->client, "query-named-block-nodes", args, 0, NULL, nodes_cb,
-                                  g_steal_pointer (&task));
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_named_block_nodes (TRUE), 0, NULL,
+                              nodes_cb, g_steal_pointer (&task));
 }
 
 void
@@ -207,7 +201,7 @@ vmr_backend_qmp_prune_fdsets_async (VmrBackendQmp *self, GAsyncReadyCallback cal
     GTask *task = g_task_new (self, NULL, callback, user_data);
 
     g_task_set_task_data (task, g_new0 (PruneData, 1), (GDestroyNotify) prune_data_free);
-    vmr_qmp_client_execute_async (self->client, "query-fdsets", NULL, 0, NULL, fdsets_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_fdsets (), 0, NULL, fdsets_cb, task);
 }
 
 void

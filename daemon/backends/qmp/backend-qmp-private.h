@@ -19,6 +19,7 @@
 
 #include "destination-handle.h"
 #include "qmp-client.h"
+#include "qmp-vocab.h"
 #include "verifier.h"
 
 G_BEGIN_DECLS

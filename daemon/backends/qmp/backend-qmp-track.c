@@ -79,7 +79,6 @@ vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
                                     GAsyncReadyCallback callback, gpointer user_data)
 {
     GTask *task = g_task_new (self, NULL, callback, user_data);
-    g_autoptr (JsonObject) args = NULL;
 
     if (node == NULL) {
         g_task_return_boolean (task, TRUE);
@@ -87,8 +86,8 @@ vmr_backend_qmp_release_node_async (VmrBackendQmp *self, const gchar *node,
         return;
     }
     g_task_set_task_data (task, g_strdup (node), g_free);
-    args = vmr_backend_qmp_args_device ("node-name", node);
-    vmr_qmp_client_execute_async (self->client, "blockdev-del", args, 0, NULL, release_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_blockdev_del (node), 0, NULL, release_cb,
+                              task);
 }
 
 static void
@@ -119,15 +118,14 @@ release_tls_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     GTask *task = user_data;
     VmrBackendQmp *self = g_task_get_source_object (task);
     const gchar *tls_id = g_task_get_task_data (task);
-    g_autoptr (JsonObject) args = NULL;
 
     /* the fd set a file was passed in goes with the node */
     if (tls_id == NULL) {
         vmr_backend_qmp_prune_fdsets_async (self, pruned_cb, task);
         return;
     }
-    args = vmr_backend_qmp_args_device ("id", tls_id);
-    vmr_qmp_client_execute_async (self->client, "object-del", args, 0, NULL, object_del_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_object_del (tls_id), 0, NULL, object_del_cb,
+                              task);
 }
 
 void
@@ -231,7 +229,6 @@ void
 vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track)
 {
     FinishData *data;
-    g_autoptr (JsonObject) args = NULL;
 
     if (track->finishing)
         return;
@@ -257,6 +254,6 @@ vmr_backend_qmp_finish_track (VmrBackendQmp *self, MirrorTrack *track)
         data->outcome = VMR_BACKEND_OUTCOME_FAILED;
         data->reason = g_strdup ("QEMU ended the job without saying why");
     }
-    args = vmr_backend_qmp_args_device ("id", track->job_id);
-    vmr_qmp_client_execute_async (self->client, "job-dismiss", args, 0, NULL, dismiss_cb, data);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_job_dismiss (track->job_id), 0, NULL,
+                              dismiss_cb, data);
 }

@@ -107,36 +107,29 @@ start_mirror (GTask *task)
 {
     VmrBackendQmp *self = g_task_get_source_object (task);
     StartData *data = g_task_get_task_data (task);
-    g_autoptr (JsonObject) args = json_object_new ();
     g_autofree gchar *filter = g_strdup_printf ("%s-mirror", data->job->id);
-
-    json_object_set_string_member (args, "job-id", data->job->id);
-    json_object_set_string_member (args, "device", data->disk->node);
-    json_object_set_string_member (args, "target", data->dest_node);
-    json_object_set_string_member (args, "sync", "full");
-    json_object_set_boolean_member (args, "auto-dismiss", FALSE);
     /*
      * An I/O error on either side ends the copy at once, on its source; but
      * a file that fills up stops the copy instead of failing it, and the
      * daemon resumes it once there is room again (docs/operations.md)
      */
-    json_object_set_string_member (args, "on-source-error", "report");
-    json_object_set_string_member (
-        args, "on-target-error",
-        data->job->dest->kind == VMR_DESTINATION_FILE && data->job->space_watched ? "enospc"
-                                                                                  : "report");
-    json_object_set_string_member (args, "filter-node-name", filter);
-    if (data->job->speed > 0)
-        json_object_set_int_member (args, "speed", (gint64) data->job->speed);
-    if (data->job->granularity > 0)
-        json_object_set_int_member (args, "granularity", (gint64) data->job->granularity);
-    if (data->job->buf_size > 0)
-        json_object_set_int_member (args, "buf-size", (gint64) data->job->buf_size);
+    const VmrQmpMirrorArgs args = {
+        .job_id = data->job->id,
+        .device = data->disk->node,
+        .target = data->dest_node,
+        .filter_node_name = filter,
+        .on_target_error = data->job->dest->kind == VMR_DESTINATION_FILE && data->job->space_watched
+                               ? "enospc"
+                               : "report",
+        .speed = data->job->speed,
+        .granularity = data->job->granularity,
+        .buf_size = data->job->buf_size,
+    };
 
     /* events about the job may arrive before the reply */
     g_hash_table_insert (self->tracks, g_strdup (data->job->id), g_steal_pointer (&data->track));
-    vmr_qmp_client_execute_async (self->client, "blockdev-mirror", args, 0,
-                                  g_task_get_cancellable (task), mirror_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_blockdev_mirror (&args), 0,
+                              g_task_get_cancellable (task), mirror_cb, task);
 }
 
 static void
@@ -193,11 +186,8 @@ blockdev_add_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         return;
     }
     if (vmr_destination_has_virtual_size (data->job->dest)) {
-        g_autoptr (JsonObject) args = json_object_new ();
-
-        json_object_set_boolean_member (args, "flat", TRUE);
-        vmr_qmp_client_execute_async (self->client, "query-named-block-nodes", args, 0,
-                                      g_task_get_cancellable (task), check_dest_size_cb, task);
+        vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_query_named_block_nodes (TRUE), 0,
+                                  g_task_get_cancellable (task), check_dest_size_cb, task);
         return;
     }
     start_mirror (task);
@@ -208,15 +198,15 @@ add_node (GTask *task)
 {
     VmrBackendQmp *self = g_task_get_source_object (task);
     StartData *data = g_task_get_task_data (task);
-    g_autoptr (JsonObject) args = vmr_destination_to_blockdev_add (data->job->dest, data->dest_node,
-                                                                   data->disk, data->job->nbd);
+    g_autoptr (JsonObject) options = vmr_destination_to_blockdev_add (
+        data->job->dest, data->dest_node, data->disk, data->job->nbd);
 
     /* the file by its descriptor, not by its name */
     if (data->dest_filename != NULL)
-        json_object_set_string_member (vmr_json_get_object (args, "file"), "filename",
+        json_object_set_string_member (vmr_json_get_object (options, "file"), "filename",
                                        data->dest_filename);
-    vmr_qmp_client_execute_async (self->client, "blockdev-add", args, 0,
-                                  g_task_get_cancellable (task), blockdev_add_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_blockdev_add (options), 0,
+                              g_task_get_cancellable (task), blockdev_add_cb, task);
 }
 
 static void
@@ -251,8 +241,8 @@ add_destination (GTask *task)
         add_node (task);
         return;
     }
-    vmr_qmp_client_execute_async (self->client, "object-add", tls, 0, g_task_get_cancellable (task),
-                                  tls_object_cb, task);
+    vmr_qmp_client_run_async (self->client, vmr_qmp_cmd_object_add (tls), 0,
+                              g_task_get_cancellable (task), tls_object_cb, task);
 }
 
 static void
