@@ -321,7 +321,8 @@ watch_progress_floor (VmrHarness *h, const gchar *id)
 static void
 test_write_verify (VmrHarness *h, gconstpointer user_data)
 {
-    static const gchar policy[] = ADAPTIVE_POLICY ("1s") "min-speed = 32M\nconverge-after = 5s\n";
+    static const gchar policy[]
+        = ADAPTIVE_POLICY ("1s") "min-speed = 32M\nstart-speed = 32M\nconverge-after = 5s\n";
     const VmrHarnessGuestJob verify = { "verify", VERIFY_WRITES, 24, NULL, NULL, NULL };
     g_auto (GuestCopy) c = { 0 };
     g_autoptr (JsonObject) final = NULL;
