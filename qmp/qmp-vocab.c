@@ -72,7 +72,7 @@ vmr_qmp_client_run_async (VmrQmpClient *client, VmrQmpCmd *cmd, guint timeout_ms
 {
     g_autoptr (VmrQmpCmd) owned = cmd;
 
-    vmr_qmp_client_execute_async (client, cmd->name, cmd->arguments, timeout_ms, cancellable,
+    vmr_qmp_client_execute_async (client, owned->name, owned->arguments, timeout_ms, cancellable,
                                   callback, user_data);
 }
 
@@ -83,7 +83,7 @@ vmr_qmp_client_run_with_fd_async (VmrQmpClient *client, VmrQmpCmd *cmd, gint fd,
 {
     g_autoptr (VmrQmpCmd) owned = cmd;
 
-    vmr_qmp_client_execute_with_fd_async (client, cmd->name, cmd->arguments, fd, timeout_ms,
+    vmr_qmp_client_execute_with_fd_async (client, owned->name, owned->arguments, fd, timeout_ms,
                                           cancellable, callback, user_data);
 }
 

@@ -198,9 +198,9 @@ JsonNode *
 vmr_libvirt_domain_run (virDomain *dom, VmrQmpCmd *cmd, GError **error)
 {
     g_autoptr (VmrQmpCmd) owned = cmd;
-    g_autofree gchar *text = vmr_qmp_cmd_to_string (cmd);
+    g_autofree gchar *text = vmr_qmp_cmd_to_string (owned);
 
-    return passthrough (dom, vmr_qmp_cmd_name (cmd), text, -1, error);
+    return passthrough (dom, vmr_qmp_cmd_name (owned), text, -1, error);
 }
 
 JsonObject *
