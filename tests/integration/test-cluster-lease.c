@@ -172,7 +172,7 @@ test_expires (void)
     g_autoptr (JsonObject) b_copying = NULL;
     g_autoptr (JsonObject) a_waiting = NULL;
     JsonObject *ended[N_HOSTS];
-    g_autofree gchar *ids[N_HOSTS] = { NULL };
+    gchar *ids[N_HOSTS] = { NULL }; /* g_autofree would free only the first */
     g_autofree gchar *log = NULL;
     gint64 cut_at;
 
@@ -213,8 +213,10 @@ test_expires (void)
     g_assert_cmpint (nth_time (ended[0], "copying", 1), >=,
                      vmr_json_job_time_of (ended[1], "synced"));
     g_assert_cmpuint (most_at_once (spans), ==, 1);
-    for (guint i = 0; i < N_HOSTS; i++)
+    for (guint i = 0; i < N_HOSTS; i++) {
         json_object_unref (ended[i]);
+        g_free (ids[i]);
+    }
 }
 
 /* the index of the member etcd's leader is, from `etcdctl endpoint status` */
@@ -266,8 +268,9 @@ static void
 test_leader_at_sync (void)
 {
     g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
-    g_autofree gchar *dests[N_HOSTS] = { NULL };
-    g_autofree gchar *ids[N_HOSTS] = { NULL };
+    /* g_autofree on an array would free only its first */
+    gchar *dests[N_HOSTS] = { NULL };
+    gchar *ids[N_HOSTS] = { NULL };
     JsonObject *ended[N_HOSTS];
     guint leader;
 
@@ -292,8 +295,11 @@ test_leader_at_sync (void)
     g_assert_cmpint (vmr_json_job_time_of (ended[0], "copying"), >=,
                      vmr_json_job_time_of (ended[1], "synced"));
     g_assert_cmpuint (most_at_once (spans), ==, 1);
-    for (guint i = 0; i < N_HOSTS; i++)
+    for (guint i = 0; i < N_HOSTS; i++) {
         json_object_unref (ended[i]);
+        g_free (dests[i]);
+        g_free (ids[i]);
+    }
     vmr_etcd_cluster_start_member (&lease.etcd, leader);
     vmr_etcd_cluster_wait_healthy (&lease.etcd);
 }
