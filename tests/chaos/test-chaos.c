@@ -136,7 +136,8 @@ migrate_qmp (Chaos *c, Round *r)
 {
     ChaosDisk *disks[2];
     const gchar *dests[2];
-    g_autofree gchar *paths[2] = { NULL, NULL };
+    /* NULL-terminated, so that both paths are freed (g_autofree on an array frees its first) */
+    g_auto (GStrv) paths = g_new0 (gchar *, 3);
     g_autofree gchar *uri = NULL;
     guint n = 0;
     gboolean fill = r->fault == FAULT_FILL || r->fault == FAULT_FILL_DAEMON_DOWN;
