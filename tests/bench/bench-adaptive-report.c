@@ -14,8 +14,6 @@
 
 #define MIB (1024.0 * 1024.0)
 
-/* F2, F3: the adaptive copy's time (or harm x time) against the frontier's, at most */
-#define FRONTIER_SLACK 1.2
 /* (D): the adaptive copy's rate against the unlimited one's, at least */
 #define TARGET_D_RATE 0.9
 /* (S): the adaptive copy's share of the budget the guest leaves, at least */
@@ -191,8 +189,8 @@ find_job (const WorkloadRound *round, JobKind kind)
     return NULL;
 }
 
-static gchar *
-job_name (const JobResult *result)
+gchar *
+job_result_name (const JobResult *result)
 {
     switch (result->kind) {
         case JOB_UNLIMITED:
@@ -234,7 +232,7 @@ adaptive_print_header (gint disk_mib, gboolean direct, const gchar *buf_size,
 void
 adaptive_print_job (const WorkloadRound *round, const JobResult *result)
 {
-    g_autofree gchar *name = job_name (result);
+    g_autofree gchar *name = job_result_name (result);
 
     if (result->timed_out)
         g_print ("  %-5u %-11s %-10s no `synced` within %.0f s: cancelled, the disk stays; it "
@@ -270,9 +268,8 @@ set_verdict (RoundVerdicts *verdicts, VerdictId id, gboolean met)
     verdicts->met[id] = met;
 }
 
-/* the frontier's time at @harm, read off the static points around it, and the text on them */
-static gdouble
-frontier_time (const WorkloadRound *round, gdouble harm, GString *text)
+gdouble
+workload_round_frontier_time (const WorkloadRound *round, gdouble harm, GString *text)
 {
     const JobResult *gentle, *harsh;
     gdouble t;
@@ -330,34 +327,72 @@ static_meets (const WorkloadRound *round, gdouble target)
     return gentle != NULL;
 }
 
+/* a static copy that converged with no more harm and no more time than @adaptive, NULL = none */
+static const JobResult *
+find_dominating (const WorkloadRound *round, const JobResult *adaptive)
+{
+    gdouble harm = job_harm (adaptive);
+
+    for (guint i = 0; i < round->jobs->len; i++) {
+        const JobResult *result = g_ptr_array_index (round->jobs, i);
+
+        if (job_static_converged (result) && job_harm (result) <= harm
+            && result->migration_s <= adaptive->migration_s)
+            return result;
+    }
+    return NULL;
+}
+
+void
+adaptive_judge_frontier (const WorkloadRound *round, const JobResult *adaptive,
+                         const AdaptiveYardstick *yardstick, FrontierJudgement *out, GString *text)
+{
+    gboolean converged = !adaptive->timed_out;
+
+    memset (out, 0, sizeof (*out));
+    out->harm = job_harm (adaptive);
+    out->noise = workload_round_noise (round);
+    out->f1_met = converged && out->harm <= yardstick->target + out->noise;
+    workload_round_bracket (round, out->harm, FALSE, &out->gentle, &out->harsh);
+    out->dominating = converged ? find_dominating (round, adaptive) : NULL;
+    out->product = out->harm * adaptive->migration_s;
+    out->least_product = least_static_product (round, yardstick->max_harm);
+    out->f2_applies = static_meets (round, yardstick->target);
+    out->frontier_s = workload_round_frontier_time (round, out->harm, text);
+    out->f2_met = converged && out->frontier_s > 0
+                  && adaptive->migration_s <= ADAPTIVE_FRONTIER_SLACK * out->frontier_s;
+    out->f3_met = converged && out->harm < yardstick->max_harm
+                  && (out->least_product < 0
+                      || out->product <= ADAPTIVE_FRONTIER_SLACK * out->least_product);
+    if (!out->f2_applies && out->least_product < 0)
+        g_string_append_printf (text,
+                                "; no static copy within X: harm x time %.2f, no static copy "
+                                "converged under max-harm",
+                                out->product);
+    else if (!out->f2_applies)
+        g_string_append_printf (text,
+                                "; no static copy within X: harm x time %.2f, the least "
+                                "static's under max-harm %.2f",
+                                out->product, out->least_product);
+}
+
 /* F1, F2 or F3 of the adaptive copy of a loaded guest's round */
 static void
 judge_frontier (const WorkloadRound *round, const JobResult *adaptive,
-                const AdaptiveYardstick *yardstick, gdouble noise, RoundVerdicts *verdicts)
+                const AdaptiveYardstick *yardstick, RoundVerdicts *verdicts)
 {
     g_autoptr (GString) text = g_string_new (NULL);
-    gdouble harm = job_harm (adaptive);
+    FrontierJudgement judgement;
 
-    set_verdict (verdicts, V_F1, !adaptive->timed_out && harm <= yardstick->target + noise);
-    if (static_meets (round, yardstick->target)) {
-        gdouble t = frontier_time (round, harm, text);
-
-        set_verdict (verdicts, V_F2,
-                     !adaptive->timed_out && t > 0 && adaptive->migration_s <= FRONTIER_SLACK * t);
-    } else {
-        gdouble least = least_static_product (round, yardstick->max_harm);
-        gboolean met = !adaptive->timed_out && harm < yardstick->max_harm
-                       && (least < 0 || harm * adaptive->migration_s <= FRONTIER_SLACK * least);
-
-        g_string_append_printf (text,
-                                "no static copy within X: harm x time %.2f, the least "
-                                "static's under max-harm %.2f",
-                                harm * adaptive->migration_s, least);
-        set_verdict (verdicts, V_F3, met);
-    }
+    adaptive_judge_frontier (round, adaptive, yardstick, &judgement, text);
+    set_verdict (verdicts, V_F1, judgement.f1_met);
+    if (judgement.f2_applies)
+        set_verdict (verdicts, V_F2, judgement.f2_met);
+    else
+        set_verdict (verdicts, V_F3, judgement.f3_met);
     g_print ("  %-5u %-11s adaptive harm %.3f (fio %.3f, QEMU %.3f), noise %.3f, %.1f s; %s\n",
-             round->round, round->workload->name, harm, job_harm_fio (adaptive),
-             job_harm_qemu (adaptive), noise, adaptive->migration_s, text->str);
+             round->round, round->workload->name, judgement.harm, job_harm_fio (adaptive),
+             job_harm_qemu (adaptive), judgement.noise, adaptive->migration_s, text->str);
 }
 
 /* S: the adaptive copy's share of the budget the guest leaves on the shared array */
@@ -392,7 +427,7 @@ judge_round (const WorkloadRound *round, const AdaptiveYardstick *yardstick,
                  round->workload->name, adaptive->mib_s, unlimited->mib_s);
         set_verdict (verdicts, V_D, adaptive->mib_s >= TARGET_D_RATE * unlimited->mib_s);
     } else {
-        judge_frontier (round, adaptive, yardstick, workload_round_noise (round), verdicts);
+        judge_frontier (round, adaptive, yardstick, verdicts);
         if (yardstick->shared && round->workload->full_load)
             judge_share (round, adaptive, yardstick, verdicts);
     }

@@ -8,6 +8,8 @@
 
 G_BEGIN_DECLS
 
+/* F2, F3: the adaptive copy's time (or harm x time) against the frontier's, at most */
+#define ADAPTIVE_FRONTIER_SLACK 1.2
 /* the static caps bracketing the adaptive copy's harm are at most this share of the faster apart */
 #define ADAPTIVE_BRACKET_SPREAD 0.15
 /* the guest's I/O size, for its bytes/s on the shared array */
@@ -61,6 +63,8 @@ typedef struct {
 } JobResult;
 
 void job_result_free (JobResult *result);
+/* what a job was, for a report: "adaptive", "unlimited", "cap 64M", ...; free with g_free() */
+gchar *job_result_name (const JobResult *result);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (JobResult, job_result_free)
 
 /*
@@ -126,6 +130,40 @@ typedef struct {
     gdouble budget_mib;   /* its budget, MiB/s */
     const gchar *storage; /* the profile's name */
 } AdaptiveYardstick;
+
+/*
+ * The frontier's time at @harm, read off linearly between the static points
+ * of @round around it (the fastest at most as harsh, the gentlest harsher);
+ * the fastest gentler one's time with no harsher one that is faster; the
+ * gentlest one's time when every static copy is harsher; 0 with no static
+ * copy that converged. Appends the reading to @text.
+ */
+gdouble workload_round_frontier_time (const WorkloadRound *round, gdouble harm, GString *text);
+
+/* where the adaptive copy of a round stands against the round's static frontier */
+typedef struct {
+    gdouble harm;            /* the adaptive copy's, the larger view */
+    gdouble noise;           /* workload_round_noise () */
+    gboolean f1_met;         /* it converged, its harm <= X + the noise */
+    gboolean f2_applies;     /* a static copy that converged had a harm <= X; F3 otherwise */
+    gboolean f2_met;         /* it converged, its time <= ADAPTIVE_FRONTIER_SLACK x frontier_s */
+    gdouble frontier_s;      /* workload_round_frontier_time () at its harm */
+    gboolean f3_met;         /* under max-harm, harm x time <= the slack x the least static's */
+    gdouble product;         /* its harm x time */
+    gdouble least_product;   /* the least static copy's under max-harm, -1 = none */
+    const JobResult *gentle; /* the bracketing static points (workload_round_bracket ()) */
+    const JobResult *harsh;
+    const JobResult *dominating; /* a static copy no harsher and no slower, NULL = none */
+} FrontierJudgement;
+
+/*
+ * Judges @adaptive, a job of @round, against the static copies of @round:
+ * fills @out (whose pointers point into @round) and appends the frontier's
+ * reading to @text.
+ */
+void adaptive_judge_frontier (const WorkloadRound *round, const JobResult *adaptive,
+                              const AdaptiveYardstick *yardstick, FrontierJudgement *out,
+                              GString *text);
 
 /* what the run is, and the column titles; then one line per job */
 void adaptive_print_header (gint disk_mib, gboolean direct, const gchar *buf_size,
