@@ -379,7 +379,7 @@ busy_guest_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *load, g
 void
 busy_copy_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *load, const gchar *policy)
 {
-    busy_guest_start (h, c, load, DISK_SIZE, policy);
+    busy_guest_start (h, c, load, BUSY_DISK_SIZE, policy);
     c->id = vmr_harness_migrate (h, "vm", "disk0", c->dest, NULL);
 }
 

@@ -142,7 +142,12 @@ void idle_guest_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *jo
 void busy_guest_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *load, gsize size,
                        const gchar *policy);
 
-/* busy_guest_start() on a DISK_SIZE disk, then the migration of its disk */
+/*
+ * busy_guest_start() on a BUSY_DISK_SIZE disk, then the migration of its disk:
+ * a copy held back or slowed to 1 MiB/s through a load of about 10 s and
+ * its hold still has seconds to run at 16 MiB/s once let go
+ */
+#define BUSY_DISK_SIZE (64 * MIB)
 void busy_copy_start (VmrHarness *h, GuestCopy *c, const VmrHarnessGuestJob *load,
                       const gchar *policy);
 
