@@ -8,6 +8,7 @@
 #include "bench-adaptive.h"
 
 #include "bench-series.h"
+#include "guest-harm.h"
 
 #include <math.h>
 #include <string.h>
@@ -29,31 +30,17 @@ job_result_free (JobResult *result)
 }
 
 gdouble
-adaptive_harm (gdouble before_iops, gdouble before_lat_us, gdouble during_iops,
-               gdouble during_lat_us)
-{
-    gdouble harm = 0;
-
-    if (before_iops <= 0)
-        return 0;
-    if (before_lat_us > 0 && during_lat_us > 0)
-        harm = during_lat_us / before_lat_us - 1;
-    harm = MAX (harm, 1 - MAX (during_iops, 0) / before_iops);
-    return MAX (harm, 0);
-}
-
-gdouble
 job_harm_fio (const JobResult *result)
 {
-    return adaptive_harm (result->before_iops, result->before_lat_us, result->during_iops,
-                          result->during_lat_us);
+    return vmr_guest_harm (result->before_iops, result->before_lat_us, result->during_iops,
+                           result->during_lat_us);
 }
 
 gdouble
 job_harm_qemu (const JobResult *result)
 {
-    return adaptive_harm (result->qemu_before_iops, result->qemu_before_lat_us,
-                          result->qemu_during_iops, result->qemu_during_lat_us);
+    return vmr_guest_harm (result->qemu_before_iops, result->qemu_before_lat_us,
+                           result->qemu_during_iops, result->qemu_during_lat_us);
 }
 
 gdouble
@@ -100,19 +87,6 @@ add (GArray *values, gdouble value)
     g_array_append_val (values, value);
 }
 
-/* how far a window's @iops and @lat_us are from the medians, either way: max (|ratio - 1|) */
-static gdouble
-window_deviation (gdouble median_iops, gdouble median_lat_us, gdouble iops, gdouble lat_us)
-{
-    gdouble deviation = 0;
-
-    if (median_iops > 0)
-        deviation = fabs (iops / median_iops - 1);
-    if (median_lat_us > 0 && lat_us > 0)
-        deviation = MAX (deviation, fabs (lat_us / median_lat_us - 1));
-    return deviation;
-}
-
 gdouble
 workload_round_noise (const WorkloadRound *round)
 {
@@ -141,13 +115,13 @@ workload_round_noise (const WorkloadRound *round)
 
         if (result->before_iops <= 0)
             continue;
-        deviation = window_deviation (vmr_bench_median (iops), vmr_bench_median (lat),
-                                      result->before_iops, result->before_lat_us);
+        deviation = vmr_guest_window_deviation (vmr_bench_median (iops), vmr_bench_median (lat),
+                                                result->before_iops, result->before_lat_us);
         if (result->qemu_before_iops > 0)
-            deviation
-                = MAX (deviation,
-                       window_deviation (vmr_bench_median (qemu_iops), vmr_bench_median (qemu_lat),
-                                         result->qemu_before_iops, result->qemu_before_lat_us));
+            deviation = MAX (deviation, vmr_guest_window_deviation (vmr_bench_median (qemu_iops),
+                                                                    vmr_bench_median (qemu_lat),
+                                                                    result->qemu_before_iops,
+                                                                    result->qemu_before_lat_us));
         add (deviations, deviation);
     }
     return vmr_bench_median (deviations);

@@ -67,13 +67,6 @@ void job_result_free (JobResult *result);
 gchar *job_result_name (const JobResult *result);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (JobResult, job_result_free)
 
-/*
- * The harm of a span against a baseline: max (latency during / before - 1,
- * 1 - IOPS during / before), never under 0; 0 without a baseline.
- */
-gdouble adaptive_harm (gdouble before_iops, gdouble before_lat_us, gdouble during_iops,
-                       gdouble during_lat_us);
-
 /* the guest's harm in the copy as its fio saw it, and as QEMU's blockstats did */
 gdouble job_harm_fio (const JobResult *result);
 gdouble job_harm_qemu (const JobResult *result);

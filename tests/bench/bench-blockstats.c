@@ -8,7 +8,7 @@
 
 #include <gio/gio.h>
 
-#include "vmr-json.h"
+#include "guest-harm.h"
 
 #define SAMPLE_INTERVAL_MS 1000
 #define QUERY_TIMEOUT_MS   900
@@ -22,30 +22,12 @@ typedef struct {
 
 struct _VmrBenchBlockstats {
     VmrQmpClient *qemu;
-    gchar *qdev_prefix; /* "/machine/peripheral/DEVICE/" */
     gchar *device;
     GArray *samples; /* of BlockSample, oldest first */
     GCancellable *cancellable;
     guint timer;
     gboolean in_flight; /* a query not answered yet: the next tick waits for it */
 };
-
-/* the stats of @self's device in a reply of query-blockstats, NULL when it is not there */
-static JsonObject *
-find_device_stats (const VmrBenchBlockstats *self, JsonNode *reply)
-{
-    JsonArray *devices = reply != NULL ? vmr_json_node_array (reply) : NULL;
-
-    for (guint i = 0; devices != NULL && i < json_array_get_length (devices); i++) {
-        JsonObject *entry = vmr_json_array_object (devices, i);
-        const gchar *qdev = vmr_json_get_string (entry, "qdev");
-
-        if (g_strcmp0 (vmr_json_get_string (entry, "device"), self->device) == 0
-            || (qdev != NULL && g_str_has_prefix (qdev, self->qdev_prefix)))
-            return vmr_json_get_object (entry, "stats");
-    }
-    return NULL;
-}
 
 static void
 query_done_cb (GObject *source, GAsyncResult *res, gpointer user_data)
@@ -54,21 +36,18 @@ query_done_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr (JsonNode) reply
         = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &error);
     VmrBenchBlockstats *self = user_data;
-    JsonObject *stats;
+    VmrBlockCounters counters;
     BlockSample sample;
 
     /* cancelled: @self is gone */
     if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
         return;
     self->in_flight = FALSE;
-    stats = find_device_stats (self, reply);
-    if (stats == NULL)
+    if (!vmr_block_counters_read (reply, self->device, &counters))
         return;
     sample.mono_us = g_get_monotonic_time ();
-    sample.ops
-        = vmr_json_int_or (stats, "rd_operations", 0) + vmr_json_int_or (stats, "wr_operations", 0);
-    sample.time_ns = vmr_json_int_or (stats, "rd_total_time_ns", 0)
-                     + vmr_json_int_or (stats, "wr_total_time_ns", 0);
+    sample.ops = counters.ops;
+    sample.time_ns = counters.time_ns;
     g_array_append_val (self->samples, sample);
 }
 
@@ -93,7 +72,6 @@ vmr_bench_blockstats_new (VmrQmpClient *qemu, const gchar *device)
     g_return_val_if_fail (VMR_IS_QMP_CLIENT (qemu), NULL);
     self->qemu = g_object_ref (qemu);
     self->device = g_strdup (device);
-    self->qdev_prefix = g_strdup_printf ("/machine/peripheral/%s/", device);
     self->samples = g_array_new (FALSE, FALSE, sizeof (BlockSample));
     self->cancellable = g_cancellable_new ();
     self->timer = g_timeout_add (SAMPLE_INTERVAL_MS, tick_cb, self);
@@ -110,7 +88,6 @@ vmr_bench_blockstats_free (VmrBenchBlockstats *self)
     g_object_unref (self->cancellable);
     g_object_unref (self->qemu);
     g_array_unref (self->samples);
-    g_free (self->qdev_prefix);
     g_free (self->device);
     g_free (self);
 }
