@@ -191,6 +191,7 @@ vmr_controller_config_init (VmrControllerConfig *config, gdouble target_harm, gu
         .baseline_refresh_us = 120 * G_USEC_PER_SEC,
         .measure_gap_us = 10 * G_USEC_PER_SEC,
         .latency_floor_us = 100,
+        .settle_us = G_USEC_PER_SEC,
         .max_noise = 0.1,
         .max_harm = 1.0,
     };
@@ -212,6 +213,8 @@ vmr_controller_state_init (VmrControllerState *state, gint64 baseline_time_us)
         .phase = VMR_CONTROLLER_PHASE_COPYING,
         .baseline_time_us = baseline_time_us,
         .measure_time_us = baseline_time_us,
+        .settle_from_us = baseline_time_us,
+        .last_sample_us = baseline_time_us,
     };
 }
 
@@ -969,6 +972,32 @@ hold_for_harm (const VmrControllerConfig *config, const VmrControllerState *stat
     set_decision (out, VMR_CONTROLLER_HOLD, input->speed, reason);
 }
 
+/* whether the sample began within settle_us of the copy's start: the mirror's first buffer may be
+ * in it */
+static gboolean
+settling (const VmrControllerConfig *config, const VmrControllerState *state)
+{
+    return config->settle_us > 0
+           && state->last_sample_us < state->settle_from_us + config->settle_us;
+}
+
+/* a settling sample that shows harm: the speed holds, the window does not take it */
+static void
+hold_settling (const VmrControllerConfig *config, const VmrControllerState *state,
+               const VmrControllerInput *input, gdouble harm, VmrControllerDecision *out)
+{
+    g_autofree gchar *ratios = format_ratios (config, input);
+    g_autofree gchar *speed_text = vmr_units_format_speed (input->speed);
+    g_autofree gchar *settle_text = vmr_units_format_duration (config->settle_us);
+
+    set_decision (out, VMR_CONTROLLER_HOLD, input->speed,
+                  g_strdup_printf ("harm %.1f%% in a sample that began within %s of the copy's "
+                                   "start: settling (the mirror's first buffer goes out before "
+                                   "its rate limit bites), no evidence; holding %s (%s)",
+                                   over_floor (state, harm) * 100, settle_text, speed_text,
+                                   ratios));
+}
+
 /*
  * A sample of the baseline's load: its harm into the window, then what the
  * window says. A floor over what a full window of the copy now harms, by
@@ -985,6 +1014,12 @@ control_harm (const VmrControllerConfig *config, VmrControllerState *state,
     HarmClass class;
 
     out->harm = harm;
+    /* a burst only adds harm: a settling sample under the hold band is evidence all the same */
+    if (settling (config, state)
+        && over_floor (state, harm) >= config->hold_below * config->target_harm) {
+        hold_settling (config, state, input, harm, out);
+        return;
+    }
     window_push (config, state, harm);
     median = window_median (state);
     if (state->floor_harm > 0 && state->n_harms >= config->window && over_floor (state, median) == 0
@@ -1086,6 +1121,7 @@ vmr_controller_step (const VmrControllerConfig *config, VmrControllerState *stat
 
     effective.target_harm = vmr_controller_target (config, state, input, &why);
     decide (&effective, state, input, out);
+    state->last_sample_us = input->load.time_us;
     clamp_decision (&effective, input, out);
     if (why != NULL && out->kind != VMR_CONTROLLER_MEASURE_BASELINE
         && out->kind != VMR_CONTROLLER_BASELINE_TAKEN)

@@ -67,6 +67,15 @@
  *   floor, and the copy goes back there with
  *   its knee and slow start as they were. A slower copy that spares the
  *   guest nothing is harm for longer: its harm times its time is larger.
+ * - The copy's start transient. QEMU's mirror sends its first buffer
+ *   before its rate limit bites; the guest's first samples of a copy then
+ *   show harm at any cap (up to 2500 times the latency for half a second
+ *   at 4 MiB/s on a shared array, gone by the next second). The samples
+ *   that began within settle_us of the start are settling samples: when
+ *   they show harm (at the hold band or over), the copy holds its speed
+ *   and they stay out of the window; under the band they count, as the
+ *   buffer only adds harm. A steady harm over the target backs off once
+ *   they passed, a settle time later than without them.
  * - The slow start's overshoot: the first two samples after a doubling
  *   both over severe_factor times the target back off at once. After a
  *   smaller raise the window decides, as for any speed.
@@ -211,6 +220,16 @@ typedef struct {
     gdouble max_harm;           /* [1.0] the ceiling: twice the latency or half the IOPS, past which
                                  * guests time out and reset devices; the floor and the target on
                                  * top of it never pass it (0 = none) */
+    gint64 settle_us;           /* [1 s] the samples that began within this of the copy's start
+                                 * settle: QEMU's mirror sends its first buffer (16 MiB) before
+                                 * its rate limit bites, and the guest waits behind it at any cap
+                                 * (measured on a shared array: 19 to 2500 times the latency for
+                                 * 0.4 to 0.6 s after a start at 4 or 8 MiB/s, gone within
+                                 * 0.8 s). Their harm is no evidence of the speed: the copy holds
+                                 * through them and judges the speed on the rest. The buffer only
+                                 * adds harm: one of them under the hold band counts, and may
+                                 * raise. Not after a raise: its burst is the new speed's, and
+                                 * the guest's samples lag the speed by one already */
     gdouble max_noise;          /* [0.1] the noise band at most: a baseline noisier than this (three
                                  * of QEMU's spikes in five samples) says more about its spell
                                  * than about the guest */
@@ -266,6 +285,8 @@ typedef struct {
     gint64 measure_time_us;            /* when a change in load last asked for a measure */
     VmrControllerRaiseKind last_raise; /* until a back-off, a baseline or another raise */
     VmrControllerBackOff back_off;     /* the last back-off, while it is judged */
+    gint64 settle_from_us;             /* the copy's start */
+    gint64 last_sample_us;             /* the end of the last sample: where the next began */
 } VmrControllerState;
 
 /*

@@ -127,6 +127,7 @@ sim_init_seeded (Sim *sim, const Guest *guest, guint n_copies, guint64 max_speed
         sim->baselines[i] = baseline;
         vmr_controller_state_init (&sim->states[i], 0);
         sim->speeds[i] = vmr_controller_start_speed (&sim->config);
+        sim->started_us[i] = -1;
     }
 }
 
@@ -153,6 +154,42 @@ static gdouble
 copy_rate (guint64 speed)
 {
     return speed == 0 || (gdouble) speed > STORAGE ? STORAGE : (gdouble) speed;
+}
+
+void
+sim_set_transient (Sim *sim, gdouble harm, gint64 duration_us)
+{
+    gint64 start = (gint64) (g_rand_double_range (sim->rand, 0.05, 0.95) * SECOND);
+
+    sim->transient = harm;
+    sim->transient_us = duration_us;
+    for (guint i = 0; i < sim->n_copies; i++) {
+        vmr_controller_state_init (&sim->states[i], start);
+        sim->started_us[i] = start;
+    }
+}
+
+/* the first buffer of the copies that started, in the sample that ends now */
+static void
+start_transient (Sim *sim, VmrLoadSample *load)
+{
+    gdouble share = 0;
+
+    for (guint i = 0; i < sim->n_copies; i++) {
+        gint64 from = sim->started_us[i];
+        gint64 overlap;
+
+        if (from < 0 || sim->paused[i])
+            continue;
+        overlap = MIN (sim->now_us, from + sim->transient_us) - MAX (sim->now_us - SECOND, from);
+        share = MAX (share, (gdouble) MAX (overlap, 0) / SECOND);
+        if (from + sim->transient_us <= sim->now_us)
+            sim->started_us[i] = -1;
+    }
+    if (share <= 0 || sim->transient <= 0 || load->iops <= 0)
+        return;
+    load->latency_us *= 1 + share * sim->transient;
+    load->iops /= 1 + share * sim->transient;
 }
 
 /* one sample interval: the guest under the copies, then each copy's decision */
@@ -192,6 +229,7 @@ sim_step (Sim *sim, const Guest *guest)
     /* the harm the guest felt: with what it owed before this second */
     g_array_append_val (sim->harms, (gdouble){ guest_felt (guest, total, sim->owed) });
     load = guest_sample (guest, total, sim->now_us, sim->rand, &sim->owed);
+    start_transient (sim, &load);
 
     for (guint i = 0; i < sim->n_copies; i++) {
         VmrControllerInput input = {
@@ -289,6 +327,8 @@ step_once (const StepSpec *spec, VmrControllerDecision *out)
     VmrControllerInput input = step_input (spec, 5 * SECOND);
 
     vmr_controller_config_init (&config, TARGET, MIN_SPEED, spec->max_speed);
+    /* a hand-made sample long after the copy's start: none of its settling */
+    config.settle_us = 0;
     if (spec->min_progress != 0)
         config.min_progress = MAX (spec->min_progress, 0);
     vmr_controller_state_init (&state, 0);

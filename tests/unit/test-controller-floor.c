@@ -28,6 +28,8 @@ test_floor_at_min_speed (void)
     g_auto (VmrControllerDecision) out = { 0 };
 
     vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    /* hand-made samples from the first second on: no start transient in them */
+    config.settle_us = 0;
     vmr_controller_state_init (&state, 0);
     for (gint64 t = 1; t <= 2; t++) {
         input = step_input (&hurt, t * SECOND);
@@ -113,6 +115,8 @@ test_back_off_undone (void)
     gint64 t = 0;
 
     vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    /* hand-made samples from the first second on: no start transient in them */
+    config.settle_us = 0;
     back_off_from_64 (&config, &state, &t, &out);
     /* over the target in both samples: held, not a cascade, until the third */
     feed (&config, &state, 1.15, &t, &out);
@@ -171,6 +175,8 @@ test_overshoot_after_doubling (void)
     VmrControllerConfig config;
 
     vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    /* hand-made samples from the first second on: no start transient in them */
+    config.settle_us = 0;
     for (guint doubled = 0; doubled <= 1; doubled++) {
         VmrControllerState state;
         g_auto (VmrControllerDecision) out = { 0 };
@@ -203,6 +209,8 @@ ceiling_case (gdouble max_harm, VmrControllerKind *kind)
     g_auto (VmrControllerDecision) out = { 0 };
 
     vmr_controller_config_init (&config, 0.4, MIN_SPEED, 0);
+    /* hand-made samples from the first second on: no start transient in them */
+    config.settle_us = 0;
     config.max_harm = max_harm;
     vmr_controller_state_init (&state, 0);
     state.floor_harm = 0.5;

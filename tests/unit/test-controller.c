@@ -100,9 +100,12 @@ static const KneeCase knee_cases[] = {
        * look exactly like a real rise in load. Seeds 4, 10 and 16 reach the
        * knee late, 4, 5 and 12 rest under the band, 7 and 12 turn more
        * often. Waiting for more samples there made the knee that moves
-       * down take 4 to 9 samples to react instead of 3.
+       * down take 4 to 9 samples to react instead of 3. The start's
+       * settling sample moves every seed's path from its first second on:
+       * seed 15 then meets two spikes in a row at 278 and 280 s and rests
+       * one back-off under the band, 12 seeds of 16 where 13 were.
        */
-      .share = 0.8 },
+      .share = 0.75 },
     { "a copy that costs its guest 20% at any speed: the floor",
       { GUEST_FIXED_RATE, 150, 2.0, FALSE, 0.03, 0, 0.2 },
       NO_STEP,
@@ -544,6 +547,8 @@ test_target_under_noise (void)
     g_auto (VmrControllerDecision) out = { 0 };
 
     vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+    /* samples long after the copy's start: none of its settling */
+    config.settle_us = 0;
     vmr_controller_state_init (&state, 0);
     state.harms[0] = state.harms[1] = 0.08;
     state.n_harms = 2;
@@ -600,6 +605,8 @@ test_single_spike (void)
             g_auto (VmrControllerDecision) out = { 0 };
 
             vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
+            /* samples long after the copy's start: none of its settling */
+            config.settle_us = 0;
             vmr_controller_state_init (&state, 0);
             state.felt = TRUE;
             for (guint q = 0; q < quiet; q++)
