@@ -22,6 +22,29 @@ cluster_changed_cb (VmrCluster *cluster, gpointer user_data)
         self->hooks.cluster_changed (self);
 }
 
+/* the shares of the storages' budgets moved: the copies are lowered, or raised, to theirs */
+static void
+shares_changed_cb (VmrCluster *cluster, gpointer user_data)
+{
+    vmr_engine_budget_policy_changed (user_data);
+}
+
+guint64
+vmr_engine_cluster_budget (VmrEngine *self, const VmrStorage *storage)
+{
+    if (self->cluster == NULL)
+        return storage->budget;
+    return vmr_cluster_budget_share (self->cluster, storage->name);
+}
+
+void
+vmr_engine_cluster_budget_demand (VmrEngine *self, const VmrStorage *storage, guint copies,
+                                  guint64 used)
+{
+    if (self->cluster != NULL)
+        vmr_cluster_budget_demand (self->cluster, storage->name, storage->budget, copies, used);
+}
+
 void
 vmr_engine_cluster_clear (VmrEngine *self)
 {
@@ -71,6 +94,7 @@ cluster_join (VmrEngine *self, const VmrClusterConfig *config)
         return;
     }
     g_signal_connect (self->cluster, "changed", G_CALLBACK (cluster_changed_cb), self);
+    g_signal_connect (self->cluster, "shares-changed", G_CALLBACK (shares_changed_cb), self);
     /* an admission pass registers the copies that run here before it lets a new one go */
     if (self->hooks.cluster_changed != NULL)
         self->hooks.cluster_changed (self);
