@@ -63,6 +63,15 @@ format_limit (JsonObject *status, const gchar *member)
     return limit > 0 ? g_strdup_printf ("%" G_GINT64_FORMAT, limit) : g_strdup ("no limit");
 }
 
+/* bytes/s as a share: "0" for none, which a speed would call unlimited */
+static gchar *
+format_share (JsonObject *object, const gchar *member)
+{
+    gint64 bytes = vmr_json_int_or (object, member, 0);
+
+    return bytes > 0 ? vmr_units_format_speed ((guint64) bytes) : g_strdup ("0");
+}
+
 /* each budgeted storage: its budget, and every host's share of it */
 static void
 print_budgets (JsonArray *budgets)
@@ -77,18 +86,15 @@ print_budgets (JsonArray *budgets)
         JsonObject *storage = json_array_get_object_element (budgets, i);
         JsonArray *shares = vmr_json_get_array (storage, "shares");
         guint n = shares != NULL ? json_array_get_length (shares) : 0;
-        g_autofree gchar *budget
-            = vmr_units_format_speed ((guint64) vmr_json_int_or (storage, "budget", 0));
-        g_autofree gchar *held
-            = vmr_units_format_speed ((guint64) vmr_json_int_or (storage, "held", 0));
+        g_autofree gchar *budget = format_share (storage, "budget");
+        g_autofree gchar *held = format_share (storage, "held");
 
         if (n == 0)
             vmr_cli_table_add_row (table, string_or (storage, "storage", "?"), budget, held, "-",
                                    "-", "-", NULL);
         for (guint j = 0; j < n; j++) {
             JsonObject *share = json_array_get_object_element (shares, j);
-            g_autofree gchar *amount
-                = vmr_units_format_speed ((guint64) vmr_json_int_or (share, "share", 0));
+            g_autofree gchar *amount = format_share (share, "share");
             g_autofree gchar *copies
                 = g_strdup_printf ("%" G_GINT64_FORMAT, vmr_json_int_or (share, "copies", 0));
 
