@@ -15,8 +15,6 @@ void
 vmr_cluster_emit_changed (VmrCluster *self)
 {
     g_signal_emit_by_name (self, "changed");
-    /* a lease given up takes this host's shares with it */
-    vmr_cluster_budgets_notify (self);
 }
 
 void

@@ -81,6 +81,13 @@ vmr_cluster_class_init (VmrClusterClass *klass)
                         NULL, NULL, G_TYPE_NONE, 0);
 }
 
+/* a lease given up takes this host's shares of the budgets with it */
+static void
+changed_cb (VmrCluster *self, gpointer user_data)
+{
+    vmr_cluster_budgets_notify (self);
+}
+
 static void
 vmr_cluster_init (VmrCluster *self)
 {
@@ -93,6 +100,7 @@ vmr_cluster_init (VmrCluster *self)
     self->kept = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->view = vmr_cluster_queue_new ();
     self->budgets = vmr_cluster_budgets_new ();
+    g_signal_connect (self, "changed", G_CALLBACK (changed_cb), NULL);
 }
 
 /* the copies of this daemon that hold a slot; the strings belong to the jobs */

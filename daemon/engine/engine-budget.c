@@ -20,6 +20,8 @@
 #include "engine-private.h"
 #include "job-log.h"
 
+#include "cluster.h"
+
 #include "units.h"
 
 /* no budget touches the copy */
@@ -67,6 +69,18 @@ vmr_engine_budget_free (VmrEngineBudget *budget)
         return;
     g_hash_table_unref (budget->holds);
     g_free (budget);
+}
+
+/*
+ * What this host's copies may use of @storage's budget: all of it without a
+ * cluster, else this host's share of it (0 before one is granted)
+ */
+static guint64
+host_budget (VmrEngine *self, const VmrStorage *storage)
+{
+    if (self->cluster == NULL)
+        return storage->budget;
+    return vmr_cluster_budget_share (self->cluster, storage->name);
 }
 
 /* the storages with a budget that @job reads from or writes to: 0, 1 or 2 */
@@ -136,7 +150,7 @@ ceiling_of (VmrEngine *self, VmrJob *job, gboolean room)
     guint n_storages = budgeted_storages (self, job, storages);
 
     for (guint i = 0; i < n_storages; i++) {
-        guint64 budget = vmr_engine_cluster_budget (self, storages[i]);
+        guint64 budget = host_budget (self, storages[i]);
         guint64 others = 0;
         guint n = holders_on (self, storages[i], budget, job, &others) + (held ? 0 : 1);
         guint64 speed = budget / n;
@@ -331,9 +345,9 @@ report_demand (VmrEngine *self)
 
         if (storage->budget == 0)
             continue;
-        vmr_engine_cluster_budget_demand (self, storage,
-                                          holders_on (self, storage, 0, NULL, &others),
-                                          vmr_engine_budget_used (self, storage));
+        vmr_cluster_budget_demand (self->cluster, storage->name, storage->budget,
+                                   holders_on (self, storage, 0, NULL, &others),
+                                   vmr_engine_budget_used (self, storage));
     }
 }
 

@@ -29,22 +29,6 @@ shares_changed_cb (VmrCluster *cluster, gpointer user_data)
     vmr_engine_budget_policy_changed (user_data);
 }
 
-guint64
-vmr_engine_cluster_budget (VmrEngine *self, const VmrStorage *storage)
-{
-    if (self->cluster == NULL)
-        return storage->budget;
-    return vmr_cluster_budget_share (self->cluster, storage->name);
-}
-
-void
-vmr_engine_cluster_budget_demand (VmrEngine *self, const VmrStorage *storage, guint copies,
-                                  guint64 used)
-{
-    if (self->cluster != NULL)
-        vmr_cluster_budget_demand (self->cluster, storage->name, storage->budget, copies, used);
-}
-
 void
 vmr_engine_cluster_clear (VmrEngine *self)
 {

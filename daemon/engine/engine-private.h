@@ -405,16 +405,6 @@ void vmr_engine_cluster_hold (VmrEngine *self, VmrJob *job);
  */
 gboolean vmr_engine_cluster_suspended (VmrEngine *self, VmrJob *job);
 
-/*
- * What this host's copies may use of @storage's budget: all of it without a
- * cluster, else this host's share of it (0 before one is granted)
- */
-guint64 vmr_engine_cluster_budget (VmrEngine *self, const VmrStorage *storage);
-
-/* tells the cluster, if any, that @copies copies hold @storage and use @used bytes/s */
-void vmr_engine_cluster_budget_demand (VmrEngine *self, const VmrStorage *storage, guint copies,
-                                       guint64 used);
-
 /* a job in sync or ended gives its slot back */
 void vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
 
