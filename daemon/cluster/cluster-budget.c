@@ -28,6 +28,7 @@ typedef struct {
     guint64 told;       /* the share the engine was last told of */
     gboolean held;      /* its key is in etcd under the current lease */
     gboolean in_flight; /* a put, a transaction or a delete of its key is on its way */
+    gint64 written;     /* etcd's revision after its last write: an older view does not show it */
 } LocalShare;
 
 /* a share as etcd holds it: every host's */
@@ -46,7 +47,11 @@ struct _VmrClusterBudgets {
     gboolean synced;   /* the view is read and watched under the current lease */
     VmrEtcdWatch *watch;
     guint notify_source; /* "shares-changed" on its way */
+    guint retry_source;  /* a raise refused: the steps again, should no watch event come */
 };
+
+/* a raise refused whose cause the watch does not bring is tried again after this */
+#define RETRY_MS 200
 
 static void
 local_share_free (LocalShare *local)
@@ -80,7 +85,6 @@ void
 vmr_cluster_budgets_stop (VmrClusterBudgets *budgets)
 {
     g_clear_pointer (&budgets->watch, vmr_etcd_watch_free);
-    g_clear_handle_id (&budgets->notify_source, g_source_remove);
     budgets->synced = FALSE;
 }
 
@@ -90,6 +94,8 @@ vmr_cluster_budgets_free (VmrClusterBudgets *budgets)
     if (budgets == NULL)
         return;
     vmr_cluster_budgets_stop (budgets);
+    g_clear_handle_id (&budgets->notify_source, g_source_remove);
+    g_clear_handle_id (&budgets->retry_source, g_source_remove);
     g_hash_table_unref (budgets->local);
     g_hash_table_unref (budgets->view);
     g_free (budgets);
@@ -206,6 +212,17 @@ vmr_cluster_budgets_notify (VmrCluster *self)
 }
 
 static void step (VmrCluster *self, LocalShare *local);
+static void step_all (VmrCluster *self);
+
+static gboolean
+retry_cb (gpointer user_data)
+{
+    VmrCluster *self = user_data;
+
+    self->budgets->retry_source = 0;
+    step_all (self);
+    return G_SOURCE_REMOVE;
+}
 
 typedef struct {
     gchar *storage;
@@ -238,16 +255,22 @@ written_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer u
     }
     if (g_strcmp0 (write->lease_id, self->lease_id) != 0)
         return;
+    if (write->raise && !vmr_json_bool_or (reply, "succeeded", FALSE)) {
+        /* the shares moved since the view: the watch brings them, or brought them already */
+        if (self->budgets->revision >= vmr_etcd_json_revision (reply))
+            step (self, local);
+        else if (self->budgets->retry_source == 0)
+            self->budgets->retry_source = g_timeout_add (RETRY_MS, retry_cb, self);
+        return;
+    }
+    local->written = MAX (local->written, vmr_etcd_json_revision (reply));
     if (write->share == G_MAXUINT64) {
         local->held = FALSE;
-    } else if (!write->raise || vmr_json_bool_or (reply, "succeeded", FALSE)) {
+    } else {
         local->held = TRUE;
         local->granted = write->raise ? write->share : MIN (local->granted, write->share);
         g_debug ("cluster: %s's share of %s: %" G_GUINT64_FORMAT " bytes/s", self->config->host,
                  local->storage, local->granted);
-    } else {
-        /* the shares moved since the view: the watch brings them, and the next step decides */
-        return;
     }
     vmr_cluster_budgets_notify (self);
     step (self, local);
@@ -415,7 +438,7 @@ reconcile_own (VmrCluster *self)
         g_autofree gchar *key = share_key (self, local->storage);
         ShareEntry *entry = g_hash_table_lookup (self->budgets->view, key);
 
-        if (local->in_flight)
+        if (local->in_flight || self->budgets->revision < local->written)
             continue;
         local->held = entry != NULL && g_strcmp0 (entry->lease, self->lease_id) == 0;
         local->granted = local->held ? MIN (local->granted, entry->share) : 0;
