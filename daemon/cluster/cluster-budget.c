@@ -46,12 +46,10 @@ struct _VmrClusterBudgets {
     gint64 revision;   /* etcd's revision the view stands at */
     gboolean synced;   /* the view is read and watched under the current lease */
     VmrEtcdWatch *watch;
-    guint notify_source; /* "shares-changed" on its way */
-    guint retry_source;  /* a raise refused: the steps again, should no watch event come */
+    guint notify_source;  /* "shares-changed" on its way */
+    guint refresh_source; /* the shares read again while this host has copies on a storage */
+    gboolean reading;     /* a read of the shares is on its way */
 };
-
-/* a raise refused whose cause the watch does not bring is tried again after this */
-#define RETRY_MS 200
 
 static void
 local_share_free (LocalShare *local)
@@ -95,7 +93,7 @@ vmr_cluster_budgets_free (VmrClusterBudgets *budgets)
         return;
     vmr_cluster_budgets_stop (budgets);
     g_clear_handle_id (&budgets->notify_source, g_source_remove);
-    g_clear_handle_id (&budgets->retry_source, g_source_remove);
+    g_clear_handle_id (&budgets->refresh_source, g_source_remove);
     g_hash_table_unref (budgets->local);
     g_hash_table_unref (budgets->view);
     g_free (budgets);
@@ -212,17 +210,7 @@ vmr_cluster_budgets_notify (VmrCluster *self)
 }
 
 static void step (VmrCluster *self, LocalShare *local);
-static void step_all (VmrCluster *self);
-
-static gboolean
-retry_cb (gpointer user_data)
-{
-    VmrCluster *self = user_data;
-
-    self->budgets->retry_source = 0;
-    step_all (self);
-    return G_SOURCE_REMOVE;
-}
+static void schedule_refresh (VmrCluster *self);
 
 typedef struct {
     gchar *storage;
@@ -259,8 +247,8 @@ written_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer u
         /* the shares moved since the view: the watch brings them, or brought them already */
         if (self->budgets->revision >= vmr_etcd_json_revision (reply))
             step (self, local);
-        else if (self->budgets->retry_source == 0)
-            self->budgets->retry_source = g_timeout_add (RETRY_MS, retry_cb, self);
+        else if (!self->budgets->reading)
+            vmr_cluster_budgets_sync (self);
         return;
     }
     local->written = MAX (local->written, vmr_etcd_json_revision (reply));
@@ -400,6 +388,8 @@ vmr_cluster_budget_demand (VmrCluster *self, const gchar *storage, guint64 budge
     local->copies = copies;
     local->used = used;
     step (self, local);
+    if (self->budgets->synced)
+        schedule_refresh (self);
     vmr_cluster_budgets_notify (self);
 }
 
@@ -488,6 +478,38 @@ watch_closed_cb (const GError *error, gpointer user_data)
     vmr_cluster_set_unavailable (self, error);
 }
 
+static gboolean
+refresh_cb (gpointer user_data)
+{
+    VmrCluster *self = user_data;
+
+    self->budgets->refresh_source = 0;
+    if (!self->budgets->reading)
+        vmr_cluster_budgets_sync (self);
+    return G_SOURCE_REMOVE;
+}
+
+/*
+ * While this host has copies on a budgeted storage, the shares are read
+ * again every third of the lease's TTL: a watch that stopped bringing
+ * events without closing delays a rebalance by no more than that
+ */
+static void
+schedule_refresh (VmrCluster *self)
+{
+    GHashTableIter iter;
+    LocalShare *local;
+
+    g_hash_table_iter_init (&iter, self->budgets->local);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &local)) {
+        if (local->copies > 0 && self->budgets->refresh_source == 0) {
+            self->budgets->refresh_source
+                = g_timeout_add ((guint) (self->config->lease_ttl_us / 1000 / 3), refresh_cb, self);
+            return;
+        }
+    }
+}
+
 static void
 range_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
@@ -498,6 +520,7 @@ range_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointe
     JsonArray *kvs;
     JsonObject *create;
 
+    self->budgets->reading = FALSE;
     if (reply == NULL) {
         vmr_cluster_set_unavailable (self, error);
         return;
@@ -520,6 +543,7 @@ range_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointe
     self->budgets->synced = TRUE;
     reconcile_own (self);
     step_all (self);
+    schedule_refresh (self);
 }
 
 void
@@ -531,6 +555,7 @@ vmr_cluster_budgets_sync (VmrCluster *self)
     JsonObject *range = json_object_new ();
 
     vmr_cluster_budgets_stop (self->budgets);
+    self->budgets->reading = TRUE;
     json_object_set_string_member (range, "key", encoded);
     json_object_set_string_member (range, "range_end", end);
     vmr_cluster_call (self, "kv/range", range, range_done_cb, NULL, NULL);
