@@ -4,6 +4,7 @@
 
 #include "cli-json.h"
 #include "cli-table.h"
+#include "units.h"
 #include "vmr-json.h"
 
 /* the reply of query-cluster, or NULL with @error */
@@ -60,6 +61,50 @@ format_limit (JsonObject *status, const gchar *member)
     gint64 limit = vmr_json_int_or (status, member, 0);
 
     return limit > 0 ? g_strdup_printf ("%" G_GINT64_FORMAT, limit) : g_strdup ("no limit");
+}
+
+/* bytes/s as a share: "0" for none, which a speed would call unlimited */
+static gchar *
+format_share (JsonObject *object, const gchar *member)
+{
+    gint64 bytes = vmr_json_int_or (object, member, 0);
+
+    return bytes > 0 ? vmr_units_format_speed ((guint64) bytes) : g_strdup ("0");
+}
+
+/* each budgeted storage: its budget, and every host's share of it */
+static void
+print_budgets (JsonArray *budgets)
+{
+    g_autoptr (VmrCliTable) table
+        = vmr_cli_table_new ("STORAGE", "BUDGET", "HELD", "HOST", "SHARE", "COPIES", NULL);
+    g_autofree gchar *text = NULL;
+
+    if (budgets == NULL || json_array_get_length (budgets) == 0)
+        return;
+    for (guint i = 0; i < json_array_get_length (budgets); i++) {
+        JsonObject *storage = json_array_get_object_element (budgets, i);
+        JsonArray *shares = vmr_json_get_array (storage, "shares");
+        guint n = shares != NULL ? json_array_get_length (shares) : 0;
+        g_autofree gchar *budget = format_share (storage, "budget");
+        g_autofree gchar *held = format_share (storage, "held");
+
+        if (n == 0)
+            vmr_cli_table_add_row (table, string_or (storage, "storage", "?"), budget, held, "-",
+                                   "-", "-", NULL);
+        for (guint j = 0; j < n; j++) {
+            JsonObject *share = json_array_get_object_element (shares, j);
+            g_autofree gchar *amount = format_share (share, "share");
+            g_autofree gchar *copies
+                = g_strdup_printf ("%" G_GINT64_FORMAT, vmr_json_int_or (share, "copies", 0));
+
+            vmr_cli_table_add_row (table, j == 0 ? string_or (storage, "storage", "?") : "",
+                                   j == 0 ? budget : "", j == 0 ? held : "",
+                                   string_or (share, "host", "?"), amount, copies, NULL);
+        }
+    }
+    text = vmr_cli_table_to_string (table, "");
+    g_print ("\n%s", text);
 }
 
 gboolean
@@ -123,6 +168,7 @@ vmr_cli_cmd_cluster_status (const VmrCliCommand *cmd, VmrCliSession *session, gc
              (queue_list != NULL ? json_array_get_length (queue_list) : 0) - taken);
     member_text = vmr_cli_table_to_string (members, "");
     g_print ("%s", member_text);
+    print_budgets (vmr_json_get_array (status, "budgets"));
     if (queue_list == NULL || json_array_get_length (queue_list) == 0) {
         g_print ("\nThe queue is empty.\n");
         return TRUE;

@@ -316,6 +316,7 @@ range_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointe
                    vmr_etcd_client_get_endpoint (self->client), self->config->host,
                    vmr_cluster_queue_size (self->view));
     self->available = TRUE;
+    vmr_cluster_budgets_sync (self);
     vmr_cluster_emit_changed (self);
 }
 

@@ -25,6 +25,9 @@ typedef struct {
     gboolean suspended;  /* its slot went with a lease that could not be kept alive */
 } LocalJob;
 
+/* cluster-budget.c: this host's shares of the storages' budgets, and every host's */
+typedef struct _VmrClusterBudgets VmrClusterBudgets;
+
 struct _VmrCluster {
     GObject parent_instance;
 
@@ -61,6 +64,7 @@ struct _VmrCluster {
     gchar *identity_error;      /* ... what it said of it */
     VmrEtcdWatch *holder_watch; /* ... the member key, followed until it goes */
     gboolean holder_watch_done; /* ... it went: the watch is freed at the next claim */
+    VmrClusterBudgets *budgets; /* the storages' budgets shared across the cluster */
 };
 
 /* what a call's reply goes to: @reply NULL with @error when it failed; never after dispose */
@@ -113,5 +117,21 @@ void vmr_cluster_claim_host (VmrCluster *self, VmrClaimFunc done);
 
 /* cluster-publish.c: puts again every job this daemon publishes, and the keys it keeps */
 void vmr_cluster_publish_all (VmrCluster *self);
+
+VmrClusterBudgets *vmr_cluster_budgets_new (void);
+void vmr_cluster_budgets_free (VmrClusterBudgets *budgets);
+/* closes the watch of the shares: the view is no longer followed */
+void vmr_cluster_budgets_stop (VmrClusterBudgets *budgets);
+/* reads every host's shares and follows them with a watch, under the current lease */
+void vmr_cluster_budgets_sync (VmrCluster *self);
+/*
+ * what `cluster status` shows of the budgets: each storage with its budget,
+ * the sum "held" and its "shares" (host, share, copies, lease), from
+ * @shares (the values of the keys read, as vmr_etcd_kv_object() gives them)
+ * and this host's budgets
+ */
+JsonArray *vmr_cluster_budgets_status (VmrCluster *self, GPtrArray *shares);
+/* "shares-changed" if a share this host's copies may use changed (its lease went, ...) */
+void vmr_cluster_budgets_notify (VmrCluster *self);
 
 G_END_DECLS

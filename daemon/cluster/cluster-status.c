@@ -45,6 +45,8 @@ range_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
         = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
     g_autoptr (GPtrArray) queue
         = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+    g_autoptr (GPtrArray) shares
+        = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
     JsonArray *kvs;
     JsonObject *status;
 
@@ -72,6 +74,8 @@ range_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
             g_ptr_array_add (jobs, value);
         else if (g_str_has_prefix (rest, "queue/"))
             g_ptr_array_add (queue, value);
+        else if (g_str_has_prefix (rest, "budgets/"))
+            g_ptr_array_add (shares, value);
         else
             json_object_unref (value);
     }
@@ -91,6 +95,8 @@ range_done_cb (GObject *source, GAsyncResult *result, gpointer user_data)
     json_object_set_array_member (status, "members", sorted_array (members));
     json_object_set_array_member (status, "jobs", sorted_array (jobs));
     json_object_set_array_member (status, "queue", sorted_array (queue));
+    g_ptr_array_sort (shares, compare_revisions);
+    json_object_set_array_member (status, "budgets", vmr_cluster_budgets_status (self, shares));
     g_task_return_pointer (task, status, (GDestroyNotify) json_object_unref);
 }
 

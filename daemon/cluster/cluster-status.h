@@ -16,8 +16,9 @@ G_BEGIN_DECLS
  * json_object_unref()) has "name", "host" (this daemon's), "available",
  * "endpoint", "max-parallel", "members" (host, lease, ttl), "jobs" (as each
  * daemon published them, with its host) and "queue" (oldest first: host,
- * job, source, destination, started); VMR_ERROR_DISCONNECTED when no etcd
- * member answers.
+ * job, source, destination, started) and "budgets" (each budgeted storage:
+ * storage, budget, held, and its shares: host, share, copies, lease);
+ * VMR_ERROR_DISCONNECTED when no etcd member answers.
  */
 void vmr_cluster_status_async (VmrCluster *self, GCancellable *cancellable,
                                GAsyncReadyCallback callback, gpointer user_data);

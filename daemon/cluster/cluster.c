@@ -9,6 +9,7 @@ G_DEFINE_FINAL_TYPE (VmrCluster, vmr_cluster, G_TYPE_OBJECT)
 
 enum {
     SIGNAL_CHANGED,
+    SIGNAL_SHARES_CHANGED,
     N_SIGNALS,
 };
 
@@ -35,6 +36,7 @@ vmr_cluster_dispose (GObject *object)
     g_clear_handle_id (&self->keepalive_retry_source, g_source_remove);
     g_clear_pointer (&self->watch, vmr_etcd_watch_free);
     g_clear_pointer (&self->holder_watch, vmr_etcd_watch_free);
+    vmr_cluster_budgets_stop (self->budgets);
     G_OBJECT_CLASS (vmr_cluster_parent_class)->dispose (object);
 }
 
@@ -61,6 +63,7 @@ vmr_cluster_finalize (GObject *object)
     g_hash_table_unref (self->writes);
     g_hash_table_unref (self->kept);
     vmr_cluster_queue_free (self->view);
+    vmr_cluster_budgets_free (self->budgets);
     G_OBJECT_CLASS (vmr_cluster_parent_class)->finalize (object);
 }
 
@@ -73,6 +76,16 @@ vmr_cluster_class_init (VmrClusterClass *klass)
     object_class->finalize = vmr_cluster_finalize;
     signals[SIGNAL_CHANGED] = g_signal_new ("changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                                             0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+    signals[SIGNAL_SHARES_CHANGED]
+        = g_signal_new ("shares-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
+                        NULL, NULL, G_TYPE_NONE, 0);
+}
+
+/* a lease given up takes this host's shares of the budgets with it */
+static void
+changed_cb (VmrCluster *self, gpointer user_data)
+{
+    vmr_cluster_budgets_notify (self);
 }
 
 static void
@@ -86,6 +99,8 @@ vmr_cluster_init (VmrCluster *self)
     self->writes = vmr_cluster_writes_new ();
     self->kept = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
     self->view = vmr_cluster_queue_new ();
+    self->budgets = vmr_cluster_budgets_new ();
+    g_signal_connect (self, "changed", G_CALLBACK (changed_cb), NULL);
 }
 
 /* the copies of this daemon that hold a slot; the strings belong to the jobs */
@@ -409,6 +424,7 @@ vmr_cluster_leave (VmrCluster *self)
     g_clear_handle_id (&self->lease_deadline_source, g_source_remove);
     g_clear_handle_id (&self->keepalive_retry_source, g_source_remove);
     g_clear_pointer (&self->watch, vmr_etcd_watch_free);
+    vmr_cluster_budgets_stop (self->budgets);
     self->available = FALSE;
     self->left = TRUE;
     if (self->lease_id == NULL)

@@ -96,6 +96,25 @@ gboolean vmr_cluster_reconfigure (VmrCluster *self, const VmrClusterConfig *conf
  */
 void vmr_cluster_leave (VmrCluster *self);
 
+/*
+ * The storages' budgets across the cluster (cluster-budget.c): this host
+ * has @copies copies on @storage, whose budget is @budget bytes/s, and they
+ * use @used bytes/s (the sum of their speeds once every lower is answered).
+ * With copies it holds a share in etcd, under its lease: the budget split
+ * equally among the hosts that have copies on the storage; with none, it
+ * holds no share. Emits "shares-changed" (no arguments) when what
+ * vmr_cluster_budget_share() answers may have changed.
+ */
+void vmr_cluster_budget_demand (VmrCluster *self, const gchar *storage, guint64 budget,
+                                guint copies, guint64 used);
+
+/*
+ * What this host's copies on @storage may use together now, bytes/s: no
+ * more than the share etcd holds for it, nor than its equal share when
+ * another host joined; 0 before a share is granted and once the lease went.
+ */
+guint64 vmr_cluster_budget_share (VmrCluster *self, const gchar *storage);
+
 /* the client it talks to etcd with */
 struct _VmrEtcdClient *vmr_cluster_get_client (VmrCluster *self);
 

@@ -11,11 +11,16 @@
  * copies' speeds leave of the budget, so that the sum of the speeds set stays
  * under it. When the holders change, the copies over their new share are
  * lowered first; the others are raised to what they asked for only once
- * every lower is answered.
+ * every lower is answered. With a [cluster], the budget split here is this
+ * host's share of it (cluster.h): the cluster is told how many copies hold
+ * each storage and what they use once every lower is answered, so that it
+ * writes a lower share only after the copies were lowered.
  */
 
 #include "engine-private.h"
 #include "job-log.h"
+
+#include "cluster.h"
 
 #include "units.h"
 
@@ -36,7 +41,8 @@ struct _VmrEngineBudget {
 typedef struct {
     guint64 speed;             /* bytes/s, NO_CEILING without a budget */
     const VmrStorage *storage; /* the storage whose budget sets it, or NULL */
-    guint n_copies;            /* the copies sharing that budget */
+    guint64 budget;            /* ... what this host may use of it: all, or its cluster share */
+    guint n_copies;            /* the copies sharing that */
 } BudgetCeiling;
 
 static void
@@ -63,6 +69,18 @@ vmr_engine_budget_free (VmrEngineBudget *budget)
         return;
     g_hash_table_unref (budget->holds);
     g_free (budget);
+}
+
+/*
+ * What this host's copies may use of @storage's budget: all of it without a
+ * cluster, else this host's share of it (0 before one is granted)
+ */
+static guint64
+host_budget (VmrEngine *self, const VmrStorage *storage)
+{
+    if (self->cluster == NULL)
+        return storage->budget;
+    return vmr_cluster_budget_share (self->cluster, storage->name);
 }
 
 /* the storages with a budget that @job reads from or writes to: 0, 1 or 2 */
@@ -94,9 +112,13 @@ touches (VmrEngine *self, VmrJob *job, const VmrStorage *storage)
     return FALSE;
 }
 
-/* the copies holding @storage's budget, and the sum of the speeds set on them but @job's */
+/*
+ * the copies holding @storage's budget (@budget of it on this host), and the
+ * sum of the speeds set on them but @job's
+ */
 static guint
-holders_on (VmrEngine *self, const VmrStorage *storage, VmrJob *job, guint64 *out_others)
+holders_on (VmrEngine *self, const VmrStorage *storage, guint64 budget, VmrJob *job,
+            guint64 *out_others)
 {
     GHashTableIter iter;
     BudgetHold *hold;
@@ -109,7 +131,7 @@ holders_on (VmrEngine *self, const VmrStorage *storage, VmrJob *job, guint64 *ou
             continue;
         n++;
         if (hold->job != job)
-            *out_others += hold->job->speed > 0 ? hold->job->speed : storage->budget;
+            *out_others += hold->job->speed > 0 ? hold->job->speed : budget;
     }
     return n;
 }
@@ -122,37 +144,46 @@ holders_on (VmrEngine *self, const VmrStorage *storage, VmrJob *job, guint64 *ou
 static BudgetCeiling
 ceiling_of (VmrEngine *self, VmrJob *job, gboolean room)
 {
-    BudgetCeiling ceiling = { NO_CEILING, NULL, 0 };
+    BudgetCeiling ceiling = { NO_CEILING, NULL, 0, 0 };
     gboolean held = g_hash_table_contains (self->budget->holds, job->id);
     const VmrStorage *storages[2];
     guint n_storages = budgeted_storages (self, job, storages);
 
     for (guint i = 0; i < n_storages; i++) {
+        guint64 budget = host_budget (self, storages[i]);
         guint64 others = 0;
-        guint n = holders_on (self, storages[i], job, &others) + (held ? 0 : 1);
-        guint64 speed = storages[i]->budget / n;
+        guint n = holders_on (self, storages[i], budget, job, &others) + (held ? 0 : 1);
+        guint64 speed = budget / n;
 
         if (room)
-            speed = MIN (speed, others < storages[i]->budget ? storages[i]->budget - others : 0);
+            speed = MIN (speed, others < budget ? budget - others : 0);
         speed = MAX (speed, 1);
         if (speed < ceiling.speed) {
             ceiling.speed = speed;
             ceiling.storage = storages[i];
+            ceiling.budget = budget;
             ceiling.n_copies = n;
         }
     }
     return ceiling;
 }
 
-/* "budget: array-a 60 MiB/s shared by 3 copies" as the job's reason */
+/*
+ * "budget: array-a 60 MiB/s shared by 3 copies, 20 MiB/s for this one" as
+ * the job's reason; with a cluster, "budget: array-a 60 MiB/s, 30 MiB/s on
+ * this host shared by ..."
+ */
 static void
-note_budget (VmrJob *job, const BudgetCeiling *ceiling)
+note_budget (VmrEngine *self, VmrJob *job, const BudgetCeiling *ceiling)
 {
     g_autofree gchar *budget = vmr_units_format_speed (ceiling->storage->budget);
+    g_autofree gchar *host = vmr_units_format_speed (ceiling->budget);
+    g_autofree gchar *on_host
+        = self->cluster != NULL ? g_strdup_printf (", %s on this host", host) : g_strdup ("");
     g_autofree gchar *share = vmr_units_format_speed (ceiling->speed);
-    g_autofree gchar *reason = g_strdup_printf ("budget: %s %s shared by %u cop%s, %s for this one",
-                                                ceiling->storage->name, budget, ceiling->n_copies,
-                                                ceiling->n_copies == 1 ? "y" : "ies", share);
+    g_autofree gchar *reason = g_strdup_printf (
+        "budget: %s %s%s shared by %u cop%s, %s for this one", ceiling->storage->name, budget,
+        on_host, ceiling->n_copies, ceiling->n_copies == 1 ? "y" : "ies", share);
 
     if (g_strcmp0 (job->decision_reason, reason) == 0)
         return;
@@ -193,7 +224,7 @@ vmr_engine_budget_cap (VmrEngine *self, VmrJob *job, guint64 speed)
     job->under_budget = ceiling.speed != NO_CEILING;
     if (ceiling.speed == NO_CEILING || (speed != 0 && speed < ceiling.speed))
         return speed;
-    note_budget (job, &ceiling);
+    note_budget (self, job, &ceiling);
     return ceiling.speed;
 }
 
@@ -214,6 +245,7 @@ typedef struct {
 } SpeedData;
 
 static void raise_all (VmrEngine *self);
+static void report_demand (VmrEngine *self);
 
 static void
 speed_cb (GObject *source, GAsyncResult *res, gpointer user_data)
@@ -273,6 +305,7 @@ raise_all (VmrEngine *self)
         if (speed == 0 || speed > hold->job->speed)
             send_speed (self, hold->job, speed, FALSE);
     }
+    report_demand (self);
 }
 
 /* lowers the copies over their share first; raises the others once no lower is pending */
@@ -288,11 +321,34 @@ rebalance (VmrEngine *self)
         if (ceiling.speed == NO_CEILING
             || (hold->job->speed != 0 && hold->job->speed <= ceiling.speed))
             continue;
-        note_budget (hold->job, &ceiling);
+        note_budget (self, hold->job, &ceiling);
         send_speed (self, hold->job, ceiling.speed, TRUE);
     }
     if (self->budget->lowering == 0)
         raise_all (self);
+}
+
+/*
+ * With a cluster, what the copies of each budgeted storage use, every lower
+ * answered: the cluster writes a lower share only once it is under it
+ */
+static void
+report_demand (VmrEngine *self)
+{
+    GPtrArray *storages = vmr_policy_get_storages (self->policy);
+
+    if (self->cluster == NULL)
+        return;
+    for (guint i = 0; i < storages->len; i++) {
+        const VmrStorage *storage = g_ptr_array_index (storages, i);
+        guint64 others = 0;
+
+        if (storage->budget == 0)
+            continue;
+        vmr_cluster_budget_demand (self->cluster, storage->name, storage->budget,
+                                   holders_on (self, storage, 0, NULL, &others),
+                                   vmr_engine_budget_used (self, storage));
+    }
 }
 
 void

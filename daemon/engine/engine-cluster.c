@@ -22,6 +22,13 @@ cluster_changed_cb (VmrCluster *cluster, gpointer user_data)
         self->hooks.cluster_changed (self);
 }
 
+/* the shares of the storages' budgets moved: the copies are lowered, or raised, to theirs */
+static void
+shares_changed_cb (VmrCluster *cluster, gpointer user_data)
+{
+    vmr_engine_budget_policy_changed (user_data);
+}
+
 void
 vmr_engine_cluster_clear (VmrEngine *self)
 {
@@ -71,6 +78,7 @@ cluster_join (VmrEngine *self, const VmrClusterConfig *config)
         return;
     }
     g_signal_connect (self->cluster, "changed", G_CALLBACK (cluster_changed_cb), self);
+    g_signal_connect (self->cluster, "shares-changed", G_CALLBACK (shares_changed_cb), self);
     /* an admission pass registers the copies that run here before it lets a new one go */
     if (self->hooks.cluster_changed != NULL)
         self->hooks.cluster_changed (self);

@@ -15,8 +15,18 @@
  * Then etcd's leader is stopped while a copy reaches sync: the copy pivots,
  * the slot it gives back at sync reaches etcd through the members left, and
  * the other host's copy runs after it, never with it.
+ *
+ * Last, a storage's budget across the cluster: both policies reloaded with
+ * a [storage array] of 1 MiB/s, each host copies into it; each holds half
+ * in etcd, as `cluster status` shows. The sum of the two hosts' speeds never
+ * goes over the budget (but for the 1 byte/s of a copy that waits for its
+ * host's share: 0 would be unlimited), in their QEMUs and in the daemons' speed series (on
+ * the one clock both share); host b's daemon killed with SIGKILL, host a
+ * takes the whole budget once host b's lease expired. The destinations hold
+ * their sources' bytes.
  */
 
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "cut-proxy.h"
@@ -26,6 +36,8 @@
 #define N_HOSTS   2
 #define TTL_S     3
 #define TIMEOUT_S 60
+/* the budget case's rebalances take well under a second */
+#define SHARES_TIMEOUT_S 15
 /* host a's copy runs 8 s at 1 MiB/s, host b's 2 s */
 static const gsize sizes[N_HOSTS] = { 8 * 1024 * 1024, 2 * 1024 * 1024 };
 
@@ -37,15 +49,12 @@ static struct {
     gchar *dests[N_HOSTS];
 } lease;
 
-/* host @i: its QEMU with one disk, its daemon under a cluster max-parallel of 1 */
-static void
-start_host (guint i)
+/* host @i's policy: a cluster max-parallel of @limit, and @extra sections after it */
+static gchar *
+host_policy (guint i, guint limit, const gchar *extra)
 {
-    VmrHarness *h = lease.hosts[i];
     g_autofree gchar *endpoints = NULL;
     g_autofree gchar *text = NULL;
-    g_autofree gchar *policy = NULL;
-    VmrHarnessDisk disk;
 
     if (i == 0) {
         g_autoptr (GPtrArray) urls = g_ptr_array_new_with_free_func (g_free);
@@ -59,10 +68,21 @@ start_host (guint i)
         endpoints = vmr_etcd_cluster_endpoints (&lease.etcd);
     }
     text = g_strdup_printf ("[defaults]\nmax-parallel = 2\nmax-parallel-per-iothread = 0\n"
+                            "sample-interval = 1s\n"
                             "[cluster]\nname = lease\netcd = %s\nhost = host-%c\n"
-                            "max-parallel = 1\nlease-ttl = %us\n",
-                            endpoints, 'a' + i, TTL_S);
-    policy = vmr_harness_write_policy (h, text);
+                            "max-parallel = %u\nlease-ttl = %us\n%s",
+                            endpoints, 'a' + i, limit, TTL_S, extra);
+    return vmr_harness_write_policy (lease.hosts[i], text);
+}
+
+/* host @i: its QEMU with one disk, its daemon under a cluster max-parallel of 1 */
+static void
+start_host (guint i)
+{
+    VmrHarness *h = lease.hosts[i];
+    g_autofree gchar *policy = host_policy (i, 1, "");
+    VmrHarnessDisk disk;
+
     lease.images[i] = vmr_harness_create_image (h, "disk0.raw", "raw", sizes[i], 0x51 + i);
     lease.dests[i] = vmr_harness_path (h, "dest.raw");
     disk = (VmrHarnessDisk){ "disk0", lease.images[i], "raw", NULL };
@@ -304,6 +324,226 @@ test_leader_at_sync (void)
     vmr_etcd_cluster_wait_healthy (&lease.etcd);
 }
 
+/* ---- a storage's budget across the cluster ---- */
+
+#define BUDGET (1024 * 1024)
+
+/*
+ * The speed of host @i's copy in its QEMU while it moves data (0: none
+ * does), failing on unlimited; @out_ready, if given, says it is in sync
+ */
+static guint64
+qemu_speed (guint i, gboolean *out_ready)
+{
+    g_autoptr (JsonNode) reply = vmr_harness_qmp (lease.hosts[i], "query-block-jobs", NULL);
+    JsonArray *array = vmr_harness_json_node_array (reply);
+    guint64 sum = 0;
+
+    for (guint j = 0; j < json_array_get_length (array); j++) {
+        JsonObject *job = vmr_harness_json_element (array, j);
+        const gchar *status = vmr_harness_json_string (job, "status");
+
+        if (out_ready != NULL && g_str_equal (status, "ready"))
+            *out_ready = TRUE;
+        if (!vmr_harness_is_bulk_copy (job) && !g_str_equal (status, "ready"))
+            continue;
+        if (vmr_harness_json_int (job, "speed") == 0)
+            vmr_fail ("host %u's copy runs unlimited under a budget", i);
+        sum += (guint64) vmr_harness_json_int (job, "speed");
+    }
+    return sum;
+}
+
+/*
+ * The sum of both QEMUs' speeds, host a read before and after host b: only
+ * when host a's did not change in between is it a sum at one time; then it
+ * must be under the budget. Returns host a's speed.
+ */
+static guint64
+check_qemu_sum (gboolean b_alive, guint *checked)
+{
+    guint64 a = qemu_speed (0, NULL);
+    guint64 b = b_alive ? qemu_speed (1, NULL) : 0;
+
+    if (qemu_speed (0, NULL) != a)
+        return a;
+    /* a copy waiting for its host's share runs at 1 byte/s, since 0 would be unlimited */
+    if (a + b > (guint64) BUDGET + (a == 1 ? 1 : 0) + (b == 1 ? 1 : 0))
+        vmr_fail ("the hosts' speeds in QEMU add up to %" G_GUINT64_FORMAT " bytes/s", a + b);
+    (*checked)++;
+    return a;
+}
+
+/* @points' speed at @time when its points either side agree on it, else -1 */
+static gint64
+speed_at (JsonArray *points, gint64 time)
+{
+    gint64 before = -1;
+    gint64 after = -1;
+
+    for (guint p = 0; p < json_array_get_length (points); p++) {
+        JsonObject *point = vmr_harness_json_element (points, p);
+        gint64 t = vmr_harness_json_int (point, "time");
+
+        if (t <= time)
+            before = vmr_harness_json_int (point, "speed");
+        if (t >= time && after < 0)
+            after = vmr_harness_json_int (point, "speed");
+    }
+    return before == after ? before : -1;
+}
+
+/*
+ * The daemons' speed series on their one clock: at every point of one host
+ * where the other's speed is known (its points either side agree), the
+ * two add up to no more than the budget; host b's series ends when it was
+ * killed. Returns how many points were judged.
+ */
+static guint
+check_series (JsonArray *series[N_HOSTS])
+{
+    guint judged = 0;
+
+    for (guint i = 0; i < N_HOSTS; i++) {
+        for (guint p = 0; p < json_array_get_length (series[i]); p++) {
+            JsonObject *point = vmr_harness_json_element (series[i], p);
+            gint64 other = speed_at (series[1 - i], vmr_harness_json_int (point, "time"));
+            gint64 own = vmr_harness_json_int (point, "speed");
+
+            if (!moves_data (vmr_harness_json_string (point, "state"))
+                && !g_str_equal (vmr_harness_json_string (point, "state"), "synced"))
+                continue;
+            if (own == 0)
+                vmr_fail ("host %u's series shows an unlimited speed", i);
+            if (other < 0)
+                continue;
+            if (own + other > BUDGET + (own == 1 ? 1 : 0) + (other == 1 ? 1 : 0))
+                vmr_fail ("the speed series add up to %" G_GINT64_FORMAT " bytes/s", own + other);
+            judged++;
+        }
+    }
+    return judged;
+}
+
+/* waits until `cluster status` on host @i shows @n shares of @share each in the array */
+static void
+wait_shares (guint i, guint n, gint64 share, guint *checked)
+{
+    gint64 deadline = g_get_monotonic_time () + SHARES_TIMEOUT_S * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr (JsonNode) node
+            = vmr_harness_cli_json (lease.hosts[i], "cluster", "status", NULL);
+        JsonArray *budgets
+            = vmr_harness_json_array (vmr_harness_json_node_object (node), "budgets");
+        JsonObject *array = vmr_harness_json_element (budgets, 0);
+        JsonArray *shares = vmr_harness_json_array (array, "shares");
+        guint found = 0;
+
+        g_assert_cmpstr (vmr_harness_json_string (array, "storage"), ==, "array");
+        g_assert_cmpint (vmr_harness_json_int (array, "budget"), ==, BUDGET);
+        g_assert_cmpint (vmr_harness_json_int (array, "held"), <=, BUDGET);
+        for (guint s = 0; s < json_array_get_length (shares); s++)
+            found += vmr_harness_json_int (vmr_harness_json_element (shares, s), "share") == share;
+        if (found == n && json_array_get_length (shares) == n)
+            return;
+        check_qemu_sum (n == N_HOSTS, checked);
+        if (g_get_monotonic_time () > deadline) {
+            g_autoptr (JsonNode) shown = json_node_init_object (json_node_alloc (), array);
+            g_autofree gchar *text = json_to_string (shown, FALSE);
+            g_autofree gchar *log = NULL;
+
+            g_assert_true (g_file_get_contents (lease.hosts[1]->daemon_log, &log, NULL, NULL));
+            g_test_message ("host b's log: %s", log + MAX (0, (gssize) strlen (log) - 4000));
+
+            vmr_fail ("host %u's cluster status never showed %u shares of %" G_GINT64_FORMAT ": %s",
+                      i, n, share, text);
+        }
+        g_usleep (20 * 1000);
+    }
+}
+
+static void
+test_budget (void)
+{
+    g_autofree gchar *array = vmr_harness_path (lease.hosts[0], "array");
+    g_autofree gchar *section
+        = g_strdup_printf ("[storage array]\npaths = %s\nbudget = 1M\n", array);
+    g_autoptr (VmrCliResult) text = NULL;
+    JsonArray *series[N_HOSTS];
+    gchar *ids[N_HOSTS], *dests[N_HOSTS];
+    guint checked = 0;
+    guint judged;
+    gint64 killed_at, deadline;
+
+    g_assert_cmpint (g_mkdir (array, 0755), ==, 0);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *policy = host_policy (i, N_HOSTS, section);
+        g_autoptr (VmrCliResult) reload = vmr_harness_cli (lease.hosts[i], "reload", NULL);
+        g_autofree gchar *name = g_strdup_printf ("host-%c.raw", 'a' + i);
+
+        vmr_cli_result_assert_ok (reload);
+        dests[i] = g_build_filename (array, name, NULL);
+    }
+    /* host a's copy alone holds the whole budget, then host b's joins: half each */
+    ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", dests[0], NULL);
+    wait_shares (0, 1, BUDGET, &checked);
+    ids[1] = vmr_harness_migrate (lease.hosts[1], "vm", "disk0", dests[1], NULL);
+    wait_shares (0, N_HOSTS, BUDGET / 2, &checked);
+    text = vmr_harness_cli (lease.hosts[1], "cluster", "status", NULL);
+    vmr_cli_result_assert_ok (text);
+    g_assert_nonnull (strstr (text->out, "STORAGE"));
+    g_assert_nonnull (strstr (text->out, "array"));
+    g_assert_nonnull (strstr (text->out, "512 KiB/s"));
+
+    /* host b's daemon killed once its series has points to judge: its share goes with its lease */
+    deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;
+    for (series[1] = NULL; series[1] == NULL || json_array_get_length (series[1]) < 3;) {
+        g_clear_pointer (&series[1], json_array_unref);
+        check_qemu_sum (TRUE, &checked);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("host b's series never had 3 points");
+        g_usleep (100 * 1000);
+        series[1] = vmr_harness_job_series_points (lease.hosts[1], ids[1]);
+    }
+    vmr_harness_kill_daemon (lease.hosts[1]);
+    killed_at = g_get_monotonic_time ();
+    deadline = killed_at + TIMEOUT_S * G_USEC_PER_SEC;
+    while (check_qemu_sum (FALSE, &checked) != BUDGET) {
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("host a never took host b's share");
+        g_usleep (20 * 1000);
+    }
+    g_test_message ("host a took the whole budget %.2f s after host b was killed (TTL %d s)",
+                    (g_get_monotonic_time () - killed_at) / 1e6, TTL_S);
+    g_assert_cmpint (g_get_monotonic_time () - killed_at, >=, TTL_S * G_USEC_PER_SEC / 2);
+    wait_shares (0, 1, BUDGET, &checked);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[0], ids[0], "completed", TIMEOUT_S));
+    series[0] = vmr_harness_job_series_points (lease.hosts[0], ids[0]);
+    judged = check_series (series);
+    g_assert_cmpuint (judged, >, 0);
+    g_assert_cmpuint (checked, >, 0);
+    g_test_message ("%u sums of the QEMUs' speeds and %u points of the series checked", checked,
+                    judged);
+
+    /* the bytes: host a's copy pivoted; host b's QEMU, without its daemon, mirrors in sync */
+    vmr_harness_assert_disk_on (lease.hosts[0], "disk0", dests[0]);
+    for (gboolean ready = FALSE; !ready;) {
+        qemu_speed (1, &ready);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("host b's copy never reached sync in its QEMU");
+        g_usleep (50 * 1000);
+    }
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
+
+        vmr_harness_assert_image_equals (dests[i], "raw", expected);
+        json_array_unref (series[i]);
+        g_free (ids[i]);
+        g_free (dests[i]);
+    }
+}
+
 static void
 run_case (gconstpointer user_data)
 {
@@ -360,6 +600,7 @@ main (int argc, char **argv)
     vmr_harness_init (&argc, &argv);
     g_test_add_data_func ("/cluster-lease/expires", test_expires, run_case);
     g_test_add_data_func ("/cluster-lease/leader-at-sync", test_leader_at_sync, run_case);
+    g_test_add_data_func ("/cluster-lease/budget", test_budget, run_case);
     set_up ();
     status = vmr_harness_run_shared (lease.hosts[0]);
     tear_down ();
