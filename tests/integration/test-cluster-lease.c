@@ -15,6 +15,10 @@
  * Then etcd's leader is stopped while a copy reaches sync: the copy pivots,
  * the slot it gives back at sync reaches etcd through the members left, and
  * the other host's copy runs after it, never with it.
+ *
+ * Then host a's daemon is killed while its copy is paused for the cluster:
+ * started again, it keeps the copy paused (its record says why, and a hand
+ * resume is refused) until the copy holds a slot under the new lease.
  */
 
 #include <string.h>
@@ -304,6 +308,72 @@ test_leader_at_sync (void)
     vmr_etcd_cluster_wait_healthy (&lease.etcd);
 }
 
+/* host a's daemon started again on its state dir and policy, its VM attached again */
+static void
+restart_host_a (void)
+{
+    VmrHarness *h = lease.hosts[0];
+    g_autofree gchar *policy = vmr_harness_path (h, "policy.conf");
+    const gchar *const extra[] = { "--policy", policy, NULL };
+
+    vmr_harness_restart_daemon (h, extra);
+    vmr_harness_attach (h, "vm");
+}
+
+/*
+ * host a's daemon killed while its copy is paused for the cluster: started
+ * again, it keeps the copy paused (a hand resume is refused) until it holds
+ * a slot under its new lease, after host b's copy is in sync
+ */
+static void
+test_restart_paused (void)
+{
+    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
+    g_autoptr (JsonObject) adopted = NULL;
+    g_autoptr (VmrCliResult) resume = NULL;
+    gchar *dests[N_HOSTS] = { NULL }; /* g_autofree on an array would free only its first */
+    gchar *ids[N_HOSTS] = { NULL };
+    JsonObject *ended[N_HOSTS];
+
+    for (guint i = 0; i < N_HOSTS; i++)
+        dests[i] = vmr_harness_path (lease.hosts[i], "dest-3.raw");
+    ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", dests[0], "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, NULL);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[0], ids[0], "copying", TIMEOUT_S));
+    ids[1] = vmr_harness_migrate (lease.hosts[1], "vm", "disk0", dests[1], "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, NULL);
+
+    /* host a cut off pauses its copy; killed then, it is down when its lease expires */
+    cut (TRUE);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[0], ids[0], "paused", TIMEOUT_S));
+    vmr_harness_kill_daemon (lease.hosts[0]);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[1], ids[1], "copying", TIMEOUT_S));
+    cut (FALSE);
+    restart_host_a ();
+    adopted = vmr_harness_wait_adopted (lease.hosts[0], ids[0]);
+    g_assert_cmpstr (vmr_json_job_state (adopted), ==, "paused");
+    resume = vmr_harness_cli (lease.hosts[0], "resume", ids[0], NULL);
+    vmr_cli_result_assert_error (resume, 1);
+    g_assert_nonnull (strstr (resume->err, "is paused for the cluster"));
+
+    /* it resumes by itself under a slot of the new lease, after host b's copy */
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
+
+        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
+        vmr_harness_assert_image_equals (dests[i], "raw", expected);
+        add_spans (ended[i], spans);
+    }
+    g_assert_cmpint (nth_time (ended[0], "copying", 1), >=,
+                     vmr_json_job_time_of (ended[1], "synced"));
+    g_assert_cmpuint (most_at_once (spans), ==, 1);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        json_object_unref (ended[i]);
+        g_free (dests[i]);
+        g_free (ids[i]);
+    }
+}
+
 static void
 run_case (gconstpointer user_data)
 {
@@ -360,6 +430,7 @@ main (int argc, char **argv)
     vmr_harness_init (&argc, &argv);
     g_test_add_data_func ("/cluster-lease/expires", test_expires, run_case);
     g_test_add_data_func ("/cluster-lease/leader-at-sync", test_leader_at_sync, run_case);
+    g_test_add_data_func ("/cluster-lease/restart-paused", test_restart_paused, run_case);
     set_up ();
     status = vmr_harness_run_shared (lease.hosts[0]);
     tear_down ();
