@@ -23,6 +23,7 @@
 
 #include <string.h>
 
+#include "bulk-spans.h"
 #include "cut-proxy.h"
 #include "etcd-fixture.h"
 #include "harness.h"
@@ -94,57 +95,6 @@ wait_available (guint i)
     }
 }
 
-/* whether @state moves data in bulk */
-static gboolean
-moves_data (const gchar *state)
-{
-    return g_strcmp0 (state, "copying") == 0 || g_strcmp0 (state, "throttled") == 0;
-}
-
-/* the spans of @job's history in which it copied in bulk, [start, end) pairs appended to @spans */
-static void
-add_spans (JsonObject *job, GArray *spans)
-{
-    JsonArray *history = vmr_harness_json_array (job, "history");
-    gint64 start = 0;
-
-    for (guint k = 0; k < json_array_get_length (history); k++) {
-        JsonObject *entry = json_array_get_object_element (history, k);
-        gint64 time = vmr_harness_json_int (entry, "time");
-
-        if (moves_data (vmr_harness_json_string (entry, "state"))) {
-            if (start == 0)
-                start = time;
-            continue;
-        }
-        if (start != 0) {
-            gint64 span[2] = { start, time };
-
-            g_array_append_vals (spans, span, 2);
-            start = 0;
-        }
-    }
-    g_assert_cmpint (start, ==, 0);
-}
-
-/* the most of @spans that overlap: at the start of each, those begun by then and not ended */
-static guint
-most_at_once (GArray *spans)
-{
-    const gint64 *s = (const gint64 *) spans->data;
-    guint most = 0;
-
-    for (guint i = 0; i < spans->len; i += 2) {
-        guint running = 0;
-
-        for (guint j = 0; j < spans->len; j += 2)
-            if (s[j] <= s[i] && s[j + 1] > s[i])
-                running++;
-        most = MAX (most, running);
-    }
-    return most;
-}
-
 /* the time of the @nth (from 0) transition of @job to @state */
 static gint64
 nth_time (JsonObject *job, const gchar *state, guint nth)
@@ -212,40 +162,15 @@ test_expires (void)
 
         ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
         vmr_harness_assert_image_equals (lease.dests[i], "raw", expected);
-        add_spans (ended[i], spans);
+        vmr_bulk_spans_add (ended[i], spans);
     }
     g_assert_cmpint (nth_time (ended[0], "copying", 1), >=,
                      vmr_json_job_time_of (ended[1], "synced"));
-    g_assert_cmpuint (most_at_once (spans), ==, 1);
+    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
     for (guint i = 0; i < N_HOSTS; i++) {
         json_object_unref (ended[i]);
         g_free (ids[i]);
     }
-}
-
-/* the index of the member etcd's leader is, from `etcdctl endpoint status` */
-static guint
-leader_member (void)
-{
-    g_autofree gchar *out
-        = vmr_etcd_cluster_ctl (&lease.etcd, "endpoint", "status", "-w", "simple", NULL);
-    g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
-
-    /* ENDPOINT, ID, VERSION, DB SIZE, IS LEADER, ... */
-    for (guint l = 0; lines[l] != NULL; l++) {
-        g_auto (GStrv) fields = g_strsplit (lines[l], ", ", -1);
-
-        if (g_strv_length (fields) < 5 || !g_str_equal (fields[4], "true"))
-            continue;
-        for (guint m = 0; m < VMR_ETCD_MEMBERS; m++) {
-            g_autofree gchar *url
-                = g_strdup_printf ("http://127.0.0.1:%u", lease.etcd.client_ports[m]);
-
-            if (g_str_equal (fields[0], url))
-                return m;
-        }
-    }
-    vmr_fail ("no leader in etcdctl's endpoint status:\n%s", out);
 }
 
 /* waits until the job @id of host @i has copied at least half its bytes */
@@ -286,7 +211,7 @@ test_leader_at_sync (void)
     json_object_unref (vmr_harness_wait_job (lease.hosts[1], ids[1], "copying", TIMEOUT_S));
     ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", dests[0], "--speed", "8M", NULL);
     wait_half_copied (1, ids[1]);
-    leader = leader_member ();
+    leader = vmr_etcd_cluster_leader (&lease.etcd);
     g_test_message ("stopping etcd's leader, member %u, as host b's copy reaches sync", leader);
     vmr_etcd_cluster_stop_member (&lease.etcd, leader);
     for (guint i = N_HOSTS; i-- > 0;) {
@@ -294,11 +219,11 @@ test_leader_at_sync (void)
 
         ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
         vmr_harness_assert_image_equals (dests[i], "raw", expected);
-        add_spans (ended[i], spans);
+        vmr_bulk_spans_add (ended[i], spans);
     }
     g_assert_cmpint (vmr_json_job_time_of (ended[0], "copying"), >=,
                      vmr_json_job_time_of (ended[1], "synced"));
-    g_assert_cmpuint (most_at_once (spans), ==, 1);
+    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
     for (guint i = 0; i < N_HOSTS; i++) {
         json_object_unref (ended[i]);
         g_free (dests[i]);
@@ -362,11 +287,11 @@ test_restart_paused (void)
 
         ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
         vmr_harness_assert_image_equals (dests[i], "raw", expected);
-        add_spans (ended[i], spans);
+        vmr_bulk_spans_add (ended[i], spans);
     }
     g_assert_cmpint (nth_time (ended[0], "copying", 1), >=,
                      vmr_json_job_time_of (ended[1], "synced"));
-    g_assert_cmpuint (most_at_once (spans), ==, 1);
+    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
     for (guint i = 0; i < N_HOSTS; i++) {
         json_object_unref (ended[i]);
         g_free (dests[i]);
