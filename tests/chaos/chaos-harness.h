@@ -56,6 +56,7 @@ typedef struct {
     gchar *tmpfs;       /* the small file system a fault fills */
     VmrNbdServers nbd;
     guint rounds;
+    guint least; /* the fewest migrations the run must make */
     guint faults;
     guint lost;    /* a job with no final state or reason, a disk not where its record says */
     guint corrupt; /* a disk whose bytes are not what was written */
