@@ -111,6 +111,32 @@ nth_time (JsonObject *job, const gchar *state, guint nth)
               nth + 1);
 }
 
+/*
+ * waits until both hosts' jobs @ids completed, each destination of @dests
+ * with its source's bytes; host a's copy ran (its @a_run-th run, from 0) only
+ * once host b's was in sync, and the job histories never show two copies
+ * moving data at once
+ */
+static void
+assert_a_after_b (gchar *const *ids, gchar *const *dests, guint a_run)
+{
+    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
+    JsonObject *ended[N_HOSTS];
+
+    for (guint i = N_HOSTS; i-- > 0;) {
+        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
+
+        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
+        vmr_harness_assert_image_equals (dests[i], "raw", expected);
+        vmr_bulk_spans_add (ended[i], spans);
+    }
+    g_assert_cmpint (nth_time (ended[0], "copying", a_run), >=,
+                     vmr_json_job_time_of (ended[1], "synced"));
+    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
+    for (guint i = 0; i < N_HOSTS; i++)
+        json_object_unref (ended[i]);
+}
+
 static void
 cut (gboolean cut_off)
 {
@@ -121,11 +147,9 @@ cut (gboolean cut_off)
 static void
 test_expires (void)
 {
-    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
     g_autoptr (JsonObject) paused = NULL;
     g_autoptr (JsonObject) b_copying = NULL;
     g_autoptr (JsonObject) a_waiting = NULL;
-    JsonObject *ended[N_HOSTS];
     gchar *ids[N_HOSTS] = { NULL }; /* g_autofree would free only the first */
     g_autofree gchar *log = NULL;
     gint64 cut_at;
@@ -157,20 +181,9 @@ test_expires (void)
     g_assert_cmpstr (vmr_json_job_state (a_waiting), ==, "paused");
 
     /* host a resumes only after host b's copy is in sync; both end with their bytes */
-    for (guint i = 0; i < N_HOSTS; i++) {
-        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
-
-        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
-        vmr_harness_assert_image_equals (lease.dests[i], "raw", expected);
-        vmr_bulk_spans_add (ended[i], spans);
-    }
-    g_assert_cmpint (nth_time (ended[0], "copying", 1), >=,
-                     vmr_json_job_time_of (ended[1], "synced"));
-    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
-    for (guint i = 0; i < N_HOSTS; i++) {
-        json_object_unref (ended[i]);
+    assert_a_after_b (ids, lease.dests, 1);
+    for (guint i = 0; i < N_HOSTS; i++)
         g_free (ids[i]);
-    }
 }
 
 /* waits until the job @id of host @i has copied at least half its bytes */
@@ -196,11 +209,9 @@ wait_half_copied (guint i, const gchar *id)
 static void
 test_leader_at_sync (void)
 {
-    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
     /* g_autofree on an array would free only its first */
     gchar *dests[N_HOSTS] = { NULL };
     gchar *ids[N_HOSTS] = { NULL };
-    JsonObject *ended[N_HOSTS];
     guint leader;
 
     for (guint i = 0; i < N_HOSTS; i++)
@@ -214,18 +225,8 @@ test_leader_at_sync (void)
     leader = vmr_etcd_cluster_leader (&lease.etcd);
     g_test_message ("stopping etcd's leader, member %u, as host b's copy reaches sync", leader);
     vmr_etcd_cluster_stop_member (&lease.etcd, leader);
-    for (guint i = N_HOSTS; i-- > 0;) {
-        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
-
-        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
-        vmr_harness_assert_image_equals (dests[i], "raw", expected);
-        vmr_bulk_spans_add (ended[i], spans);
-    }
-    g_assert_cmpint (vmr_json_job_time_of (ended[0], "copying"), >=,
-                     vmr_json_job_time_of (ended[1], "synced"));
-    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
+    assert_a_after_b (ids, dests, 0);
     for (guint i = 0; i < N_HOSTS; i++) {
-        json_object_unref (ended[i]);
         g_free (dests[i]);
         g_free (ids[i]);
     }
@@ -253,12 +254,10 @@ restart_host_a (void)
 static void
 test_restart_paused (void)
 {
-    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
     g_autoptr (JsonObject) adopted = NULL;
     g_autoptr (VmrCliResult) resume = NULL;
     gchar *dests[N_HOSTS] = { NULL }; /* g_autofree on an array would free only its first */
     gchar *ids[N_HOSTS] = { NULL };
-    JsonObject *ended[N_HOSTS];
 
     for (guint i = 0; i < N_HOSTS; i++)
         dests[i] = vmr_harness_path (lease.hosts[i], "dest-3.raw");
@@ -282,18 +281,8 @@ test_restart_paused (void)
     g_assert_nonnull (strstr (resume->err, "is paused for the cluster"));
 
     /* it resumes by itself under a slot of the new lease, after host b's copy */
+    assert_a_after_b (ids, dests, 1);
     for (guint i = 0; i < N_HOSTS; i++) {
-        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
-
-        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
-        vmr_harness_assert_image_equals (dests[i], "raw", expected);
-        vmr_bulk_spans_add (ended[i], spans);
-    }
-    g_assert_cmpint (nth_time (ended[0], "copying", 1), >=,
-                     vmr_json_job_time_of (ended[1], "synced"));
-    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
-    for (guint i = 0; i < N_HOSTS; i++) {
-        json_object_unref (ended[i]);
         g_free (dests[i]);
         g_free (ids[i]);
     }
