@@ -161,9 +161,12 @@ chaos_cluster_restore (ChaosCluster *cl)
         vmr_etcd_cluster_wait_healthy (&cl->etcd);
 }
 
-/* the bulk spans of every job record in @state_dir, appended to @spans; returns their jobs */
+/*
+ * the bulk spans of every job record in @state_dir, appended to @spans, and
+ * for each span "HOST JOB" to @labels; returns their jobs
+ */
 static guint
-add_record_spans (const gchar *state_dir, GArray *spans)
+add_record_spans (const gchar *state_dir, gchar host, GArray *spans, GPtrArray *labels)
 {
     g_autofree gchar *dir_path = g_build_filename (state_dir, "jobs", NULL);
     g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
@@ -181,29 +184,56 @@ add_record_spans (const gchar *state_dir, GArray *spans)
         if (!json_parser_load_from_file (parser, path, &error))
             vmr_fail ("%s: %s", path, error->message);
         vmr_bulk_spans_add (vmr_harness_json_node_object (json_parser_get_root (parser)), spans);
+        while (labels->len < spans->len / 2)
+            g_ptr_array_add (
+                labels, g_strdup_printf ("host %c %.*s", host, (int) (strlen (name) - 5), name));
         n++;
     }
     return n;
+}
+
+/* the spans that overlap one that starts when more than the limit run, for the failure */
+static void
+show_overlaps (GArray *spans, GPtrArray *labels)
+{
+    const gint64 *s = (const gint64 *) spans->data;
+
+    for (guint i = 0; i < spans->len; i += 2) {
+        guint running = 0;
+
+        for (guint j = 0; j < spans->len; j += 2)
+            running += s[j] <= s[i] && s[j + 1] > s[i];
+        if (running <= CHAOS_CLUSTER_MAX_PARALLEL)
+            continue;
+        g_test_message ("at %" G_GINT64_FORMAT ", %u copies moved data:", s[i], running);
+        for (guint j = 0; j < spans->len; j += 2)
+            if (s[j] <= s[i] && s[j + 1] > s[i])
+                g_test_message ("  %s from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT,
+                                (const gchar *) labels->pdata[j / 2], s[j], s[j + 1]);
+    }
 }
 
 void
 chaos_cluster_check_end (ChaosCluster *cl, Chaos *c)
 {
     g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
-    guint jobs = add_record_spans (c->e->h.state_dir, spans);
+    g_autoptr (GPtrArray) labels = g_ptr_array_new_with_free_func (g_free);
+    guint jobs = add_record_spans (c->e->h.state_dir, 'a', spans, labels);
     guint most;
 
-    jobs += add_record_spans (cl->b->state_dir, spans);
+    jobs += add_record_spans (cl->b->state_dir, 'b', spans, labels);
     most = vmr_bulk_spans_most_at_once (spans);
     g_test_message ("FIGURES cluster: host b %u migrations; at most %u of %u jobs' copies moved "
                     "data at once (max-parallel %u)",
                     cl->migrations, most, jobs, CHAOS_CLUSTER_MAX_PARALLEL);
     g_print ("# cluster: at most %u copies moving data at once, max-parallel %u\n", most,
              CHAOS_CLUSTER_MAX_PARALLEL);
-    if (most > CHAOS_CLUSTER_MAX_PARALLEL)
+    if (most > CHAOS_CLUSTER_MAX_PARALLEL) {
+        show_overlaps (spans, labels);
         vmr_fail ("chaos: %u copies moved data at once in the cluster, over its max-parallel of "
                   "%u (seed %u)",
                   most, CHAOS_CLUSTER_MAX_PARALLEL, c->seed);
+    }
 }
 
 void
