@@ -425,6 +425,11 @@ vmr_job_save (VmrJob *self, const gchar *state_dir, GError **error)
     json_object_set_boolean_member (resume, "speed-from-user", self->speed_from_user);
     json_object_set_boolean_member (resume, "user-paused", self->user_paused);
     json_object_set_boolean_member (resume, "ready", self->ready);
+    /* a copy paused for the cluster waits for a slot again after a restart */
+    if (self->cluster_paused != NULL) {
+        json_object_set_string_member (resume, "cluster-paused", self->cluster_paused);
+        json_object_set_boolean_member (resume, "cluster-resume", self->cluster_resume);
+    }
     /* what proves a file ours: removal compares it, a record without it removes nothing */
     if (self->dest_made != NULL)
         json_object_set_object_member (resume, "destination-made",
@@ -517,6 +522,9 @@ job_from_record (JsonObject *obj, GError **error)
     job->speed_from_user = vmr_json_bool_or (resume, "speed-from-user", FALSE);
     job->user_paused = vmr_json_bool_or (resume, "user-paused", FALSE);
     job->ready = vmr_json_bool_or (resume, "ready", FALSE);
+    job->cluster_paused = g_strdup (vmr_json_get_string (resume, "cluster-paused"));
+    job->cluster_resume
+        = job->cluster_paused != NULL && vmr_json_bool_or (resume, "cluster-resume", FALSE);
     job->dest_made
         = vmr_destination_made_from_json (vmr_json_get_object (resume, "destination-made"));
     job->total_bytes = vmr_json_uint_or (progress, "total", 0);

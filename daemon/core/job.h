@@ -131,7 +131,7 @@ typedef struct {
                              * on-target-error = enospc) instead of failing it; not saved */
 
     /* a copy whose cluster slot went with a lease that could not be kept alive */
-    gchar *cluster_paused;   /* why the daemon paused it, NULL = it did not; not saved */
+    gchar *cluster_paused;   /* why the daemon paused it, NULL = it did not */
     gboolean cluster_resume; /* ... it was copying: it resumes once it holds a slot again */
 
     /* a member of a group: the disks of one domain that cut over together */

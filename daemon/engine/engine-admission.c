@@ -100,6 +100,8 @@ cluster_pause (VmrEngine *self, VmrJob *job)
     job->cluster_resume
         = job->state == VMR_JOB_STATE_COPYING || job->state == VMR_JOB_STATE_THROTTLED;
     note_action (job, "pause", CLUSTER_PAUSE_REASON);
+    /* recorded before QEMU pauses it: a restarted daemon knows the pause for the cluster's */
+    vmr_engine_save_job (self, job);
     if (job->cluster_resume)
         vmr_engine_action_step (vmr_engine_action_new (self, job, VMR_JOB_STATE_PAUSED),
                                 VMR_BACKEND_COMMAND_PAUSE, 0);
@@ -112,10 +114,10 @@ cluster_resume (VmrEngine *self, VmrJob *job)
     gboolean resume = job->cluster_resume && job->state == VMR_JOB_STATE_PAUSED
                       && job->space_paused == NULL && !job->user_paused;
 
-    g_clear_pointer (&job->cluster_paused, g_free);
+    vmr_engine_cluster_forget_pause (job);
     g_clear_pointer (&job->waiting_for, g_free);
-    job->cluster_resume = FALSE;
     note_action (job, "resume", "it holds a slot of the cluster again");
+    vmr_engine_save_job (self, job);
     if (resume)
         vmr_engine_action_step (vmr_engine_action_new (self, job,
                                                        job->speed != job->base_speed

@@ -86,14 +86,19 @@ adopt_running (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrBacken
         else if (job->state != VMR_JOB_STATE_PAUSED)
             walk_to (self, job, VMR_JOB_STATE_SYNCED, NULL);
     } else if (adoption->paused && job->state != VMR_JOB_STATE_PAUSED) {
-        /* paused by someone while we were away: a user's pause, left alone */
-        job->user_paused = TRUE;
+        /* paused by someone while we were away: a user's pause, left alone; or the pause for
+         * the cluster the daemon sent before it stopped, whose answer it did not see */
+        job->user_paused = job->cluster_paused == NULL;
         walk_to (self, job, VMR_JOB_STATE_PAUSED, NULL);
     } else if (!adoption->paused && job->state == VMR_JOB_STATE_PAUSED) {
         job->user_paused = FALSE;
         g_clear_pointer (&job->space_paused, g_free);
         walk_to (self, job, VMR_JOB_STATE_COPYING, NULL);
     }
+    if (!adoption->paused)
+        /* resumed in QEMU meanwhile: it copies, and the cluster counts it as it does any
+         * copy that ran on while the daemon was away */
+        vmr_engine_cluster_forget_pause (job);
     vmr_engine_save_job (self, job);
     vmr_engine_update_timers (self, entry);
     vmr_job_message (job, "job %s (%s %s): picked up: %s in QEMU, %s", job->id, job->domain,
@@ -108,6 +113,14 @@ adopt_running (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrBacken
     }
     if (job->ready && job->state == VMR_JOB_STATE_SYNCED)
         vmr_engine_job_in_sync (self, entry, job);
+    if (job->cluster_paused != NULL) {
+        /* paused for the cluster before the restart: it waits for a slot of the new lease */
+        vmr_job_message (job,
+                         "job %s (%s %s): paused for the cluster: it resumes once it holds "
+                         "a slot again",
+                         job->id, job->domain, job->disk);
+        vmr_engine_admission_schedule (self);
+    }
 }
 
 /*

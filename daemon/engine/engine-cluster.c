@@ -172,6 +172,13 @@ vmr_engine_cluster_suspended (VmrEngine *self, VmrJob *job)
     return self->cluster != NULL && vmr_cluster_is_suspended (self->cluster, job->id);
 }
 
+void
+vmr_engine_cluster_forget_pause (VmrJob *job)
+{
+    g_clear_pointer (&job->cluster_paused, g_free);
+    job->cluster_resume = FALSE;
+}
+
 /* what `cluster jobs` shows of @job */
 static JsonObject *
 job_summary (VmrJob *job)
@@ -194,10 +201,8 @@ void
 vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous)
 {
     /* a copy in sync or ended no longer waits for a slot */
-    if (vmr_job_state_is_final (job->state) || job->state == VMR_JOB_STATE_SYNCED) {
-        g_clear_pointer (&job->cluster_paused, g_free);
-        job->cluster_resume = FALSE;
-    }
+    if (vmr_job_state_is_final (job->state) || job->state == VMR_JOB_STATE_SYNCED)
+        vmr_engine_cluster_forget_pause (job);
     if (self->cluster == NULL)
         return;
     /* as the host's limits count it: a synced copy's bulk copy is over */

@@ -405,6 +405,9 @@ void vmr_engine_cluster_hold (VmrEngine *self, VmrJob *job);
  */
 gboolean vmr_engine_cluster_suspended (VmrEngine *self, VmrJob *job);
 
+/* @job is no longer paused for the cluster: it copies, is in sync or ended */
+void vmr_engine_cluster_forget_pause (VmrJob *job);
+
 /* a job in sync or ended gives its slot back */
 void vmr_engine_cluster_job_changed (VmrEngine *self, VmrJob *job, VmrJobState previous);
 

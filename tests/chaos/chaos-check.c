@@ -381,7 +381,7 @@ chaos_check_end (Chaos *c)
                     c->faults, c->lost, c->corrupt, c->leaked);
     g_print ("# %u migrations, %u faults, %u lost, %u corrupt, %u leaked (seed %u)\n", migrations,
              c->faults, c->lost, c->corrupt, c->leaked, c->seed);
-    if (c->lost != 0 || c->corrupt != 0 || c->leaked != 0 || migrations < 20)
+    if (c->lost != 0 || c->corrupt != 0 || c->leaked != 0 || migrations < c->least)
         vmr_fail ("chaos: %u migrations, %u lost, %u corrupt, %u leaked (seed %u)", migrations,
                   c->lost, c->corrupt, c->leaked, c->seed);
 }

@@ -405,6 +405,31 @@ show_job_log (Chaos *c, const gchar *id)
     }
 }
 
+/* lifts the speed limits of @round's active jobs: every one, or those not let go yet */
+static void
+unthrottle (Chaos *c, guint round, gboolean all)
+{
+    for (guint i = 0; i < c->jobs->len; i++) {
+        ChaosJob *job = c->jobs->pdata[i];
+        g_autoptr (VmrCliResult) result = NULL;
+
+        if (job->round != round || job->state != NULL || (job->let_go && !all))
+            continue;
+        /* a job that ended meanwhile, or whose libvirt is away, refuses: it is checked later */
+        result = vmr_harness_cli (&c->e->h, "set-speed", job->id, "0", NULL);
+        job->let_go = job->let_go || result->status == 0;
+        if (result->status != 0)
+            g_test_message ("round %u: set-speed %s 0: %s", round, job->id,
+                            g_strchomp (result->err));
+    }
+}
+
+void
+chaos_unthrottle_round (Chaos *c, guint round)
+{
+    unthrottle (c, round, TRUE);
+}
+
 void
 chaos_wait_round (Chaos *c, guint round, guint timeout_s)
 {
@@ -426,23 +451,7 @@ chaos_wait_round (Chaos *c, guint round, guint timeout_s)
         }
         chaos_write (c, 2);
         g_usleep (100 * 1000);
-    }
-}
-
-void
-chaos_unthrottle_round (Chaos *c, guint round)
-{
-    for (guint i = 0; i < c->jobs->len; i++) {
-        ChaosJob *job = c->jobs->pdata[i];
-        g_autoptr (VmrCliResult) result = NULL;
-
-        if (job->round != round || job->state != NULL)
-            continue;
-        /* a job that ended meanwhile, or whose libvirt is away, refuses: it is checked later */
-        result = vmr_harness_cli (&c->e->h, "set-speed", job->id, "0", NULL);
-        if (result->status != 0)
-            g_test_message ("round %u: set-speed %s 0: %s", round, job->id,
-                            g_strchomp (result->err));
+        unthrottle (c, round, FALSE);
     }
 }
 

@@ -44,6 +44,7 @@ typedef struct {
     gchar *state;     /* the final state, NULL while active */
     gchar *reason;    /* the final reason, NULL for none */
     guint round;      /* the round that started it */
+    gboolean let_go;  /* its speed limit was lifted */
 } ChaosJob;
 
 typedef struct {
@@ -56,6 +57,7 @@ typedef struct {
     gchar *tmpfs;       /* the small file system a fault fills */
     VmrNbdServers nbd;
     guint rounds;
+    guint least; /* the fewest migrations the run must make */
     guint faults;
     guint lost;    /* a job with no final state or reason, a disk not where its record says */
     guint corrupt; /* a disk whose bytes are not what was written */
@@ -106,10 +108,17 @@ void chaos_write (Chaos *c, guint count);
 /* the jobs of round @round that have no final state yet, read from the daemon */
 guint chaos_poll_round (Chaos *c, guint round);
 
-/* polls (writing between polls) until every job of @round ended, at most @timeout_s */
+/*
+ * polls (writing between polls, lifting the speed limits that were refused)
+ * until every job of @round ended, at most @timeout_s
+ */
 void chaos_wait_round (Chaos *c, guint round, guint timeout_s);
 
-/* lifts the speed limit of every job of @round still active */
+/*
+ * lifts the speed limit of every job of @round still active; one whose start
+ * is on its way (it waited for a slot) refuses, and chaos_wait_round() lets it
+ * go later
+ */
 void chaos_unthrottle_round (Chaos *c, guint round);
 
 /* the record of the job @id in the state dir, or NULL when there is none */

@@ -24,6 +24,7 @@
  * them the run is CI's: a fixed seed and DEFAULT_COUNT migrations.
  */
 
+#include "chaos-cluster.h"
 #include "chaos-harness.h"
 
 #include <signal.h>
@@ -39,6 +40,9 @@
  */
 #define DEFAULT_SEED  1
 #define DEFAULT_COUNT 30
+/* the fewest migrations of a run; CI's cluster mode runs the fewest, its faults first */
+#define PLAIN_LEAST_COUNT   20
+#define CLUSTER_LEAST_COUNT 8
 /* copies start slowly, so that the fault finds them running, and are let go after it */
 #define START_SPEED "2M"
 /* an NBD copy runs slower still: its fault must come before it completes */
@@ -58,8 +62,14 @@ typedef enum {
     FAULT_KILL_QEMU_AT_PIVOT,
     FAULT_KILL_DAEMON_LIBVIRTD,
     FAULT_FILL_DAEMON_DOWN,
+    /* the cluster's (VMR_CHAOS_CLUSTER=1) */
+    FAULT_ETCD_LEADER,
+    FAULT_ETCD_MEMBER_CUT,
+    FAULT_LEASE_EXPIRY,
     N_FAULTS
 } Fault;
+
+#define N_PLAIN_FAULTS FAULT_ETCD_LEADER
 
 static const gchar *const fault_names[] = { "none",
                                             "kill-daemon",
@@ -69,15 +79,19 @@ static const gchar *const fault_names[] = { "none",
                                             "io-error",
                                             "kill-qemu-at-pivot",
                                             "kill-daemon-restart-libvirtd",
-                                            "fill-while-daemon-down" };
+                                            "fill-while-daemon-down",
+                                            "stop-etcd-leader",
+                                            "cut-etcd-member",
+                                            "lease-expiry" };
 
 typedef struct {
     ChaosDomain *qmp;     /* guest-less, two disks, written by the test */
     ChaosDomain *guest;   /* the write-and-verify guest */
     ChaosDomain *libvirt; /* libvirt's domain, written through libvirt */
     Fault fault;
-    ChaosJob *target; /* the job the fault is aimed at (fill, I/O error), or NULL */
-    gchar *trigger;   /* the error filter's switch */
+    ChaosCluster *cluster; /* the cluster mode's, NULL without it */
+    ChaosJob *target;      /* the job the fault is aimed at (fill, I/O error), or NULL */
+    gchar *trigger;        /* the error filter's switch */
 } Round;
 
 static guint32
@@ -93,12 +107,12 @@ chaos_seed (void)
 }
 
 static guint
-chaos_count (void)
+chaos_count (guint least)
 {
     const gchar *text = g_getenv ("VMR_CHAOS_COUNT");
     guint count = text != NULL ? (guint) g_ascii_strtoull (text, NULL, 10) : DEFAULT_COUNT;
 
-    return MAX (count, 20);
+    return MAX (count, least);
 }
 
 /* an nbdkit export of a disk's size whose writes fail once @trigger exists; returns its URI */
@@ -123,7 +137,12 @@ pick_fault (Chaos *c, Round *r)
 {
     ChaosDisk *disk0 = r->qmp->disks->pdata[0];
     g_autofree gchar *dir = g_path_get_dirname (disk0->location);
-    Fault fault = (Fault) g_rand_int_range (c->rand, 0, N_FAULTS);
+    Fault fault
+        = (Fault) g_rand_int_range (c->rand, 0, r->cluster != NULL ? N_FAULTS : N_PLAIN_FAULTS);
+
+    /* the cluster's faults come first, so that a short run meets each */
+    if (r->cluster != NULL && c->rounds <= N_FAULTS - N_PLAIN_FAULTS)
+        return (Fault) (N_PLAIN_FAULTS + c->rounds - 1);
 
     if ((fault == FAULT_FILL || fault == FAULT_FILL_DAEMON_DOWN) && g_str_equal (dir, c->tmpfs))
         fault = FAULT_KILL_DAEMON;
@@ -323,6 +342,64 @@ fill_destination (Chaos *c, Round *r, gboolean daemon_down)
     g_assert_cmpint (g_unlink (filler), ==, 0);
 }
 
+/* the lines of the test daemon's log that say it gave its slots up with its lease */
+static guint
+count_give_ups (Chaos *c)
+{
+    g_autofree gchar *log = NULL;
+
+    if (!g_file_get_contents (c->e->daemon_log, &log, NULL, NULL))
+        return 0;
+    return vmr_harness_count_lines (log, "(two thirds of its TTL): giving up its");
+}
+
+/*
+ * host a cut off every member: it gives its slots up (its log says so) and
+ * pauses its copies; let back once its lease expired for sure
+ */
+static void
+expire_lease (Chaos *c, Round *r)
+{
+    guint before = count_give_ups (c);
+    gint64 deadline = g_get_monotonic_time () + 4 * CHAOS_CLUSTER_TTL_S * G_USEC_PER_SEC;
+
+    chaos_cluster_cut (r->cluster, VMR_ETCD_MEMBERS);
+    while (count_give_ups (c) == before) {
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("round %u: the daemon cut off etcd did not give its slots up", c->rounds);
+        write_for (c, 100);
+    }
+    /* a third of the TTL was left when it gave them up */
+    write_for (c, CHAOS_CLUSTER_TTL_S * 1000 / 3 + g_rand_int_range (c->rand, 500, 2000));
+    chaos_cluster_restore (r->cluster);
+}
+
+/*
+ * the cluster's faults: etcd's leader stopped, or host a's way to one member
+ * cut, until the round ends; or host a cut off every member for longer than
+ * its lease's TTL, so that it pauses its copies, its lease expires and host b
+ * may take its slots, then let back
+ */
+static void
+inject_cluster (Chaos *c, Round *r)
+{
+    chaos_count_fault (c, fault_names[r->fault]);
+    switch (r->fault) {
+        case FAULT_ETCD_LEADER:
+            g_test_message ("round %u: etcd's leader, member %u, stopped", c->rounds,
+                            chaos_cluster_stop_leader (r->cluster));
+            break;
+        case FAULT_ETCD_MEMBER_CUT:
+            chaos_cluster_cut (r->cluster, g_rand_int_range (c->rand, 0, VMR_ETCD_MEMBERS));
+            break;
+        case FAULT_LEASE_EXPIRY:
+            expire_lease (c, r);
+            break;
+        default:
+            g_assert_not_reached ();
+    }
+}
+
 static void
 inject (Chaos *c, Round *r)
 {
@@ -355,6 +432,11 @@ inject (Chaos *c, Round *r)
             if (!g_file_set_contents (r->trigger, "", 0, &error))
                 vmr_fail ("cannot create %s: %s", r->trigger, error->message);
             break;
+        case FAULT_ETCD_LEADER:
+        case FAULT_ETCD_MEMBER_CUT:
+        case FAULT_LEASE_EXPIRY:
+            inject_cluster (c, r);
+            break;
         case N_FAULTS:
             g_assert_not_reached ();
     }
@@ -376,6 +458,8 @@ chaos_round (Chaos *c, Round *r)
     if (r->fault == FAULT_RESTART_LIBVIRTD || r->fault == FAULT_KILL_DAEMON_LIBVIRTD
         || chance (c, 0.8))
         migrate_single (c, r->libvirt);
+    if (r->cluster != NULL)
+        chaos_cluster_migrate_b (r->cluster, START_SPEED);
     if (r->target != NULL)
         json_object_unref (
             vmr_harness_wait_job (&c->e->h, r->target->id, "copying", VMR_HARNESS_JOB_TIMEOUT_S));
@@ -387,7 +471,13 @@ chaos_round (Chaos *c, Round *r)
     }
     inject (c, r);
     chaos_unthrottle_round (c, c->rounds);
+    if (r->cluster != NULL)
+        chaos_cluster_unthrottle_b (r->cluster);
     chaos_wait_round (c, c->rounds, ROUND_TIMEOUT_S);
+    if (r->cluster != NULL) {
+        chaos_cluster_restore (r->cluster);
+        chaos_cluster_wait_b (r->cluster, c);
+    }
     /* a killed QEMU: its domain detached, its QEMU started again on its disks' sources */
     if (r->qmp->peer->qemu == NULL) {
         g_autoptr (VmrCliResult) detach = vmr_harness_cli (&c->e->h, "detach", r->qmp->name, NULL);
@@ -398,22 +488,37 @@ chaos_round (Chaos *c, Round *r)
     chaos_check_round (c, c->rounds);
 }
 
+/* the policy of the test's daemon: the cluster's section in cluster mode */
+static void
+write_policy (Chaos *c, Round *r)
+{
+    g_autofree gchar *section = r->cluster != NULL ? chaos_cluster_policy (r->cluster) : NULL;
+    g_autofree gchar *text = g_strconcat (POLICY, section, NULL);
+
+    g_free (vmr_harness_write_policy (&c->e->h, text));
+}
+
 static void
 test_chaos (VmrE2e *e, gconstpointer data)
 {
+    gboolean clustered = g_strcmp0 (g_getenv ("VMR_CHAOS_CLUSTER"), "1") == 0;
     guint32 seed = chaos_seed ();
-    guint count = chaos_count ();
+    guint count = chaos_count (clustered ? CLUSTER_LEAST_COUNT : PLAIN_LEAST_COUNT);
+    ChaosCluster cluster = { 0 };
     Chaos c;
     Round r = { 0 };
 
     if (vmr_harness_skipped (&e->h) || !vmr_harness_require_guest (&e->h)
         || !vmr_nbd_require (&e->h))
         return;
-    g_print ("# chaos: seed %u (VMR_CHAOS_SEED=%u replays it), %u migrations\n", seed, seed, count);
+    g_print ("# chaos: seed %u (VMR_CHAOS_SEED=%u replays it), %u migrations%s\n", seed, seed,
+             count, clustered ? ", cluster mode" : "");
     chaos_init (&c, e, seed);
-    if (c.tmpfs == NULL)
+    c.least = MIN (count, clustered ? CLUSTER_LEAST_COUNT : PLAIN_LEAST_COUNT);
+    if (c.tmpfs == NULL || (clustered && !chaos_cluster_start (&cluster, &e->h)))
         return;
-    g_free (vmr_harness_write_policy (&e->h, POLICY));
+    r.cluster = clustered ? &cluster : NULL;
+    write_policy (&c, &r);
     r.libvirt = chaos_add_libvirt_domain (&c, DISK_SIZE);
     vmr_e2e_start_daemon (e, TRUE);
     json_object_unref (vmr_e2e_wait_domain (e, r.libvirt->name, TRUE, 10000));
@@ -422,8 +527,12 @@ test_chaos (VmrE2e *e, gconstpointer data)
     r.guest = chaos_add_guest_domain (&c, "chaos-guest", DISK_SIZE, count * 2);
     while (c.jobs->len < count && c.rounds < count * 2)
         chaos_round (&c, &r);
+    if (clustered)
+        chaos_cluster_check_end (&cluster, &c);
     chaos_check_end (&c);
     g_free (r.trigger);
+    if (clustered)
+        chaos_cluster_clear (&cluster);
     chaos_clear (&c);
 }
 

@@ -253,3 +253,25 @@ vmr_etcd_cluster_clear (VmrEtcdCluster *c)
         end_member (c, i, SIGKILL);
     g_clear_pointer (&c->dir, g_free);
 }
+
+guint
+vmr_etcd_cluster_leader (VmrEtcdCluster *c)
+{
+    g_autofree gchar *out = vmr_etcd_cluster_ctl (c, "endpoint", "status", "-w", "simple", NULL);
+    g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+
+    /* ENDPOINT, ID, VERSION, DB SIZE, IS LEADER, ... */
+    for (guint l = 0; lines[l] != NULL; l++) {
+        g_auto (GStrv) fields = g_strsplit (lines[l], ", ", -1);
+
+        if (g_strv_length (fields) < 5 || !g_str_equal (fields[4], "true"))
+            continue;
+        for (guint m = 0; m < VMR_ETCD_MEMBERS; m++) {
+            g_autofree gchar *url = g_strdup_printf ("http://127.0.0.1:%u", c->client_ports[m]);
+
+            if (g_str_equal (fields[0], url))
+                return m;
+        }
+    }
+    vmr_fail ("no leader in etcdctl's endpoint status:\n%s", out);
+}

@@ -46,6 +46,9 @@ void vmr_etcd_cluster_wait_healthy (VmrEtcdCluster *c);
  */
 gchar *vmr_etcd_cluster_ctl (VmrEtcdCluster *c, const gchar *first_arg, ...) G_GNUC_NULL_TERMINATED;
 
+/* the index of the member that is etcd's leader, from `etcdctl endpoint status`; fails without */
+guint vmr_etcd_cluster_leader (VmrEtcdCluster *c);
+
 /*
  * Runs `etcdctl txn` with no comparison and @ops (etcdctl's lines, "put
  * KEY \"VALUE\"" or "del KEY", one a line) as its success; fails the test

@@ -16,6 +16,10 @@
  * the slot it gives back at sync reaches etcd through the members left, and
  * the other host's copy runs after it, never with it.
  *
+ * Then host a's daemon is killed while its copy is paused for the cluster:
+ * started again, it keeps the copy paused (its record says why, and a hand
+ * resume is refused) until the copy holds a slot under the new lease.
+ *
  * Last, a storage's budget across the cluster: both policies reloaded with
  * a [storage array] of 1 MiB/s, each host copies into it; each holds half
  * in etcd, as `cluster status` shows. The sum of the two hosts' speeds never
@@ -29,6 +33,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
+#include "bulk-spans.h"
 #include "cut-proxy.h"
 #include "etcd-fixture.h"
 #include "harness.h"
@@ -110,57 +115,6 @@ wait_available (guint i)
     }
 }
 
-/* whether @state moves data in bulk */
-static gboolean
-moves_data (const gchar *state)
-{
-    return g_strcmp0 (state, "copying") == 0 || g_strcmp0 (state, "throttled") == 0;
-}
-
-/* the spans of @job's history in which it copied in bulk, [start, end) pairs appended to @spans */
-static void
-add_spans (JsonObject *job, GArray *spans)
-{
-    JsonArray *history = vmr_harness_json_array (job, "history");
-    gint64 start = 0;
-
-    for (guint k = 0; k < json_array_get_length (history); k++) {
-        JsonObject *entry = json_array_get_object_element (history, k);
-        gint64 time = vmr_harness_json_int (entry, "time");
-
-        if (moves_data (vmr_harness_json_string (entry, "state"))) {
-            if (start == 0)
-                start = time;
-            continue;
-        }
-        if (start != 0) {
-            gint64 span[2] = { start, time };
-
-            g_array_append_vals (spans, span, 2);
-            start = 0;
-        }
-    }
-    g_assert_cmpint (start, ==, 0);
-}
-
-/* the most of @spans that overlap: at the start of each, those begun by then and not ended */
-static guint
-most_at_once (GArray *spans)
-{
-    const gint64 *s = (const gint64 *) spans->data;
-    guint most = 0;
-
-    for (guint i = 0; i < spans->len; i += 2) {
-        guint running = 0;
-
-        for (guint j = 0; j < spans->len; j += 2)
-            if (s[j] <= s[i] && s[j + 1] > s[i])
-                running++;
-        most = MAX (most, running);
-    }
-    return most;
-}
-
 /* the time of the @nth (from 0) transition of @job to @state */
 static gint64
 nth_time (JsonObject *job, const gchar *state, guint nth)
@@ -177,6 +131,32 @@ nth_time (JsonObject *job, const gchar *state, guint nth)
               nth + 1);
 }
 
+/*
+ * waits until both hosts' jobs @ids completed, each destination of @dests
+ * with its source's bytes; host a's copy ran (its @a_run-th run, from 0) only
+ * once host b's was in sync, and the job histories never show two copies
+ * moving data at once
+ */
+static void
+assert_a_after_b (gchar *const *ids, gchar *const *dests, guint a_run)
+{
+    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
+    JsonObject *ended[N_HOSTS];
+
+    for (guint i = N_HOSTS; i-- > 0;) {
+        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
+
+        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
+        vmr_harness_assert_image_equals (dests[i], "raw", expected);
+        vmr_bulk_spans_add (ended[i], spans);
+    }
+    g_assert_cmpint (nth_time (ended[0], "copying", a_run), >=,
+                     vmr_json_job_time_of (ended[1], "synced"));
+    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
+    for (guint i = 0; i < N_HOSTS; i++)
+        json_object_unref (ended[i]);
+}
+
 static void
 cut (gboolean cut_off)
 {
@@ -187,11 +167,9 @@ cut (gboolean cut_off)
 static void
 test_expires (void)
 {
-    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
     g_autoptr (JsonObject) paused = NULL;
     g_autoptr (JsonObject) b_copying = NULL;
     g_autoptr (JsonObject) a_waiting = NULL;
-    JsonObject *ended[N_HOSTS];
     gchar *ids[N_HOSTS] = { NULL }; /* g_autofree would free only the first */
     g_autofree gchar *log = NULL;
     gint64 cut_at;
@@ -223,45 +201,9 @@ test_expires (void)
     g_assert_cmpstr (vmr_json_job_state (a_waiting), ==, "paused");
 
     /* host a resumes only after host b's copy is in sync; both end with their bytes */
-    for (guint i = 0; i < N_HOSTS; i++) {
-        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
-
-        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
-        vmr_harness_assert_image_equals (lease.dests[i], "raw", expected);
-        add_spans (ended[i], spans);
-    }
-    g_assert_cmpint (nth_time (ended[0], "copying", 1), >=,
-                     vmr_json_job_time_of (ended[1], "synced"));
-    g_assert_cmpuint (most_at_once (spans), ==, 1);
-    for (guint i = 0; i < N_HOSTS; i++) {
-        json_object_unref (ended[i]);
+    assert_a_after_b (ids, lease.dests, 1);
+    for (guint i = 0; i < N_HOSTS; i++)
         g_free (ids[i]);
-    }
-}
-
-/* the index of the member etcd's leader is, from `etcdctl endpoint status` */
-static guint
-leader_member (void)
-{
-    g_autofree gchar *out
-        = vmr_etcd_cluster_ctl (&lease.etcd, "endpoint", "status", "-w", "simple", NULL);
-    g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
-
-    /* ENDPOINT, ID, VERSION, DB SIZE, IS LEADER, ... */
-    for (guint l = 0; lines[l] != NULL; l++) {
-        g_auto (GStrv) fields = g_strsplit (lines[l], ", ", -1);
-
-        if (g_strv_length (fields) < 5 || !g_str_equal (fields[4], "true"))
-            continue;
-        for (guint m = 0; m < VMR_ETCD_MEMBERS; m++) {
-            g_autofree gchar *url
-                = g_strdup_printf ("http://127.0.0.1:%u", lease.etcd.client_ports[m]);
-
-            if (g_str_equal (fields[0], url))
-                return m;
-        }
-    }
-    vmr_fail ("no leader in etcdctl's endpoint status:\n%s", out);
 }
 
 /* waits until the job @id of host @i has copied at least half its bytes */
@@ -287,11 +229,9 @@ wait_half_copied (guint i, const gchar *id)
 static void
 test_leader_at_sync (void)
 {
-    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
     /* g_autofree on an array would free only its first */
     gchar *dests[N_HOSTS] = { NULL };
     gchar *ids[N_HOSTS] = { NULL };
-    JsonObject *ended[N_HOSTS];
     guint leader;
 
     for (guint i = 0; i < N_HOSTS; i++)
@@ -302,21 +242,11 @@ test_leader_at_sync (void)
     json_object_unref (vmr_harness_wait_job (lease.hosts[1], ids[1], "copying", TIMEOUT_S));
     ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", dests[0], "--speed", "8M", NULL);
     wait_half_copied (1, ids[1]);
-    leader = leader_member ();
+    leader = vmr_etcd_cluster_leader (&lease.etcd);
     g_test_message ("stopping etcd's leader, member %u, as host b's copy reaches sync", leader);
     vmr_etcd_cluster_stop_member (&lease.etcd, leader);
-    for (guint i = N_HOSTS; i-- > 0;) {
-        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
-
-        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
-        vmr_harness_assert_image_equals (dests[i], "raw", expected);
-        add_spans (ended[i], spans);
-    }
-    g_assert_cmpint (vmr_json_job_time_of (ended[0], "copying"), >=,
-                     vmr_json_job_time_of (ended[1], "synced"));
-    g_assert_cmpuint (most_at_once (spans), ==, 1);
+    assert_a_after_b (ids, dests, 0);
     for (guint i = 0; i < N_HOSTS; i++) {
-        json_object_unref (ended[i]);
         g_free (dests[i]);
         g_free (ids[i]);
     }
@@ -410,7 +340,7 @@ check_series (JsonArray *series[N_HOSTS])
             gint64 other = speed_at (series[1 - i], vmr_harness_json_int (point, "time"));
             gint64 own = vmr_harness_json_int (point, "speed");
 
-            if (!moves_data (vmr_harness_json_string (point, "state"))
+            if (!vmr_bulk_spans_moves_data (vmr_harness_json_string (point, "state"))
                 && !g_str_equal (vmr_harness_json_string (point, "state"), "synced"))
                 continue;
             if (own == 0)
@@ -544,6 +474,60 @@ test_budget (void)
     }
 }
 
+/* host a's daemon started again on its state dir and policy, its VM attached again */
+static void
+restart_host_a (void)
+{
+    VmrHarness *h = lease.hosts[0];
+    g_autofree gchar *policy = vmr_harness_path (h, "policy.conf");
+    const gchar *const extra[] = { "--policy", policy, NULL };
+
+    vmr_harness_restart_daemon (h, extra);
+    vmr_harness_attach (h, "vm");
+}
+
+/*
+ * host a's daemon killed while its copy is paused for the cluster: started
+ * again, it keeps the copy paused (a hand resume is refused) until it holds
+ * a slot under its new lease, after host b's copy is in sync
+ */
+static void
+test_restart_paused (void)
+{
+    g_autoptr (JsonObject) adopted = NULL;
+    g_autoptr (VmrCliResult) resume = NULL;
+    gchar *dests[N_HOSTS] = { NULL }; /* g_autofree on an array would free only its first */
+    gchar *ids[N_HOSTS] = { NULL };
+
+    for (guint i = 0; i < N_HOSTS; i++)
+        dests[i] = vmr_harness_path (lease.hosts[i], "dest-3.raw");
+    ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", dests[0], "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, NULL);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[0], ids[0], "copying", TIMEOUT_S));
+    ids[1] = vmr_harness_migrate (lease.hosts[1], "vm", "disk0", dests[1], "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, NULL);
+
+    /* host a cut off pauses its copy; killed then, it is down when its lease expires */
+    cut (TRUE);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[0], ids[0], "paused", TIMEOUT_S));
+    vmr_harness_kill_daemon (lease.hosts[0]);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[1], ids[1], "copying", TIMEOUT_S));
+    cut (FALSE);
+    restart_host_a ();
+    adopted = vmr_harness_wait_adopted (lease.hosts[0], ids[0]);
+    g_assert_cmpstr (vmr_json_job_state (adopted), ==, "paused");
+    resume = vmr_harness_cli (lease.hosts[0], "resume", ids[0], NULL);
+    vmr_cli_result_assert_error (resume, 1);
+    g_assert_nonnull (strstr (resume->err, "is paused for the cluster"));
+
+    /* it resumes by itself under a slot of the new lease, after host b's copy */
+    assert_a_after_b (ids, dests, 1);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_free (dests[i]);
+        g_free (ids[i]);
+    }
+}
+
 static void
 run_case (gconstpointer user_data)
 {
@@ -600,6 +584,7 @@ main (int argc, char **argv)
     vmr_harness_init (&argc, &argv);
     g_test_add_data_func ("/cluster-lease/expires", test_expires, run_case);
     g_test_add_data_func ("/cluster-lease/leader-at-sync", test_leader_at_sync, run_case);
+    g_test_add_data_func ("/cluster-lease/restart-paused", test_restart_paused, run_case);
     g_test_add_data_func ("/cluster-lease/budget", test_budget, run_case);
     set_up ();
     status = vmr_harness_run_shared (lease.hosts[0]);

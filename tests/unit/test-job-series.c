@@ -189,7 +189,10 @@ test_record_over_bound (void)
                      ==, 25 * G_USEC_PER_SEC);
 }
 
-/* a job record keeps its series; one of an earlier version, without it, reads with none */
+/*
+ * a job record keeps its series and a pause for the cluster; one of an
+ * earlier version, without them, reads with none
+ */
 static void
 test_job_record (void)
 {
@@ -211,16 +214,23 @@ test_job_record (void)
 
         vmr_job_series_append (job->series, &p);
     }
+    /* a copy paused for the cluster stays so across a restart */
+    job->cluster_paused = g_strdup ("the cluster's lease could not be kept alive");
+    job->cluster_resume = TRUE;
     g_assert_true (vmr_job_save (job, dir, &error));
     back = vmr_job_load_record (path, &error);
     g_assert_no_error (error);
     g_assert_cmpuint (vmr_job_series_get_length (back->series), ==, 3);
     g_assert_cmpstr (vmr_job_series_get (back->series, 2)->action, ==, "throttle");
+    g_assert_cmpstr (back->cluster_paused, ==, job->cluster_paused);
+    g_assert_true (back->cluster_resume);
 
     old = vmr_job_new_from_record (old_record, sizeof old_record - 1, &error);
     g_assert_no_error (error);
     g_assert_nonnull (old->series);
     g_assert_cmpuint (vmr_job_series_get_length (old->series), ==, 0);
+    g_assert_null (old->cluster_paused);
+    g_assert_false (old->cluster_resume);
 
     g_unlink (path);
     g_rmdir (jobs_dir);
