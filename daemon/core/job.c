@@ -245,6 +245,13 @@ vmr_job_set_dest_handle (VmrJob *self, VmrDestinationHandle *handle)
 void
 vmr_job_update_progress (VmrJob *self, guint64 total_bytes, guint64 done_bytes, gint64 mono_us)
 {
+    g_return_if_fail (self != NULL);
+    /* a len of 0 is a mirror still counting what it has to copy: the size known before stays,
+     * or a copy that reaches sync before the next reading would end with a total of 0 */
+    if (total_bytes == 0 && self->total_bytes != 0) {
+        note_len (self, total_bytes, mono_us);
+        return;
+    }
     if (self->progress_time_us != 0 && mono_us > self->progress_time_us
         && done_bytes >= self->done_bytes) {
         gdouble seconds = (gdouble) (mono_us - self->progress_time_us) / G_USEC_PER_SEC;

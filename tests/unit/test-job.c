@@ -147,6 +147,24 @@ test_job_progress (void)
     g_assert_cmpint (vmr_json_int_or (progress, "dirty-rate", -1), ==, 0);
 }
 
+/* a mirror still counting its disk reports len 0: the disk's size known at the start stays */
+static void
+test_job_progress_counting (void)
+{
+    g_autoptr (VmrJob) job = vmr_job_new ("vmr-3", "web01", "disk0", 0);
+    g_autoptr (JsonObject) obj = NULL;
+    JsonObject *progress;
+
+    vmr_job_set_state (job, S (COPYING), NULL, 1);
+    vmr_job_update_progress (job, 1000, 0, 1 * G_USEC_PER_SEC);
+    vmr_job_update_progress (job, 0, 0, 2 * G_USEC_PER_SEC);
+    obj = vmr_job_to_json (job);
+    progress = vmr_json_get_object (obj, "progress");
+    g_assert_cmpint (vmr_json_int_or (progress, "total", -1), ==, 1000);
+    g_assert_cmpint (vmr_json_int_or (progress, "backlog", -1), ==, 1000);
+    g_assert_cmpfloat (job->dirty_rate, ==, 0);
+}
+
 /* the growth of QEMU's len between the readings at which it grew: what the guest dirties */
 static void
 test_job_dirty_rate (void)
@@ -418,6 +436,7 @@ main (int argc, char **argv)
     g_test_add_func ("/job/state-names", test_job_state_names);
     g_test_add_func ("/job/set-state-history", test_job_set_state_history);
     g_test_add_func ("/job/progress", test_job_progress);
+    g_test_add_func ("/job/progress-counting", test_job_progress_counting);
     g_test_add_func ("/job/dirty-rate", test_job_dirty_rate);
     g_test_add_func ("/job/save", test_job_save);
     g_test_add_func ("/job/load-unfinished", test_job_load_unfinished);
