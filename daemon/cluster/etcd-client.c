@@ -10,6 +10,8 @@
 
 /* a unary call that takes longer is taken for a lost endpoint */
 #define CALL_TIMEOUT_S 3
+/* the watches one daemon can hold at once, each on a connection of its own */
+#define WATCH_CONNECTIONS 16
 /* the longest message of a watch's stream, or reply, that is read */
 #define MAX_MESSAGE_BYTES (4 * 1024 * 1024)
 #define READ_CHUNK        65536
@@ -75,8 +77,12 @@ vmr_etcd_client_new (const gchar *const *endpoints, const gchar *tls_dir, GError
     self->endpoints = g_strdupv ((gchar **) endpoints);
     self->session = soup_session_new_with_options ("timeout", CALL_TIMEOUT_S, "idle-timeout", 60,
                                                    "user-agent", "virt-mirrord", NULL);
-    self->watch_session = soup_session_new_with_options ("timeout", 0, "idle-timeout", 0,
-                                                         "user-agent", "virt-mirrord", NULL);
+    /* each watch holds its connection for as long as it lasts: libsoup's default of 2 per
+     * host queued the third watch (slots, evacuations, budgets, a slot's holder) behind the
+     * others for good, so its events never came */
+    self->watch_session = soup_session_new_with_options (
+        "timeout", 0, "idle-timeout", 0, "max-conns", WATCH_CONNECTIONS, "max-conns-per-host",
+        WATCH_CONNECTIONS, "user-agent", "virt-mirrord", NULL);
     if (database != NULL) {
         soup_session_set_tls_database (self->session, database);
         soup_session_set_tls_database (self->watch_session, database);
