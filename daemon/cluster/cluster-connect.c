@@ -448,27 +448,34 @@ static void
 keep_lease_id (VmrCluster *self)
 {
     g_autoptr (GError) error = NULL;
+    g_autofree gchar *text = NULL;
 
-    if (self->lease_file != NULL
-        && !g_file_set_contents (self->lease_file, self->lease_id, -1, &error))
+    if (self->lease_file == NULL)
+        return;
+    /* the lease, and what it was taken as: a daemon that comes back as another keeps none */
+    text = g_strdup_printf ("%s %s %s\n", self->lease_id, self->config->name, self->config->host);
+    if (!g_file_set_contents (self->lease_file, text, -1, &error))
         g_warning ("cluster %s: %s: a restart takes a new lease, the earlier one's slots go "
                    "when it expires",
                    self->config->name, error->message);
 }
 
-/* the lease an earlier run kept, or NULL */
+/* the lease an earlier run kept in the same cluster as the same host, or NULL */
 static gchar *
 earlier_lease_id (VmrCluster *self)
 {
     g_autofree gchar *text = NULL;
+    g_auto (GStrv) fields = NULL;
     gchar *end = NULL;
 
     if (self->lease_file == NULL || !g_file_get_contents (self->lease_file, &text, NULL, NULL))
         return NULL;
-    g_strstrip (text);
-    if (*text == '\0' || g_ascii_strtoll (text, &end, 10) == 0 || *end != '\0')
+    fields = g_strsplit (g_strstrip (text), " ", 0);
+    if (g_strv_length (fields) != 3 || g_ascii_strtoll (fields[0], &end, 10) <= 0 || *end != '\0'
+        || g_strcmp0 (fields[1], self->config->name) != 0
+        || g_strcmp0 (fields[2], self->config->host) != 0)
         return NULL;
-    return g_steal_pointer (&text);
+    return g_strdup (fields[0]);
 }
 
 /*

@@ -592,6 +592,7 @@ test_restart_keeps_slot (void)
     gchar *ids[N_HOSTS] = { NULL };
     JsonObject *ended[N_HOSTS];
     guint kept = count_a_log (KEPT_LINE);
+    guint lapses = count_a_log (LAPSE_LINE);
     gint64 killed;
 
     for (guint i = 0; i < N_HOSTS; i++)
@@ -604,7 +605,7 @@ test_restart_keeps_slot (void)
                     (g_get_monotonic_time () - killed) / 1e6, TTL_S);
     json_object_unref (vmr_harness_wait_adopted (lease.hosts[0], ids[0]));
     g_assert_cmpuint (count_a_log (KEPT_LINE), ==, kept + 1);
-    g_assert_cmpuint (count_a_log (LAPSE_LINE), ==, 0);
+    g_assert_cmpuint (count_a_log (LAPSE_LINE), ==, lapses);
 
     /* host b's copy ran after host a's, never with it; both with their bytes */
     for (guint i = 0; i < N_HOSTS; i++) {
@@ -668,6 +669,7 @@ test_restart_after_ttl (void)
     g_autoptr (JsonObject) a_paused = NULL;
     gchar *dests[N_HOSTS] = { NULL }; /* g_autofree on an array would free only its first */
     gchar *ids[N_HOSTS] = { NULL };
+    guint lapses = count_a_log (LAPSE_LINE);
     gint64 killed;
     gint64 back;
     gint64 paused;
@@ -687,7 +689,7 @@ test_restart_after_ttl (void)
     paused = nth_time (a_paused, "paused", 0);
     g_test_message ("host a paused its copy %.2f s after its daemon was back",
                     (paused - back) / 1e6);
-    g_assert_cmpuint (count_a_log (LAPSE_LINE), ==, 1);
+    g_assert_cmpuint (count_a_log (LAPSE_LINE), ==, lapses + 1);
     /* the copy ran beside host b's from host a's lease's expiry to that pause, no longer */
     g_assert_cmpint (paused - back, <, TTL_S * G_USEC_PER_SEC);
 
