@@ -390,18 +390,20 @@ void
 vmr_cluster_release (VmrCluster *self, const gchar *job)
 {
     LocalJob *local = g_hash_table_lookup (self->local, job);
-    g_autofree gchar *key = NULL;
+    g_autofree gchar *key = job_key (self, job);
 
-    if (local == NULL) {
-        /* a key an earlier run put under the lease kept across the restart */
-        key = job_key (self, job);
-        if (vmr_cluster_queue_contains (self->view, key))
-            vmr_cluster_delete_key (self, key, release_done_cb);
+    /*
+     * one this run never asked for may have a key an earlier run put under
+     * the lease kept across the restart: deleted if the view has it, or by
+     * the sync when the view is not read yet
+     */
+    if (local == NULL && self->available && !vmr_cluster_queue_contains (self->view, key))
         return;
-    }
     /* a later sync deletes it if this does not reach etcd */
-    g_hash_table_add (self->released, g_strdup (local->key));
-    vmr_cluster_delete_key (self, local->key, release_done_cb);
+    g_hash_table_add (self->released, g_strdup (key));
+    vmr_cluster_delete_key (self, key, release_done_cb);
+    if (local == NULL)
+        return;
     g_hash_table_remove (self->local, job);
     vmr_cluster_emit_changed (self);
 }
