@@ -440,6 +440,73 @@ lease_call_free (LeaseCall *call)
 static gboolean lease_deadline_cb (gpointer user_data);
 
 /*
+ * The lease's ID kept across restarts, so that a daemon started again
+ * before its lease expired keeps it alive and holds every key under it (the
+ * slots of the copies that ran on in QEMU meanwhile among them)
+ */
+static void
+keep_lease_id (VmrCluster *self)
+{
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *text = NULL;
+
+    if (self->lease_file == NULL)
+        return;
+    /* the lease, and what it was taken as: a daemon that comes back as another keeps none */
+    text = g_strdup_printf ("%s %s %s\n", self->lease_id, self->config->name, self->config->host);
+    if (!g_file_set_contents (self->lease_file, text, -1, &error))
+        g_warning ("cluster %s: %s: a restart takes a new lease, the earlier one's slots go "
+                   "when it expires",
+                   self->config->name, error->message);
+}
+
+/* the lease an earlier run kept in the same cluster as the same host, or NULL */
+static gchar *
+earlier_lease_id (VmrCluster *self)
+{
+    g_autofree gchar *text = NULL;
+    g_auto (GStrv) fields = NULL;
+    gchar *end = NULL;
+
+    if (self->lease_file == NULL || !g_file_get_contents (self->lease_file, &text, NULL, NULL))
+        return NULL;
+    fields = g_strsplit (g_strstrip (text), " ", 0);
+    if (g_strv_length (fields) != 3 || g_ascii_strtoll (fields[0], &end, 10) <= 0 || *end != '\0'
+        || g_strcmp0 (fields[1], self->config->name) != 0
+        || g_strcmp0 (fields[2], self->config->host) != 0)
+        return NULL;
+    return g_strdup (fields[0]);
+}
+
+/*
+ * The slots of the copies that run here are given up (the lease may expire,
+ * or did): each such copy is suspended and takes a slot again through the
+ * queue. Returns how many.
+ */
+static guint
+give_up_slots (VmrCluster *self)
+{
+    GHashTableIter iter;
+    LocalJob *local;
+    guint given_up = 0;
+
+    g_hash_table_iter_init (&iter, self->local);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &local)) {
+        local->registered = FALSE;
+        if (!local->started)
+            continue;
+        local->started = FALSE;
+        local->suspended = TRUE;
+        given_up++;
+    }
+    /* an earlier run's copies picked up from now on hold no slot either */
+    if (self->resuming)
+        self->lapsed = TRUE;
+    self->resuming = FALSE;
+    return given_up;
+}
+
+/*
  * The copies stop this long after the last keep-alive etcd answered was
  * sent: a third of the TTL before the lease can expire, and a third after
  * the next keep-alive went, so that one answered late stops nothing.
@@ -477,26 +544,22 @@ static gboolean
 lease_deadline_cb (gpointer user_data)
 {
     VmrCluster *self = user_data;
-    GHashTableIter iter;
-    LocalJob *local;
-    guint given_up = 0;
+    gboolean earlier = self->resuming;
+    guint given_up;
 
     self->lease_deadline_source = 0;
-    g_hash_table_iter_init (&iter, self->local);
-    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &local)) {
-        local->registered = FALSE;
-        if (!local->started)
-            continue;
-        local->started = FALSE;
-        local->suspended = TRUE;
-        given_up++;
-    }
-    g_warning (
-        "cluster %s: no keep-alive of lease %s answered for %" G_GINT64_FORMAT
-        " ms (two thirds of its TTL): giving up its %u slots; their copies stop until they take a "
-        "slot again under a new lease",
-        self->config->name, self->lease_id,
-        (g_get_monotonic_time () - self->lease_confirmed) / 1000, given_up);
+    given_up = give_up_slots (self);
+    if (earlier)
+        g_warning ("cluster %s: etcd did not say within a third of its TTL whether lease %s of "
+                   "the daemon's earlier run lives: giving it up; the copies of that run stop "
+                   "until they take a slot again under a new lease",
+                   self->config->name, self->lease_id);
+    else
+        g_warning ("cluster %s: no keep-alive of lease %s answered for %" G_GINT64_FORMAT
+                   " ms (two thirds of its TTL): giving up its %u slots; their copies stop until "
+                   "they take a slot again under a new lease",
+                   self->config->name, self->lease_id,
+                   (g_get_monotonic_time () - self->lease_confirmed) / 1000, given_up);
     g_free (self->lost_lease);
     self->lost_lease = g_steal_pointer (&self->lease_id);
     g_clear_pointer (&self->watch, vmr_etcd_watch_free);
@@ -541,6 +604,8 @@ grant_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointe
     }
     g_free (self->lease_id);
     self->lease_id = g_strdup (vmr_json_get_string (reply, "ID"));
+    keep_lease_id (self);
+    self->kept_from_earlier = FALSE;
     lease_confirmed (self, call->sent);
     revoke_lost_lease (self);
     /* the keys of the old lease, if any are left, are taken over by the puts */
@@ -598,14 +663,36 @@ keepalive_done_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpo
     if (g_strcmp0 (call->lease_id, self->lease_id) != 0)
         return;
     if (answer == NULL || vmr_etcd_json_int64 (answer, "TTL") <= 0) {
-        /* the lease expired while etcd could not be reached: a new one, and register again */
-        g_warning ("cluster %s: the lease expired: registering again", self->config->name);
+        /*
+         * the lease expired while etcd could not be reached, or while no
+         * daemon kept it alive: the copies that ran on meanwhile held no
+         * slot; a new lease, and register again
+         */
+        gboolean earlier = self->resuming;
+        guint given_up = give_up_slots (self);
+
+        if (earlier)
+            g_warning ("cluster %s: lease %s of the daemon's earlier run expired before it was "
+                       "back: the copies of that run stop until they take a slot again (%u "
+                       "picked up yet)",
+                       self->config->name, self->lease_id, given_up);
+        else
+            g_warning ("cluster %s: the lease expired: registering again (%u copies stop until "
+                       "they take a slot again)",
+                       self->config->name, given_up);
         g_clear_pointer (&self->lease_id, g_free);
         self->available = FALSE;
         vmr_cluster_emit_changed (self);
         grant_lease (self);
         return;
     }
+    if (self->resuming) {
+        g_message ("cluster %s: lease %s of the daemon's earlier run is still alive: kept, with "
+                   "its slots",
+                   self->config->name, self->lease_id);
+        self->kept_from_earlier = TRUE;
+    }
+    self->resuming = FALSE;
     lease_confirmed (self, call->sent);
     if (!self->available && !self->syncing)
         start_sync (self);
@@ -632,11 +719,33 @@ keepalive_cb (gpointer user_data)
     return G_SOURCE_CONTINUE;
 }
 
+/*
+ * A lease an earlier run left is kept alive at once if etcd still holds it.
+ * When it was last kept alive is not known: unless etcd says it lives
+ * within a third of the TTL, its slots are given up as for a lease whose
+ * keep-alives go unanswered.
+ */
+static gboolean
+resume_lease (VmrCluster *self)
+{
+    g_autofree gchar *earlier = earlier_lease_id (self);
+
+    if (earlier == NULL)
+        return FALSE;
+    self->lease_id = g_steal_pointer (&earlier);
+    self->resuming = TRUE;
+    self->lease_deadline_source
+        = g_timeout_add ((guint) (self->config->lease_ttl_us / 1000 / 3), lease_deadline_cb, self);
+    keepalive_cb (self);
+    return TRUE;
+}
+
 void
 vmr_cluster_connect (VmrCluster *self)
 {
     guint interval_ms = (guint) (self->config->lease_ttl_us / 1000 / 3);
 
     self->keepalive_source = g_timeout_add (interval_ms, keepalive_cb, self);
-    grant_lease (self);
+    if (!resume_lease (self))
+        grant_lease (self);
 }

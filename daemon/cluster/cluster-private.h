@@ -50,6 +50,10 @@ struct _VmrCluster {
     guint lease_deadline_source;  /* ... two thirds of the TTL after it: the slots are given up */
     guint keepalive_retry_source; /* a keep-alive failed: the next one sooner */
     gchar *lost_lease;            /* a lease given up so, revoked once etcd answers */
+    gchar *lease_file;            /* the lease's ID kept across restarts, or NULL */
+    gboolean resuming;            /* lease_id is an earlier run's, not yet known alive */
+    gboolean lapsed;              /* ... it was not: that run's copies hold no slot */
+    gboolean kept_from_earlier;   /* ... it was: that run's keys are under lease_id */
     GHashTable *local;            /* job id -> LocalJob * */
     GHashTable *released;         /* queue keys to delete once etcd answers */
     GHashTable *published;        /* job id -> its summary as published, JSON text */

@@ -201,7 +201,8 @@ vmr_cluster_unpublish_job (VmrCluster *self, const gchar *job)
 {
     g_autofree gchar *key = published_key (self, job);
 
-    if (!g_hash_table_remove (self->published, job))
+    /* one published by an earlier run, under the lease kept across the restart, goes too */
+    if (!g_hash_table_remove (self->published, job) && !self->kept_from_earlier)
         return;
     /* a key left behind by a lost etcd goes with the lease, or at the next sync */
     if (self->lease_id != NULL)

@@ -5,6 +5,8 @@
 #include "vmr-error.h"
 #include "vmr-json.h"
 
+#include <glib/gstdio.h>
+
 G_DEFINE_FINAL_TYPE (VmrCluster, vmr_cluster, G_TYPE_OBJECT)
 
 enum {
@@ -53,6 +55,7 @@ vmr_cluster_finalize (GObject *object)
     g_free (self->prefix_end);
     g_free (self->lease_id);
     g_free (self->lost_lease);
+    g_free (self->lease_file);
     g_free (self->instance);
     g_free (self->machine_id);
     g_free (self->refused_by);
@@ -134,11 +137,13 @@ read_machine_id (void)
 }
 
 VmrCluster *
-vmr_cluster_new (const VmrClusterConfig *config, const gchar *instance, GError **error)
+vmr_cluster_new (const VmrClusterConfig *config, const gchar *instance, const gchar *lease_file,
+                 GError **error)
 {
     g_autoptr (VmrCluster) self = g_object_new (VMR_TYPE_CLUSTER, NULL);
 
     self->instance = g_strdup (instance);
+    self->lease_file = g_strdup (lease_file);
     self->machine_id = read_machine_id ();
 
     self->client
@@ -173,6 +178,13 @@ vmr_cluster_get_requests (VmrCluster *self)
 
 /* ---- jobs ---- */
 
+/* @job's queue key: under this host and this daemon's instance */
+static gchar *
+job_key (VmrCluster *self, const gchar *job)
+{
+    return g_strdup_printf ("%s%s/%s/%s", self->prefix, self->config->host, self->instance, job);
+}
+
 static LocalJob *
 local_job (VmrCluster *self, const gchar *job, const gchar *source, const gchar *destination)
 {
@@ -182,8 +194,7 @@ local_job (VmrCluster *self, const gchar *job, const gchar *source, const gchar 
         return local;
     local = g_new0 (LocalJob, 1);
     local->job = g_strdup (job);
-    local->key
-        = g_strdup_printf ("%s%s/%s/%s", self->prefix, self->config->host, self->instance, job);
+    local->key = job_key (self, job);
     local->source = g_strdup (source);
     local->destination = g_strdup (destination);
     g_hash_table_remove (self->released, local->key);
@@ -340,6 +351,15 @@ vmr_cluster_hold (VmrCluster *self, const gchar *job, const gchar *source, const
     /* a copy whose slot went with the lease takes one again through the queue only */
     if (local->started || local->suspended)
         return;
+    if (self->lapsed) {
+        /* an earlier run's, whose lease expired meanwhile: the others may hold its slot */
+        local->suspended = TRUE;
+        g_message ("cluster %s: %s runs, but its slot went with the lease of the daemon's "
+                   "earlier run: it stops until it takes a slot again",
+                   self->config->name, job);
+        vmr_cluster_emit_changed (self);
+        return;
+    }
     /* a copy runs that the cluster did not grant here: an earlier run's, picked up */
     local->started = TRUE;
     local->registered = FALSE;
@@ -370,12 +390,20 @@ void
 vmr_cluster_release (VmrCluster *self, const gchar *job)
 {
     LocalJob *local = g_hash_table_lookup (self->local, job);
+    g_autofree gchar *key = job_key (self, job);
 
-    if (local == NULL)
+    /*
+     * one this run never asked for may have a key an earlier run put under
+     * the lease kept across the restart: deleted if the view has it, or by
+     * the sync when the view is not read yet
+     */
+    if (local == NULL && self->available && !vmr_cluster_queue_contains (self->view, key))
         return;
     /* a later sync deletes it if this does not reach etcd */
-    g_hash_table_add (self->released, g_strdup (local->key));
-    vmr_cluster_delete_key (self, local->key, release_done_cb);
+    g_hash_table_add (self->released, g_strdup (key));
+    vmr_cluster_delete_key (self, key, release_done_cb);
+    if (local == NULL)
+        return;
     g_hash_table_remove (self->local, job);
     vmr_cluster_emit_changed (self);
 }
@@ -427,6 +455,9 @@ vmr_cluster_leave (VmrCluster *self)
     vmr_cluster_budgets_stop (self->budgets);
     self->available = FALSE;
     self->left = TRUE;
+    /* a later run takes a lease of its own */
+    if (self->lease_file != NULL)
+        (void) g_unlink (self->lease_file);
     if (self->lease_id == NULL)
         return;
     request = json_object_new ();

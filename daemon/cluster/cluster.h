@@ -29,12 +29,17 @@ G_DECLARE_FINAL_TYPE (VmrCluster, vmr_cluster, VMR, CLUSTER, GObject)
  * whenever etcd comes back. @instance names this daemon among every
  * daemon (it stays the same across its restarts): its keys are made unique
  * by it, and a name held under it is this daemon's own. It joins only once
- * no other daemon's live lease holds its host's name. Emits "changed" (no
- * arguments) when a job may have become free to start or to wait for
- * another reason: ask again. NULL with @error when the TLS files cannot be
- * read.
+ * no other daemon's live lease holds its host's name. @lease_file (or
+ * NULL) keeps the lease's ID across a restart: a lease an earlier run left
+ * there that etcd still holds is kept alive and used again, with every key
+ * under it (the slots of the copies that ran on meanwhile among them); one
+ * that expired meanwhile leaves those copies without a slot
+ * (vmr_cluster_hold()). Emits "changed" (no arguments) when a job may have
+ * become free to start or to wait for another reason: ask again. NULL with
+ * @error when the TLS files cannot be read.
  */
-VmrCluster *vmr_cluster_new (const VmrClusterConfig *config, const gchar *instance, GError **error);
+VmrCluster *vmr_cluster_new (const VmrClusterConfig *config, const gchar *instance,
+                             const gchar *lease_file, GError **error);
 
 /* the configuration it was made with */
 const VmrClusterConfig *vmr_cluster_get_config (VmrCluster *self);
@@ -56,6 +61,9 @@ gboolean vmr_cluster_admit (VmrCluster *self, const gchar *job, const gchar *sou
 /*
  * @job runs its bulk copy (it was adopted after a restart, or admitted):
  * it holds a slot, and is registered as such, before any new slot is taken.
+ * An earlier run's copy whose lease expired while no daemon kept it alive
+ * holds none: it is suspended (vmr_cluster_is_suspended()) as if its slot
+ * had been given up with the lease.
  */
 void vmr_cluster_hold (VmrCluster *self, const gchar *job, const gchar *source,
                        const gchar *destination);

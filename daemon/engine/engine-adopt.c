@@ -120,6 +120,9 @@ adopt_running (VmrEngine *self, DomainEntry *entry, VmrJob *job, const VmrBacken
                          "a slot again",
                          job->id, job->domain, job->disk);
         vmr_engine_admission_schedule (self);
+    } else if (vmr_engine_cluster_suspended (self, job)) {
+        /* its slot went with the earlier run's lease: it stops now, not at the next pass */
+        vmr_engine_admission_schedule (self);
     }
 }
 

@@ -66,11 +66,12 @@ cluster_join (VmrEngine *self, const VmrClusterConfig *config)
 {
     g_autoptr (GError) error = NULL;
     g_autofree gchar *instance = NULL;
+    g_autofree gchar *lease_file = g_build_filename (self->state_dir, "cluster-lease", NULL);
 
     g_clear_pointer (&self->cluster_error, g_free);
     instance = cluster_instance (self, &error);
     if (instance != NULL)
-        self->cluster = vmr_cluster_new (config, instance, &error);
+        self->cluster = vmr_cluster_new (config, instance, lease_file, &error);
     if (self->cluster == NULL) {
         /* no copy starts rather than one beyond the cluster's limits */
         g_warning ("cluster %s: %s: no copy starts", config->name, error->message);

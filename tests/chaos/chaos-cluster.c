@@ -63,6 +63,7 @@ gboolean
 chaos_cluster_start (ChaosCluster *cl, VmrHarness *a)
 {
     memset (cl, 0, sizeof (*cl));
+    cl->lapses = g_array_new (FALSE, FALSE, sizeof (gint64));
     if (!vmr_harness_require (a, "etcd", "etcdctl", NULL))
         return FALSE;
     vmr_etcd_cluster_start (&cl->etcd, a->dir);
@@ -88,6 +89,28 @@ chaos_cluster_policy (ChaosCluster *cl)
     g_ptr_array_add (urls, NULL);
     endpoints = g_strjoinv (",", (gchar **) urls->pdata);
     return cluster_section (endpoints, 'a');
+}
+
+/* what host a's daemon logs when its lease expired while it was down */
+#define LAPSE_LINE "of the daemon's earlier run expired before it was back"
+
+void
+chaos_cluster_note_restart (ChaosCluster *cl, Chaos *c, gint64 killed)
+{
+    g_autofree gchar *log = NULL;
+    gint64 window[2] = { killed, g_get_real_time () };
+    guint seen;
+
+    cl->restarts++;
+    g_assert_true (g_file_get_contents (c->e->daemon_log, &log, NULL, NULL));
+    seen = vmr_harness_count_lines (log, LAPSE_LINE);
+    if (seen == cl->lapses_seen)
+        return;
+    cl->lapses_seen = seen;
+    g_array_append_vals (cl->lapses, window, 2);
+    g_test_message ("round %u: host a's daemon was back %.2f s after it was killed, after its "
+                    "lease expired",
+                    c->rounds, (window[1] - window[0]) / 1e6);
 }
 
 void
@@ -192,6 +215,32 @@ add_record_spans (const gchar *state_dir, gchar host, GArray *spans, GPtrArray *
     return n;
 }
 
+/*
+ * Host a's spans as the docs promise to bound them: one that ran when its
+ * daemon was killed and came back after its lease expired counts up to a
+ * third of the TTL after the kill only (the lease outlives the daemon's last
+ * moment by that much at least; the others could take its slot once it
+ * expired), and must have ended within a third of the TTL of the daemon's
+ * return
+ */
+static void
+clip_lapses (ChaosCluster *cl, GArray *spans, guint a_spans)
+{
+    gint64 *s = (gint64 *) spans->data;
+    const gint64 *w = (const gint64 *) cl->lapses->data;
+
+    for (guint i = 0; i < a_spans; i += 2)
+        for (guint j = 0; j < cl->lapses->len; j += 2) {
+            if (s[i] >= w[j] || s[i + 1] <= w[j])
+                continue;
+            if (s[i + 1] > w[j + 1] + CHAOS_CLUSTER_TTL_S * G_USEC_PER_SEC / 3)
+                vmr_fail ("chaos: a copy of host a moved data until %" G_GINT64_FORMAT
+                          ", %.2f s after its daemon was back without its lease",
+                          s[i + 1], (s[i + 1] - w[j + 1]) / 1e6);
+            s[i + 1] = MIN (s[i + 1], w[j] + CHAOS_CLUSTER_TTL_S * G_USEC_PER_SEC / 3);
+        }
+}
+
 /* the spans that overlap one that starts when more than the limit run, for the failure */
 static void
 show_overlaps (GArray *spans, GPtrArray *labels)
@@ -221,11 +270,14 @@ chaos_cluster_check_end (ChaosCluster *cl, Chaos *c)
     guint jobs = add_record_spans (c->e->h.state_dir, 'a', spans, labels);
     guint most;
 
+    clip_lapses (cl, spans, spans->len);
     jobs += add_record_spans (cl->b->state_dir, 'b', spans, labels);
     most = vmr_bulk_spans_most_at_once (spans);
     g_test_message ("FIGURES cluster: host b %u migrations; at most %u of %u jobs' copies moved "
-                    "data at once (max-parallel %u)",
-                    cl->migrations, most, jobs, CHAOS_CLUSTER_MAX_PARALLEL);
+                    "data at once (max-parallel %u); host a's daemon restarted %u times, %u of "
+                    "them after its lease expired",
+                    cl->migrations, most, jobs, CHAOS_CLUSTER_MAX_PARALLEL, cl->restarts,
+                    cl->lapses->len / 2);
     g_print ("# cluster: at most %u copies moving data at once, max-parallel %u\n", most,
              CHAOS_CLUSTER_MAX_PARALLEL);
     if (most > CHAOS_CLUSTER_MAX_PARALLEL) {
@@ -250,4 +302,5 @@ chaos_cluster_clear (ChaosCluster *cl)
     g_free (cl->paths[0]);
     g_free (cl->paths[1]);
     g_free (cl->job);
+    g_clear_pointer (&cl->lapses, g_array_unref);
 }

@@ -5,7 +5,11 @@
  * members through proxies the faults cut; host b directly. Host b moves its
  * one disk back and forth each round. At the end, the job histories of both
  * daemons, on the one clock they share, never show more copies moving data
- * at once than the cluster's limit.
+ * at once than the cluster's limit, as docs/cluster.md promises it: host a's
+ * daemon, killed and started again, keeps its slots if it was back within
+ * its lease's life; if not, the copies its QEMU ran on meanwhile count from
+ * the kill on no more, but must have stopped within a third of the TTL of
+ * its return.
  */
 #pragma once
 
@@ -28,6 +32,9 @@ typedef struct {
     guint at;                               /* the one of @paths the disk is on now */
     gchar *job;                             /* host b's job of this round, or NULL */
     guint migrations;                       /* host b's jobs */
+    guint lapses_seen; /* host a's log lines that say its lease expired while it was down */
+    GArray *lapses;    /* ... [killed, back] real µs of each such restart */
+    guint restarts;    /* host a's daemon's restarts */
 } ChaosCluster;
 
 /*
@@ -56,6 +63,12 @@ void chaos_cluster_cut (ChaosCluster *cl, guint member);
 
 /* every member running, nothing cut, etcd healthy */
 void chaos_cluster_restore (ChaosCluster *cl);
+
+/*
+ * Host a's daemon, killed at @killed (real µs), is back now, its jobs picked
+ * up: whether it kept its lease, or found it expired, is noted
+ */
+void chaos_cluster_note_restart (ChaosCluster *cl, Chaos *c, gint64 killed);
 
 /*
  * The most copies that moved data at once across both daemons, from the job

@@ -214,10 +214,15 @@ write_for (Chaos *c, guint ms)
     } while (g_get_monotonic_time () < end);
 }
 
-/* the daemon started again on its state dir: the QMP domains attached again, its jobs adopted */
+/*
+ * the daemon, killed at @killed (real µs), started again on its state dir:
+ * the QMP domains attached again, its jobs adopted
+ */
 static void
-start_daemon_again (Chaos *c, guint round)
+start_daemon_again (Chaos *c, Round *r, gint64 killed)
 {
+    guint round = c->rounds;
+
     vmr_e2e_start_daemon (c->e, TRUE);
     chaos_attach_all (c);
     for (guint i = 0; i < c->jobs->len; i++) {
@@ -227,6 +232,8 @@ start_daemon_again (Chaos *c, guint round)
             && job->state == NULL)
             json_object_unref (vmr_harness_wait_adopted (&c->e->h, job->id));
     }
+    if (r->cluster != NULL)
+        chaos_cluster_note_restart (r->cluster, c, killed);
 }
 
 /*
@@ -235,16 +242,19 @@ start_daemon_again (Chaos *c, guint round)
  * first, started again while the daemon is dead
  */
 static void
-kill_daemon (Chaos *c, guint round, gboolean libvirtd)
+kill_daemon (Chaos *c, Round *r, gboolean libvirtd)
 {
+    gint64 killed;
+
     chaos_count_fault (c, fault_names[libvirtd ? FAULT_KILL_DAEMON_LIBVIRTD : FAULT_KILL_DAEMON]);
     if (libvirtd)
         vmr_e2e_stop_libvirtd ();
+    killed = g_get_real_time ();
     vmr_e2e_kill_daemon (c->e);
     if (libvirtd)
         vmr_e2e_start_libvirtd ();
     write_for (c, g_rand_int_range (c->rand, 100, 1000));
-    start_daemon_again (c, round);
+    start_daemon_again (c, r, killed);
 }
 
 /* the QMP domain's jobs of this round */
@@ -315,6 +325,7 @@ static void
 fill_destination (Chaos *c, Round *r, gboolean daemon_down)
 {
     g_autofree gchar *filler = NULL;
+    gint64 killed = g_get_real_time ();
     gint64 deadline;
 
     chaos_count_fault (c, fault_names[daemon_down ? FAULT_FILL_DAEMON_DOWN : FAULT_FILL]);
@@ -323,7 +334,7 @@ fill_destination (Chaos *c, Round *r, gboolean daemon_down)
     filler = vmr_harness_fill_leaving (c->tmpfs, FILL_LEAVES);
     if (daemon_down) {
         write_for (c, g_rand_int_range (c->rand, 200, 1500));
-        start_daemon_again (c, c->rounds);
+        start_daemon_again (c, r, killed);
     }
     deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
     while (r->target != NULL && g_get_monotonic_time () < deadline) {
@@ -410,7 +421,7 @@ inject (Chaos *c, Round *r)
             break;
         case FAULT_KILL_DAEMON:
         case FAULT_KILL_DAEMON_LIBVIRTD:
-            kill_daemon (c, c->rounds, r->fault == FAULT_KILL_DAEMON_LIBVIRTD);
+            kill_daemon (c, r, r->fault == FAULT_KILL_DAEMON_LIBVIRTD);
             break;
         case FAULT_RESTART_LIBVIRTD:
             chaos_count_fault (c, fault_names[r->fault]);

@@ -20,6 +20,14 @@
  * started again, it keeps the copy paused (its record says why, and a hand
  * resume is refused) until the copy holds a slot under the new lease.
  *
+ * Then host a's daemon is killed with SIGKILL while its copy runs, host b's
+ * waiting: started again within its lease's life, it keeps that lease alive
+ * with the copy's slot, and host b's copy runs only once host a's is in
+ * sync. Killed again and kept down until host b's copy took the slot (host
+ * a's lease expired, its QEMU copying on), it pauses its copy as soon as it
+ * picks it up, and runs it again after host b's is in sync: the two copies
+ * moved data at once only between host a's lease's expiry and that pause.
+ *
  * Last, a storage's budget across the cluster: both policies reloaded with
  * a [storage array] of 1 MiB/s, each host copies into it; each holds half
  * in etcd, as `cluster status` shows. The sum of the two hosts' speeds never
@@ -528,6 +536,171 @@ test_restart_paused (void)
     }
 }
 
+/* the lines of host a's daemon log with @text */
+static guint
+count_a_log (const gchar *text)
+{
+    g_autofree gchar *log = NULL;
+
+    g_assert_true (g_file_get_contents (lease.hosts[0]->daemon_log, &log, NULL, NULL));
+    return vmr_harness_count_lines (log, text);
+}
+
+#define KEPT_LINE  "of the daemon's earlier run is still alive: kept, with its slots"
+#define LAPSE_LINE "of the daemon's earlier run expired before it was back"
+
+/* waits until host @i's job @id waits for the cluster's max-parallel */
+static void
+wait_held (guint i, const gchar *id)
+{
+    gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr (JsonObject) job = vmr_harness_get_job (lease.hosts[i], id);
+
+        if (!vmr_harness_json_is_null (job, "waiting-for")
+            && g_str_equal (vmr_harness_json_string (job, "waiting-for"), "cluster max-parallel"))
+            return;
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("job %s does not wait for the cluster's max-parallel after %d s", id,
+                      TIMEOUT_S);
+        g_usleep (20 * 1000);
+    }
+}
+
+/* host a's copy runs, host b's waits for the slot; the jobs' ids into @ids */
+static void
+a_copies_b_waits (gchar **ids, gchar *const *dests)
+{
+    ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", dests[0], "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, NULL);
+    json_object_unref (vmr_harness_wait_job (lease.hosts[0], ids[0], "copying", TIMEOUT_S));
+    ids[1] = vmr_harness_migrate (lease.hosts[1], "vm", "disk0", dests[1], "--speed",
+                                  VMR_HARNESS_SLOW_SPEED, NULL);
+    wait_held (1, ids[1]);
+}
+
+/*
+ * host a's daemon killed while its copy runs and started again at once: it
+ * keeps its lease, so host b's copy waits until host a's is in sync
+ */
+static void
+test_restart_keeps_slot (void)
+{
+    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
+    gchar *dests[N_HOSTS] = { NULL }; /* g_autofree on an array would free only its first */
+    gchar *ids[N_HOSTS] = { NULL };
+    JsonObject *ended[N_HOSTS];
+    guint kept = count_a_log (KEPT_LINE);
+    guint lapses = count_a_log (LAPSE_LINE);
+    gint64 killed;
+
+    for (guint i = 0; i < N_HOSTS; i++)
+        dests[i] = vmr_harness_path (lease.hosts[i], "dest-4.raw");
+    a_copies_b_waits (ids, dests);
+    vmr_harness_kill_daemon (lease.hosts[0]);
+    killed = g_get_monotonic_time ();
+    restart_host_a ();
+    g_test_message ("host a's daemon back %.2f s after it was killed (TTL %d s)",
+                    (g_get_monotonic_time () - killed) / 1e6, TTL_S);
+    json_object_unref (vmr_harness_wait_adopted (lease.hosts[0], ids[0]));
+    g_assert_cmpuint (count_a_log (KEPT_LINE), ==, kept + 1);
+    g_assert_cmpuint (count_a_log (LAPSE_LINE), ==, lapses);
+
+    /* host b's copy ran after host a's, never with it; both with their bytes */
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
+
+        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
+        vmr_harness_assert_image_equals (dests[i], "raw", expected);
+        vmr_bulk_spans_add (ended[i], spans);
+    }
+    g_assert_cmpint (vmr_json_job_time_of (ended[1], "copying"), >=,
+                     vmr_json_job_time_of (ended[0], "synced"));
+    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        json_object_unref (ended[i]);
+        g_free (dests[i]);
+        g_free (ids[i]);
+    }
+}
+
+/*
+ * waits until both hosts' jobs @ids completed with their bytes; the job
+ * histories show host a's first run moving data beside host b's copy until
+ * @paused only, and its next after host b's copy is in sync
+ */
+static void
+assert_overlap_ends (gchar *const *ids, gchar *const *dests, gint64 paused)
+{
+    g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (gint64));
+    g_autoptr (GArray) a_spans = g_array_new (FALSE, FALSE, sizeof (gint64));
+    JsonObject *ended[N_HOSTS];
+
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
+
+        ended[i] = vmr_harness_wait_job (lease.hosts[i], ids[i], "completed", TIMEOUT_S);
+        vmr_harness_assert_image_equals (dests[i], "raw", expected);
+    }
+    vmr_bulk_spans_add (ended[0], a_spans);
+    g_assert_cmpuint (a_spans->len, ==, 4);
+    g_assert_cmpint (g_array_index (a_spans, gint64, 1), ==, paused);
+    /* but for that first run, never two at once */
+    g_array_append_vals (spans, &g_array_index (a_spans, gint64, 2), 2);
+    vmr_bulk_spans_add (ended[1], spans);
+    g_assert_cmpuint (vmr_bulk_spans_most_at_once (spans), ==, 1);
+    g_assert_cmpint (nth_time (ended[0], "copying", 1), >=,
+                     vmr_json_job_time_of (ended[1], "synced"));
+    for (guint i = 0; i < N_HOSTS; i++)
+        json_object_unref (ended[i]);
+}
+
+/*
+ * host a's daemon killed while its copy runs and kept down until host b's
+ * copy took the slot (host a's lease expired): started again, it pauses its
+ * copy as soon as it picks it up, and runs it after host b's is in sync
+ */
+static void
+test_restart_after_ttl (void)
+{
+    g_autoptr (JsonObject) adopted = NULL;
+    g_autoptr (JsonObject) b_copying = NULL;
+    g_autoptr (JsonObject) a_paused = NULL;
+    gchar *dests[N_HOSTS] = { NULL }; /* g_autofree on an array would free only its first */
+    gchar *ids[N_HOSTS] = { NULL };
+    guint lapses = count_a_log (LAPSE_LINE);
+    gint64 killed;
+    gint64 back;
+    gint64 paused;
+
+    for (guint i = 0; i < N_HOSTS; i++)
+        dests[i] = vmr_harness_path (lease.hosts[i], "dest-5.raw");
+    a_copies_b_waits (ids, dests);
+    killed = g_get_real_time ();
+    vmr_harness_kill_daemon (lease.hosts[0]);
+    b_copying = vmr_harness_wait_job (lease.hosts[1], ids[1], "copying", TIMEOUT_S);
+    g_test_message ("host b copies %.2f s after host a's daemon was killed (TTL %d s)",
+                    (vmr_json_job_time_of (b_copying, "copying") - killed) / 1e6, TTL_S);
+    restart_host_a ();
+    back = g_get_real_time ();
+    adopted = vmr_harness_wait_adopted (lease.hosts[0], ids[0]);
+    a_paused = vmr_harness_wait_job (lease.hosts[0], ids[0], "paused", TIMEOUT_S);
+    paused = nth_time (a_paused, "paused", 0);
+    g_test_message ("host a paused its copy %.2f s after its daemon was back",
+                    (paused - back) / 1e6);
+    g_assert_cmpuint (count_a_log (LAPSE_LINE), ==, lapses + 1);
+    /* the copy ran beside host b's from host a's lease's expiry to that pause, no longer */
+    g_assert_cmpint (paused - back, <, TTL_S * G_USEC_PER_SEC);
+
+    /* it runs again after host b's copy is in sync; both with their bytes */
+    assert_overlap_ends (ids, dests, paused);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_free (dests[i]);
+        g_free (ids[i]);
+    }
+}
+
 static void
 run_case (gconstpointer user_data)
 {
@@ -585,6 +758,8 @@ main (int argc, char **argv)
     g_test_add_data_func ("/cluster-lease/expires", test_expires, run_case);
     g_test_add_data_func ("/cluster-lease/leader-at-sync", test_leader_at_sync, run_case);
     g_test_add_data_func ("/cluster-lease/restart-paused", test_restart_paused, run_case);
+    g_test_add_data_func ("/cluster-lease/restart-keeps-slot", test_restart_keeps_slot, run_case);
+    g_test_add_data_func ("/cluster-lease/restart-after-ttl", test_restart_after_ttl, run_case);
     g_test_add_data_func ("/cluster-lease/budget", test_budget, run_case);
     set_up ();
     status = vmr_harness_run_shared (lease.hosts[0]);
