@@ -21,6 +21,12 @@
  * owe seconds of I/O, and its harm over two minutes doubled.
  */
 #define OVER_SAMPLES 2
+/*
+ * the samples at a speed that show it: the guest's figures lag the speed by
+ * about one sample (QEMU's mirror copies in bursts), so the first sample
+ * after a change is mostly the speed before
+ */
+#define SEEN_SAMPLES 2
 /* the samples at a back-off's speed that tell whether it lowered the harm */
 #define JUDGE_SAMPLES 3
 /*
@@ -574,8 +580,39 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
                                    ratios));
 }
 
+/* whether the sample began within settle_us of the copy's start: the mirror's first buffer may be
+ * in it */
+static gboolean
+settling (const VmrControllerConfig *config, const VmrControllerState *state)
+{
+    return config->settle_us > 0
+           && state->last_sample_us < state->settle_from_us + config->settle_us;
+}
+
 /* the last percent of an approach is not worth a sample */
 #define APPROACH_CLOSE_ENOUGH 0.01
+
+/*
+ * The slow start's step, a fraction of the speed. A doubling needs a sample
+ * of this speed: the guest shows a speed a sample late, and a settling
+ * sample holds part of the copy's start; a raise on either is a step of
+ * probe_gain, past a knee by 25% at most (a doubling from the start's first
+ * sample took the shared array's copy from 64 to 128 MiB/s, its knee at
+ * about 85, for 3 s). Seen, the doubling shrinks as the harm at this speed
+ * nears the hold band, down to probe_gain: on a queue's convex curve the
+ * harm shows well under the knee, which a doubling from there passes.
+ */
+static gdouble
+start_step (const VmrControllerConfig *config, const VmrControllerState *state)
+{
+    gdouble band = config->hold_below * config->target_harm;
+    gdouble seen;
+
+    if (settling (config, state) || state->n_at_speed < SEEN_SAMPLES || band <= 0)
+        return MIN (config->probe_gain, config->start_gain);
+    seen = over_floor (state, window_median_at_speed (state));
+    return MAX (config->probe_gain, config->start_gain * (1 - seen / band));
+}
 
 /*
  * The next speed up, in @next, and how: a slow start until the guest felt
@@ -591,8 +628,8 @@ next_raise (const VmrControllerConfig *config, const VmrControllerState *state,
     gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
 
     if (state->knee_speed == 0 && !state->felt) {
-        /* a slow start, as TCP's: no harm yet at any speed, double it */
-        *next = speed * (1 + config->start_gain / n_copies);
+        /* a slow start, as TCP's: no harm yet at any speed, double it if this speed was seen */
+        *next = speed * (1 + start_step (config, state) / n_copies);
         return VMR_CONTROLLER_RAISE_SLOW_START;
     }
     if (state->knee_speed == 0) {
@@ -970,15 +1007,6 @@ hold_for_harm (const VmrControllerConfig *config, const VmrControllerState *stat
                                   config->hold_below * config->target_harm * 100,
                                   config->target_harm * 100, speed_text, ratios);
     set_decision (out, VMR_CONTROLLER_HOLD, input->speed, reason);
-}
-
-/* whether the sample began within settle_us of the copy's start: the mirror's first buffer may be
- * in it */
-static gboolean
-settling (const VmrControllerConfig *config, const VmrControllerState *state)
-{
-    return config->settle_us > 0
-           && state->last_sample_us < state->settle_from_us + config->settle_us;
 }
 
 /* a settling sample that shows harm: the speed holds, the window does not take it */

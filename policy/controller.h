@@ -88,9 +88,13 @@
  *   only: back under the knee, no further.
  * - Harm in the hold band [hold_below * target, target]: keep the speed.
  * - Harm under the band, in the window's median: raise. Until the copy
- *   first backs off, by start_gain a sample (a slow start, as TCP's: from
- *   start_speed, 64 MiB/s, to 256 MiB/s in 2 samples); then with no knee known, by
- *   probe_gain a sample. With a knee known, close approach_gain
+ *   first backs off, a slow start, as TCP's: by start_gain a sample (from
+ *   start_speed, 64 MiB/s, to 256 MiB/s in 2 samples) once a sample has
+ *   shown the speed, less as the harm there nears the hold band; on a
+ *   settling sample, or the first at a speed (the guest shows a speed a
+ *   sample late), by probe_gain only, as a doubling from there passed a
+ *   shared array's knee (64 to 128 MiB/s, the knee near 85) for 3 s. Then
+ *   with no knee known, by probe_gain a sample. With a knee known, close approach_gain
  *   of the gap to knee_margin under it; while the knee is fresh (seen less
  *   than knee_memory_us ago) stay there: no probing into a knee just found,
  *   which is what makes a fixed rate cap oscillate. Once the memory is
@@ -173,7 +177,9 @@ typedef struct {
                              * figures wobble by a few percent from second to second */
     gdouble start_gain;     /* [1] raise a sample until the copy first harms the guest: TCP's
                              * slow start, 64 MiB/s to 256 MiB/s in 2 samples, as a short copy
-                             * would spend its life ramping up otherwise */
+                             * would spend its life ramping up otherwise. Only from a speed a
+                             * sample has shown (probe_gain before), and shrunk as the harm
+                             * there nears the hold band: a queue's harm shows under its knee */
     gdouble probe_gain;     /* [0.25] raise a sample with no knee known once the guest has felt
                              * the copy: past a knee by 25% at most */
     gdouble approach_gain;  /* [0.5] the fraction of the gap to a fresh knee closed a sample:

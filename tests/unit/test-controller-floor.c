@@ -131,10 +131,13 @@ test_back_off_undone (void)
     /* the floor is what 64 MiB/s cost, not the 15% at the slower speed */
     g_assert_cmpfloat_with_epsilon (state.floor_harm, 0.14, 1e-9);
     g_assert_cmpuint (state.knee_speed, ==, 0);
-    /* the slow start goes on over the floor */
+    /*
+     * the slow start goes on over the floor, by probe_gain: the guest has
+     * not shown 64 MiB/s since the copy went back there
+     */
     feed (&config, &state, 1.14, &t, &out);
     g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_RAISE);
-    g_assert_cmpuint (out.speed, ==, 128 * MIB);
+    g_assert_cmpuint (out.speed, ==, 80 * MIB);
     g_assert_nonnull (strstr (out.reason, "over the floor of 14.0%"));
     g_assert_nonnull (strstr (out.reason, "starting"));
 

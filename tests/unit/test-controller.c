@@ -103,9 +103,16 @@ static const KneeCase knee_cases[] = {
        * down take 4 to 9 samples to react instead of 3. The start's
        * settling sample moves every seed's path from its first second on:
        * seed 15 then meets two spikes in a row at 278 and 280 s and rests
-       * one back-off under the band, 12 seeds of 16 where 13 were.
+       * one back-off under the band, 12 seeds of 16 where 13 were. The
+       * slow start's bounded step (no doubling on a sample that has not
+       * shown the speed) moves them again: seeds 4, 5, 11, 12 and 14 rest
+       * under the band, 11 of 16. Over 64 seeds the tail rested under the
+       * band on 15 before it and 16 with it, the same share: chance's,
+       * not the start's (which reached the knee later on 2 of 64 seeds,
+       * where 5 did before, and passed three times the target on 3, as
+       * before).
        */
-      .share = 0.75 },
+      .share = 0.68 },
     { "a copy that costs its guest 20% at any speed: the floor",
       { GUEST_FIXED_RATE, 150, 2.0, FALSE, 0.03, 0, 0.2 },
       NO_STEP,
@@ -288,14 +295,19 @@ test_knee_memory (void)
     const Guest guest = { GUEST_FIXED_RATE, 150, 10.0, FALSE, 0 };
     guint holds[3] = { 0 };
     guint n_holds = 0;
+    guint first = 0;
     Sim sim;
 
     sim_init (&sim, &guest, 1, 0);
     sim.config.baseline_refresh_us = 0;
     for (guint i = 0; i < 240; i++)
         sim_step (&sim, &guest);
-    /* from each back-off once the ramp is over, the samples held before the next raise */
-    for (guint i = 20; i < sim.kinds->len && n_holds < G_N_ELEMENTS (holds); i++) {
+    /* the ramp's crossing: the first back-off */
+    while (first < sim.kinds->len
+           && g_array_index (sim.kinds, VmrControllerKind, first) != VMR_CONTROLLER_BACK_OFF)
+        first++;
+    /* from each back-off after it, the samples held before the next raise */
+    for (guint i = first + 1; i < sim.kinds->len && n_holds < G_N_ELEMENTS (holds); i++) {
         guint raise = i + 1;
 
         if (g_array_index (sim.kinds, VmrControllerKind, i) != VMR_CONTROLLER_BACK_OFF)
@@ -324,12 +336,15 @@ test_knee_memory (void)
     sim_clear (&sim);
 }
 
-/* two copies on one I/O thread ramp up together no faster than one copy alone */
+/*
+ * two copies on one I/O thread ramp up together no faster than one copy
+ * alone: their sum never rises by a larger factor in a sample
+ */
 static void
 test_shared_iothread (void)
 {
     const Guest guest = KNEE_150;
-    gdouble peak[MAX_COPIES + 1] = { 0 };
+    gdouble step[MAX_COPIES + 1] = { 0 };
     gdouble low, high, band_low, band_high;
     guint turns;
 
@@ -340,11 +355,13 @@ test_shared_iothread (void)
         sim_init (&sim, &guest, n, 0);
         for (guint i = 0; i < 240; i++)
             sim_step (&sim, &guest);
-        for (guint i = 0; i < sim.totals->len; i++)
-            peak[n] = MAX (peak[n], total_at (&sim, i));
+        /* the largest raise of the copies' sum in one sample, a factor */
+        for (guint i = 1; i < sim.totals->len; i++)
+            step[n] = MAX (step[n], total_at (&sim, i) / total_at (&sim, i - 1));
         tail_band (&sim, 180, &low, &high, &turns);
-        g_test_message ("%u copies: peak %.1f MiB/s, last 60 samples %.1f to %.1f, %u turns", n,
-                        peak[n], low, high, turns);
+        g_test_message ("%u copies: raised by %.3f times at most, last 60 samples %.1f to %.1f, "
+                        "%u turns",
+                        n, step[n], low, high, turns);
         /* as in the knee cases: the rest, and a probe past the stale knee */
         g_assert_cmpfloat (low, >=, band_low);
         g_assert_cmpfloat (high, <=, band_high);
@@ -354,7 +371,7 @@ test_shared_iothread (void)
             g_assert_cmpfloat ((gdouble) sim.speeds[c], >=, 0.3 * 150 * MIB / n);
         sim_clear (&sim);
     }
-    g_assert_cmpfloat (peak[2], <=, peak[1] * 1.02);
+    g_assert_cmpfloat (step[2], <=, step[1]);
 }
 
 /* an idle guest gets full speed, and a guest that goes idle too, after a fresh baseline */
@@ -681,11 +698,12 @@ static const StepCase step_cases[] = {
       VMR_CONTROLLER_HOLD,
       100 * MIB,
       "harm 4.0% in the hold band 3.0%..5.0%" },
-    { "a copy the guest has not felt yet doubles its speed",
+    /* a doubling needs a sample of the speed (test-controller-raise) */
+    { "a copy the guest has not felt yet raises by probe_gain on its first sample of a speed",
       { 1.01, 1.0, 100 * MIB, 0, 0, 0 },
       VMR_CONTROLLER_RAISE,
-      200 * MIB,
-      "100 MiB/s -> 200 MiB/s, starting" },
+      125 * MIB,
+      "100 MiB/s -> 125 MiB/s, starting" },
     { "a cap past what any storage moves becomes unlimited",
       { 1.01, 1.0, G_GUINT64_CONSTANT (60) * 1024 * MIB, 0, 0, 0 },
       VMR_CONTROLLER_RAISE,
@@ -710,8 +728,8 @@ static const StepCase step_cases[] = {
     { "a cap the copy seems not to reach is raised as any other, never to unlimited",
       { 1.0, 1.0, 300 * MIB, 1 * MIB, 0, 0 },
       VMR_CONTROLLER_RAISE,
-      600 * MIB,
-      "300 MiB/s -> 600 MiB/s, starting" },
+      375 * MIB,
+      "300 MiB/s -> 375 MiB/s, starting" },
 };
 
 /* copying -> measuring -> copying: periodically, and on a change the harm cannot explain */
