@@ -593,25 +593,39 @@ settling (const VmrControllerConfig *config, const VmrControllerState *state)
 #define APPROACH_CLOSE_ENOUGH 0.01
 
 /*
- * The slow start's step, a fraction of the speed. A doubling needs a sample
- * of this speed: the guest shows a speed a sample late, and a settling
- * sample holds part of the copy's start; a raise on either is a step of
- * probe_gain, past a knee by 25% at most (a doubling from the start's first
- * sample took the shared array's copy from 64 to 128 MiB/s, its knee at
- * about 85, for 3 s). Seen, the doubling shrinks as the harm at this speed
- * nears the hold band, down to probe_gain: on a queue's convex curve the
- * harm shows well under the knee, which a doubling from there passes.
+ * The slow start's step, a fraction of @speed. From start_speed on, where
+ * a busy guest's copy starts, probe_gain, and only from a speed a sample
+ * has shown (start_waits()): a knee may be anywhere over it, and with the
+ * guest a sample late a raise a sample passes it by two raises before the
+ * harm shows (seen on a shared array: 64 MiB/s at harm 0.0% for three
+ * samples, doubled to 128, past its knee near 85: harm 40% and 246% before
+ * the back-off). So with a settling sample: part of it is before the
+ * copy's start. Under start_speed (a copy sent to min-speed when its guest
+ * turned busy) a doubling up to start_speed, where a copy may start
+ * anyway, less as the harm nears the hold band.
  */
 static gdouble
-start_step (const VmrControllerConfig *config, const VmrControllerState *state)
+start_step (const VmrControllerConfig *config, const VmrControllerState *state, gdouble speed)
 {
     gdouble band = config->hold_below * config->target_harm;
+    gdouble probe = MIN (config->probe_gain, config->start_gain);
+    gdouble start = (gdouble) vmr_controller_start_speed (config);
     gdouble seen;
 
-    if (settling (config, state) || state->n_at_speed < SEEN_SAMPLES || band <= 0)
-        return MIN (config->probe_gain, config->start_gain);
+    if (speed >= start || settling (config, state) || band <= 0)
+        return probe;
     seen = over_floor (state, window_median_at_speed (state));
-    return MAX (config->probe_gain, config->start_gain * (1 - seen / band));
+    return MIN (MAX (probe, config->start_gain * (1 - seen / band)),
+                MAX (probe, start / speed - 1));
+}
+
+/* whether the slow start holds @speed (from start_speed on) until a sample shows it */
+static gboolean
+start_waits (const VmrControllerConfig *config, const VmrControllerState *state, gdouble speed)
+{
+    return state->knee_speed == 0 && !state->felt
+           && speed >= (gdouble) vmr_controller_start_speed (config)
+           && MIN (state->n_at_speed, state->n_harms) < SEEN_SAMPLES;
 }
 
 /*
@@ -628,8 +642,8 @@ next_raise (const VmrControllerConfig *config, const VmrControllerState *state,
     gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
 
     if (state->knee_speed == 0 && !state->felt) {
-        /* a slow start, as TCP's: no harm yet at any speed, double it if this speed was seen */
-        *next = speed * (1 + start_step (config, state) / n_copies);
+        /* a slow start, as TCP's: no harm yet at any speed */
+        *next = speed * (1 + start_step (config, state, speed) / n_copies);
         return VMR_CONTROLLER_RAISE_SLOW_START;
     }
     if (state->knee_speed == 0) {
@@ -704,6 +718,13 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     if (state->knee_speed != 0
         && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
         state->knee_speed = 0;
+    if (start_waits (config, state, (gdouble) speed)) {
+        set_decision (out, VMR_CONTROLLER_HOLD, speed,
+                      g_strdup_printf ("%s: holding %s until a sample shows it (the guest shows a "
+                                       "speed a sample late), starting (%s)",
+                                       head, from_text, ratios));
+        return;
+    }
     kind = next_raise (config, state, input, &next);
     if (kind == VMR_CONTROLLER_RAISE_NONE) {
         g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
@@ -946,7 +967,7 @@ typedef enum {
  * less the noise band of the baseline over sqrt (n) still over it (a lower
  * bound of the harm: evidence larger than the noise), where a spike or two
  * is noise. Or the first two samples
- * after a slow start's doubling both severely over it: the new speed is
+ * after a slow start's raise both severely over it: the new speed is
  * past the knee, no need to wait for a third. Either must clear the noise
  * band (evidence_band()). A back-off is judged before the
  * next: a floor makes no cascade down to min-speed. A raise needs the

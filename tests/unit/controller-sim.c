@@ -335,6 +335,7 @@ step_once (const StepSpec *spec, VmrControllerDecision *out)
     if (spec->prior_harm > 0) {
         state.harms[0] = state.harms[1] = spec->prior_harm;
         state.n_harms = 2;
+        state.n_at_speed = MIN (spec->at_speed, 2);
     }
     vmr_controller_step (&config, &state, &input, out);
 }

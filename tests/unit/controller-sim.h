@@ -148,6 +148,7 @@ typedef struct {
     gdouble prior_harm;   /* the harm of the two samples before, in the window, 0 = none */
     guint64 dirty_rate;   /* what the guest's writes add to the backlog, bytes/s, 0 = unknown */
     gdouble min_progress; /* 0 = the built-in, < 0 = off */
+    guint at_speed;       /* of the prior_harm samples, those at this speed (at most 2) */
 } StepSpec;
 
 VmrControllerInput step_input (const StepSpec *spec, gint64 time_us);

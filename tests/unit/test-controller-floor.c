@@ -132,9 +132,12 @@ test_back_off_undone (void)
     g_assert_cmpfloat_with_epsilon (state.floor_harm, 0.14, 1e-9);
     g_assert_cmpuint (state.knee_speed, ==, 0);
     /*
-     * the slow start goes on over the floor, by probe_gain: the guest has
-     * not shown 64 MiB/s since the copy went back there
+     * the slow start goes on over the floor, by probe_gain once a sample
+     * has shown 64 MiB/s since the copy went back there: the second
      */
+    feed (&config, &state, 1.14, &t, &out);
+    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_HOLD);
+    g_assert_nonnull (strstr (out.reason, "until a sample shows it"));
     feed (&config, &state, 1.14, &t, &out);
     g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_RAISE);
     g_assert_cmpuint (out.speed, ==, 80 * MIB);
