@@ -353,3 +353,14 @@ step_case_test (gconstpointer data)
     g_assert_cmpuint (out.speed, ==, tc->speed);
     g_assert_nonnull (strstr (out.reason, tc->reason));
 }
+
+void
+step_feed (const VmrControllerConfig *config, VmrControllerState *state, guint64 speed,
+           gdouble latency, gint64 *t, VmrControllerDecision *out)
+{
+    const StepSpec spec = { latency, 1.0, speed };
+    VmrControllerInput input = step_input (&spec, ++*t * SECOND);
+
+    vmr_controller_step (config, state, &input, out);
+    g_test_message ("%s: %s", vmr_controller_kind_to_string (out->kind), out->reason);
+}

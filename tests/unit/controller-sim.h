@@ -166,3 +166,10 @@ typedef struct {
 
 /* the test of a StepCase */
 void step_case_test (gconstpointer data);
+
+/*
+ * one step of @state on a sample a second after *@t (which it advances) at
+ * @speed, the guest's latency @latency times its baseline's
+ */
+void step_feed (const VmrControllerConfig *config, VmrControllerState *state, guint64 speed,
+                gdouble latency, gint64 *t, VmrControllerDecision *out);

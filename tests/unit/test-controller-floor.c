@@ -81,11 +81,7 @@ static void
 feed (const VmrControllerConfig *config, VmrControllerState *state, gdouble latency, gint64 *t,
       VmrControllerDecision *out)
 {
-    const StepSpec spec = { latency, 1.0, out->speed, 0, 0, 0 };
-    VmrControllerInput input = step_input (&spec, ++*t * SECOND);
-
-    vmr_controller_step (config, state, &input, out);
-    g_test_message ("%s: %s", vmr_controller_kind_to_string (out->kind), out->reason);
+    step_feed (config, state, out->speed, latency, t, out);
 }
 
 /* a copy at 64 MiB/s, backed off to 44.8 MiB/s by two samples of harm 14% */

@@ -150,30 +150,39 @@ test_raise (gconstpointer data)
     g_assert_cmpuint (near_ok, >=, (guint) ceil (SHARE * SEEDS));
 }
 
-/* one sample at @speed, its latency @latency times the baseline's, a second after the last */
-static void
-feed (const VmrControllerConfig *config, VmrControllerState *state, guint64 speed, gdouble latency,
-      gint64 *t, VmrControllerDecision *out)
-{
-    const StepSpec spec = { latency, 1.0, speed };
-    VmrControllerInput input;
-
-    *t += SECOND;
-    input = step_input (&spec, *t);
-    vmr_controller_decision_clear (out);
-    vmr_controller_step (config, state, &input, out);
-    g_test_message ("%s: %s", vmr_controller_kind_to_string (out->kind), out->reason);
-}
+/* a sample of the slow start's, and what the controller decides on it */
+typedef struct {
+    guint64 speed;
+    gdouble latency; /* times the baseline's */
+    VmrControllerKind kind;
+    guint64 to;
+} StartSample;
 
 /*
  * The slow start's step: from the start speed on, probe_gain once a sample
  * has shown the speed (not the first at it: the guest shows a speed a
- * sample late); under the start speed a doubling up to it, less as the
- * harm nears the hold band
+ * sample late); under the start speed (each from a fresh controller, long
+ * after the copy's start) a doubling up to it, less as the harm nears the
+ * hold band
  */
 static void
 test_start_step (void)
 {
+    static const StartSample ramp[] = {
+        /* the first sample settles: under the band it counts, but shows the speed in part */
+        { 64 * MIB, 1.01, VMR_CONTROLLER_HOLD, 64 * MIB },
+        { 64 * MIB, 1.0, VMR_CONTROLLER_RAISE, 80 * MIB },
+        /* the first sample of 80 MiB/s is mostly 64 MiB/s's */
+        { 80 * MIB, 1.0, VMR_CONTROLLER_HOLD, 80 * MIB },
+        { 80 * MIB, 1.0, VMR_CONTROLLER_RAISE, 100 * MIB },
+    };
+    static const StartSample under[] = {
+        { 16 * MIB, 1.0, VMR_CONTROLLER_RAISE, 32 * MIB },
+        /* 2% of the band's 3% leaves a third of the doubling */
+        { 15 * MIB, 1.02, VMR_CONTROLLER_RAISE, 20 * MIB },
+        /* up to the start speed, no further */
+        { 48 * MIB, 1.0, VMR_CONTROLLER_RAISE, 64 * MIB },
+    };
     VmrControllerConfig config;
     VmrControllerState state;
     g_auto (VmrControllerDecision) out = { 0 };
@@ -181,34 +190,21 @@ test_start_step (void)
 
     vmr_controller_config_init (&config, TARGET, MIN_SPEED, 0);
     vmr_controller_state_init (&state, 0);
-    /* the first sample settles: under the band it counts, but shows the speed only in part */
-    feed (&config, &state, 64 * MIB, 1.01, &t, &out);
-    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_HOLD);
-    g_assert_nonnull (strstr (out.reason, "holding 64 MiB/s until a sample shows it"));
-    feed (&config, &state, 64 * MIB, 1.0, &t, &out);
-    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_RAISE);
-    g_assert_cmpuint (out.speed, ==, 80 * MIB);
-    /* the first sample of 80 MiB/s is mostly 64 MiB/s's */
-    feed (&config, &state, 80 * MIB, 1.0, &t, &out);
-    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_HOLD);
-    feed (&config, &state, 80 * MIB, 1.0, &t, &out);
-    g_assert_cmpuint (out.speed, ==, 100 * MIB);
-    g_assert_nonnull (strstr (out.reason, "80 MiB/s -> 100 MiB/s, starting"));
-
-    /* under the start speed, long after the copy's start: a doubling at once */
+    for (guint i = 0; i < G_N_ELEMENTS (ramp); i++) {
+        step_feed (&config, &state, ramp[i].speed, ramp[i].latency, &t, &out);
+        g_assert_cmpint (out.kind, ==, ramp[i].kind);
+        g_assert_cmpuint (out.speed, ==, ramp[i].to);
+        g_assert_nonnull (strstr (out.reason, ramp[i].kind == VMR_CONTROLLER_HOLD
+                                                  ? "until a sample shows it"
+                                                  : "starting"));
+    }
     config.settle_us = 0;
-    vmr_controller_state_init (&state, 0);
-    feed (&config, &state, 16 * MIB, 1.0, &t, &out);
-    g_assert_cmpuint (out.speed, ==, 32 * MIB);
-    /* 2% of the band's 3% leaves a third of it */
-    vmr_controller_state_init (&state, 0);
-    feed (&config, &state, 16 * MIB, 1.02, &t, &out);
-    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_RAISE);
-    g_assert_cmpuint (out.speed, ==, (guint64) llround (16 * MIB * (1 + 1.0 / 3)));
-    /* up to the start speed, no further */
-    vmr_controller_state_init (&state, 0);
-    feed (&config, &state, 48 * MIB, 1.0, &t, &out);
-    g_assert_cmpuint (out.speed, ==, 64 * MIB);
+    for (guint i = 0; i < G_N_ELEMENTS (under); i++) {
+        vmr_controller_state_init (&state, t);
+        step_feed (&config, &state, under[i].speed, under[i].latency, &t, &out);
+        g_assert_cmpint (out.kind, ==, under[i].kind);
+        g_assert_cmpuint (out.speed, ==, under[i].to);
+    }
 }
 
 int
