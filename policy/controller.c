@@ -21,6 +21,12 @@
  * owe seconds of I/O, and its harm over two minutes doubled.
  */
 #define OVER_SAMPLES 2
+/*
+ * the samples at a speed that show it: the guest's figures lag the speed by
+ * about one sample (QEMU's mirror copies in bursts), so the first sample
+ * after a change is mostly the speed before
+ */
+#define SEEN_SAMPLES 2
 /* the samples at a back-off's speed that tell whether it lowered the harm */
 #define JUDGE_SAMPLES 3
 /*
@@ -574,8 +580,53 @@ back_off (const VmrControllerConfig *config, VmrControllerState *state,
                                    ratios));
 }
 
+/* whether the sample began within settle_us of the copy's start: the mirror's first buffer may be
+ * in it */
+static gboolean
+settling (const VmrControllerConfig *config, const VmrControllerState *state)
+{
+    return config->settle_us > 0
+           && state->last_sample_us < state->settle_from_us + config->settle_us;
+}
+
 /* the last percent of an approach is not worth a sample */
 #define APPROACH_CLOSE_ENOUGH 0.01
+
+/*
+ * The slow start's step, a fraction of @speed. From start_speed on, where
+ * a busy guest's copy starts, probe_gain, and only from a speed a sample
+ * has shown (start_waits()): a knee may be anywhere over it, and with the
+ * guest a sample late a raise a sample passes it by two raises before the
+ * harm shows (seen on a shared array: 64 MiB/s at harm 0.0% for three
+ * samples, doubled to 128, past its knee near 85: harm 40% and 246% before
+ * the back-off). So with a settling sample: part of it is before the
+ * copy's start. Under start_speed (a copy sent to min-speed when its guest
+ * turned busy) a doubling up to start_speed, where a copy may start
+ * anyway, less as the harm nears the hold band.
+ */
+static gdouble
+start_step (const VmrControllerConfig *config, const VmrControllerState *state, gdouble speed)
+{
+    gdouble band = config->hold_below * config->target_harm;
+    gdouble probe = MIN (config->probe_gain, config->start_gain);
+    gdouble start = (gdouble) vmr_controller_start_speed (config);
+    gdouble seen;
+
+    if (speed >= start || settling (config, state) || band <= 0)
+        return probe;
+    seen = over_floor (state, window_median_at_speed (state));
+    return MIN (MAX (probe, config->start_gain * (1 - seen / band)),
+                MAX (probe, start / speed - 1));
+}
+
+/* whether the slow start holds @speed (from start_speed on) until a sample shows it */
+static gboolean
+start_waits (const VmrControllerConfig *config, const VmrControllerState *state, gdouble speed)
+{
+    return state->knee_speed == 0 && !state->felt
+           && speed >= (gdouble) vmr_controller_start_speed (config)
+           && MIN (state->n_at_speed, state->n_harms) < SEEN_SAMPLES;
+}
 
 /*
  * The next speed up, in @next, and how: a slow start until the guest felt
@@ -591,8 +642,8 @@ next_raise (const VmrControllerConfig *config, const VmrControllerState *state,
     gdouble ceiling = (gdouble) state->knee_speed * (1 - config->knee_margin);
 
     if (state->knee_speed == 0 && !state->felt) {
-        /* a slow start, as TCP's: no harm yet at any speed, double it */
-        *next = speed * (1 + config->start_gain / n_copies);
+        /* a slow start, as TCP's: no harm yet at any speed */
+        *next = speed * (1 + start_step (config, state, speed) / n_copies);
         return VMR_CONTROLLER_RAISE_SLOW_START;
     }
     if (state->knee_speed == 0) {
@@ -667,6 +718,13 @@ raise_speed (const VmrControllerConfig *config, VmrControllerState *state,
     if (state->knee_speed != 0
         && (gdouble) speed > (gdouble) state->knee_speed * config->knee_forget)
         state->knee_speed = 0;
+    if (start_waits (config, state, (gdouble) speed)) {
+        set_decision (out, VMR_CONTROLLER_HOLD, speed,
+                      g_strdup_printf ("%s: holding %s until a sample shows it (the guest shows a "
+                                       "speed a sample late), starting (%s)",
+                                       head, from_text, ratios));
+        return;
+    }
     kind = next_raise (config, state, input, &next);
     if (kind == VMR_CONTROLLER_RAISE_NONE) {
         g_autofree gchar *knee_text = vmr_units_format_speed (state->knee_speed);
@@ -909,7 +967,7 @@ typedef enum {
  * less the noise band of the baseline over sqrt (n) still over it (a lower
  * bound of the harm: evidence larger than the noise), where a spike or two
  * is noise. Or the first two samples
- * after a slow start's doubling both severely over it: the new speed is
+ * after a slow start's raise both severely over it: the new speed is
  * past the knee, no need to wait for a third. Either must clear the noise
  * band (evidence_band()). A back-off is judged before the
  * next: a floor makes no cascade down to min-speed. A raise needs the
@@ -970,15 +1028,6 @@ hold_for_harm (const VmrControllerConfig *config, const VmrControllerState *stat
                                   config->hold_below * config->target_harm * 100,
                                   config->target_harm * 100, speed_text, ratios);
     set_decision (out, VMR_CONTROLLER_HOLD, input->speed, reason);
-}
-
-/* whether the sample began within settle_us of the copy's start: the mirror's first buffer may be
- * in it */
-static gboolean
-settling (const VmrControllerConfig *config, const VmrControllerState *state)
-{
-    return config->settle_us > 0
-           && state->last_sample_us < state->settle_from_us + config->settle_us;
 }
 
 /* a settling sample that shows harm: the speed holds, the window does not take it */

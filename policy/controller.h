@@ -76,9 +76,9 @@
  *   and they stay out of the window; under the band they count, as the
  *   buffer only adds harm. A steady harm over the target backs off once
  *   they passed, a settle time later than without them.
- * - The slow start's overshoot: the first two samples after a doubling
- *   both over severe_factor times the target back off at once. After a
- *   smaller raise the window decides, as for any speed.
+ * - The slow start's overshoot: the first two samples after a raise of the
+ *   slow start both over severe_factor times the target back off at once.
+ *   After another raise the window decides, as for any speed.
  * - Harm over the target: back off by (1 + target) / (1 + harm), clamped to
  *   [severe_backoff, backoff], so a deep excess (a step in load) gets under
  *   the new knee in one sample and a shallow one loses 30%. The speed at
@@ -88,11 +88,17 @@
  *   only: back under the knee, no further.
  * - Harm in the hold band [hold_below * target, target]: keep the speed.
  * - Harm under the band, in the window's median: raise. Until the copy
- *   first backs off, by start_gain a sample (a slow start, as TCP's: from
- *   start_speed, 64 MiB/s, to 256 MiB/s in 2 samples); then with no knee known, by
- *   probe_gain a sample. With a knee known, close approach_gain
- *   of the gap to knee_margin under it; while the knee is fresh (seen less
- *   than knee_memory_us ago) stay there: no probing into a knee just found,
+ *   first backs off, a slow start: from start_speed on by probe_gain once
+ *   a sample has shown the speed (not the first at it), as a knee may be
+ *   anywhere over it and the guest shows a speed a sample late (a doubling
+ *   from 64 MiB/s, harmless for three samples, passed a shared array's
+ *   knee near 85 MiB/s: 246% before the back-off);
+ *   under it (after a turn to busy, from min-speed) by start_gain, as
+ *   TCP's slow start, up to start_speed, less as the harm nears the hold
+ *   band; a settling sample by probe_gain. Then with no knee known, by
+ *   probe_gain a sample. With a knee known, close approach_gain of the
+ *   gap to knee_margin under it; while the knee is fresh (seen less than
+ *   knee_memory_us ago) stay there: no probing into a knee just found,
  *   which is what makes a fixed rate cap oscillate. Once the memory is
  *   stale, probe past the old knee slowly (fine_gain a sample), so the
  *   controller finds out whether the guest now allows more, and forget it
@@ -171,11 +177,12 @@ typedef struct {
                              * or two and the copy backs off from there */
     gdouble hold_below;     /* [0.6] the hold band starts at this fraction of the target: a guest's
                              * figures wobble by a few percent from second to second */
-    gdouble start_gain;     /* [1] raise a sample until the copy first harms the guest: TCP's
-                             * slow start, 64 MiB/s to 256 MiB/s in 2 samples, as a short copy
-                             * would spend its life ramping up otherwise */
-    gdouble probe_gain;     /* [0.25] raise a sample with no knee known once the guest has felt
-                             * the copy: past a knee by 25% at most */
+    gdouble start_gain;     /* [1] raise a sample under start_speed until the copy first harms
+                             * the guest: TCP's slow start, 8 MiB/s to 64 MiB/s in 3 samples
+                             * (no further: over it, probe_gain), shrunk as the harm nears the
+                             * hold band */
+    gdouble probe_gain;     /* [0.25] raise a sample with no knee known from start_speed on, or
+                             * once the guest has felt the copy: past a knee by 25% at most */
     gdouble approach_gain;  /* [0.5] the fraction of the gap to a fresh knee closed a sample:
                              * within 6% of it in 4 samples */
     gdouble fine_gain;      /* [0.1] raise a sample past a stale knee, a fraction of the speed:
@@ -196,7 +203,7 @@ typedef struct {
     gdouble severe_backoff; /* [0.5] the deepest back-off factor: the next sample can back off
                              * again, while a copy slowed too far takes samples to recover */
     gdouble severe_factor;  /* [2] an excess over this times the target is severe: the first two
-                             * samples after a slow start's doubling over it back off at once
+                             * samples after a slow start's raise over it back off at once
                              * (past the knee); near a known knee it backs off by the factor,
                              * not by knee_margin (a change in load); a back-off from it is
                              * judged (a step by more than the noise) */

@@ -335,6 +335,7 @@ step_once (const StepSpec *spec, VmrControllerDecision *out)
     if (spec->prior_harm > 0) {
         state.harms[0] = state.harms[1] = spec->prior_harm;
         state.n_harms = 2;
+        state.n_at_speed = MIN (spec->at_speed, 2);
     }
     vmr_controller_step (&config, &state, &input, out);
 }
@@ -351,4 +352,15 @@ step_case_test (gconstpointer data)
                      vmr_controller_kind_to_string (tc->kind));
     g_assert_cmpuint (out.speed, ==, tc->speed);
     g_assert_nonnull (strstr (out.reason, tc->reason));
+}
+
+void
+step_feed (const VmrControllerConfig *config, VmrControllerState *state, guint64 speed,
+           gdouble latency, gint64 *t, VmrControllerDecision *out)
+{
+    const StepSpec spec = { latency, 1.0, speed };
+    VmrControllerInput input = step_input (&spec, ++*t * SECOND);
+
+    vmr_controller_step (config, state, &input, out);
+    g_test_message ("%s: %s", vmr_controller_kind_to_string (out->kind), out->reason);
 }

@@ -148,6 +148,7 @@ typedef struct {
     gdouble prior_harm;   /* the harm of the two samples before, in the window, 0 = none */
     guint64 dirty_rate;   /* what the guest's writes add to the backlog, bytes/s, 0 = unknown */
     gdouble min_progress; /* 0 = the built-in, < 0 = off */
+    guint at_speed;       /* of the prior_harm samples, those at this speed (at most 2) */
 } StepSpec;
 
 VmrControllerInput step_input (const StepSpec *spec, gint64 time_us);
@@ -165,3 +166,10 @@ typedef struct {
 
 /* the test of a StepCase */
 void step_case_test (gconstpointer data);
+
+/*
+ * one step of @state on a sample a second after *@t (which it advances) at
+ * @speed, the guest's latency @latency times its baseline's
+ */
+void step_feed (const VmrControllerConfig *config, VmrControllerState *state, guint64 speed,
+                gdouble latency, gint64 *t, VmrControllerDecision *out);

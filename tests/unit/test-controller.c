@@ -59,8 +59,13 @@ typedef struct {
     }
 
 static const KneeCase knee_cases[] = {
-    /* from start_speed (64 MiB/s), not min-speed: at the knee in 3 samples, not 10 */
-    { "a fixed-rate guest with a knee at 150 MiB", KNEE_150, NO_STEP, .reach_by = 5 },
+    /*
+     * from start_speed (64 MiB/s), not min-speed, by a quarter every other
+     * sample (each speed shown before the next raise): at the knee in 7
+     * samples (3 with a doubling a sample, which passed a shared array's
+     * sharp knee by 50%), not 10
+     */
+    { "a fixed-rate guest with a knee at 150 MiB", KNEE_150, NO_STEP, .reach_by = 8 },
     { "a guest that loses IOPS, not latency",
       { GUEST_IOPS_BOUND, 150, 2.0, FALSE, 0 },
       NO_STEP,
@@ -103,7 +108,9 @@ static const KneeCase knee_cases[] = {
        * down take 4 to 9 samples to react instead of 3. The start's
        * settling sample moves every seed's path from its first second on:
        * seed 15 then meets two spikes in a row at 278 and 280 s and rests
-       * one back-off under the band, 12 seeds of 16 where 13 were.
+       * one back-off under the band, 12 seeds of 16 where 13 were. Over
+       * 128 seeds the tail rested under the band on 32 with a slow start
+       * that doubled, on 38 with one by a quarter every other sample.
        */
       .share = 0.75 },
     { "a copy that costs its guest 20% at any speed: the floor",
@@ -288,14 +295,19 @@ test_knee_memory (void)
     const Guest guest = { GUEST_FIXED_RATE, 150, 10.0, FALSE, 0 };
     guint holds[3] = { 0 };
     guint n_holds = 0;
+    guint first = 0;
     Sim sim;
 
     sim_init (&sim, &guest, 1, 0);
     sim.config.baseline_refresh_us = 0;
     for (guint i = 0; i < 240; i++)
         sim_step (&sim, &guest);
-    /* from each back-off once the ramp is over, the samples held before the next raise */
-    for (guint i = 20; i < sim.kinds->len && n_holds < G_N_ELEMENTS (holds); i++) {
+    /* the ramp's crossing: the first back-off */
+    while (first < sim.kinds->len
+           && g_array_index (sim.kinds, VmrControllerKind, first) != VMR_CONTROLLER_BACK_OFF)
+        first++;
+    /* from each back-off after it, the samples held before the next raise */
+    for (guint i = first + 1; i < sim.kinds->len && n_holds < G_N_ELEMENTS (holds); i++) {
         guint raise = i + 1;
 
         if (g_array_index (sim.kinds, VmrControllerKind, i) != VMR_CONTROLLER_BACK_OFF)
@@ -324,12 +336,15 @@ test_knee_memory (void)
     sim_clear (&sim);
 }
 
-/* two copies on one I/O thread ramp up together no faster than one copy alone */
+/*
+ * two copies on one I/O thread ramp up together no faster than one copy
+ * alone: their sum never rises by a larger factor in a sample
+ */
 static void
 test_shared_iothread (void)
 {
     const Guest guest = KNEE_150;
-    gdouble peak[MAX_COPIES + 1] = { 0 };
+    gdouble step[MAX_COPIES + 1] = { 0 };
     gdouble low, high, band_low, band_high;
     guint turns;
 
@@ -340,11 +355,13 @@ test_shared_iothread (void)
         sim_init (&sim, &guest, n, 0);
         for (guint i = 0; i < 240; i++)
             sim_step (&sim, &guest);
-        for (guint i = 0; i < sim.totals->len; i++)
-            peak[n] = MAX (peak[n], total_at (&sim, i));
+        /* the largest raise of the copies' sum in one sample, a factor */
+        for (guint i = 1; i < sim.totals->len; i++)
+            step[n] = MAX (step[n], total_at (&sim, i) / total_at (&sim, i - 1));
         tail_band (&sim, 180, &low, &high, &turns);
-        g_test_message ("%u copies: peak %.1f MiB/s, last 60 samples %.1f to %.1f, %u turns", n,
-                        peak[n], low, high, turns);
+        g_test_message ("%u copies: raised by %.3f times at most, last 60 samples %.1f to %.1f, "
+                        "%u turns",
+                        n, step[n], low, high, turns);
         /* as in the knee cases: the rest, and a probe past the stale knee */
         g_assert_cmpfloat (low, >=, band_low);
         g_assert_cmpfloat (high, <=, band_high);
@@ -354,7 +371,7 @@ test_shared_iothread (void)
             g_assert_cmpfloat ((gdouble) sim.speeds[c], >=, 0.3 * 150 * MIB / n);
         sim_clear (&sim);
     }
-    g_assert_cmpfloat (peak[2], <=, peak[1] * 1.02);
+    g_assert_cmpfloat (step[2], <=, step[1]);
 }
 
 /* an idle guest gets full speed, and a guest that goes idle too, after a fresh baseline */
@@ -445,7 +462,11 @@ test_idle_then_busy (void)
     }
 }
 
-/* a guest the storage cannot hurt: the cap rises past what any storage moves, and goes away */
+/*
+ * a guest the storage cannot hurt: the cap rises past what any storage
+ * moves, and goes away; by a quarter every other sample from the start
+ * speed, 64 MiB/s to 64 GiB/s in 31 raises
+ */
 static void
 test_storage_bound (void)
 {
@@ -453,7 +474,7 @@ test_storage_bound (void)
     Sim sim;
 
     sim_init (&sim, &guest, 1, 0);
-    for (guint i = 0; i < 40; i++)
+    for (guint i = 0; i < 70; i++)
         sim_step (&sim, &guest);
     g_assert_cmpuint (sim.speeds[0], ==, 0);
     g_assert_cmpuint (count_kind (&sim, VMR_CONTROLLER_BACK_OFF), ==, 0);
@@ -681,18 +702,29 @@ static const StepCase step_cases[] = {
       VMR_CONTROLLER_HOLD,
       100 * MIB,
       "harm 4.0% in the hold band 3.0%..5.0%" },
-    { "a copy the guest has not felt yet doubles its speed",
+    /* over the start speed a knee may be anywhere (test-controller-raise) */
+    { "a copy the guest has not felt yet waits for a sample of a speed over the start speed",
       { 1.01, 1.0, 100 * MIB, 0, 0, 0 },
+      VMR_CONTROLLER_HOLD,
+      100 * MIB,
+      "holding 100 MiB/s until a sample shows it" },
+    { "then raises by probe_gain",
+      { 1.01, 1.0, 100 * MIB, 0, 0, 0.01, .at_speed = 2 },
       VMR_CONTROLLER_RAISE,
-      200 * MIB,
-      "100 MiB/s -> 200 MiB/s, starting" },
+      125 * MIB,
+      "100 MiB/s -> 125 MiB/s, starting" },
+    { "under the start speed it doubles",
+      { 1.0, 1.0, 16 * MIB, 0, 0, 0 },
+      VMR_CONTROLLER_RAISE,
+      32 * MIB,
+      "16 MiB/s -> 32 MiB/s, starting" },
     { "a cap past what any storage moves becomes unlimited",
-      { 1.01, 1.0, G_GUINT64_CONSTANT (60) * 1024 * MIB, 0, 0, 0 },
+      { 1.01, 1.0, G_GUINT64_CONSTANT (60) * 1024 * MIB, 0, 0, 0.01, .at_speed = 2 },
       VMR_CONTROLLER_RAISE,
       0,
       "; unlimited" },
     { "a raise stops at max-speed",
-      { 1.0, 1.0, 180 * MIB, 0, 200 * MIB, 0 },
+      { 1.0, 1.0, 180 * MIB, 0, 200 * MIB, 0.01, .at_speed = 2 },
       VMR_CONTROLLER_RAISE,
       200 * MIB,
       "-> 200 MiB/s" },
@@ -708,10 +740,10 @@ static const StepCase step_cases[] = {
       "300 MiB/s -> 200 MiB/s, max-speed" },
     /* a capped mirror's sleeps between bursts say nothing of the storage */
     { "a cap the copy seems not to reach is raised as any other, never to unlimited",
-      { 1.0, 1.0, 300 * MIB, 1 * MIB, 0, 0 },
+      { 1.0, 1.0, 300 * MIB, 1 * MIB, 0, 0.01, .at_speed = 2 },
       VMR_CONTROLLER_RAISE,
-      600 * MIB,
-      "300 MiB/s -> 600 MiB/s, starting" },
+      375 * MIB,
+      "300 MiB/s -> 375 MiB/s, starting" },
 };
 
 /* copying -> measuring -> copying: periodically, and on a change the harm cannot explain */
@@ -775,7 +807,8 @@ test_baseline_refresh (void)
     /* once more, too soon after: no pause, the control goes on against the old baseline */
     input = step_input (&busier, 15 * SECOND);
     vmr_controller_step (&config, &state, &input, &out);
-    g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_RAISE);
+    g_assert_cmpint (out.kind, !=, VMR_CONTROLLER_MEASURE_BASELINE);
+    g_assert_cmpint (state.phase, ==, VMR_CONTROLLER_PHASE_COPYING);
     input = step_input (&busier, 30 * SECOND);
     vmr_controller_step (&config, &state, &input, &out);
     g_assert_cmpint (out.kind, ==, VMR_CONTROLLER_MEASURE_BASELINE);
