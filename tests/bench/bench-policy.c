@@ -271,13 +271,11 @@ main (int argc, char **argv)
           "Skip the unthrottled variant (to try policy files)", NULL },
         { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
           "The policy of the second variant (default: the example, data/policy.conf)", "FILE" },
-        VMR_BENCH_OPTION_DIR (&dir_opt),
         VMR_BENCH_OPTION_GUEST (&guest_opt),
-        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
-        VMR_BENCH_OPTION_QEMU (&qemu_opt),
         { NULL },
     };
-    g_autoptr (GOptionContext) context = g_option_context_new (NULL);
+    const VmrBenchCommonOptions common
+        = { .dir = &dir_opt, .daemon = &daemon_opt, .qemu = &qemu_opt };
     g_autoptr (GError) error = NULL;
     g_autoptr (Bench) self = g_new0 (Bench, 1);
     g_autofree gchar *load_at_start = NULL;
@@ -285,14 +283,11 @@ main (int argc, char **argv)
     Figures figures[N_VARIANTS];
     gboolean ok;
 
-    g_option_context_set_summary (context,
+    if (!vmr_bench_parse_options ("bench-policy", NULL,
                                   "Measures a busy guest's IOPS before, during and after the "
-                                  "migration of its disk, unthrottled and with the policy.");
-    g_option_context_add_main_entries (context, entries, NULL);
-    if (!g_option_context_parse (context, &argc, &argv, &error)) {
-        g_printerr ("bench-policy: %s\n", error->message);
+                                  "migration of its disk, unthrottled and with the policy.",
+                                  entries, &common, &argc, &argv))
         return 2;
-    }
     if (argc > 1 || rounds < 1 || iops < 1 || disk_mib < 64 || settle_s < 0 || before_s < 2
         || after_gap_s < 0 || after_s < 2) {
         g_printerr ("bench-policy: bad arguments; see --help\n");
