@@ -238,6 +238,23 @@ vmr_qmp_blockdev_format (const VmrQmpBlockdevArgs *args)
     return options;
 }
 
+JsonObject *
+vmr_qmp_blockdev_read_only (const gchar *format, const gchar *file_driver, const gchar *filename,
+                            const gchar *node_name)
+{
+    JsonObject *options = json_object_new ();
+    JsonObject *file = json_object_new ();
+
+    json_object_set_string_member (file, "driver", file_driver);
+    json_object_set_string_member (file, "filename", filename);
+    json_object_set_boolean_member (file, "read-only", TRUE);
+    json_object_set_string_member (options, "driver", format);
+    json_object_set_string_member (options, "node-name", node_name);
+    json_object_set_boolean_member (options, "read-only", TRUE);
+    json_object_set_object_member (options, "file", file);
+    return options;
+}
+
 VmrQmpCmd *
 vmr_qmp_cmd_blockdev_add (JsonObject *options)
 {

@@ -125,6 +125,15 @@ typedef struct {
 /* the options of a format node over @args->file, discarding ("unmap"); json_object_unref() */
 JsonObject *vmr_qmp_blockdev_format (const VmrQmpBlockdevArgs *args);
 
+/*
+ * The options of a read-only format node @node_name of the driver @format
+ * over the file or block device @filename (@file_driver "file" or
+ * "host_device"), with QEMU's cache defaults: an image read beside the
+ * guest, not written. Free with json_object_unref().
+ */
+JsonObject *vmr_qmp_blockdev_read_only (const gchar *format, const gchar *file_driver,
+                                        const gchar *filename, const gchar *node_name);
+
 /* blockdev-add of @options (vmr_qmp_blockdev_format(); a reference is taken) */
 VmrQmpCmd *vmr_qmp_cmd_blockdev_add (JsonObject *options);
 VmrQmpCmd *vmr_qmp_cmd_blockdev_del (const gchar *node_name);

@@ -420,8 +420,8 @@ request_cb (VmrClusterEvacuations *evacuations, JsonObject *object, gpointer use
         (GDestroyNotify) waiting_free);
 }
 
-static void
-domain_added (VmrEngine *self)
+void
+vmr_engine_evacuations_domain_added (VmrEngine *self, DomainEntry *entry)
 {
     GHashTableIter iter;
     HostEvacuation *evacuation;
@@ -442,11 +442,13 @@ domain_added (VmrEngine *self)
 
 static void job_changed_cb (VmrEngine *self, VmrJob *job, gint previous, gpointer user_data);
 
-static void
-cluster_joined (VmrEngine *self)
+void
+vmr_engine_evacuations_cluster_joined (VmrEngine *self)
 {
     g_autoptr (GList) parts = NULL;
 
+    if (!self->follows_evacuations)
+        return;
     if (self->cluster_evacuations == NULL)
         self->cluster_evacuations = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                                            (GDestroyNotify) host_evacuation_free);
@@ -464,8 +466,8 @@ cluster_joined (VmrEngine *self)
 }
 
 /* the parts under way are kept: a cluster joined again reports them */
-static void
-cluster_leaving (VmrEngine *self)
+void
+vmr_engine_evacuations_cluster_leaving (VmrEngine *self)
 {
     g_signal_handlers_disconnect_by_func (self, job_changed_cb, NULL);
     if (self->evacuations != NULL)
@@ -504,11 +506,9 @@ job_changed_cb (VmrEngine *self, VmrJob *job, gint previous, gpointer user_data)
 void
 vmr_engine_follow_cluster_evacuations (VmrEngine *self)
 {
-    self->hooks.cluster_joined = cluster_joined;
-    self->hooks.cluster_leaving = cluster_leaving;
-    self->hooks.evacuation_domain_added = domain_added;
+    self->follows_evacuations = TRUE;
     if (self->cluster != NULL && self->evacuations == NULL)
-        cluster_joined (self);
+        vmr_engine_evacuations_cluster_joined (self);
 }
 
 /* ---- the command's side ---- */
@@ -551,7 +551,8 @@ static void
 checked_cb (GObject *source, GAsyncResult *result, gpointer user_data)
 {
     GTask *task = user_data;
-    VmrEngine *self = VMR_ENGINE (source);
+    /* the facade defines the type: a part below it takes the engine from its task */
+    VmrEngine *self = g_task_get_source_object (task);
     GError *error = NULL;
     g_autoptr (JsonObject) plan = vmr_engine_evacuate_finish (self, result, &error);
 

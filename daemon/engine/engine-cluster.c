@@ -4,7 +4,7 @@
  * The cluster-wide admission limits: with a [cluster] section, a job that
  * the host's limits let go also needs a slot of the cluster (cluster.h);
  * its bulk copy over, the slot goes back. The cluster tells of changes
- * through the hook the facade sets, which runs an admission pass.
+ * through the engine's observers (engine-observers.h): an admission pass.
  */
 
 #include "engine-private.h"
@@ -18,8 +18,7 @@ cluster_changed_cb (VmrCluster *cluster, gpointer user_data)
 {
     VmrEngine *self = user_data;
 
-    if (self->hooks.cluster_changed != NULL)
-        self->hooks.cluster_changed (self);
+    vmr_engine_notify_cluster_changed (self);
 }
 
 /* the shares of the storages' budgets moved: the copies are lowered, or raised, to theirs */
@@ -34,8 +33,7 @@ vmr_engine_cluster_clear (VmrEngine *self)
 {
     if (self->cluster == NULL)
         return;
-    if (self->hooks.cluster_leaving != NULL)
-        self->hooks.cluster_leaving (self);
+    vmr_engine_notify_cluster_leaving (self);
     g_signal_handlers_disconnect_by_data (self->cluster, self);
     g_clear_object (&self->cluster);
 }
@@ -81,10 +79,8 @@ cluster_join (VmrEngine *self, const VmrClusterConfig *config)
     g_signal_connect (self->cluster, "changed", G_CALLBACK (cluster_changed_cb), self);
     g_signal_connect (self->cluster, "shares-changed", G_CALLBACK (shares_changed_cb), self);
     /* an admission pass registers the copies that run here before it lets a new one go */
-    if (self->hooks.cluster_changed != NULL)
-        self->hooks.cluster_changed (self);
-    if (self->hooks.cluster_joined != NULL)
-        self->hooks.cluster_joined (self);
+    vmr_engine_notify_cluster_changed (self);
+    vmr_engine_notify_cluster_joined (self);
     g_message ("cluster %s: admission through etcd at %s, as host %s", config->name,
                config->endpoints[0], config->host);
 }

@@ -249,7 +249,7 @@ pivot_retry_cb (gpointer user_data)
         return G_SOURCE_REMOVE;
     }
     vmr_job_message (job, "job %s: trying the pivot again", job->id);
-    self->hooks.copy_in_sync (self, entry, job);
+    vmr_engine_notify_copy_in_sync (self, entry, job);
     return G_SOURCE_REMOVE;
 }
 

@@ -82,7 +82,7 @@ progress_cb (GObject *source, GAsyncResult *res, gpointer user_data)
         vmr_job_update_progress (job, p->total_bytes, p->done_bytes, g_get_monotonic_time ());
         job->speed = p->speed;
         job->no_space = p->no_space;
-        self->hooks.progress_read (self, entry, job);
+        vmr_engine_notify_progress_read (self, entry, job);
     }
 }
 
@@ -210,7 +210,7 @@ backend_job_ready_cb (VmrBackend *backend, const gchar *job_id, gpointer user_da
         vmr_engine_set_job_state (self, job, VMR_JOB_STATE_COPYING, NULL);
     if (job->state != VMR_JOB_STATE_COPYING && job->state != VMR_JOB_STATE_THROTTLED)
         return;
-    self->hooks.copy_in_sync (self, entry, job);
+    vmr_engine_notify_copy_in_sync (self, entry, job);
 }
 
 static void
@@ -340,7 +340,7 @@ attach_disks_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     g_message ("domain %s attached (%u disk%s)", entry->name, entry->disks->len,
                entry->disks->len == 1 ? "" : "s");
     /* the load sampling and the jobs an earlier run left with this domain */
-    self->hooks.domain_added (self, entry);
+    vmr_engine_notify_domain_added (self, entry);
     g_task_return_pointer (task, domain_to_json (self, entry), (GDestroyNotify) json_object_unref);
 }
 

@@ -177,7 +177,9 @@ submitted_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     EvacuateData *data = g_task_get_task_data (task);
     const gchar *domain = g_ptr_array_index (data->submit, data->next - 1);
     g_autoptr (GError) error = NULL;
-    g_autoptr (GPtrArray) jobs = vmr_engine_migrate_finish (VMR_ENGINE (source), res, &error);
+    /* the facade defines the type: a part below it takes the engine from its task */
+    g_autoptr (GPtrArray) jobs
+        = vmr_engine_migrate_finish (g_task_get_source_object (task), res, &error);
 
     for (guint i = 0; i < data->plan->len; i++) {
         PlanEntry *e = g_ptr_array_index (data->plan, i);

@@ -2,6 +2,7 @@
  * What the parts of the engine share. Not an API: engine.h is.
  *
  * The parts, each calling only those listed before it:
+ *   engine-observers.c  the events the lower parts tell the upper ones (engine-observers.h)
  *   engine-destination.c  a job's destination: the refusals, opening it, removing a file made
  *   engine-domains.c    the domain table, the backends' events, progress
  *   engine-budget.c     the storages' bandwidth budgets, shared by the copies on them
@@ -20,6 +21,7 @@
  *                       the policy file, users' commands, an earlier run's jobs
  *   engine-migrate.c    migrate requests
  *   engine-evacuate.c   evacuate requests
+ *   engine-cluster-evacuate.c  this host's parts of the cluster's evacuations
  *   engine.c            the facade: builds the parts and keeps them in step
  *   engine-stats.c      the statistics: a snapshot of what the others hold
  * The jobs themselves are core/'s job table.
@@ -28,6 +30,7 @@
 
 #include "destination.h"
 #include "engine.h"
+#include "engine-observers.h"
 #include "job-table.h"
 #include "load-history.h"
 #include "decision.h"
@@ -38,7 +41,6 @@ G_BEGIN_DECLS
 /* how often a running copy's progress is read from QEMU, unless a test says */
 #define PROGRESS_INTERVAL_MS 500
 
-typedef struct _DomainEntry DomainEntry;
 typedef struct _VmrEngineBudget VmrEngineBudget;
 
 struct _DomainEntry {
@@ -58,25 +60,6 @@ struct _DomainEntry {
     gboolean iothreads_in_flight;
 };
 
-/* how the lower parts tell the upper ones; engine.c sets them */
-typedef struct {
-    /* a domain joined the table: sample its load, pick up its old jobs */
-    void (*domain_added) (VmrEngine *self, DomainEntry *entry);
-    /* the backend says a copy is in sync */
-    void (*copy_in_sync) (VmrEngine *self, DomainEntry *entry, VmrJob *job);
-    /* a running copy's progress was read */
-    void (*progress_read) (VmrEngine *self, DomainEntry *entry, VmrJob *job);
-    /* the domain's load was sampled and the policy decided on its jobs */
-    void (*load_sampled) (VmrEngine *self, DomainEntry *entry);
-    /* the cluster's queue or its reach changed: a job may start, or waits for another reason */
-    void (*cluster_changed) (VmrEngine *self);
-    /* the cluster was joined, or is being left */
-    void (*cluster_joined) (VmrEngine *self);
-    void (*cluster_leaving) (VmrEngine *self);
-    /* a domain was added: a cluster evacuation's part that waits for the domains plans soon */
-    void (*evacuation_domain_added) (VmrEngine *self);
-} VmrEngineHooks;
-
 struct _VmrEngine {
     GObject parent_instance;
 
@@ -85,7 +68,8 @@ struct _VmrEngine {
     GPtrArray *defined_disks;   /* of VmrEngineDefinedDisk *, of the domains that do not run */
     GHashTable *domains;        /* name -> DomainEntry *, owned */
     VmrJobTable *jobs;
-    VmrEngineHooks hooks;
+    const VmrEngineObserver *observers; /* engine.c's table (engine-observers.h) */
+    gsize n_observers;
     guint progress_interval_ms; /* PROGRESS_INTERVAL_MS; the unit tests read faster */
 
     VmrPolicy *policy;
@@ -98,6 +82,7 @@ struct _VmrEngine {
     struct _VmrCluster *cluster; /* the [cluster] section's, NULL without one */
     gchar *cluster_error;        /* why the cluster could not be joined, or NULL */
     struct _VmrClusterEvacuations *evacuations; /* the cluster's evacuations, with it */
+    gboolean follows_evacuations;    /* vmr_engine_follow_cluster_evacuations() was called */
     GHashTable *cluster_evacuations; /* id -> this host's part of an evacuation, until its request
                                       * goes from etcd */
     GHashTable *cluster_taken_part;  /* id -> when (a sequence number) this host took part, kept */
@@ -491,5 +476,16 @@ void vmr_engine_load_unfinished (VmrEngine *self);
 
 /* asks @entry's backend about the orphaned jobs of its domain, and carries on with them */
 void vmr_engine_adopt_jobs (VmrEngine *self, DomainEntry *entry);
+
+/* engine-cluster-evacuate.c: this host's parts of the cluster's evacuations */
+
+/* a domain was added: a part that waits for the domains plans soon */
+void vmr_engine_evacuations_domain_added (VmrEngine *self, DomainEntry *entry);
+
+/* the cluster was joined: the evacuations are followed, when the daemon asked for them */
+void vmr_engine_evacuations_cluster_joined (VmrEngine *self);
+
+/* the cluster is being left: the parts under way are kept, and report again once joined */
+void vmr_engine_evacuations_cluster_leaving (VmrEngine *self);
 
 G_END_DECLS

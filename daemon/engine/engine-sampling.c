@@ -144,7 +144,7 @@ load_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     if (entry == NULL)
         return;
     record_series (self, entry);
-    self->hooks.load_sampled (self, entry);
+    vmr_engine_notify_load_sampled (self, entry);
 }
 
 static void

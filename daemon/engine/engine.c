@@ -4,7 +4,7 @@
  * The engine's facade: it builds the parts and keeps them in step. Each part
  * calls only the ones below it (docs/hacking.md has the map); what a lower
  * part has to tell an upper one goes through the job table's "job-changed"
- * or the hooks set here.
+ * or the events of engine-observers.h, whose one table of observers is here.
  */
 
 #include "engine.h"
@@ -132,22 +132,17 @@ job_changed_cb (VmrJobTable *table, gpointer job_ptr, gint previous, gpointer us
         vmr_engine_update_timers (self, entry);
 }
 
-/*
- * after a reading of a copy's progress: its convergence, a copy stopped for
- * space, then the watchers outside the engine
- */
+/* after a reading of a copy's progress: the watchers outside the engine */
 static void
-progress_read_hook (VmrEngine *self, DomainEntry *entry, VmrJob *job)
+progress_read_cb (VmrEngine *self, DomainEntry *entry, VmrJob *job)
 {
-    vmr_engine_converge_progress (self, entry, job);
-    vmr_engine_space_progress (self, entry, job);
     if (vmr_engine_job_is_active (job))
         g_signal_emit (self, signals[SIGNAL_JOB_PROGRESS], 0, job);
 }
 
 /* after a sample of a domain's load and the decisions on it: the guest's figures of each job */
 static void
-load_sampled_hook (VmrEngine *self, DomainEntry *entry)
+load_sampled_cb (VmrEngine *self, DomainEntry *entry)
 {
     g_autoptr (GPtrArray) jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) vmr_job_unref);
     GPtrArray *active = vmr_job_table_get_active (self->jobs);
@@ -163,15 +158,29 @@ load_sampled_hook (VmrEngine *self, DomainEntry *entry)
         g_signal_emit (self, signals[SIGNAL_JOB_PROGRESS], 0, g_ptr_array_index (jobs, i));
 }
 
-/* a domain is known: its load is sampled and the jobs an earlier run left are picked up */
-static void
-domain_added_hook (VmrEngine *self, DomainEntry *entry)
-{
-    vmr_engine_sampling_watch (self, entry);
-    vmr_engine_adopt_jobs (self, entry);
-    if (self->hooks.evacuation_domain_added != NULL)
-        self->hooks.evacuation_domain_added (self);
-}
+/*
+ * The engine's observers (engine-observers.h): each event's handlers run in
+ * this order.
+ */
+static const VmrEngineObserver observers[] = {
+    /* a known domain's load is sampled */
+    { .domain_added = vmr_engine_sampling_watch },
+    /* the jobs an earlier run left with the domain are picked up */
+    { .domain_added = vmr_engine_adopt_jobs },
+    /* a copy in sync is cut over, alone or with its group, or kept for a user's pivot */
+    { .copy_in_sync = vmr_engine_job_in_sync },
+    /* after a reading of a copy's progress: its convergence, then a copy stopped for space */
+    { .progress_read = vmr_engine_converge_progress },
+    { .progress_read = vmr_engine_space_progress },
+    /* the cluster's queue changed: an admission pass */
+    { .cluster_changed = vmr_engine_admission_schedule },
+    /* the cluster's evacuations: a part waiting for the domains, the cluster joined or left */
+    { .domain_added = vmr_engine_evacuations_domain_added,
+      .cluster_joined = vmr_engine_evacuations_cluster_joined,
+      .cluster_leaving = vmr_engine_evacuations_cluster_leaving },
+    /* the watchers outside the engine, after the parts */
+    { .progress_read = progress_read_cb, .load_sampled = load_sampled_cb },
+};
 
 VmrEngine *
 vmr_engine_new (const gchar *state_dir)
@@ -183,11 +192,8 @@ vmr_engine_new (const gchar *state_dir)
     self->jobs = vmr_job_table_new (state_dir);
     self->policy = vmr_policy_new_default ();
     vmr_engine_apply_retention (self);
-    self->hooks.domain_added = domain_added_hook;
-    self->hooks.copy_in_sync = vmr_engine_job_in_sync;
-    self->hooks.progress_read = progress_read_hook;
-    self->hooks.load_sampled = load_sampled_hook;
-    self->hooks.cluster_changed = vmr_engine_admission_schedule;
+    self->observers = observers;
+    self->n_observers = G_N_ELEMENTS (observers);
     g_signal_connect (self->jobs, "job-changed", G_CALLBACK (job_changed_cb), self);
     vmr_engine_load_unfinished (self);
     return self;

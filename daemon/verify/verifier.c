@@ -14,7 +14,6 @@
 #include <glib/gstdio.h>
 
 #include "nbd-compare.h"
-#include "qmp-export.h"
 #include "vmr-json.h"
 
 /* how often the figures of a running comparison reach the job */
@@ -60,25 +59,22 @@ vmr_verifier_pivot_bitmap (const gchar *job_id)
     return g_strdup_printf ("%s-pivot", job_id);
 }
 
-JsonObject *
-vmr_verifier_mark_pivot_args (const gchar *job_id, const gchar *node)
+VmrQmpCmd *
+vmr_verifier_mark_pivot_cmd (const gchar *job_id, const gchar *node)
 {
-    JsonObject *args = json_object_new ();
     g_autofree gchar *bitmap = vmr_verifier_pivot_bitmap (job_id);
 
-    json_object_set_string_member (args, "node", node);
-    json_object_set_string_member (args, "name", bitmap);
-    return args;
+    return vmr_qmp_cmd_block_dirty_bitmap_add (node, bitmap);
 }
 
 /* ---- QEMU's side, in the run's thread ---- */
 
-/* runs @command; a failure is logged only (for the cleanup) */
+/* runs @cmd (consumed); a failure is logged only (for the cleanup) */
 static void
-best_effort (VerifyRun *run, const gchar *command, JsonObject *args, const gchar *what)
+best_effort (VerifyRun *run, VmrQmpCmd *cmd, const gchar *what)
 {
     g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = run->ops->execute (run->transport, command, args, &error);
+    g_autoptr (JsonNode) reply = run->ops->execute (run->transport, cmd, &error);
 
     if (reply == NULL)
         g_message ("job %s: %s after the verification: %s", run->job_id, what, error->message);
@@ -87,9 +83,8 @@ best_effort (VerifyRun *run, const gchar *command, JsonObject *args, const gchar
 static gboolean
 add_export (VerifyRun *run, const gchar *id, const gchar *node, const gchar *bitmap, GError **error)
 {
-    g_autoptr (JsonObject) args = vmr_qmp_nbd_export_args (id, node, bitmap);
-    g_autoptr (JsonNode) reply
-        = run->ops->execute (run->transport, "block-export-add", args, error);
+    g_autoptr (JsonNode) reply = run->ops->execute (
+        run->transport, vmr_qmp_cmd_block_export_add (id, node, bitmap), error);
 
     if (reply == NULL)
         return FALSE;
@@ -101,14 +96,12 @@ static gboolean
 start_server (VerifyRun *run, GError **error)
 {
     g_autofree gchar *type = NULL;
-    g_autoptr (JsonObject) args = NULL;
     g_autoptr (JsonNode) reply = NULL;
 
     g_unlink (run->socket);
-    if (run->ops->listen (run->transport, run->socket, &type, &run->listen_value, error)) {
-        args = vmr_qmp_nbd_server_args (type, run->listen_value);
-        reply = run->ops->execute (run->transport, "nbd-server-start", args, error);
-    }
+    if (run->ops->listen (run->transport, run->socket, &type, &run->listen_value, error))
+        reply = run->ops->execute (run->transport,
+                                   vmr_qmp_cmd_nbd_server_start (type, run->listen_value), error);
     run->serving = reply != NULL;
     if (reply == NULL)
         g_prefix_error (error,
@@ -142,7 +135,7 @@ exports_listed (VerifyRun *run)
 {
     g_autoptr (GError) error = NULL;
     g_autoptr (JsonNode) reply
-        = run->ops->execute (run->transport, "query-block-exports", NULL, &error);
+        = run->ops->execute (run->transport, vmr_qmp_cmd_query_block_exports (), &error);
     JsonArray *exports = reply != NULL ? vmr_json_node_array (reply) : NULL;
 
     for (guint i = 0; exports != NULL && i < json_array_get_length (exports); i++) {
@@ -164,13 +157,10 @@ remove_exports (VerifyRun *run)
 
     for (guint i = 0; i < run->exports->len; i++) {
         const gchar *id = g_ptr_array_index (run->exports, i);
-        g_autoptr (JsonObject) args = json_object_new ();
         g_autofree gchar *what = g_strdup_printf ("removing the export %s", id);
 
-        json_object_set_string_member (args, "id", id);
         /* hard: our own connections are closed, a stray one must not keep it */
-        json_object_set_string_member (args, "mode", "hard");
-        best_effort (run, "block-export-del", args, what);
+        best_effort (run, vmr_qmp_cmd_block_export_del (id), what);
     }
     while (run->exports->len > 0 && exports_listed (run) && ++tries < EXPORTS_GONE_TRIES)
         g_usleep (EXPORTS_GONE_WAIT_US);
@@ -188,18 +178,15 @@ teardown (VerifyRun *run)
     remove_exports (run);
     for (guint i = 0; i < run->snapshots->len; i++) {
         const gchar *name = g_ptr_array_index (run->snapshots, i);
-        g_autoptr (JsonObject) args = json_object_new ();
         g_autofree gchar *what = g_strdup_printf ("removing the bitmap %s", name);
 
-        json_object_set_string_member (args, "node", run->dest_node);
-        json_object_set_string_member (args, "name", name);
-        best_effort (run, "block-dirty-bitmap-remove", args, what);
+        best_effort (run, vmr_qmp_cmd_block_dirty_bitmap_remove (run->dest_node, name), what);
     }
     g_ptr_array_set_size (run->snapshots, 0);
     if (run->old_open)
         run->ops->close_old (run->transport, run->old_node);
     if (run->serving)
-        best_effort (run, "nbd-server-stop", NULL, "stopping QEMU's NBD server");
+        best_effort (run, vmr_qmp_cmd_nbd_server_stop (), "stopping QEMU's NBD server");
     else if (run->listen_value != NULL && run->ops->unlisten != NULL)
         run->ops->unlisten (run->transport, run->listen_value);
     g_clear_pointer (&run->listen_value, g_free);
@@ -219,8 +206,8 @@ snapshot_cb (gpointer user_data, guint round, gchar **export_name, gchar **conte
     VerifyRun *run = user_data;
     g_autofree gchar *name = g_strdup_printf ("%s-verify-%u", run->job_id, round);
     g_autofree gchar *export_id = g_strdup_printf ("%s-written-%u", run->job_id, round);
-    g_autoptr (JsonObject) args = vmr_qmp_bitmap_copy_args (run->dest_node, run->bitmap, name);
-    g_autoptr (JsonNode) reply = run->ops->execute (run->transport, "transaction", args, error);
+    g_autoptr (JsonNode) reply = run->ops->execute (
+        run->transport, vmr_qmp_cmd_bitmap_copy (run->dest_node, run->bitmap, name), error);
 
     if (reply == NULL) {
         g_prefix_error (error,

@@ -18,6 +18,7 @@
 #include <json-glib/json-glib.h>
 
 #include "job.h"
+#include "qmp-vocab.h"
 #include "verification.h"
 
 G_BEGIN_DECLS
@@ -31,9 +32,11 @@ typedef struct {
     gboolean (*open) (gpointer transport, GError **error);
     /* the name of the destination's node that holds @bitmap; NULL with @error */
     gchar *(*find_node) (gpointer transport, const gchar *bitmap, GError **error);
-    /* runs one QMP command in QEMU: the "return" of its reply, or NULL with @error */
-    JsonNode *(*execute) (gpointer transport, const gchar *command, JsonObject *args,
-                          GError **error);
+    /*
+     * runs one QMP command in QEMU, @cmd (a builder's of qmp-vocab.h,
+     * consumed): the "return" of its reply, or NULL with @error
+     */
+    JsonNode *(*execute) (gpointer transport, VmrQmpCmd *cmd, GError **error);
     /*
      * The address of nbd-server-start ("addr" in its legacy form) on which
      * QEMU is to listen at the path @socket: its @type ("unix", "fd") and
@@ -62,10 +65,10 @@ typedef struct {
 gchar *vmr_verifier_pivot_bitmap (const gchar *job_id);
 
 /*
- * The arguments of block-dirty-bitmap-add that start that record on the
- * node @node, to send just before the pivot. Free with json_object_unref().
+ * The block-dirty-bitmap-add that starts that record on the node @node, to
+ * send just before the pivot. Free with vmr_qmp_cmd_free().
  */
-JsonObject *vmr_verifier_mark_pivot_args (const gchar *job_id, const gchar *node);
+VmrQmpCmd *vmr_verifier_mark_pivot_cmd (const gchar *job_id, const gchar *node);
 
 /* the verifications of one QEMU, one at a time (QEMU has one NBD server) */
 typedef struct _VmrVerifier VmrVerifier;

@@ -805,13 +805,11 @@ main (int argc, char **argv)
         { "quick", 'q', 0, G_OPTION_ARG_NONE, &quick,
           "A smoke run: one round, fixed-1400 unless --workload, a 512 MiB disk, shorter spans",
           NULL },
-        VMR_BENCH_OPTION_DIR (&dir_opt),
         VMR_BENCH_OPTION_GUEST (&guest_opt),
-        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
-        VMR_BENCH_OPTION_QEMU (&qemu_opt),
         { NULL },
     };
-    g_autoptr (GOptionContext) context = g_option_context_new (NULL);
+    const VmrBenchCommonOptions common
+        = { .dir = &dir_opt, .daemon = &daemon_opt, .qemu = &qemu_opt };
     g_autoptr (GError) error = NULL;
     g_autoptr (Bench) self = g_new0 (Bench, 1);
     g_autoptr (GPtrArray) results
@@ -821,15 +819,13 @@ main (int argc, char **argv)
     guint n_picked = 0;
     gboolean ok;
 
-    g_option_context_set_summary (
-        context, "Migrates a busy guest's disk unlimited, at static caps bisected around the "
-                 "adaptive copy's harm, and with control = adaptive, on a storage profile, and "
-                 "judges the adaptive copy against the static frontier (harm, time).");
-    g_option_context_add_main_entries (context, entries, NULL);
-    if (!g_option_context_parse (context, &argc, &argv, &error)) {
-        g_printerr ("bench-adaptive: %s\n", error->message);
+    if (!vmr_bench_parse_options (
+            "bench-adaptive", NULL,
+            "Migrates a busy guest's disk unlimited, at static caps bisected around the adaptive "
+            "copy's harm, and with control = adaptive, on a storage profile, and judges the "
+            "adaptive copy against the static frontier (harm, time).",
+            entries, &common, &argc, &argv))
         return 2;
-    }
     if (quick) {
         rounds = 1;
         settle_s = MIN (settle_s, 3);

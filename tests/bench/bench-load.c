@@ -503,21 +503,20 @@ main (int argc, char **argv)
     gint rounds = VMR_BENCH_MIN_ROUNDS;
     g_autoptr (GArray) results = g_array_new (FALSE, FALSE, sizeof (Round));
     g_autofree gchar *load_average = NULL;
-    GOptionEntry entries[] = {
-        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
-        VMR_BENCH_OPTION_QEMU (&qemu_opt),
+    const GOptionEntry entries[] = {
         { "clients", 'n', 0, G_OPTION_ARG_INT, &clients, "Control clients at once (1000)", "N" },
         { "rounds", 'r', 0, G_OPTION_ARG_INT, &rounds,
           "Rounds, each on a fresh daemon (default 3, the fewest for a verdict)", "N" },
         { NULL },
     };
-    g_autoptr (GOptionContext) context = g_option_context_new ("- many control clients at once");
+    const VmrBenchCommonOptions common = { .daemon = &daemon_opt, .qemu = &qemu_opt };
     g_autoptr (GError) error = NULL;
 
-    g_option_context_add_main_entries (context, entries, NULL);
-    if (!g_option_context_parse (context, &argc, &argv, &error) || clients < 2 || rounds < 1) {
-        g_printerr ("bench-load: %s\n",
-                    error != NULL ? error->message : "--clients must be >= 2, --rounds >= 1");
+    if (!vmr_bench_parse_options ("bench-load", "- many control clients at once", NULL, entries,
+                                  &common, &argc, &argv))
+        return 2;
+    if (clients < 2 || rounds < 1) {
+        g_printerr ("bench-load: --clients must be >= 2, --rounds >= 1\n");
         return 2;
     }
     raise_fd_limit ((guint) clients + 256);

@@ -614,13 +614,10 @@ main (int argc, char **argv)
           "Disk size for the copy time, MiB (default 2048)", "MIB" },
         { "small-size", 0, 0, G_OPTION_ARG_INT, &small_mib,
           "Disk size for the orchestration, MiB (default 64)", "MIB" },
-        VMR_BENCH_OPTION_DIR (&dir_opt),
-        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
-        VMR_BENCH_OPTION_QEMU (&qemu_opt),
-        VMR_BENCH_OPTION_DAEMON_LOG (&daemon_log),
         { NULL },
     };
-    g_autoptr (GOptionContext) context = g_option_context_new ("[VIRT-MIRRORD]");
+    const VmrBenchCommonOptions common
+        = { .dir = &dir_opt, .daemon = &daemon_opt, .qemu = &qemu_opt, .daemon_log = &daemon_log };
     g_autoptr (GError) error = NULL;
     g_autoptr (Bench) self = g_new0 (Bench, 1);
     g_autofree gchar *load_at_start = NULL;
@@ -628,14 +625,11 @@ main (int argc, char **argv)
     g_auto (Figures) overhead_figures = { { { NULL } } };
     gboolean ok;
 
-    g_option_context_set_summary (context,
+    if (!vmr_bench_parse_options ("bench-mirror", "[VIRT-MIRRORD]",
                                   "Compares virt-mirror with a bare QEMU blockdev-mirror: copy "
-                                  "time and orchestration overhead.");
-    g_option_context_add_main_entries (context, entries, NULL);
-    if (!g_option_context_parse (context, &argc, &argv, &error)) {
-        g_printerr ("bench-mirror: %s\n", error->message);
+                                  "time and orchestration overhead.",
+                                  entries, &common, &argc, &argv))
         return 2;
-    }
     if (argc > 2 || warmup < 0 || rounds < 0 || overhead_rounds < 0 || copy_mib <= 0
         || small_mib <= 0) {
         g_printerr ("bench-mirror: bad arguments; see --help\n");

@@ -233,6 +233,81 @@ make_dirs (Bench *self, const gchar *image_parent, GError **error)
     return g_file_set_contents (self->empty_policy, "[defaults]\n", -1, error);
 }
 
+/* the guest's settings, once the options are read */
+static void
+guest_init (Bench *self)
+{
+    self->guest = (VmrBenchGuest){
+        .qemu_path = self->qemu_path,
+        .interrupted = &self->interrupted,
+        .start_timeout_s = START_TIMEOUT_S,
+        .stop_timeout_s = STOP_TIMEOUT_S,
+        .job_timeout_s = JOB_TIMEOUT_S,
+    };
+}
+
+/* the guest's disk, @source, of random data */
+static gboolean
+write_source (Bench *self, const gchar *source, GError **error)
+{
+    gint64 start = g_get_monotonic_time ();
+    gboolean ok;
+
+    g_printerr ("writing a %" G_GUINT64_FORMAT " MiB source image...", self->disk_size / MIB);
+    ok = vmr_bench_image_create_source (source, self->disk_size, 7, error);
+    g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
+    return ok;
+}
+
+/* what the bench runs, and the heads of the runs' columns */
+static void
+print_header (Bench *self, const gchar *source)
+{
+    g_print ("virt-mirror policy benchmark: a busy guest's I/O while its disk migrates\n");
+    g_print ("  guest: fio randrw 70/30, 8 KiB, iodepth 1, vmr.iops=%u, %" G_GUINT64_FORMAT
+             " MiB raw disk (iothread%s)\n",
+             self->iops, self->disk_size / MIB,
+             vmr_guest_disk_takes_o_direct (source) ? ", cache.direct=on, aio=native"
+                                                    : ", host cache");
+    g_print ("  policy variant: %s\n", self->policy_path);
+    g_print ("  IOPS and latency (us) are the guest's; during is migrate -> synced; migration "
+             "is that plus job-pivot -> completed (s)\n");
+    g_print ("  %-5s %-12s %7s %7s %7s %7s %8s %8s %9s  %s\n", "round", "variant", "before",
+             "during", "after", "dur/bef", "lat bef", "lat dur", "migration", "job states");
+}
+
+/*
+ * @rounds rounds, each running the variants (only the policy's with
+ * @only_policy) in turn first, their figures added to @figures
+ */
+static gboolean
+run_rounds (Bench *self, guint rounds, gboolean only_policy, const gchar *source,
+            Figures figures[N_VARIANTS], GError **error)
+{
+    for (guint round = 1; round <= rounds; round++) {
+        guint order[N_VARIANTS];
+
+        vmr_bench_round_order (round - 1, N_VARIANTS, order);
+        for (guint i = 0; i < N_VARIANTS; i++) {
+            Variant v = order[i];
+            RunResult result;
+            gboolean ok;
+
+            if (only_policy && v != VARIANT_POLICY)
+                continue;
+            ok = bench_run (self, v, source, &result, error);
+            if (ok) {
+                bench_policy_print_run (round, v, &result);
+                bench_policy_figures_add (&figures[v], &result);
+            }
+            bench_policy_run_result_clear (&result);
+            if (!ok)
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -271,13 +346,11 @@ main (int argc, char **argv)
           "Skip the unthrottled variant (to try policy files)", NULL },
         { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &policy_opt,
           "The policy of the second variant (default: the example, data/policy.conf)", "FILE" },
-        VMR_BENCH_OPTION_DIR (&dir_opt),
         VMR_BENCH_OPTION_GUEST (&guest_opt),
-        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
-        VMR_BENCH_OPTION_QEMU (&qemu_opt),
         { NULL },
     };
-    g_autoptr (GOptionContext) context = g_option_context_new (NULL);
+    const VmrBenchCommonOptions common
+        = { .dir = &dir_opt, .daemon = &daemon_opt, .qemu = &qemu_opt };
     g_autoptr (GError) error = NULL;
     g_autoptr (Bench) self = g_new0 (Bench, 1);
     g_autofree gchar *load_at_start = NULL;
@@ -285,14 +358,11 @@ main (int argc, char **argv)
     Figures figures[N_VARIANTS];
     gboolean ok;
 
-    g_option_context_set_summary (context,
+    if (!vmr_bench_parse_options ("bench-policy", NULL,
                                   "Measures a busy guest's IOPS before, during and after the "
-                                  "migration of its disk, unthrottled and with the policy.");
-    g_option_context_add_main_entries (context, entries, NULL);
-    if (!g_option_context_parse (context, &argc, &argv, &error)) {
-        g_printerr ("bench-policy: %s\n", error->message);
+                                  "migration of its disk, unthrottled and with the policy.",
+                                  entries, &common, &argc, &argv))
         return 2;
-    }
     if (argc > 1 || rounds < 1 || iops < 1 || disk_mib < 64 || settle_s < 0 || before_s < 2
         || after_gap_s < 0 || after_s < 2) {
         g_printerr ("bench-policy: bad arguments; see --help\n");
@@ -307,14 +377,7 @@ main (int argc, char **argv)
     self->before_s = (guint) before_s;
     self->after_gap_s = (guint) after_gap_s;
     self->after_s = (guint) after_s;
-
-    self->guest = (VmrBenchGuest){
-        .qemu_path = self->qemu_path,
-        .interrupted = &self->interrupted,
-        .start_timeout_s = START_TIMEOUT_S,
-        .stop_timeout_s = STOP_TIMEOUT_S,
-        .job_timeout_s = JOB_TIMEOUT_S,
-    };
+    guest_init (self);
     vmr_bench_catch_signals (&self->interrupted);
     for (guint v = 0; v < N_VARIANTS; v++)
         bench_policy_figures_init (&figures[v]);
@@ -323,44 +386,13 @@ main (int argc, char **argv)
     ok = vmr_bench_guest_find (&self->guest, guest_opt, &error)
          && make_dirs (self, dir_opt, &error);
     if (ok) {
-        gint64 start = g_get_monotonic_time ();
-
         source = g_build_filename (self->guest.image_dir, "source.raw", NULL);
-        g_printerr ("writing a %d MiB source image...", disk_mib);
-        ok = vmr_bench_image_create_source (source, self->disk_size, 7, &error);
-        g_printerr (" %.1f s\n", (gdouble) (g_get_monotonic_time () - start) / G_USEC_PER_SEC);
+        ok = write_source (self, source, &error);
     }
-    if (ok) {
-        g_print ("virt-mirror policy benchmark: a busy guest's I/O while its disk migrates\n");
-        g_print ("  guest: fio randrw 70/30, 8 KiB, iodepth 1, vmr.iops=%u, %d MiB raw disk "
-                 "(iothread%s)\n",
-                 self->iops, disk_mib,
-                 vmr_guest_disk_takes_o_direct (source) ? ", cache.direct=on, aio=native"
-                                                        : ", host cache");
-        g_print ("  policy variant: %s\n", self->policy_path);
-        g_print ("  IOPS and latency (us) are the guest's; during is migrate -> synced; migration "
-                 "is that plus job-pivot -> completed (s)\n");
-        g_print ("  %-5s %-12s %7s %7s %7s %7s %8s %8s %9s  %s\n", "round", "variant", "before",
-                 "during", "after", "dur/bef", "lat bef", "lat dur", "migration", "job states");
-    }
-    for (guint round = 1; ok && round <= (guint) rounds; round++) {
-        guint order[N_VARIANTS];
-
-        vmr_bench_round_order (round - 1, N_VARIANTS, order);
-        for (guint i = 0; ok && i < N_VARIANTS; i++) {
-            Variant v = order[i];
-            RunResult result;
-
-            if (only_policy && v != VARIANT_POLICY)
-                continue;
-            ok = bench_run (self, v, source, &result, &error);
-            if (ok) {
-                bench_policy_print_run (round, v, &result);
-                bench_policy_figures_add (&figures[v], &result);
-            }
-            bench_policy_run_result_clear (&result);
-        }
-    }
+    if (ok)
+        print_header (self, source);
+    if (ok)
+        ok = run_rounds (self, (guint) rounds, only_policy, source, figures, &error);
     if (!ok) {
         g_printerr ("bench-policy: %s\n", error->message);
         for (guint v = 0; v < N_VARIANTS; v++)

@@ -386,6 +386,42 @@ vmr_bench_catch_signals (gboolean *interrupted)
 }
 
 gboolean
+vmr_bench_parse_options (const gchar *name, const gchar *params, const gchar *summary,
+                         const GOptionEntry *entries, const VmrBenchCommonOptions *common,
+                         gint *argc, gchar ***argv)
+{
+    const GOptionEntry shared[] = {
+        { "dir", 'd', 0, G_OPTION_ARG_FILENAME, common->dir,
+          "Put the images in a new directory under DIR (default: the temporary directory)", "DIR" },
+        { "daemon", 0, 0, G_OPTION_ARG_FILENAME, common->daemon,
+          "virt-mirrord to run (env VMR_DAEMON, default: the one built with the bench)", "PATH" },
+        { "qemu", 0, 0, G_OPTION_ARG_FILENAME, common->qemu,
+          "QEMU binary (env VMR_QEMU, default qemu-system-x86_64)", "PATH" },
+        { "daemon-log", 0, 0, G_OPTION_ARG_FILENAME, common->daemon_log,
+          "Run the daemon with --verbose and keep its log in FILE", "FILE" },
+    };
+    /* zero-terminated: the last entry is the table's NULL one */
+    g_autoptr (GArray) all = g_array_new (TRUE, TRUE, sizeof (GOptionEntry));
+    g_autoptr (GOptionContext) context = g_option_context_new (params);
+    g_autoptr (GError) error = NULL;
+
+    for (gsize i = 0; entries[i].long_name != NULL; i++)
+        g_array_append_val (all, entries[i]);
+    for (gsize i = 0; i < G_N_ELEMENTS (shared); i++) {
+        if (shared[i].arg_data != NULL)
+            g_array_append_val (all, shared[i]);
+    }
+    if (summary != NULL)
+        g_option_context_set_summary (context, summary);
+    g_option_context_add_main_entries (context, (const GOptionEntry *) all->data, NULL);
+    if (!g_option_context_parse (context, argc, argv, &error)) {
+        g_printerr ("%s: %s\n", name, error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
 vmr_bench_make_dirs (const gchar *image_parent, gchar **out_run_dir, gchar **out_image_dir,
                      GError **error)
 {

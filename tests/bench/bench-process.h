@@ -209,28 +209,27 @@ gchar *vmr_bench_pick_program (const gchar *option, const gchar *env_name, const
  */
 void vmr_bench_catch_signals (gboolean *interrupted);
 
-/* the options every bench takes, for its GOptionEntry table */
-#define VMR_BENCH_OPTION_DIR(dir_opt)                                                              \
-    {                                                                                              \
-        "dir", 'd', 0, G_OPTION_ARG_FILENAME, (dir_opt),                                           \
-            "Put the images in a new directory under DIR (default: the temporary directory)",      \
-            "DIR"                                                                                  \
-    }
-#define VMR_BENCH_OPTION_DAEMON(daemon_opt)                                                        \
-    {                                                                                              \
-        "daemon", 0, 0, G_OPTION_ARG_FILENAME, (daemon_opt),                                       \
-            "virt-mirrord to run (env VMR_DAEMON, default: the one built with the bench)", "PATH"  \
-    }
-#define VMR_BENCH_OPTION_DAEMON_LOG(log_opt)                                                       \
-    {                                                                                              \
-        "daemon-log", 0, 0, G_OPTION_ARG_FILENAME, (log_opt),                                      \
-            "Run the daemon with --verbose and keep its log in FILE", "FILE"                       \
-    }
-#define VMR_BENCH_OPTION_QEMU(qemu_opt)                                                            \
-    {                                                                                              \
-        "qemu", 0, 0, G_OPTION_ARG_FILENAME, (qemu_opt),                                           \
-            "QEMU binary (env VMR_QEMU, default qemu-system-x86_64)", "PATH"                       \
-    }
+/*
+ * The options most benches take: where each one's value goes, NULL for an
+ * option the bench does not take. --dir (the images' parent directory),
+ * --daemon (virt-mirrord), --daemon-log (a verbose daemon's log) and --qemu
+ * (the QEMU binary).
+ */
+typedef struct {
+    gchar **dir;
+    gchar **daemon;
+    gchar **daemon_log;
+    gchar **qemu;
+} VmrBenchCommonOptions;
+
+/*
+ * Parses the command line of the bench @name: its own @entries (up to their
+ * NULL entry), then the options of @common; @params and @summary (may be
+ * NULL) are for --help. FALSE after one line on stderr.
+ */
+gboolean vmr_bench_parse_options (const gchar *name, const gchar *params, const gchar *summary,
+                                  const GOptionEntry *entries, const VmrBenchCommonOptions *common,
+                                  gint *argc, gchar ***argv);
 
 /*
  * Makes the bench's directories: a fresh one in the temporary directory

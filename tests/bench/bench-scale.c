@@ -671,15 +671,13 @@ main (int argc, char **argv)
           "Put the images in a new directory under DIR (default: the temporary directory)", "DIR" },
         { "keep", 'k', 0, G_OPTION_ARG_NONE, &keep,
           "Keep the images, the logs and the daemon's state at the end", NULL },
-        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
         { "cli", 0, 0, G_OPTION_ARG_FILENAME, &cli_opt,
           "virt-mirror to run (env VMR_CLI, default: the one built with the bench)", "PATH" },
-        VMR_BENCH_OPTION_QEMU (&qemu_opt),
         { "qemu-img", 0, 0, G_OPTION_ARG_FILENAME, &qemu_img_opt,
           "qemu-img binary for the device baseline (env VMR_QEMU_IMG, default qemu-img)", "PATH" },
         { NULL },
     };
-    g_autoptr (GOptionContext) context = g_option_context_new (NULL);
+    const VmrBenchCommonOptions common = { .daemon = &daemon_opt, .qemu = &qemu_opt };
     g_autoptr (GError) error = NULL;
     g_autoptr (Bench) self = g_new0 (Bench, 1);
     g_autofree gchar *load_at_start = NULL;
@@ -690,14 +688,12 @@ main (int argc, char **argv)
     gdouble rss = 0;
     gboolean ok;
 
-    g_option_context_set_summary (
-        context, "Times `virt-mirror evacuate --wait` of N paused QEMUs with small "
-                 "disks under max-parallel P, against the device's throughput.");
-    g_option_context_add_main_entries (context, entries, NULL);
-    if (!g_option_context_parse (context, &argc, &argv, &error)) {
-        g_printerr ("bench-scale: %s\n", error->message);
+    if (!vmr_bench_parse_options ("bench-scale", NULL,
+                                  "Times `virt-mirror evacuate --wait` of N paused QEMUs with "
+                                  "small disks under max-parallel P, against the device's "
+                                  "throughput.",
+                                  entries, &common, &argc, &argv))
         return 2;
-    }
     figures.counts = parse_list (counts_opt != NULL ? counts_opt : "1,10,50", MAX_COUNT);
     figures.parallel = parse_list (parallel_opt != NULL ? parallel_opt : "2,4", 1000);
     if (argc > 1 || figures.counts == NULL || figures.parallel == NULL || rounds < 1

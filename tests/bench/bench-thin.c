@@ -298,13 +298,10 @@ main (int argc, char **argv)
           "With --nbd-raw-qmp: skip the cases at an eighth of the sizes (QEMU's defaults on a "
           "file export, servers that cannot zero quickly)",
           NULL },
-        VMR_BENCH_OPTION_DIR (&dir_opt),
-        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
-        VMR_BENCH_OPTION_QEMU (&qemu_opt),
-        VMR_BENCH_OPTION_DAEMON_LOG (&daemon_log),
         { NULL },
     };
-    g_autoptr (GOptionContext) context = g_option_context_new ("");
+    const VmrBenchCommonOptions common
+        = { .dir = &dir_opt, .daemon = &daemon_opt, .qemu = &qemu_opt, .daemon_log = &daemon_log };
     g_autoptr (GError) error = NULL;
     g_autoptr (Bench) self = g_new0 (Bench, 1);
     g_autofree gchar *load_at_start = NULL;
@@ -313,14 +310,11 @@ main (int argc, char **argv)
     gboolean all_met = TRUE;
     gboolean ok;
 
-    g_option_context_set_summary (context,
+    if (!vmr_bench_parse_options ("bench-thin", "",
                                   "Copies a thin disk and a full disk of its data, and compares "
-                                  "their copy times and the destinations' allocation.");
-    g_option_context_add_main_entries (context, entries, NULL);
-    if (!g_option_context_parse (context, &argc, &argv, &error)) {
-        g_printerr ("bench-thin: %s\n", error->message);
+                                  "their copy times and the destinations' allocation.",
+                                  entries, &common, &argc, &argv))
         return 2;
-    }
     if (argc > 1 || rounds < 1 || (no_fallbacks && !nbd) || (only != NULL && nbd)
         || (only != NULL && g_strcmp0 (only, "file") != 0 && g_strcmp0 (only, "nbd") != 0)) {
         g_printerr ("bench-thin: bad arguments; see --help\n");

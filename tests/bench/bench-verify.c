@@ -325,13 +325,10 @@ main (int argc, char **argv)
           "Size of the thin disk in MiB (default 16384)", "MIB" },
         { "rounds", 'r', 0, G_OPTION_ARG_INT, &rounds, "Rounds per disk (default 3)", "N" },
         { "keep", 'k', 0, G_OPTION_ARG_NONE, &keep, "Keep the run directory", NULL },
-        VMR_BENCH_OPTION_DIR (&dir_opt),
-        VMR_BENCH_OPTION_DAEMON (&daemon_opt),
-        VMR_BENCH_OPTION_QEMU (&qemu_opt),
         G_OPTION_ENTRY_NULL,
     };
-    g_autoptr (GOptionContext) context
-        = g_option_context_new ("- verification against qemu-img compare");
+    const VmrBenchCommonOptions common
+        = { .dir = &dir_opt, .daemon = &daemon_opt, .qemu = &qemu_opt };
     g_autoptr (GError) error = NULL;
     Bench bench = { 0 };
     DiskFigures disks[2] = { { "data" }, { "thin" } };
@@ -342,11 +339,9 @@ main (int argc, char **argv)
     GArray *thin_ratios;
     gdouble thin_ratio;
 
-    g_option_context_add_main_entries (context, entries, NULL);
-    if (!g_option_context_parse (context, &argc, &argv, &error)) {
-        g_printerr ("bench-verify: %s\n", error->message);
+    if (!vmr_bench_parse_options ("bench-verify", "- verification against qemu-img compare", NULL,
+                                  entries, &common, &argc, &argv))
         return 2;
-    }
     bench.size = (size_text != NULL ? g_ascii_strtoull (size_text, NULL, 10) : 1024) * MIB;
     bench.thin_size = (thin_text != NULL ? g_ascii_strtoull (thin_text, NULL, 10) : 16384) * MIB;
     bench.rounds = (guint) MAX (rounds, 1);

@@ -248,6 +248,13 @@ add_blockdev_cases (GPtrArray *cmds)
           .export_name = "disk0",
           .tls_creds = "vmr-3-dst-tls" },
     };
+    /* the old source, read for a verification */
+    const struct {
+        const gchar *format, *driver, *filename;
+    } read_only[] = {
+        { "qcow2", "file", "/images/old.qcow2" },
+        { "raw", "host_device", "/dev/sdy" },
+    };
     g_autoptr (JsonObject) file
         = vmr_qmp_blockdev_local ("file", "/images/a.qcow2", "vmr-3-dst-file", TRUE, FALSE);
     g_autoptr (JsonObject) device
@@ -278,6 +285,12 @@ add_blockdev_cases (GPtrArray *cmds)
 
         json_object_set_string_member (nbd, "node-name", "vmr-3-dst-file");
         options = vmr_qmp_blockdev_format (&args);
+        g_ptr_array_add (cmds, vmr_qmp_cmd_blockdev_add (options));
+    }
+    for (guint i = 0; i < G_N_ELEMENTS (read_only); i++) {
+        g_autoptr (JsonObject) options = vmr_qmp_blockdev_read_only (
+            read_only[i].format, read_only[i].driver, read_only[i].filename, "vmr-3-old");
+
         g_ptr_array_add (cmds, vmr_qmp_cmd_blockdev_add (options));
     }
 }

@@ -126,13 +126,6 @@ vmr_libvirt_domain_read_load (virDomain *dom, GError **error)
     return g_steal_pointer (&result);
 }
 
-JsonNode *
-vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObject *args,
-                                 GError **error)
-{
-    return vmr_libvirt_domain_qemu_command_with_fd (dom, command, args, -1, error);
-}
-
 /* sends the QMP @text of @command through libvirt; the "return" of its reply */
 static JsonNode *
 passthrough (virDomain *dom, const gchar *command, const gchar *text, gint fd, GError **error)
@@ -179,28 +172,18 @@ passthrough (virDomain *dom, const gchar *command, const gchar *text, gint fd, G
 }
 
 JsonNode *
-vmr_libvirt_domain_qemu_command_with_fd (virDomain *dom, const gchar *command, JsonObject *args,
-                                         gint fd, GError **error)
+vmr_libvirt_domain_run_with_fd (virDomain *dom, VmrQmpCmd *cmd, gint fd, GError **error)
 {
-    g_autoptr (JsonObject) msg = json_object_new ();
-    g_autoptr (JsonNode) msg_node = json_node_new (JSON_NODE_OBJECT);
-    g_autofree gchar *text = NULL;
+    g_autoptr (VmrQmpCmd) owned = cmd;
+    g_autofree gchar *text = vmr_qmp_cmd_to_string (owned);
 
-    json_object_set_string_member (msg, "execute", command);
-    if (args != NULL)
-        json_object_set_object_member (msg, "arguments", json_object_ref (args));
-    json_node_set_object (msg_node, msg);
-    text = json_to_string (msg_node, FALSE);
-    return passthrough (dom, command, text, fd, error);
+    return passthrough (dom, vmr_qmp_cmd_name (owned), text, fd, error);
 }
 
 JsonNode *
 vmr_libvirt_domain_run (virDomain *dom, VmrQmpCmd *cmd, GError **error)
 {
-    g_autoptr (VmrQmpCmd) owned = cmd;
-    g_autofree gchar *text = vmr_qmp_cmd_to_string (owned);
-
-    return passthrough (dom, vmr_qmp_cmd_name (owned), text, -1, error);
+    return vmr_libvirt_domain_run_with_fd (dom, cmd, -1, error);
 }
 
 JsonObject *

@@ -32,27 +32,16 @@ GPtrArray *vmr_libvirt_domain_read_disks (virDomain *dom, GError **error);
 GHashTable *vmr_libvirt_domain_read_load (virDomain *dom, GError **error);
 
 /*
- * Runs the QMP @command with @args (may be NULL) through libvirt and
- * returns its "return" value. A QMP error is VMR_ERROR_GENERIC with QEMU's
- * text; a reply over the bound of vmr_libvirt_reply_check() is
- * VMR_ERROR_PROTOCOL, not parsed. libvirt marks the domain tainted ("custom-monitor") the first
- * time.
- */
-JsonNode *vmr_libvirt_domain_qemu_command (virDomain *dom, const gchar *command, JsonObject *args,
-                                           GError **error);
-
-/*
- * Runs @cmd (a builder's of qmp-vocab.h, consumed) through libvirt, as
- * vmr_libvirt_domain_qemu_command(): the same JSON as the QMP backend sends.
+ * Runs @cmd (a builder's of qmp-vocab.h, consumed) through libvirt: the
+ * same JSON as the QMP backend sends. Returns its "return" value. A QMP
+ * error is VMR_ERROR_GENERIC with QEMU's text; a reply over the bound of
+ * vmr_libvirt_reply_check() is VMR_ERROR_PROTOCOL, not parsed. libvirt
+ * marks the domain tainted ("custom-monitor") the first time.
  */
 JsonNode *vmr_libvirt_domain_run (virDomain *dom, VmrQmpCmd *cmd, GError **error);
 
-/*
- * As vmr_libvirt_domain_qemu_command(), handing QEMU the file descriptor
- * @fd with the command (as for getfd); -1 = none.
- */
-JsonNode *vmr_libvirt_domain_qemu_command_with_fd (virDomain *dom, const gchar *command,
-                                                   JsonObject *args, gint fd, GError **error);
+/* as vmr_libvirt_domain_run(), handing QEMU the file descriptor @fd with @cmd (as for getfd) */
+JsonNode *vmr_libvirt_domain_run_with_fd (virDomain *dom, VmrQmpCmd *cmd, gint fd, GError **error);
 
 /*
  * QEMU's query-block-jobs entry of libvirt's copy job on the disk @target

@@ -47,14 +47,12 @@ has_bitmap (JsonObject *node, const gchar *bitmap)
 static gchar *
 find_node (virDomain *dom, const VmrDestination *destination, const gchar *bitmap, GError **error)
 {
-    g_autoptr (JsonObject) args = json_object_new ();
-    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (JsonNode) reply
+        = vmr_libvirt_domain_run (dom, vmr_qmp_cmd_query_named_block_nodes (TRUE), error);
     JsonArray *nodes;
     const gchar *found = NULL;
     gboolean found_format = FALSE;
 
-    json_object_set_boolean_member (args, "flat", TRUE);
-    reply = vmr_libvirt_domain_qemu_command (dom, "query-named-block-nodes", args, error);
     if (reply == NULL)
         return NULL;
     nodes = vmr_json_node_array (reply);
@@ -97,18 +95,16 @@ vmr_libvirt_verify_mark_pivot (virDomain *dom, const gchar *job_id,
 {
     g_autoptr (GError) error = NULL;
     g_autofree gchar *node = find_node (dom, destination, NULL, &error);
-    g_autoptr (JsonObject) args = NULL;
+    g_autofree gchar *bitmap = vmr_verifier_pivot_bitmap (job_id);
     g_autoptr (JsonNode) reply = NULL;
 
-    if (node != NULL) {
-        args = vmr_verifier_mark_pivot_args (job_id, node);
-        reply = vmr_libvirt_domain_qemu_command (dom, "block-dirty-bitmap-add", args, &error);
-    }
+    if (node != NULL)
+        reply = vmr_libvirt_domain_run (dom, vmr_verifier_mark_pivot_cmd (job_id, node), &error);
     if (reply == NULL)
         g_message ("job %s: cannot record the writes after the pivot: %s", job_id, error->message);
     else
-        g_debug ("job %s: bitmap %s on node %s records the writes after the pivot", job_id,
-                 vmr_json_get_string (args, "name"), node);
+        g_debug ("job %s: bitmap %s on node %s records the writes after the pivot", job_id, bitmap,
+                 node);
 }
 
 /* ---- the transport ---- */
@@ -153,11 +149,11 @@ transport_find_node (gpointer transport, const gchar *bitmap, GError **error)
 }
 
 static JsonNode *
-transport_execute (gpointer transport, const gchar *command, JsonObject *args, GError **error)
+transport_execute (gpointer transport, VmrQmpCmd *cmd, GError **error)
 {
     LibvirtTransport *t = transport;
 
-    return vmr_libvirt_domain_qemu_command (t->dom, command, args, error);
+    return vmr_libvirt_domain_run (t->dom, cmd, error);
 }
 
 /* the daemon's listening socket, handed to QEMU */
@@ -169,7 +165,6 @@ transport_listen (gpointer transport, const gchar *socket, gchar **type, gchar *
     g_autoptr (GSocket) listener = g_socket_new (G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM,
                                                  G_SOCKET_PROTOCOL_DEFAULT, error);
     g_autoptr (GSocketAddress) address = g_unix_socket_address_new (socket);
-    g_autoptr (JsonObject) args = json_object_new ();
     g_autoptr (JsonNode) passed = NULL;
 
     if (listener == NULL || !g_socket_bind (listener, address, FALSE, error)
@@ -177,9 +172,8 @@ transport_listen (gpointer transport, const gchar *socket, gchar **type, gchar *
         g_prefix_error (error, "cannot listen on %s: ", socket);
         return FALSE;
     }
-    json_object_set_string_member (args, "fdname", t->fd_name);
-    passed = vmr_libvirt_domain_qemu_command_with_fd (t->dom, "getfd", args,
-                                                      g_socket_get_fd (listener), error);
+    passed = vmr_libvirt_domain_run_with_fd (t->dom, vmr_qmp_cmd_getfd (t->fd_name),
+                                             g_socket_get_fd (listener), error);
     if (passed == NULL)
         return FALSE;
     *type = g_strdup ("fd");
@@ -191,12 +185,9 @@ static void
 transport_unlisten (gpointer transport, const gchar *value)
 {
     LibvirtTransport *t = transport;
-    g_autoptr (JsonObject) args = json_object_new ();
     g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = NULL;
-
-    json_object_set_string_member (args, "fdname", value);
-    reply = vmr_libvirt_domain_qemu_command (t->dom, "closefd", args, &error);
+    g_autoptr (JsonNode) reply
+        = vmr_libvirt_domain_run (t->dom, vmr_qmp_cmd_closefd (value), &error);
     if (reply == NULL)
         g_message ("job %s: closing the NBD server's socket after the verification: %s", t->job_id,
                    error->message);

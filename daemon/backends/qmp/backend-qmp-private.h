@@ -95,9 +95,6 @@ MirrorTrack *vmr_backend_qmp_track_new (VmrJob *job, const gchar *source_node,
 
 void vmr_backend_qmp_track_free (MirrorTrack *track);
 
-/* {@key: @value}, the arguments of a command on one device or node */
-JsonObject *vmr_backend_qmp_args_device (const gchar *key, const gchar *value);
-
 /* the callback of a command whose failure only matters for the log; @user_data: what it does, freed
  */
 void vmr_backend_qmp_best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data);

@@ -37,15 +37,6 @@ vmr_backend_qmp_track_free (MirrorTrack *track)
     g_free (track);
 }
 
-JsonObject *
-vmr_backend_qmp_args_device (const gchar *key, const gchar *value)
-{
-    JsonObject *args = json_object_new ();
-
-    json_object_set_string_member (args, key, value);
-    return args;
-}
-
 void
 vmr_backend_qmp_best_effort_cb (GObject *source, GAsyncResult *res, gpointer user_data)
 {

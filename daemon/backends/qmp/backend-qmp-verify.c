@@ -12,17 +12,18 @@
 
 #include "qmp-client.h"
 #include "qmp-parse.h"
+#include "qmp-vocab.h"
 #include "verifier.h"
 
 void
 vmr_backend_qmp_mark_pivot (VmrBackendQmp *self, VmrJob *job)
 {
     g_autofree gchar *node = g_strdup_printf ("%s-dst", job->id);
-    g_autoptr (JsonObject) args = vmr_verifier_mark_pivot_args (job->id, node);
 
     /* sent before job-complete: from the switch on, every guest write is in it */
-    vmr_qmp_client_execute_async (
-        self->client, "block-dirty-bitmap-add", args, 0, NULL, vmr_backend_qmp_best_effort_cb,
+    vmr_qmp_client_run_async (
+        self->client, vmr_verifier_mark_pivot_cmd (job->id, node), 0, NULL,
+        vmr_backend_qmp_best_effort_cb,
         g_strdup_printf ("recording the writes after the pivot of %s", job->id));
 }
 
@@ -38,8 +39,8 @@ typedef struct {
 /* one call on the main loop, which the verification's thread waits for */
 typedef struct {
     QmpTransport *transport;
-    const gchar *command; /* NULL: the disks */
-    JsonObject *args;
+    gboolean is_command; /* a command, else the disks */
+    VmrQmpCmd *cmd;      /* owned until it is sent */
     GMutex lock;
     GCond cond;
     gboolean done;
@@ -54,7 +55,7 @@ call_done_cb (GObject *source, GAsyncResult *res, gpointer user_data)
     MainLoopCall *call = user_data;
 
     g_mutex_lock (&call->lock);
-    if (call->command != NULL)
+    if (call->is_command)
         call->reply = vmr_qmp_client_execute_finish (VMR_QMP_CLIENT (source), res, &call->error);
     else
         call->disks = vmr_backend_qmp_query_disks_finish (VMR_BACKEND (source), res, &call->error);
@@ -69,9 +70,9 @@ call_start_cb (gpointer user_data)
     MainLoopCall *call = user_data;
     VmrBackendQmp *self = call->transport->self;
 
-    if (call->command != NULL)
-        vmr_qmp_client_execute_async (self->client, call->command, call->args, 0, NULL,
-                                      call_done_cb, call);
+    if (call->is_command)
+        vmr_qmp_client_run_async (self->client, g_steal_pointer (&call->cmd), 0, NULL, call_done_cb,
+                                  call);
     else
         vmr_backend_qmp_query_disks_async (VMR_BACKEND (self), NULL, call_done_cb, call);
     return G_SOURCE_REMOVE;
@@ -93,9 +94,9 @@ call_on_main_loop (MainLoopCall *call)
 }
 
 static JsonNode *
-transport_execute (gpointer transport, const gchar *command, JsonObject *args, GError **error)
+transport_execute (gpointer transport, VmrQmpCmd *cmd, GError **error)
 {
-    MainLoopCall call = { .transport = transport, .command = command, .args = args };
+    MainLoopCall call = { .transport = transport, .cmd = cmd, .is_command = TRUE };
 
     call_on_main_loop (&call);
     if (call.reply == NULL)
@@ -146,19 +147,11 @@ static gboolean
 transport_open_old (gpointer transport, const gchar *node, GError **error)
 {
     QmpTransport *t = transport;
-    g_autoptr (JsonObject) args = json_object_new ();
-    JsonObject *file = json_object_new ();
     gboolean device = !g_file_test (t->source, G_FILE_TEST_IS_REGULAR);
-    g_autoptr (JsonNode) reply = NULL;
+    g_autoptr (JsonObject) options = vmr_qmp_blockdev_read_only (
+        t->source_format, device ? "host_device" : "file", t->source, node);
+    g_autoptr (JsonNode) reply = transport_execute (t, vmr_qmp_cmd_blockdev_add (options), error);
 
-    json_object_set_string_member (file, "driver", device ? "host_device" : "file");
-    json_object_set_string_member (file, "filename", t->source);
-    json_object_set_boolean_member (file, "read-only", TRUE);
-    json_object_set_string_member (args, "driver", t->source_format);
-    json_object_set_string_member (args, "node-name", node);
-    json_object_set_boolean_member (args, "read-only", TRUE);
-    json_object_set_object_member (args, "file", file);
-    reply = transport_execute (t, "blockdev-add", args, error);
     return reply != NULL;
 }
 
@@ -166,9 +159,8 @@ static void
 transport_close_old (gpointer transport, const gchar *node)
 {
     QmpTransport *t = transport;
-    g_autoptr (JsonObject) args = vmr_backend_qmp_args_device ("node-name", node);
     g_autoptr (GError) error = NULL;
-    g_autoptr (JsonNode) reply = transport_execute (t, "blockdev-del", args, &error);
+    g_autoptr (JsonNode) reply = transport_execute (t, vmr_qmp_cmd_blockdev_del (node), &error);
 
     if (reply == NULL)
         g_debug ("closing %s: %s", t->source, error->message);
