@@ -68,8 +68,9 @@ fresh_root_acquire() {
 # one file system (apt never rewrites a downloaded package), else as copies.
 # The paths are quoted here; "$1" in them is left to mmdebstrap's hook shell.
 fresh_cache_link() {
-	local from=$1 to=$2
-	echo "cd $from && for f in *.deb; do [ -e \"\$f\" ] || continue; [ -e $to/\"\$f\" ] || ln \"\$f\" $to/ 2>/dev/null || cp -p \"\$f\" $to/; done"
+	local from=$1 to=$2 find
+	find="find $from -maxdepth 1 -name '*.deb' -exec"
+	echo "$find cp -ln -t $to {} + 2>/dev/null || $find cp -pn -t $to {} +"
 }
 
 # fresh_root_args CACHE: the options of mmdebstrap that every check gives it,
