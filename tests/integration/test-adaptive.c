@@ -323,7 +323,7 @@ test_write_verify (VmrHarness *h, gconstpointer user_data)
 {
     static const gchar policy[]
         = ADAPTIVE_POLICY ("1s") "min-speed = 32M\nstart-speed = 32M\nconverge-after = 5s\n";
-    const VmrHarnessGuestJob verify = { "verify", VERIFY_WRITES, 24, NULL, NULL, NULL };
+    const VmrHarnessGuestJob verify = { "verify", VERIFY_WRITES, 16, NULL, NULL, NULL };
     g_auto (GuestCopy) c = { 0 };
     g_autoptr (JsonObject) final = NULL;
     JsonObject *convergence;
@@ -397,7 +397,7 @@ test_deadline_fail_stays_on_source (VmrHarness *h, gconstpointer user_data)
     static const gchar policy[]
         = ADAPTIVE_POLICY ("1s") "min-speed = 512K\nmax-speed = 1M\ndeadline = 5s\n"
                                  "on-deadline = fail\n";
-    const VmrHarnessGuestJob verify = { "verify", VERIFY_WRITES, 20, NULL, NULL, NULL };
+    const VmrHarnessGuestJob verify = { "verify", VERIFY_WRITES, 16, NULL, NULL, NULL };
     g_auto (GuestCopy) c = { 0 };
     g_autoptr (JsonObject) final = NULL;
     g_autoptr (VmrConsoleLine) done = NULL;

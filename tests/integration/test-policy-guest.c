@@ -39,7 +39,7 @@ test_delay_while_busy (VmrHarness *h, gconstpointer user_data)
                                   "iops-delay = THRESHOLD\n"
                                   "resume-below = 50%\n"
                                   "hold = 3s\n";
-    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 10, "randread", NULL, "idle" };
+    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 7, "randread", NULL, "idle" };
     g_auto (GuestCopy) c = { 0 };
     g_autoptr (VmrConsoleLine) done = NULL;
     g_autoptr (JsonObject) job = NULL;
@@ -91,7 +91,7 @@ test_throttle_while_busy (VmrHarness *h, gconstpointer user_data)
                                   "iops-delay = 100000\n"
                                   "resume-below = 50%\n"
                                   "hold = 3s\n";
-    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 10, "randread", NULL, "idle" };
+    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 7, "randread", NULL, "idle" };
     g_auto (GuestCopy) c = { 0 };
     g_autoptr (VmrConsoleLine) done = NULL;
     g_autoptr (JsonObject) throttled = NULL;
@@ -141,7 +141,7 @@ test_pause_while_busy (VmrHarness *h, gconstpointer user_data)
                                   "iops-delay = 200\n"
                                   "resume-below = 50%\n"
                                   "hold = 3s\n";
-    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 9, "randread", NULL, "idle" };
+    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 7, "randread", NULL, "idle" };
     g_autofree gchar *source = NULL;
     g_autofree gchar *expected = NULL;
     g_autofree gchar *dest = NULL;
@@ -436,7 +436,7 @@ test_verify_guest (VmrHarness *h, gconstpointer user_data)
                                   "throttle-speed = 32M\n"
                                   "resume-below = 50%\n"
                                   "hold = 3s\n";
-    const VmrHarnessGuestJob verify = { "verify", 200, 16, NULL, NULL, NULL };
+    const VmrHarnessGuestJob verify = { "verify", 200, 14, NULL, NULL, NULL };
     g_autofree gchar *source = NULL;
     g_autofree gchar *dest = NULL;
     g_autofree gchar *id = NULL;

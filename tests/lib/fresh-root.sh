@@ -63,16 +63,32 @@ fresh_root_acquire() {
 	apt-config dump Acquire >"$fresh_work/acquire.conf"
 }
 
+# fresh_cache_link FROM TO: a shell command that puts the packages (*.deb) of
+# the directory FROM into TO, those TO lacks: as hard links where both are on
+# one file system (apt never rewrites a downloaded package), else as copies.
+# The paths are quoted here; "$1" in them is left to mmdebstrap's hook shell.
+fresh_cache_link() {
+	local from=$1 to=$2 find
+	find="find $from -maxdepth 1 -name '*.deb' -exec"
+	echo "$find cp -ln -t $to {} + 2>/dev/null || $find cp -pn -t $to {} +"
+}
+
 # fresh_root_args CACHE: the options of mmdebstrap that every check gives it,
 # into fresh_args: a minimal root built as root from the host's settings,
-# with the downloaded packages of CACHE put into its apt cache first (the
-# check copies them back with a sync-out hook after it installed its own)
+# with the downloaded packages of CACHE put into its apt cache first, and
+# dpkg not syncing each file it unpacks (force-unsafe-io: the root is thrown
+# away, never booted); and into fresh_cache_out the hook that puts the
+# packages the root downloaded back into CACHE, for the check to give after
+# it installed its own
 fresh_root_args() {
-	local cache=$1
+	local cache=$1 quoted
 	mkdir -p "$cache"
+	quoted=$(printf '%q' "$cache")
 	fresh_args=(--variant=minbase --mode=root --format=directory
 		--aptopt="$fresh_work/acquire.conf"
+		--dpkgopt=force-unsafe-io
 		--skip=essential/unlink
 		--setup-hook='mkdir -p "$1"/var/cache/apt/archives/'
-		--setup-hook="sync-in $cache /var/cache/apt/archives/")
+		--setup-hook="$(fresh_cache_link "$quoted" '"$1"/var/cache/apt/archives')")
+	fresh_cache_out=--customize-hook="$(fresh_cache_link '"$1"/var/cache/apt/archives' "$quoted")"
 }
