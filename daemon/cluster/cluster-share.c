@@ -47,13 +47,15 @@ vmr_share_next (const VmrShareState *state, const VmrShareOthers *others, guint6
 }
 
 void
-vmr_share_begin (VmrShareState *state, VmrShareAction action, G_GNUC_UNUSED guint64 share)
+vmr_share_begin (VmrShareState *state, VmrShareAction action, guint64 share)
 {
     if (action == VMR_SHARE_KEEP)
         return;
     state->in_flight = TRUE;
     if (action == VMR_SHARE_DROP)
         state->granted = 0;
+    else if (action == VMR_SHARE_LOWER)
+        state->granted = MIN (state->granted, share);
 }
 
 void

@@ -46,7 +46,11 @@ guint64 vmr_share_usable (const VmrShareState *state, gboolean leased,
 VmrShareAction vmr_share_next (const VmrShareState *state, const VmrShareOthers *others,
                                guint64 *out_share);
 
-/* @action, which vmr_share_next() decided, is on its way to etcd: a drop is taken at once */
+/*
+ * @action, which vmr_share_next() decided, is on its way to etcd: a lower or
+ * a drop is taken at once, so that the copies are not raised again over the
+ * share being written; a raise only once etcd took it
+ */
 void vmr_share_begin (VmrShareState *state, VmrShareAction action, guint64 share);
 
 /* etcd answered the write begun: @taken FALSE for a raise refused, a failure, an old lease's */
