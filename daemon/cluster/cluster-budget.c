@@ -15,20 +15,16 @@
  */
 
 #include "cluster-private.h"
+#include "cluster-share.h"
 
 #include "vmr-json.h"
 
 /* this host's part of one storage's budget */
 typedef struct {
     gchar *storage;
-    guint64 budget;     /* bytes/s, from this host's policy */
-    guint copies;       /* this host's copies holding it */
-    guint64 used;       /* the sum of their speeds, every lower answered */
-    guint64 granted;    /* what this host may use: its share in etcd, or less */
-    guint64 told;       /* the share the engine was last told of */
-    gboolean held;      /* its key is in etcd under the current lease */
-    gboolean in_flight; /* a put, a transaction or a delete of its key is on its way */
-    gint64 written;     /* etcd's revision after its last write: an older view does not show it */
+    VmrShareState state; /* the budget from this host's policy, its copies, its share */
+    guint64 told;        /* the share the engine was last told of */
+    gint64 written;      /* etcd's revision after its last write: an older view does not show it */
 } LocalShare;
 
 /* a share as etcd holds it: every host's */
@@ -126,51 +122,41 @@ share_value (VmrCluster *self, const LocalShare *local, guint64 share)
     json_builder_set_member_name (builder, "host");
     json_builder_add_string_value (builder, self->config->host);
     json_builder_set_member_name (builder, "budget");
-    json_builder_add_int_value (builder, (gint64) local->budget);
+    json_builder_add_int_value (builder, (gint64) local->state.budget);
     json_builder_set_member_name (builder, "share");
     json_builder_add_int_value (builder, (gint64) share);
     json_builder_set_member_name (builder, "copies");
-    json_builder_add_int_value (builder, local->copies);
+    json_builder_add_int_value (builder, local->state.copies);
     json_builder_end_object (builder);
     root = json_builder_get_root (builder);
     return json_to_string (root, FALSE);
 }
 
 /* the other hosts holding a share of @storage, and the sum of their shares */
-static guint
-others_on (VmrCluster *self, const gchar *storage, guint64 *out_shares)
+static VmrShareOthers
+others_on (VmrCluster *self, const gchar *storage)
 {
+    VmrShareOthers others = { 0, 0 };
     GHashTableIter iter;
     ShareEntry *entry;
-    guint n = 0;
 
-    *out_shares = 0;
     g_hash_table_iter_init (&iter, self->budgets->view);
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry)) {
         if (!g_str_equal (entry->storage, storage) || g_str_equal (entry->host, self->config->host))
             continue;
-        n++;
-        *out_shares += entry->share;
+        others.hosts++;
+        others.shares += entry->share;
     }
-    return n;
-}
-
-/* the equal split: the budget over the hosts with copies on the storage, this one counted */
-static guint64
-target_of (VmrCluster *self, const LocalShare *local)
-{
-    guint64 others;
-
-    return local->budget / (others_on (self, local->storage, &others) + 1);
+    return others;
 }
 
 /* what this host's copies may use of @local's storage now */
 static guint64
 share_of (VmrCluster *self, const LocalShare *local)
 {
-    if (self->lease_id == NULL || !local->held)
-        return 0;
-    return MIN (local->granted, target_of (self, local));
+    VmrShareOthers others = others_on (self, local->storage);
+
+    return vmr_share_usable (&local->state, self->lease_id != NULL, &others);
 }
 
 guint64
@@ -214,9 +200,9 @@ static void schedule_refresh (VmrCluster *self);
 
 typedef struct {
     gchar *storage;
-    gchar *lease_id; /* the request's */
-    guint64 share;   /* what it puts; G_MAXUINT64 for a delete */
-    gboolean raise;  /* a transaction */
+    gchar *lease_id;       /* the request's */
+    VmrShareAction action; /* a drop, a lower or a raise (a transaction) */
+    guint64 share;         /* what it puts */
 } ShareWrite;
 
 static void
@@ -227,23 +213,42 @@ share_write_free (ShareWrite *write)
     g_free (write);
 }
 
+/* @action on its way for @local: a lower or a drop taken at once (cluster-share.c) */
+static ShareWrite *
+share_write_begin (VmrCluster *self, LocalShare *local, VmrShareAction action, guint64 share)
+{
+    ShareWrite *write = g_new0 (ShareWrite, 1);
+
+    write->storage = g_strdup (local->storage);
+    write->lease_id = g_strdup (self->lease_id);
+    write->action = action;
+    write->share = share;
+    vmr_share_begin (&local->state, action, share);
+    return write;
+}
+
 static void
 written_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer user_data)
 {
     ShareWrite *write = user_data;
     LocalShare *local = g_hash_table_lookup (self->budgets->local, write->storage);
+    gboolean current;
+    gboolean taken;
 
     if (local == NULL)
         return;
-    local->in_flight = FALSE;
+    current = reply != NULL && g_strcmp0 (write->lease_id, self->lease_id) == 0;
+    taken = current
+            && (write->action != VMR_SHARE_RAISE || vmr_json_bool_or (reply, "succeeded", FALSE));
+    vmr_share_written (&local->state, write->action, write->share, taken);
     if (reply == NULL) {
         /* the next sync reads what etcd holds */
         vmr_cluster_set_unavailable (self, error);
         return;
     }
-    if (g_strcmp0 (write->lease_id, self->lease_id) != 0)
+    if (!current)
         return;
-    if (write->raise && !vmr_json_bool_or (reply, "succeeded", FALSE)) {
+    if (!taken) {
         /* the shares moved since the view: the watch brings them, or brought them already */
         if (self->budgets->revision >= vmr_etcd_json_revision (reply))
             step (self, local);
@@ -252,113 +257,82 @@ written_cb (VmrCluster *self, JsonObject *reply, const GError *error, gpointer u
         return;
     }
     local->written = MAX (local->written, vmr_etcd_json_revision (reply));
-    if (write->share == G_MAXUINT64) {
-        local->held = FALSE;
-    } else {
-        local->held = TRUE;
-        local->granted = write->raise ? write->share : MIN (local->granted, write->share);
-        g_debug ("cluster: %s's share of %s: %" G_GUINT64_FORMAT " bytes/s", self->config->host,
-                 local->storage, local->granted);
-    }
+    g_debug ("cluster: %s's share of %s: %" G_GUINT64_FORMAT " bytes/s", self->config->host,
+             local->storage, local->state.granted);
     vmr_cluster_budgets_notify (self);
     step (self, local);
 }
 
-/* puts @share for @local under the lease: a raise only if no share of its storage moved */
-static void
-write_share (VmrCluster *self, LocalShare *local, guint64 share, gboolean raise)
+/* the transaction that puts @value at @key if no share of @local's storage moved since the view */
+static JsonObject *
+raise_txn (VmrCluster *self, LocalShare *local, const gchar *key, const gchar *value)
 {
-    g_autofree gchar *key = share_key (self, local->storage);
-    g_autofree gchar *value = share_value (self, local, share);
-    ShareWrite *write = g_new0 (ShareWrite, 1);
+    JsonObject *txn = json_object_new ();
+    JsonArray *compare = json_array_new ();
+    JsonArray *success = json_array_new ();
+    JsonObject *condition = json_object_new ();
+    JsonObject *operation = json_object_new ();
+    g_autofree gchar *prefix = budgets_prefix (self, local->storage);
+    g_autofree gchar *encoded = vmr_etcd_encode (prefix);
+    g_autofree gchar *end = vmr_etcd_prefix_end (prefix);
+    g_autofree gchar *revision = g_strdup_printf ("%" G_GINT64_FORMAT, self->budgets->revision + 1);
 
-    write->storage = g_strdup (local->storage);
-    write->lease_id = g_strdup (self->lease_id);
-    write->share = share;
-    write->raise = raise;
-    local->in_flight = TRUE;
-    if (raise) {
-        JsonObject *txn = json_object_new ();
-        JsonArray *compare = json_array_new ();
-        JsonArray *success = json_array_new ();
-        JsonObject *condition = json_object_new ();
-        JsonObject *operation = json_object_new ();
-        g_autofree gchar *prefix = budgets_prefix (self, local->storage);
-        g_autofree gchar *encoded = vmr_etcd_encode (prefix);
-        g_autofree gchar *end = vmr_etcd_prefix_end (prefix);
-        g_autofree gchar *revision
-            = g_strdup_printf ("%" G_GINT64_FORMAT, self->budgets->revision + 1);
-
-        json_object_set_string_member (condition, "key", encoded);
-        json_object_set_string_member (condition, "range_end", end);
-        json_object_set_string_member (condition, "target", "MOD");
-        json_object_set_string_member (condition, "result", "LESS");
-        json_object_set_string_member (condition, "mod_revision", revision);
-        json_array_add_object_element (compare, condition);
-        json_object_set_object_member (operation, "request_put",
-                                       vmr_cluster_put_text (self, key, value));
-        json_array_add_object_element (success, operation);
-        json_object_set_array_member (txn, "compare", compare);
-        json_object_set_array_member (txn, "success", success);
-        vmr_cluster_call (self, "kv/txn", txn, written_cb, write,
-                          (GDestroyNotify) share_write_free);
-        return;
-    }
-    vmr_cluster_call (self, "kv/put", vmr_cluster_put_text (self, key, value), written_cb, write,
-                      (GDestroyNotify) share_write_free);
-}
-
-/* this host no longer uses @local's storage: its share goes to the others */
-static void
-drop_share (VmrCluster *self, LocalShare *local)
-{
-    g_autofree gchar *key = share_key (self, local->storage);
-    g_autofree gchar *encoded = vmr_etcd_encode (key);
-    JsonObject *request = json_object_new ();
-    ShareWrite *write = g_new0 (ShareWrite, 1);
-
-    write->storage = g_strdup (local->storage);
-    write->lease_id = g_strdup (self->lease_id);
-    write->share = G_MAXUINT64;
-    local->in_flight = TRUE;
-    local->granted = 0;
-    json_object_set_string_member (request, "key", encoded);
-    vmr_cluster_call (self, "kv/deleterange", request, written_cb, write,
-                      (GDestroyNotify) share_write_free);
+    json_object_set_string_member (condition, "key", encoded);
+    json_object_set_string_member (condition, "range_end", end);
+    json_object_set_string_member (condition, "target", "MOD");
+    json_object_set_string_member (condition, "result", "LESS");
+    json_object_set_string_member (condition, "mod_revision", revision);
+    json_array_add_object_element (compare, condition);
+    json_object_set_object_member (operation, "request_put",
+                                   vmr_cluster_put_text (self, key, value));
+    json_array_add_object_element (success, operation);
+    json_object_set_array_member (txn, "compare", compare);
+    json_object_set_array_member (txn, "success", success);
+    return txn;
 }
 
 /*
- * One step towards @local's equal share: a share over it is lowered once
- * the copies use no more than it, one under it raised as far as the other
- * hosts' shares leave room; one write of the key at a time.
+ * writes @local's key under the lease as @action says: a delete when no
+ * copy remains (its share goes to the others), a put of a lower @share, or
+ * a raise to @share by a transaction
  */
+static void
+write_share (VmrCluster *self, LocalShare *local, VmrShareAction action, guint64 share)
+{
+    g_autofree gchar *key = share_key (self, local->storage);
+    g_autofree gchar *value = share_value (self, local, share);
+    ShareWrite *write = share_write_begin (self, local, action, share);
+
+    if (action == VMR_SHARE_DROP) {
+        g_autofree gchar *encoded = vmr_etcd_encode (key);
+        JsonObject *request = json_object_new ();
+
+        json_object_set_string_member (request, "key", encoded);
+        vmr_cluster_call (self, "kv/deleterange", request, written_cb, write,
+                          (GDestroyNotify) share_write_free);
+    } else if (action == VMR_SHARE_RAISE) {
+        vmr_cluster_call (self, "kv/txn", raise_txn (self, local, key, value), written_cb, write,
+                          (GDestroyNotify) share_write_free);
+    } else {
+        vmr_cluster_call (self, "kv/put", vmr_cluster_put_text (self, key, value), written_cb,
+                          write, (GDestroyNotify) share_write_free);
+    }
+}
+
+/* one step towards @local's equal share (cluster-share.c): one write of the key at a time */
 static void
 step (VmrCluster *self, LocalShare *local)
 {
-    guint64 others = 0;
-    guint64 target;
-    guint64 room;
-    guint64 want;
+    VmrShareOthers others;
+    VmrShareAction action;
+    guint64 share;
 
-    if (!self->budgets->synced || self->lease_id == NULL || local->in_flight)
+    if (!self->budgets->synced || self->lease_id == NULL)
         return;
-    if (local->copies == 0) {
-        if (local->held)
-            drop_share (self, local);
-        return;
-    }
-    others_on (self, local->storage, &others);
-    target = target_of (self, local);
-    if (local->held && local->granted > target) {
-        /* the engine lowers its copies first, then says what they use */
-        if (local->used <= target)
-            write_share (self, local, target, FALSE);
-        return;
-    }
-    room = others < local->budget ? local->budget - others : 0;
-    want = MIN (target, room);
-    if (!local->held || want > local->granted)
-        write_share (self, local, want, TRUE);
+    others = others_on (self, local->storage);
+    action = vmr_share_next (&local->state, &others, &share);
+    if (action != VMR_SHARE_KEEP)
+        write_share (self, local, action, share);
 }
 
 static void
@@ -384,9 +358,9 @@ vmr_cluster_budget_demand (VmrCluster *self, const gchar *storage, guint64 budge
         local->storage = g_strdup (storage);
         g_hash_table_insert (self->budgets->local, local->storage, local);
     }
-    local->budget = budget;
-    local->copies = copies;
-    local->used = used;
+    local->state.budget = budget;
+    local->state.copies = copies;
+    local->state.used = used;
     step (self, local);
     if (self->budgets->synced)
         schedule_refresh (self);
@@ -428,10 +402,11 @@ reconcile_own (VmrCluster *self)
         g_autofree gchar *key = share_key (self, local->storage);
         ShareEntry *entry = g_hash_table_lookup (self->budgets->view, key);
 
-        if (local->in_flight || self->budgets->revision < local->written)
+        if (local->state.in_flight || self->budgets->revision < local->written)
             continue;
-        local->held = entry != NULL && g_strcmp0 (entry->lease, self->lease_id) == 0;
-        local->granted = local->held ? MIN (local->granted, entry->share) : 0;
+        vmr_share_seen (&local->state,
+                        entry != NULL && g_strcmp0 (entry->lease, self->lease_id) == 0,
+                        entry != NULL ? entry->share : 0);
     }
 }
 
@@ -502,7 +477,7 @@ schedule_refresh (VmrCluster *self)
 
     g_hash_table_iter_init (&iter, self->budgets->local);
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &local)) {
-        if (local->copies > 0 && self->budgets->refresh_source == 0) {
+        if (local->state.copies > 0 && self->budgets->refresh_source == 0) {
             self->budgets->refresh_source
                 = g_timeout_add ((guint) (self->config->lease_ttl_us / 1000 / 3), refresh_cb, self);
             return;
@@ -593,7 +568,7 @@ vmr_cluster_budgets_status (VmrCluster *self, GPtrArray *shares)
     /* the budgets of this host's policy first, with or without holders */
     g_hash_table_iter_init (&iter, self->budgets->local);
     while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &local))
-        status_of (array, local->storage, local->budget);
+        status_of (array, local->storage, local->state.budget);
     for (guint i = 0; i < shares->len; i++) {
         JsonObject *value = g_ptr_array_index (shares, i);
         const gchar *storage = vmr_json_get_string (value, "storage");

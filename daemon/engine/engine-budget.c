@@ -20,6 +20,7 @@
 #include "engine-private.h"
 #include "job-log.h"
 
+#include "cluster-share.h"
 #include "cluster.h"
 
 #include "units.h"
@@ -153,11 +154,8 @@ ceiling_of (VmrEngine *self, VmrJob *job, gboolean room)
         guint64 budget = host_budget (self, storages[i]);
         guint64 others = 0;
         guint n = holders_on (self, storages[i], budget, job, &others) + (held ? 0 : 1);
-        guint64 speed = budget / n;
-
-        if (room)
-            speed = MIN (speed, others < budget ? budget - others : 0);
-        speed = MAX (speed, 1);
+        guint64 left = others < budget ? budget - others : 0;
+        guint64 speed = vmr_share_per_copy (budget, n, room ? left : G_MAXUINT64);
         if (speed < ceiling.speed) {
             ceiling.speed = speed;
             ceiling.storage = storages[i];

@@ -28,6 +28,13 @@
  * picks it up, and runs it again after host b's is in sync: the two copies
  * moved data at once only between host a's lease's expiry and that pause.
  *
+ * Then a storage's budget across a restart: both policies reloaded with a
+ * [storage array] of 1 MiB/s, each host copies into it and holds half;
+ * host a's daemon killed with SIGKILL and started again at once keeps its
+ * lease and its share, host b never takes it, and the two hosts' speeds,
+ * in their QEMUs and in the daemons' series, stay under the budget; both
+ * destinations hold their sources' bytes.
+ *
  * Last, a storage's budget across the cluster: both policies reloaded with
  * a [storage array] of 1 MiB/s, each host copies into it; each holds half
  * in etcd, as `cluster status` shows. The sum of the two hosts' speeds never
@@ -401,12 +408,31 @@ wait_shares (guint i, guint n, gint64 share, guint *checked)
     }
 }
 
+/*
+ * both policies reloaded with a [storage array] of BUDGET; each host's
+ * destination in it, named @prefix-HOST.raw, into @dests
+ */
 static void
-test_budget (void)
+reload_budget (const gchar *prefix, gchar **dests)
 {
     g_autofree gchar *array = vmr_harness_path (lease.hosts[0], "array");
     g_autofree gchar *section
         = g_strdup_printf ("[storage array]\npaths = %s\nbudget = 1M\n", array);
+
+    g_assert_cmpint (g_mkdir_with_parents (array, 0755), ==, 0);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree gchar *policy = host_policy (i, N_HOSTS, section);
+        g_autoptr (VmrCliResult) reload = vmr_harness_cli (lease.hosts[i], "reload", NULL);
+        g_autofree gchar *name = g_strdup_printf ("%s-%c.raw", prefix, 'a' + i);
+
+        vmr_cli_result_assert_ok (reload);
+        dests[i] = g_build_filename (array, name, NULL);
+    }
+}
+
+static void
+test_budget (void)
+{
     g_autoptr (VmrCliResult) text = NULL;
     JsonArray *series[N_HOSTS];
     gchar *ids[N_HOSTS], *dests[N_HOSTS];
@@ -414,15 +440,7 @@ test_budget (void)
     guint judged;
     gint64 killed_at, deadline;
 
-    g_assert_cmpint (g_mkdir (array, 0755), ==, 0);
-    for (guint i = 0; i < N_HOSTS; i++) {
-        g_autofree gchar *policy = host_policy (i, N_HOSTS, section);
-        g_autoptr (VmrCliResult) reload = vmr_harness_cli (lease.hosts[i], "reload", NULL);
-        g_autofree gchar *name = g_strdup_printf ("host-%c.raw", 'a' + i);
-
-        vmr_cli_result_assert_ok (reload);
-        dests[i] = g_build_filename (array, name, NULL);
-    }
+    reload_budget ("host", dests);
     /* host a's copy alone holds the whole budget, then host b's joins: half each */
     ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", dests[0], NULL);
     wait_shares (0, 1, BUDGET, &checked);
@@ -701,6 +719,73 @@ test_restart_after_ttl (void)
     }
 }
 
+/* waits until host @i's job @id completed, checking the sum of the QEMUs' speeds meanwhile */
+static void
+wait_completed_under_budget (guint i, const gchar *id, guint *checked)
+{
+    gint64 deadline = g_get_monotonic_time () + TIMEOUT_S * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr (JsonObject) job = vmr_harness_get_job (lease.hosts[i], id);
+
+        if (g_str_equal (vmr_harness_json_string (job, "state"), "completed"))
+            return;
+        check_qemu_sum (TRUE, checked);
+        if (g_get_monotonic_time () > deadline)
+            vmr_fail ("job %s did not complete in %d s", id, TIMEOUT_S);
+        g_usleep (20 * 1000);
+    }
+}
+
+/*
+ * host a's daemon killed while its copy holds half the budget, and started
+ * again at once: it keeps its lease and so its share, which host b never
+ * takes; the sum of both hosts' speeds, in their QEMUs and in the daemons'
+ * series, stays under the budget throughout
+ */
+static void
+test_restart_keeps_share (void)
+{
+    JsonArray *series[N_HOSTS];
+    gchar *ids[N_HOSTS], *dests[N_HOSTS];
+    guint kept = count_a_log (KEPT_LINE);
+    guint checked = 0;
+    guint judged;
+
+    reload_budget ("share", dests);
+    ids[0] = vmr_harness_migrate (lease.hosts[0], "vm", "disk0", dests[0], NULL);
+    wait_shares (0, 1, BUDGET, &checked);
+    ids[1] = vmr_harness_migrate (lease.hosts[1], "vm", "disk0", dests[1], NULL);
+    wait_shares (0, N_HOSTS, BUDGET / 2, &checked);
+    vmr_harness_kill_daemon (lease.hosts[0]);
+    /* while host a is down, its share stays in etcd and its QEMU's copy at its speed */
+    wait_shares (1, N_HOSTS, BUDGET / 2, &checked);
+    check_qemu_sum (TRUE, &checked);
+    restart_host_a ();
+    json_object_unref (vmr_harness_wait_adopted (lease.hosts[0], ids[0]));
+    g_assert_cmpuint (count_a_log (KEPT_LINE), ==, kept + 1);
+    wait_shares (0, N_HOSTS, BUDGET / 2, &checked);
+    wait_shares (1, N_HOSTS, BUDGET / 2, &checked);
+
+    for (guint i = N_HOSTS; i-- > 0;) {
+        g_autofree gchar *expected = vmr_harness_expected_path (lease.images[i]);
+
+        wait_completed_under_budget (i, ids[i], &checked);
+        vmr_harness_assert_image_equals (dests[i], "raw", expected);
+        series[i] = vmr_harness_job_series_points (lease.hosts[i], ids[i]);
+    }
+    judged = check_series (series);
+    g_assert_cmpuint (judged, >, 0);
+    g_assert_cmpuint (checked, >, 10);
+    g_test_message ("%u sums of the QEMUs' speeds and %u points of the series checked", checked,
+                    judged);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        json_array_unref (series[i]);
+        g_free (ids[i]);
+        g_free (dests[i]);
+    }
+}
+
 static void
 run_case (gconstpointer user_data)
 {
@@ -760,6 +845,7 @@ main (int argc, char **argv)
     g_test_add_data_func ("/cluster-lease/restart-paused", test_restart_paused, run_case);
     g_test_add_data_func ("/cluster-lease/restart-keeps-slot", test_restart_keeps_slot, run_case);
     g_test_add_data_func ("/cluster-lease/restart-after-ttl", test_restart_after_ttl, run_case);
+    g_test_add_data_func ("/cluster-lease/restart-keeps-share", test_restart_keeps_share, run_case);
     g_test_add_data_func ("/cluster-lease/budget", test_budget, run_case);
     set_up ();
     status = vmr_harness_run_shared (lease.hosts[0]);
