@@ -75,7 +75,7 @@ vmr_neighbour_pick (const VmrControllerConfig *config, const VmrNeighbour *candi
 }
 
 gchar *
-vmr_neighbour_reason (const VmrNeighbour *neighbour, VmrControllerKind kind, const gchar *reason)
+vmr_neighbour_reason (const VmrNeighbour *neighbour, const gchar *reason)
 {
     const VmrLoadSample *load = &neighbour->load;
     const VmrLoadSample *base = &neighbour->baseline;
@@ -84,8 +84,7 @@ vmr_neighbour_reason (const VmrNeighbour *neighbour, VmrControllerKind kind, con
     /* the figure that shows the harm: a higher latency, or fewer IOPS */
     gboolean by_latency = latency - 1 >= 1 - iops;
 
-    return g_strdup_printf ("%s: %s %s on storage %s at %.2fx its %s; %s",
-                            vmr_controller_kind_to_string (kind), neighbour->domain,
+    return g_strdup_printf ("%s %s on storage %s at %.2fx its %s; %s", neighbour->domain,
                             neighbour->disk, neighbour->storage->name, by_latency ? latency : iops,
                             by_latency ? "latency" : "IOPS", reason);
 }

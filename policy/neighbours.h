@@ -61,12 +61,11 @@ gint vmr_neighbour_pick (const VmrControllerConfig *config, const VmrNeighbour *
                          const VmrStorage *dest, gdouble own_harm, gdouble *harm);
 
 /*
- * The job's reason when @neighbour set the speed: what the controller
- * decided, the neighbour and how far from its baseline it is, then the
- * controller's own @reason, e.g. "back-off: db02 vdb on storage array-a at
- * 1.31x its latency; ..."
+ * The job's reason when @neighbour set the speed: the neighbour and how far
+ * from its baseline it is, then the controller's own @reason, e.g. "db02
+ * vdb on storage array-a at 1.31x its latency; ..." (shown after the
+ * decision: "back-off: db02 vdb on storage array-a at 1.31x its latency")
  */
-gchar *vmr_neighbour_reason (const VmrNeighbour *neighbour, VmrControllerKind kind,
-                             const gchar *reason);
+gchar *vmr_neighbour_reason (const VmrNeighbour *neighbour, const gchar *reason);
 
 G_END_DECLS

@@ -280,8 +280,7 @@ static void
 note_step (VmrEngine *self, VmrJob *job, const VmrControllerDecision *out,
            const VmrNeighbour *worst)
 {
-    g_autofree gchar *reason
-        = worst != NULL ? vmr_neighbour_reason (worst, out->kind, out->reason) : NULL;
+    g_autofree gchar *reason = worst != NULL ? vmr_neighbour_reason (worst, out->reason) : NULL;
 
     note_decision (self, job, out->kind, reason != NULL ? reason : out->reason);
 }
