@@ -436,8 +436,44 @@ test_idle_guest (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_migrated (h, c.id, "disk0", c.source, c.dest, "raw", c.expected);
 }
 
-/* the quiet domain's disk: at the copy's start-speed, some seconds of samples */
-#define QUIET_DISK (192 * MIB)
+/*
+ * the quiet domain's disk: from the start-speed of 8 MiB/s, doubling, some
+ * seconds of samples; at most 16 s at min-speed
+ */
+#define QUIET_DISK  (128 * MIB)
+#define QUIET_START (8 * MIB)
+
+/*
+ * `virt-mirror metrics` while the copy @id runs, until it shows the harm the
+ * copy read of the guest's disk: checked by promtool, the harm returned
+ */
+static gdouble
+neighbour_harm_during (VmrHarness *h, const gchar *id)
+{
+    static const gchar series[]
+        = "virt_mirror_neighbour_harm{storage=\"array\",domain=\"vm\",disk=\"disk0\"}";
+
+    for (;;) {
+        g_autoptr (VmrCliResult) result = vmr_harness_cli (h, "metrics", NULL);
+        g_autoptr (JsonObject) job = NULL;
+        const gchar *state;
+        gdouble harm;
+
+        vmr_cli_result_assert_ok (result);
+        harm = sample_value (result->out, series);
+        if (harm >= 0) {
+            g_test_message ("%s %g", series, harm);
+            assert_promtool_passes ("virt-mirror metrics", result->out);
+            return harm;
+        }
+        job = vmr_harness_get_job (h, id);
+        state = job_state (job);
+        if (!g_str_equal (state, "copying") && !g_str_equal (state, "paused")
+            && !g_str_equal (state, "throttled"))
+            vmr_fail ("the copy is %s, and the metrics never showed its neighbour", state);
+        g_usleep (G_USEC_PER_SEC / 4);
+    }
+}
 
 /* the series' points whose reason names @neighbour, each printed */
 static guint
@@ -462,8 +498,9 @@ points_naming (JsonArray *points, const gchar *neighbour)
  * lies in one [storage] with the busy guest's. Its guest is idle: alone, its
  * copy would run unlimited from the start (idle-guest above). Beside the
  * busy guest it starts at start-speed, and the controller's decisions name
- * the busy guest's disk, whose harm it read against that disk's baseline.
- * The bytes are checked.
+ * the busy guest's disk, whose harm it read against that disk's baseline;
+ * virt_mirror_neighbour_harm shows it while the copy runs. The bytes are
+ * checked.
  */
 static void
 test_neighbour (VmrHarness *h, gconstpointer user_data)
@@ -485,7 +522,8 @@ test_neighbour (VmrHarness *h, gconstpointer user_data)
     if (!vmr_harness_require_guest (h))
         return;
     policy = g_strconcat (
-        ADAPTIVE_POLICY ("1s") "min-speed = 16M\n[storage array]\npaths = ", h->dir, "\n", NULL);
+        ADAPTIVE_POLICY ("1s") "min-speed = 8M\nstart-speed = 8M\n[storage array]\npaths = ",
+        h->dir, "\n", NULL);
     idle_guest_start (h, &c, &load, SMALL_DISK, policy);
     source = vmr_harness_create_image (h, "quiet.raw", "raw", QUIET_DISK, 0x9e19b);
     expected = vmr_harness_expected_path (source);
@@ -497,9 +535,10 @@ test_neighbour (VmrHarness *h, gconstpointer user_data)
     /* the busy guest's baseline all under load, and the quiet one's samples idle */
     settled = vmr_harness_guest_wait_iops (h, SETTLED_LINES, 1, 30);
     id = vmr_harness_migrate (h, "quiet", "disk0", dest, NULL);
+    g_assert_cmpfloat (neighbour_harm_during (h, id), >=, 0);
     final = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
     /* an idle guest's copy would have started unlimited: the neighbour's load held it */
-    g_assert_cmpint (speed_point (controller_speeds (final), 0), ==, 64 * MIB);
+    g_assert_cmpint (speed_point (controller_speeds (final), 0), ==, QUIET_START);
     points = vmr_harness_job_series_points (h, id);
     named = points_naming (points, "vm disk0 on storage array at ");
     g_test_message ("%u of %u points named the neighbour", named, json_array_get_length (points));
