@@ -438,9 +438,9 @@ test_idle_guest (VmrHarness *h, gconstpointer user_data)
 
 /*
  * the quiet domain's disk: from the start-speed of 8 MiB/s, doubling, some
- * seconds of samples; at most 16 s at min-speed
+ * seconds of samples; at most 8 s at min-speed
  */
-#define QUIET_DISK  (128 * MIB)
+#define QUIET_DISK  (64 * MIB)
 #define QUIET_START (8 * MIB)
 
 /*
