@@ -113,6 +113,8 @@ static VmrIoCounters neighbour_io;
 static const Guest *neighbour;
 static gint64 neighbour_time_us;
 static gdouble neighbour_ops_carry;
+/* the neighbour does no I/O for now */
+static gboolean neighbour_resting;
 /* how many times the engine read the guest's load */
 static guint guest_reads;
 static guint guest_reads_wanted;
@@ -125,14 +127,12 @@ job_1 (EngineFixture *f)
 
 /* @g's counters @io moved on to @now from @time_us, as the copy at @job's speed lets it go */
 static void
-guest_advance (const Guest *g, VmrJob *job, VmrIoCounters *io, gint64 *time_us, gdouble *carry,
-               gint64 now)
+guest_advance (const Guest *g, gboolean resting, VmrJob *job, VmrIoCounters *io, gint64 *time_us,
+               gdouble *carry, gint64 now)
 {
     gboolean copying = job != NULL && job->state == VMR_JOB_STATE_COPYING;
     gdouble latency = copying ? latency_at (g, job->speed) : BASE_LATENCY_US;
-    gdouble iops = guest_resting    ? 0
-                   : g->closed_loop ? g->iops * BASE_LATENCY_US / latency
-                                    : g->iops;
+    gdouble iops = resting ? 0 : g->closed_loop ? g->iops * BASE_LATENCY_US / latency : g->iops;
     gdouble ops;
 
     if (*time_us != 0) {
@@ -151,11 +151,11 @@ guest_run (EngineFixture *f)
     gint64 now = g_get_monotonic_time ();
     VmrJob *job = job_1 (f);
 
-    guest_advance (guest, job, &guest_io, &guest_time_us, &guest_ops_carry, now);
+    guest_advance (guest, guest_resting, job, &guest_io, &guest_time_us, &guest_ops_carry, now);
     fake_backend_set_load (engine_fixture_backend (f, "web01"), "disk0", &guest_io);
     if (neighbour != NULL) {
-        guest_advance (neighbour, job, &neighbour_io, &neighbour_time_us, &neighbour_ops_carry,
-                       now);
+        guest_advance (neighbour, neighbour_resting, job, &neighbour_io, &neighbour_time_us,
+                       &neighbour_ops_carry, now);
         fake_backend_set_load (engine_fixture_backend (f, "db02"), "vdb", &neighbour_io);
     }
     /* QEMU's len grows by what the guest dirties in what the copy already sent */
@@ -230,6 +230,7 @@ guest_setup (EngineFixture *f, const AdaptiveCase *tc, gdouble dirty_rate)
     memset (&neighbour_io, 0, sizeof neighbour_io);
     neighbour_time_us = 0;
     neighbour_ops_carry = 0;
+    neighbour_resting = FALSE;
     engine_fixture_setup (f, &tc->engine);
     fake_backend_set_load_func (engine_fixture_backend (f, "web01"), guest_load_cb, f);
     if (neighbour != NULL)
@@ -491,6 +492,73 @@ test_neighbour (gconstpointer data)
     neighbour = NULL;
 }
 
+/* the copy paused since the neighbour turned busy, and the measure is over */
+static gboolean neighbour_paused;
+
+static gboolean
+neighbour_measured (EngineFixture *f)
+{
+    VmrJob *job = job_1 (f);
+    gchar *calls = fake_backend_take_log (engine_fixture_backend (f, "web01"), FALSE);
+
+    neighbour_paused = neighbour_paused || strstr (calls, "pause vmr-1") != NULL;
+    g_free (calls);
+    return neighbour_paused && job->adaptive != NULL
+           && job->adaptive->kind != VMR_CONTROLLER_MEASURE_BASELINE;
+}
+
+/*
+ * The neighbour idle when the idle guest's copy starts: full speed. It
+ * turns busy: the copy pauses for a sample to measure it alone, then backs
+ * off to its knee from its new baseline.
+ */
+static const AdaptiveCase neighbour_busy_case
+    = { { "/engine/adaptive/neighbour-turns-busy", .domains = "web01=disk0 db02=vdb",
+          .policy = ADAPTIVE "[storage array-a]\npaths = /**\n" },
+        { FALSE, 0, 8 * MIB },
+        3000,
+        "start_copy vmr-1 0",
+        1 * MIB,
+        10 * MIB };
+
+static void
+test_neighbour_turns_busy (gconstpointer data)
+{
+    const AdaptiveCase *tc = data;
+    g_autofree gchar *start = g_strconcat (tc->start, "*", NULL);
+    const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = start);
+    const EngineStep cancel
+        = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled", .calls = "cancel vmr-1",
+                   .files = "db02-vdb.img web01-disk0.img");
+    EngineFixture f;
+    VmrJob *job;
+
+    neighbour = &neighbour_guest;
+    neighbour_resting = TRUE;
+    guest_setup (&f, tc, 0);
+    neighbour_resting = TRUE;
+    run_for (&f, 600);
+    g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
+    run_for (&f, 300);
+    g_assert_cmpuint (job_1 (&f)->speed, ==, 0);
+    neighbour_resting = FALSE;
+    neighbour_paused = FALSE;
+    g_free (fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE));
+    g_assert_true (engine_fixture_wait_for (neighbour_measured, &f, 5000));
+    run_for (&f, tc->run_ms);
+
+    job = job_1 (&f);
+    g_test_message ("vmr-1 at %" G_GUINT64_FORMAT " bytes/s: %s", job->speed, job->decision_reason);
+    g_assert_cmpuint (job->speed, >=, tc->speed_low);
+    g_assert_cmpuint (job->speed, <=, tc->speed_high);
+    g_assert_true (
+        g_pattern_match_simple ("db02 vdb on storage array-a at *x its *", job->decision_reason));
+    g_free (fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    engine_fixture_teardown (&f);
+    neighbour = NULL;
+}
+
 void
 engine_add_adaptive_cases (void)
 {
@@ -500,4 +568,6 @@ engine_add_adaptive_cases (void)
     g_test_add_data_func (progress_case.engine.name, &progress_case, test_progress_floor);
     g_test_add_data_func (turned_busy_case.engine.name, &turned_busy_case, test_turned_busy);
     g_test_add_data_func (neighbour_case.engine.name, &neighbour_case, test_neighbour);
+    g_test_add_data_func (neighbour_busy_case.engine.name, &neighbour_busy_case,
+                          test_neighbour_turns_busy);
 }
