@@ -168,6 +168,32 @@ vmr_engine_neighbours_measured (VmrEngine *self, VmrJob *job, const VmrControlle
     return TRUE;
 }
 
+static gboolean
+is_gone (gpointer key, gpointer value, gpointer user_data)
+{
+    return !g_hash_table_contains (user_data, key);
+}
+
+/*
+ * the neighbours no longer on the copy's storages (a domain that stopped, a
+ * disk that moved) are forgotten, their harm with them: back, they are
+ * measured again
+ */
+static void
+forget_gone (VmrJobAdaptive *a, GArray *neighbours)
+{
+    g_autoptr (GHashTable) current = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+    if (a->neighbours == NULL)
+        return;
+    for (guint i = 0; i < neighbours->len; i++) {
+        const VmrNeighbour *n = &g_array_index (neighbours, VmrNeighbour, i);
+
+        g_hash_table_add (current, key_of (n->domain, n->disk));
+    }
+    g_hash_table_foreach_remove (a->neighbours, is_gone, current);
+}
+
 gint
 vmr_engine_neighbours_worst (VmrEngine *self, VmrJob *job, const VmrControllerConfig *config,
                              gdouble own_harm, VmrNeighbour *worst, gboolean *needs_baseline)
@@ -179,6 +205,7 @@ vmr_engine_neighbours_worst (VmrEngine *self, VmrJob *job, const VmrControllerCo
     gint pick;
 
     *needs_baseline = FALSE;
+    forget_gone (job->adaptive, neighbours);
     for (guint i = 0; i < neighbours->len; i++) {
         const VmrNeighbour *n = &g_array_index (neighbours, VmrNeighbour, i);
 
