@@ -279,6 +279,22 @@ append_storages (GString *out, const VmrEngineStats *stats)
     }
 }
 
+/* the harm the running copies read of each other guest disk on their storages */
+static void
+append_neighbours (GString *out, const VmrEngineStats *stats)
+{
+    append_family (out, "neighbour_harm", "gauge",
+                   "The harm a running copy last read of another guest disk on its source or "
+                   "destination storage, against that disk's own baseline (0.1 = 10%).");
+    for (guint i = 0; i < stats->neighbours->len; i++) {
+        const VmrNeighbourStats *n = g_ptr_array_index (stats->neighbours, i);
+        const gchar *labels[]
+            = { "storage", n->storage, "domain", n->domain, "disk", n->disk, NULL };
+
+        append_sample (out, "neighbour_harm", labels, n->harm);
+    }
+}
+
 gchar *
 vmr_metrics_format (const VmrEngineStats *stats)
 {
@@ -288,5 +304,6 @@ vmr_metrics_format (const VmrEngineStats *stats)
     append_guests (out, stats);
     append_totals (out, stats);
     append_storages (out, stats);
+    append_neighbours (out, stats);
     return g_string_free (out, FALSE);
 }

@@ -141,6 +141,7 @@ vmr_job_adaptive_free (VmrJobAdaptive *self)
 {
     g_free (self->reason);
     g_array_unref (self->speeds);
+    g_clear_pointer (&self->neighbours, g_hash_table_unref);
     g_free (self);
 }
 

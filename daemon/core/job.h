@@ -56,14 +56,18 @@ typedef struct {
 /* what the closed-loop speed (control = adaptive) keeps of a copy */
 typedef struct {
     VmrControllerState state;
-    VmrLoadSample baseline; /* the guest without the copy */
-    gboolean has_baseline;  /* FALSE: the first sample of the copy measures it */
-    gdouble noise;          /* the baseline's noise band, from the samples before the copy */
-    VmrLoadSample load;     /* the last sample the controller saw */
-    gdouble harm;           /* its harm, 0 when it could not tell */
-    VmrControllerKind kind; /* the last decision */
-    gchar *reason;          /* and why, NULL before the first */
-    GArray *speeds;         /* of VmrSpeedPoint, the speeds it set, oldest first, bounded */
+    VmrLoadSample baseline;      /* the guest without the copy */
+    gboolean has_baseline;       /* FALSE: the first sample of the copy measures it */
+    gdouble noise;               /* the baseline's noise band, from the samples before the copy */
+    VmrLoadSample load;          /* the last sample the controller saw */
+    gdouble harm;                /* its harm, 0 when it could not tell */
+    VmrControllerKind kind;      /* the last decision */
+    gchar *reason;               /* and why, NULL before the first */
+    GArray *speeds;              /* of VmrSpeedPoint, the speeds it set, oldest first, bounded */
+    GHashTable *neighbours;      /* the other disks on the copy's storages, as engine-neighbours.c
+                                  * keeps them: their baselines and last harm; NULL before any */
+    gint64 paused_us;            /* monotonic: when the controller's last measuring pause began */
+    gint64 neighbour_measure_us; /* when a neighbour that turned busy last asked for one */
 } VmrJobAdaptive;
 
 void vmr_job_adaptive_free (VmrJobAdaptive *self);

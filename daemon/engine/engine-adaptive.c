@@ -132,7 +132,9 @@ vmr_engine_adaptive_start (VmrEngine *self, DomainEntry *entry, VmrJob *job,
               && (a->baseline.iops < config.idle_iops) != (newest.iops < config.idle_iops);
     if (changed)
         a->has_baseline = FALSE;
-    idle = a->has_baseline && a->baseline.iops < config.idle_iops;
+    /* a busy neighbour on the copy's storages feels it even when the guest does not */
+    idle = a->has_baseline && a->baseline.iops < config.idle_iops
+           && !vmr_engine_neighbours_start (self, job, &config);
     /*
      * an idle guest feels nothing: full speed from the start; a busy one from
      * start_speed; one with no baseline (no sample yet, or it just turned
@@ -221,8 +223,66 @@ apply_speed (VmrEngine *self, VmrJob *job, guint64 speed, gint64 now_us)
 static void
 measure (VmrEngine *self, VmrJob *job)
 {
+    job->adaptive->paused_us = g_get_monotonic_time ();
     vmr_engine_action_step (vmr_engine_action_new (self, job, VMR_JOB_STATE_PAUSED),
                             VMR_BACKEND_COMMAND_PAUSE, 0);
+}
+
+/*
+ * The copy's neighbours (engine-neighbours.c): the one harmed most, when
+ * more than the guest, replaces the guest's sample and baseline in @input
+ * (at the guest's sample's time: it stands for this step), and is copied
+ * to @worst; TRUE when so. A neighbour that turned busy asks for a
+ * measuring pause instead, at most once a measure_gap_us: @measure is set.
+ */
+static gboolean
+feed_neighbours (VmrEngine *self, VmrJob *job, const VmrControllerConfig *config,
+                 VmrControllerInput *input, VmrNeighbour *worst, gboolean *measure_now)
+{
+    VmrJobAdaptive *a = job->adaptive;
+    gboolean own_idle
+        = input->load.iops < config->idle_iops && a->baseline.iops < config->idle_iops;
+    gdouble own_harm = own_idle ? -1 : vmr_controller_harm (config, input);
+    gboolean needs_baseline;
+    gint pick;
+
+    *measure_now = FALSE;
+    if (a->state.phase == VMR_CONTROLLER_PHASE_MEASURING)
+        return FALSE;
+    pick = vmr_engine_neighbours_worst (self, job, config, own_harm, worst, &needs_baseline);
+    if (needs_baseline && input->load.time_us - a->neighbour_measure_us >= config->measure_gap_us) {
+        a->neighbour_measure_us = input->load.time_us;
+        *measure_now = TRUE;
+        return FALSE;
+    }
+    if (pick < 0)
+        return FALSE;
+    input->load.iops = worst->load.iops;
+    input->load.latency_us = worst->load.latency_us;
+    input->baseline = worst->baseline;
+    input->noise = worst->noise;
+    return TRUE;
+}
+
+/* a neighbour turned busy: the copy pauses for one sample to measure it alone */
+static void
+measure_neighbours (VmrEngine *self, VmrJob *job)
+{
+    vmr_controller_request_measure (&job->adaptive->state, job->speed);
+    note_decision (self, job, VMR_CONTROLLER_MEASURE_BASELINE,
+                   "a neighbour on the copy's storages turned busy: pausing the copy for one "
+                   "sample to measure it alone");
+    measure (self, job);
+}
+
+/* the decision's reason: the controller's, or the neighbour's that set the speed */
+static void
+note_step (VmrEngine *self, VmrJob *job, const VmrControllerDecision *out,
+           const VmrNeighbour *worst)
+{
+    g_autofree gchar *reason = worst != NULL ? vmr_neighbour_reason (worst, out->reason) : NULL;
+
+    note_decision (self, job, out->kind, reason != NULL ? reason : out->reason);
 }
 
 gboolean
@@ -235,6 +295,8 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     VmrControllerConfig config;
     VmrControllerInput input = { 0 };
     const VmrLoadSample *samples = NULL;
+    VmrNeighbour worst = { 0 };
+    gboolean by_neighbour, measure_now; /* a neighbour's sample fed, or a pause for one */
     VmrJobAdaptive *a;
     guint n = 0;
 
@@ -274,6 +336,10 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
         return TRUE;
 
     config_of (self, job, rule, &config);
+    /* a measuring pause waits for the busy neighbours' samples too */
+    if (a->state.phase == VMR_CONTROLLER_PHASE_MEASURING
+        && !vmr_engine_neighbours_measured (self, job, &config, &samples[n - 1]))
+        return TRUE;
     input.load = samples[n - 1];
     input.baseline = a->baseline;
     input.speed = job->speed;
@@ -289,10 +355,15 @@ vmr_engine_adaptive_step (VmrEngine *self, DomainEntry *entry, VmrJob *job,
     input.dirty_rate = (guint64) job->dirty_rate;
     input.n_copies = copies_on_thread (self, entry, job);
     input.noise = a->noise;
+    a->load = samples[n - 1];
+    by_neighbour = feed_neighbours (self, job, &config, &input, &worst, &measure_now);
+    if (measure_now) {
+        measure_neighbours (self, job);
+        return TRUE;
+    }
     vmr_controller_step (&config, &a->state, &input, &out);
-    a->load = input.load;
     a->harm = out.harm;
-    note_decision (self, job, out.kind, out.reason);
+    note_step (self, job, &out, by_neighbour ? &worst : NULL);
     switch (out.kind) {
         case VMR_CONTROLLER_MEASURE_BASELINE:
             measure (self, job);

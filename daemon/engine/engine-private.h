@@ -11,6 +11,7 @@
  *   engine-converge.c   a copy that does not converge, a copy's deadline
  *   engine-group.c      the disks of one domain that cut over together
  *   engine-action.c     the policy's actions on a running copy
+ *   engine-neighbours.c the other guests' disks on a copy's storages, and their harm
  *   engine-adaptive.c   the closed-loop speed (control = adaptive)
  *   engine-policy.c     the policy's load decisions
  *   engine-cluster.c    the cluster's slots, on etcd
@@ -34,6 +35,7 @@
 #include "job-table.h"
 #include "load-history.h"
 #include "decision.h"
+#include "neighbours.h"
 #include "policy.h"
 
 G_BEGIN_DECLS
@@ -327,6 +329,43 @@ VmrEngineAction *vmr_engine_action_new (VmrEngine *self, VmrJob *job, VmrJobStat
  * resume_after_speed is set), and the action is freed.
  */
 void vmr_engine_action_step (VmrEngineAction *action, VmrBackendCommand command, guint64 speed);
+
+/* engine-neighbours.c */
+
+/*
+ * At @job's start: the baseline of each of its neighbours from its samples
+ * before the copy; TRUE when one of them is busy (the copy is then no idle
+ * guest's to run at full speed)
+ */
+gboolean vmr_engine_neighbours_start (VmrEngine *self, VmrJob *job,
+                                      const VmrControllerConfig *config);
+
+/*
+ * While the controller measures (@job paused since its adaptive's
+ * paused_us) and @own is the guest's sample: each neighbour's sample that
+ * began within the pause becomes its baseline. FALSE when a busy neighbour
+ * has no such sample yet and the pause is younger than two of @own's
+ * intervals: the caller keeps the copy paused and waits for the next sample.
+ */
+gboolean vmr_engine_neighbours_measured (VmrEngine *self, VmrJob *job,
+                                         const VmrControllerConfig *config,
+                                         const VmrLoadSample *own);
+
+/*
+ * The neighbour harmed most now and more than @own_harm, copied to @worst
+ * (its strings borrowed from the domain table and the policy until they
+ * change), its index, or -1 for none; @needs_baseline is set when a
+ * neighbour turned busy since its baseline. Each neighbour's harm is kept
+ * for vmr_engine_neighbours_foreach().
+ */
+gint vmr_engine_neighbours_worst (VmrEngine *self, VmrJob *job, const VmrControllerConfig *config,
+                                  gdouble own_harm, VmrNeighbour *worst, gboolean *needs_baseline);
+
+typedef void (*VmrEngineNeighbourFunc) (const gchar *storage, const gchar *domain,
+                                        const gchar *disk, gdouble harm, gpointer user_data);
+
+/* calls @func with each neighbour @job knows and its harm at the last step */
+void vmr_engine_neighbours_foreach (VmrJob *job, VmrEngineNeighbourFunc func, gpointer user_data);
 
 /* engine-adaptive.c */
 

@@ -44,6 +44,15 @@ decision_stats_free (VmrDecisionStats *self)
 }
 
 static void
+neighbour_stats_free (VmrNeighbourStats *self)
+{
+    g_free (self->storage);
+    g_free (self->domain);
+    g_free (self->disk);
+    g_free (self);
+}
+
+static void
 storage_stats_free (VmrStorageStats *self)
 {
     g_free (self->name);
@@ -61,6 +70,7 @@ vmr_engine_stats_new (void)
     self->iothreads = g_ptr_array_new_with_free_func ((GDestroyNotify) iothread_stats_free);
     self->decisions = g_ptr_array_new_with_free_func ((GDestroyNotify) decision_stats_free);
     self->storages = g_ptr_array_new_with_free_func ((GDestroyNotify) storage_stats_free);
+    self->neighbours = g_ptr_array_new_with_free_func ((GDestroyNotify) neighbour_stats_free);
     return self;
 }
 
@@ -74,6 +84,7 @@ vmr_engine_stats_free (VmrEngineStats *self)
     g_ptr_array_unref (self->iothreads);
     g_ptr_array_unref (self->decisions);
     g_ptr_array_unref (self->storages);
+    g_ptr_array_unref (self->neighbours);
     g_free (self);
 }
 
@@ -217,6 +228,53 @@ add_storages (VmrEngine *self, VmrEngineStats *stats)
     }
 }
 
+/* one neighbour a copy read: a new line, or a larger harm on the line of the same disk */
+static void
+add_neighbour (const gchar *storage, const gchar *domain, const gchar *disk, gdouble harm,
+               gpointer user_data)
+{
+    VmrEngineStats *stats = user_data;
+    VmrNeighbourStats *n;
+
+    for (guint i = 0; i < stats->neighbours->len; i++) {
+        n = g_ptr_array_index (stats->neighbours, i);
+        if (g_str_equal (n->storage, storage) && g_str_equal (n->domain, domain)
+            && g_str_equal (n->disk, disk)) {
+            n->harm = MAX (n->harm, harm);
+            return;
+        }
+    }
+    n = g_new0 (VmrNeighbourStats, 1);
+    n->storage = g_strdup (storage);
+    n->domain = g_strdup (domain);
+    n->disk = g_strdup (disk);
+    n->harm = harm;
+    g_ptr_array_add (stats->neighbours, n);
+}
+
+static gint
+compare_neighbours (gconstpointer a, gconstpointer b)
+{
+    const VmrNeighbourStats *x = *(VmrNeighbourStats *const *) a;
+    const VmrNeighbourStats *y = *(VmrNeighbourStats *const *) b;
+    gint c = g_strcmp0 (x->storage, y->storage);
+
+    if (c == 0)
+        c = g_strcmp0 (x->domain, y->domain);
+    return c != 0 ? c : g_strcmp0 (x->disk, y->disk);
+}
+
+/* the neighbours the running copies' controllers read */
+static void
+add_neighbours (VmrEngine *self, VmrEngineStats *stats)
+{
+    GPtrArray *active = vmr_job_table_get_active (self->jobs);
+
+    for (guint i = 0; i < active->len; i++)
+        vmr_engine_neighbours_foreach (g_ptr_array_index (active, i), add_neighbour, stats);
+    g_ptr_array_sort (stats->neighbours, compare_neighbours);
+}
+
 VmrEngineStats *
 vmr_engine_get_stats (VmrEngine *self)
 {
@@ -240,6 +298,7 @@ vmr_engine_get_stats (VmrEngine *self)
         add_domain (stats, g_hash_table_lookup (self->domains, g_ptr_array_index (names, i)));
     add_decisions (self, stats);
     add_storages (self, stats);
+    add_neighbours (self, stats);
     for (guint i = 0; i < G_N_ELEMENTS (stats->jobs_ended); i++)
         stats->jobs_ended[i] = self->jobs_ended[i];
     return stats;

@@ -56,13 +56,22 @@ typedef struct {
     guint64 used_bytes;   /* bytes/s: the sum of the speeds set on the copies holding it */
 } VmrStorageStats;
 
+/* a guest disk on the storage of a running copy, as the copies' controllers last read it */
 typedef struct {
-    gint64 time_us;       /* wall clock of the snapshot */
-    GPtrArray *jobs;      /* of VmrJobStats *, every job the daemon keeps, oldest first */
-    GPtrArray *disks;     /* of VmrDiskStats *, the disks with a load sample, by domain */
-    GPtrArray *iothreads; /* of VmrIothreadStats *, by domain; none for a backend without */
-    GPtrArray *decisions; /* of VmrDecisionStats *, by action name */
-    GPtrArray *storages;  /* of VmrStorageStats *, in the policy's order */
+    gchar *storage;
+    gchar *domain;
+    gchar *disk;
+    gdouble harm; /* the largest harm a copy on its storage read of it, against its baseline */
+} VmrNeighbourStats;
+
+typedef struct {
+    gint64 time_us;        /* wall clock of the snapshot */
+    GPtrArray *jobs;       /* of VmrJobStats *, every job the daemon keeps, oldest first */
+    GPtrArray *disks;      /* of VmrDiskStats *, the disks with a load sample, by domain */
+    GPtrArray *iothreads;  /* of VmrIothreadStats *, by domain; none for a backend without */
+    GPtrArray *decisions;  /* of VmrDecisionStats *, by action name */
+    GPtrArray *storages;   /* of VmrStorageStats *, in the policy's order */
+    GPtrArray *neighbours; /* of VmrNeighbourStats *, by storage, domain and disk */
     guint jobs_by_state[VMR_JOB_STATE_LAST]; /* the jobs of @jobs in each state */
     /* the jobs that ended since the daemon started: completed, failed, cancelled */
     guint64 jobs_ended[VMR_JOB_STATE_LAST - VMR_JOB_STATE_COMPLETED];

@@ -448,3 +448,33 @@ assert_beyond_verify_region (VmrHarness *h, const gchar *source, const gchar *im
     expected = vmr_harness_expected_path (source);
     vmr_harness_assert_range_equals (image, expected, region, size - region);
 }
+
+void
+assert_promtool_passes (const gchar *what, const gchar *text)
+{
+    g_autoptr (GSubprocess) proc = NULL;
+    g_autoptr (GError) error = NULL;
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+
+    proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                 | G_SUBPROCESS_FLAGS_STDERR_PIPE,
+                             &error, "promtool", "check", "metrics", NULL);
+    g_assert_no_error (error);
+    g_assert_true (g_subprocess_communicate_utf8 (proc, text, NULL, &out, &err, &error));
+    g_assert_no_error (error);
+    if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) != 0)
+        vmr_fail ("promtool check metrics fails on %s: %s%s\n%s", what, out, err, text);
+}
+
+gdouble
+sample_value (const gchar *text, const gchar *series)
+{
+    g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (g_str_has_prefix (lines[i], series) && lines[i][strlen (series)] == ' ')
+            return g_ascii_strtod (lines[i] + strlen (series) + 1, NULL);
+    }
+    return -1;
+}

@@ -173,4 +173,10 @@ guint64 assert_guest_verified (VmrHarness *h);
 void assert_beyond_verify_region (VmrHarness *h, const gchar *source, const gchar *image,
                                   gsize size);
 
+/* `promtool check metrics` on @text: asserts it finds no problem, naming @what */
+void assert_promtool_passes (const gchar *what, const gchar *text);
+
+/* the value of the sample line of metrics @text that starts with @series ("name{labels}"), or -1 */
+gdouble sample_value (const gchar *text, const gchar *series);
+
 G_END_DECLS

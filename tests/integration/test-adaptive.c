@@ -436,6 +436,121 @@ test_idle_guest (VmrHarness *h, gconstpointer user_data)
     vmr_harness_assert_migrated (h, c.id, "disk0", c.source, c.dest, "raw", c.expected);
 }
 
+/*
+ * the quiet domain's disk: from the start-speed of 8 MiB/s, doubling, some
+ * seconds of samples; at most 8 s at min-speed
+ */
+#define QUIET_DISK  (64 * MIB)
+#define QUIET_START (8 * MIB)
+
+/*
+ * `virt-mirror metrics` while the copy @id runs, until it shows the harm the
+ * copy read of the guest's disk: checked by promtool, the harm returned
+ */
+static gdouble
+neighbour_harm_during (VmrHarness *h, const gchar *id)
+{
+    static const gchar series[]
+        = "virt_mirror_neighbour_harm{storage=\"array\",domain=\"vm\",disk=\"disk0\"}";
+
+    for (;;) {
+        g_autoptr (VmrCliResult) result = vmr_harness_cli (h, "metrics", NULL);
+        g_autoptr (JsonObject) job = NULL;
+        const gchar *state;
+        gdouble harm;
+
+        vmr_cli_result_assert_ok (result);
+        harm = sample_value (result->out, series);
+        if (harm >= 0) {
+            g_test_message ("%s %g", series, harm);
+            assert_promtool_passes ("virt-mirror metrics", result->out);
+            return harm;
+        }
+        job = vmr_harness_get_job (h, id);
+        state = job_state (job);
+        if (!g_str_equal (state, "copying") && !g_str_equal (state, "paused")
+            && !g_str_equal (state, "throttled"))
+            vmr_fail ("the copy is %s, and the metrics never showed its neighbour", state);
+        g_usleep (G_USEC_PER_SEC / 4);
+    }
+}
+
+/* the series' points whose reason names @neighbour, each printed */
+static guint
+points_naming (JsonArray *points, const gchar *neighbour)
+{
+    guint named = 0;
+
+    for (guint i = 0; i < json_array_get_length (points); i++) {
+        JsonObject *point = vmr_harness_json_element (points, i);
+        const gchar *reason = vmr_json_get_string (point, "reason");
+
+        g_test_message ("speed %" G_GINT64_FORMAT ": %s", vmr_json_int_or (point, "speed", -1),
+                        reason != NULL ? reason : "");
+        if (reason != NULL && strstr (reason, neighbour) != NULL)
+            named++;
+    }
+    return named;
+}
+
+/*
+ * Neighbours (docs/policy.md): a guest-less, paused QEMU "quiet" whose disk
+ * lies in one [storage] with the busy guest's. Its guest is idle: alone, its
+ * copy would run unlimited from the start (idle-guest above). Beside the
+ * busy guest it starts at start-speed, and the controller's decisions name
+ * the busy guest's disk, whose harm it read against that disk's baseline;
+ * virt_mirror_neighbour_harm shows it while the copy runs. The bytes are
+ * checked.
+ */
+static void
+test_neighbour (VmrHarness *h, gconstpointer user_data)
+{
+    const VmrHarnessGuestJob load = { "load", GUEST_IOPS, 60, "randread", NULL, NULL };
+    g_auto (GuestCopy) c = { 0 };
+    g_autofree gchar *policy = NULL;
+    g_autofree gchar *source = NULL;
+    g_autofree gchar *expected = NULL;
+    g_autofree gchar *dest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autoptr (JsonObject) final = NULL;
+    g_autoptr (JsonArray) points = NULL;
+    g_autoptr (GArray) settled = NULL;
+    VmrHarnessDisk disk = { "disk0", NULL, "raw", NULL };
+    VmrHarness *quiet;
+    guint named;
+
+    if (!vmr_harness_require_guest (h))
+        return;
+    policy = g_strconcat (
+        ADAPTIVE_POLICY ("1s") "min-speed = 8M\nstart-speed = 8M\n[storage array]\npaths = ",
+        h->dir, "\n", NULL);
+    idle_guest_start (h, &c, &load, SMALL_DISK, policy);
+    source = vmr_harness_create_image (h, "quiet.raw", "raw", QUIET_DISK, 0x9e19b);
+    expected = vmr_harness_expected_path (source);
+    dest = vmr_harness_path (h, "quiet-dest.raw");
+    disk.path = source;
+    quiet = vmr_harness_peer_new (h, "quiet");
+    vmr_harness_start_qemu (quiet, &disk, 1);
+    vmr_harness_attach (quiet, "quiet");
+    /* the busy guest's baseline all under load, and the quiet one's samples idle */
+    settled = vmr_harness_guest_wait_iops (h, SETTLED_LINES, 1, 30);
+    id = vmr_harness_migrate (h, "quiet", "disk0", dest, NULL);
+    g_assert_cmpfloat (neighbour_harm_during (h, id), >=, 0);
+    final = vmr_harness_wait_job (h, id, "completed", VMR_HARNESS_JOB_TIMEOUT_S);
+    /* an idle guest's copy would have started unlimited: the neighbour's load held it */
+    g_assert_cmpint (speed_point (controller_speeds (final), 0), ==, QUIET_START);
+    points = vmr_harness_job_series_points (h, id);
+    named = points_naming (points, "vm disk0 on storage array at ");
+    g_test_message ("%u of %u points named the neighbour", named, json_array_get_length (points));
+    g_assert_cmpuint (named, >, 0);
+    vmr_harness_assert_disk_on (quiet, "disk0", dest);
+    vmr_harness_assert_node_released (quiet, source);
+    vmr_harness_assert_job_record (h, id, "completed");
+    vmr_harness_quit_qemu (quiet);
+    vmr_harness_assert_image_equals (dest, "raw", expected);
+    vmr_harness_peer_free (quiet);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -450,5 +565,6 @@ main (int argc, char **argv)
     VMR_HARNESS_ADD_NO_DAEMON ("/adaptive/deadline-fail-stays-on-source", NULL,
                                test_deadline_fail_stays_on_source);
     VMR_HARNESS_ADD_NO_DAEMON ("/adaptive/idle-guest", NULL, test_idle_guest);
+    VMR_HARNESS_ADD_NO_DAEMON ("/adaptive/neighbour", NULL, test_neighbour);
     return g_test_run ();
 }

@@ -69,38 +69,6 @@ http_status (const gchar *method, const gchar *url)
     return soup_message_get_status (msg);
 }
 
-/* `promtool check metrics` on @text: asserts it finds no problem */
-static void
-assert_promtool_passes (const gchar *what, const gchar *text)
-{
-    g_autoptr (GSubprocess) proc = NULL;
-    g_autoptr (GError) error = NULL;
-    g_autofree gchar *out = NULL;
-    g_autofree gchar *err = NULL;
-
-    proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE
-                                 | G_SUBPROCESS_FLAGS_STDERR_PIPE,
-                             &error, "promtool", "check", "metrics", NULL);
-    g_assert_no_error (error);
-    g_assert_true (g_subprocess_communicate_utf8 (proc, text, NULL, &out, &err, &error));
-    g_assert_no_error (error);
-    if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) != 0)
-        vmr_fail ("promtool check metrics fails on %s: %s%s\n%s", what, out, err, text);
-}
-
-/* the value of the sample line that starts with @series ("name{labels}"), or -1 */
-static gdouble
-sample_value (const gchar *text, const gchar *series)
-{
-    g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
-
-    for (guint i = 0; lines[i] != NULL; i++) {
-        if (g_str_has_prefix (lines[i], series) && lines[i][strlen (series)] == ' ')
-            return g_ascii_strtod (lines[i] + strlen (series) + 1, NULL);
-    }
-    return -1;
-}
-
 /* `virt-mirror metrics`: asserts it succeeds */
 static gchar *
 cli_metrics (VmrHarness *h)

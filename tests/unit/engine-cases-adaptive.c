@@ -9,6 +9,7 @@
 #include "engine-fixture.h"
 
 #include "engine-private.h"
+#include "engine-stats.h"
 #include "vmr-json.h"
 
 #include <math.h>
@@ -107,6 +108,13 @@ static gdouble guest_dirty_rate;
 static gint64 guest_dirty_start_us;
 /* the guest does no I/O for now, whatever its case says */
 static gboolean guest_resting;
+/* a neighbour of vmr-1: db02's vdb on the same storage, feeling the copy as @neighbour says */
+static VmrIoCounters neighbour_io;
+static const Guest *neighbour;
+static gint64 neighbour_time_us;
+static gdouble neighbour_ops_carry;
+/* the neighbour does no I/O for now */
+static gboolean neighbour_resting;
 /* how many times the engine read the guest's load */
 static guint guest_reads;
 static guint guest_reads_wanted;
@@ -117,27 +125,39 @@ job_1 (EngineFixture *f)
     return vmr_engine_lookup_job (f->engine, "vmr-1", NULL);
 }
 
+/* @g's counters @io moved on to @now from @time_us, as the copy at @job's speed lets it go */
+static void
+guest_advance (const Guest *g, gboolean resting, VmrJob *job, VmrIoCounters *io, gint64 *time_us,
+               gdouble *carry, gint64 now)
+{
+    gboolean copying = job != NULL && job->state == VMR_JOB_STATE_COPYING;
+    gdouble latency = copying ? latency_at (g, job->speed) : BASE_LATENCY_US;
+    gdouble iops = resting ? 0 : g->closed_loop ? g->iops * BASE_LATENCY_US / latency : g->iops;
+    gdouble ops;
+
+    if (*time_us != 0) {
+        ops = iops * (now - *time_us) / G_USEC_PER_SEC + *carry;
+        *carry = ops - floor (ops);
+        io->read_ops += (guint64) ops;
+        io->read_time_ns += (guint64) (floor (ops) * latency * 1000);
+    }
+    *time_us = now;
+}
+
 /* the counters QEMU would show by now, as the copy's current speed lets the guest go */
 static void
 guest_run (EngineFixture *f)
 {
     gint64 now = g_get_monotonic_time ();
     VmrJob *job = job_1 (f);
-    gboolean copying = job != NULL && job->state == VMR_JOB_STATE_COPYING;
-    gdouble latency = copying ? latency_at (guest, job->speed) : BASE_LATENCY_US;
-    gdouble iops = guest_resting        ? 0
-                   : guest->closed_loop ? guest->iops * BASE_LATENCY_US / latency
-                                        : guest->iops;
-    gdouble ops;
 
-    if (guest_time_us != 0) {
-        ops = iops * (now - guest_time_us) / G_USEC_PER_SEC + guest_ops_carry;
-        guest_ops_carry = ops - floor (ops);
-        guest_io.read_ops += (guint64) ops;
-        guest_io.read_time_ns += (guint64) (floor (ops) * latency * 1000);
-    }
-    guest_time_us = now;
+    guest_advance (guest, guest_resting, job, &guest_io, &guest_time_us, &guest_ops_carry, now);
     fake_backend_set_load (engine_fixture_backend (f, "web01"), "disk0", &guest_io);
+    if (neighbour != NULL) {
+        guest_advance (neighbour, neighbour_resting, job, &neighbour_io, &neighbour_time_us,
+                       &neighbour_ops_carry, now);
+        fake_backend_set_load (engine_fixture_backend (f, "db02"), "vdb", &neighbour_io);
+    }
     /* QEMU's len grows by what the guest dirties in what the copy already sent */
     if (guest_dirty_rate > 0 && job != NULL) {
         VmrBackendProgress progress = { .job_id = (gchar *) "vmr-1", .total_bytes = 1024 * MIB };
@@ -156,6 +176,13 @@ static void
 guest_load_cb (FakeBackend *backend, gpointer user_data)
 {
     guest_reads++;
+    guest_run (user_data);
+}
+
+/* and the neighbour's, in its own QEMU */
+static void
+neighbour_load_cb (FakeBackend *backend, gpointer user_data)
+{
     guest_run (user_data);
 }
 
@@ -200,8 +227,14 @@ guest_setup (EngineFixture *f, const AdaptiveCase *tc, gdouble dirty_rate)
     guest_dirty_start_us = 0;
     guest_resting = FALSE;
     guest_reads = 0;
+    memset (&neighbour_io, 0, sizeof neighbour_io);
+    neighbour_time_us = 0;
+    neighbour_ops_carry = 0;
+    neighbour_resting = FALSE;
     engine_fixture_setup (f, &tc->engine);
     fake_backend_set_load_func (engine_fixture_backend (f, "web01"), guest_load_cb, f);
+    if (neighbour != NULL)
+        fake_backend_set_load_func (engine_fixture_backend (f, "db02"), neighbour_load_cb, f);
     /* progress set by hand must not say the copy runs at another speed than the one set */
     fake_backend_report_speed_as_set (engine_fixture_backend (f, "web01"));
     f->engine->progress_interval_ms = 50;
@@ -404,6 +437,128 @@ test_turned_busy (gconstpointer data)
     engine_fixture_teardown (&f);
 }
 
+/*
+ * An idle guest's copy on a storage whose other guest is busy: without its
+ * neighbour the copy would run at full speed; with it, it starts at
+ * start-speed, backs off to the neighbour's knee, and the reason and the
+ * metric's figures name the neighbour.
+ */
+static const AdaptiveCase neighbour_case
+    = { { "/engine/adaptive/neighbour-sets-the-speed", .domains = "web01=disk0 db02=vdb",
+          .policy = ADAPTIVE "[storage array-a]\npaths = /**\n" },
+        { FALSE, 0, 8 * MIB },
+        2500,
+        "start_copy vmr-1 67108864",
+        3 * MIB,
+        10 * MIB };
+static const Guest neighbour_guest = { FALSE, 2000, 8 * MIB };
+
+static void
+test_neighbour (gconstpointer data)
+{
+    const AdaptiveCase *tc = data;
+    g_autofree gchar *start = g_strconcat (tc->start, "*", NULL);
+    const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = start);
+    const EngineStep cancel
+        = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled", .calls = "cancel vmr-1",
+                   .files = "db02-vdb.img web01-disk0.img");
+    g_autoptr (VmrEngineStats) stats = NULL;
+    const VmrNeighbourStats *seen;
+    EngineFixture f;
+    VmrJob *job;
+
+    neighbour = &neighbour_guest;
+    guest_setup (&f, tc, 0);
+    g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
+    run_for (&f, tc->run_ms);
+
+    job = job_1 (&f);
+    g_test_message ("vmr-1 at %" G_GUINT64_FORMAT " bytes/s: %s", job->speed, job->decision_reason);
+    g_assert_cmpuint (job->speed, >=, tc->speed_low);
+    g_assert_cmpuint (job->speed, <=, tc->speed_high);
+    g_assert_true (
+        g_pattern_match_simple ("db02 vdb on storage array-a at *x its *", job->decision_reason));
+    stats = vmr_engine_get_stats (f.engine);
+    g_assert_cmpuint (stats->neighbours->len, ==, 1);
+    seen = g_ptr_array_index (stats->neighbours, 0);
+    g_assert_cmpstr (seen->storage, ==, "array-a");
+    g_assert_cmpstr (seen->domain, ==, "db02");
+    g_assert_cmpstr (seen->disk, ==, "vdb");
+    /* near the knee: the neighbour's harm in hand, not the 19x of the copy's start */
+    g_assert_cmpfloat (seen->harm, <, 0.2);
+    g_free (fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    engine_fixture_teardown (&f);
+    neighbour = NULL;
+}
+
+/* the copy paused since the neighbour turned busy, and the measure is over */
+static gboolean neighbour_paused;
+
+static gboolean
+neighbour_measured (EngineFixture *f)
+{
+    VmrJob *job = job_1 (f);
+    gchar *calls = fake_backend_take_log (engine_fixture_backend (f, "web01"), FALSE);
+
+    neighbour_paused = neighbour_paused || strstr (calls, "pause vmr-1") != NULL;
+    g_free (calls);
+    return neighbour_paused && job->adaptive != NULL
+           && job->adaptive->kind != VMR_CONTROLLER_MEASURE_BASELINE;
+}
+
+/*
+ * The neighbour idle when the idle guest's copy starts: full speed. It
+ * turns busy: the copy pauses for a sample to measure it alone, then backs
+ * off to its knee from its new baseline.
+ */
+static const AdaptiveCase neighbour_busy_case
+    = { { "/engine/adaptive/neighbour-turns-busy", .domains = "web01=disk0 db02=vdb",
+          .policy = ADAPTIVE "[storage array-a]\npaths = /**\n" },
+        { FALSE, 0, 8 * MIB },
+        3000,
+        "start_copy vmr-1 0",
+        1 * MIB,
+        10 * MIB };
+
+static void
+test_neighbour_turns_busy (gconstpointer data)
+{
+    const AdaptiveCase *tc = data;
+    g_autofree gchar *start = g_strconcat (tc->start, "*", NULL);
+    const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = start);
+    const EngineStep cancel
+        = COMMAND (.arg = "cancel", .states = "vmr-1 cancelled", .calls = "cancel vmr-1",
+                   .files = "db02-vdb.img web01-disk0.img");
+    EngineFixture f;
+    VmrJob *job;
+
+    neighbour = &neighbour_guest;
+    neighbour_resting = TRUE;
+    guest_setup (&f, tc, 0);
+    neighbour_resting = TRUE;
+    run_for (&f, 600);
+    g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
+    run_for (&f, 300);
+    g_assert_cmpuint (job_1 (&f)->speed, ==, 0);
+    neighbour_resting = FALSE;
+    neighbour_paused = FALSE;
+    g_free (fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE));
+    g_assert_true (engine_fixture_wait_for (neighbour_measured, &f, 5000));
+    run_for (&f, tc->run_ms);
+
+    job = job_1 (&f);
+    g_test_message ("vmr-1 at %" G_GUINT64_FORMAT " bytes/s: %s", job->speed, job->decision_reason);
+    g_assert_cmpuint (job->speed, >=, tc->speed_low);
+    g_assert_cmpuint (job->speed, <=, tc->speed_high);
+    g_assert_true (
+        g_pattern_match_simple ("db02 vdb on storage array-a at *x its *", job->decision_reason));
+    g_free (fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE));
+    g_assert_true (engine_fixture_run_step (&f, 1, &cancel));
+    engine_fixture_teardown (&f);
+    neighbour = NULL;
+}
+
 void
 engine_add_adaptive_cases (void)
 {
@@ -412,4 +567,7 @@ engine_add_adaptive_cases (void)
     g_test_add_data_func (user_speed_case.engine.name, &user_speed_case, test_user_speed);
     g_test_add_data_func (progress_case.engine.name, &progress_case, test_progress_floor);
     g_test_add_data_func (turned_busy_case.engine.name, &turned_busy_case, test_turned_busy);
+    g_test_add_data_func (neighbour_case.engine.name, &neighbour_case, test_neighbour);
+    g_test_add_data_func (neighbour_busy_case.engine.name, &neighbour_busy_case,
+                          test_neighbour_turns_busy);
 }

@@ -23,7 +23,10 @@ job_new (const gchar *id, const gchar *domain, const gchar *disk, VmrJobState st
     return job;
 }
 
-/* two jobs, one disk, one I/O thread, two decisions, ended jobs and a storage with a budget */
+/*
+ * two jobs, one disk, one I/O thread, two decisions, ended jobs, a storage with a budget
+ * and a neighbour a copy on it read
+ */
 static VmrEngineStats *
 sample_stats (void)
 {
@@ -35,6 +38,7 @@ sample_stats (void)
     VmrDecisionStats *keep = g_new0 (VmrDecisionStats, 1);
     VmrDecisionStats *wait = g_new0 (VmrDecisionStats, 1);
     VmrStorageStats *storage = g_new0 (VmrStorageStats, 1);
+    VmrNeighbourStats *neighbour = g_new0 (VmrNeighbourStats, 1);
 
     done->total_bytes = G_GUINT64_CONSTANT (21474836480);
     done->processed_bytes = done->total_bytes;
@@ -73,6 +77,11 @@ sample_stats (void)
     storage->budget_bytes = 62914560;
     storage->used_bytes = 41943040;
     g_ptr_array_add (stats->storages, storage);
+    neighbour->storage = g_strdup ("array-a");
+    neighbour->domain = g_strdup ("db02");
+    neighbour->disk = g_strdup ("vdb");
+    neighbour->harm = 0.31;
+    g_ptr_array_add (stats->neighbours, neighbour);
     return stats;
 }
 
@@ -172,7 +181,11 @@ static const gchar expected_text[]
       "# HELP virt_mirror_storage_used_bytes The sum of the speeds set on the copies that read "
       "from or write to the storage, bytes/s.\n"
       "# TYPE virt_mirror_storage_used_bytes gauge\n"
-      "virt_mirror_storage_used_bytes{storage=\"array-a\"} 41943040\n";
+      "virt_mirror_storage_used_bytes{storage=\"array-a\"} 41943040\n"
+      "# HELP virt_mirror_neighbour_harm The harm a running copy last read of another guest disk "
+      "on its source or destination storage, against that disk's own baseline (0.1 = 10%).\n"
+      "# TYPE virt_mirror_neighbour_harm gauge\n"
+      "virt_mirror_neighbour_harm{storage=\"array-a\",domain=\"db02\",disk=\"vdb\"} 0.31\n";
 
 static void
 test_format (void)
@@ -206,6 +219,7 @@ test_format_empty (void)
         "jobs_total",
         "storage_budget_bytes",
         "storage_used_bytes",
+        "neighbour_harm",
     };
     g_autoptr (VmrEngineStats) stats = vmr_engine_stats_new ();
     g_autofree gchar *text = vmr_metrics_format (stats);
