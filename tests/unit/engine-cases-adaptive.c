@@ -407,10 +407,14 @@ static void
 test_turned_busy (gconstpointer data)
 {
     const AdaptiveCase *tc = data;
-    /* the controller may act at its first sample, before a loaded machine checks the start */
+    /* the controller may act at its first sample, before a loaded machine checks the start:
+     * its first act here is the pause that measures the guest, so the state after the start
+     * is copying or, on a loaded machine, already paused */
     g_autofree gchar *start = g_strconcat (tc->start, "*", NULL);
-    const EngineStep migrate = MIGRATE (.states = "vmr-1 copying", .calls = start);
+    const EngineStep migrate = MIGRATE (.states = NULL, .calls = start);
     g_autofree gchar *calls = NULL;
+    const gchar *pause;
+    gboolean paused_early;
     EngineFixture f;
     VmrJob *job;
 
@@ -421,6 +425,10 @@ test_turned_busy (gconstpointer data)
     guest_resting = FALSE;
     g_assert_true (engine_fixture_wait_for (newest_busy, &f, 1000));
     g_assert_true (engine_fixture_run_step (&f, 0, &migrate));
+    job = job_1 (&f);
+    g_assert_true (job->state == VMR_JOB_STATE_COPYING || job->state == VMR_JOB_STATE_PAUSED);
+    paused_early = job->state == VMR_JOB_STATE_PAUSED;
+    g_test_message ("the start's check saw vmr-1 %s", paused_early ? "paused" : "copying");
     run_for (&f, tc->run_ms);
 
     job = job_1 (&f);
@@ -430,9 +438,14 @@ test_turned_busy (gconstpointer data)
     g_assert_cmpfloat (job->adaptive->baseline.iops, >, 0.5 * tc->guest.iops);
     calls = fake_backend_take_log (engine_fixture_backend (&f, "web01"), FALSE);
     g_test_message ("calls: %s", calls);
-    /* one pause, the measure of the first step */
-    g_assert_nonnull (strstr (calls, "pause vmr-1"));
-    g_assert_null (strstr (strstr (calls, "pause vmr-1") + 1, "pause vmr-1"));
+    /* one pause, the measure of the first step: among the start's calls when the job was
+     * already paused at its check, else among the calls since */
+    pause = strstr (calls, "pause vmr-1");
+    if (paused_early)
+        g_assert_null (pause);
+    else
+        g_assert_nonnull (pause);
+    g_assert_true (pause == NULL || strstr (pause + 1, "pause vmr-1") == NULL);
     g_assert_true (engine_fixture_run_step (&f, 1, &cancel_1));
     engine_fixture_teardown (&f);
 }
